@@ -1,0 +1,20 @@
+"""The RTWO VM reference interpreter (spec version 1.0).
+
+Phases, each its own module: container and decode (bytes to instructions), validate (code
+rules), policy (binding a determinism policy), program (preparing segments), execute (running
+frames), accounting (dynamic charges) and result (canonical outcomes). Instruction handlers
+live in ``reference_vm.instructions``, one module per instruction type.
+"""
+
+from reference_vm.assembler import AssemblyError, assemble
+from reference_vm.disassembler import disassemble
+from reference_vm.execute import execute
+from reference_vm.policy import Policy
+from reference_vm.request import Context, Limits, Message
+from reference_vm.result import Event, ExecutionResult, Usage
+from reference_vm.state import Contract, StateChange, WorldState
+
+__all__ = [
+    "AssemblyError", "Context", "Contract", "Event", "ExecutionResult", "Limits", "Message",
+    "Policy", "StateChange", "Usage", "WorldState", "assemble", "disassemble", "execute",
+]

@@ -1,0 +1,71 @@
+"""The ways an execution can end other than success or revert.
+
+Each class is one kind of the spec's outcome taxonomy (spec/data/errors.toml, chapter 7).
+The code carried is always a spec code; constructing an error with a code that is not in the
+spec, or with a code of another kind, is itself an invariant failure.
+"""
+
+from __future__ import annotations
+
+import spec
+
+_ERRORS = spec.load().errors
+
+
+class Halt(Exception):
+    """STOP, RETURN or REVERT: a halt the program asked for. Not an error."""
+
+    def __init__(self, reverted: bool, output: bytes):
+        super().__init__("reverted" if reverted else "success")
+        self.reverted = reverted
+        self.output = output
+
+
+class VMError(Exception):
+    """Base of all spec-coded outcomes; ``kind`` names the errors.toml kind."""
+
+    kind = ""
+
+    def __init__(self, code: str, detail: str = ""):
+        known = _ERRORS.get(code)
+        if known is None or known.kind != self.kind:
+            raise InternalInvariantError(f"{type(self).__name__} raised with code {code!r}")
+        super().__init__(f"{code}: {detail}" if detail else code)
+        self.code = code
+        self.detail = detail
+
+
+class InvalidCode(VMError):
+    """Container or code validation failed; nothing ran."""
+
+    kind = "invalid"
+
+
+class RequestRejected(VMError):
+    """The execution request was malformed; nothing ran."""
+
+    kind = "rejected"
+
+
+class PolicyViolation(VMError):
+    """The bound policy forbids an instruction the code holds."""
+
+    kind = "violation"
+
+
+class Fault(VMError):
+    """A spec-defined halt of an impossible operation (stack, return stack, TRAP, call depth)."""
+
+    kind = "fault"
+
+
+class Exhausted(VMError):
+    """A sandbox limit would have been passed."""
+
+    kind = "exhausted"
+
+
+class InternalInvariantError(Exception):
+    """An invariant of this implementation failed. Always a bug, reported as INTERNAL_ERROR."""
+
+    code = "INTERNAL_ERROR"

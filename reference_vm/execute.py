@@ -1,0 +1,215 @@
+"""Execute a message against a world state (spec chapters 2, 5, 6 and 7).
+
+``execute`` is a pure function of its arguments: it reads no clock, randomness, environment or
+host state, iterates over no unordered collection, and returns a result whose canonical JSON is
+the same on every run.
+
+The interpreter runs a frame segment by segment (program.py). When a segment's stack needs and
+base cost fit, they are checked and charged once and its handlers run back to back; otherwise,
+and always when tracing, each instruction goes through ``step`` — stack check, base cost,
+handler, next offset — which is the definition the fast path must agree with.
+
+Outcomes: a Halt ends a frame as success or reverted; a VMError ends it with its spec code; an
+InternalInvariantError or any unexpected exception ends the whole execution as INTERNAL_ERROR.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Protocol
+
+import spec
+from reference_vm import policy as policy_mod
+from reference_vm.accounting import release
+from reference_vm.errors import (
+    Exhausted, Fault, Halt, InternalInvariantError, RequestRejected, VMError,
+)
+from reference_vm.machine import Frame, Meter
+from reference_vm.program import Program, Segment, load_program
+from reference_vm.request import Context, Limits, Message, check_limits, check_request
+from reference_vm.result import Event, ExecutionResult, Usage
+from reference_vm.state import Journal, WorldState
+from reference_vm.words import Word, word as word_of
+
+_MACHINE = spec.load().limits["machine"]
+STACK_DEPTH = _MACHINE["stack_depth"]
+CALL_DEPTH = _MACHINE["call_depth"]
+COUNTER_SIZE = spec.load().schedule["randomness"]["counter_size"]
+
+
+class Tracer(Protocol):
+    def step(self, frame: Frame, decoded: object) -> None: ...
+
+
+class FrameOutcome:
+    __slots__ = ("status", "error", "error_pc", "output")
+
+    def __init__(self, status: str, error: str | None, error_pc: int | None, output: bytes):
+        self.status, self.error, self.error_pc, self.output = status, error, error_pc, output
+
+
+def bound_program(state: WorldState, address: int, policy: policy_mod.Policy,
+                  word: Word) -> Program:
+    """The validated, policy-bound program of the contract at address (stages validated and
+    policy_bound). Raises RequestRejected, InvalidCode or PolicyViolation."""
+    contract = state.contracts.get(address)
+    if contract is None:
+        raise RequestRejected("CONTRACT_NOT_FOUND", hex(address))
+    program = load_program(contract.code, word)
+    policy_mod.bind(program.code, policy)
+    return program
+
+
+class Execution:
+    """The state of one execution shared by its frames: journal, meter, context, policy."""
+
+    def __init__(self, pre: WorldState, context: Context, policy: policy_mod.Policy,
+                 limits: Limits, word: Word, tracer: Tracer | None):
+        self.pre = pre
+        self.journal = Journal(pre)
+        self.context = context
+        self.policy = policy
+        self.word = word
+        self.meter = Meter(limits.memory_pages, limits.storage_units)
+        self.tracer = tracer
+        self.random_counter = 0
+
+
+    def next_random(self) -> int:
+        """The next word of the random stream: SHA-256(seed || counter), little-endian."""
+        block = self.context.random_seed + self.random_counter.to_bytes(COUNTER_SIZE, "little")
+        self.random_counter += 1
+        return int.from_bytes(hashlib.sha256(block).digest()[:self.word.size], "little")
+
+    def call(self, caller: Frame, address: int, compute: int, call_data: bytes) -> tuple[bool, bytes]:
+        """Run a nested frame for CALL; return (succeeded, return data for the caller)."""
+        meter = self.meter
+        limit = min(caller.compute_limit, meter.compute_used + compute)
+        if caller.depth + 1 > CALL_DEPTH:
+            return False, b""
+        try:
+            program = bound_program(self.pre, address, self.policy, self.word)
+        except VMError:
+            return False, b""
+        callee = Frame(program=program, address=address, caller=caller.address,
+                       call_data=call_data, compute_limit=limit, depth=caller.depth + 1,
+                       meter=meter, execution=self)
+        mark = self.journal.mark()
+        outcome = self.run_frame(callee)
+        if outcome.status == "success":
+            caller.events.extend(callee.events)
+            return True, outcome.output
+        self.journal.revert_to(mark)
+        return False, outcome.output if outcome.status == "reverted" else b""
+
+    def run_frame(self, frame: Frame) -> FrameOutcome:
+        try:
+            if self.tracer is None:
+                self._run(frame)
+            else:
+                self._run_traced(frame)
+        except Halt as halt:
+            return FrameOutcome("reverted" if halt.reverted else "success", None, None, halt.output)
+        except VMError as err:
+            return FrameOutcome(err.kind, err.code, frame.pc, b"")
+        finally:
+            release(self.meter, frame)
+        raise InternalInvariantError("a frame ended without halting")
+
+    def _run(self, frame: Frame) -> None:
+        segments = frame.program.segments
+        stack = frame.stack
+        meter = self.meter
+        limit = frame.compute_limit
+        pc = 0
+        while True:
+            segment = segments[pc]
+            height = len(stack)
+            used = meter.compute_used + segment.cost
+            if height >= segment.need and height + segment.peak <= STACK_DEPTH and used <= limit:
+                meter.compute_used = used
+                for handler, immediate in segment.body:
+                    handler(frame, immediate)
+                frame.pc = segment.last_pc
+                handler, immediate = segment.last
+                target = handler(frame, immediate)
+            else:
+                target = self.step(frame, segment)
+            pc = segment.end if target is None else target
+
+    def _run_traced(self, frame: Frame) -> None:
+        segments = frame.program.segments
+        pc = 0
+        while True:
+            segment = segments[pc]
+            target = self.step(frame, segment)
+            pc = segment.end if target is None else target
+
+    def step(self, frame: Frame, segment: Segment) -> int | None:
+        """Run a segment one instruction at a time with every check (the defining path)."""
+        stack = frame.stack
+        meter = self.meter
+        tracer = self.tracer
+        target = None
+        for decoded, handler in segment.steps:
+            ins = decoded.instruction
+            frame.pc = decoded.offset
+            if tracer is not None:
+                tracer.step(frame, decoded)
+            height = len(stack)
+            if height < ins.inputs:
+                raise Fault("STACK_UNDERFLOW", ins.mnemonic)
+            if height - ins.inputs + ins.outputs > STACK_DEPTH:
+                raise Fault("STACK_OVERFLOW", ins.mnemonic)
+            if meter.compute_used + ins.cost > frame.compute_limit:
+                raise Exhausted("COMPUTE_LIMIT_EXCEEDED", ins.mnemonic)
+            meter.compute_used += ins.cost
+            target = handler(frame, decoded.immediate)
+        return target
+
+
+def _before_execution(status: str, code: str) -> ExecutionResult:
+    return ExecutionResult(status=status, error=code, error_pc=None, output=b"",
+                           state_changes=(), events=(), usage=Usage())
+
+
+def execute(state: WorldState, message: Message, context: Context | None = None,
+            policy: policy_mod.Policy | None = None, limits: Limits | None = None, *,
+            word_bits: int | None = None, tracer: Tracer | None = None) -> ExecutionResult:
+    """Run ``message`` against ``state`` and return the result. Never raises."""
+    context = Context() if context is None else context
+    policy = policy_mod.Policy() if policy is None else policy
+    limits = Limits() if limits is None else limits
+    try:
+        word = word_of(word_bits)
+        # Stages requested .. sandbox_provisioned: nothing runs, nothing is charged.
+        try:
+            check_request(message, context, word)
+            if not isinstance(state, WorldState):
+                raise RequestRejected("INVALID_REQUEST", "state must be a WorldState")
+            if not isinstance(policy, policy_mod.Policy):
+                raise RequestRejected("INVALID_REQUEST", "policy must be a Policy")
+            policy.check()
+            program = bound_program(state, message.to, policy, word)
+            check_limits(limits)
+        except VMError as err:
+            return _before_execution(err.kind, err.code)
+        execution = Execution(state, context, policy, limits, word, tracer)
+        entry = Frame(program=program, address=message.to, caller=message.caller,
+                      call_data=message.call_data, compute_limit=limits.compute, depth=1,
+                      meter=execution.meter, execution=execution)
+        outcome = execution.run_frame(entry)
+        if tracer is not None and hasattr(tracer, "finish"):
+            tracer.finish(outcome, execution.meter)
+        usage = Usage.of(execution.meter)
+        succeeded = outcome.status == "success"
+        return ExecutionResult(
+            status=outcome.status, error=outcome.error, error_pc=outcome.error_pc,
+            output=outcome.output,
+            state_changes=execution.journal.changes() if succeeded else (),
+            events=tuple(Event(a, t, d) for a, t, d in entry.events) if succeeded else (),
+            usage=usage)
+    except RecursionError:
+        return _before_execution("internal", "INTERNAL_ERROR")
+    except Exception:  # noqa: BLE001 - any escape is an implementation bug, reported as such
+        return _before_execution("internal", "INTERNAL_ERROR")

@@ -1,0 +1,35 @@
+"""Event emission (spec section 6.10).
+
+An event is (emitting address, topics, data). Events of a frame that does not succeed are
+discarded with it; the entry frame's events, in emission order, are the execution's events.
+"""
+
+from __future__ import annotations
+
+import spec
+from reference_vm.accounting import charge, copy_cost, touch
+from reference_vm.machine import Frame, Handler
+from reference_vm.words import Word
+
+MAX_TOPICS = 4
+
+
+def handlers(word: Word) -> dict[str, Handler]:
+    return {f"LOG{n}": _log(n) for n in range(MAX_TOPICS + 1)}
+
+
+def _log(topic_count: int) -> Handler:
+    def LOG(frame: Frame, imm: int) -> None:
+        stack = frame.stack
+        topics = tuple(stack[len(stack) - topic_count:])
+        del stack[len(stack) - topic_count:]
+        length = stack.pop()
+        offset = stack.pop()
+        touch(frame, offset, length)
+        charge(frame, copy_cost(length))
+        frame.events.append((frame.address, topics, bytes(frame.memory[offset:offset + length])))
+
+    row = spec.load().by_mnemonic[f"LOG{topic_count}"]
+    LOG.__name__ = row.mnemonic
+    LOG.__doc__ = f"{row.signature} : {row.meaning}\n\nCost rule log_data: memory_expansion, then copy_cost(length)."
+    return LOG

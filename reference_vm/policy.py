@@ -1,0 +1,72 @@
+"""Determinism and storage policy, bound before execution (spec chapter 4).
+
+Binding scans the validated code in offset order. For each instruction it first applies the
+policy's operation lists, then the instruction's gate; the first instruction refused decides
+the error. Because every gated instruction is refused here, none ever executes under a policy
+that closes its gate: there is no runtime policy check.
+
+May raise PolicyViolation with: INSTRUCTION_FORBIDDEN and every gate error of policy.toml.
+May raise RequestRejected with: INVALID_REQUEST (a policy field or operation name unknown).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import spec
+from reference_vm.errors import PolicyViolation, RequestRejected
+from reference_vm.validate import ValidCode
+
+_POLICY = spec.load().policy
+
+
+def _default(name: str) -> str:
+    return _POLICY["fields"][name]["default"]
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A determinism policy. ``allowed_operations`` of None allows every operation."""
+
+    time_access: str = field(default_factory=lambda: _default("time_access"))
+    randomness: str = field(default_factory=lambda: _default("randomness"))
+    external_call: str = field(default_factory=lambda: _default("external_call"))
+    storage_access: str = field(default_factory=lambda: _default("storage_access"))
+    allowed_operations: tuple[str, ...] | None = None
+    forbidden_operations: tuple[str, ...] = ()
+
+    def check(self) -> None:
+        """Refuse a policy that names an unknown value or operation."""
+        table = spec.load()
+        names = set(table.by_mnemonic) | set(table.instruction_types)
+        for fname, fdef in _POLICY["fields"].items():
+            if getattr(self, fname) not in fdef["values"]:
+                raise RequestRejected("INVALID_REQUEST",
+                                      f"policy {fname} must be one of {', '.join(fdef['values'])}")
+        for listed in (self.allowed_operations or ()), self.forbidden_operations:
+            if not isinstance(listed, tuple):
+                raise RequestRejected("INVALID_REQUEST", "operation lists must be tuples")
+            unknown = [n for n in listed if n not in names]
+            if unknown:
+                raise RequestRejected("INVALID_REQUEST", f"unknown operation {unknown[0]!r}")
+
+    def refusal(self, ins: spec.Instruction) -> str | None:
+        """The error code refusing this instruction under the policy, or None."""
+        keys = (ins.mnemonic, ins.type)
+        if any(k in self.forbidden_operations for k in keys) or (
+                self.allowed_operations is not None
+                and not any(k in self.allowed_operations for k in keys)):
+            return _POLICY["forbidden_by_listing"]["error"]
+        if ins.gate is not None:
+            gate = _POLICY["gate"][ins.gate]
+            if getattr(self, gate["field"]) not in gate["open_when"]:
+                return gate["error"]
+        return None
+
+
+def bind(code: ValidCode, policy: Policy) -> None:
+    """Refuse the code if the policy forbids any instruction it holds."""
+    for d in code.instructions:
+        refused = policy.refusal(d.instruction)
+        if refused is not None:
+            raise PolicyViolation(refused, f"{d.instruction.mnemonic} at offset {d.offset}")

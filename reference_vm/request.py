@@ -1,0 +1,75 @@
+"""What an execution is asked to do: the entry message, the context and the sandbox limits.
+
+``check_request`` refuses malformed requests before anything runs (stage requested, and
+sandbox_provisioned for limits).
+
+May raise RequestRejected with: INVALID_REQUEST, INVALID_LIMITS.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import spec
+from reference_vm.errors import RequestRejected
+from reference_vm.words import Word
+
+_LIMITS = spec.load().limits
+SEED_SIZE = 32
+
+
+@dataclass(frozen=True)
+class Message:
+    """The entry call: which contract, from whom, with what call data."""
+
+    to: int
+    caller: int = 0
+    call_data: bytes = b""
+
+
+@dataclass(frozen=True)
+class Context:
+    """Values the execution may read only through gated instructions."""
+
+    block_time: int = 0
+    random_seed: bytes = bytes(SEED_SIZE)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Sandbox limits: compute units, memory pages alive at once, storage units."""
+
+    compute: int = field(default_factory=lambda: _LIMITS["default"]["compute"])
+    memory_pages: int = field(default_factory=lambda: _LIMITS["default"]["memory_pages"])
+    storage_units: int = field(default_factory=lambda: _LIMITS["default"]["storage_units"])
+
+    DIMENSIONS = ("compute", "memory_pages", "storage_units")
+
+
+def _is_word(value: object, word: Word) -> bool:
+    return type(value) is int and 0 <= value <= word.mask
+
+
+def check_request(message: Message, context: Context, word: Word) -> None:
+    if not isinstance(message, Message) or not isinstance(context, Context):
+        raise RequestRejected("INVALID_REQUEST", "message and context must be Message and Context")
+    for name, value in (("to", message.to), ("caller", message.caller),
+                        ("block_time", context.block_time)):
+        if not _is_word(value, word):
+            raise RequestRejected("INVALID_REQUEST", f"{name} must be a {word.bits}-bit word")
+    if not isinstance(message.call_data, bytes):
+        raise RequestRejected("INVALID_REQUEST", "call data must be bytes")
+    if len(message.call_data) > _LIMITS["machine"]["call_data_size"]:
+        raise RequestRejected("INVALID_REQUEST", f"call data exceeds {_LIMITS['machine']['call_data_size']} bytes")
+    if not isinstance(context.random_seed, bytes) or len(context.random_seed) != SEED_SIZE:
+        raise RequestRejected("INVALID_REQUEST", f"random seed must be {SEED_SIZE} bytes")
+
+
+def check_limits(limits: Limits) -> None:
+    if not isinstance(limits, Limits):
+        raise RequestRejected("INVALID_LIMITS", "limits must be a Limits")
+    for name in Limits.DIMENSIONS:
+        value = getattr(limits, name)
+        low, high = _LIMITS["minimum"][name], _LIMITS["maximum"][name]
+        if type(value) is not int or not low <= value <= high:
+            raise RequestRejected("INVALID_LIMITS", f"{name} must be an integer in [{low}, {high}]")
