@@ -52,7 +52,7 @@ class _Item:
 
 
 def parse_number(text: str) -> int:
-    t = text.replace("_", "").lower()
+    t = text.strip().replace("_", "").lower()
     negative = t.startswith("-")
     if negative:
         t = t[1:]

@@ -1,0 +1,230 @@
+"""``rtwo-vm``: assemble, disassemble, run and inspect RTWO VM contracts.
+
+Exit codes: 0 success; 1 the VM ran and the outcome was not success (the result is still
+printed); 2 a bad argument or input (one line on stderr, nothing else done).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import spec
+from reference_vm import (
+    Context, Contract, Limits, Message, Policy, WorldState, disassemble, execute,
+)
+from reference_vm.errors import VMError
+from reference_vm.result import canonical
+from reference_vm.trace import JsonLinesTracer
+from rtwo_vm.inputs import (
+    CliError, parse_assignment, parse_count, parse_hex, parse_word, read_code, read_state_file,
+)
+
+DEFAULT_ADDRESS = "0x100"
+DEFAULT_CALLER = "0x1"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2, like every other input error
+        raise CliError(message)
+
+
+def _cmd_asm(args) -> int:
+    blob = read_code(args.file)
+    if args.hex or args.output == "-":
+        print(blob.hex())
+        return 0
+    out = Path(args.output) if args.output else Path(args.file).with_suffix(".rtwo")
+    try:
+        out.write_bytes(blob)
+    except OSError as err:
+        raise CliError(f"cannot write {out}: {err.strerror or err}") from None
+    print(f"{out}: {len(blob)} bytes")
+    return 0
+
+
+def _cmd_disasm(args) -> int:
+    blob = read_code(args.file)
+    try:
+        sys.stdout.write(disassemble(blob, offsets=not args.no_offsets))
+    except VMError as err:
+        raise CliError(f"{args.file}: not a valid container: {err.code}") from None
+    return 0
+
+
+def _policy(args) -> Policy:
+    return Policy(time_access="allowed" if args.allow_time else "forbidden",
+                  randomness="seeded" if args.allow_randomness else "forbidden",
+                  external_call="forbidden" if args.forbid_calls else "allowed",
+                  storage_access=args.storage_access,
+                  allowed_operations=tuple(args.allow) if args.allow else None,
+                  forbidden_operations=tuple(args.forbid or ()))
+
+
+def _cmd_run(args) -> int:
+    address = parse_word(args.address, "--address")
+    contracts = read_state_file(args.state) if args.state else {}
+    for item in args.contract or ():
+        addr_text, path = parse_assignment(item, "--contract")
+        contracts[parse_word(addr_text, "--contract address")] = Contract(read_code(path))
+    storage = {}
+    for item in args.storage or ():
+        key, value = parse_assignment(item, "--storage")
+        storage[parse_word(key, "--storage key")] = parse_word(value, "--storage value")
+    contracts[address] = Contract(read_code(args.file), storage)
+    message = Message(address, parse_word(args.caller, "--caller"),
+                      parse_hex(args.calldata, "--calldata"))
+    seed = parse_hex(args.seed, "--seed") if args.seed else bytes(32)
+    if len(seed) != 32:
+        raise CliError("--seed must be 32 bytes of hex")
+    context = Context(parse_word(args.time, "--time"), seed)
+    limits = Limits(**{name: parse_count(getattr(args, name), f"--{name.replace('_', '-')}")
+                       for name in Limits.DIMENSIONS if getattr(args, name) is not None})
+    tracer, trace_file = None, None
+    if args.trace is not None:
+        if args.trace == "-":
+            tracer = JsonLinesTracer(sys.stderr)
+        else:
+            try:
+                trace_file = open(args.trace, "w", encoding="utf-8")
+            except OSError as err:
+                raise CliError(f"cannot write {args.trace}: {err.strerror or err}") from None
+            tracer = JsonLinesTracer(trace_file)
+    try:
+        result = execute(WorldState(contracts), message, context, _policy(args), limits,
+                         tracer=tracer)
+    finally:
+        if trace_file is not None:
+            trace_file.close()
+    doc = result.to_json()
+    print(canonical(doc) if args.canonical else _pretty(doc))
+    return 0 if result.ok else 1
+
+
+def _pretty(doc) -> str:
+    import json
+    return json.dumps(doc, indent=2, sort_keys=True)
+
+
+def _cmd_examples(args) -> int:
+    from rtwo_vm.examples import run_directory
+    runs = run_directory(Path(args.directory))
+    if args.json:
+        print(_pretty([{"scenario": r.scenario, "call": r.index, "result": r.result.to_json()}
+                       for r in runs]))
+        return 0
+    head = f"{'scenario':<24} {'#':>2} {'status':<10} {'error':<24} {'compute':>9} {'pages':>5} {'st.units':>8} {'fee':>9}  output"
+    print(head)
+    print("-" * len(head))
+    for r in runs:
+        res = r.result
+        out = res.output.hex()
+        out = out if len(out) <= 32 else out[:29] + "..."
+        print(f"{r.scenario:<24} {r.index:>2} {res.status:<10} {res.error or '-':<24} "
+              f"{res.usage.compute:>9} {res.usage.memory_pages:>5} {res.usage.storage_units:>8} "
+              f"{res.fee:>9}  0x{out}")
+    print(f"{len(runs)} calls in {len({r.scenario for r in runs})} scenarios")
+    return 0
+
+
+def _cmd_spec(args) -> int:
+    table = spec.load()
+    if args.action == "check":
+        from spec.loader import validate_against_schemas
+        try:
+            problems = validate_against_schemas()
+        except ImportError:
+            raise CliError("spec check needs the jsonschema package (pip install jsonschema)") from None
+        for p in problems:
+            print(p)
+        print(f"spec {table.version}: {len(table.instructions)} instructions, "
+              f"{len(table.errors)} outcome codes, " + ("OK" if not problems else f"{len(problems)} problems"))
+        return 0 if not problems else 1
+    if args.action == "opcodes":
+        for ins in table.instructions:
+            print(f"0x{ins.opcode:02x} {ins.mnemonic:<15} {ins.type:<12} {ins.signature}")
+        return 0
+    key = (args.name or "").upper()
+    ins = table.by_mnemonic.get(key)
+    if ins is None:
+        try:
+            ins = table.by_opcode.get(int(key, 0))
+        except ValueError:
+            ins = None
+    if ins is None:
+        raise CliError(f"no instruction {args.name!r}")
+    print(_pretty({f: getattr(ins, f) for f in ins.__dataclass_fields__}))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="rtwo-vm", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version",
+                        version=f"rtwo-vm 1.0.0 (spec {spec.SPEC_VERSION})")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("asm", help="assemble a .rasm file into a container")
+    p.add_argument("file")
+    p.add_argument("-o", "--output", help="output path (default: FILE with .rtwo; - for hex on stdout)")
+    p.add_argument("--hex", action="store_true", help="print the container as hex instead")
+    p.set_defaults(func=_cmd_asm)
+
+    p = sub.add_parser("disasm", help="disassemble a container (binary or hex file)")
+    p.add_argument("file")
+    p.add_argument("--no-offsets", action="store_true", help="omit the offset comments")
+    p.set_defaults(func=_cmd_disasm)
+
+    p = sub.add_parser("run", help="run a contract and print the result as JSON")
+    p.add_argument("file", help=".rasm assembly, hex text or a binary container")
+    p.add_argument("--calldata", default="0x", help="call data as hex")
+    p.add_argument("--caller", default=DEFAULT_CALLER)
+    p.add_argument("--address", default=DEFAULT_ADDRESS, help="address to deploy FILE at")
+    p.add_argument("--storage", action="append", metavar="KEY=VALUE", help="initial storage of FILE")
+    p.add_argument("--contract", action="append", metavar="ADDR=FILE", help="deploy another contract")
+    p.add_argument("--state", help="JSON pre-state file with more contracts")
+    p.add_argument("--compute", help="compute limit")
+    p.add_argument("--memory-pages", dest="memory_pages", help="memory limit in pages")
+    p.add_argument("--storage-units", dest="storage_units", help="storage limit in units")
+    p.add_argument("--time", default="0", help="block time (needs --allow-time to be read)")
+    p.add_argument("--seed", help="32-byte randomness seed as hex")
+    p.add_argument("--allow-time", action="store_true", help="time_access = allowed")
+    p.add_argument("--allow-randomness", action="store_true", help="randomness = seeded")
+    p.add_argument("--forbid-calls", action="store_true", help="external_call = forbidden")
+    p.add_argument("--storage-access", default="read_write",
+                   choices=["none", "read_only", "read_write"])
+    p.add_argument("--forbid", action="append", metavar="OP", help="forbid a mnemonic or type")
+    p.add_argument("--allow", action="append", metavar="OP", help="allow only these mnemonics or types")
+    p.add_argument("--trace", nargs="?", const="-", metavar="FILE",
+                   help="write a JSON-lines step trace to FILE (default: stderr)")
+    p.add_argument("--canonical", action="store_true", help="print canonical JSON (one line)")
+    p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser("examples", help="run the example scenarios and print their results")
+    p.add_argument("directory", nargs="?", default="examples")
+    p.add_argument("--json", action="store_true", help="print full results as JSON")
+    p.set_defaults(func=_cmd_examples)
+
+    p = sub.add_parser("spec", help="check or show the specification data")
+    p.add_argument("action", choices=["check", "show", "opcodes"])
+    p.add_argument("name", nargs="?", help="mnemonic or opcode for show")
+    p.set_defaults(func=_cmd_spec)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return args.func(args)
+    except CliError as err:
+        print(f"rtwo-vm: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("rtwo-vm: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
