@@ -11,10 +11,10 @@ from reference_vm.disassembler import disassemble
 from reference_vm.execute import execute
 from reference_vm.policy import Policy
 from reference_vm.request import Context, Limits, Message
-from reference_vm.result import Event, ExecutionResult, Usage
+from reference_vm.result import CallRecord, Event, ExecutionResult, Usage
 from reference_vm.state import Contract, StateChange, WorldState
 
 __all__ = [
-    "AssemblyError", "Context", "Contract", "Event", "ExecutionResult", "Limits", "Message",
+    "AssemblyError", "CallRecord", "Context", "Contract", "Event", "ExecutionResult", "Limits", "Message",
     "Policy", "StateChange", "Usage", "WorldState", "assemble", "disassemble", "execute",
 ]

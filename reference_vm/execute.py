@@ -27,7 +27,7 @@ from reference_vm.errors import (
 from reference_vm.machine import Frame, Meter
 from reference_vm.program import Program, Segment, load_program
 from reference_vm.request import Context, Limits, Message, check_limits, check_request
-from reference_vm.result import Event, ExecutionResult, Usage
+from reference_vm.result import CallRecord, Event, ExecutionResult, Usage
 from reference_vm.state import Journal, WorldState
 from reference_vm.words import Word, word as word_of
 
@@ -73,6 +73,7 @@ class Execution:
         self.meter = Meter(limits.memory_pages, limits.storage_units)
         self.tracer = tracer
         self.random_counter = 0
+        self.calls: list[CallRecord | None] = []
 
 
     def next_random(self) -> int:
@@ -84,18 +85,30 @@ class Execution:
     def call(self, caller: Frame, address: int, compute: int, call_data: bytes) -> tuple[bool, bytes]:
         """Run a nested frame for CALL; return (succeeded, return data for the caller)."""
         meter = self.meter
-        limit = min(caller.compute_limit, meter.compute_used + compute)
-        if caller.depth + 1 > CALL_DEPTH:
+        depth = caller.depth + 1
+        index = len(self.calls)
+        self.calls.append(None)  # calls are recorded in the order they start
+        start = meter.compute_used
+
+        def record(status: str, error: str | None, error_pc: int | None) -> None:
+            self.calls[index] = CallRecord(depth, caller.address, address, status, error,
+                                           error_pc, meter.compute_used - start)
+
+        if depth > CALL_DEPTH:
+            record("fault", "CALL_DEPTH_EXCEEDED", None)
             return False, b""
         try:
             program = bound_program(self.pre, address, self.policy, self.word)
-        except VMError:
+        except VMError as err:
+            record(err.kind, err.code, None)
             return False, b""
+        limit = min(caller.compute_limit, meter.compute_used + compute)
         callee = Frame(program=program, address=address, caller=caller.address,
-                       call_data=call_data, compute_limit=limit, depth=caller.depth + 1,
+                       call_data=call_data, compute_limit=limit, depth=depth,
                        meter=meter, execution=self)
         mark = self.journal.mark()
         outcome = self.run_frame(callee)
+        record(outcome.status, outcome.error, outcome.error_pc)
         if outcome.status == "success":
             caller.events.extend(callee.events)
             return True, outcome.output
@@ -170,7 +183,7 @@ class Execution:
 
 def _before_execution(status: str, code: str) -> ExecutionResult:
     return ExecutionResult(status=status, error=code, error_pc=None, output=b"",
-                           state_changes=(), events=(), usage=Usage())
+                           state_changes=(), events=(), calls=(), usage=Usage())
 
 
 def execute(state: WorldState, message: Message, context: Context | None = None,
@@ -208,6 +221,7 @@ def execute(state: WorldState, message: Message, context: Context | None = None,
             output=outcome.output,
             state_changes=execution.journal.changes() if succeeded else (),
             events=tuple(Event(a, t, d) for a, t, d in entry.events) if succeeded else (),
+            calls=tuple(execution.calls),
             usage=usage)
     except RecursionError:
         return _before_execution("internal", "INTERNAL_ERROR")

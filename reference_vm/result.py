@@ -37,6 +37,20 @@ class Event:
 
 
 @dataclass(frozen=True, slots=True)
+class CallRecord:
+    """One nested frame a CALL started, in the order calls started. ``compute`` counts the
+    units used from the call's start to its end, its own nested calls included."""
+
+    depth: int
+    caller: int
+    callee: int
+    status: str
+    error: str | None
+    error_pc: int | None
+    compute: int
+
+
+@dataclass(frozen=True, slots=True)
 class Usage:
     """Resources used: compute units, peak memory pages, storage operations and units."""
 
@@ -60,7 +74,8 @@ class Usage:
 @dataclass(frozen=True, slots=True)
 class ExecutionResult:
     """The outcome of one execution. ``error_pc`` is the entry frame's offset where it halted
-    with an error, or None when it did not (or nothing ran)."""
+    with an error, or None when it did not (or nothing ran). ``calls`` records every nested
+    frame started, whatever the entry frame's outcome."""
 
     status: str
     error: str | None
@@ -68,6 +83,7 @@ class ExecutionResult:
     output: bytes
     state_changes: tuple[StateChange, ...]
     events: tuple[Event, ...]
+    calls: tuple[CallRecord, ...]
     usage: Usage
 
     @property
@@ -92,6 +108,11 @@ class ExecutionResult:
                 {"address": word_hex(e.address), "topics": [word_hex(t) for t in e.topics],
                  "data": bytes_hex(e.data)}
                 for e in self.events],
+            "calls": [
+                {"depth": c.depth, "caller": word_hex(c.caller), "callee": word_hex(c.callee),
+                 "status": c.status, "error": c.error, "error_pc": c.error_pc,
+                 "compute": c.compute}
+                for c in self.calls],
             "usage": {"compute": self.usage.compute, "memory_pages": self.usage.memory_pages,
                       "storage_reads": self.usage.storage_reads,
                       "storage_writes": self.usage.storage_writes,

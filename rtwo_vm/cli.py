@@ -209,7 +209,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("action", choices=["check", "show", "opcodes"])
     p.add_argument("name", nargs="?", help="mnemonic or opcode for show")
     p.set_defaults(func=_cmd_spec)
+
+    # Each tool adds its own commands (rtwo_vm/commands/*.py, each with register(sub)), so
+    # that heavy imports (z3, sqlite) happen only when their command runs.
+    for module in _command_modules():
+        module.register(sub)
     return parser
+
+
+def _command_modules():
+    import importlib
+    import pkgutil
+
+    import rtwo_vm.commands as commands
+    names = sorted(m.name for m in pkgutil.iter_modules(commands.__path__))
+    return [importlib.import_module(f"rtwo_vm.commands.{name}") for name in names]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,7 +16,16 @@ from types import MappingProxyType
 from typing import Any, Mapping
 
 SPEC_VERSION = "1.0"
-DATA_FILES = ("instructions", "schedule", "limits", "errors", "lifecycle", "policy")
+
+
+def _data_files() -> tuple[str, ...]:
+    folder = resources.files("spec").joinpath("data")
+    return tuple(sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".toml")))
+
+
+# Every data file has a schema of the same name; the core ones are typed in Spec below and
+# the rest are read with raw(name).
+DATA_FILES = _data_files()
 
 
 @dataclass(frozen=True, slots=True)
