@@ -1,0 +1,163 @@
+"""Documentation pages rendered from the spec data (used by the MkDocs hook and its tests).
+
+Every figure on these pages comes from spec/data, from the proofs report and from the
+conformance corpus when those exist; nothing is typed in twice.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from pathlib import Path
+
+import spec
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def pages() -> dict[str, str]:
+    """Site path -> Markdown for every generated page."""
+    out = {f"spec/{name}": text for name, text in spec.chapters().items()}
+    out["reference/instructions.md"] = instruction_reference()
+    out["reference/errors.md"] = error_reference()
+    out["reference/container.md"] = container_page()
+    return out
+
+
+def anchor(mnemonic: str) -> str:
+    return mnemonic.lower()
+
+
+def _chapter_link(section: str) -> str:
+    chapter = int(section.split(".")[0])
+    name = next(n for n in spec.chapters() if n.startswith(f"{chapter:02d}-"))
+    heading = next(line for line in spec.chapters()[name].splitlines()
+                   if line.startswith("#") and line.lstrip("#").strip().startswith(section + " "))
+    slug = _slug(heading.lstrip("#").strip())
+    return f"../spec/{name}#{slug}"
+
+
+def _slug(title: str) -> str:
+    # Python-Markdown's toc slugify: lowercase, drop what is not a word, space or hyphen,
+    # spaces to hyphens.
+    import re
+    import unicodedata
+    value = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode("ascii")
+    value = re.sub(r"[^\w\s-]", "", value).strip().lower()
+    return re.sub(r"[-\s]+", "-", value)
+
+
+def _optional(module: str):
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        return None
+
+
+def _proof_evidence() -> dict[str, list[dict]]:
+    """Theorems by mnemonic from the latest proofs report, if one was produced."""
+    report = REPO / "build" / "proofs-report.json"
+    if not report.exists():
+        return {}
+    rows = json.loads(report.read_text()).get("theorems", [])
+    by_opcode: dict[str, list[dict]] = {}
+    for row in rows:
+        by_opcode.setdefault(row.get("opcode") or "", []).append(row)
+    return by_opcode
+
+
+def _vector_counts() -> dict[str, int]:
+    corpus = _optional("conformance.corpus")
+    if corpus is None or not hasattr(corpus, "vectors_per_opcode"):
+        return {}
+    return corpus.vectors_per_opcode()
+
+
+def instruction_reference() -> str:
+    table = spec.load()
+    proofs = _proof_evidence()
+    vectors = _vector_counts()
+    lines = ["# Instruction reference", "",
+             f"Generated from `spec/data/instructions.toml` (spec {table.version}): "
+             f"{len(table.instructions)} instructions. Costs are compute units; dynamic cost "
+             "rules are defined in [chapter 5](../spec/05-resources.md).", ""]
+    for type_name in table.instruction_types:
+        rows = [i for i in table.instructions if i.type == type_name]
+        lines += [f"## {type_name.capitalize()}", "",
+                  "| opcode | mnemonic | immediate | stack | base cost | cost rule |",
+                  "| --- | --- | --- | --- | --- | --- |"]
+        for i in rows:
+            imm = f"{i.immediate_size} B {i.immediate_kind}" if i.immediate_size else "—"
+            sig = i.signature.replace("|", "\\|")
+            lines.append(f"| `0x{i.opcode:02x}` | [`{i.mnemonic}`](#{anchor(i.mnemonic)}) | {imm} "
+                         f"| `{sig}` | {i.cost} | {i.cost_rule or '—'} |")
+        lines.append("")
+    lines += ["## Instructions", ""]
+    for i in table.instructions:
+        lines += _entry(i, proofs.get(i.mnemonic, []), vectors.get(i.mnemonic))
+    return "\n".join(lines) + "\n"
+
+
+def _entry(i: spec.Instruction, theorems: list[dict], vector_count: int | None) -> list[str]:
+    sig = i.signature.replace("|", "\\|")
+    gate = f" (gate `{i.gate}`)" if i.gate else ""
+    out = [f"### {i.mnemonic} {{#{anchor(i.mnemonic)}}}", "", i.meaning, "",
+           "| | |", "| --- | --- |",
+           f"| encoding | `0x{i.opcode:02x}`" + (f" + {i.immediate_size}-byte little-endian {i.immediate_kind.replace('_', ' ')}" if i.immediate_size else "") + " |",
+           f"| stack | `{sig}` — {i.inputs} in, {i.outputs} out |",
+           f"| compute | {i.cost} base" + (f" + rule `{i.cost_rule}`" if i.cost_rule else "") + " |",
+           f"| determinism | {i.determinism}{gate} |",
+           f"| control flow | {i.flow.replace('_', ' ')} |",
+           f"| defined in | [§{i.section}]({_chapter_link(i.section)}) |"]
+    if vector_count is not None:
+        out.append(f"| conformance vectors | {vector_count} |")
+    out.append("")
+    if theorems:
+        out += ["| theorem | widths | status |", "| --- | --- | --- |"]
+        for t in theorems:
+            out.append(f"| {t.get('theorem')} | {t.get('width')} | {t.get('status')} |")
+        out.append("")
+    return out
+
+
+def error_reference() -> str:
+    table = spec.load()
+    lines = ["# Outcome codes", "",
+             "Generated from `spec/data/errors.toml`. The kind is also the execution status the "
+             "code produces; the stage is the lifecycle stage during which it is raised.", "",
+             "| code | kind | stage | defined in | meaning |", "| --- | --- | --- | --- | --- |"]
+    for e in table.errors.values():
+        lines.append(f"| `{e.code}` | {e.kind} | {e.stage} | [§{e.section}]({_chapter_link(e.section)}) | {e.meaning} |")
+    return "\n".join(lines) + "\n"
+
+
+def container_page() -> str:
+    from reference_vm.container import HEADER_SIZE, MAGIC, VERSION
+    fields = [("magic", 4, MAGIC.decode()), ("major", 1, str(VERSION[0])),
+              ("minor", 1, str(VERSION[1])), ("flags", 2, "0"), ("code size C", 4, "u32 LE"),
+              ("data size D", 4, "u32 LE")]
+    scale, x, boxes = 40, 0, []
+    for name, size, value in fields:
+        w = size * scale
+        boxes.append(f'<rect x="{x}" y="20" width="{w}" height="50" fill="#e8eaf6" stroke="#3949ab"/>'
+                     f'<text x="{x + w / 2}" y="42" text-anchor="middle" font-size="12">{name}</text>'
+                     f'<text x="{x + w / 2}" y="60" text-anchor="middle" font-size="11" fill="#555">{value}</text>'
+                     f'<text x="{x + 2}" y="14" font-size="10" fill="#555">{x // scale}</text>')
+        x += w
+    tail = (f'<rect x="{x}" y="20" width="160" height="50" fill="#fff3e0" stroke="#ef6c00"/>'
+            f'<text x="{x + 80}" y="50" text-anchor="middle" font-size="12">code (C bytes)</text>'
+            f'<text x="{x + 2}" y="14" font-size="10" fill="#555">{HEADER_SIZE}</text>'
+            f'<rect x="{x + 160}" y="20" width="120" height="50" fill="#e8f5e9" stroke="#2e7d32"/>'
+            f'<text x="{x + 220}" y="50" text-anchor="middle" font-size="12">data (D bytes)</text>'
+            f'<text x="{x + 162}" y="14" font-size="10" fill="#555">16+C</text>')
+    svg = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{x + 290}" height="80" '
+           f'role="img" aria-label="container byte layout">{"".join(boxes)}{tail}</svg>')
+    return "\n".join([
+        "# Container layout", "",
+        "Every contract is a version 1.0 container: a 16-byte header, the code section and the "
+        "data section. All integers are little-endian. The checks and their order are normative "
+        "in [chapter 3](../spec/03-container.md).", "", svg, "",
+        "| offset | size | field |", "| --- | --- | --- |",
+        *(f"| {sum(s for _, s, _ in fields[:k])} | {size} | {name} ({value}) |"
+          for k, (name, size, value) in enumerate(fields)),
+        f"| {HEADER_SIZE} | C | code section |", f"| {HEADER_SIZE} + C | D | data section |", ""])

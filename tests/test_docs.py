@@ -1,0 +1,84 @@
+"""The documentation site: it builds strictly from the spec, and a real browser shows every
+opcode on the instruction reference page."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+import spec
+from rtwo_vm import docgen
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                  "--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync"]
+
+
+def test_generated_reference_has_an_entry_per_opcode():
+    page = docgen.pages()["reference/instructions.md"]
+    for ins in spec.load().instructions:
+        assert f"### {ins.mnemonic} {{#{ins.mnemonic.lower()}}}" in page
+        assert f"`0x{ins.opcode:02x}`" in page
+
+
+def test_every_error_code_is_listed():
+    page = docgen.pages()["reference/errors.md"]
+    for code in spec.load().errors:
+        assert f"`{code}`" in page
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("site")
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out
+
+
+def test_site_builds_strictly_with_every_chapter(site):
+    for name in spec.chapters():
+        assert (site / "spec" / name.removesuffix(".md") / "index.html").exists(), name
+
+
+@pytest.fixture(scope="module")
+def served(site):
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
+    handler.log_message = lambda *a, **k: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def _chromium() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert found, "Chromium is missing: scripts/install-chromium.sh installs it (CI runs it)"
+    return found
+
+
+def test_browser_shows_every_opcode_on_the_instruction_reference(served, tmp_path):
+    url = f"{served}/reference/instructions/"
+    dom = subprocess.run([_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}",
+                          "--dump-dom", url], capture_output=True, text=True, timeout=120).stdout
+    ids = set(re.findall(r'<h3 id="([a-z0-9]+)"', dom))
+    missing = [i.mnemonic for i in spec.load().instructions if i.mnemonic.lower() not in ids]
+    assert not missing, f"not rendered: {missing}"
+    assert "Instruction reference" in dom
+    shot = tmp_path / "reference.png"
+    subprocess.run([_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile2'}",
+                    f"--screenshot={shot}", "--window-size=1280,900", url],
+                   capture_output=True, timeout=120)
+    assert shot.exists() and shot.stat().st_size > 10_000
