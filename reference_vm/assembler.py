@@ -29,8 +29,9 @@ import spec
 from reference_vm import container
 from reference_vm.words import word as word_of
 
-LABEL = re.compile(r"^([A-Za-z_.$][\w.$]*):")
-IDENT = re.compile(r"^[A-Za-z_.$][\w.$]*$")
+LABEL = re.compile(r"^([A-Za-z_.$][A-Za-z0-9_.$]*):")
+IDENT = re.compile(r"^[A-Za-z_.$][A-Za-z0-9_.$]*$")
+HEX2 = re.compile(r"[0-9A-Fa-f]{2}")
 PUSH_SIZES = (1, 2, 4, 8)
 LABEL_PUSH_SIZE = 4
 
@@ -95,7 +96,10 @@ def _string_bytes(text: str) -> bytes:
         if ch == "\\":
             nxt = body[i + 1:i + 2]
             if nxt == "x":
-                out.append(int(body[i + 2:i + 4], 16))
+                digits = body[i + 2:i + 4]
+                if not HEX2.fullmatch(digits):
+                    raise ValueError("\\x needs exactly two hex digits")
+                out.append(int(digits, 16))
                 i += 4
                 continue
             if nxt not in escapes:
@@ -103,6 +107,8 @@ def _string_bytes(text: str) -> bytes:
             out.append(escapes[nxt])
             i += 2
             continue
+        if ch == '"':
+            raise ValueError('a " inside a string must be escaped as \\"')
         out.extend(ch.encode())
         i += 1
     return bytes(out)
@@ -154,8 +160,8 @@ def assemble(source: str) -> bytes:
                 line = line[m.end():].strip()
             if not line:
                 continue
-            head, _, rest = line.partition(" ")
-            head_lower, rest = head.lower(), rest.strip()
+            head, *tail = line.split(None, 1)
+            head_lower, rest = head.lower(), (tail[0].strip() if tail else "")
             if head_lower in (".code", ".data"):
                 if rest:
                     raise ValueError(f"{head_lower} takes no operand")

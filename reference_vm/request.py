@@ -15,7 +15,7 @@ from reference_vm.errors import RequestRejected
 from reference_vm.words import Word
 
 _LIMITS = spec.load().limits
-SEED_SIZE = 32
+SEED_SIZE = spec.load().schedule["randomness"]["seed_size"]
 
 
 @dataclass(frozen=True)

@@ -63,8 +63,9 @@ def test_data_directives():
     assert data_of(blob) == (1).to_bytes(8, "little") + b"\xff" * 8 + b"\x00\xff" + b'A"'
 
 
-def test_mnemonics_are_case_insensitive():
+def test_mnemonics_are_case_insensitive_and_any_whitespace_separates():
     assert assemble("PUSH 1\nDup1\nStop") == assemble("push 1\ndup1\nstop")
+    assert assemble("push\t1\n\tdup1\nstop") == assemble("push 1\ndup1\nstop")
 
 
 @pytest.mark.parametrize("source, fragment", [
@@ -79,6 +80,9 @@ def test_mnemonics_are_case_insensitive():
     ("push 0x\nstop", "not a number"),
     (".byte 256\nstop", "fit in a byte"),
     (".ascii \"\\q\"\nstop", "unknown escape"),
+    (".ascii \"\\x4\"\nstop", "two hex digits"),
+    (".ascii \"a\"b\"\nstop", "must be escaped"),
+    ("lab\u00e9l: stop", "unknown mnemonic"),
 ])
 def test_errors_name_the_line(source, fragment):
     with pytest.raises(AssemblyError) as err:
