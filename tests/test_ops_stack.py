@@ -225,3 +225,9 @@ def test_compute_limit_boundary(mnemonic):
     short = run_asm(src, limits=Limits(compute=need - 1))
     assert (short.status, short.error, short.error_pc) == ("exhausted", "COMPUTE_LIMIT_EXCEEDED", 4)
     assert short.usage.compute == 2 * cost("PUSH1")
+
+
+def test_push_encoded_with_spaced_byte_directive():
+    # chapter 9.5: whitespace around the commas of .byte is allowed (the assembler once refused it)
+    src = returning_top(f".byte {op('PUSH2')}, 0x34, 0x12")
+    assert word_out(run_asm(src)) == 0x1234
