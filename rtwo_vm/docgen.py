@@ -21,6 +21,7 @@ def pages() -> dict[str, str]:
     out["reference/instructions.md"] = instruction_reference()
     out["reference/errors.md"] = error_reference()
     out["reference/container.md"] = container_page()
+    out["reference/lifecycle.md"] = lifecycle_page()
     return out
 
 
@@ -161,3 +162,57 @@ def container_page() -> str:
         *(f"| {sum(s for _, s, _ in fields[:k])} | {size} | {name} ({value}) |"
           for k, (name, size, value) in enumerate(fields)),
         f"| {HEADER_SIZE} | C | code section |", f"| {HEADER_SIZE} + C | D | data section |", ""])
+
+
+def lifecycle_svg() -> str:
+    """The stages of lifecycle.toml top to bottom in order (the two alternatives of one order
+    side by side), with every allowed transition drawn."""
+    data = spec.load().lifecycle
+    stages = data["stage"]
+    width, height, step, left, column = 150, 40, 60, 20, 260
+    pos: dict[str, tuple[int, int]] = {}
+    seen_in_order: dict[int, int] = {}
+    for st in stages:
+        col = seen_in_order.get(st["order"], 0)
+        seen_in_order[st["order"]] = col + 1
+        pos[st["name"]] = (left + col * column, 10 + (st["order"] - 1) * step)
+    parts = ['<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
+             'markerHeight="7" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#3949ab"/></marker></defs>']
+    for t in data["transition"]:
+        x1, y1 = pos[t["from"]]
+        for target in t["to"]:
+            x2, y2 = pos[target]
+            colour = "#c62828" if target == "rolled_back" else "#3949ab"
+            if x1 == x2:
+                parts.append(f'<line x1="{x1 + width / 2}" y1="{y1 + height}" x2="{x2 + width / 2}" '
+                             f'y2="{y2}" stroke="{colour}" marker-end="url(#arrow)"/>')
+                continue
+            if x2 > x1:  # out to the right column: leave sideways, arrive from above
+                sx, sy, ex, ey = x1 + width, y1 + height / 2, x2 + width / 2, y2
+                curve = f"C{ex},{sy} {ex},{sy} {ex},{ey}"
+            else:  # back to the left column: leave downwards, arrive from the side
+                sx, sy, ex, ey = x1 + width / 2, y1 + height, x2 + width, y2 + height / 2
+                curve = f"C{sx},{ey} {sx},{ey} {ex},{ey}"
+            parts.append(f'<path d="M{sx},{sy} {curve}" fill="none" stroke="{colour}" '
+                         f'stroke-opacity="0.55" marker-end="url(#arrow)"/>')
+    for st in stages:
+        x, y = pos[st["name"]]
+        fill = {"committed": "#e8f5e9", "rolled_back": "#ffebee"}.get(st["name"], "#e8eaf6")
+        parts.append(f'<rect x="{x}" y="{y}" width="{width}" height="{height}" rx="6" fill="{fill}" stroke="#3949ab"/>'
+                     f'<text x="{x + width / 2}" y="{y + 25}" text-anchor="middle" font-size="13">'
+                     f'{st["order"]}. {st["name"]}</text>')
+    total_w = max(x for x, _ in pos.values()) + width + 20
+    total_h = max(y for _, y in pos.values()) + height + 10
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{total_w}" height="{total_h}" '
+            f'role="img" aria-label="execution lifecycle">{"".join(parts)}</svg>')
+
+
+def lifecycle_page() -> str:
+    data = spec.load().lifecycle
+    rows = [f"| {st['order']} | `{st['name']}` | {st['meaning']} |" for st in data["stage"]]
+    return "\n".join([
+        "# Execution lifecycle", "",
+        "Drawn from `spec/data/lifecycle.toml`: every execution passes these ten stages in "
+        "order; stage 9 is `committed` or `rolled_back`. Red arrows are the ways to "
+        "`rolled_back`. The normative text is [chapter 8](../spec/08-lifecycle.md).", "",
+        lifecycle_svg(), "", "| order | stage | meaning |", "| --- | --- | --- |", *rows, ""])
