@@ -26,7 +26,9 @@ from reference_vm.errors import (
 )
 from reference_vm.machine import Frame, Meter
 from reference_vm.program import Program, Segment, load_program
-from reference_vm.request import Context, Limits, Message, check_limits, check_request
+from reference_vm.request import (
+    Context, Limits, Message, check_limits, check_request, check_state,
+)
 from reference_vm.result import CallRecord, Event, ExecutionResult, Usage
 from reference_vm.state import Journal, WorldState
 from reference_vm.words import Word, word as word_of
@@ -38,6 +40,9 @@ COUNTER_SIZE = spec.load().schedule["randomness"]["counter_size"]
 
 
 class Tracer(Protocol):
+    """Called before each instruction when tracing; an optional ``finish(outcome, meter)`` is
+    called once when the entry frame has halted."""
+
     def step(self, frame: Frame, decoded: object) -> None: ...
 
 
@@ -74,7 +79,6 @@ class Execution:
         self.tracer = tracer
         self.random_counter = 0
         self.calls: list[CallRecord | None] = []
-
 
     def next_random(self) -> int:
         """The next word of the random stream: SHA-256(seed || counter), little-endian."""
@@ -198,8 +202,7 @@ def execute(state: WorldState, message: Message, context: Context | None = None,
         # Stages requested .. sandbox_provisioned: nothing runs, nothing is charged.
         try:
             check_request(message, context, word)
-            if not isinstance(state, WorldState):
-                raise RequestRejected("INVALID_REQUEST", "state must be a WorldState")
+            check_state(state, word)
             if not isinstance(policy, policy_mod.Policy):
                 raise RequestRejected("INVALID_REQUEST", "policy must be a Policy")
             policy.check()
@@ -223,7 +226,5 @@ def execute(state: WorldState, message: Message, context: Context | None = None,
             events=tuple(Event(a, t, d) for a, t, d in entry.events) if succeeded else (),
             calls=tuple(execution.calls),
             usage=usage)
-    except RecursionError:
-        return _before_execution("internal", "INTERNAL_ERROR")
     except Exception:  # noqa: BLE001 - any escape is an implementation bug, reported as such
         return _before_execution("internal", "INTERNAL_ERROR")

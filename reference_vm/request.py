@@ -65,6 +65,23 @@ def check_request(message: Message, context: Context, word: Word) -> None:
         raise RequestRejected("INVALID_REQUEST", f"random seed must be {SEED_SIZE} bytes")
 
 
+def check_state(state: object, word: Word) -> None:
+    """Every address, storage key and value a word; every code a byte string."""
+    from reference_vm.state import Contract, WorldState
+
+    if not isinstance(state, WorldState):
+        raise RequestRejected("INVALID_REQUEST", "state must be a WorldState")
+    for address, contract in state.contracts.items():
+        if not _is_word(address, word) or not isinstance(contract, Contract):
+            raise RequestRejected("INVALID_REQUEST", f"bad contract entry {address!r}")
+        if not isinstance(contract.code, bytes):
+            raise RequestRejected("INVALID_REQUEST", f"code of {address:#x} must be bytes")
+        for key, value in contract.storage.items():
+            if not (_is_word(key, word) and _is_word(value, word)):
+                raise RequestRejected("INVALID_REQUEST",
+                                      f"storage of {address:#x} must map words to words")
+
+
 def check_limits(limits: Limits) -> None:
     if not isinstance(limits, Limits):
         raise RequestRejected("INVALID_LIMITS", "limits must be a Limits")

@@ -127,6 +127,18 @@ def test_message_fields_must_be_words_and_call_data_bounded():
     assert execute("not a state", Message(0x100, 1)).error == "INVALID_REQUEST"
 
 
+@pytest.mark.parametrize("contracts", [
+    {0x100: Contract(build(STOP), {1: -1})},
+    {0x100: Contract(build(STOP), {2**64: 1})},
+    {0x100: Contract("code")},
+    {-1: Contract(build(STOP)), 0x100: Contract(build(STOP))},
+    {0x100: "not a contract"},
+])
+def test_malformed_pre_state_is_rejected(contracts):
+    result = execute(WorldState(contracts), Message(0x100, 1))
+    assert (result.status, result.error) == ("rejected", "INVALID_REQUEST")
+
+
 @pytest.mark.parametrize("limits", [
     Limits(compute=-1), Limits(memory_pages=-1), Limits(storage_units=-1),
     Limits(compute=spec.load().limits["maximum"]["compute"] + 1),
