@@ -1,0 +1,525 @@
+"""``rtwo-vm deploy|call|contracts|vm|contexts|sandboxes|accounting|results|violations|events|
+policy|instructions|readiness``: the runtime services over a SQLite database (chapter 10).
+
+Every command takes ``--db PATH`` (default: $RTWO_VM_DB, else ./rtwo-vm.db). Only ``deploy``,
+``vm register``, ``policy create`` and ``events sink-add`` create a database; the others
+refuse a missing one. Input is checked before the database is written, and each command
+writes in one transaction, so a bad argument, an unknown id, an invalid policy or malformed
+code gives one line on stderr, exit 2, and leaves the database as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from rtwo_vm.inputs import CliError, parse_assignment, parse_count, parse_hex, parse_word, read_code
+
+DB_ENV = "RTWO_VM_DB"
+DEFAULT_DB = "rtwo-vm.db"
+
+
+def _print_json(doc) -> None:
+    print(json.dumps(doc, indent=2, sort_keys=True))
+
+
+def _open(args, *, create: bool = False):
+    from rtwo_vm.runtime import Runtime, StoreError
+    try:
+        return Runtime(args.db, create=create)
+    except StoreError as err:
+        raise CliError(str(err)) from None
+
+
+def _guard(func):
+    """Run a command, turning the runtime's refusals into one-line CLI errors."""
+    def wrapper(args) -> int:
+        from rtwo_vm.runtime import InvalidInput, ModelError, RuntimeBusy, StoreError, UnknownRecord
+        try:
+            return func(args)
+        except (InvalidInput, UnknownRecord, ModelError, StoreError, RuntimeBusy) as err:
+            message = err.args[0] if err.args else str(err)
+            raise CliError(str(message).splitlines()[0]) from None
+    return wrapper
+
+
+def _table(rows: list[dict], columns: list[str]) -> None:
+    if not rows:
+        print("(none)")
+        return
+    widths = {c: max(len(c), *(len(str(r.get(c, ""))) for r in rows)) for c in columns}
+    print("  ".join(c.ljust(widths[c]) for c in columns).rstrip())
+    print("  ".join("-" * widths[c] for c in columns))
+    for r in rows:
+        print("  ".join(str("-" if r.get(c) is None else r.get(c)).ljust(widths[c])
+                        for c in columns).rstrip())
+    print(f"{len(rows)} shown")
+
+
+def _listing(args, records, columns: list[str]) -> int:
+    docs = [r.to_json() for r in records]
+    if args.json:
+        _print_json(docs)
+    else:
+        _table(docs, columns)
+    return 0
+
+
+# -- deploy, call, contracts ----------------------------------------------------------------
+
+@_guard
+def _cmd_deploy(args) -> int:
+    code = read_code(args.file)
+    address = parse_word(args.address, "--address") if args.address else None
+    storage = {}
+    for item in args.storage or ():
+        key, value = parse_assignment(item, "--storage")
+        storage[parse_word(key, "--storage key")] = parse_word(value, "--storage value")
+    if not args.unchecked:
+        from reference_vm.errors import VMError
+        from reference_vm.validate import validate
+        try:
+            validate(code)
+        except VMError as err:
+            raise CliError(f"{args.file}: not a valid container: {err.code}") from None
+    with _open(args, create=True) as rt:
+        deployed = rt.deploy(code, address, storage, validate_code=not args.unchecked)
+    if args.json:
+        _print_json(deployed.to_json())
+    else:
+        print(f"deployed {deployed.address}: {deployed.code_size} bytes, code {deployed.code_hash[:16]}, "
+              f"{deployed.storage_slots} storage slots; state root {deployed.state_root[:16]}")
+    return 0
+
+
+def _limits(args):
+    from reference_vm import Limits
+    given = {name: parse_count(getattr(args, name), f"--{name.replace('_', '-')}")
+             for name in Limits.DIMENSIONS if getattr(args, name) is not None}
+    return Limits(**given)
+
+
+@_guard
+def _cmd_call(args) -> int:
+    from rtwo_vm.runtime import CallRequest
+    to = parse_word(args.address, "address")
+    seed = parse_hex(args.seed, "--seed") if args.seed else bytes(32)
+    if len(seed) != 32:
+        raise CliError("--seed must be 32 bytes of hex")
+    request = CallRequest(
+        to=to, caller=parse_word(args.caller, "--caller"),
+        call_data=parse_hex(args.calldata, "--calldata"), block_time=parse_word(args.time, "--time"),
+        random_seed=seed, policy_id=args.policy, isolation_level=args.isolation,
+        storage_access=args.storage_access, limits=_limits(args),
+        transaction_reference=args.tx_ref, vm_id=args.vm)
+    from rtwo_vm.runtime.records import SandboxManager
+    SandboxManager.plan(request.isolation_level, request.storage_access)
+    with _open(args) as rt:
+        rt.contract(to)  # an unknown address is bad input here, not a recorded rejection
+        if args.policy:
+            rt.policies.for_execution(args.policy)
+        if args.vm:
+            rt.vms.for_execution(args.vm)
+        recorded = rt.call(request)
+        if args.deliver:
+            rt.events.deliver()
+    if args.json:
+        _print_json(recorded.to_json())
+    else:
+        _print_recorded(recorded)
+    return 0 if recorded.result.execution_status == "success" else 1
+
+
+def _print_recorded(rec, indent: str = "") -> None:
+    c, r, a = rec.context, rec.result, rec.accounting
+    print(f"{indent}context {c.context_id} -> {c.contract_id} (depth {c.depth}): "
+          f"{r.execution_status}{' ' + r.error if r.error else ''}"
+          f"{f' at pc {r.error_pc}' if r.error_pc is not None else ''}")
+    print(f"{indent}  stages: {' > '.join(e.stage for e in rec.history)}")
+    print(f"{indent}  sandbox {rec.sandbox.sandbox_id}: {rec.sandbox.isolation_level}, storage "
+          f"{rec.sandbox.storage_access_policy}, {rec.sandbox.status}")
+    print(f"{indent}  accounting {a.status}: compute {a.compute_units}, memory "
+          f"{'-' if a.memory_units is None else a.memory_units} pages, storage "
+          f"{'-' if a.storage_units is None else a.storage_units} units, fee "
+          f"{'-' if a.fee is None else a.fee}")
+    if r.output is not None:
+        print(f"{indent}  output {r.output}; {len(r.state_changes)} state changes; "
+              f"{len(r.emitted_events)} events; digest {r.digest}")
+    for v in rec.violations:
+        print(f"{indent}  violation {v.violation_id}: {v.violation_type} ({v.severity}), "
+              f"{v.action_taken}")
+    for child in rec.children:
+        _print_recorded(child, indent + "    ")
+
+
+@_guard
+def _cmd_contracts(args) -> int:
+    with _open(args) as rt:
+        if args.action == "show":
+            _print_json(rt.contract(parse_word(_need_id(args), "address")))
+            return 0
+        docs = rt.contracts()
+    if args.json:
+        _print_json(docs)
+    else:
+        _table([{**d, "storageSlots": len(d["storage"]), "codeHash": d["codeHash"][:16]}
+                for d in docs], ["address", "codeSize", "codeHash", "storageSlots", "deployedAt"])
+    return 0
+
+
+def _need_id(args) -> str:
+    if not args.id:
+        raise CliError(f"{args.action} needs an id")
+    return args.id
+
+
+# -- record listings ------------------------------------------------------------------------
+
+@_guard
+def _cmd_vm(args) -> int:
+    if args.action == "register":
+        if not args.id:
+            raise CliError("vm register needs a name")
+        with _open(args, create=True) as rt:
+            vm = rt.vms.register(args.id, args.mode)
+            if args.activate:
+                vm, evidence = rt.vms.activate(vm.vm_id)
+                print(f"self-check: {evidence}")
+        _print_json(vm.to_json())
+        return 0
+    with _open(args) as rt:
+        if args.action == "list":
+            return _listing(args, rt.vms.list(), ["vmId", "vmName", "vmVersion", "executionMode",
+                                                   "status", "createdAt"])
+        vm_id = _need_id(args)
+        if args.action == "activate":
+            vm, evidence = rt.vms.activate(vm_id)
+            print(f"self-check: {evidence}")
+        elif args.action == "retire":
+            vm = rt.vms.retire(vm_id)
+        else:
+            vm = rt.vms.get(vm_id)
+    _print_json(vm.to_json())
+    return 0
+
+
+@_guard
+def _cmd_contexts(args) -> int:
+    with _open(args) as rt:
+        if args.action == "list":
+            contract = hex(parse_word(args.contract, "--contract")) if args.contract else None
+            records = rt.contexts.list(limit=args.limit, status=args.status,
+                                       contract_id=contract, roots_only=args.entry_only)
+            return _listing(args, records, ["contextId", "contractId", "depth", "status",
+                                            "parentContextId", "createdAt"])
+        context_id = _need_id(args)
+        context = rt.contexts.get(context_id)
+        doc = {"context": context.to_json(),
+               "history": [e.to_json() for e in rt.contexts.history(context_id)],
+               "sandbox": rt.sandboxes.for_context(context_id).to_json(),
+               "accounting": rt.accounting.for_context(context_id).to_json(),
+               "result": rt.results.for_context(context_id).to_json(),
+               "violations": [v.to_json() for v in rt.violations.for_context(context_id)],
+               "children": [c.context_id for c in rt.contexts.children(context_id)]}
+    _print_json(doc)
+    return 0
+
+
+def _simple(service_name: str, columns: list[str], filters=()):
+    @_guard
+    def command(args) -> int:
+        with _open(args) as rt:
+            service = getattr(rt, service_name)
+            if args.action == "list":
+                given = {f: getattr(args, f) for f in filters}
+                return _listing(args, service.list(limit=args.limit, **given), columns)
+            if service_name == "accounting" and args.action == "totals":
+                _print_json(service.totals())
+                return 0
+            if service_name == "violations" and args.action == "ack":
+                _print_json(service.acknowledge(_need_id(args)).to_json())
+                return 0
+            if args.action != "show":
+                raise CliError(f"{service_name} has no action {args.action}")
+            record_id = _need_id(args)
+            try:
+                record = service.get(record_id)
+            except LookupError:
+                record = service.for_context(record_id)  # a context id works as well
+                if isinstance(record, list):
+                    if not record:
+                        raise
+                    record = record[0]
+        _print_json(record.to_json())
+        return 0
+    return command
+
+
+# -- events ---------------------------------------------------------------------------------
+
+@_guard
+def _cmd_events(args) -> int:
+    from rtwo_vm.runtime.events import make_sink
+    if args.action == "sink-add":
+        kind, target = _sink_args(args)
+        with _open(args, create=True) as rt:
+            _print_json(rt.events.add_sink(kind, target, replay=not args.from_now))
+        return 0
+    extra = []
+    if args.action == "deliver":
+        try:
+            extra = ([make_sink("jsonl", p) for p in args.jsonl or ()]
+                     + [make_sink("webhook", u) for u in args.webhook or ()])
+        except ValueError as err:
+            raise CliError(str(err)) from None
+    with _open(args) as rt:
+        if args.action == "list":
+            events = rt.events.list(stream=args.context, type=args.type, limit=args.limit,
+                                    undelivered_to=args.undelivered)
+            if args.json:
+                _print_json([e.to_json() for e in events])
+            else:
+                _table([{"eventId": e.event_id, "stream": e.stream, "type": e.type,
+                         "summary": _summary(e), "createdAt": e.created_at} for e in events],
+                       ["eventId", "stream", "type", "summary", "createdAt"])
+            return 0
+        if args.action == "show":
+            _print_json(rt.events.get(parse_count(_need_id(args), "event id")).to_json())
+            return 0
+        if args.action == "sinks":
+            _print_json({"sinks": rt.events.sinks(), "undelivered": rt.events.undelivered_counts(),
+                         "failures": rt.events.failures()})
+            return 0
+        if args.action == "sink-remove":
+            rt.events.remove_sink(_need_id(args))
+            print(f"removed sink {args.id}")
+            return 0
+        reports = rt.events.deliver(extra)
+    for name, report in reports.items():
+        print(f"{name}: {report.delivered} delivered, {report.failed} failed, "
+              f"{report.held_back} held back")
+    if not reports:
+        print("no sinks registered (events sink-add KIND TARGET, or deliver --jsonl/--webhook)")
+    return 0 if all(r.failed == 0 for r in reports.values()) else 1
+
+
+def _sink_args(args) -> tuple[str, str]:
+    if not args.id or not args.target:
+        raise CliError("events sink-add needs KIND (jsonl or webhook) and TARGET")
+    return args.id, args.target
+
+
+def _summary(event) -> str:
+    p = event.payload
+    if event.type == "lifecycle.transition":
+        return f"{p.get('from') or '-'} -> {p.get('stage')}"
+    if event.type == "result.recorded":
+        return f"{p.get('executionStatus')} {p.get('error') or ''}".strip()
+    if event.type == "violation.recorded":
+        return f"{p.get('violationType')} ({p.get('severity')})"
+    return ""
+
+
+# -- policy, instructions, readiness -------------------------------------------------------
+
+@_guard
+def _cmd_policy(args) -> int:
+    if args.action == "create":
+        with _open(args, create=True) as rt:
+            policy = rt.policies.create(
+                time_access="allowed" if args.allow_time else None,
+                randomness="seeded" if args.allow_randomness else None,
+                external_call="forbidden" if args.forbid_calls else None,
+                allowed_operations=args.allow, forbidden_operations=args.forbid or ())
+        _print_json(policy.to_json())
+        return 0
+    with _open(args) as rt:
+        if args.action == "list":
+            return _listing(args, rt.policies.list(limit=args.limit),
+                            ["policyId", "timeAccessPolicy", "randomnessPolicy",
+                             "externalCallPolicy", "forbiddenOperations", "status"])
+        policy_id = _need_id(args)
+        if args.action == "check":
+            if not args.file:
+                raise CliError("policy check needs ID and FILE")
+            refusals = rt.policies.check_code(policy_id, read_code(args.file),
+                                              isolation_level=args.isolation,
+                                              storage_access=args.storage_access)
+            _print_json({"policyId": policy_id, "refusals": refusals,
+                         "binds": not refusals})
+            return 0 if not refusals else 1
+        policy = rt.policies.retire(policy_id) if args.action == "retire" else rt.policies.get(policy_id)
+    _print_json(policy.to_json())
+    return 0
+
+
+@_guard
+def _cmd_instructions(args) -> int:
+    from rtwo_vm.runtime.registry import RuntimeInstructionRegistry
+    registry = RuntimeInstructionRegistry()
+    if args.action == "show":
+        _print_json(registry.get(_need_id(args)).to_json())
+        return 0
+    records = registry.list()
+    if not args.json:
+        for name, evidence in registry.last_evidence.items():
+            print(f"# {name}: {evidence}")
+    return _listing(args, records, ["opcode", "instructionId", "instructionType", "status",
+                                    "implemented", "smtSemantics", "conformanceVectors"])
+
+
+@_guard
+def _cmd_readiness(args) -> int:
+    from rtwo_vm.runtime.readiness import VMReadinessService
+    from rtwo_vm.runtime.runtime import utc_text
+    runtime = _open(args) if Path(args.db).exists() else None
+    try:
+        service = VMReadinessService(runtime, utc_text(None),
+                                     Path(args.examples) if args.examples else None)
+        try:
+            report = service.run(only=args.only, skip=args.skip or ())
+        except ValueError as err:
+            raise CliError(str(err)) from None
+    finally:
+        if runtime is not None:
+            runtime.close()
+    if args.json:
+        _print_json(report.to_json())
+    else:
+        rows = [c.to_json() for c in report.checks]
+        _table(rows, ["name", "status", "seconds", "evidence"])
+        print(f"readiness: {report.readiness} (checked {report.checked_at})")
+    return 0 if report.readiness != "not_ready" else 1
+
+
+# -- registration ---------------------------------------------------------------------------
+
+def _common(p, *, listing: bool = False) -> None:
+    p.add_argument("--db", default=os.environ.get(DB_ENV, DEFAULT_DB),
+                   help=f"SQLite database (default: ${DB_ENV} or {DEFAULT_DB})")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    if listing:
+        p.add_argument("--limit", type=_positive, help="show at most N")
+
+
+def _positive(text: str) -> int:
+    value = parse_count(text, "--limit")
+    if value == 0:
+        raise CliError("--limit must be positive")
+    return value
+
+
+def register(sub) -> None:
+    p = sub.add_parser("deploy", help="deploy a contract into the runtime database")
+    p.add_argument("file", help=".rasm assembly, hex text or a binary container")
+    p.add_argument("--address", help="address to deploy at (default: next free from 0x100)")
+    p.add_argument("--storage", action="append", metavar="KEY=VALUE", help="initial storage")
+    p.add_argument("--unchecked", action="store_true",
+                   help="deploy even a container that fails validation (calls to it are "
+                        "then refused at the validated stage)")
+    _common(p)
+    p.set_defaults(func=_cmd_deploy)
+
+    p = sub.add_parser("call", help="invoke a deployed contract through all ten lifecycle stages")
+    p.add_argument("address")
+    p.add_argument("--calldata", default="0x")
+    p.add_argument("--caller", default="0x1")
+    p.add_argument("--time", default="0", help="block time (policy time_access must allow it)")
+    p.add_argument("--seed", help="32-byte randomness seed as hex")
+    p.add_argument("--policy", help="determinism policy id (default: the spec-default policy)")
+    p.add_argument("--isolation", help="isolation level (sandbox.toml; default standard)")
+    p.add_argument("--storage-access", dest="storage_access",
+                   help="none, read_only or read_write (default: the isolation level's widest)")
+    p.add_argument("--compute")
+    p.add_argument("--memory-pages", dest="memory_pages")
+    p.add_argument("--storage-units", dest="storage_units")
+    p.add_argument("--tx-ref", dest="tx_ref", help="transaction reference (default: request hash)")
+    p.add_argument("--vm", help="VM id (default: the active VM)")
+    p.add_argument("--deliver", action="store_true", help="deliver events to registered sinks after")
+    _common(p)
+    p.set_defaults(func=_cmd_call)
+
+    p = sub.add_parser("contracts", help="list or show deployed contracts")
+    p.add_argument("action", choices=["list", "show"])
+    p.add_argument("id", nargs="?", metavar="ADDRESS")
+    _common(p)
+    p.set_defaults(func=_cmd_contracts)
+
+    p = sub.add_parser("vm", help="Virtual Machine Registry")
+    p.add_argument("action", choices=["list", "show", "register", "activate", "retire"])
+    p.add_argument("id", nargs="?", metavar="ID|NAME")
+    p.add_argument("--mode", default="reference_interpreter", help="execution mode for register")
+    p.add_argument("--activate", action="store_true", help="register and activate")
+    _common(p)
+    p.set_defaults(func=_cmd_vm)
+
+    p = sub.add_parser("contexts", help="execution contexts with their stage history")
+    p.add_argument("action", choices=["list", "show"])
+    p.add_argument("id", nargs="?")
+    p.add_argument("--status", help="only contexts at this stage")
+    p.add_argument("--contract", help="only contexts of this contract (hex address)")
+    p.add_argument("--entry-only", dest="entry_only", action="store_true", help="no callees")
+    _common(p, listing=True)
+    p.set_defaults(func=_cmd_contexts)
+
+    for name, columns, actions, filters in (
+        ("sandboxes", ["sandboxId", "contextId", "isolationLevel", "computeLimitReference",
+                       "memoryLimitReference", "storageLimitReference", "storageAccessPolicy",
+                       "status"], ["list", "show"], ()),
+        ("accounting", ["accountingId", "contextId", "computeUnits", "memoryUnits",
+                        "storageUnits", "fee", "status"], ["list", "show", "totals"], ()),
+        ("results", ["resultId", "contextId", "executionStatus", "error", "errorPc", "output"],
+         ["list", "show"], ()),
+        ("violations", ["violationId", "contextId", "violationType", "severity", "actionTaken",
+                        "code", "status"], ["list", "show", "ack"], ("violation_type", "context_id")),
+    ):
+        p = sub.add_parser(name, help=f"{name} records (show takes its id or a context id)")
+        p.add_argument("action", choices=actions)
+        p.add_argument("id", nargs="?")
+        if name == "violations":
+            p.add_argument("--type", dest="violation_type", help="only this violation type")
+            p.add_argument("--context", dest="context_id", help="only this context's")
+        _common(p, listing=True)
+        p.set_defaults(func=_simple(name, columns, filters))
+
+    p = sub.add_parser("events", help="VM events: outbox, sinks and delivery")
+    p.add_argument("action", choices=["list", "show", "deliver", "sinks", "sink-add", "sink-remove"])
+    p.add_argument("id", nargs="?", metavar="ID|KIND|NAME")
+    p.add_argument("target", nargs="?", help="sink-add: file path (jsonl) or URL (webhook)")
+    p.add_argument("--context", help="list: only this context's events")
+    p.add_argument("--type", help="list: only events of this type")
+    p.add_argument("--undelivered", metavar="SINK", help="list: only those SINK has not received")
+    p.add_argument("--jsonl", action="append", help="deliver: also to this JSON-lines file")
+    p.add_argument("--webhook", action="append", help="deliver: also POST to this URL")
+    p.add_argument("--from-now", dest="from_now", action="store_true",
+                   help="sink-add: only events recorded from now on")
+    _common(p, listing=True)
+    p.set_defaults(func=_cmd_events)
+
+    p = sub.add_parser("policy", help="Determinism Policy Service")
+    p.add_argument("action", choices=["create", "list", "show", "retire", "check"])
+    p.add_argument("id", nargs="?")
+    p.add_argument("file", nargs="?", help="check: code to bind the policy to")
+    p.add_argument("--allow-time", action="store_true", help="time_access = allowed")
+    p.add_argument("--allow-randomness", action="store_true", help="randomness = seeded")
+    p.add_argument("--forbid-calls", action="store_true", help="external_call = forbidden")
+    p.add_argument("--forbid", action="append", metavar="OP", help="forbid a mnemonic or type")
+    p.add_argument("--allow", action="append", metavar="OP", help="allow only these")
+    p.add_argument("--isolation", help="check: under this isolation level")
+    p.add_argument("--storage-access", dest="storage_access", help="check: with this access")
+    _common(p, listing=True)
+    p.set_defaults(func=_cmd_policy)
+
+    p = sub.add_parser("instructions", help="Runtime Instruction Registry (statuses computed)")
+    p.add_argument("action", choices=["list", "show"])
+    p.add_argument("id", nargs="?", metavar="MNEMONIC|OPCODE")
+    _common(p)  # --db is accepted like everywhere; the registry reads no records
+    p.set_defaults(func=_cmd_instructions)
+
+    p = sub.add_parser("readiness", help="run the readiness checks and show their evidence")
+    p.add_argument("--only", action="append", metavar="CHECK")
+    p.add_argument("--skip", action="append", metavar="CHECK")
+    p.add_argument("--examples", help="example scenarios directory")
+    _common(p)
+    p.set_defaults(func=_cmd_readiness)

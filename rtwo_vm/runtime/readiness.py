@@ -1,0 +1,244 @@
+"""VM Readiness Service: readiness derived from checks run on demand, with their evidence.
+
+Nothing here is stored or assumed: each call runs every check again and the overall
+readiness follows from their statuses by the rule of sandbox.toml enumerations.readiness
+(``not_ready`` if any check failed, ``partial`` if none failed but some could not run,
+``ready`` otherwise). Tools that are not installed give ``not_available``, never a guess.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+import spec
+from rtwo_vm.runtime import tools
+from rtwo_vm.runtime.catalog import catalog, problems
+from rtwo_vm.runtime.registry import self_check
+
+if TYPE_CHECKING:
+    from rtwo_vm.runtime.runtime import Runtime
+
+
+
+def default_examples() -> Path:
+    """The source tree's examples/ (next to the package), else ./examples."""
+    beside = Path(__file__).resolve().parents[2] / "examples"
+    return beside if beside.is_dir() else Path.cwd() / "examples"
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: str
+    evidence: str
+    seconds: float
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "status": self.status, "evidence": self.evidence,
+                "seconds": round(self.seconds, 3)}
+
+
+@dataclass(frozen=True)
+class ReadinessReport:
+    readiness: str
+    checked_at: str
+    checks: tuple[Check, ...]
+
+    def to_json(self) -> dict:
+        return {"readiness": self.readiness, "checkedAt": self.checked_at,
+                "checks": [c.to_json() for c in self.checks]}
+
+
+def overall(statuses: list[str]) -> str:
+    if "failed" in statuses:
+        return "not_ready"
+    if "not_available" in statuses:
+        return "partial"
+    return "ready"
+
+
+class VMReadinessService:
+    def __init__(self, runtime: "Runtime | None", clock: Callable[[], str],
+                 examples_dir: Path | None = None, conformance_budget: float | None = 60.0):
+        self._runtime = runtime
+        self._clock = clock
+        self.examples_dir = examples_dir or default_examples()
+        self.conformance_budget = conformance_budget
+
+    @property
+    def check_names(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self._checks())
+
+    def _checks(self) -> list[tuple[str, Callable[[], tuple[str, str]]]]:
+        return [("spec_data", self._spec_data), ("instruction_coverage", self._coverage),
+                ("lifecycle", self._lifecycle), ("examples", self._examples),
+                ("smt_semantics", self._smt), ("proof_results", self._proofs),
+                ("conformance_vectors", self._vectors), ("conformance_results", self._replay),
+                ("database", self._database)]
+
+    def run(self, only: list[str] | None = None, skip: list[str] = ()) -> ReadinessReport:
+        unknown = set(only or ()) | set(skip)
+        unknown -= set(self.check_names)
+        if unknown:
+            raise ValueError(f"unknown readiness check {sorted(unknown)[0]!r}; checks: "
+                             f"{', '.join(self.check_names)}")
+        checked_at = self._clock()
+        results = []
+        for name, check in self._checks():
+            if (only and name not in only) or name in skip:
+                continue
+            started = time.monotonic()
+            try:
+                status, evidence = check()
+            except Exception as err:  # noqa: BLE001 - a crashing check is a failed check
+                status, evidence = "failed", f"the check raised {type(err).__name__}: {err}"
+            results.append(Check(name, status, evidence, time.monotonic() - started))
+        return ReadinessReport(overall([c.status for c in results]), checked_at, tuple(results))
+
+    # -- the checks --------------------------------------------------------------------------
+
+    def _spec_data(self) -> tuple[str, str]:
+        table = spec.load()
+        try:
+            from spec.loader import validate_against_schemas
+            found = validate_against_schemas()
+        except ImportError:
+            return "not_available", "jsonschema is not installed"
+        found += problems(catalog())
+        if found:
+            return "failed", f"{len(found)} problems: {found[0]}"
+        return "passed", (f"{len(spec.DATA_FILES)} data files of spec {table.version} match their "
+                          f"schemas; sandbox.toml cross-references hold")
+
+    def _coverage(self) -> tuple[str, str]:
+        ok, evidence = self_check("reference_interpreter")
+        return ("passed" if ok else "failed"), evidence
+
+    def _lifecycle(self) -> tuple[str, str]:
+        cat = catalog()
+        initial, final = cat.roles["initial"], cat.roles["final"]
+        reachable, frontier = {initial}, [initial]
+        while frontier:
+            for nxt in cat.transitions.get(frontier.pop(), ()):
+                if nxt not in reachable:
+                    reachable.add(nxt)
+                    frontier.append(nxt)
+        dead_ends = [s for s in cat.stages if s != final and not cat.transitions.get(s)]
+        unreached = [s for s in cat.stages if s not in reachable]
+        orders = {s["order"] for s in spec.load().lifecycle["stage"]}
+        found = []
+        if unreached:
+            found.append(f"unreachable: {', '.join(unreached)}")
+        if dead_ends:
+            found.append(f"dead ends: {', '.join(dead_ends)}")
+        if len(orders) != 10:
+            found.append(f"{len(orders)} stage orders, not 10")
+        if found:
+            return "failed", "; ".join(found)
+        moves = sum(len(v) for v in cat.transitions.values())
+        return "passed", (f"{len(orders)} stages ({len(cat.stages)} names), {moves} transitions; "
+                          f"every stage reachable from {initial} and leads to {final}")
+
+    def _examples(self) -> tuple[str, str]:
+        folder = self.examples_dir
+        if not folder.is_dir() or not list(folder.glob("*.toml")):
+            return "not_available", f"no example scenarios in {folder}"
+        from rtwo_vm.examples import iter_requests
+        from rtwo_vm.runtime.execution import CallRequest
+        from rtwo_vm.runtime.runtime import Runtime
+        statuses: Counter[str] = Counter()
+        mismatched, calls = [], 0
+        for path in sorted(folder.glob("*.toml")):
+            runtime, deployed_for = None, None
+            gen = iter_requests(path)
+            try:
+                request = next(gen)
+                while True:
+                    if deployed_for != request.scenario:
+                        if runtime is not None:
+                            runtime.close()
+                        runtime, deployed_for = Runtime(":memory:", clock=None), request.scenario
+                        for address, contract in request.state.contracts.items():
+                            runtime.deploy(contract.code, address, dict(contract.storage))
+                    direct = request.run()
+                    recorded = runtime.call(CallRequest(
+                        to=request.message.to, caller=request.message.caller,
+                        call_data=request.message.call_data, block_time=request.context.block_time,
+                        random_seed=request.context.random_seed, limits=request.limits,
+                        policy_id=runtime.policies.create(
+                            time_access=request.policy.time_access,
+                            randomness=request.policy.randomness,
+                            external_call=request.policy.external_call).policy_id,
+                        storage_access=request.policy.storage_access))
+                    calls += 1
+                    statuses[direct.status] += 1
+                    if recorded.result.digest != direct.digest():
+                        mismatched.append(f"{request.scenario}#{request.index}")
+                    request = gen.send(direct)
+            except StopIteration:
+                pass
+            finally:
+                if runtime is not None:
+                    runtime.close()
+        summary = ", ".join(f"{k} {v}" for k, v in sorted(statuses.items()))
+        if mismatched or statuses.get("internal"):
+            return "failed", (f"{calls} example calls ({summary}); recorded results differ from "
+                              f"the interpreter's for {', '.join(mismatched) or 'none'}")
+        return "passed", (f"{calls} example calls ({summary}) ran through all ten stages; every "
+                          f"recorded digest equals the interpreter's")
+
+    def _smt(self) -> tuple[str, str]:
+        probe = tools.smt_models()
+        if not probe.available:
+            return "not_available", probe.evidence
+        total = len(spec.load().instructions)
+        ok = len(probe.value) == total and not probe.details.get("broken")
+        return ("passed" if ok else "failed"), probe.evidence
+
+    def _proofs(self) -> tuple[str, str]:
+        probe = tools.proof_report()
+        if not probe.available:
+            return "not_available", probe.evidence
+        ok = set(probe.value) <= tools.PROVED
+        return ("passed" if ok else "failed"), probe.evidence
+
+    def _vectors(self) -> tuple[str, str]:
+        probe = tools.conformance_vectors()
+        if not probe.available:
+            return "not_available", probe.evidence
+        covered = sum(1 for c in probe.value.values() if c)
+        ok = covered == len(probe.value) and not probe.details.get("unreadable")
+        return ("passed" if ok else "failed"), probe.evidence
+
+    def _replay(self) -> tuple[str, str]:
+        vectors = tools.conformance_vectors()
+        if not vectors.available:
+            return "not_available", vectors.evidence
+        probe = tools.replay_vectors(vectors.details["vectors"], self.conformance_budget)
+        if not probe.available:
+            return "not_available", probe.evidence
+        counts = probe.value
+        ok = counts["agreed"] == counts["total"]
+        return ("passed" if ok else "failed"), probe.evidence
+
+    def _database(self) -> tuple[str, str]:
+        runtime = self._runtime
+        if runtime is None:
+            return "not_available", "no database opened (pass --db)"
+        store = runtime.store
+        integrity = store.one("PRAGMA integrity_check")[0]
+        incomplete = runtime.contexts.incomplete()
+        contexts = runtime.contexts.count()
+        roots = store.one("SELECT count(*) FROM contexts WHERE parent_context_id IS NULL")[0]
+        events = store.one("SELECT count(*) FROM outbox")[0]
+        pending = runtime.events.undelivered_counts()
+        evidence = (f"{store.path}: schema {store.schema_version}, integrity {integrity}; "
+                    f"{contexts} contexts ({roots} entry), {len(incomplete)} incomplete; "
+                    f"{events} events" + "".join(f", {n} undelivered to {s}"
+                                                 for s, n in pending.items()))
+        ok = integrity == "ok" and not incomplete
+        return ("passed" if ok else "failed"), evidence

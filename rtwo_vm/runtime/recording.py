@@ -1,0 +1,179 @@
+"""Writing a finished run: the entry context, its callees and every event, in one transaction.
+
+Callee contexts are built from the interpreter's call records (chapter 7.5.1). Records come
+in the order calls started and a call's record precedes those of the calls its callee made,
+so the parent of a record at depth d is the latest record before it at depth d - 1 (the
+entry context at depth 1). A callee's effects survive only if it and every ancestor,
+the entry frame included, succeeded: only then does its context commit.
+
+The interpreter runs callees inside the entry context's ``executing`` stage and reports no
+times of its own, so a callee's stage times are the time its parent context reached
+``executed``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import TYPE_CHECKING, Any, Callable
+
+from reference_vm.result import canonical
+from rtwo_vm.runtime.catalog import catalog
+from rtwo_vm.runtime.events import RecordWriter
+from rtwo_vm.runtime.lifecycle import Lifecycle, path_for_outcome
+from rtwo_vm.runtime.models import (
+    RTWOExecutionContext, RTWOExecutionResult, RTWOExecutionSandbox, RTWOResourceAccounting,
+    RTWOSandboxViolation, row_of,
+)
+from rtwo_vm.runtime.records import SandboxManager, SandboxViolationService
+from rtwo_vm.runtime.store import Store
+
+if TYPE_CHECKING:
+    from rtwo_vm.runtime.execution import ExecutionRun, RecordedExecution
+
+SQLITE_MAX = (1 << 63) - 1
+
+
+def _ref(value: Any) -> str:
+    """A word as canonical hex; anything else (a rejected request's field) as its repr."""
+    return hex(value) if type(value) is int and value >= 0 else repr(value)
+
+
+def _count(value: Any) -> int | None:
+    """A limit as asked for, when it is an integer the database can hold."""
+    return value if type(value) is int and 0 <= value <= SQLITE_MAX else None
+
+
+class ExecutionRecorder:
+    """Builds the records of a finished run and inserts them in the run's transaction."""
+
+    def __init__(self, store: Store, writer: RecordWriter, ids: Callable[[str], str]):
+        self.store, self.writer, self.ids = store, writer, ids
+
+    def write(self, tx: sqlite3.Connection, run: "ExecutionRun") -> "RecordedExecution":
+        cat = catalog()
+        result, history = run.result, list(run.lifecycle.history)
+        stages = [e.stage for e in history]
+        compared = result.to_json()
+        at_end = history[-1].at
+        context = RTWOExecutionContext(
+            context_id=run.context_id, contract_id=_ref(run.message.to),
+            caller_reference=_ref(run.message.caller),
+            transaction_reference=run.request.transaction_reference or run.request.reference(),
+            state_reference=run.state_reference, resource_policy_id=run.policy_record.policy_id,
+            status=stages[-1], created_at=history[0].at, vm_id=run.vm.vm_id, depth=1)
+        sandbox = RTWOExecutionSandbox(
+            sandbox_id=run.sandbox_id, context_id=run.context_id, isolation_level=run.isolation,
+            memory_limit_reference=_count(getattr(run.limits, "memory_pages", None)),
+            compute_limit_reference=_count(getattr(run.limits, "compute", None)),
+            storage_limit_reference=_count(getattr(run.limits, "storage_units", None)),
+            storage_access_policy=run.storage_access,
+            status=SandboxManager.final_status(stages, result.status, result.error, callee=False))
+        charged = "executed" in stages and result.status != "internal"
+        usage = result.usage
+        accounting = RTWOResourceAccounting(
+            accounting_id=self.ids("acc"), context_id=run.context_id,
+            compute_units=usage.compute, memory_units=usage.memory_pages,
+            storage_units=usage.storage_units, fee=result.fee,
+            status="charged" if charged else "not_charged", storage_reads=usage.storage_reads,
+            storage_writes=usage.storage_writes, storage_new_slots=usage.storage_new_slots)
+        outcome = RTWOExecutionResult(
+            result_id=self.ids("res"), context_id=run.context_id, output=compared["output"],
+            state_changes=tuple(compared["state_changes"]),
+            emitted_events=tuple(compared["events"]), execution_status=result.status,
+            created_at=at_end, error=result.error, error_pc=result.error_pc, compared=compared,
+            digest=result.digest())
+        violations = self._violations(run.context_id, result.error, result.error_pc,
+                                      callee=False, at=at_end)
+        root = self._insert(tx, context, history, sandbox, accounting, outcome, violations)
+        root.children = self._callees(tx, run, root, compared["calls"], at_end, cat)
+        return root
+
+    def _callees(self, tx, run, root, calls_json, at_end, cat) -> list:
+        executed_at = next((e.at for e in root.history if e.stage == "executed"), at_end)
+        chain: dict[int, tuple[str, str, bool]] = {  # depth -> (context, sandbox, survived)
+            1: (run.context_id, run.sandbox_id, run.result.status in cat.commit_statuses)}
+        out = []
+        for index, (record, record_json) in enumerate(zip(run.result.calls, calls_json)):
+            parent_id, parent_sandbox, parent_survived = chain[record.depth - 1]
+            survived = parent_survived and record.status in cat.commit_statuses
+            stages = path_for_outcome(record.status, record.error, callee=True,
+                                      survived=survived, cat=cat)
+            # Replaying the path through a Lifecycle refuses any illegal one.
+            lifecycle = Lifecycle(lambda: executed_at, cat)
+            for stage in stages[1:]:
+                lifecycle.advance(stage)
+            context_id, sandbox_id = self.ids("ctx"), self.ids("sbx")
+            context = RTWOExecutionContext(
+                context_id=context_id, contract_id=_ref(record.callee),
+                caller_reference=_ref(record.caller),
+                transaction_reference=root.context.transaction_reference,
+                state_reference=root.context.state_reference,
+                resource_policy_id=root.context.resource_policy_id, status=stages[-1],
+                created_at=executed_at, vm_id=root.context.vm_id, depth=record.depth,
+                parent_context_id=parent_id, call_index=index)
+            sandbox = RTWOExecutionSandbox(
+                sandbox_id=sandbox_id, context_id=context_id,
+                isolation_level=root.sandbox.isolation_level, memory_limit_reference=None,
+                compute_limit_reference=None, storage_access_policy=root.sandbox.storage_access_policy,
+                status=SandboxManager.final_status(stages, record.status, record.error, callee=True),
+                parent_sandbox_id=parent_sandbox)
+            accounting = RTWOResourceAccounting(
+                accounting_id=self.ids("acc"), context_id=context_id, compute_units=record.compute,
+                memory_units=None, storage_units=None, fee=None, status="included_in_parent")
+            outcome = RTWOExecutionResult(
+                result_id=self.ids("res"), context_id=context_id, output=None, state_changes=None,
+                emitted_events=None, execution_status=record.status, created_at=executed_at,
+                error=record.error, error_pc=record.error_pc, compared=record_json,
+                digest=_digest(record_json))
+            violations = self._violations(context_id, record.error, record.error_pc,
+                                          callee=True, at=executed_at)
+            out.append(self._insert(tx, context, lifecycle.history, sandbox, accounting, outcome,
+                                    violations))
+            chain[record.depth] = (context_id, sandbox_id, survived)
+        return out
+
+    def _violations(self, context_id: str, code: str | None, error_pc: int | None, *,
+                    callee: bool, at: str) -> list[RTWOSandboxViolation]:
+        found = SandboxViolationService.classify(code, callee=callee)
+        if found is None:
+            return []
+        kind, severity, action = found
+        return [RTWOSandboxViolation(
+            violation_id=self.ids("vio"), context_id=context_id, violation_type=kind,
+            severity=severity, action_taken=action, status="recorded", created_at=at,
+            code=code, error_pc=error_pc)]
+
+    def _insert(self, tx, context, history, sandbox, accounting, outcome,
+                violations) -> "RecordedExecution":
+        from rtwo_vm.runtime.execution import RecordedExecution
+        store, writer = self.store, self.writer
+        store.insert(tx, "contexts", {**row_of(context), "seq": store.next_context_seq(tx)})
+        events = []
+        for entry in history:
+            store.insert(tx, "stage_history", {"context_id": context.context_id,
+                                               "seq": entry.seq, "stage": entry.stage,
+                                               "from_stage": entry.previous, "at": entry.at})
+            events.append(writer.event(tx, context.context_id, "lifecycle.transition",
+                                       {"contextId": context.context_id, **entry.to_json()},
+                                       entry.at))
+        store.insert(tx, "sandboxes", row_of(sandbox))
+        store.insert(tx, "accounting", row_of(accounting))
+        store.insert(tx, "results", row_of(outcome))
+        for violation in violations:
+            store.insert(tx, "violations", row_of(violation))
+            events.append(writer.event(tx, context.context_id, "violation.recorded",
+                                       violation.to_json(), violation.created_at))
+        events.append(writer.event(tx, context.context_id, "result.recorded", {
+            "contextId": context.context_id, "resultId": outcome.result_id,
+            "parentContextId": context.parent_context_id,
+            "executionStatus": outcome.execution_status, "error": outcome.error,
+            "errorPc": outcome.error_pc, "digest": outcome.digest}, outcome.created_at))
+        return RecordedExecution(context=context, history=list(history), sandbox=sandbox,
+                                 accounting=accounting, result=outcome, violations=violations,
+                                 events=events)
+
+
+def _digest(doc: dict) -> str:
+    import hashlib
+    return hashlib.sha256(canonical(doc).encode()).hexdigest()
+

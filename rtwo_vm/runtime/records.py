@@ -1,0 +1,233 @@
+"""Read side of the record services: contexts, sandboxes, accounting, results, violations.
+
+Each service turns rows into domain models and lists them with simple filters. The write
+side is the execution lifecycle (execution.py), which records a context with all of these in
+one transaction; only violation acknowledgement changes a record afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any, Callable
+
+import spec
+
+from rtwo_vm.runtime.catalog import catalog
+from rtwo_vm.runtime.events import RecordWriter
+from rtwo_vm.runtime.lifecycle import StageEntry
+from rtwo_vm.runtime.models import (
+    RTWOExecutionContext, RTWOExecutionResult, RTWOExecutionSandbox, RTWOResourceAccounting,
+    RTWOSandboxViolation, field_names,
+)
+from rtwo_vm.runtime.store import Store
+
+
+class UnknownRecord(LookupError):
+    """No record with the id asked for."""
+
+
+class InvalidInput(ValueError):
+    """A request the runtime refuses before recording anything."""
+
+
+def _model(model, row: sqlite3.Row, json_fields: tuple[str, ...] = ()):
+    values: dict[str, Any] = {}
+    for name in field_names(model):
+        value = row[name]
+        if name in json_fields and value is not None:
+            value = json.loads(value)
+            if isinstance(value, list):
+                value = tuple(value)
+        values[name] = value
+    return model(**values)
+
+
+class _RecordService:
+    MODEL: Any = None
+    TABLE = ""
+    KEY = ""
+    JSON_FIELDS: tuple[str, ...] = ()
+    ORDER = "rowid"
+    NOUN = "record"
+
+    def __init__(self, store: Store):
+        self.store = store
+
+    def _from(self, row: sqlite3.Row):
+        return _model(self.MODEL, row, self.JSON_FIELDS)
+
+    def get(self, record_id: str):
+        row = self.store.one(f"SELECT * FROM {self.TABLE} WHERE {self.KEY} = ?", (record_id,))
+        if row is None:
+            raise UnknownRecord(f"no {self.NOUN} {record_id!r}")
+        return self._from(row)
+
+    def for_context(self, context_id: str):
+        row = self.store.one(f"SELECT * FROM {self.TABLE} WHERE context_id = ?", (context_id,))
+        if row is None:
+            raise UnknownRecord(f"no {self.NOUN} for context {context_id!r}")
+        return self._from(row)
+
+    def list(self, *, limit: int | None = None, _where: tuple[str, ...] = (),
+             **filters: Any) -> list:
+        """Records in creation order, filtered by column values (None: any)."""
+        where, args = list(_where), []
+        for column, value in filters.items():
+            if value is not None:
+                where.append(f"{column} = ?")
+                args.append(value)
+        sql = f"SELECT * FROM {self.TABLE}"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += f" ORDER BY {self.ORDER}"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        return [self._from(r) for r in self.store.all(sql, tuple(args))]
+
+    def count(self) -> int:
+        return self.store.one(f"SELECT count(*) FROM {self.TABLE}")[0]
+
+
+class ExecutionContextManager(_RecordService):
+    """Contexts: one per invocation, entry or callee, with its lifecycle stage history."""
+
+    MODEL, TABLE, KEY, ORDER = RTWOExecutionContext, "contexts", "context_id", "seq"
+    NOUN = "context"
+
+    def history(self, context_id: str) -> list[StageEntry]:
+        self.get(context_id)
+        return [StageEntry(r["seq"], r["stage"], r["from_stage"], r["at"]) for r in self.store.all(
+            "SELECT * FROM stage_history WHERE context_id = ? ORDER BY seq", (context_id,))]
+
+    def children(self, context_id: str) -> list[RTWOExecutionContext]:
+        return [self._from(r) for r in self.store.all(
+            "SELECT * FROM contexts WHERE parent_context_id = ? ORDER BY call_index",
+            (context_id,))]
+
+    def list(self, *, limit: int | None = None, status: str | None = None,
+             contract_id: str | None = None, roots_only: bool = False) -> list:
+        roots = ("parent_context_id IS NULL",) if roots_only else ()
+        return super().list(limit=limit, _where=roots, status=status, contract_id=contract_id)
+
+    def incomplete(self) -> list[str]:
+        """Context ids missing any part of their record (never expected: one transaction)."""
+        final = catalog().roles["final"]
+        rows = self.store.all(
+            "SELECT c.context_id FROM contexts c "
+            "LEFT JOIN sandboxes s ON s.context_id = c.context_id "
+            "LEFT JOIN accounting a ON a.context_id = c.context_id "
+            "LEFT JOIN results r ON r.context_id = c.context_id "
+            "WHERE s.sandbox_id IS NULL OR a.accounting_id IS NULL OR r.result_id IS NULL "
+            "OR c.status != ? OR (SELECT stage FROM stage_history h WHERE h.context_id = "
+            "c.context_id ORDER BY seq DESC LIMIT 1) IS NOT ? "
+            "OR NOT EXISTS (SELECT 1 FROM outbox o WHERE o.stream = c.context_id "
+            "AND o.type = 'result.recorded')", (final, final))
+        return [r[0] for r in rows]
+
+
+class SandboxManager(_RecordService):
+    """Sandboxes: isolation level, limits and storage access; plans the interpreter policy."""
+
+    MODEL, TABLE, KEY = RTWOExecutionSandbox, "sandboxes", "sandbox_id"
+    NOUN = "sandbox"
+
+    @staticmethod
+    def plan(isolation_level: str | None, storage_access: str | None) -> tuple[str, str, bool]:
+        """(isolation level, storage access, calls allowed by isolation) for a request, with
+        the defaults of sandbox.toml; refuses unknown levels and access wider than allowed."""
+        cat = catalog()
+        level_name = cat.default_isolation if isolation_level is None else isolation_level
+        level = cat.isolation.get(level_name)
+        if level is None:
+            raise InvalidInput(f"unknown isolation level {level_name!r}; use one of "
+                               f"{', '.join(cat.isolation)}")
+        access = level.max_storage_access if storage_access is None else storage_access
+        if access not in cat.storage_access_order:
+            raise InvalidInput(f"unknown storage access {access!r}; use one of "
+                               f"{', '.join(cat.storage_access_order)}")
+        if not cat.storage_access_at_most(access, level.max_storage_access):
+            raise InvalidInput(f"storage access {access} exceeds isolation {level_name} "
+                               f"(at most {level.max_storage_access})")
+        return level_name, access, level.external_call != "forbidden"
+
+    @staticmethod
+    def final_status(stages: list[str], status: str, code: str | None, *, callee: bool) -> str:
+        """The sandbox status a context's path, status and code give (sandbox.toml)."""
+        if code is not None and catalog().failure_stage(code, callee=callee) == "sandbox_provisioned":
+            return "refused"
+        if "sandbox_provisioned" not in stages:
+            return "not_provisioned"
+        if "executed" not in stages:
+            # Provisioned but never halted normally: a host failure (INTERNAL_ERROR).
+            return "halted" if "executing" in stages else "released"
+        return "halted" if status in ("fault", "exhausted") else "released"
+
+
+class ResourceAccountingService(_RecordService):
+    """Usage in three dimensions and the fee, computed by the formula of chapter 5.5."""
+
+    MODEL, TABLE, KEY = RTWOResourceAccounting, "accounting", "accounting_id"
+    NOUN = "accounting record"
+
+    @staticmethod
+    def fee(compute: int, memory_pages: int, storage_units: int) -> int:
+        """schedule.toml [fee] prices applied to the usage, in exact integers."""
+        prices = spec.load().schedule["fee"]
+        return (compute * prices["compute_price"] + memory_pages * prices["memory_page_price"]
+                + storage_units * prices["storage_unit_price"])
+
+    def totals(self) -> dict[str, int]:
+        row = self.store.one(
+            "SELECT count(*), coalesce(sum(compute_units), 0), coalesce(sum(memory_units), 0), "
+            "coalesce(sum(storage_units), 0), coalesce(sum(fee), 0) FROM accounting "
+            "WHERE status = 'charged'")
+        return {"contexts": row[0], "computeUnits": row[1], "memoryUnits": row[2],
+                "storageUnits": row[3], "fee": row[4]}
+
+
+class ExecutionResultService(_RecordService):
+    """Results; ``compared`` is the canonical result, ``digest`` its SHA-256."""
+
+    MODEL, TABLE, KEY = RTWOExecutionResult, "results", "result_id"
+    NOUN = "result"
+    JSON_FIELDS = ("state_changes", "emitted_events", "compared")
+
+    def by_digest(self, digest: str) -> list[RTWOExecutionResult]:
+        return [self._from(r) for r in self.store.all(
+            "SELECT * FROM results WHERE digest = ? ORDER BY rowid", (digest,))]
+
+
+class SandboxViolationService(_RecordService):
+    """Violations: classified from spec codes by sandbox.toml; acknowledgement is the only
+    change a violation record ever sees."""
+
+    MODEL, TABLE, KEY = RTWOSandboxViolation, "violations", "violation_id"
+    NOUN = "violation"
+
+    def __init__(self, store: Store, clock: Callable[[], str], writer: RecordWriter):
+        super().__init__(store)
+        self._clock, self._writer = clock, writer
+
+    @staticmethod
+    def classify(code: str | None, *, callee: bool) -> tuple[str, str, str] | None:
+        """(violation type, severity, action) for a code, or None if it is not a violation."""
+        vt = catalog().violation_by_code.get(code) if code else None
+        if vt is None:
+            return None
+        return vt.name, vt.severity, vt.callee_action if callee else vt.entry_action
+
+    def for_context(self, context_id: str) -> list[RTWOSandboxViolation]:  # type: ignore[override]
+        return self.list(context_id=context_id)
+
+    def acknowledge(self, violation_id: str) -> RTWOSandboxViolation:
+        current = self.get(violation_id)
+        if current.status == "acknowledged":
+            return current
+        at = self._clock()
+        with self._writer.transaction() as tx:
+            tx.execute("UPDATE violations SET status = 'acknowledged' WHERE violation_id = ?",
+                       (violation_id,))
+            self._writer.event(tx, current.context_id, "violation.acknowledged",
+                               {"violationId": violation_id, "contextId": current.context_id}, at)
+        return self.get(violation_id)

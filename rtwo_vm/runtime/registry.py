@@ -1,0 +1,273 @@
+"""Registries: the Virtual Machine Registry, the Determinism Policy Service and the Runtime
+Instruction Registry (spec chapter 10.7).
+
+A VM becomes ``active`` only when its self-check passes: the engine of its execution mode
+must implement the spec version it claims and have a handler of the right type for every
+instruction of the table. Policies are identified by their content (the same policy is one
+record, however often it is asked for). Instruction statuses are computed from what exists
+when they are asked for: handlers, SMT models, conformance vectors.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import spec
+from reference_vm import Policy
+from reference_vm.validate import validate
+from rtwo_vm.runtime import tools
+from rtwo_vm.runtime.catalog import catalog
+from rtwo_vm.runtime.events import RecordWriter
+from rtwo_vm.runtime.models import (
+    ModelError, RTWODeterminismPolicy, RTWORuntimeInstruction, RTWOVirtualMachine, row_of,
+)
+from rtwo_vm.runtime.records import InvalidInput, UnknownRecord, _RecordService
+from rtwo_vm.runtime.store import Store
+
+REFERENCE_VM_NAME = "rtwo-reference"
+
+
+def engine_version() -> str:
+    try:
+        from importlib.metadata import version
+        return version("rtwo-vm")
+    except Exception:  # noqa: BLE001 - running from a source tree without metadata
+        return "0+source"
+
+
+def self_check(execution_mode: str) -> tuple[bool, str]:
+    """Whether the engine of ``execution_mode`` implements the loaded spec: every instruction
+    has a handler of its type (the reference interpreter's handler table, checked live)."""
+    if execution_mode != "reference_interpreter":
+        return False, f"no engine for execution mode {execution_mode!r}"
+    from reference_vm.instructions import MODULES
+    from reference_vm.words import word
+    table = spec.load()
+    handled = {}
+    for type_name, module in MODULES.items():
+        try:
+            for mnemonic in module.handlers(word()):
+                handled[mnemonic] = type_name
+        except Exception as err:  # noqa: BLE001 - a broken module is a failed check
+            return False, f"handlers of type {type_name} fail to build: {err}"
+    missing = [i.mnemonic for i in table.instructions if i.mnemonic not in handled]
+    wrong = [i.mnemonic for i in table.instructions
+             if i.mnemonic in handled and handled[i.mnemonic] != i.type]
+    extra = sorted(set(handled) - set(table.by_mnemonic))
+    ok = not (missing or wrong or extra)
+    evidence = (f"{len(table.instructions) - len(missing)}/{len(table.instructions)} instructions "
+                f"of spec {table.version} have a handler of their type")
+    for label, names in (("missing", missing), ("wrong type", wrong), ("not in table", extra)):
+        if names:
+            evidence += f"; {label}: {', '.join(names[:8])}"
+    return ok, evidence
+
+
+class VirtualMachineRegistry(_RecordService):
+    """VMs: registered, made active by a passing self-check, retired."""
+
+    MODEL, TABLE, KEY = RTWOVirtualMachine, "vms", "vm_id"
+    NOUN = "VM"
+    JSON_FIELDS = ("runtime_compatibility",)
+
+    def __init__(self, store: Store, clock: Callable[[], str], ids: Callable[[str], str],
+                 writer: RecordWriter):
+        super().__init__(store)
+        self._clock, self._ids, self._writer = clock, ids, writer
+
+    def register(self, name: str, execution_mode: str = "reference_interpreter",
+                 version: str | None = None) -> RTWOVirtualMachine:
+        try:
+            vm = RTWOVirtualMachine(
+                vm_id=self._ids("vm"), vm_name=name, vm_version=version or engine_version(),
+                runtime_compatibility=(spec.SPEC_VERSION,), execution_mode=execution_mode,
+                status="registered", created_at=self._clock())
+        except ModelError as err:
+            raise InvalidInput(str(err)) from None
+        with self._writer.transaction() as tx:
+            self.store.insert(tx, "vms", row_of(vm))
+            self._writer.event(tx, f"vm:{vm.vm_id}", "vm.registered", vm.to_json(), vm.created_at)
+        return vm
+
+    def activate(self, vm_id: str) -> tuple[RTWOVirtualMachine, str]:
+        """Run the self-check; on success the VM becomes active. Returns (vm, evidence)."""
+        vm = self.get(vm_id)
+        if vm.status == "retired":
+            raise InvalidInput(f"VM {vm_id} is retired")
+        ok, evidence = self_check(vm.execution_mode)
+        if not ok:
+            raise InvalidInput(f"VM {vm_id} failed its self-check: {evidence}")
+        return self._set_status(vm, "active", evidence), evidence
+
+    def retire(self, vm_id: str) -> RTWOVirtualMachine:
+        vm = self.get(vm_id)
+        return vm if vm.status == "retired" else self._set_status(vm, "retired", "retired")
+
+    def _set_status(self, vm: RTWOVirtualMachine, status: str, evidence: str) -> RTWOVirtualMachine:
+        at = self._clock()
+        with self._writer.transaction() as tx:
+            tx.execute("UPDATE vms SET status = ? WHERE vm_id = ?", (status, vm.vm_id))
+            self._writer.event(tx, f"vm:{vm.vm_id}", "vm.status_changed",
+                               {"vmId": vm.vm_id, "from": vm.status, "to": status,
+                                "evidence": evidence}, at)
+        return self.get(vm.vm_id)
+
+    def for_execution(self, vm_id: str | None) -> RTWOVirtualMachine:
+        """The VM a new context runs on: the one named, which must be active, or else the
+        first active VM; with no VM registered at all, the reference interpreter's VM is
+        registered and activated (its self-check decides)."""
+        if vm_id is not None:
+            vm = self.get(vm_id)
+            if vm.status != "active":
+                raise InvalidInput(f"VM {vm_id} is {vm.status}, not active")
+            return vm
+        active = self.list(status="active", limit=1)
+        if active:
+            return active[0]
+        if self.count() == 0:
+            return self.activate(self.register(REFERENCE_VM_NAME).vm_id)[0]
+        raise InvalidInput("no active VM: activate one (rtwo-vm vm activate ID)")
+
+
+class DeterminismPolicyService(_RecordService):
+    """Determinism policies (content-addressed), their binding to a sandbox, static checks."""
+
+    MODEL, TABLE, KEY = RTWODeterminismPolicy, "policies", "policy_id"
+    NOUN = "policy"
+    JSON_FIELDS = ("allowed_operations", "forbidden_operations")
+
+    def __init__(self, store: Store, clock: Callable[[], str], writer: RecordWriter):
+        super().__init__(store)
+        self._clock, self._writer = clock, writer
+
+    def create(self, *, time_access: str | None = None, randomness: str | None = None,
+               external_call: str | None = None, allowed_operations=None,
+               forbidden_operations=()) -> RTWODeterminismPolicy:
+        """The policy with these fields (spec defaults for those not given), created if new."""
+        fields = spec.load().policy["fields"]
+        try:
+            policy = RTWODeterminismPolicy(
+                policy_id="pending", status="active", created_at=self._clock(),
+                time_access_policy=time_access or fields["time_access"]["default"],
+                randomness_policy=randomness or fields["randomness"]["default"],
+                external_call_policy=external_call or fields["external_call"]["default"],
+                allowed_operations=None if allowed_operations is None
+                else tuple(sorted(set(allowed_operations))),
+                forbidden_operations=tuple(sorted(set(forbidden_operations))))
+        except (ModelError, TypeError) as err:
+            raise InvalidInput(str(err)) from None
+        policy_id = RTWODeterminismPolicy.id_for(policy.content())
+        existing = self.store.one("SELECT status FROM policies WHERE policy_id = ?", (policy_id,))
+        if existing is not None:
+            if existing["status"] != "active":
+                raise InvalidInput(f"policy {policy_id} exists and is {existing['status']}")
+            return self.get(policy_id)
+        policy = RTWODeterminismPolicy(**{**row_of(policy), "policy_id": policy_id})
+        with self._writer.transaction() as tx:
+            self.store.insert(tx, "policies", row_of(policy))
+            self._writer.event(tx, f"policy:{policy_id}", "policy.created", policy.to_json(),
+                               policy.created_at)
+        return policy
+
+    def default(self) -> RTWODeterminismPolicy:
+        return self.create()
+
+    def for_execution(self, policy_id: str | None) -> RTWODeterminismPolicy:
+        if policy_id is None:
+            return self.default()
+        policy = self.get(policy_id)
+        if policy.status != "active":
+            raise InvalidInput(f"policy {policy_id} is {policy.status}")
+        return policy
+
+    def retire(self, policy_id: str) -> RTWODeterminismPolicy:
+        policy = self.get(policy_id)
+        if policy.status == "retired":
+            return policy
+        with self._writer.transaction() as tx:
+            tx.execute("UPDATE policies SET status = 'retired' WHERE policy_id = ?", (policy_id,))
+            self._writer.event(tx, f"policy:{policy_id}", "policy.retired",
+                               {"policyId": policy_id}, self._clock())
+        return self.get(policy_id)
+
+    @staticmethod
+    def interpreter_policy(policy: RTWODeterminismPolicy, storage_access: str,
+                           calls_allowed: bool) -> Policy:
+        """The reference interpreter's Policy for a context: the determinism policy's fields,
+        the sandbox's storage access, and calls closed when the isolation level forbids them."""
+        return Policy(time_access=policy.time_access_policy, randomness=policy.randomness_policy,
+                      external_call=policy.external_call_policy if calls_allowed else "forbidden",
+                      storage_access=storage_access,
+                      allowed_operations=policy.allowed_operations,
+                      forbidden_operations=policy.forbidden_operations)
+
+    def check_code(self, policy_id: str, code: bytes, *, isolation_level: str | None = None,
+                   storage_access: str | None = None) -> list[dict]:
+        """Every instruction of ``code`` the policy (under a sandbox) refuses, with its offset
+        and code: binding (chapter 4.4) stops at the first of these. Raises InvalidInput for
+        code that fails validation."""
+        from rtwo_vm.runtime.records import SandboxManager
+        level, access, calls = SandboxManager.plan(isolation_level, storage_access)
+        bound = self.interpreter_policy(self.get(policy_id), access, calls)
+        try:
+            valid = validate(code)
+        except Exception as err:  # noqa: BLE001 - InvalidCode carries the spec code
+            raise InvalidInput(f"code is not valid: {getattr(err, 'code', err)}") from None
+        refusals = []
+        for d in valid.instructions:
+            refused = bound.refusal(d.instruction)
+            if refused is not None:
+                refusals.append({"offset": d.offset, "mnemonic": d.instruction.mnemonic,
+                                 "error": refused,
+                                 "violationType": catalog().violation_by_code[refused].name})
+        return refusals
+
+
+class RuntimeInstructionRegistry:
+    """The instruction table with what exists for each instruction, computed on each call."""
+
+    def __init__(self) -> None:
+        self.last_evidence: dict[str, str] = {}
+
+    def list(self) -> list[RTWORuntimeInstruction]:
+        from reference_vm.instructions import MODULES
+        from reference_vm.words import word
+        handled: set[str] = set()
+        for type_name, module in MODULES.items():
+            try:
+                handled.update(m for m in module.handlers(word())
+                               if spec.load().by_mnemonic.get(m) is not None
+                               and spec.load().by_mnemonic[m].type == type_name)
+            except Exception:  # noqa: BLE001 - a broken module implements nothing
+                continue
+        smt = tools.smt_models()
+        vectors = tools.conformance_vectors()
+        self.last_evidence = {"smt_semantics": smt.evidence, "conformance_vectors": vectors.evidence,
+                              "handlers": f"{len(handled)} handlers"}
+        requires = catalog().instruction_status_requires
+        out = []
+        for ins in spec.load().instructions:
+            facts = {"handler": ins.mnemonic in handled,
+                     "smt_semantics": bool(smt.value and ins.mnemonic in smt.value),
+                     "conformance_vectors": bool(vectors.value and vectors.value.get(ins.mnemonic))}
+            status = [name for name, needs in requires.items() if all(facts[n] for n in needs)][-1]
+            out.append(RTWORuntimeInstruction(
+                instruction_id=ins.mnemonic, opcode=ins.opcode, instruction_type=ins.type,
+                resource_cost_reference={"baseCost": ins.cost, "costRule": ins.cost_rule,
+                                         "section": ins.section},
+                status=status, implemented=facts["handler"],
+                smt_semantics=(ins.mnemonic in smt.value) if smt.available else None,
+                conformance_vectors=vectors.value.get(ins.mnemonic, 0) if vectors.available else None))
+        return out
+
+    def get(self, name: str) -> RTWORuntimeInstruction:
+        key = name.upper()
+        try:
+            opcode = int(name, 0)
+        except ValueError:
+            opcode = None
+        for ins in self.list():
+            if ins.instruction_id == key or ins.opcode == opcode:
+                return ins
+        raise UnknownRecord(f"no instruction {name!r}")
+

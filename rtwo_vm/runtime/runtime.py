@@ -1,0 +1,285 @@
+"""The runtime: one object composing the eleven services over one database.
+
+    rt = Runtime("rtwo-vm.db")
+    rt.deploy(code, 0x100)
+    recorded = rt.call(CallRequest(to=0x100, caller=0x1))
+    rt.contexts.history(recorded.context.context_id)
+
+Ids and timestamps are made here, in the service layer, never in the execution: ``clock``
+returns an aware datetime (default: the system clock in UTC) and ``ids`` makes an id from a
+prefix (default: random); tests inject both to be deterministic.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from reference_vm.errors import VMError
+from reference_vm.validate import validate
+from rtwo_vm.runtime.events import (
+    BackgroundDispatcher, DeliveryReport, Dispatcher, EventBus, RecordWriter, Sink, VMEvent,
+    make_sink,
+)
+from rtwo_vm.runtime.execution import CallRequest, ExecutionLifecycleService, RecordedExecution
+from rtwo_vm.runtime.readiness import VMReadinessService
+from rtwo_vm.runtime.recording import ExecutionRecorder
+from rtwo_vm.runtime.records import (
+    ExecutionContextManager, ExecutionResultService, InvalidInput, ResourceAccountingService,
+    SandboxManager, SandboxViolationService, UnknownRecord,
+)
+from rtwo_vm.runtime.registry import (
+    DeterminismPolicyService, RuntimeInstructionRegistry, VirtualMachineRegistry,
+)
+from rtwo_vm.runtime.store import Store, word_text
+
+WORD_MASK = (1 << 64) - 1
+FIRST_AUTO_ADDRESS = 0x100
+
+
+def random_ids(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:16]}"
+
+
+def counting_ids(start: int = 1) -> Callable[[str], str]:
+    """Deterministic ids (prefix_000001, ...) for tests and reproducible demos."""
+    counter = itertools.count(start)
+    return lambda prefix: f"{prefix}_{next(counter):06d}"
+
+
+def utc_text(clock: Callable[[], datetime] | None) -> Callable[[], str]:
+    source = clock or (lambda: datetime.now(timezone.utc))
+
+    def now() -> str:
+        moment = source()
+        if moment.tzinfo is None:
+            raise ValueError("the clock must return a timezone-aware datetime")
+        return moment.astimezone(timezone.utc).isoformat(timespec="microseconds")
+    return now
+
+
+@dataclass(frozen=True)
+class DeployedContract:
+    address: str
+    code_hash: str
+    code_size: int
+    storage_slots: int
+    deployed_at: str
+    state_root: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"address": self.address, "codeHash": self.code_hash, "codeSize": self.code_size,
+                "storageSlots": self.storage_slots, "deployedAt": self.deployed_at,
+                "stateRoot": self.state_root}
+
+
+def _camel_row(row) -> dict[str, Any]:
+    from rtwo_vm.runtime.models import camel
+    return {camel(k): row[k] for k in row.keys()}
+
+
+class VMEventPublisher:
+    """The event bus, the outbox's read side and delivery to sinks (durably registered)."""
+
+    def __init__(self, store: Store, bus: EventBus, writer: RecordWriter, clock: Callable[[], str]):
+        self.store, self.bus, self.writer, self._clock = store, bus, writer, clock
+        self.dispatcher = Dispatcher(store, clock)
+
+    def subscribe(self, callback: Callable[[VMEvent], None], types: list[str] | None = None):
+        return self.bus.subscribe(callback, types)
+
+    def list(self, *, stream: str | None = None, type: str | None = None,
+             limit: int | None = None, undelivered_to: str | None = None) -> list[VMEvent]:
+        if undelivered_to is not None:
+            sink = self._sink_row(undelivered_to)
+            events = self.dispatcher.undelivered(sink["name"], sink["startAfter"])
+            return [e for e in events if (stream is None or e.stream == stream)
+                    and (type is None or e.type == type)][:limit]
+        where, args = [], []
+        for column, value in (("stream", stream), ("type", type)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                args.append(value)
+        sql = "SELECT * FROM outbox" + (" WHERE " + " AND ".join(where) if where else "")
+        sql += " ORDER BY event_id" + (f" LIMIT {int(limit)}" if limit is not None else "")
+        return [VMEvent.from_row(r) for r in self.store.all(sql, tuple(args))]
+
+    def get(self, event_id: int) -> VMEvent:
+        row = self.store.one("SELECT * FROM outbox WHERE event_id = ?", (event_id,))
+        if row is None:
+            raise UnknownRecord(f"no event {event_id}")
+        return VMEvent.from_row(row)
+
+    def add_sink(self, kind: str, target: str, *, replay: bool = True) -> dict[str, Any]:
+        """Register a sink; it receives every event (``replay``) or only those after now."""
+        try:
+            sink = make_sink(kind, target)
+        except ValueError as err:
+            raise InvalidInput(str(err)) from None
+        with self.writer.transaction() as tx:
+            if tx.execute("SELECT 1 FROM sinks WHERE name = ?", (sink.name,)).fetchone():
+                raise InvalidInput(f"sink {sink.name} is already registered")
+            start = 0 if replay else tx.execute(
+                "SELECT coalesce(max(event_id), 0) FROM outbox").fetchone()[0]
+            tx.execute("INSERT INTO sinks VALUES (?, ?, ?, ?, ?)",
+                       (sink.name, kind, target if kind != "jsonl" else str(sink.path),
+                        self._clock(), start))
+        return self._sink_row(sink.name)
+
+    def remove_sink(self, name: str) -> None:
+        self._sink_row(name)
+        with self.writer.transaction() as tx:
+            tx.execute("DELETE FROM deliveries WHERE sink = ?", (name,))
+            tx.execute("DELETE FROM delivery_failures WHERE sink = ?", (name,))
+            tx.execute("DELETE FROM sinks WHERE name = ?", (name,))
+
+    def sinks(self) -> list[dict[str, Any]]:
+        return [_camel_row(r) for r in self.store.all("SELECT * FROM sinks ORDER BY name")]
+
+    def _sink_row(self, name: str) -> dict[str, Any]:
+        row = self.store.one("SELECT * FROM sinks WHERE name = ?", (name,))
+        if row is None:
+            raise UnknownRecord(f"no sink {name!r}")
+        return _camel_row(row)
+
+    @staticmethod
+    def registered(store: Store) -> list[tuple[Sink, int]]:
+        return [(make_sink(r["kind"], r["target"]), r["start_after"])
+                for r in store.all("SELECT * FROM sinks ORDER BY name")]
+
+    def deliver(self, extra: list[Sink] = ()) -> dict[str, DeliveryReport]:
+        """One delivery pass to every registered sink (and ``extra`` ones, from the start)."""
+        reports = {}
+        for sink, start_after in self.registered(self.store) + [(s, 0) for s in extra]:
+            reports[sink.name] = self.dispatcher.deliver(sink, start_after)
+        return reports
+
+    def undelivered_counts(self) -> dict[str, int]:
+        return {sink.name: len(self.dispatcher.undelivered(sink.name, start))
+                for sink, start in self.registered(self.store)}
+
+    def failures(self) -> list[dict[str, Any]]:
+        return [_camel_row(r) for r in self.store.all(
+            "SELECT * FROM delivery_failures ORDER BY sink, event_id")]
+
+    def background(self, interval: float = 0.5) -> BackgroundDispatcher:
+        return BackgroundDispatcher(self.store.path, self.registered, self._clock, interval).start()
+
+
+class Runtime:
+    """The eleven services over one database (``:memory:`` or a file path)."""
+
+    def __init__(self, path: str | Path = ":memory:", *,
+                 clock: Callable[[], datetime] | None = None,
+                 ids: Callable[[str], str] | None = None, create: bool = True,
+                 deliver_on_open: bool = False, examples_dir: Path | None = None):
+        self.store = Store(path, create=create)
+        self.clock = utc_text(clock)
+        self.ids = ids or random_ids
+        self.bus = EventBus()
+        self.writer = RecordWriter(self.store, self.bus)
+        self.vms = VirtualMachineRegistry(self.store, self.clock, self.ids, self.writer)
+        self.contexts = ExecutionContextManager(self.store)
+        self.sandboxes = SandboxManager(self.store)
+        self.accounting = ResourceAccountingService(self.store)
+        self.policies = DeterminismPolicyService(self.store, self.clock, self.writer)
+        self.instructions = RuntimeInstructionRegistry()
+        self.results = ExecutionResultService(self.store)
+        self.violations = SandboxViolationService(self.store, self.clock, self.writer)
+        self.lifecycle = ExecutionLifecycleService(
+            store=self.store, writer=self.writer, clock=self.clock, ids=self.ids, vms=self.vms,
+            policies=self.policies,
+            recorder=ExecutionRecorder(self.store, self.writer, self.ids))
+        self.events = VMEventPublisher(self.store, self.bus, self.writer, self.clock)
+        self.readiness = VMReadinessService(self, self.clock, examples_dir)
+        if deliver_on_open:
+            # A restarted runtime resumes delivering what a previous process left undelivered.
+            self.events.deliver()
+
+    SERVICES = ("vms", "contexts", "sandboxes", "accounting", "policies", "instructions",
+                "lifecycle", "results", "violations", "readiness", "events")
+
+    def __enter__(self) -> "Runtime":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.store.close()
+
+    # -- contracts --------------------------------------------------------------------------
+
+    def deploy(self, code: bytes, address: int | None = None,
+               storage: Mapping[int, int] | None = None, *, validate_code: bool = True
+               ) -> DeployedContract:
+        """Deploy ``code`` (a container) at ``address`` (default: the next free address from
+        0x100) with initial ``storage``. Refuses invalid code unless ``validate_code`` is off
+        (so that the validated stage can be exercised), and an address already in use."""
+        if not isinstance(code, (bytes, bytearray)) or not code:
+            raise InvalidInput("code must be non-empty bytes")
+        code = bytes(code)
+        if validate_code:
+            try:
+                validate(code)
+            except VMError as err:
+                raise InvalidInput(f"code is not a valid container: {err.code}") from None
+        slots = {}
+        for key, value in dict(storage or {}).items():
+            if not all(type(v) is int and 0 <= v <= WORD_MASK for v in (key, value)):
+                raise InvalidInput("storage keys and values must be 64-bit words")
+            if value:
+                slots[key] = value
+        if address is not None and not (type(address) is int and 0 <= address <= WORD_MASK):
+            raise InvalidInput("address must be a 64-bit word")
+        at = self.clock()
+        code_hash = hashlib.sha256(code).hexdigest()
+        with self.writer.transaction() as tx:
+            if address is None:
+                used = [int(r[0], 16) for r in tx.execute("SELECT address FROM contracts")]
+                address = max([FIRST_AUTO_ADDRESS - 1, *used]) + 1
+            addr = word_text(address)
+            if tx.execute("SELECT 1 FROM contracts WHERE address = ?", (addr,)).fetchone():
+                raise InvalidInput(f"address {addr} already holds a contract")
+            tx.execute("INSERT INTO contracts VALUES (?, ?, ?, ?)", (addr, code, code_hash, at))
+            tx.executemany("INSERT INTO storage VALUES (?, ?, ?)",
+                           [(addr, word_text(k), word_text(v)) for k, v in sorted(slots.items())])
+            storage_json = {word_text(k): word_text(v) for k, v in sorted(slots.items())}
+            root = self.store.advance_state_root(tx, {"deploy": addr, "code_hash": code_hash,
+                                                      "storage": storage_json})
+            deployed = DeployedContract(addr, code_hash, len(code), len(slots), at, root)
+            self.writer.event(tx, f"contract:{addr}", "contract.deployed", deployed.to_json(), at)
+        return deployed
+
+    def contract(self, address: int) -> dict[str, Any]:
+        addr = word_text(address)
+        row = self.store.one("SELECT * FROM contracts WHERE address = ?", (addr,))
+        if row is None:
+            raise UnknownRecord(f"no contract at {addr}")
+        storage = {r["key"]: r["value"] for r in self.store.all(
+            "SELECT key, value FROM storage WHERE address = ? ORDER BY length(key), key", (addr,))}
+        return {"address": addr, "codeHash": row["code_hash"], "codeSize": len(row["code"]),
+                "deployedAt": row["deployed_at"], "storage": storage}
+
+    def contracts(self) -> list[dict[str, Any]]:
+        return [self.contract(int(r[0], 16)) for r in self.store.all(
+            "SELECT address FROM contracts ORDER BY deployed_at, address")]
+
+    # -- executions -------------------------------------------------------------------------
+
+    def call(self, request: CallRequest | None = None, **fields: Any) -> RecordedExecution:
+        """Run an invocation through all ten stages and record it (see CallRequest)."""
+        if request is None:
+            request = CallRequest(**fields)
+        elif fields:
+            raise TypeError("pass a CallRequest or keyword fields, not both")
+        return self.lifecycle.run(request)
+
+    @property
+    def state_root(self) -> str:
+        return self.store.meta("state_root")

@@ -1,0 +1,183 @@
+"""Run-time detection of the proof and conformance tools (``proofs``, ``conformance``).
+
+Both packages are optional for the runtime: when one is absent, or present but without the
+interface looked for, the probe says so in its evidence and reports nothing rather than a
+guess. Nothing here is cached, so a tool installed later is seen by the next check.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import spec
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What a tool offers: ``value`` is None when it is not available (``evidence`` says why)."""
+
+    available: bool
+    evidence: str
+    value: Any = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _import(name: str) -> tuple[Any, str | None]:
+    try:
+        return importlib.import_module(name), None
+    except ImportError as err:
+        return None, f"{name} cannot be imported ({err})"
+    except Exception as err:  # noqa: BLE001 - a half-written tool must not break readiness
+        return None, f"{name} fails to import ({type(err).__name__}: {err})"
+
+
+def smt_models(bits: int = 64) -> Probe:
+    """Mnemonics with an SMT transition model: ``proofs.instructions.MODULES``, each module's
+    ``models(width)`` (the interface of the proofs package)."""
+    instructions, why = _import("proofs.instructions")
+    words, why_words = _import("proofs.words")
+    if instructions is None or words is None:
+        return Probe(False, why or why_words or "proofs not installed")
+    modules = getattr(instructions, "MODULES", None)
+    width = getattr(words, "width", None)
+    if not isinstance(modules, Mapping) or not callable(width):
+        return Probe(False, "proofs.instructions has no MODULES mapping or proofs.words no width()")
+    covered: set[str] = set()
+    broken: dict[str, str] = {}
+    for type_name, module in modules.items():
+        try:
+            covered.update(module.models(width(bits)))
+        except Exception as err:  # noqa: BLE001 - count what works, show what does not
+            broken[type_name] = f"{type(err).__name__}: {err}"[:200]
+    known = covered & set(spec.load().by_mnemonic)
+    evidence = f"proofs models {len(known)}/{len(spec.load().instructions)} instructions"
+    if broken:
+        evidence += f"; {len(broken)} instruction types fail to build: {', '.join(sorted(broken))}"
+    return Probe(True, evidence, frozenset(known), {"broken": broken})
+
+
+def vectors_dir() -> Path | None:
+    package, _ = _import("conformance")
+    if package is None:
+        return None
+    folder = getattr(package, "VECTORS_DIR", None)
+    if folder is None and getattr(package, "__path__", None):
+        folder = Path(list(package.__path__)[0]) / "vectors"
+    return Path(folder) if folder is not None else None
+
+
+def _vectors_in(path: Path) -> list[dict]:
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".jsonl":
+        docs = [json.loads(line) for line in text.splitlines() if line.strip()]
+    else:
+        doc = json.loads(text)
+        docs = doc if isinstance(doc, list) else [doc]
+    return [d for d in docs if isinstance(d, dict) and "input" in d and "expected" in d]
+
+
+def conformance_vectors() -> Probe:
+    """Vectors under conformance/vectors (*.json, *.jsonl) and how many name each mnemonic in
+    ``tags.opcodes``."""
+    folder = vectors_dir()
+    if folder is None:
+        return Probe(False, "conformance not installed")
+    if not folder.is_dir():
+        return Probe(False, f"no vector directory at {folder}")
+    vectors: list[dict] = []
+    unreadable = []
+    for path in sorted(folder.rglob("*")):
+        if path.suffix in (".json", ".jsonl") and path.is_file():
+            try:
+                vectors.extend(_vectors_in(path))
+            except (OSError, ValueError) as err:
+                unreadable.append(f"{path.name}: {err}"[:200])
+    counts = {m: 0 for m in spec.load().by_mnemonic}
+    for vector in vectors:
+        tags = vector.get("tags") if isinstance(vector.get("tags"), dict) else {}
+        for mnemonic in set(tags.get("opcodes") or ()):
+            if mnemonic in counts:
+                counts[mnemonic] += 1
+    if not vectors and not unreadable:
+        return Probe(False, f"{folder} holds no vectors yet")
+    covered = sum(1 for c in counts.values() if c)
+    evidence = (f"{len(vectors)} vectors in {folder.name}/ tag {covered}/{len(counts)} "
+                f"instructions")
+    if unreadable:
+        evidence += f"; {len(unreadable)} files unreadable"
+    return Probe(True, evidence, counts, {"vectors": vectors, "unreadable": unreadable})
+
+
+def replay_vectors(vectors: list[dict], budget_seconds: float | None = None) -> Probe:
+    """Run vectors through the reference interpreter with ``conformance.vector.run_reference``
+    and compare with their expected results."""
+    vector_mod, why = _import("conformance.vector")
+    run = getattr(vector_mod, "run_reference", None) if vector_mod else None
+    if not callable(run):
+        return Probe(False, why or "conformance.vector has no run_reference()")
+    started = time.monotonic()
+    agreed, disagreed, errors = 0, [], []
+    for vector in vectors:
+        if budget_seconds is not None and time.monotonic() - started > budget_seconds:
+            break
+        try:
+            got = run(vector["input"]).to_json()
+        except Exception as err:  # noqa: BLE001 - a vector the runner cannot read is a finding
+            errors.append(f"{vector.get('id')}: {type(err).__name__}: {err}"[:200])
+            continue
+        if got == vector["expected"].get("result"):
+            agreed += 1
+        else:
+            disagreed.append(str(vector.get("id")))
+    checked = agreed + len(disagreed) + len(errors)
+    evidence = (f"{agreed}/{checked} vectors agree with the reference interpreter"
+                + (f" (stopped after {budget_seconds:g} s; {len(vectors) - checked} unchecked)"
+                   if checked < len(vectors) else ""))
+    if disagreed:
+        evidence += f"; disagree: {', '.join(disagreed[:5])}"
+    if errors:
+        evidence += f"; {len(errors)} unreadable: {errors[0]}"
+    return Probe(True, evidence, {"checked": checked, "total": len(vectors), "agreed": agreed},
+                 {"disagreed": disagreed, "errors": errors})
+
+
+# Theorem statuses that count as proved; any other status fails the proof check (and is shown).
+PROVED = frozenset({"proved", "passed", "ok"})
+PROOFS_REPORT = Path(__file__).resolve().parents[2] / "build" / "proofs-report.json"
+
+
+def proof_report(path: Path = PROOFS_REPORT) -> Probe:
+    """The proof suite's latest report: ``build/proofs-report.json`` (rows under "theorems",
+    each with a "status"; the file the documentation pages read), else ``proofs.report.latest()``
+    or ``load()`` returning such a mapping. ``value`` maps each status to its count."""
+    report: Any = None
+    source = str(path)
+    if path.is_file():
+        try:
+            report = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            return Probe(False, f"{path} is unreadable ({err})")
+    else:
+        report_mod, why = _import("proofs.report")
+        reader = next((getattr(report_mod, n) for n in ("latest", "load")
+                       if callable(getattr(report_mod, n, None))), None) if report_mod else None
+        if reader is None:
+            return Probe(False, f"no {path.name} and {why or 'proofs.report has no latest()'}")
+        try:
+            report, source = reader(), "proofs.report"
+        except Exception as err:  # noqa: BLE001
+            return Probe(False, f"proofs.report gave no report ({type(err).__name__}: {err})")
+    theorems = report.get("theorems") if isinstance(report, Mapping) else None
+    if not isinstance(theorems, list) or not theorems:
+        return Probe(False, f"{source} lists no theorems (run `rtwo-vm prove` first)")
+    counts: dict[str, int] = {}
+    for row in theorems:
+        status = str(row.get("status")) if isinstance(row, Mapping) else "malformed"
+        counts[status] = counts.get(status, 0) + 1
+    summary = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+    return Probe(True, f"{len(theorems)} theorems in {source}: {summary}", counts)

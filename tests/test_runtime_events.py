@@ -1,0 +1,231 @@
+"""VM Event Publisher: bus, transactional outbox, sinks, ordered at-least-once delivery."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from rtwo_vm.runtime import InvalidInput, UnknownRecord
+from rtwo_vm.runtime.events import JsonLinesSink, VMEvent
+from test_runtime_support import example, program, runtime
+
+
+@pytest.fixture
+def rt(tmp_path):
+    r = runtime(tmp_path / "vm.db")
+    yield r
+    r.close()
+
+
+def _lines(path):
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_the_bus_gets_each_committed_event_in_order(rt):
+    seen, only_results = [], []
+    rt.events.subscribe(seen.append)
+    unsubscribe = rt.events.subscribe(only_results.append, types=["result.recorded"])
+    rt.events.subscribe(lambda e: 1 / 0)  # a broken subscriber does not stop the others
+    rt.deploy(example("counter"), 0x100)
+    rec = rt.call(to=0x100)
+    assert [e.event_id for e in seen] == [e.event_id for e in rt.events.list()]
+    assert [e.type for e in only_results] == ["result.recorded"]
+    assert rec.events == [e for e in seen if e.stream == rec.context.context_id]
+    assert len(rt.bus.errors) == len(seen)
+    unsubscribe()
+    rt.call(to=0x100)
+    assert len(only_results) == 1
+
+
+def test_nothing_is_published_or_stored_when_the_transaction_fails(rt):
+    rt.deploy(example("counter"), 0x100)
+    seen = []
+    rt.events.subscribe(seen.append)
+    before = len(rt.events.list())
+    with pytest.raises(InvalidInput, match="already holds"):
+        rt.deploy(example("counter"), 0x100)
+    assert seen == [] and len(rt.events.list()) == before
+
+
+def test_a_failure_while_recording_leaves_no_part_of_the_execution(rt, monkeypatch):
+    rt.deploy(example("counter"), 0x100)
+    rt.call(to=0x100)  # the VM and default policy exist now
+    tables = ("contexts", "stage_history", "sandboxes", "accounting", "results", "outbox", "storage")
+    before = {t: rt.store.one(f"SELECT count(*) FROM {t}")[0] for t in tables}
+    root_before = rt.state_root
+    original = rt.writer.event
+
+    def failing(tx, stream, type_, payload, at):
+        if type_ == "result.recorded":
+            raise OSError("disk on fire")
+        return original(tx, stream, type_, payload, at)
+    monkeypatch.setattr(rt.writer, "event", failing)
+    with pytest.raises(OSError):
+        rt.call(to=0x100)
+    assert {t: rt.store.one(f"SELECT count(*) FROM {t}")[0] for t in tables} == before
+    assert rt.state_root == root_before and rt.contract(0x100)["storage"] == {"0x0": "0x1"}
+    monkeypatch.undo()
+    assert int(rt.call(to=0x100).result.output[2:4], 16) == 2  # the lock was released
+
+
+def test_jsonl_sink_receives_everything_once_in_order(rt, tmp_path):
+    out = tmp_path / "events.jsonl"
+    rt.events.add_sink("jsonl", str(out))
+    rt.deploy(example("counter"), 0x100)
+    rt.call(to=0x100)
+    first = rt.events.deliver()
+    assert first[f"jsonl:{out.resolve()}"].delivered == len(rt.events.list())
+    assert rt.events.deliver()[f"jsonl:{out.resolve()}"].delivered == 0
+    rt.call(to=0x100)
+    rt.events.deliver()
+    lines = _lines(out)
+    assert [d["eventId"] for d in lines] == [e.event_id for e in rt.events.list()]
+    assert rt.events.undelivered_counts() == {f"jsonl:{out.resolve()}": 0}
+
+
+def test_a_sink_added_from_now_skips_the_past_and_sinks_can_be_removed(rt, tmp_path):
+    rt.deploy(example("counter"), 0x100)
+    rt.call(to=0x100)
+    sink = rt.events.add_sink("jsonl", str(tmp_path / "late.jsonl"), replay=False)
+    with pytest.raises(InvalidInput, match="already registered"):
+        rt.events.add_sink("jsonl", str(tmp_path / "late.jsonl"))
+    with pytest.raises(InvalidInput, match="unknown sink kind"):
+        rt.events.add_sink("carrier-pigeon", "x")
+    rec = rt.call(to=0x100)
+    rt.events.deliver()
+    assert {d["stream"] for d in _lines(tmp_path / "late.jsonl")} == {rec.context.context_id}
+    rt.events.remove_sink(sink["name"])
+    assert rt.events.sinks() == []
+    with pytest.raises(UnknownRecord):
+        rt.events.remove_sink(sink["name"])
+
+
+class FlakySink:
+    """Fails the first ``failures`` attempts at one event; records what it received."""
+
+    def __init__(self, failing_event: int, failures: int):
+        self.name = "test:flaky"
+        self.failing_event, self.failures = failing_event, failures
+        self.received: list[VMEvent] = []
+
+    def deliver(self, event: VMEvent) -> None:
+        if event.event_id == self.failing_event and self.failures > 0:
+            self.failures -= 1
+            raise ConnectionError("try again")
+        self.received.append(event)
+
+
+def test_a_failing_event_holds_back_its_stream_only_until_it_is_delivered(rt):
+    rt.deploy(example("counter"), 0x100)
+    a = rt.call(to=0x100)
+    b = rt.call(to=0x100)
+    stuck = a.events[3].event_id
+    sink = FlakySink(stuck, failures=rt.events.dispatcher.attempts)  # the whole first pass fails
+    rt.events.dispatcher.backoff = 0
+    report = rt.events.dispatcher.deliver(sink)
+    assert report.failed == 1 and report.held_back == len(a.events) - 4
+    received = [e.event_id for e in sink.received]
+    assert [e.event_id for e in a.events[:3]] == [i for i in received if i in {e.event_id for e in a.events}]
+    assert all(e.event_id in received for e in b.events)  # the other stream went on
+    failure = rt.store.one("SELECT * FROM delivery_failures WHERE event_id = ?", (stuck,))
+    assert failure["attempts"] == rt.events.dispatcher.attempts and "try again" in failure["last_error"]
+    second = rt.events.dispatcher.deliver(sink)
+    assert second.delivered == len(a.events) - 3 and second.failed == 0
+    per_stream = [e.event_id for e in sink.received if e.stream == a.context.context_id]
+    assert per_stream == [e.event_id for e in a.events]  # in order, each once
+    assert rt.store.one("SELECT count(*) FROM delivery_failures")[0] == 0
+
+
+class _Collector(BaseHTTPRequestHandler):
+    fail_first = 0
+    bodies: list = []
+
+    def do_POST(self):  # noqa: N802 - http.server's naming
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        cls = type(self)
+        if cls.fail_first > 0:
+            cls.fail_first -= 1
+            self.send_response(503)
+        else:
+            cls.bodies.append(body)
+            self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def webhook():
+    handler = type("Handler", (_Collector,), {"fail_first": 2, "bodies": []})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/events", handler
+    server.shutdown()
+    server.server_close()
+
+
+def test_webhook_sink_posts_to_a_real_server_with_retry(rt, webhook):
+    url, handler = webhook
+    rt.events.add_sink("webhook", url)
+    rt.events.dispatcher.backoff = 0.01
+    rt.deploy(example("proxy"), 0x100)
+    rt.deploy(example("counter"), 0x101)
+    rt.deploy(example("reverter"), 0x102)
+    rt.call(to=0x100)
+    (report,) = rt.events.deliver().values()
+    assert report.failed == 0 and report.delivered == len(rt.events.list())
+    assert [b["eventId"] for b in handler.bodies] == [e.event_id for e in rt.events.list()]
+    assert handler.bodies[0]["type"] == "contract.deployed"
+
+
+def test_webhook_to_a_dead_server_fails_and_keeps_the_events(rt):
+    rt.events.add_sink("webhook", "http://127.0.0.1:9/nowhere")
+    rt.events.dispatcher.backoff = 0
+    rt.deploy(example("counter"), 0x100)
+    (report,) = rt.events.deliver().values()
+    assert report.delivered == 0 and report.failed == 1
+    assert list(rt.events.undelivered_counts().values()) == [len(rt.events.list())]
+    with pytest.raises(InvalidInput, match="http"):
+        rt.events.add_sink("webhook", "ftp://example")
+
+
+def test_a_restarted_runtime_resumes_delivery(tmp_path):
+    db, out = tmp_path / "vm.db", tmp_path / "out.jsonl"
+    with runtime(db) as first:
+        first.events.add_sink("jsonl", str(out))
+        first.deploy(example("counter"), 0x100)
+        first.call(to=0x100)
+        total = len(first.events.list())
+    assert not out.exists()
+    with runtime(db, deliver_on_open=True) as second:
+        assert second.events.undelivered_counts() == {f"jsonl:{out.resolve()}": 0}
+    assert [d["eventId"] for d in _lines(out)] == list(range(1, total + 1))
+
+
+def test_background_delivery(rt, tmp_path):
+    out = tmp_path / "bg.jsonl"
+    rt.events.add_sink("jsonl", str(out))
+    worker = rt.events.background(interval=0.05)
+    try:
+        rt.deploy(program("logger"), 0x100)
+        rt.call(to=0x100)
+        deadline = time.monotonic() + 10
+        while len(_lines(out)) < len(rt.events.list()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        worker.stop()
+    assert [d["eventId"] for d in _lines(out)] == [e.event_id for e in rt.events.list()]
+
+
+def test_jsonl_lines_are_canonical_and_self_describing(tmp_path):
+    sink = JsonLinesSink(tmp_path / "x.jsonl")
+    sink.deliver(VMEvent(1, "ctx_1", "result.recorded", {"b": 1, "a": 2}, "2025-01-01T00:00:00+00:00"))
+    line = (tmp_path / "x.jsonl").read_text()
+    assert line == ('{"createdAt":"2025-01-01T00:00:00+00:00","eventId":1,'
+                    '"payload":{"a":2,"b":1},"stream":"ctx_1","type":"result.recorded"}\n')

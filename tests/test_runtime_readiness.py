@@ -1,0 +1,152 @@
+"""VM Readiness Service and Runtime Instruction Registry: statuses computed from real checks."""
+
+from __future__ import annotations
+
+import json
+import types
+
+import pytest
+
+import spec
+from rtwo_vm.runtime import readiness as readiness_mod
+from rtwo_vm.runtime import tools
+from rtwo_vm.runtime.catalog import catalog
+from rtwo_vm.runtime.readiness import overall
+from rtwo_vm.runtime.registry import RuntimeInstructionRegistry
+from rtwo_vm.runtime.tools import Probe
+from test_runtime_support import example, runtime
+
+
+@pytest.fixture
+def rt(tmp_path):
+    r = runtime(tmp_path / "r.db")
+    yield r
+    r.close()
+
+
+def test_every_check_runs_and_readiness_follows_from_their_statuses(rt):
+    report = rt.readiness.run()
+    names = [c.name for c in report.checks]
+    assert names == list(rt.readiness.check_names)
+    for check in report.checks:
+        assert check.status in catalog().values("check_status") and check.evidence
+    assert report.readiness == overall([c.status for c in report.checks])
+    by_name = {c.name: c for c in report.checks}
+    assert by_name["instruction_coverage"].status == "passed"
+    assert f"{len(spec.load().instructions)}/{len(spec.load().instructions)}" in by_name["instruction_coverage"].evidence
+    assert by_name["examples"].status == "passed" and "example calls" in by_name["examples"].evidence
+    assert by_name["spec_data"].status == "passed" and by_name["lifecycle"].status == "passed"
+    assert json.loads(json.dumps(report.to_json()))["readiness"] == report.readiness
+
+
+def test_database_evidence_is_measured_not_assumed(rt):
+    first = rt.readiness.run(only=["database"]).checks[0]
+    assert first.status == "passed" and "0 contexts" in first.evidence
+    rt.deploy(example("proxy"), 0x100)
+    rt.call(to=0x100)
+    second = rt.readiness.run(only=["database"]).checks[0]
+    assert "3 contexts (1 entry), 0 incomplete" in second.evidence
+    rt.store.conn.execute("DROP TRIGGER stage_history_is_append_only")
+    rt.store.conn.execute("UPDATE stage_history SET stage = 'executing' WHERE seq = 9")
+    broken = rt.readiness.run(only=["database"]).checks[0]
+    assert broken.status == "failed" and "1 incomplete" in broken.evidence
+
+
+def test_missing_tools_are_not_available_never_guessed(rt, monkeypatch, tmp_path):
+    monkeypatch.setattr(tools, "smt_models", lambda bits=64: Probe(False, "proofs not installed"))
+    monkeypatch.setattr(tools, "vectors_dir", lambda: None)
+    rt.readiness.examples_dir = tmp_path / "nowhere"
+    report = rt.readiness.run(skip=["database"])
+    statuses = {c.name: (c.status, c.evidence) for c in report.checks}
+    assert statuses["smt_semantics"] == ("not_available", "proofs not installed")
+    assert statuses["conformance_vectors"] == ("not_available", "conformance not installed")
+    assert statuses["examples"][0] == "not_available"
+    assert report.readiness == "partial"
+
+
+def test_a_failing_check_makes_the_vm_not_ready(rt, monkeypatch):
+    monkeypatch.setattr(readiness_mod, "self_check", lambda mode: (False, "94/95 instructions; missing: ADD"))
+    report = rt.readiness.run(only=["instruction_coverage", "lifecycle"])
+    assert report.readiness == "not_ready"
+    assert report.checks[0].evidence == "94/95 instructions; missing: ADD"
+
+    def explode():
+        raise RuntimeError("boom")
+    monkeypatch.setattr(rt.readiness, "_lifecycle", explode)
+    crashed = rt.readiness.run(only=["lifecycle"]).checks[0]
+    assert crashed.status == "failed" and "RuntimeError: boom" in crashed.evidence
+    with pytest.raises(ValueError, match="unknown readiness check"):
+        rt.readiness.run(only=["vibes"])
+
+
+def _vector(vid, opcodes, result):
+    return {"id": vid, "tags": {"opcodes": opcodes}, "input": {"vid": vid},
+            "expected": {"result": result}}
+
+
+def test_conformance_vectors_are_counted_and_replayed(rt, monkeypatch, tmp_path):
+    (tmp_path / "vectors").mkdir()
+    lines = [_vector("v1", ["ADD", "STOP"], {"ok": 1}), _vector("v2", ["ADD"], {"ok": 2})]
+    (tmp_path / "vectors" / "a.jsonl").write_text("\n".join(json.dumps(v) for v in lines) + "\n")
+    monkeypatch.setattr(tools, "vectors_dir", lambda: tmp_path / "vectors")
+
+    class Result:
+        def __init__(self, doc):
+            self.doc = doc
+
+        def to_json(self):
+            return self.doc
+    fake = types.SimpleNamespace(run_reference=lambda vector_input: Result({"ok": 1}))
+    real_import = tools._import
+    monkeypatch.setattr(tools, "_import", lambda name: (fake, None) if name == "conformance.vector"
+                        else real_import(name))
+    probe = tools.conformance_vectors()
+    assert probe.value["ADD"] == 2 and probe.value["STOP"] == 1 and probe.value["SUB"] == 0
+    report = {c.name: c for c in rt.readiness.run(only=["conformance_vectors", "conformance_results"]).checks}
+    assert report["conformance_vectors"].status == "failed"  # 2 of 95 instructions tagged
+    assert "2 vectors" in report["conformance_vectors"].evidence and "2/95" in report["conformance_vectors"].evidence
+    assert report["conformance_results"].status == "failed"
+    assert "1/2 vectors agree" in report["conformance_results"].evidence and "v2" in report["conformance_results"].evidence
+
+
+def test_instruction_statuses_are_computed_from_what_exists(monkeypatch):
+    monkeypatch.setattr(tools, "smt_models", lambda bits=64: Probe(True, "1 model", frozenset({"ADD", "SUB"})))
+    counts = {m: 0 for m in spec.load().by_mnemonic}
+    counts.update(ADD=3, MUL=1)
+    monkeypatch.setattr(tools, "conformance_vectors", lambda: Probe(True, "4 vectors", counts))
+    registry = RuntimeInstructionRegistry()
+    by_id = {i.instruction_id: i for i in registry.list()}
+    assert by_id["ADD"].status == "verified" and by_id["ADD"].conformance_vectors == 3
+    assert by_id["SUB"].status == "implemented" and by_id["SUB"].smt_semantics is True
+    assert by_id["MUL"].status == "tested" and by_id["MUL"].smt_semantics is False
+    assert by_id["STOP"].status == "implemented" and all(i.implemented for i in by_id.values())
+    assert registry.get(hex(spec.load().by_mnemonic["ADD"].opcode)) == by_id["ADD"] == registry.get("add")
+    assert by_id["ADD"].resource_cost_reference["baseCost"] == spec.load().by_mnemonic["ADD"].cost
+    monkeypatch.setattr(tools, "smt_models", lambda bits=64: Probe(False, "proofs not installed"))
+    monkeypatch.setattr(tools, "conformance_vectors", lambda: Probe(False, "no vectors"))
+    unknown = {i.instruction_id: i for i in registry.list()}["ADD"]
+    assert (unknown.smt_semantics, unknown.conformance_vectors, unknown.status) == (None, None, "implemented")
+    assert registry.last_evidence["smt_semantics"] == "proofs not installed"
+
+
+def test_the_readiness_rule():
+    assert overall(["passed", "passed"]) == "ready"
+    assert overall(["passed", "not_available"]) == "partial"
+    assert overall(["not_available", "failed"]) == "not_ready"
+
+
+def test_proof_results_come_from_the_latest_proofs_report(rt, monkeypatch, tmp_path):
+    report = tmp_path / "proofs-report.json"
+    rows = [{"opcode": "ADD", "theorem": "wraps", "width": 8, "status": "proved"},
+            {"opcode": "SUB", "theorem": "wraps", "width": 8, "status": "proved"}]
+    report.write_text(json.dumps({"theorems": rows}))
+    monkeypatch.setattr(tools, "PROOFS_REPORT", report)
+    monkeypatch.setattr(tools.proof_report, "__defaults__", (report,))
+    check = rt.readiness.run(only=["proof_results"]).checks[0]
+    assert check.status == "passed" and check.evidence.startswith("2 theorems") and "proved 2" in check.evidence
+    rows.append({"opcode": "MUL", "theorem": "x", "width": 8, "status": "counterexample"})
+    report.write_text(json.dumps({"theorems": rows}))
+    check = rt.readiness.run(only=["proof_results"]).checks[0]
+    assert check.status == "failed" and "counterexample 1" in check.evidence
+    report.write_text("{}")
+    assert rt.readiness.run(only=["proof_results"]).checks[0].status == "not_available"

@@ -1,0 +1,67 @@
+"""Shared helpers for the runtime tests (no tests here): programs, clocks, runtimes."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from reference_vm import assemble
+from rtwo_vm.runtime import Runtime, counting_ids
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+
+def example(name: str) -> bytes:
+    return assemble((EXAMPLES / f"{name}.rasm").read_text())
+
+
+class StepClock:
+    """A deterministic clock: each reading is one millisecond after the previous."""
+
+    def __init__(self, start: datetime = datetime(2025, 1, 1, tzinfo=timezone.utc)):
+        self._ticks = itertools.count()
+        self._start = start
+
+    def __call__(self) -> datetime:
+        return self._start + timedelta(milliseconds=next(self._ticks))
+
+
+def runtime(path=":memory:", **kwargs) -> Runtime:
+    kwargs.setdefault("clock", StepClock())
+    kwargs.setdefault("ids", counting_ids())
+    return Runtime(str(path), **kwargs)
+
+
+# Small programs, one per outcome the tests need.
+PROGRAMS = {
+    "stop": "stop",
+    "trap": "trap",
+    "underflow": "add\nstop",
+    "time": "time\npop\nstop",
+    "random": "random\npop\nstop",
+    "reader": "push 0\nsload\npop\nstop",
+    # Calls itself with all the compute it has: the chain ends at the call depth limit.
+    "recursive": "self\ncomputeleft\npush 0\npush 0\ncall\npop\nstop",
+    # Calls the counter at 0x101, then traps: the callee succeeded but its effects are undone.
+    "call_then_trap": "push 0x101\npush 100000\npush 0\npush 0\ncall\npop\ntrap",
+    # Calls 0x103 (whatever is there) and stops.
+    "call_0x103": "push 0x103\npush 100000\npush 0\npush 0\ncall\npop\nstop",
+    # Emits one event with topic 7 and no data, then stores 1 at slot 3.
+    "logger": "push 0\npush 0\npush 7\nlog1\npush 3\npush 1\nsstore\nstop",
+}
+
+
+def program(name: str) -> bytes:
+    return assemble(PROGRAMS[name])
+
+
+def dump(path) -> list[str]:
+    """Every row of a database file, for before/after comparisons."""
+    import sqlite3
+    conn = sqlite3.connect(str(path))
+    try:
+        return list(conn.iterdump())
+    finally:
+        conn.close()
