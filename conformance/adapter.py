@@ -1,0 +1,120 @@
+"""The reference interpreter's adapter: ``python -m conformance.adapter``.
+
+It speaks protocol version 1 (conformance.protocol, spec chapter 11.5) on stdin/stdout and is
+both what ``rtwo-vm conformance run`` validates by default and the example an implementer in
+another language copies: read a line, decode the vector input, execute, write the canonical
+result as one line, flush.
+
+``Adapter.handle`` maps one request to one response; ``serve`` is the loop around it.
+Wrappers (the seeded-fault adapters of the tests) subclass Adapter and override ``execute``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import sys
+from typing import Any, BinaryIO, Mapping
+
+from conformance.constants import PROTOCOL, SPEC_VERSION
+from conformance.protocol import EXIT_OK, EXIT_UNSUPPORTED, PROTOCOL_MAJOR, encode
+from conformance.vector import error_stage, request_of
+from reference_vm import execute
+from reference_vm.trace import JsonLinesTracer
+
+NAME = "rtwo-reference"
+VERSION = "1.0.0"
+
+
+class Adapter:
+    name = NAME
+    version = VERSION
+    capabilities = ("trace",)
+
+    def __init__(self, log: Any = sys.stderr, verbose: bool = False):
+        self.log = log
+        self.verbose = verbose
+
+    def hello(self, request: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
+        """The hello reply, and whether to go on (False: the adapter must exit)."""
+        protocol = request.get("protocol")
+        if not isinstance(protocol, str) or protocol.rsplit("/", 1)[-1] != str(PROTOCOL_MAJOR):
+            return self.error(None, "UNSUPPORTED_PROTOCOL", f"this adapter speaks {PROTOCOL}"), False
+        if request.get("spec_version") != SPEC_VERSION:
+            return self.error(None, "UNSUPPORTED_SPEC_VERSION", f"this adapter implements spec {SPEC_VERSION}"), False
+        return {"type": "hello", "protocol": PROTOCOL,
+                "implementation": {"name": self.name, "version": self.version},
+                "spec_versions": [SPEC_VERSION], "capabilities": list(self.capabilities)}, True
+
+    @staticmethod
+    def error(request_id: Any, code: str, message: str) -> dict[str, Any]:
+        return {"type": "error", "id": request_id if isinstance(request_id, str) else None,
+                "code": code, "message": message}
+
+    def execute(self, vector_id: str, vector_input: Mapping[str, Any], trace: bool) -> dict[str, Any]:
+        """Run one vector input on the reference interpreter; the result response."""
+        request = request_of(vector_input)
+        tracer = JsonLinesTracer(io.StringIO()) if trace else None
+        result = execute(request.state, request.message, request.context, request.policy,
+                         request.limits, tracer=tracer)
+        reply = {"type": "result", "id": vector_id, "result": result.to_json(),
+                 "stage": error_stage(result.error)}
+        if tracer is not None:
+            reply["trace"] = [json.loads(line) for line in tracer.out.getvalue().splitlines()]
+        return reply
+
+    def handle(self, line: bytes) -> tuple[dict[str, Any] | None, bool]:
+        """The response to one request line (None: no response), and whether to go on."""
+        try:
+            request = json.loads(line)
+        except (ValueError, UnicodeDecodeError) as err:
+            return self.error(None, "BAD_MESSAGE", f"not JSON: {err}"), True
+        if not isinstance(request, dict):
+            return self.error(None, "BAD_MESSAGE", "a request must be a JSON object"), True
+        kind, request_id = request.get("type"), request.get("id")
+        if kind == "execute":
+            if not isinstance(request_id, str) or not isinstance(request.get("input"), dict):
+                return self.error(request_id, "BAD_MESSAGE", "execute needs a string id and an input object"), True
+            try:
+                return self.execute(request_id, request["input"], bool(request.get("trace"))), True
+            except (KeyError, TypeError, ValueError, AttributeError) as err:
+                return self.error(request_id, "BAD_MESSAGE", f"malformed input: {err!r}"), True
+            except Exception as err:  # noqa: BLE001 - report, never die on one request
+                return self.error(request_id, "ADAPTER_FAILURE", repr(err)), True
+        if kind == "hello":
+            return self.hello(request)
+        if kind == "shutdown":
+            return {"type": "bye"}, False
+        return self.error(request_id, "UNKNOWN_TYPE", f"unknown message type {kind!r}"), True
+
+    def serve(self, stdin: BinaryIO, stdout: BinaryIO) -> int:
+        if self.verbose:
+            print(f"{self.name} {self.version}: ready", file=self.log, flush=True)
+        status = EXIT_OK
+        for line in stdin:
+            if not line.strip():
+                continue
+            response, go_on = self.handle(line)
+            if response is not None:
+                stdout.write(encode(response))
+                stdout.flush()
+            if not go_on:
+                if response is not None and response.get("type") == "error":
+                    status = EXIT_UNSUPPORTED
+                break
+        if self.verbose:
+            print(f"{self.name}: exiting with status {status}", file=self.log, flush=True)
+        return status
+
+
+def main(argv: list[str] | None = None, adapter: Adapter | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m conformance.adapter", description=__doc__.splitlines()[0])
+    parser.add_argument("--verbose", action="store_true", help="log requests to stderr")
+    args = parser.parse_args(argv)
+    adapter = adapter or Adapter(verbose=args.verbose)
+    return adapter.serve(sys.stdin.buffer, sys.stdout.buffer)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

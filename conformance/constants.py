@@ -1,0 +1,24 @@
+"""Versions and locations of the conformance suite.
+
+They live here rather than in conformance/__init__.py so that they import the same way
+whether ``conformance`` is loaded as a regular package or, as an editable install made
+before the package existed does, as a namespace package.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import spec
+
+SPEC_VERSION = spec.SPEC_VERSION
+# Bump GENERATOR_VERSION whenever a change of the generator changes any filled vector, so
+# that every vector names the generator that produced it.
+GENERATOR = "rtwo-vm vectors fill"
+GENERATOR_VERSION = "1.0.0"
+PROTOCOL = "rtwo-conformance/1"
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+VECTORS_DIR = PACKAGE_DIR / "vectors"
+KNOWN_FAILURES_DIR = PACKAGE_DIR / "known_failures"
+SMT_CACHE = PACKAGE_DIR / "smt_inputs.json"

@@ -1,0 +1,213 @@
+"""A compiled validator for the JSON Schema subset the conformance schemas use.
+
+jsonschema takes about 0.7 ms per vector, which alone would hold filling under 1,500
+vectors/s. This compiles a schema once into nested Python closures (about 30x faster). It
+accepts only the keywords listed in COMPILERS and refuses a schema using any other, so it
+can never silently skip a rule; the test suite checks that it agrees with jsonschema on the
+whole corpus and on broken vectors. jsonschema stays the authority (``vectors check``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable, Mapping
+
+Check = Callable[[Any, str, list], None]  # (value, path, problems) -> appends problems
+ANNOTATIONS = {"$schema", "$id", "$defs", "title", "description"}
+TYPES: dict[str, Callable[[Any], bool]] = {
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer()),
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+}
+
+
+def _same(a: Any, b: Any) -> bool:
+    # JSON equality: booleans are not numbers.
+    return type(a) is type(b) and a == b if isinstance(a, bool) or isinstance(b, bool) else a == b
+
+
+class Compiler:
+    def __init__(self, root: Mapping[str, Any]):
+        self.root = root
+        self.refs: dict[str, Check] = {}
+
+    def compile(self, schema: Mapping[str, Any]) -> Check:
+        unknown = set(schema) - ANNOTATIONS - set(COMPILERS)
+        if unknown:
+            raise ValueError(f"fastschema does not support {sorted(unknown)}")
+        checks = [COMPILERS[k](self, schema[k], schema) for k in schema if k in COMPILERS]
+        checks = [c for c in checks if c is not None]
+
+        def check(value, path, problems):
+            for c in checks:
+                c(value, path, problems)
+        return check
+
+    def ref(self, target: str) -> Check:
+        if target not in self.refs:
+            if not target.startswith("#/$defs/"):
+                raise ValueError(f"fastschema supports only local $defs references, not {target}")
+            holder: list[Check] = []
+            self.refs[target] = lambda v, p, out: holder[0](v, p, out)
+            holder.append(self.compile(self.root["$defs"][target[len("#/$defs/"):]]))
+        return self.refs[target]
+
+
+def _type(c: Compiler, spec, schema) -> Check:
+    names = [spec] if isinstance(spec, str) else list(spec)
+    tests = [TYPES[n] for n in names]
+
+    def check(v, p, out):
+        if not any(t(v) for t in tests):
+            out.append(f"{p}: expected {' or '.join(names)}")
+    return check
+
+
+def _properties(c: Compiler, spec, schema) -> Check:
+    subs = {k: c.compile(s) for k, s in spec.items()}
+
+    def check(v, p, out):
+        if isinstance(v, dict):
+            for k, sub in subs.items():
+                if k in v:
+                    sub(v[k], f"{p}/{k}", out)
+    return check
+
+
+def _required(c: Compiler, spec, schema) -> Check:
+    def check(v, p, out):
+        if isinstance(v, dict):
+            out.extend(f"{p}: missing {k!r}" for k in spec if k not in v)
+    return check
+
+
+def _additional(c: Compiler, spec, schema) -> Check:
+    known = set(schema.get("properties", {}))
+    sub = None if spec is False else c.compile(spec)
+
+    def check(v, p, out):
+        if isinstance(v, dict):
+            for k in v:
+                if k not in known:
+                    if sub is None:
+                        out.append(f"{p}: unknown member {k!r}")
+                    else:
+                        sub(v[k], f"{p}/{k}", out)
+    return check
+
+
+def _property_names(c: Compiler, spec, schema) -> Check:
+    sub = c.compile(spec)
+
+    def check(v, p, out):
+        if isinstance(v, dict):
+            for k in v:
+                sub(k, f"{p}/{k} (name)", out)
+    return check
+
+
+def _items(c: Compiler, spec, schema) -> Check:
+    sub = c.compile(spec)
+
+    def check(v, p, out):
+        if isinstance(v, list):
+            for i, item in enumerate(v):
+                sub(item, f"{p}/{i}", out)
+    return check
+
+
+def _pattern(c: Compiler, spec, schema) -> Check:
+    regex = re.compile(spec)
+
+    def check(v, p, out):
+        if isinstance(v, str) and regex.search(v) is None:
+            out.append(f"{p}: {v[:40]!r} does not match {spec}")
+    return check
+
+
+def _enum(c: Compiler, spec, schema) -> Check:
+    def check(v, p, out):
+        if not any(_same(v, e) for e in spec):
+            out.append(f"{p}: {v!r} is not one of {spec}")
+    return check
+
+
+def _const(c: Compiler, spec, schema) -> Check:
+    def check(v, p, out):
+        if not _same(v, spec):
+            out.append(f"{p}: must be {spec!r}")
+    return check
+
+
+def _one_of(c: Compiler, spec, schema) -> Check:
+    subs = [c.compile(s) for s in spec]
+
+    def check(v, p, out):
+        passing = sum(1 for s in subs if not _errors(s, v, p))
+        if passing != 1:
+            out.append(f"{p}: matches {passing} of the oneOf alternatives, not exactly 1")
+    return check
+
+
+def _any_of(c: Compiler, spec, schema) -> Check:
+    subs = [c.compile(s) for s in spec]
+
+    def check(v, p, out):
+        if all(_errors(s, v, p) for s in subs):
+            out.append(f"{p}: matches none of the anyOf alternatives")
+    return check
+
+
+def _errors(check: Check, value, path) -> list:
+    found: list = []
+    check(value, path, found)
+    return found
+
+
+def _ref(c: Compiler, spec, schema) -> Check:
+    target = c.ref(spec)
+    return lambda v, p, out: target(v, p, out)
+
+
+def _bound(test: Callable[[Any, Any], bool], what: str, measure: Callable[[Any], Any] | None, kind):
+    def compiler(c: Compiler, spec, schema) -> Check:
+        def check(v, p, out):
+            if kind(v) and not test(measure(v) if measure else v, spec):
+                out.append(f"{p}: {what} {spec}")
+        return check
+    return compiler
+
+
+def _unique(c: Compiler, spec, schema) -> Check | None:
+    if not spec:
+        return None
+
+    def check(v, p, out):
+        if isinstance(v, list):
+            seen = [repr(x) for x in v]
+            if len(set(seen)) != len(seen):
+                out.append(f"{p}: items are not unique")
+    return check
+
+
+_numeric = TYPES["number"]
+COMPILERS: dict[str, Callable[[Compiler, Any, Mapping[str, Any]], Check | None]] = {
+    "type": _type, "properties": _properties, "required": _required,
+    "additionalProperties": _additional, "propertyNames": _property_names, "items": _items,
+    "pattern": _pattern, "enum": _enum, "const": _const, "oneOf": _one_of, "anyOf": _any_of,
+    "$ref": _ref, "uniqueItems": _unique,
+    "minimum": _bound(lambda v, s: v >= s, "must be at least", None, _numeric),
+    "maxItems": _bound(lambda v, s: v <= s, "must have at most items:", len, TYPES["array"]),
+    "minLength": _bound(lambda v, s: v >= s, "must be at least this long:", len, TYPES["string"]),
+    "maxLength": _bound(lambda v, s: v <= s, "must be at most this long:", len, TYPES["string"]),
+}
+
+
+def compile_schema(schema: Mapping[str, Any]) -> Callable[[Any], list[str]]:
+    """A function returning the problems of a document (empty when valid)."""
+    check = Compiler(schema).compile(schema)
+    return lambda document: _errors(check, document, "")

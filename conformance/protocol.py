@@ -1,0 +1,106 @@
+"""The adapter protocol, version 1 (spec chapter 11.5): JSON lines over stdin/stdout.
+
+The runner starts the implementation's adapter as a long-running process and writes one JSON
+object per line to its stdin; the adapter answers each with exactly one line on stdout, in
+request order. Logs go to stderr, never to stdout.
+
+    runner -> adapter                         adapter -> runner
+    {"type":"hello", protocol, spec_version}  {"type":"hello", protocol, implementation,
+                                               spec_versions, capabilities}
+    {"type":"execute", id, input, trace}      {"type":"result", id, result[, stage][, trace]}
+                                              or {"type":"error", id, code, message}
+    {"type":"shutdown"}                       {"type":"bye"}, then exit status 0
+
+End of input on stdin means shutdown without the bye. The runner may send several requests
+before reading their responses (pipelining), so an adapter must read and answer in order.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping
+
+from conformance.constants import PROTOCOL, SPEC_VERSION
+
+PROTOCOL_MAJOR = int(PROTOCOL.rsplit("/", 1)[1])
+CAPABILITIES = ("trace",)
+# Error codes an adapter may answer with. Every one is a failure of the vector it answers
+# (UNSUPPORTED_INPUT included: a conforming implementation executes every valid input).
+ERROR_CODES = ("BAD_MESSAGE", "UNKNOWN_TYPE", "UNSUPPORTED_PROTOCOL", "UNSUPPORTED_SPEC_VERSION",
+               "UNSUPPORTED_INPUT", "ADAPTER_FAILURE")
+EXIT_OK = 0
+EXIT_UNSUPPORTED = 3  # the adapter refused the handshake
+RESULT_FIELDS = ("status", "error", "error_pc", "output", "state_changes", "events", "calls",
+                 "usage", "fee")
+
+
+class ProtocolError(Exception):
+    """A line on the adapter's stdout that is not a valid protocol message."""
+
+
+def encode(message: Mapping[str, Any]) -> bytes:
+    return (json.dumps(message, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+
+
+def decode(line: bytes) -> dict[str, Any]:
+    """Parse one line from an adapter; ProtocolError if it is not a JSON object with a type."""
+    try:
+        message = json.loads(line)
+    except (ValueError, UnicodeDecodeError) as err:
+        raise ProtocolError(f"not JSON ({err.__class__.__name__}): {_shown(line)}") from None
+    if not isinstance(message, dict) or not isinstance(message.get("type"), str):
+        raise ProtocolError(f"not a protocol message (an object with a type): {_shown(line)}")
+    return message
+
+
+def _shown(line: bytes, limit: int = 120) -> str:
+    text = line.decode("utf-8", "replace").rstrip("\n")
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+def hello_request() -> dict[str, Any]:
+    return {"type": "hello", "protocol": PROTOCOL, "spec_version": SPEC_VERSION}
+
+
+def execute_request(vector_id: str, vector_input: Mapping[str, Any], trace: bool = False) -> dict[str, Any]:
+    return {"type": "execute", "id": vector_id, "input": vector_input, "trace": trace}
+
+
+SHUTDOWN = {"type": "shutdown"}
+
+
+def hello_problems(hello: Mapping[str, Any]) -> list[str]:
+    """Why an adapter's hello is not acceptable (empty when it is)."""
+    out = []
+    if hello.get("type") != "hello":
+        return [f"expected a hello, got type {hello.get('type')!r}"]
+    protocol = hello.get("protocol")
+    if not isinstance(protocol, str) or protocol.rsplit("/", 1)[-1] != str(PROTOCOL_MAJOR):
+        out.append(f"protocol {protocol!r} is not {PROTOCOL}")
+    impl = hello.get("implementation")
+    if not (isinstance(impl, dict) and isinstance(impl.get("name"), str) and impl["name"]
+            and isinstance(impl.get("version"), str)):
+        out.append("implementation must be an object with a non-empty name and a version")
+    versions = hello.get("spec_versions")
+    if not isinstance(versions, list) or SPEC_VERSION not in versions:
+        out.append(f"spec_versions must list {SPEC_VERSION}")
+    caps = hello.get("capabilities")
+    if not isinstance(caps, list) or not all(isinstance(c, str) for c in caps):
+        out.append("capabilities must be a list of strings")
+    return out
+
+
+def reply_problems(reply: Mapping[str, Any], expected_id: str, traced: bool) -> list[str]:
+    """Why a reply to an execute request is malformed (a result is judged by compare.py)."""
+    kind = reply.get("type")
+    if kind == "error":
+        if reply.get("code") not in ERROR_CODES:
+            return [f"error response with unknown code {reply.get('code')!r}"]
+        return []
+    if kind != "result":
+        return [f"expected a result or an error, got type {kind!r}"]
+    if not isinstance(reply.get("result"), dict):
+        return ["result response without a result object"]
+    if traced and not isinstance(reply.get("trace"), list):
+        return ["trace requested but the result has no trace list"]
+    return []

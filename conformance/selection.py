@@ -1,0 +1,109 @@
+"""Choosing vectors: ``--filter`` expressions and known-failure (skip) lists.
+
+A filter is a comma-separated list of terms that must all match; several ``--filter``
+options select the union. A term is ``key=glob`` with key one of id, group, opcode, outcome,
+call_outcome, section, category, source, boundary, or a bare glob matched against the id::
+
+    --filter 'arithmetic/*'  --filter 'opcode=DIV*,outcome=success'  --filter boundary=compute
+
+Known-failure lists (conformance/known_failures/*.toml, schema
+spec/schemas/known-failures.schema.json) are versioned data: each entry names vector ids (a
+glob) and gives the reason, and the list names the implementation it applies to ("*" for
+any). Listed vectors are skipped and reported as skipped with their reason.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+KEYS = ("id", "group", "opcode", "outcome", "call_outcome", "section", "category", "source", "boundary")
+
+
+class SelectionError(ValueError):
+    """A filter or known-failure list that cannot be used."""
+
+
+def _values(vector: Mapping[str, Any], key: str) -> list[str]:
+    tags = vector["tags"]
+    if key == "id":
+        return [vector["id"]]
+    if key == "group":
+        return [vector["id"].split("/", 1)[0]]
+    if key == "opcode":
+        return list(tags["opcodes"])
+    if key == "outcome":
+        return [tags["outcome"]]
+    if key == "call_outcome":
+        return list(tags["call_outcomes"])
+    if key == "section":
+        return list(tags["sections"])
+    if key == "category":
+        return list(tags["categories"])
+    if key == "source":
+        return [tags["source"]]
+    boundary = tags["boundary"]
+    return [] if boundary is None else [boundary["limit"], f"{boundary['limit']}:{boundary['at']}"]
+
+
+def compile_filter(expression: str):
+    terms = []
+    for term in (t.strip() for t in expression.split(",")):
+        if not term:
+            raise SelectionError(f"empty term in filter {expression!r}")
+        key, eq, pattern = term.partition("=")
+        if not eq:
+            key, pattern = "id", term
+        if key not in KEYS:
+            raise SelectionError(f"unknown filter key {key!r} (use one of {', '.join(KEYS)})")
+        terms.append((key, pattern))
+
+    def matches(vector: Mapping[str, Any]) -> bool:
+        return all(any(fnmatch.fnmatchcase(v, pattern) for v in _values(vector, key)) for key, pattern in terms)
+    return matches
+
+
+def select(vectors: Iterable[Mapping[str, Any]], filters: Iterable[str]) -> list[Mapping[str, Any]]:
+    compiled = [compile_filter(f) for f in filters]
+    if not compiled:
+        return list(vectors)
+    return [v for v in vectors if any(m(v) for m in compiled)]
+
+
+@dataclass(frozen=True)
+class KnownFailure:
+    pattern: str
+    reason: str
+    implementation: str
+    source: str                  # the file it came from
+
+    def applies(self, implementation: str, vector_id: str) -> bool:
+        return (fnmatch.fnmatchcase(implementation, self.implementation)
+                and fnmatch.fnmatchcase(vector_id, self.pattern))
+
+
+def load_known_failures(paths: Iterable[Path]) -> list[KnownFailure]:
+    from conformance.schema import schema_problems
+
+    out = []
+    for path in paths:
+        try:
+            doc = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError) as err:
+            raise SelectionError(f"{path}: {err}") from None
+        problems = schema_problems("known-failures", doc)
+        if problems:
+            raise SelectionError(f"{path}: " + "; ".join(problems))
+        for entry in doc.get("known_failure", []):
+            out.append(KnownFailure(entry["id"], entry["reason"], doc["implementation"], str(path)))
+    return out
+
+
+def skip_reason(known: Iterable[KnownFailure], implementation: str, vector_id: str) -> str | None:
+    for k in known:
+        if k.applies(implementation, vector_id):
+            return f"{k.reason} ({Path(k.source).name})"
+    return None

@@ -1,0 +1,126 @@
+"""The reference adapter with one seeded fault, to prove the runner catches each kind of bug.
+
+    python tests/conformance_fixtures/faulty_adapter.py --fault KIND [--target GLOB] [--op MNEMONIC]
+
+Faults (applied to vectors whose id matches --target, default every vector):
+  wrong-result      the output bytes are wrong
+  miscount-compute  the instruction --op costs one compute unit more (usage, fee and trace)
+  nondeterministic  usage.compute depends on the time zone (correct only in UTC)
+  crash             the process exits (status 3) on the vector
+  hang              the process sleeps forever on the vector
+  garbage           a non-protocol line is printed before the response
+  extra-line        the response is written twice
+  wrong-id          the response carries another id
+  exceed-limit      memory usage is reported one page above the limit
+  bad-stage         the lifecycle stage is reported wrongly
+  bad-hello         the handshake names another protocol version
+  noisy             logs every request to stderr (must not matter)
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from conformance.adapter import Adapter  # noqa: E402
+from conformance.protocol import EXIT_UNSUPPORTED, encode  # noqa: E402
+
+FAULTS = ("wrong-result", "miscount-compute", "nondeterministic", "crash", "hang", "garbage",
+          "extra-line", "wrong-id", "exceed-limit", "bad-stage", "bad-hello", "noisy")
+
+
+class FaultyAdapter(Adapter):
+    name = "faulty-reference"
+
+    def __init__(self, fault: str, target: str, op: str):
+        super().__init__()
+        self.fault, self.target, self.op = fault, target, op
+
+    def hit(self, vector_id: str) -> bool:
+        return fnmatch.fnmatchcase(vector_id, self.target)
+
+    def hello(self, request):
+        reply, go_on = super().hello(request)
+        if self.fault == "bad-hello":
+            reply["protocol"] = "rtwo-conformance/0"
+        return reply, go_on
+
+    def execute(self, vector_id, vector_input, trace):
+        if self.fault == "noisy":
+            print(f"executing {vector_id}", file=sys.stderr, flush=True)
+        if not self.hit(vector_id):
+            return super().execute(vector_id, vector_input, trace)
+        if self.fault == "crash":
+            os._exit(3)
+        if self.fault == "hang":
+            time.sleep(3600)
+        if self.fault == "miscount-compute":
+            return self._miscount(vector_id, vector_input, trace)
+        reply = super().execute(vector_id, vector_input, trace)
+        result = reply["result"]
+        if self.fault == "wrong-result":
+            result["output"] = "0x00" if result["output"] != "0x00" else "0x01"
+        elif self.fault == "nondeterministic":
+            result["usage"]["compute"] += abs(time.timezone) // 3600
+        elif self.fault == "exceed-limit":
+            result["usage"]["memory_pages"] = vector_input["sandbox"]["limits"]["memory_pages"] + 1
+        elif self.fault == "bad-stage":
+            reply["stage"] = "executing" if reply["stage"] != "executing" else "validated"
+        return reply
+
+    def _miscount(self, vector_id, vector_input, trace):
+        # Run traced, then charge one more unit after every executed --op, as a VM with a
+        # wrong cost table would.
+        reply = super().execute(vector_id, vector_input, True)
+        extra, steps = 0, reply["trace"]
+        for step in steps:
+            if "pc" not in step:
+                step["computeUsed"] += extra
+                continue
+            step["computeUsed"] += extra
+            if step["opName"] == self.op:
+                extra += 1
+        reply["result"]["usage"]["compute"] += extra
+        reply["result"]["fee"] += extra
+        if not trace:
+            del reply["trace"]
+        return reply
+
+    def serve(self, stdin, stdout) -> int:
+        for line in stdin:
+            if not line.strip():
+                continue
+            response, go_on = self.handle(line)
+            hit = response is not None and isinstance(response.get("id"), str) and self.hit(response["id"])
+            if hit and self.fault == "garbage":
+                stdout.write(b"panic: unexpected state, dumping registers\n")
+            if hit and self.fault == "wrong-id":
+                response["id"] = "not/" + response["id"]
+            if response is not None:
+                stdout.write(encode(response))
+                if hit and self.fault == "extra-line":
+                    stdout.write(encode(response))
+                stdout.flush()
+            if not go_on:
+                refused = response is not None and response.get("type") == "error"
+                return EXIT_UNSUPPORTED if refused else 0
+        return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--fault", choices=FAULTS, required=True)
+    parser.add_argument("--target", default="*")
+    parser.add_argument("--op", default="ADD")
+    args = parser.parse_args()
+    return FaultyAdapter(args.fault, args.target, args.op).serve(sys.stdin.buffer, sys.stdout.buffer)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,119 @@
+"""The adapter protocol: the reference adapter's answers, the adapter self-test (passing on the
+reference, failing on broken adapters), and the CLI commands end to end."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conformance import corpus
+from conformance.adapter import Adapter
+from conformance.protocol import decode, encode, execute_request, hello_request
+from conformance.schema import schema_problems
+from conformance.selftest import run_selftest
+from conformance.suite import reference_command
+
+ROOT = Path(__file__).resolve().parent.parent
+FAULTY = ROOT / "tests" / "conformance_fixtures" / "faulty_adapter.py"
+
+
+@pytest.fixture(scope="module")
+def vectors():
+    return {v["id"]: v for v in corpus.load()}
+
+
+def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "rtwo_vm.cli", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_reference_adapter_answers_every_message_kind(vectors):
+    adapter = Adapter()
+    hello, go_on = adapter.handle(encode(hello_request()))
+    assert go_on and schema_problems("adapter-message", hello, authoritative=True) == []
+    v = vectors["storage/SSTORE/new_slot"]
+    reply, _ = adapter.handle(encode(execute_request(v["id"], v["input"], trace=True)))
+    assert reply["result"] == v["expected"]["result"] and reply["stage"] is None
+    assert reply["trace"][-1]["status"] == "success" and reply["trace"][0]["opName"] == "PUSH1"
+    assert schema_problems("adapter-message", reply, authoritative=True) == []
+    assert adapter.handle(b"[1, 2]\n")[0]["code"] == "BAD_MESSAGE"
+    bad_input = {"type": "execute", "id": "x", "input": {"pre_state": {}}}
+    bad_reply = adapter.handle(encode(bad_input))[0]
+    assert (bad_reply["type"], bad_reply["id"], bad_reply["code"]) == ("error", "x", "BAD_MESSAGE")
+    assert adapter.handle(encode({"type": "shutdown"})) == ({"type": "bye"}, False)
+    refused, go_on = adapter.handle(encode({**hello_request(), "spec_version": "9.9"}))
+    assert refused["code"] == "UNSUPPORTED_SPEC_VERSION" and not go_on
+
+
+def test_request_messages_pass_the_runner_schema(vectors):
+    v = vectors["call/CALL/callee_trap"]
+    assert schema_problems("runner-message", decode(encode(execute_request(v["id"], v["input"]))), True) == []
+    assert schema_problems("runner-message", hello_request(), True) == []
+
+
+def test_selftest_passes_on_the_reference(vectors):
+    checks = run_selftest(reference_command(), vectors)
+    assert [c.name for c in checks if not c.ok] == []
+    assert len(checks) == 11
+
+
+@pytest.mark.parametrize("fault,failing_check", [
+    ("wrong-result", "sample vectors"),
+    ("garbage", "pipelined"),
+    ("bad-hello", "handshake"),
+])
+def test_selftest_names_what_a_broken_adapter_gets_wrong(vectors, fault, failing_check):
+    command = shlex.join([sys.executable, str(FAULTY), "--fault", fault])
+    checks = run_selftest(command, vectors, timeout=5)
+    assert any(failing_check in c.name and not c.ok for c in checks), [(c.name, c.ok) for c in checks]
+
+
+def test_cli_run_on_a_filter_writes_reports(tmp_path):
+    done = cli("conformance", "run", "--filter", "hash/*", "--filter", "opcode=CALL,source=definition",
+               "--out", str(tmp_path), "--no-progress")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "RESULT: every implementation conforms" in done.stdout
+    doc = json.loads((tmp_path / "report.json").read_text())
+    assert doc["ok"] and doc["corpus"]["filters"] == ["hash/*", "opcode=CALL,source=definition"]
+    assert (tmp_path / "junit.xml").exists()
+
+
+def test_cli_run_fails_a_faulty_adapter_and_its_bundle_replays(tmp_path):
+    impl = shlex.join([sys.executable, str(FAULTY), "--fault", "wrong-result", "--target", "hash/SHA256/length_0"])
+    done = cli("conformance", "run", "--impl", impl, "--filter", "hash/*", "--repeat", "0", "--out", str(tmp_path))
+    assert done.returncode == 1 and "NOT CONFORMING" in done.stdout
+    (bundle,) = (tmp_path / "bundles").glob("*.json")
+    replay = cli("conformance", "replay", str(bundle))
+    assert replay.returncode == 1 and "output: expected" in replay.stdout
+    fixed = cli("conformance", "replay", str(bundle), "--impl", reference_command())
+    assert fixed.returncode == 0, fixed.stdout
+
+
+def test_cli_rejects_bad_arguments_with_exit_2():
+    assert cli("conformance", "run", "--filter", "colour=blue").returncode == 2
+    assert cli("conformance", "run", "--filter", "no/such/vector").returncode == 2
+    assert cli("conformance", "run", "--workers", "0").returncode == 2
+    assert cli("vectors", "show", "no/such").returncode == 2
+
+
+def test_cli_vectors_commands():
+    coverage = cli("vectors", "coverage")
+    assert coverage.returncode == 0 and "targets met" in coverage.stdout and "DIVS" in coverage.stdout
+    check = cli("vectors", "check")
+    assert check.returncode == 0 and check.stdout.strip().endswith("valid")
+    shown = cli("vectors", "show", "arithmetic/DIVS/min__minus_one")
+    assert shown.returncode == 0 and json.loads(shown.stdout)["expected"]["result"]["status"] == "success"
+    listed = cli("vectors", "list", "--filter", "outcome=CALL_DEPTH_EXCEEDED")
+    assert listed.returncode == 0 and listed.stdout.strip() == ""  # only ever in call records
+    listed = cli("vectors", "list", "--filter", "call_outcome=CALL_DEPTH_EXCEEDED,source=definition")
+    assert "call/CALL/depth_limit+1" in listed.stdout
+
+
+def test_cli_selftest_of_the_reference():
+    done = cli("conformance", "selftest")
+    assert done.returncode == 0 and "11/11 checks passed" in done.stdout
