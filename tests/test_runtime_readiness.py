@@ -88,6 +88,7 @@ def test_conformance_vectors_are_counted_and_replayed(rt, monkeypatch, tmp_path)
     (tmp_path / "vectors").mkdir()
     lines = [_vector("v1", ["ADD", "STOP"], {"ok": 1}), _vector("v2", ["ADD"], {"ok": 2})]
     (tmp_path / "vectors" / "a.jsonl").write_text("\n".join(json.dumps(v) for v in lines) + "\n")
+    (tmp_path / "vectors" / "manifest.json").write_text(json.dumps({"files": [{"path": "a.jsonl"}]}))
     monkeypatch.setattr(tools, "vectors_dir", lambda: tmp_path / "vectors")
 
     class Result:

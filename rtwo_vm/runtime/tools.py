@@ -62,55 +62,32 @@ def smt_models(bits: int = 64) -> Probe:
 
 
 def vectors_dir() -> Path | None:
-    package, _ = _import("conformance")
-    if package is None:
-        return None
-    folder = getattr(package, "VECTORS_DIR", None)
-    if folder is None and getattr(package, "__path__", None):
-        folder = Path(list(package.__path__)[0]) / "vectors"
-    return Path(folder) if folder is not None else None
-
-
-def _vectors_in(path: Path) -> list[dict]:
-    text = path.read_text(encoding="utf-8")
-    if path.suffix == ".jsonl":
-        docs = [json.loads(line) for line in text.splitlines() if line.strip()]
-    else:
-        doc = json.loads(text)
-        docs = doc if isinstance(doc, list) else [doc]
-    return [d for d in docs if isinstance(d, dict) and "input" in d and "expected" in d]
+    corpus, _ = _import("conformance.corpus")
+    return getattr(corpus, "VECTORS_DIR", None) if corpus is not None else None
 
 
 def conformance_vectors() -> Probe:
-    """Vectors under conformance/vectors (*.json, *.jsonl) and how many name each mnemonic in
-    ``tags.opcodes``."""
+    """The committed corpus (read through conformance.corpus, manifest first) and how many
+    vectors name each mnemonic in ``tags.opcodes``."""
+    corpus, _ = _import("conformance.corpus")
     folder = vectors_dir()
-    if folder is None:
+    if corpus is None or folder is None:
         return Probe(False, "conformance not installed")
-    if not folder.is_dir():
-        return Probe(False, f"no vector directory at {folder}")
-    vectors: list[dict] = []
-    unreadable = []
-    for path in sorted(folder.rglob("*")):
-        if path.suffix in (".json", ".jsonl") and path.is_file():
-            try:
-                vectors.extend(_vectors_in(path))
-            except (OSError, ValueError) as err:
-                unreadable.append(f"{path.name}: {err}"[:200])
+    try:
+        vectors = corpus.load(folder)
+    except FileNotFoundError:
+        return Probe(False, f"no corpus at {folder} (run: rtwo-vm vectors fill)")
+    except (OSError, ValueError, KeyError) as err:
+        return Probe(True, f"corpus at {folder} unreadable: {err}"[:200], {}, {"vectors": []})
     counts = {m: 0 for m in spec.load().by_mnemonic}
     for vector in vectors:
-        tags = vector.get("tags") if isinstance(vector.get("tags"), dict) else {}
-        for mnemonic in set(tags.get("opcodes") or ()):
+        for mnemonic in set(vector.get("tags", {}).get("opcodes") or ()):
             if mnemonic in counts:
                 counts[mnemonic] += 1
-    if not vectors and not unreadable:
-        return Probe(False, f"{folder} holds no vectors yet")
     covered = sum(1 for c in counts.values() if c)
     evidence = (f"{len(vectors)} vectors in {folder.name}/ tag {covered}/{len(counts)} "
                 f"instructions")
-    if unreadable:
-        evidence += f"; {len(unreadable)} files unreadable"
-    return Probe(True, evidence, counts, {"vectors": vectors, "unreadable": unreadable})
+    return Probe(True, evidence, counts, {"vectors": vectors})
 
 
 def replay_vectors(vectors: list[dict], budget_seconds: float | None = None) -> Probe:
