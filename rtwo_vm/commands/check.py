@@ -1,0 +1,57 @@
+"""``rtwo-vm check``: the main job — the whole system shown working, end to end.
+
+Runs, in order and each with its own progress display: the opcode theorems (``prove``), a
+fresh fill of the conformance vectors compared with the committed corpus
+(``vectors fill --check``), validation of the reference interpreter through its own adapter
+(``conformance run``), and the readiness report with its evidence (``readiness``). Every
+step is the very command a user would run; ``check`` only sequences them and summarises.
+Exit code 0 only when every step passed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+
+STEPS = (
+    ("prove the opcode theorems", ["prove"]),
+    ("fill the vectors and compare with the committed corpus", ["vectors", "fill", "--check"]),
+    ("validate the reference through its own adapter", ["conformance", "run"]),
+    ("readiness report with evidence", ["readiness"]),
+)
+
+
+def register(sub) -> None:
+    p = sub.add_parser("check", help="prove, fill, validate and report readiness: the whole system")
+    p.add_argument("--skip", action="append", default=[], choices=["prove", "vectors", "conformance", "readiness"],
+                   help="leave a step out")
+    p.set_defaults(func=_cmd_check)
+
+
+def _cmd_check(args) -> int:
+    from rtwo_vm.cli import main
+
+    results = []
+    steps = [(title, argv) for title, argv in STEPS if argv[0] not in args.skip]
+    with tempfile.TemporaryDirectory(prefix="rtwo-check-") as scratch:
+        for number, (title, argv) in enumerate(steps, start=1):
+            if argv == ["readiness"]:
+                # A fresh scratch database, so that readiness checks a real runtime file
+                # rather than whatever rtwo-vm.db happens to be in the current directory.
+                from rtwo_vm.runtime import Runtime
+                db = os.path.join(scratch, "check.db")
+                Runtime(db).close()
+                argv = argv + ["--db", db]
+            print(f"\n[{number}/{len(steps)}] {title}: rtwo-vm {' '.join(argv)}", flush=True)
+            started = time.monotonic()
+            code = main(argv)
+            results.append((title, code, time.monotonic() - started))
+            sys.stdout.flush()
+    print("\nrtwo-vm check")
+    for title, code, seconds in results:
+        print(f"  {'PASS' if code == 0 else 'FAIL'}  {seconds:7.1f} s  {title}")
+    failed = [t for t, c, _ in results if c != 0]
+    print("RESULT: " + ("everything passed" if not failed else f"{len(failed)} step(s) failed"))
+    return 0 if not failed else 1
