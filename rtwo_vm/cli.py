@@ -22,7 +22,7 @@ from rtwo_vm.inputs import (
 )
 
 DEFAULT_ADDRESS = "0x100"
-DEFAULT_CALLER = "0x1"
+DEFAULT_CALLER = "0"
 
 
 class _Parser(argparse.ArgumentParser):

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 
+import spec
 from rtwo_vm.cli import main
+from rtwo_vm.runtime import CallRequest
 from test_runtime_support import EXAMPLES, ROOT, dump
 
 COUNTER = str(EXAMPLES / "counter.rasm")
@@ -92,6 +95,8 @@ def test_vm_registry_commands(cli):
     assert [v["status"] for v in cli.json("vm", "list")] == ["retired"]
     code, _, err = cli("vm", "activate", vm["vmId"])
     assert code == 2 and "retired" in err
+    code, out, err = cli("vm", "register", "third", "--activate", "--json")  # stdout is JSON only
+    assert code == 0 and json.loads(out)["status"] == "active" and err.startswith("self-check: 95/95")
 
 
 def test_policy_commands_and_calls_under_a_policy(deployed):
@@ -140,7 +145,6 @@ def test_instructions_and_readiness(deployed):
 
 
 BAD = [
-    ("call", "0x999"),
     ("call", "0x101", "--policy", "pol_nope"),
     ("call", "0x101", "--vm", "vm_nope"),
     ("call", "0x101", "--compute", "abc"),
@@ -157,11 +161,17 @@ BAD = [
     ("deploy", COUNTER, "--address", "0x101"),
     ("deploy", COUNTER, "--storage", "1"),
     ("policy", "create", "--forbid", "FLY"),
+    ("policy", "create", "--forbid-calls", "--storage-access", "read_only"),
+    ("policy", "list", "--forbid-calls"),
+    ("violations", "list", "--type", "bogus"),
+    ("events", "list", "--type", "bogus"),
     ("policy", "show", "pol_nope"),
     ("policy", "retire", "pol_nope"),
     ("policy", "check", "pol_nope", COUNTER),
     ("contexts", "show", "ctx_nope"),
     ("contexts", "list", "--limit", "0"),
+    ("contexts", "list", "--status", "bogus"),
+    ("contexts", "list", "--result", "bogus"),
     ("results", "show", "nope"),
     ("sandboxes", "show", "nope"),
     ("accounting", "show", "nope"),
@@ -206,3 +216,88 @@ def test_the_console_script_uses_rtwo_vm_db_from_the_environment(tmp_path):
     assert json.loads(done.stdout)["result"]["executionStatus"] == "success"
     assert (tmp_path / "env.db").exists() and not (tmp_path / "rtwo-vm.db").exists()
     assert ROOT.exists()
+
+
+def test_contexts_list_filters_on_how_each_context_ended(deployed):
+    cli = deployed
+    assert cli("call", "0x100")[0] == 0  # the proxy commits; its callees: 0x101 commits, 0x102 reverts
+    assert cli("call", "0x101", "--compute", "10")[0] == 1
+    ended = lambda *a: {(c["contractId"], c["depth"]) for c in cli.json("contexts", "list", *a)}  # noqa: E731
+    assert ended("--status", "rolled_back") == {("0x102", 2), ("0x101", 1)}
+    assert ended("--status", "committed") == {("0x100", 1), ("0x101", 2)}
+    assert len(ended("--status", "finalized")) == 4 and ended("--status", "executing") == ended()
+    assert ended("--result", "exhausted") == {("0x101", 1)}
+    assert ended("--result", "reverted", "--entry-only") == set()
+    assert ended("--status", "rolled_back", "--result", "reverted") == {("0x102", 2)}
+    code, out, _ = cli("contexts", "list", "--entry-only")  # the table shows how each ended
+    assert re.search(r"0x101 +1 +rolled_back +exhausted COMPUTE_LIMIT_EXCEEDED ", out)
+    assert re.search(r"0x100 +1 +committed +success ", out) and "finalized" not in out
+    for flag in ("--status", "--result"):
+        code, _, err = cli("contexts", "list", flag, "bogus")
+        assert code == 2 and err.count("\n") == 1 and "'bogus'" in err, err
+
+
+def test_call_deliver_reports_each_sink_and_a_failed_delivery_exits_3(deployed, tmp_path):
+    cli = deployed
+    good, dead = tmp_path / "good.jsonl", tmp_path / "a-directory"
+    dead.mkdir()
+    assert cli("events", "sink-add", "jsonl", str(good))[0] == 0
+    code, out, _ = cli("call", "0x101", "--deliver")
+    assert code == 0 and re.search(rf"delivery to jsonl:{re.escape(str(good))}: \d+ delivered, 0 failed", out)
+    assert cli("events", "sink-add", "jsonl", str(dead), "--from-now")[0] == 0
+    code, out, _ = cli("call", "0x101", "--deliver")
+    assert code == 3, out
+    assert f"delivery to jsonl:{dead}: 0 delivered, 1 failed, 10 held back" in out
+    assert "IsADirectoryError" in out and "0 failed" in out  # the good sink still got everything
+    code, out, _ = cli("call", "0x101", "--compute", "10", "--deliver", "--json")
+    doc = json.loads(out)
+    assert code == 3 and doc["result"]["executionStatus"] == "exhausted"
+    assert doc["delivery"][f"jsonl:{dead}"]["failed"] >= 1 and doc["delivery"][f"jsonl:{dead}"]["errors"]
+    assert doc["delivery"][f"jsonl:{good}"]["failed"] == 0
+    code, out, _ = cli("events", "deliver")
+    assert code == 1 and "IsADirectoryError" in out
+
+
+def test_deploy_without_an_address_takes_the_lowest_free_one_from_0x100(cli):
+    for address in ("0x5", "0x101", "0x102"):
+        assert cli("deploy", COUNTER, "--address", address)[0] == 0
+    assert cli("deploy", COUNTER)[1].startswith("deployed 0x100:")
+    assert cli("deploy", COUNTER)[1].startswith("deployed 0x103:")
+
+
+def test_an_unknown_contract_is_recorded_as_a_rejected_context_like_the_api_does(deployed):
+    cli = deployed
+    code, out, err = cli("call", "0x999")
+    assert code == 1 and "-> 0x999 (depth 1): rejected CONTRACT_NOT_FOUND" in out, err
+    assert "stages: requested > rolled_back > finalized" in out
+    (rejected,) = cli.json("contexts", "list", "--result", "rejected")
+    assert rejected["contractId"] == "0x999" and rejected["status"] == "finalized"
+
+
+def test_call_defaults_are_the_api_defaults(deployed):
+    rec = deployed.json("call", "0x101")
+    assert rec["context"]["callerReference"] == hex(CallRequest(to=0x101).caller) == "0x0"
+    # The transaction reference hashes every request field: equal means every default agrees.
+    assert rec["context"]["transactionReference"] == CallRequest(to=0x101).reference()
+
+
+def test_instructions_list_shows_opcodes_in_hex(cli):
+    code, out, _ = cli("instructions", "list")
+    assert code == 0
+    for ins in (spec.load().by_mnemonic["STOP"], spec.load().by_mnemonic["ADD"]):
+        assert re.search(rf"^0x{ins.opcode:02x}\s+{ins.mnemonic}\s", out, re.M), ins.mnemonic
+
+
+def test_readiness_reads_the_proof_report_named_or_in_the_working_directorys_build(cli, tmp_path, monkeypatch):
+    rows = [{"opcode": "ADD", "theorem": "t", "width": 8, "status": "proved"}] * 3
+    named = tmp_path / "elsewhere.json"
+    named.write_text(json.dumps({"theorems": rows}))
+    report = cli.json("readiness", "--only", "proof_results", "--proofs-report", str(named))
+    assert report["checks"][0]["status"] == "passed" and str(named) in report["checks"][0]["evidence"]
+    missing = cli.json("readiness", "--only", "proof_results", "--proofs-report", str(tmp_path / "no.json"))
+    assert missing["checks"][0]["status"] == "not_available" and "no.json" in missing["checks"][0]["evidence"]
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "build").mkdir()
+    (tmp_path / "build" / "proofs-report.json").write_text(json.dumps({"theorems": rows[:2]}))
+    check = cli.json("readiness", "--only", "proof_results")["checks"][0]
+    assert check["status"] == "passed" and check["evidence"].startswith("2 theorems in build/proofs-report.json")

@@ -182,6 +182,12 @@ def test_spec_outcomes_before_execution_are_recorded_like_the_interpreter_report
         direct = execute(state, message, Context(), Policy(), fields.get("limits", Limits()))
         assert rec.result.digest == direct.digest()
     assert rt.contexts.incomplete() == []
+    # Listing filters on how contexts ended, not on their status (always the final stage).
+    assert len(rt.contexts.list(status="rolled_back")) == 4 and rt.contexts.list(status="committed") == []
+    assert [c.contract_id for c in rt.contexts.list(execution_status="invalid")] == ["0x105"]
+    for bad in (dict(status="bogus"), dict(execution_status="bogus")):
+        with pytest.raises(InvalidInput, match="bogus"):
+            rt.contexts.list(**bad)
 
 
 def _violation_triggers():

@@ -141,8 +141,7 @@ def test_proof_results_come_from_the_latest_proofs_report(rt, monkeypatch, tmp_p
     rows = [{"opcode": "ADD", "theorem": "wraps", "width": 8, "status": "proved"},
             {"opcode": "SUB", "theorem": "wraps", "width": 8, "status": "proved"}]
     report.write_text(json.dumps({"theorems": rows}))
-    monkeypatch.setattr(tools, "PROOFS_REPORT", report)
-    monkeypatch.setattr(tools.proof_report, "__defaults__", (report,))
+    rt.readiness.proofs_report = report
     check = rt.readiness.run(only=["proof_results"]).checks[0]
     assert check.status == "passed" and check.evidence.startswith("2 theorems") and "proved 2" in check.evidence
     rows.append({"opcode": "MUL", "theorem": "x", "width": 8, "status": "counterexample"})
@@ -151,3 +150,20 @@ def test_proof_results_come_from_the_latest_proofs_report(rt, monkeypatch, tmp_p
     assert check.status == "failed" and "counterexample 1" in check.evidence
     report.write_text("{}")
     assert rt.readiness.run(only=["proof_results"]).checks[0].status == "not_available"
+
+
+def test_the_default_proof_report_is_build_under_the_working_directory(rt, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    real_import = tools._import
+    absent = lambda name: (None, "proofs.report cannot be imported") if name == "proofs.report" else real_import(name)  # noqa: E731
+    monkeypatch.setattr(tools, "_import", absent)
+    missing = rt.readiness.run(only=["proof_results"]).checks[0]
+    assert missing.status == "not_available"
+    assert "build/proofs-report.json" in missing.evidence and "rtwo-vm prove" in missing.evidence
+    fake = types.SimpleNamespace(latest=lambda: {"theorems": [{"status": "proved"}]})
+    monkeypatch.setattr(tools, "_import", lambda name: (fake, None) if name == "proofs.report" else real_import(name))
+    assert rt.readiness.run(only=["proof_results"]).checks[0].evidence == "1 theorems in proofs.report: proved 1"
+    (tmp_path / "build").mkdir()
+    (tmp_path / "build" / "proofs-report.json").write_text(json.dumps({"theorems": [{"status": "proved"}] * 2}))
+    check = rt.readiness.run(only=["proof_results"]).checks[0]
+    assert check.status == "passed" and check.evidence == "2 theorems in build/proofs-report.json: proved 2"

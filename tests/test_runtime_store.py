@@ -74,7 +74,7 @@ def test_deploy_checks_its_input_and_assigns_free_addresses(tmp_path):
         assert rt.deploy(example("counter")).address == "0x100"
         assert rt.deploy(example("counter")).address == "0x101"
         assert rt.deploy(example("counter"), 0x2000).address == "0x2000"
-        assert rt.deploy(example("counter")).address == "0x2001"
+        assert rt.deploy(example("counter")).address == "0x102"  # the lowest free, not max + 1
         for bad, match in ((dict(code=b""), "non-empty"), (dict(code=b"junk"), "not a valid container"),
                            (dict(code=example("counter"), address=-1), "64-bit"),
                            (dict(code=example("counter"), storage={1: 1 << 64}), "64-bit"),

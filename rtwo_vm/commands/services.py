@@ -4,14 +4,18 @@ policy|instructions|readiness``: the runtime services over a SQLite database (ch
 Every command takes ``--db PATH`` (default: $RTWO_VM_DB, else ./rtwo-vm.db). Only ``deploy``,
 ``vm register``, ``policy create`` and ``events sink-add`` create a database; the others
 refuse a missing one. Input is checked before the database is written, and each command
-writes in one transaction, so a bad argument, an unknown id, an invalid policy or malformed
-code gives one line on stderr, exit 2, and leaves the database as it was.
+writes in one transaction, so a bad argument, an unknown id (VM, policy, record), an invalid
+policy or sandbox, or malformed code gives one line on stderr, exit 2, and leaves the
+database as it was. A call that the checks of chapter 7.3.2 refuse (an unknown contract,
+code that fails validation, limits out of range) is not bad input: it is recorded as a
+context that rolled back (chapter 10.4), like any other outcome, and exits 1.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 from rtwo_vm.inputs import CliError, parse_assignment, parse_count, parse_hex, parse_word, read_code
@@ -116,18 +120,28 @@ def _cmd_call(args) -> int:
     from rtwo_vm.runtime.records import SandboxManager
     SandboxManager.plan(request.isolation_level, request.storage_access)
     with _open(args) as rt:
-        rt.contract(to)  # an unknown address is bad input here, not a recorded rejection
+        # Runtime references are refused before anything is recorded (10.9); an unknown
+        # contract is a check of chapter 7.3.2, recorded as a rejected context (10.4).
         if args.policy:
             rt.policies.for_execution(args.policy)
         if args.vm:
             rt.vms.for_execution(args.vm)
         recorded = rt.call(request)
-        if args.deliver:
-            rt.events.deliver()
+        reports = rt.events.deliver() if args.deliver else None
     if args.json:
-        _print_json(recorded.to_json())
+        doc = recorded.to_json()
+        if reports is not None:
+            doc["delivery"] = {name: r.to_json() for name, r in reports.items()}
+        _print_json(doc)
     else:
         _print_recorded(recorded)
+        if reports is not None:
+            for name, report in reports.items():
+                print(f"delivery to {name}: {report.summary()}")
+            if not reports:
+                print("delivery: no sinks registered (events sink-add KIND TARGET)")
+    if reports and any(r.failed for r in reports.values()):
+        return 3
     return 0 if recorded.result.execution_status == "success" else 1
 
 
@@ -185,7 +199,7 @@ def _cmd_vm(args) -> int:
             vm = rt.vms.register(args.id, args.mode)
             if args.activate:
                 vm, evidence = rt.vms.activate(vm.vm_id)
-                print(f"self-check: {evidence}")
+                print(f"self-check: {evidence}", file=sys.stderr if args.json else sys.stdout)
         _print_json(vm.to_json())
         return 0
     with _open(args) as rt:
@@ -195,7 +209,7 @@ def _cmd_vm(args) -> int:
         vm_id = _need_id(args)
         if args.action == "activate":
             vm, evidence = rt.vms.activate(vm_id)
-            print(f"self-check: {evidence}")
+            print(f"self-check: {evidence}", file=sys.stderr if args.json else sys.stdout)
         elif args.action == "retire":
             vm = rt.vms.retire(vm_id)
         else:
@@ -210,9 +224,18 @@ def _cmd_contexts(args) -> int:
         if args.action == "list":
             contract = hex(parse_word(args.contract, "--contract")) if args.contract else None
             records = rt.contexts.list(limit=args.limit, status=args.status,
-                                       contract_id=contract, roots_only=args.entry_only)
-            return _listing(args, records, ["contextId", "contractId", "depth", "status",
-                                            "parentContextId", "createdAt"])
+                                       execution_status=args.result, contract_id=contract,
+                                       roots_only=args.entry_only)
+            if args.json:
+                _print_json([c.to_json() for c in records])
+                return 0
+            # Every context's status is the final stage: show how each one ended instead.
+            ended = rt.contexts.outcomes()
+            _table([{**c.to_json(), "ended": ended[c.context_id][0],
+                     "result": " ".join(filter(None, ended[c.context_id][1:]))} for c in records],
+                   ["contextId", "contractId", "depth", "ended", "result", "parentContextId",
+                    "createdAt"])
+            return 0
         context_id = _need_id(args)
         context = rt.contexts.get(context_id)
         doc = {"context": context.to_json(),
@@ -297,8 +320,7 @@ def _cmd_events(args) -> int:
             return 0
         reports = rt.events.deliver(extra)
     for name, report in reports.items():
-        print(f"{name}: {report.delivered} delivered, {report.failed} failed, "
-              f"{report.held_back} held back")
+        print(f"{name}: {report.summary()}")
     if not reports:
         print("no sinks registered (events sink-add KIND TARGET, or deliver --jsonl/--webhook)")
     return 0 if all(r.failed == 0 for r in reports.values()) else 1
@@ -323,8 +345,25 @@ def _summary(event) -> str:
 
 # -- policy, instructions, readiness -------------------------------------------------------
 
+# Options each policy action reads; given to another action they would be silently ignored.
+_POLICY_OPTIONS = {"create": ("allow_time", "allow_randomness", "forbid_calls", "forbid", "allow"),
+                   "check": ("file", "isolation", "storage_access")}
+
+
+def _policy_options(args) -> None:
+    for action, names in _POLICY_OPTIONS.items():
+        given = [n for n in names if getattr(args, n) and args.action != action]
+        if given:
+            option = "FILE" if given[0] == "file" else "--" + given[0].replace("_", "-")
+            hint = (" and call: isolation and storage access belong to the sandbox, not the "
+                    "policy" if given[0] in ("isolation", "storage_access") else "")
+            raise CliError(f"policy {args.action} takes no {option}; it is for policy "
+                           f"{action}{hint}")
+
+
 @_guard
 def _cmd_policy(args) -> int:
+    _policy_options(args)
     if args.action == "create":
         with _open(args, create=True) as rt:
             policy = rt.policies.create(
@@ -362,11 +401,15 @@ def _cmd_instructions(args) -> int:
         _print_json(registry.get(_need_id(args)).to_json())
         return 0
     records = registry.list()
-    if not args.json:
-        for name, evidence in registry.last_evidence.items():
-            print(f"# {name}: {evidence}")
-    return _listing(args, records, ["opcode", "instructionId", "instructionType", "status",
-                                    "implemented", "smtSemantics", "conformanceVectors"])
+    if args.json:
+        _print_json([r.to_json() for r in records])
+        return 0
+    for name, evidence in registry.last_evidence.items():
+        print(f"# {name}: {evidence}")
+    _table([{**r.to_json(), "opcode": f"0x{r.opcode:02x}"} for r in records],
+           ["opcode", "instructionId", "instructionType", "status", "implemented",
+            "smtSemantics", "conformanceVectors"])
+    return 0
 
 
 @_guard
@@ -375,8 +418,9 @@ def _cmd_readiness(args) -> int:
     from rtwo_vm.runtime.runtime import utc_text
     runtime = _open(args) if Path(args.db).exists() else None
     try:
-        service = VMReadinessService(runtime, utc_text(None),
-                                     Path(args.examples) if args.examples else None)
+        service = VMReadinessService(
+            runtime, utc_text(None), Path(args.examples) if args.examples else None,
+            proofs_report=Path(args.proofs_report) if args.proofs_report else None)
         try:
             report = service.run(only=args.only, skip=args.skip or ())
         except ValueError as err:
@@ -413,7 +457,8 @@ def _positive(text: str) -> int:
 def register(sub) -> None:
     p = sub.add_parser("deploy", help="deploy a contract into the runtime database")
     p.add_argument("file", help=".rasm assembly, hex text or a binary container")
-    p.add_argument("--address", help="address to deploy at (default: next free from 0x100)")
+    p.add_argument("--address",
+                   help="address to deploy at (default: the lowest free address from 0x100)")
     p.add_argument("--storage", action="append", metavar="KEY=VALUE", help="initial storage")
     p.add_argument("--unchecked", action="store_true",
                    help="deploy even a container that fails validation (calls to it are "
@@ -421,10 +466,16 @@ def register(sub) -> None:
     _common(p)
     p.set_defaults(func=_cmd_deploy)
 
-    p = sub.add_parser("call", help="invoke a deployed contract through all ten lifecycle stages")
+    p = sub.add_parser(
+        "call", help="invoke a deployed contract through all ten lifecycle stages",
+        description="Invoke the contract at ADDRESS through all ten lifecycle stages and record "
+                    "the context. Exit status: 0 success; 1 recorded with another status (an "
+                    "unknown contract too: rejected CONTRACT_NOT_FOUND); 2 bad input, nothing "
+                    "recorded; 3 with --deliver, an event could not be delivered (whatever the "
+                    "status; the context is recorded and `events deliver` retries).")
     p.add_argument("address")
-    p.add_argument("--calldata", default="0x")
-    p.add_argument("--caller", default="0x1")
+    p.add_argument("--calldata", default="0x", help="call data as hex (default: empty)")
+    p.add_argument("--caller", default="0", help="caller address (default: 0, chapter 7.3.1)")
     p.add_argument("--time", default="0", help="block time (policy time_access must allow it)")
     p.add_argument("--seed", help="32-byte randomness seed as hex")
     p.add_argument("--policy", help="determinism policy id (default: the spec-default policy)")
@@ -436,7 +487,9 @@ def register(sub) -> None:
     p.add_argument("--storage-units", dest="storage_units")
     p.add_argument("--tx-ref", dest="tx_ref", help="transaction reference (default: request hash)")
     p.add_argument("--vm", help="VM id (default: the active VM)")
-    p.add_argument("--deliver", action="store_true", help="deliver events to registered sinks after")
+    p.add_argument("--deliver", action="store_true",
+                   help="then run one delivery pass to the registered sinks and report it per "
+                        "sink (exit 3 if an event could not be delivered)")
     _common(p)
     p.set_defaults(func=_cmd_call)
 
@@ -457,7 +510,13 @@ def register(sub) -> None:
     p = sub.add_parser("contexts", help="execution contexts with their stage history")
     p.add_argument("action", choices=["list", "show"])
     p.add_argument("id", nargs="?")
-    p.add_argument("--status", help="only contexts at this stage")
+    p.add_argument("--status", metavar="STAGE",
+                   help="only contexts whose history entered this lifecycle stage: committed or "
+                        "rolled_back (how stage 9 went), executing (those that ran); every "
+                        "context is recorded at finalized")
+    p.add_argument("--result", metavar="STATUS",
+                   help="only contexts whose result has this execution status (success, "
+                        "reverted, fault, exhausted, violation, invalid, rejected, internal)")
     p.add_argument("--contract", help="only contexts of this contract (hex address)")
     p.add_argument("--entry-only", dest="entry_only", action="store_true", help="no callees")
     _common(p, listing=True)
@@ -521,5 +580,8 @@ def register(sub) -> None:
     p.add_argument("--only", action="append", metavar="CHECK")
     p.add_argument("--skip", action="append", metavar="CHECK")
     p.add_argument("--examples", help="example scenarios directory")
+    p.add_argument("--proofs-report", dest="proofs_report", metavar="PATH",
+                   help="the proof report to check (default: build/proofs-report.json in the "
+                        "current directory, as `rtwo-vm prove` writes it)")
     _common(p)
     p.set_defaults(func=_cmd_readiness)

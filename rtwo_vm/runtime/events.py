@@ -16,13 +16,13 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections import deque
 import threading
 import time
 import urllib.error
 import urllib.request
+from collections import deque
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol
 
@@ -226,12 +226,20 @@ def make_sink(kind: str, target: str) -> Sink:
 
 @dataclass
 class DeliveryReport:
+    """One pass to one sink: counts, and the error of each event that failed (by event id)."""
+
     delivered: int = 0
     failed: int = 0
     held_back: int = 0
+    errors: dict[int, str] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, int]:
-        return {"delivered": self.delivered, "failed": self.failed, "heldBack": self.held_back}
+    def to_json(self) -> dict[str, Any]:
+        return {"delivered": self.delivered, "failed": self.failed, "heldBack": self.held_back,
+                "errors": [{"eventId": k, "error": v} for k, v in self.errors.items()]}
+
+    def summary(self) -> str:
+        text = f"{self.delivered} delivered, {self.failed} failed, {self.held_back} held back"
+        return text + "".join(f"; event {k}: {v}" for k, v in self.errors.items())
 
 
 class Dispatcher:
@@ -274,6 +282,7 @@ class Dispatcher:
                     "last_error = excluded.last_error, last_at = excluded.last_at",
                     (sink.name, event.event_id, self.attempts, error, self.clock()))
                 report.failed += 1
+                report.errors[event.event_id] = error
                 blocked.add(event.stream)
         self._acknowledge(sink, sent)
         return report

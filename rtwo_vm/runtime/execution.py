@@ -48,7 +48,10 @@ class RunFinished(Exception):
 
 @dataclass(frozen=True)
 class CallRequest:
-    """An invocation of a deployed contract, with its sandbox and policy choices."""
+    """An invocation of a deployed contract, with its sandbox and policy choices. The message
+    and context fields default as chapter 7.3.1 says (caller 0, no call data, block time 0, a
+    zero seed), as ``rtwo-vm call`` does; None picks the runtime's default VM, policy and
+    sandbox. An address holding no contract is recorded as rejected (CONTRACT_NOT_FOUND)."""
 
     to: int
     caller: int = 0

@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from rtwo_vm.runtime.runtime import Runtime
 
 
-
 def default_examples() -> Path:
     """The source tree's examples/ (next to the package), else ./examples."""
     beside = Path(__file__).resolve().parents[2] / "examples"
@@ -62,12 +61,17 @@ def overall(statuses: list[str]) -> str:
 
 
 class VMReadinessService:
+    """The checks of chapter 10.7. ``proofs_report`` names the proof report to read (default:
+    ./build/proofs-report.json, else the proofs package's latest report)."""
+
     def __init__(self, runtime: "Runtime | None", clock: Callable[[], str],
-                 examples_dir: Path | None = None, conformance_budget: float | None = 60.0):
+                 examples_dir: Path | None = None, conformance_budget: float | None = 60.0,
+                 proofs_report: Path | None = None):
         self._runtime = runtime
         self._clock = clock
         self.examples_dir = examples_dir or default_examples()
         self.conformance_budget = conformance_budget
+        self.proofs_report = proofs_report
 
     @property
     def check_names(self) -> tuple[str, ...]:
@@ -200,7 +204,7 @@ class VMReadinessService:
         return ("passed" if ok else "failed"), probe.evidence
 
     def _proofs(self) -> tuple[str, str]:
-        probe = tools.proof_report()
+        probe = tools.proof_report(self.proofs_report)
         if not probe.available:
             return "not_available", probe.evidence
         ok = set(probe.value) <= tools.PROVED

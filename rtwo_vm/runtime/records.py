@@ -12,7 +12,7 @@ import sqlite3
 from typing import Any, Callable
 
 import spec
-
+from reference_vm.result import STATUSES
 from rtwo_vm.runtime.catalog import catalog
 from rtwo_vm.runtime.events import RecordWriter
 from rtwo_vm.runtime.lifecycle import StageEntry
@@ -69,10 +69,11 @@ class _RecordService:
             raise UnknownRecord(f"no {self.NOUN} for context {context_id!r}")
         return self._from(row)
 
-    def list(self, *, limit: int | None = None, _where: tuple[str, ...] = (),
+    def list(self, *, limit: int | None = None, _where: tuple[tuple[str, tuple], ...] = (),
              **filters: Any) -> list:
         """Records in creation order, filtered by column values (None: any)."""
-        where, args = list(_where), []
+        where = [clause for clause, _ in _where]
+        args = [arg for _, clause_args in _where for arg in clause_args]
         for column, value in filters.items():
             if value is not None:
                 where.append(f"{column} = ?")
@@ -106,9 +107,40 @@ class ExecutionContextManager(_RecordService):
             (context_id,))]
 
     def list(self, *, limit: int | None = None, status: str | None = None,
-             contract_id: str | None = None, roots_only: bool = False) -> list:
-        roots = ("parent_context_id IS NULL",) if roots_only else ()
-        return super().list(limit=limit, _where=roots, status=status, contract_id=contract_id)
+             execution_status: str | None = None, contract_id: str | None = None,
+             roots_only: bool = False) -> list:
+        """Contexts in commit order. Every context is recorded whole at the final stage, so
+        its ``status`` is always that stage; what tells contexts apart is the path they took:
+        ``status`` keeps those whose stage history entered that lifecycle stage (``committed``
+        or ``rolled_back``: how stage 9 went; ``executing``: those that ran), and
+        ``execution_status`` those whose result has that status (chapter 7.1)."""
+        cat = catalog()
+        where: list[tuple[str, tuple]] = []
+        if roots_only:
+            where.append(("parent_context_id IS NULL", ()))
+        if status is not None:
+            if status not in cat.stages:
+                raise InvalidInput(f"unknown lifecycle stage {status!r}; use one of "
+                                   f"{', '.join(cat.stages)}")
+            where.append(("EXISTS (SELECT 1 FROM stage_history h WHERE h.context_id = "
+                          "contexts.context_id AND h.stage = ?)", (status,)))
+        if execution_status is not None:
+            if execution_status not in STATUSES:
+                raise InvalidInput(f"unknown execution status {execution_status!r}; use one of "
+                                   f"{', '.join(STATUSES)}")
+            where.append(("EXISTS (SELECT 1 FROM results r WHERE r.context_id = "
+                          "contexts.context_id AND r.execution_status = ?)", (execution_status,)))
+        return super().list(limit=limit, _where=tuple(where), contract_id=contract_id)
+
+    def outcomes(self) -> dict[str, tuple[str | None, str, str | None]]:
+        """For each context id: (the stage-9 stage it went through, its execution status, its
+        error code), the facts ``list`` filters on, in one query."""
+        roles = catalog().roles
+        rows = self.store.all(
+            "SELECT r.context_id, h.stage, r.execution_status, r.error FROM results r "
+            "LEFT JOIN stage_history h ON h.context_id = r.context_id AND h.stage IN (?, ?)",
+            (roles["commit"], roles["rollback"]))
+        return {r[0]: (r[1], r[2], r[3]) for r in rows}
 
     def incomplete(self) -> list[str]:
         """Context ids missing any part of their record (never expected: one transaction)."""
@@ -219,6 +251,13 @@ class SandboxViolationService(_RecordService):
 
     def for_context(self, context_id: str) -> list[RTWOSandboxViolation]:  # type: ignore[override]
         return self.list(context_id=context_id)
+
+    def list(self, *, limit: int | None = None, violation_type: str | None = None,
+             **filters: Any) -> list[RTWOSandboxViolation]:
+        if violation_type is not None and violation_type not in catalog().violation_types:
+            raise InvalidInput(f"unknown violation type {violation_type!r}; use one of "
+                               f"{', '.join(catalog().violation_types)}")
+        return super().list(limit=limit, violation_type=violation_type, **filters)
 
     def acknowledge(self, violation_id: str) -> RTWOSandboxViolation:
         current = self.get(violation_id)

@@ -22,6 +22,7 @@ from typing import Any, Callable, Mapping
 
 from reference_vm.errors import VMError
 from reference_vm.validate import validate
+from rtwo_vm.runtime.catalog import catalog
 from rtwo_vm.runtime.events import (
     BackgroundDispatcher, DeliveryReport, Dispatcher, EventBus, RecordWriter, Sink, VMEvent,
     make_sink,
@@ -95,6 +96,9 @@ class VMEventPublisher:
 
     def list(self, *, stream: str | None = None, type: str | None = None,
              limit: int | None = None, undelivered_to: str | None = None) -> list[VMEvent]:
+        if type is not None and type not in catalog().values("event_type"):
+            raise InvalidInput(f"unknown event type {type!r}; use one of "
+                               f"{', '.join(catalog().values('event_type'))}")
         if undelivered_to is not None:
             sink = self._sink_row(undelivered_to)
             events = self.dispatcher.undelivered(sink["name"], sink["startAfter"])
@@ -218,9 +222,9 @@ class Runtime:
     def deploy(self, code: bytes, address: int | None = None,
                storage: Mapping[int, int] | None = None, *, validate_code: bool = True
                ) -> DeployedContract:
-        """Deploy ``code`` (a container) at ``address`` (default: the next free address from
-        0x100) with initial ``storage``. Refuses invalid code unless ``validate_code`` is off
-        (so that the validated stage can be exercised), and an address already in use."""
+        """Deploy ``code`` (a container) at ``address`` (default: the lowest free address
+        from 0x100) with initial ``storage``. Refuses invalid code unless ``validate_code`` is
+        off (so that the validated stage can be exercised), and an address already in use."""
         if not isinstance(code, (bytes, bytearray)) or not code:
             raise InvalidInput("code must be non-empty bytes")
         code = bytes(code)
@@ -241,8 +245,9 @@ class Runtime:
         code_hash = hashlib.sha256(code).hexdigest()
         with self.writer.transaction() as tx:
             if address is None:
-                used = [int(r[0], 16) for r in tx.execute("SELECT address FROM contracts")]
-                address = max([FIRST_AUTO_ADDRESS - 1, *used]) + 1
+                used = {int(r[0], 16) for r in tx.execute("SELECT address FROM contracts")}
+                address = next(a for a in range(FIRST_AUTO_ADDRESS, WORD_MASK + 1)
+                               if a not in used)
             addr = word_text(address)
             if tx.execute("SELECT 1 FROM contracts WHERE address = ?", (addr,)).fetchone():
                 raise InvalidInput(f"address {addr} already holds a contract")

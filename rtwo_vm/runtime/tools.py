@@ -125,33 +125,42 @@ def replay_vectors(vectors: list[dict], budget_seconds: float | None = None) -> 
 
 # Theorem statuses that count as proved; any other status fails the proof check (and is shown).
 PROVED = frozenset({"proved", "passed", "ok"})
-PROOFS_REPORT = Path(__file__).resolve().parents[2] / "build" / "proofs-report.json"
+# Where `rtwo-vm prove` writes its report: build/ under the working directory, beside the
+# reports of `rtwo-vm conformance run` (build/conformance/).
+PROOFS_REPORT = Path("build") / "proofs-report.json"
 
 
-def proof_report(path: Path = PROOFS_REPORT) -> Probe:
-    """The proof suite's latest report: ``build/proofs-report.json`` (rows under "theorems",
-    each with a "status"; the file the documentation pages read), else ``proofs.report.latest()``
-    or ``load()`` returning such a mapping. ``value`` maps each status to its count."""
+def proof_report(path: Path | None = None) -> Probe:
+    """The proof suite's latest report, rows under "theorems", each with a "status".
+
+    ``path`` names the report file; when it is not given, ``build/proofs-report.json`` under
+    the current working directory is read if it exists, else ``proofs.report.latest()`` (or
+    ``load()``) is asked for such a mapping. ``value`` maps each status to its count."""
     report: Any = None
+    explicit = path is not None
+    path = Path(path) if explicit else PROOFS_REPORT
     source = str(path)
     if path.is_file():
         try:
             report = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as err:
             return Probe(False, f"{path} is unreadable ({err})")
+    elif explicit:
+        return Probe(False, f"no proof report at {path}")
     else:
         report_mod, why = _import("proofs.report")
         reader = next((getattr(report_mod, n) for n in ("latest", "load")
                        if callable(getattr(report_mod, n, None))), None) if report_mod else None
         if reader is None:
-            return Probe(False, f"no {path.name} and {why or 'proofs.report has no latest()'}")
+            return Probe(False, f"no {path} in {Path.cwd()} (`rtwo-vm prove` writes it) and "
+                                f"{why or 'proofs.report has no latest()'}")
         try:
             report, source = reader(), "proofs.report"
         except Exception as err:  # noqa: BLE001
             return Probe(False, f"proofs.report gave no report ({type(err).__name__}: {err})")
     theorems = report.get("theorems") if isinstance(report, Mapping) else None
     if not isinstance(theorems, list) or not theorems:
-        return Probe(False, f"{source} lists no theorems (run `rtwo-vm prove` first)")
+        return Probe(False, f"{source} lists no theorems (`rtwo-vm prove` writes them)")
     counts: dict[str, int] = {}
     for row in theorems:
         status = str(row.get("status")) if isinstance(row, Mapping) else "malformed"
