@@ -8,7 +8,9 @@ and a category used by the summaries:
 - ``resource``: a usage dimension or the fee;
 - ``resource_bound``: reported usage above the request's limit (never allowed, chapter 5.1);
 - ``stage``: the lifecycle stage the adapter reported for the error;
-- ``internal``: INTERNAL_ERROR, which is never a conforming outcome (chapter 7.4).
+- ``internal``: INTERNAL_ERROR, which is never a conforming outcome (chapter 7.4);
+- ``disagreement`` (set by the cross-implementation comparison): ``expected`` holds the other
+  implementation's value, ``actual`` this one's.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ class Mismatch:
         return asdict(self)
 
     def __str__(self) -> str:
+        if self.category == "disagreement":   # expected: the other implementation's value
+            return f"{self.field}: theirs {_short(self.expected)}, ours {_short(self.actual)}"
         return f"{self.field}: expected {_short(self.expected)}, got {_short(self.actual)}"
 
 

@@ -22,11 +22,37 @@ PERTURBATIONS: tuple[dict[str, str], ...] = (
 )
 
 
+# The variables a pass sets; a replay bundle records their values for every pass.
+ENV_KEYS: tuple[str, ...] = tuple(sorted({k for p in PERTURBATIONS for k in p}))
+MAIN_PASS = "main pass: environment as given, corpus order"
+
+
+def environment_of(env: Mapping[str, str] | None = None) -> dict[str, str | None]:
+    """The values of ENV_KEYS in ``env`` (default: this process's environment); None = unset."""
+    env = os.environ if env is None else env
+    return {k: env.get(k) for k in ENV_KEYS}
+
+
+def apply(recorded: Mapping[str, str | None], base_env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``base_env`` (default: this process's) with recorded values set, and None values unset."""
+    env = dict(os.environ if base_env is None else base_env)
+    for key, value in recorded.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    return env
+
+
 @dataclass(frozen=True)
 class Perturbation:
     index: int
     env: dict[str, str]
     order_seed: int
+
+    @property
+    def recorded(self) -> dict[str, str | None]:
+        return environment_of(self.env)
 
     def describe(self) -> str:
         perturbed = PERTURBATIONS[self.index % len(PERTURBATIONS)]
@@ -70,10 +96,10 @@ def differences(first: Any, second: Any, label: str) -> list[Mismatch]:
             found.append(Mismatch("stage", a[2], b[2], "nondeterministic"))
         return [Mismatch(f"{label}: {m.field}", m.expected, m.actual, m.category) for m in found] or \
             [Mismatch(label, a, b, "nondeterministic")]
-    return [Mismatch(label, _describe(a), _describe(b), "nondeterministic")]
+    return [Mismatch(label, describe(a), describe(b), "nondeterministic")]
 
 
-def _describe(signature: tuple) -> str:
+def describe(signature: tuple) -> str:
     if signature[0] == "result":
         result = signature[1] if isinstance(signature[1], dict) else {}
         return f"result {result.get('status')}/{result.get('error')}"

@@ -25,6 +25,12 @@ TYPES: dict[str, Callable[[Any], bool]] = {
 }
 
 
+def _at(path: str) -> str:
+    """A problem's location: the JSON pointer, or "(top)" for the document itself (as
+    jsonschema's messages say)."""
+    return path or "(top)"
+
+
 def _same(a: Any, b: Any) -> bool:
     # JSON equality: booleans are not numbers.
     return type(a) is type(b) and a == b if isinstance(a, bool) or isinstance(b, bool) else a == b
@@ -63,7 +69,7 @@ def _type(c: Compiler, spec, schema) -> Check:
 
     def check(v, p, out):
         if not any(t(v) for t in tests):
-            out.append(f"{p}: expected {' or '.join(names)}")
+            out.append(f"{_at(p)}: expected {' or '.join(names)}")
     return check
 
 
@@ -81,7 +87,7 @@ def _properties(c: Compiler, spec, schema) -> Check:
 def _required(c: Compiler, spec, schema) -> Check:
     def check(v, p, out):
         if isinstance(v, dict):
-            out.extend(f"{p}: missing {k!r}" for k in spec if k not in v)
+            out.extend(f"{_at(p)}: missing {k!r}" for k in spec if k not in v)
     return check
 
 
@@ -94,7 +100,7 @@ def _additional(c: Compiler, spec, schema) -> Check:
             for k in v:
                 if k not in known:
                     if sub is None:
-                        out.append(f"{p}: unknown member {k!r}")
+                        out.append(f"{_at(p)}: unknown member {k!r}")
                     else:
                         sub(v[k], f"{p}/{k}", out)
     return check
@@ -125,21 +131,21 @@ def _pattern(c: Compiler, spec, schema) -> Check:
 
     def check(v, p, out):
         if isinstance(v, str) and regex.search(v) is None:
-            out.append(f"{p}: {v[:40]!r} does not match {spec}")
+            out.append(f"{_at(p)}: {v[:40]!r} does not match {spec}")
     return check
 
 
 def _enum(c: Compiler, spec, schema) -> Check:
     def check(v, p, out):
         if not any(_same(v, e) for e in spec):
-            out.append(f"{p}: {v!r} is not one of {spec}")
+            out.append(f"{_at(p)}: {v!r} is not one of {spec}")
     return check
 
 
 def _const(c: Compiler, spec, schema) -> Check:
     def check(v, p, out):
         if not _same(v, spec):
-            out.append(f"{p}: must be {spec!r}")
+            out.append(f"{_at(p)}: must be {spec!r}")
     return check
 
 
@@ -149,7 +155,7 @@ def _one_of(c: Compiler, spec, schema) -> Check:
     def check(v, p, out):
         passing = sum(1 for s in subs if not _errors(s, v, p))
         if passing != 1:
-            out.append(f"{p}: matches {passing} of the oneOf alternatives, not exactly 1")
+            out.append(f"{_at(p)}: matches {passing} of the oneOf alternatives, not exactly 1")
     return check
 
 
@@ -158,7 +164,7 @@ def _any_of(c: Compiler, spec, schema) -> Check:
 
     def check(v, p, out):
         if all(_errors(s, v, p) for s in subs):
-            out.append(f"{p}: matches none of the anyOf alternatives")
+            out.append(f"{_at(p)}: matches none of the anyOf alternatives")
     return check
 
 
@@ -177,7 +183,7 @@ def _bound(test: Callable[[Any, Any], bool], what: str, measure: Callable[[Any],
     def compiler(c: Compiler, spec, schema) -> Check:
         def check(v, p, out):
             if kind(v) and not test(measure(v) if measure else v, spec):
-                out.append(f"{p}: {what} {spec}")
+                out.append(f"{_at(p)}: {what} {spec}")
         return check
     return compiler
 
@@ -190,7 +196,7 @@ def _unique(c: Compiler, spec, schema) -> Check | None:
         if isinstance(v, list):
             seen = [repr(x) for x in v]
             if len(set(seen)) != len(seen):
-                out.append(f"{p}: items are not unique")
+                out.append(f"{_at(p)}: items are not unique")
     return check
 
 

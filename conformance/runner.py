@@ -10,6 +10,8 @@ working on. The other requests in flight go back to the queue for a fresh proces
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import os
 import selectors
 import signal
@@ -24,6 +26,9 @@ from typing import Any, Callable, Iterable, Mapping
 from conformance.protocol import SHUTDOWN, ProtocolError, decode, encode, hello_problems, hello_request
 
 READ_SIZE = 1 << 16
+EXIT_GRACE = 1.0          # seconds to wait for a process that closed its stdout to exit
+LOG_SUFFIX = ".adapter.log"
+_LOG_SEQUENCE = itertools.count(1)
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,16 @@ class Reply:
     message: dict[str, Any] | None
     failure: str | None = None       # crash, timeout, garbage, wrong_id, extra_output, protocol, unavailable
     detail: str = ""
+    history: list[str] | None = field(default=None, repr=False)   # ids sent to the same process
+    position: int = 0                # this vector's index in ``history``
+    log_path: str | None = None      # the stderr log of the process that answered (when kept)
+
+    def preceded_by(self, limit: int = 64) -> tuple[list[str], int]:
+        """The last ``limit`` vectors the same process received before this one, and how many
+        it received in all: what an order-dependent fault depends on."""
+        if not self.history:
+            return [], 0
+        return self.history[max(0, self.position - limit):self.position], self.position
 
 
 class StartError(Exception):
@@ -54,6 +69,25 @@ class Settings:
     workers: int = 2
     max_start_failures: int = 3       # consecutive failed starts before giving up on a process
     env: Mapping[str, str] | None = None
+    cwd: str | None = None            # working directory of the adapter (default: the runner's)
+    log_dir: Path | None = None       # keep each process's stderr here (default: a temporary directory)
+    log_label: str = "adapter"        # prefix of the log file names
+
+
+def signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def describe_exit(code: int | None) -> str:
+    """An exit status as a reader wants it: "exit status 70", "killed by SIGSEGV (signal 11)"."""
+    if code is None:
+        return "still running"
+    if code < 0:
+        return f"killed by {signal_name(-code)} (signal {-code})"
+    return f"exit status {code}"
 
 
 class AdapterProcess:
@@ -61,21 +95,26 @@ class AdapterProcess:
 
     def __init__(self, argv: list[str], settings: Settings, log_dir: Path, index: int):
         self.argv, self.settings = argv, settings
-        self.log_path = log_dir / f"adapter-{index}-{time.monotonic_ns()}.log"
+        self.log_path = log_dir / f"{settings.log_label}-w{index}-{next(_LOG_SEQUENCE):04d}{LOG_SUFFIX}"
+        if settings.cwd is not None and not Path(settings.cwd).is_dir():
+            raise StartError(f"cannot start {argv[0]!r}: working directory {settings.cwd} does not exist")
+        log_dir.mkdir(parents=True, exist_ok=True)
         self.log = open(self.log_path, "wb")
         try:
             self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=self.log, env=dict(settings.env) if settings.env else None,
-                                         start_new_session=True)
+                                         cwd=settings.cwd, start_new_session=True)
         except OSError as err:
             self.log.close()
-            raise StartError(f"cannot start {argv[0]!r}: {err.strerror or err}") from None
+            where = f" (in {settings.cwd})" if settings.cwd else ""
+            raise StartError(f"cannot start {argv[0]!r}{where}: {err.strerror or err}") from None
         self.out_fd, self.in_fd = self.proc.stdout.fileno(), self.proc.stdin.fileno()
         os.set_blocking(self.out_fd, False)
         os.set_blocking(self.in_fd, False)
         self.inbuf = bytearray()
         self.outbuf = bytearray()
         self.in_flight: deque[Job] = deque()
+        self.sent: list[str] = []            # every vector id sent, in order
         self.head_since = time.monotonic()
         self.answered: deque[str] = deque(maxlen=256)
         self.eof = False
@@ -143,7 +182,8 @@ class AdapterProcess:
         self.flush()
         line = self.wait_line(time.monotonic() + self.settings.handshake_timeout)
         if line is None:
-            why = "exited" if self.eof else f"did not answer within {self.settings.handshake_timeout:g} s"
+            why = (f"exited ({self.exit_description()})" if self.eof
+                   else f"did not answer within {self.settings.handshake_timeout:g} s")
             raise StartError(f"no hello: the adapter {why}{self.stderr_tail()}")
         try:
             hello = decode(line)
@@ -159,11 +199,28 @@ class AdapterProcess:
     def exit_code(self) -> int | None:
         return self.proc.poll()
 
+    def exit_description(self, grace: float = EXIT_GRACE) -> str:
+        """How the process ended, after waiting up to ``grace`` seconds for it to exit: a
+        process usually closes its stdout a moment before the kernel reports its exit."""
+        try:
+            code = self.proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            return f"closed its stdout but was still running after {grace:g} s"
+        return describe_exit(code)
+
+    def take_head(self, message: dict[str, Any] | None, failure: str | None = None, detail: str = "") -> Reply:
+        """Remove the oldest request in flight and make the reply to it."""
+        position = len(self.sent) - len(self.in_flight)
+        job = self.in_flight.popleft()
+        kept = str(self.log_path) if self.settings.log_dir is not None else None
+        return Reply(job.vector_id, message, failure, detail, self.sent, position, kept)
+
     def stderr_tail(self, lines: int = 5) -> str:
         try:
-            self.log.flush()
+            if not self.log.closed:
+                self.log.flush()
             text = self.log_path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
-        except OSError:
+        except (OSError, ValueError):
             return ""
         return ("; stderr: " + " | ".join(text[-lines:])) if text else ""
 
@@ -207,7 +264,7 @@ class AdapterProcess:
         try:
             code = self.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             if code != 0 and problem is None:
-                problem = f"exit status {code} after shutdown (must be 0)"
+                problem = f"{describe_exit(code)} after shutdown (must be exit status 0)"
         except subprocess.TimeoutExpired:
             problem = problem or f"did not exit within {timeout:g} s of its bye"
         self.kill()
@@ -221,6 +278,17 @@ class PoolReport:
     restarts: int = 0
     issues: list[str] = field(default_factory=list)   # run-level protocol problems
 
+    def note(self, issue: str) -> None:
+        self.issues.append(issue)
+
+    def collapse(self) -> None:
+        """One line per distinct issue, with how often it happened (a command that cannot
+        start fails every attempt the same way)."""
+        counts: dict[str, int] = {}
+        for issue in self.issues:
+            counts[issue] = counts.get(issue, 0) + 1
+        self.issues = [i if n == 1 else f"{i} ({n} times)" for i, n in counts.items()]
+
 
 class Pool:
     """Runs jobs through ``settings.workers`` processes of one adapter command."""
@@ -232,7 +300,11 @@ class Pool:
         report = PoolReport()
         queue = deque(jobs)
         on_reply = on_reply or (lambda r: None)
-        with tempfile.TemporaryDirectory(prefix="rtwo-conformance-") as logs:
+        keep = self.settings.log_dir
+        if keep is not None:
+            Path(keep).mkdir(parents=True, exist_ok=True)
+        with (contextlib.nullcontext(str(keep)) if keep is not None
+              else tempfile.TemporaryDirectory(prefix="rtwo-conformance-")) as logs:
             slots: list[AdapterProcess | None] = [None] * max(1, min(self.settings.workers, len(queue) or 1))
             failures = [0] * len(slots)
             sel = selectors.DefaultSelector()
@@ -263,8 +335,7 @@ class Pool:
             def fail_head(i: int, failure: str, detail: str) -> None:
                 proc = slots[i]
                 if proc.in_flight:
-                    job = proc.in_flight.popleft()
-                    deliver(Reply(job.vector_id, None, failure, detail))
+                    deliver(proc.take_head(None, failure, detail))
                 report.restarts += 1
                 retire(i)
 
@@ -280,7 +351,7 @@ class Pool:
                             sel.register(proc.out_fd, selectors.EVENT_READ, i)
                         except StartError as err:
                             failures[i] += 1
-                            report.issues.append(f"adapter start failed: {err}")
+                            report.note(f"adapter start failed: {err}")
                             retire(i, requeue=False)
                     proc = slots[i]
                     if proc is None:
@@ -290,6 +361,7 @@ class Pool:
                         if not proc.in_flight:
                             proc.head_since = time.monotonic()
                         proc.in_flight.append(job)
+                        proc.sent.append(job.vector_id)
                         proc.send(job.line)
                     if not proc.flush():
                         proc.eof = True
@@ -313,16 +385,15 @@ class Pool:
                 for i, proc in enumerate(slots):
                     if proc is None:
                         continue
-                    self._consume(i, proc, slots, deliver, fail_head, restart, report.issues.append)
+                    self._consume(i, proc, slots, deliver, fail_head, restart, report.note)
                     proc = slots[i]
                     if proc is None:
                         continue
                     if proc.eof and proc.in_flight:
-                        code = proc.proc.poll()
-                        status = f"exit status {code}" if code is not None else "closed its stdout"
+                        status = proc.exit_description()
                         fail_head(i, "crash", f"adapter crashed ({status}){proc.stderr_tail()}")
                     elif proc.eof:
-                        report.issues.append("adapter exited while idle" + proc.stderr_tail())
+                        report.note(f"adapter exited while idle ({proc.exit_description()}){proc.stderr_tail()}")
                         report.restarts += 1
                         retire(i)
                     elif proc.in_flight and now - proc.head_since > self.settings.timeout:
@@ -336,9 +407,10 @@ class Pool:
                     deliver(Reply(last, None, "extra_output",
                                   f"{len(stray)} extra line(s) after the last response: {stray[0][:120]!r}"))
                 if problem:
-                    report.issues.append(f"adapter exit behaviour: {problem}")
+                    report.note(f"adapter exit behaviour: {problem}")
                 slots[i] = None
             sel.close()
+        report.collapse()
         return report
 
     @staticmethod
@@ -374,10 +446,10 @@ class Pool:
                     restart(i)
                 return
             if head is not None and (rid == head.vector_id or (kind == "error" and rid is None)):
-                proc.in_flight.popleft()
+                reply = proc.take_head(message)
                 proc.head_since = time.monotonic()
                 proc.answered.append(head.vector_id)
-                deliver(Reply(head.vector_id, message))
+                deliver(reply)
                 continue
             if rid in proc.answered:
                 # The fault is the earlier vector's; the head is innocent and goes back in the queue.

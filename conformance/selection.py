@@ -1,4 +1,4 @@
-"""Choosing vectors: ``--filter`` expressions and known-failure (skip) lists.
+"""Choosing vectors: ``--filter`` expressions and known-failure lists.
 
 A filter is a comma-separated list of terms that must all match; several ``--filter``
 options select the union. A term is ``key=glob`` with key one of id, group, opcode, outcome,
@@ -9,7 +9,9 @@ call_outcome, section, category, source, boundary, or a bare glob matched agains
 Known-failure lists (conformance/known_failures/*.toml, schema
 spec/schemas/known-failures.schema.json) are versioned data: each entry names vector ids (a
 glob) and gives the reason, and the list names the implementation it applies to ("*" for
-any). Listed vectors are skipped and reported as skipped with their reason.
+any). Listed vectors still run: one that fails is an expected failure, reported with its
+reason; one that passes is reported as now passing and fails the run until it is removed
+from the list (strict, like pytest's ``xfail(strict=True)``).
 """
 
 from __future__ import annotations
@@ -80,6 +82,9 @@ class KnownFailure:
     implementation: str
     source: str                  # the file it came from
 
+    def describe(self) -> str:
+        return f"{self.reason} ({Path(self.source).name})"
+
     def applies(self, implementation: str, vector_id: str) -> bool:
         return (fnmatch.fnmatchcase(implementation, self.implementation)
                 and fnmatch.fnmatchcase(vector_id, self.pattern))
@@ -102,8 +107,9 @@ def load_known_failures(paths: Iterable[Path]) -> list[KnownFailure]:
     return out
 
 
-def skip_reason(known: Iterable[KnownFailure], implementation: str, vector_id: str) -> str | None:
+def known_failure(known: Iterable[KnownFailure], implementation: str, vector_id: str) -> KnownFailure | None:
+    """The first entry listing this vector for this implementation, if any."""
     for k in known:
         if k.applies(implementation, vector_id):
-            return f"{k.reason} ({Path(k.source).name})"
+            return k
     return None

@@ -5,6 +5,10 @@ Checks: handshake, a handful of vectors of every outcome kind, pipelined request
 order, error responses to malformed and unknown requests (and staying alive after them),
 traces when the capability is claimed, shutdown and end-of-input exit behaviour, refusing an
 unknown protocol version.
+
+Each check runs in its own adapter process (started and handshaken afresh), so a stray line
+or a lost response in one check never shows up as another check's failure; a failing check
+names its own problem and ends with the tail of that process's stderr.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from conformance.compare import compare_reply
 from conformance.protocol import (
     EXIT_UNSUPPORTED, ProtocolError, decode, encode, execute_request, hello_problems,
 )
-from conformance.runner import AdapterProcess, Settings, StartError
+from conformance.runner import AdapterProcess, Settings, StartError, describe_exit
 from conformance.tracediff import first_divergence, reference_trace
 
 # One vector of each kind of outcome, picked from the corpus by id.
@@ -39,70 +43,103 @@ class Check:
     detail: str = ""
 
 
+class _Ended(Exception):
+    """The adapter closed its stdout while a response was awaited."""
+
+
 class _Session:
     """One adapter process driven one message at a time."""
 
-    def __init__(self, argv: list[str], settings: Settings, logs: Path):
+    def __init__(self, argv: list[str], settings: Settings, logs: Path, index: int = 0):
         self.settings = settings
-        self.proc = AdapterProcess(argv, settings, logs, 0)
+        self.proc = AdapterProcess(argv, settings, logs, index)
 
-    def ask(self, message: Mapping[str, Any] | bytes) -> dict[str, Any] | None:
+    def ask(self, message: Mapping[str, Any] | bytes, waiting_for: str = "") -> dict[str, Any] | None:
         self.proc.send(message if isinstance(message, bytes) else encode(message))
         self.proc.flush()
+        return self.read(waiting_for)
+
+    def read(self, waiting_for: str = "") -> dict[str, Any] | None:
+        """The next message; None at end of output or timeout. A line that is not a protocol
+        message raises ProtocolError naming what was expected instead."""
         line = self.proc.wait_line(time.monotonic() + self.settings.timeout)
+        if line is None and self.proc.eof and waiting_for:
+            raise _Ended(f"the adapter closed its stdout ({self.proc.exit_description()}) where the response "
+                         f"to {waiting_for} was expected")
         if line is None:
             return None
-        return decode(line)
+        try:
+            return decode(line)
+        except ProtocolError as err:
+            where = f" where the response to {waiting_for} was expected" if waiting_for else ""
+            raise ProtocolError(f"a line on stdout that is not a protocol message{where}: {err}") from None
 
     def close(self) -> None:
         self.proc.kill()
 
 
+class _Checks:
+    """Runs each check in a fresh, handshaken adapter process and collects the verdicts."""
+
+    def __init__(self, argv: list[str], settings: Settings, logs: Path):
+        self.argv, self.settings, self.logs = argv, settings, logs
+        self.results: list[Check] = []
+        self.started = 0
+
+    def fresh(self) -> _Session:
+        self.started += 1
+        return _Session(self.argv, self.settings, self.logs, self.started)
+
+    def run(self, name: str, test: Callable[[_Session | None], str | None], handshake: bool = True,
+            process: bool = True) -> None:
+        session = None
+        try:
+            session = self.fresh() if process else None
+            if handshake and session is not None:
+                session.proc.handshake()
+            problem = test(session)
+        except (ProtocolError, StartError, OSError, _Ended) as err:
+            problem = str(err)
+        finally:
+            if session is not None:
+                session.close()
+        if problem and session is not None and "stderr:" not in problem:
+            problem += session.proc.stderr_tail(3)
+        self.results.append(Check(name, problem is None, problem or ""))
+
+
 def run_selftest(command: str, vectors: Mapping[str, Mapping[str, Any]], timeout: float = 10.0) -> list[Check]:
     argv = shlex.split(command)
     settings = Settings(timeout=timeout, handshake_timeout=timeout)
-    checks: list[Check] = []
-
-    def check(name: str, test: Callable[[], str | None]) -> None:
-        try:
-            problem = test()
-        except (ProtocolError, StartError, OSError) as err:
-            problem = str(err)
-        checks.append(Check(name, problem is None, problem or ""))
-
     samples = [vectors[i] for i in SAMPLE_IDS if i in vectors]
     with tempfile.TemporaryDirectory(prefix="rtwo-selftest-") as logs:
-        try:
-            session = _Session(argv, settings, Path(logs))
-        except StartError as err:
-            return [Check("adapter starts", False, str(err))]
+        checks = _Checks(argv, settings, Path(logs))
         state: dict[str, Any] = {}
-        try:
-            def handshake():
-                state["hello"] = session.proc.handshake()
-                return None
-            check("handshake: answers hello with name, version, spec 1.0, capabilities", handshake)
-            if "hello" not in state:
-                return checks
-            check("hello passes the protocol schema", lambda: _schema_problem("adapter-message", state["hello"], hello=True))
-            check(f"executes {len(samples)} sample vectors of every outcome kind exactly",
-                  lambda: _samples(session, samples))
-            check("answers 40 pipelined requests in order with their ids", lambda: _pipelined(session, samples))
-            check("answers a line that is not JSON with an error BAD_MESSAGE, and stays alive",
-                  lambda: _error_then_alive(session, b"{not json\n", "BAD_MESSAGE", samples))
-            check("answers an unknown message type with an error UNKNOWN_TYPE (id echoed)",
-                  lambda: _error_then_alive(session, {"type": "frobnicate", "id": "x-1"}, "UNKNOWN_TYPE", samples, "x-1"))
-            check("answers an execute without input with an error BAD_MESSAGE (id echoed)",
-                  lambda: _error_then_alive(session, {"type": "execute", "id": "x-2"}, "BAD_MESSAGE", samples, "x-2"))
-            if "trace" in state["hello"].get("capabilities", []):
-                check("capability trace: step traces equal the reference's", lambda: _traces(session, samples))
-            check("shutdown: answers bye and exits with status 0", lambda: _shutdown(session))
-        finally:
-            session.close()
-        check("end of input: exits with status 0 without output", lambda: _eof(argv, settings, Path(logs)))
-        check("unknown protocol version: error UNSUPPORTED_PROTOCOL, exit status 3",
-              lambda: _bad_protocol(argv, settings, Path(logs)))
-    return checks
+
+        def handshake(session: _Session) -> str | None:
+            state["hello"] = session.proc.handshake()
+            return None
+        checks.run("handshake: answers hello with name, version, spec 1.0, capabilities", handshake, handshake=False)
+        if "hello" not in state:
+            return checks.results
+        checks.run("hello passes the protocol schema",
+                   lambda s: _schema_problem("adapter-message", state["hello"], hello=True), process=False)
+        checks.run(f"executes {len(samples)} sample vectors of every outcome kind exactly",
+                   lambda s: _samples(s, samples))
+        checks.run("answers 40 pipelined requests in order with their ids", lambda s: _pipelined(s, samples))
+        checks.run("answers a line that is not JSON with an error BAD_MESSAGE, and stays alive",
+                   lambda s: _error_then_alive(s, b"{not json\n", "BAD_MESSAGE", samples))
+        checks.run("answers an unknown message type with an error UNKNOWN_TYPE (id echoed)",
+                   lambda s: _error_then_alive(s, {"type": "frobnicate", "id": "x-1"}, "UNKNOWN_TYPE", samples, "x-1"))
+        checks.run("answers an execute without input with an error BAD_MESSAGE (id echoed)",
+                   lambda s: _error_then_alive(s, {"type": "execute", "id": "x-2"}, "BAD_MESSAGE", samples, "x-2"))
+        if "trace" in state["hello"].get("capabilities", []):
+            checks.run("capability trace: step traces equal the reference's", lambda s: _traces(s, samples))
+        checks.run("shutdown: answers bye and exits with status 0", _shutdown)
+        checks.run("end of input: exits with status 0 without output", _eof)
+        checks.run("unknown protocol version: error UNSUPPORTED_PROTOCOL, exit status 3", _bad_protocol,
+                   handshake=False)
+    return checks.results
 
 
 def _schema_problem(name: str, document: Any, hello: bool = False) -> str | None:
@@ -113,7 +150,7 @@ def _schema_problem(name: str, document: Any, hello: bool = False) -> str | None
 
 def _samples(session: _Session, samples: Sequence[Mapping[str, Any]]) -> str | None:
     for v in samples:
-        reply = session.ask(execute_request(v["id"], v["input"]))
+        reply = session.ask(execute_request(v["id"], v["input"]), v["id"])
         if reply is None:
             return f"{v['id']}: no response"
         if reply.get("type") != "result" or reply.get("id") != v["id"]:
@@ -133,31 +170,30 @@ def _pipelined(session: _Session, samples: Sequence[Mapping[str, Any]]) -> str |
         session.proc.send(encode(execute_request(vid, samples[i % len(samples)]["input"])))
     session.proc.flush()
     for vid in ids:
-        line = session.proc.wait_line(time.monotonic() + session.settings.timeout)
-        if line is None:
+        reply = session.read(vid)
+        if reply is None:
             return f"no response for {vid}"
-        got = decode(line).get("id")
-        if got != vid:
-            return f"expected the response to {vid}, got {got!r}"
+        if reply.get("id") != vid:
+            return f"expected the response to {vid}, got {reply.get('id')!r}"
     return None
 
 
 def _error_then_alive(session: _Session, message, code: str, samples, echoed: str | None = None) -> str | None:
-    reply = session.ask(message)
+    reply = session.ask(message, f"the malformed request (an error {code})")
     if reply is None or reply.get("type") != "error" or reply.get("code") != code:
         return f"expected an error {code}, got {str(reply)[:200]}"
     if echoed is not None and reply.get("id") != echoed:
         return f"the error must echo id {echoed!r}, got {reply.get('id')!r}"
-    probe = samples[0]
-    after = session.ask(execute_request(probe["id"], probe["input"]))
-    if after is None or after.get("id") != probe["id"]:
-        return "did not answer the next request after the error"
+    probe = "alive-after-error"   # an id of its own: a fault tied to a sample vector stays in its own check
+    after = session.ask(execute_request(probe, samples[0]["input"]), f"{probe!r} sent after the error")
+    if after is None or after.get("id") != probe:
+        return f"did not answer the next request after the error (got {str(after)[:200]})"
     return None
 
 
 def _traces(session: _Session, samples) -> str | None:
     for v in samples:
-        reply = session.ask(execute_request(v["id"], v["input"], trace=True))
+        reply = session.ask(execute_request(v["id"], v["input"], trace=True), f"{v['id']} (traced)")
         if reply is None or not isinstance(reply.get("trace"), list):
             return f"{v['id']}: no trace list in the result"
         divergence = first_divergence(reference_trace(v["input"]), reply["trace"])
@@ -173,30 +209,21 @@ def _shutdown(session: _Session) -> str | None:
     return problem
 
 
-def _eof(argv, settings: Settings, logs: Path) -> str | None:
-    proc = AdapterProcess(argv, settings, logs, 1)
-    try:
-        proc.handshake()
-        proc.proc.stdin.close()
-        line = proc.wait_line(time.monotonic() + settings.timeout)
-        if line is not None:
-            return f"unexpected output after end of input: {line[:120]!r}"
-        code = proc.proc.wait(timeout=settings.timeout)
-        return None if code == 0 else f"exit status {code}"
-    finally:
-        proc.kill()
+def _eof(session: _Session) -> str | None:
+    proc = session.proc
+    proc.proc.stdin.close()
+    line = proc.wait_line(time.monotonic() + session.settings.timeout)
+    if line is not None:
+        return f"unexpected output after end of input: {line[:120]!r}"
+    code = proc.proc.wait(timeout=session.settings.timeout)
+    return None if code == 0 else describe_exit(code)
 
 
-def _bad_protocol(argv, settings: Settings, logs: Path) -> str | None:
-    proc = AdapterProcess(argv, settings, logs, 2)
-    try:
-        proc.send(encode({"type": "hello", "protocol": "rtwo-conformance/999", "spec_version": "1.0"}))
-        proc.flush()
-        line = proc.wait_line(time.monotonic() + settings.timeout)
-        reply = decode(line) if line else None
-        if reply is None or reply.get("type") != "error" or reply.get("code") != "UNSUPPORTED_PROTOCOL":
-            return f"expected an error UNSUPPORTED_PROTOCOL, got {str(reply)[:200]}"
-        code = proc.proc.wait(timeout=settings.timeout)
-        return None if code == EXIT_UNSUPPORTED else f"exit status {code}, expected {EXIT_UNSUPPORTED}"
-    finally:
-        proc.kill()
+def _bad_protocol(session: _Session) -> str | None:
+    proc = session.proc
+    reply = session.ask({"type": "hello", "protocol": "rtwo-conformance/999", "spec_version": "1.0"},
+                        "the hello of protocol 999")
+    if reply is None or reply.get("type") != "error" or reply.get("code") != "UNSUPPORTED_PROTOCOL":
+        return f"expected an error UNSUPPORTED_PROTOCOL, got {str(reply)[:200]}"
+    code = proc.proc.wait(timeout=session.settings.timeout)
+    return None if code == EXIT_UNSUPPORTED else f"{describe_exit(code)}, expected exit status {EXIT_UNSUPPORTED}"

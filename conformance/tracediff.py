@@ -31,14 +31,21 @@ class Divergence:
     op_name: str | None
     previous: str | None = None   # the instruction before it: a step's counters are taken
                                   # before it runs, so a mischarge shows one step later
+    summary: bool = False         # at the reference's final summary object, not at a step
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
     def __str__(self) -> str:
-        where = f"step {self.step}" + (f" (pc {self.pc}, {self.op_name})" if self.op_name else "")
-        after = f", after {self.previous}" if self.previous else ""
-        return f"first divergence at {where}{after}: {self.field}: expected {self.expected!r}, got {self.actual!r}"
+        if self.summary:
+            last = f", the last {self.previous}" if self.previous else ""
+            where = f"in the final summary object (after {self.step} steps{last})"
+        elif self.field == "step" and self.expected == "end of trace":
+            where = f"after the final summary object (entry {self.step}: the trace goes on)"
+        else:
+            where = f"at step {self.step}" + (f" (pc {self.pc}, {self.op_name})" if self.op_name else "")
+        after = f", after {self.previous}" if self.previous and not self.summary else ""
+        return f"first divergence {where}{after}: {self.field}: expected {self.expected!r}, got {self.actual!r}"
 
 
 def reference_trace(vector_input: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -57,14 +64,16 @@ def first_divergence(expected: list[Mapping[str, Any]], actual: Any) -> Divergen
         return Divergence(0, "trace", "a list of steps", type(actual).__name__, None, None)
     for i, want in enumerate(expected):
         got = actual[i] if i < len(actual) else None
-        pc, name = (want.get("pc"), want.get("opName")) if not _is_summary(want) else (None, None)
+        summary = _is_summary(want)
+        pc, name = (want.get("pc"), want.get("opName")) if not summary else (None, None)
         if not isinstance(got, dict):
-            return Divergence(i, "step", _label(want), "end of trace" if got is None else got, pc, name)
-        fields = SUMMARY_FIELDS if _is_summary(want) else STEP_FIELDS
+            return Divergence(i, "step", _label(want), "end of trace" if got is None else got, pc, name,
+                              summary=summary)
+        fields = SUMMARY_FIELDS if summary else STEP_FIELDS
         for field in fields:
             if want.get(field) != got.get(field):
                 previous = _label(expected[i - 1]) if i else None
-                return Divergence(i, field, want.get(field), got.get(field), pc, name, previous)
+                return Divergence(i, field, want.get(field), got.get(field), pc, name, previous, summary)
     if len(actual) > len(expected):
         return Divergence(len(expected), "step", "end of trace", actual[len(expected)], None, None)
     return None

@@ -86,11 +86,7 @@ class Boundary:
     """The vector sits at a limit: its demand is one below, exactly at, or one above it."""
 
     limit: str          # a sandbox dimension, a machine limit or a request-range bound
-    at: str             # one of BOUNDARY_POINTS
-
-    def __post_init__(self) -> None:
-        if self.at not in BOUNDARY_POINTS:
-            raise ValueError(f"boundary point {self.at!r}")
+    at: str             # one of BOUNDARY_POINTS (checked with the case, fill.case_problems)
 
 
 @dataclass(frozen=True)

@@ -73,6 +73,29 @@ def test_selftest_names_what_a_broken_adapter_gets_wrong(vectors, fault, failing
     assert any(failing_check in c.name and not c.ok for c in checks), [(c.name, c.ok) for c in checks]
 
 
+def test_each_selftest_check_reports_its_own_problem(vectors):
+    # A stray line before one sample's response: only the checks that ask for that vector
+    # fail, each naming the stray line; the lost response does not leak into later checks.
+    target = "arithmetic/ADD/one__one"
+    command = shlex.join([sys.executable, str(FAULTY), "--fault", "garbage", "--target", target])
+    checks = run_selftest(command, vectors, timeout=5)
+    failing = {c.name: c.detail for c in checks if not c.ok}
+    assert sorted(failing) == ["capability trace: step traces equal the reference's",
+                               "executes 12 sample vectors of every outcome kind exactly"], failing
+    assert all(f"response to {target}" in d and "panic: unexpected state" in d for d in failing.values())
+    assert len(checks) == 11
+
+
+def test_selftest_of_an_adapter_that_dies_names_its_exit_status_and_stderr(vectors):
+    command = shlex.join([sys.executable, str(FAULTY), "--fault", "exit-70", "--target", "arithmetic/ADD/one__one"])
+    checks = run_selftest(command, vectors, timeout=5)
+    failing = [c for c in checks if not c.ok]
+    assert [c.name.split(":")[0].split(" ")[0] for c in failing] == ["executes", "capability"]
+    for c in failing:
+        assert "closed its stdout (exit status 70)" in c.detail, c.detail
+        assert "stderr: Traceback: internal error on arithmetic/ADD/one__one" in c.detail
+
+
 def test_cli_run_on_a_filter_writes_reports(tmp_path):
     done = cli("conformance", "run", "--filter", "hash/*", "--filter", "opcode=CALL,source=definition",
                "--out", str(tmp_path), "--no-progress")

@@ -149,19 +149,82 @@ def test_two_implementations_are_compared_with_each_other(subset):
     result = _run([reference_command(), faulty("wrong-result")], subset, repeat=0)
     assert [d["vector"] for d in result.disagreements] == [TARGET]
     ref, bad = result.runs
-    assert ref.outcomes[TARGET].categories == ["disagreement"]
+    assert ref.outcomes[TARGET].status == "pass" and ref.ok, "the implementation that matches is not blamed"
     assert set(bad.outcomes[TARGET].categories) == {"result", "disagreement"}
     assert not result.ok
 
 
-def test_known_failures_are_skipped_with_their_reason(subset, tmp_path):
+def test_a_disagreement_names_the_fields_and_which_side_matches(subset):
+    result = _run([reference_command(), faulty("miscount-compute")], subset, repeat=0)
+    (d,) = result.disagreements
+    assert d["fields"] == ["usage.compute", "fee"] and d["matches_expected"] == ["rtwo-reference"]
+    assert d["differences"][0]["values"][1] == d["differences"][0]["values"][0] + 1
+    bad = result.runs[1].outcomes[TARGET]
+    agreement = [m for m in bad.failures if m.category == "disagreement"]
+    assert [m.field for m in agreement] == ["agreement with rtwo-reference: usage.compute",
+                                            "agreement with rtwo-reference: fee"]
+    text = report.summary(result, {})
+    assert "differ in usage.compute, fee; rtwo-reference matches the expected result" in text
+    assert "differing fields" not in text
+
+
+def _listing(tmp_path, *ids):
     listing = tmp_path / "faulty.toml"
-    listing.write_text(f'version = 1\nspec_version = "1.0"\nimplementation = "faulty-reference"\n'
-                       f'[[known_failure]]\nid = "{TARGET}"\nreason = "seeded fault"\n')
-    result = _run([faulty("wrong-result")], subset, repeat=0, known=load_known_failures([listing]))
+    entries = "".join(f'[[known_failure]]\nid = "{i}"\nreason = "seeded fault"\n' for i in ids)
+    listing.write_text(f'version = 1\nspec_version = "1.0"\nimplementation = "faulty-reference"\n{entries}')
+    return load_known_failures([listing])
+
+
+def test_a_listed_vector_still_runs_and_fails_as_expected_with_its_reason(subset, tmp_path):
+    result = _run([faulty("wrong-result")], subset, repeat=0, known=_listing(tmp_path, TARGET))
     (run,) = result.runs
-    assert result.ok and run.count("skip") == 1
-    assert "seeded fault" in run.outcomes[TARGET].reason
+    o = run.outcomes[TARGET]
+    assert result.ok and o.status == "xfail" and o.categories == ["result"]
+    assert o.known == "seeded fault (faulty.toml)" and run.count("xfail") == 1
+    text = report.summary(result, {})
+    assert "1 known failure (expected)" in text and "reason: seeded fault (faulty.toml)" in text
+    doc = report.to_json(result, {})["implementations"][0]
+    assert [k["id"] for k in doc["known_failures"]] == [TARGET] and doc["counts"]["xfail"] == 1
+    skipped = ET.fromstring(report.junit_xml(result)).find(".//skipped")
+    assert skipped is not None and "seeded fault" in skipped.get("message")
+
+
+def test_a_listed_vector_that_now_passes_is_reported_and_fails_the_run(subset, tmp_path):
+    fixed = "arithmetic/ADD/one__zero"     # the seeded fault only hits TARGET
+    result = _run([faulty("wrong-result")], subset, repeat=0, known=_listing(tmp_path, TARGET, fixed))
+    (run,) = result.runs
+    assert run.outcomes[fixed].status == "xpass" and run.outcomes[TARGET].status == "xfail"
+    assert not result.ok, "strict: an unexpected pass fails the run until the entry is removed"
+    text = report.summary(result, {})
+    assert "NOW PASSING (1)" in text and f"{fixed}  (listed: seeded fault (faulty.toml))" in text
+    assert report.to_json(result, {})["implementations"][0]["now_passing"][0]["id"] == fixed
+    failure = ET.fromstring(report.junit_xml(result)).find(".//failure")
+    assert failure is not None and failure.get("type") == "xpass"
+
+
+@pytest.mark.parametrize("fault,status", [("exit-70", "exit status 70"), ("killed", "killed by SIGTERM")])
+def test_a_crash_reports_the_exit_status_even_when_stdout_closes_first(subset, fault, status):
+    o = _only_failure(_run([faulty(fault)], subset, repeat=0))
+    assert o.categories == ["crash"] and status in o.reason, o.reason
+    assert "closed its stdout" not in o.reason and "Traceback: internal error" in o.reason
+
+
+def test_an_adapter_that_cannot_start_is_reported_once_with_its_stderr(subset):
+    broken = shlex.join([sys.executable, "-c", "import sys; print('no VM library', file=sys.stderr); sys.exit(70)"])
+    result = _run([broken], subset[:20], repeat=0)
+    (run,) = result.runs
+    assert not result.ok and run.count("fail") == 20 and run.start_error
+    text = report.summary(result, {})
+    assert text.count("could not start") == 1 and text.count("stderr: no VM library") == 1, text
+    assert "exit status 70" in text and "20 vectors not run" in text and " ?" not in text
+
+
+def test_summary_wording(subset, vectors):
+    target = "validation/BAD_MAGIC/zeros"      # no opcodes: no empty "opcodes with failures:" line
+    result = _run([faulty("wrong-result", target=target)], select(vectors, ["validation/BAD_MAGIC/*"]), repeat=0)
+    text = report.summary(result, {})
+    assert "opcodes with failures" not in text and "1 implementation," in text and "(s)" not in text
+    assert "1 adapter restart" not in text and "0 adapter restarts" in text
 
 
 def test_failures_become_replay_bundles_and_junit_failures(subset, tmp_path):

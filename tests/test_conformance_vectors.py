@@ -184,6 +184,11 @@ def test_known_failure_lists_are_schema_checked(tmp_path):
     bad.write_text('version = 1\nimplementation = "x"\nknown_failure = [{id = "a"}]\n')
     with pytest.raises(SelectionError):
         load_known_failures([bad])
+    unversioned = tmp_path / "unversioned.toml"
+    unversioned.write_text('spec_version = "1.0"\nimplementation = "x"\nknown_failure = []\n')
+    with pytest.raises(SelectionError) as raised:
+        load_known_failures([unversioned])
+    assert str(raised.value) == f"{unversioned}: (top): missing 'version'"
     shipped = sorted((ROOT / "conformance" / "known_failures").glob("*.toml"))
     assert shipped and load_known_failures(shipped) == []
 
@@ -198,3 +203,49 @@ def test_manifest_names_every_file_with_counts():
     assert schema_problems("vector-manifest", manifest, authoritative=True) == []
     assert sum(f["vectors"] for f in manifest["files"]) == manifest["vector_count"]
     assert manifest["smt_inputs"] is not None and manifest["smt_inputs"]["branches"] > 0
+
+
+def _fill_with(monkeypatch, *extra):
+    monkeypatch.setattr(fill_mod, "all_cases", lambda: iter(extra))
+    return fill_mod.fill(["definition"])
+
+
+@pytest.mark.parametrize("typo,message", [
+    ({"opcodes": ("SSTOR",)}, "storage/SSTORE/typo: unknown opcode 'SSTOR' (did you mean 'SSTORE'?) in opcodes"),
+    ({"code": "push 1\npush 0\nsstor\nstop\n"}, "storage/SSTORE/typo: assembly: line 3: unknown mnemonic 'sstor'"),
+    ({"limits": {"computer": 5}}, "storage/SSTORE/typo: unknown limit 'computer' (did you mean 'compute'?)"),
+    ({"policy": {"storage_acess": "read_only"}}, "storage/SSTORE/typo: unknown policy field 'storage_acess'"),
+])
+def test_a_bad_definition_is_named_by_its_vector_id(monkeypatch, typo, message):
+    fields = {"code": "push 1\npush 0\nsstore\nstop\n", "opcodes": ("SSTORE",), **typo}
+    bad = Case(id="storage/SSTORE/typo", description="a definition with a typo", **fields)
+    with pytest.raises(ValueError) as raised:
+        _fill_with(monkeypatch, bad)
+    assert str(raised.value).startswith(message), str(raised.value)
+
+
+def test_cli_fill_reports_a_bad_definition_on_one_line(monkeypatch, capsys):
+    from rtwo_vm import cli
+    bad = Case(id="storage/SSTORE/typo", description="typo", code="push 1\npush 0\nsstore\nstop\n",
+               opcodes=("SSTOR",))
+    monkeypatch.setattr(fill_mod, "all_cases", lambda: iter([bad]))
+    assert cli.main(["vectors", "fill", "--check", "--source", "definition"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == ["rtwo-vm: error: storage/SSTORE/typo: unknown opcode 'SSTOR' "
+                                        "(did you mean 'SSTORE'?) in opcodes"]
+
+
+def test_a_divergence_in_the_summary_object_says_so():
+    from conformance.tracediff import first_divergence, reference_trace
+    v = fill_case(Case(id="arithmetic/ADD/t", description="t", code="push 1\npush 2\nadd\nstop\n",
+                       opcodes=("ADD",)))
+    expected = reference_trace(v["input"])
+    actual = copy.deepcopy(expected)
+    actual[-1]["status"] = "fault"
+    d = first_divergence(expected, actual)
+    assert d.summary and str(d).startswith("first divergence in the final summary object (after 4 steps, "
+                                           "the last STOP at pc "), str(d)
+    assert "status: expected 'success', got 'fault'" in str(d)
+    step = first_divergence(expected, [{**expected[0], "computeUsed": 9}] + expected[1:])
+    assert not step.summary and str(step).startswith("first divergence at step 0 (pc ")
+

@@ -57,6 +57,9 @@ def register(sub) -> None:
     r.add_argument("--max-traces", type=int, default=50, help="failing vectors whose traces are diffed")
     r.add_argument("--out", default="build/conformance",
                    help="directory for report.json, junit.xml and bundles/ (default build/conformance)")
+    r.add_argument("--keep-logs", nargs="?", const="", default=None, metavar="DIR",
+                   help="keep the stderr of every adapter process in DIR (default when given "
+                        "without DIR: <out>/logs); off by default")
     r.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar on stderr (default: when stderr is a terminal)")
     r.add_argument("--quiet", action="store_true", help="print only the final line")
@@ -70,7 +73,14 @@ def register(sub) -> None:
     s = cs.add_parser("replay", help="run one failing vector again from its replay bundle (or by id)")
     _dir(s)
     s.add_argument("target", help="a replay bundle file, or a vector id")
-    s.add_argument("--impl", metavar="CMD", help="adapter command line (default: the bundle's)")
+    s.add_argument("--impl", metavar="CMD",
+                   help="adapter command line, run from the current directory (default: the bundle's "
+                        "command, run from the directory it was run from)")
+    s.add_argument("--repeat", type=int, default=None,
+                   help="extra determinism passes in perturbed environments (default: 1 for a vector id, "
+                        "0 for a bundle, which replays the passes it recorded)")
+    s.add_argument("--seed", type=int, default=1, help="seed of the extra passes' orders")
+    s.add_argument("--keep-logs", default=None, metavar="DIR", help="keep the adapter's stderr in DIR")
     s.add_argument("--timeout", type=float, default=10.0)
     s.set_defaults(func=_cmd_replay)
     s = cs.add_parser("adapter", help="serve the reference interpreter on stdin/stdout (protocol 1)")
@@ -185,14 +195,18 @@ def _cmd_run(args) -> int:
         raise CliError(str(err)) from None
     commands = args.impl or [reference_command()]
     _check_commands(commands)
+    out = Path(args.out)
+    logs = None if args.keep_logs is None else Path(args.keep_logs or out / "logs")
+    if logs is not None:
+        _clear_logs(logs)
     options = Options(repeat=args.repeat, seed=args.seed, max_traces=args.max_traces,
-                      settings=Settings(timeout=args.timeout, window=args.window, workers=args.workers))
+                      settings=Settings(timeout=args.timeout, window=args.window, workers=args.workers,
+                                        log_dir=logs))
     show = sys.stderr.isatty() if args.progress is None else args.progress
     progress = rep.Progress(len(vectors) * len(commands) * (1 + args.repeat), sys.stderr, show and not args.quiet)
     result = run_suite(commands, vectors, known, options,
                        lambda command, reply: progress.tick(reply.failure is not None))
     progress.finish()
-    out = Path(args.out)
     try:
         bundles = rep.write_bundles(result, out / "bundles")
         (out / "report.json").write_text(json.dumps(rep.to_json(result, manifest, bundles, args.filter),
@@ -203,9 +217,22 @@ def _cmd_run(args) -> int:
     text = rep.summary(result, manifest, bundles, by_opcode=args.by_opcode)
     print(text.splitlines()[-1] if args.quiet else text)
     if not args.quiet:
-        print(f"report: {out / 'report.json'}, {out / 'junit.xml'}" + (f", {len(bundles)} replay bundles in "
-                                                                      f"{out / 'bundles'}" if bundles else ""))
+        print(f"report: {out / 'report.json'}, {out / 'junit.xml'}"
+              + (f", {rep.plural(len(bundles), 'replay bundle')} in {out / 'bundles'}" if bundles else "")
+              + (f"; adapter stderr logs in {logs}" if logs is not None else ""))
     return 0 if result.ok else 1
+
+
+def _clear_logs(directory: Path) -> None:
+    """Remove the adapter logs of an earlier run (only files the runner names), so that the
+    directory holds this run's only."""
+    from conformance.runner import LOG_SUFFIX
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        for stale in directory.glob(f"*{LOG_SUFFIX}"):
+            stale.unlink()
+    except OSError as err:
+        raise CliError(f"--keep-logs {directory}: {err.strerror or err}") from None
 
 
 def _check_commands(commands) -> None:
@@ -233,28 +260,43 @@ def _cmd_selftest(args) -> int:
 
 
 def _cmd_replay(args) -> int:
-    from conformance.suite import Options, reference_command, run_implementation
-    from conformance.runner import Settings
+    from conformance import replay as rp
     from conformance import report as rep
+    from conformance.runner import Settings
+    from conformance.suite import reference_command
+    if args.timeout <= 0 or (args.repeat is not None and args.repeat < 0):
+        raise CliError("--timeout must be positive and --repeat not negative")
     target = Path(args.target)
+    vectors = None
     if target.exists():
         try:
-            bundle = json.loads(target.read_text(encoding="utf-8"))
-            vector, command = bundle["vector"], args.impl or bundle["implementation"]["command"]
-        except (ValueError, KeyError, TypeError) as err:
-            raise CliError(f"{target}: not a replay bundle ({err})") from None
+            plan = rp.plan_bundle(rp.read_bundle(target), args.impl, args.repeat or 0, args.seed)
+        except ValueError as err:
+            raise CliError(str(err)) from None
     else:
         _, vectors = _load(args)
         found = [v for v in vectors if v["id"] == args.target]
         if not found:
             raise CliError(f"{args.target}: neither a bundle file nor a vector id")
-        vector, command = found[0], args.impl or reference_command()
-    _check_commands([command])
-    options = Options(repeat=0, settings=Settings(timeout=args.timeout, workers=1))
-    run = run_implementation(command, [vector], [], options)
-    from conformance.suite import SuiteResult
-    result = SuiteResult([run], {vector["id"]: vector})
-    print(rep.summary(result, {"digest": "replay"}))
+        plan = rp.plan_vector(found[0], args.impl or reference_command(),
+                              1 if args.repeat is None else args.repeat, args.seed)
+    _check_commands([plan.command])
+    if any(p.get("preceded_by") for p in plan.passes) and vectors is None:
+        try:
+            _, vectors = _load(args)
+        except CliError as err:
+            print(f"note: {err}; preceding vectors are not replayed", file=sys.stderr)
+            vectors = []
+    for note in plan.notes:
+        print(f"note: {note}")
+    result, stderr = rp.replay(plan, {v["id"]: v for v in vectors or []}, Settings(timeout=args.timeout),
+                               Path(args.keep_logs) if args.keep_logs else None)
+    title = f"replay of {plan.vector['id']} in {rep.plural(len(plan.passes), 'pass', 'passes')}"
+    print(rep.summary(result, {}, title=title))
+    for name, text in stderr:
+        if text:
+            print(f"\nadapter stderr ({name}, last {rp.STDERR_LINES} lines):")
+            print("\n".join(f"  {line}" for line in text.splitlines()))
     return 0 if result.ok else 1
 
 

@@ -7,6 +7,9 @@ Faults (applied to vectors whose id matches --target, default every vector):
   miscount-compute  the instruction --op costs one compute unit more (usage, fee and trace)
   nondeterministic  usage.compute depends on the time zone (correct only in UTC)
   crash             the process exits (status 3) on the vector
+  exit-70           on the vector: closes stdout, logs a traceback to stderr, exits with status 70
+                    a moment later (the runner must wait for the exit status)
+  killed            on the vector: closes stdout, then dies of SIGTERM a moment later
   hang              the process sleeps forever on the vector
   garbage           a non-protocol line is printed before the response
   extra-line        the response is written twice
@@ -22,6 +25,7 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -31,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from conformance.adapter import Adapter  # noqa: E402
 from conformance.protocol import EXIT_UNSUPPORTED, encode  # noqa: E402
 
-FAULTS = ("wrong-result", "miscount-compute", "nondeterministic", "crash", "hang", "garbage",
+FAULTS = ("wrong-result", "miscount-compute", "nondeterministic", "crash", "exit-70", "killed", "hang", "garbage",
           "extra-line", "wrong-id", "exceed-limit", "bad-stage", "bad-hello", "noisy")
 
 
@@ -58,6 +62,15 @@ class FaultyAdapter(Adapter):
             return super().execute(vector_id, vector_input, trace)
         if self.fault == "crash":
             os._exit(3)
+        if self.fault in ("exit-70", "killed"):
+            # stdout closes first; the process ends a moment later, as when a runtime flushes
+            # its streams and then writes a long crash report.
+            os.close(1)
+            print(f"Traceback: internal error on {vector_id}", file=sys.stderr, flush=True)
+            time.sleep(0.3)
+            if self.fault == "killed":
+                os.kill(os.getpid(), signal.SIGTERM)
+            os._exit(70)
         if self.fault == "hang":
             time.sleep(3600)
         if self.fault == "miscount-compute":

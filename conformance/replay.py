@@ -1,0 +1,173 @@
+"""``rtwo-vm conformance replay``: run one failing vector again the way it failed.
+
+A replay bundle (report.write_bundles) records, besides the vector and the response, the
+adapter command and the directory it ran in, and every pass the vector ran in: the pass's
+environment (PYTHONHASHSEED, TZ, LC_ALL, LANG; unset ones as null), its order seed, and the
+vectors the same adapter process received before it. A replay runs the main pass again and
+every pass whose result differed from it, each in a fresh process under the recorded
+environment and after the recorded preceding vectors (read from the corpus), then judges the
+vector as ``conformance run`` does: the main pass against the expected result, the others
+against the main pass. A determinism failure therefore fails its replay as it failed the run.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import tempfile
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+from conformance import determinism
+from conformance.report import BUNDLE_FORMATS
+from conformance.runner import Pool, Settings, StartError
+from conformance.suite import (
+    ImplementationRun, Outcome, PassRun, SuiteResult, evaluate, jobs, probe, slug,
+)
+
+STDERR_LINES = 20
+
+
+@dataclass
+class Plan:
+    """What to replay: one vector, one adapter, and the passes to run it in (main first)."""
+
+    vector: Mapping[str, Any]
+    command: str
+    cwd: str | None = None                       # run the adapter here (None: the current directory)
+    passes: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _main_record(environment: Mapping[str, str | None] | None = None) -> dict[str, Any]:
+    return {"name": "main pass", "pass": determinism.MAIN_PASS,
+            "environment": dict(environment) if environment is not None else determinism.environment_of(),
+            "order_seed": None, "preceded_by": [], "preceded_count": 0}
+
+
+def _perturbed(count: int, seed: int) -> list[dict[str, Any]]:
+    out = []
+    for k in range(count):
+        p = determinism.perturbation(k, seed)
+        out.append({"name": f"determinism pass {k + 1}", "pass": p.describe(), "environment": p.recorded,
+                    "order_seed": p.order_seed, "preceded_by": [], "preceded_count": 0})
+    return out
+
+
+def read_bundle(path: Path) -> dict[str, Any]:
+    """The bundle at ``path``; ValueError when it is not one."""
+    try:
+        bundle = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise ValueError(f"{path}: not a replay bundle ({err})") from None
+    if not isinstance(bundle, dict) or bundle.get("bundle") not in BUNDLE_FORMATS:
+        found = bundle.get("bundle") if isinstance(bundle, dict) else None
+        raise ValueError(f"{path}: not a replay bundle (format {found!r})")
+    try:
+        bundle["vector"]["id"], bundle["vector"]["input"], bundle["implementation"]["command"]
+    except (KeyError, TypeError) as err:
+        raise ValueError(f"{path}: not a replay bundle (missing {err})") from None
+    return bundle
+
+
+def plan_bundle(bundle: Mapping[str, Any], impl: str | None = None, repeat: int = 0, seed: int = 1) -> Plan:
+    """The passes of a bundle to replay: its main pass and every pass that differed from it,
+    plus ``repeat`` standard perturbed passes. With ``impl`` another adapter runs them, from the
+    current directory; else the bundle's command runs in its recorded directory."""
+    recorded = [p for p in bundle.get("passes") or [] if isinstance(p, dict)]
+    main = next((p for p in recorded if p.get("name") == "main pass"), None)
+    notes = []
+    if main is None:
+        main = _main_record()
+        notes.append("the bundle records no environment (format 1): replayed in the current environment")
+    passes = [main] + [p for p in recorded if p is not main and p.get("differs")]
+    passes += _perturbed(repeat, seed)
+    implementation = bundle["implementation"]
+    cwd = None if impl else implementation.get("cwd")
+    if cwd and not Path(cwd).is_dir():
+        notes.append(f"the recorded working directory {cwd} does not exist here: the command runs from "
+                     "the current directory")
+        cwd = None
+    return Plan(bundle["vector"], impl or implementation["command"], cwd, passes, notes)
+
+
+def plan_vector(vector: Mapping[str, Any], command: str, repeat: int = 1, seed: int = 1) -> Plan:
+    return Plan(vector, command, None, [_main_record()] + _perturbed(repeat, seed))
+
+
+def replay(plan: Plan, corpus: Mapping[str, Mapping[str, Any]], settings: Settings,
+           keep_logs: Path | None = None) -> tuple[SuiteResult, list[tuple[str, str]]]:
+    """Run the plan; the result (one implementation, one vector) and, per pass, the adapter's
+    stderr from the process that ran the vector."""
+    started = time.perf_counter()
+    vector, vid = plan.vector, plan.vector["id"]
+    run = ImplementationRun(plan.command, cwd=plan.cwd or str(Path.cwd()))
+    settings = replace(settings, workers=1, cwd=plan.cwd)
+    argv = shlex.split(plan.command)
+    stderr: list[tuple[str, str]] = []
+    with tempfile.TemporaryDirectory(prefix="rtwo-replay-") as tmp:
+        logs = Path(keep_logs) if keep_logs is not None else Path(tmp)
+        settings = replace(settings, log_dir=logs)
+        try:
+            run.hello = probe(argv, replace(settings, log_label="replay__probe"))
+        except StartError as err:
+            run.start_error = str(err)
+            run.issues.append(f"the adapter could not start: {err}")
+            run.outcomes[vid] = evaluate(vector, None)
+            run.outcomes[vid].reason = str(err)
+            return SuiteResult([run], {vid: vector}, seconds=time.perf_counter() - started), stderr
+        first = None
+        for k, record in enumerate(plan.passes):
+            reply, line = _run_pass(argv, settings, vector, record, corpus, k)
+            run.passes.append(line)
+            name = record.get("name") or f"pass {k}"
+            if reply is not None and reply.log_path:
+                stderr.append((name, _tail(Path(reply.log_path))))
+            diff = determinism.differences(first, reply, f"{name} against the main pass") if k else []
+            if k == 0:
+                first = reply
+                outcome: Outcome = evaluate(vector, reply)
+                run.outcomes[vid] = outcome
+            outcome.passes.append(PassRun(name, record.get("pass", name), record.get("environment") or {},
+                                          record.get("order_seed"), reply, bool(diff)))
+            if diff:
+                outcome.status = "fail"
+                outcome.failures.extend(diff)
+    run.total_seconds = time.perf_counter() - started
+    return SuiteResult([run], {vid: vector}, seconds=run.total_seconds), stderr
+
+
+def _run_pass(argv: list[str], settings: Settings, vector, record: Mapping[str, Any],
+              corpus: Mapping[str, Mapping[str, Any]], index: int):
+    vid = vector["id"]
+    wanted = [i for i in record.get("preceded_by") or [] if i != vid]
+    before = [corpus[i] for i in wanted if i in corpus]
+    env = determinism.apply(record.get("environment") or {})
+    pool = Pool(argv, replace(settings, env=env, log_label=f"replay__{index}_{slug(record.get('name', ''))}"))
+    report = pool.run(jobs([*before, vector]))
+    reply = report.replies.get(vid)
+    recorded = sorted((record.get("environment") or {}).items())
+    line = f"{record.get('name') or 'pass'}: fresh process, " + ", ".join(
+        f"{k}={v}" if v is not None else f"{k} unset" for k, v in recorded)
+    if record.get("order_seed") is not None:
+        line += f" (order seed {record['order_seed']})"
+    total = record.get("preceded_count") or 0
+    if total:
+        ran = reply.position if reply is not None else 0
+        line += (f"; after the {total} vectors its process ran before it" if ran == total
+                 else f"; after {ran} of the {total} vectors its process ran before it")
+        if len(before) < len(wanted):
+            line += f" ({len(wanted) - len(before)} not in this corpus)"
+        if total > len(wanted):
+            line += f" (the bundle keeps the last {len(wanted)})"
+    return reply, line
+
+
+def _tail(path: Path, lines: int = STDERR_LINES) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace").rstrip().splitlines()
+    except OSError:
+        return ""
+    return "\n".join(text[-lines:])
