@@ -52,8 +52,20 @@ class Progress:
             self.stream.flush()
 
 
-def bundle_name(run: ImplementationRun, vector_id: str) -> str:
-    return f"{slug(run.name)}__{vector_id.replace('/', '__')}.json"
+def bundle_prefixes(runs) -> list[str]:
+    """A file-name prefix per implementation run: its name, numbered when two runs share one
+    (two builds of the same VM), so that their bundles never overwrite each other."""
+    names = [slug(run.name) for run in runs]
+    seen: Counter = Counter()
+    out = []
+    for name in names:
+        seen[name] += 1
+        out.append(name if names.count(name) == 1 else f"{name}-{seen[name]}")
+    return out
+
+
+def bundle_name(prefix: str, vector_id: str) -> str:
+    return f"{prefix}__{vector_id.replace('/', '__')}.json"
 
 
 def write_bundles(result: SuiteResult, directory: Path) -> dict[tuple[str, str], Path]:
@@ -68,12 +80,12 @@ def write_bundles(result: SuiteResult, directory: Path) -> dict[tuple[str, str],
         except (OSError, ValueError, AttributeError):
             pass
     written = {}
-    for run in result.runs:
+    for run, prefix in zip(result.runs, bundle_prefixes(result.runs)):
         for o in run.outcomes.values():
             # A vector never sent (the adapter would not start) has nothing to replay.
             if not o.failed or "unavailable" in o.categories:
                 continue
-            path = (directory / bundle_name(run, o.vector_id)).resolve()
+            path = (directory / bundle_name(prefix, o.vector_id)).resolve()
             doc = {
                 "bundle": BUNDLE_FORMAT,
                 "implementation": {"command": run.command, "cwd": run.cwd, "name": run.name,

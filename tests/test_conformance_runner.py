@@ -238,3 +238,14 @@ def test_failures_become_replay_bundles_and_junit_failures(subset, tmp_path):
     assert suites.get("failures") == "6"
     failure = suites.find(".//failure")
     assert failure is not None and "usage.compute" in failure.text
+
+
+def test_two_implementations_with_one_name_get_separate_bundles():
+    from types import SimpleNamespace
+
+    from conformance.report import bundle_name, bundle_prefixes
+
+    runs = [SimpleNamespace(name="my vm"), SimpleNamespace(name="other"), SimpleNamespace(name="my vm")]
+    prefixes = bundle_prefixes(runs)
+    assert len(set(prefixes)) == 3 and prefixes[1] == "other"
+    assert bundle_name(prefixes[0], "a/B/c") != bundle_name(prefixes[2], "a/B/c")
