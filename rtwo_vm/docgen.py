@@ -12,9 +12,6 @@ from pathlib import Path
 
 import spec
 
-REPO = Path(__file__).resolve().parent.parent
-
-
 def pages() -> dict[str, str]:
     """Site path -> Markdown for every generated page."""
     out = {f"spec/{name}": text for name, text in spec.chapters().items()}
@@ -56,11 +53,11 @@ def _optional(module: str):
 
 
 def _proof_evidence() -> dict[str, list[dict]]:
-    """Theorems by mnemonic from the latest proofs report, if one was produced."""
-    report = REPO / "build" / "proofs-report.json"
+    """Theorem rows by mnemonic from the latest `rtwo-vm prove` report, if one was produced."""
+    report = Path("build") / "proofs-report.json"
     if not report.exists():
         return {}
-    rows = json.loads(report.read_text()).get("theorems", [])
+    rows = json.loads(report.read_text()).get("results", [])
     by_opcode: dict[str, list[dict]] = {}
     for row in rows:
         by_opcode.setdefault(row.get("opcode") or "", []).append(row)

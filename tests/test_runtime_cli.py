@@ -291,13 +291,13 @@ def test_instructions_list_shows_opcodes_in_hex(cli):
 def test_readiness_reads_the_proof_report_named_or_in_the_working_directorys_build(cli, tmp_path, monkeypatch):
     rows = [{"opcode": "ADD", "theorem": "t", "width": 8, "status": "proved"}] * 3
     named = tmp_path / "elsewhere.json"
-    named.write_text(json.dumps({"theorems": rows}))
+    named.write_text(json.dumps({"results": rows}))
     report = cli.json("readiness", "--only", "proof_results", "--proofs-report", str(named))
     assert report["checks"][0]["status"] == "passed" and str(named) in report["checks"][0]["evidence"]
     missing = cli.json("readiness", "--only", "proof_results", "--proofs-report", str(tmp_path / "no.json"))
     assert missing["checks"][0]["status"] == "not_available" and "no.json" in missing["checks"][0]["evidence"]
     monkeypatch.chdir(tmp_path)
     (tmp_path / "build").mkdir()
-    (tmp_path / "build" / "proofs-report.json").write_text(json.dumps({"theorems": rows[:2]}))
+    (tmp_path / "build" / "proofs-report.json").write_text(json.dumps({"results": rows[:2]}))
     check = cli.json("readiness", "--only", "proof_results")["checks"][0]
-    assert check["status"] == "passed" and check["evidence"].startswith("2 theorems in build/proofs-report.json")
+    assert check["status"] == "passed" and check["evidence"].startswith("2 results in build/proofs-report.json")

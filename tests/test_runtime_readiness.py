@@ -140,12 +140,12 @@ def test_proof_results_come_from_the_latest_proofs_report(rt, monkeypatch, tmp_p
     report = tmp_path / "proofs-report.json"
     rows = [{"opcode": "ADD", "theorem": "wraps", "width": 8, "status": "proved"},
             {"opcode": "SUB", "theorem": "wraps", "width": 8, "status": "proved"}]
-    report.write_text(json.dumps({"theorems": rows}))
+    report.write_text(json.dumps({"results": rows}))
     rt.readiness.proofs_report = report
     check = rt.readiness.run(only=["proof_results"]).checks[0]
-    assert check.status == "passed" and check.evidence.startswith("2 theorems") and "proved 2" in check.evidence
+    assert check.status == "passed" and check.evidence.startswith("2 results") and "proved 2" in check.evidence
     rows.append({"opcode": "MUL", "theorem": "x", "width": 8, "status": "counterexample"})
-    report.write_text(json.dumps({"theorems": rows}))
+    report.write_text(json.dumps({"results": rows}))
     check = rt.readiness.run(only=["proof_results"]).checks[0]
     assert check.status == "failed" and "counterexample 1" in check.evidence
     report.write_text("{}")
@@ -154,16 +154,12 @@ def test_proof_results_come_from_the_latest_proofs_report(rt, monkeypatch, tmp_p
 
 def test_the_default_proof_report_is_build_under_the_working_directory(rt, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
-    real_import = tools._import
-    absent = lambda name: (None, "proofs.report cannot be imported") if name == "proofs.report" else real_import(name)  # noqa: E731
-    monkeypatch.setattr(tools, "_import", absent)
     missing = rt.readiness.run(only=["proof_results"]).checks[0]
     assert missing.status == "not_available"
     assert "build/proofs-report.json" in missing.evidence and "rtwo-vm prove" in missing.evidence
-    fake = types.SimpleNamespace(latest=lambda: {"theorems": [{"status": "proved"}]})
-    monkeypatch.setattr(tools, "_import", lambda name: (fake, None) if name == "proofs.report" else real_import(name))
-    assert rt.readiness.run(only=["proof_results"]).checks[0].evidence == "1 theorems in proofs.report: proved 1"
     (tmp_path / "build").mkdir()
-    (tmp_path / "build" / "proofs-report.json").write_text(json.dumps({"theorems": [{"status": "proved"}] * 2}))
+    rows = [{"status": "proved"}, {"status": "agrees"}]
+    (tmp_path / "build" / "proofs-report.json").write_text(json.dumps({"results": rows}))
     check = rt.readiness.run(only=["proof_results"]).checks[0]
-    assert check.status == "passed" and check.evidence == "2 theorems in build/proofs-report.json: proved 2"
+    assert check.status == "passed"
+    assert check.evidence == "2 results in build/proofs-report.json: agrees 1, proved 1"

@@ -124,18 +124,18 @@ def replay_vectors(vectors: list[dict], budget_seconds: float | None = None) -> 
 
 
 # Theorem statuses that count as proved; any other status fails the proof check (and is shown).
-PROVED = frozenset({"proved", "passed", "ok"})
+PROVED = frozenset({"proved", "agrees"})  # proofs.runner.PROVED and AGREES
 # Where `rtwo-vm prove` writes its report: build/ under the working directory, beside the
 # reports of `rtwo-vm conformance run` (build/conformance/).
 PROOFS_REPORT = Path("build") / "proofs-report.json"
 
 
 def proof_report(path: Path | None = None) -> Probe:
-    """The proof suite's latest report, rows under "theorems", each with a "status".
+    """The proof suite's latest report (``proofs.report.document``: rows under "results",
+    each with a "status"), as ``rtwo-vm prove`` writes it.
 
     ``path`` names the report file; when it is not given, ``build/proofs-report.json`` under
-    the current working directory is read if it exists, else ``proofs.report.latest()`` (or
-    ``load()``) is asked for such a mapping. ``value`` maps each status to its count."""
+    the current working directory is read. ``value`` maps each status to its count."""
     report: Any = None
     explicit = path is not None
     path = Path(path) if explicit else PROOFS_REPORT
@@ -148,22 +148,13 @@ def proof_report(path: Path | None = None) -> Probe:
     elif explicit:
         return Probe(False, f"no proof report at {path}")
     else:
-        report_mod, why = _import("proofs.report")
-        reader = next((getattr(report_mod, n) for n in ("latest", "load")
-                       if callable(getattr(report_mod, n, None))), None) if report_mod else None
-        if reader is None:
-            return Probe(False, f"no {path} in {Path.cwd()} (`rtwo-vm prove` writes it) and "
-                                f"{why or 'proofs.report has no latest()'}")
-        try:
-            report, source = reader(), "proofs.report"
-        except Exception as err:  # noqa: BLE001
-            return Probe(False, f"proofs.report gave no report ({type(err).__name__}: {err})")
-    theorems = report.get("theorems") if isinstance(report, Mapping) else None
+        return Probe(False, f"no {path} in {Path.cwd()} (`rtwo-vm prove` writes it)")
+    theorems = report.get("results") if isinstance(report, Mapping) else None
     if not isinstance(theorems, list) or not theorems:
-        return Probe(False, f"{source} lists no theorems (`rtwo-vm prove` writes them)")
+        return Probe(False, f"{source} lists no results (`rtwo-vm prove` writes them)")
     counts: dict[str, int] = {}
     for row in theorems:
         status = str(row.get("status")) if isinstance(row, Mapping) else "malformed"
         counts[status] = counts.get(status, 0) + 1
     summary = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
-    return Probe(True, f"{len(theorems)} theorems in {source}: {summary}", counts)
+    return Probe(True, f"{len(theorems)} results in {source}: {summary}", counts)

@@ -1,0 +1,224 @@
+"""The z3 model on concrete inputs: build a State of constants from an ``inputs`` dict
+(replay.py documents the format), take the one branch whose condition simplifies to true,
+and read its post-state back as Python values. Also runs whole callee programs through the
+model, which is how a CALL replay gets its call oracle without asking the interpreter.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import z3
+
+from proofs import execute
+from proofs.machine import (
+    RUNNING, WINDOW, Bytes, CallOracle, Env, State, array_bytes, base_memory,
+)
+from proofs.replay import CALLEES, PAGE_SIZE, Observed
+from proofs.words import SPEC, Width, width
+
+MAX_CALLEE_STEPS = 10_000
+
+
+class ModelError(Exception):
+    """The model's branches do not select exactly one outcome for a concrete state."""
+
+
+def value(term) -> int:
+    v = z3.simplify(term)
+    if z3.is_true(v):
+        return 1
+    if z3.is_false(v):
+        return 0
+    if not z3.is_bv_value(v):
+        raise ModelError(f"term does not evaluate to a constant: {v}")
+    return v.as_long()
+
+
+def byte_array(w: Width, data: bytes) -> z3.ArrayRef:
+    array = z3.K(z3.BitVecSort(w.counter_bits), z3.BitVecVal(0, 8))
+    for k, b in enumerate(data):
+        if b:
+            array = z3.Store(array, w.cval(k), z3.BitVecVal(b, 8))
+    return array
+
+
+def concrete_bytes(w: Width, data: bytes) -> Bytes:
+    return array_bytes(w.cval(len(data)), byte_array(w, data))
+
+
+def word_array(w: Width, mapping: dict[int, int]) -> z3.ArrayRef:
+    array = z3.K(z3.BitVecSort(w.bits), w.wval(0))
+    for k in sorted(mapping):
+        array = z3.Store(array, w.wval(k), w.wval(mapping[k]))
+    return array
+
+
+def no_call(w: Width, storage) -> CallOracle:
+    zero = w.cval(0)
+    return CallOracle(z3.BoolVal(False), z3.BoolVal(False), z3.BoolVal(False), zero, zero,
+                      zero, zero, zero, zero, zero, storage, concrete_bytes(w, b""))
+
+
+def concrete_state(x: dict) -> State:
+    w = width(x["width"])
+    cv = w.cval
+    stack = [0] * (x["height"] - len(x["stack"])) + list(x["stack"])
+    window = tuple(w.wval(v) for v in reversed(stack[-WINDOW:]))
+    window += tuple(w.wval(0) for _ in range(WINDOW - len(window)))  # below the stack
+    rs = list(reversed(x["return_stack"][-2:])) + [0, 0]
+    storage = word_array(w, x["storage"])
+    env = Env(caller=w.wval(x["caller"]), address=w.wval(x["address"]),
+              call_data=concrete_bytes(w, bytes.fromhex(x["call_data"])),
+              data=concrete_bytes(w, bytes.fromhex(x["data"])),
+              block_time=w.wval(x["block_time"]),
+              seed=z3.BitVecVal(int.from_bytes(bytes.fromhex(x["seed"]), "little"), 256),
+              depth=cv(x["depth"]), oracle=no_call(w, storage))
+    return State(
+        w=w, pc=cv(x["pc"]), stack=window, height=cv(x["height"]),
+        rstack=tuple(cv(v) for v in rs[:2]), rheight=cv(len(x["return_stack"])),
+        memory=base_memory(w, cv(x["memory_pages"]),
+                           byte_array(w, bytes.fromhex(x["memory"]))),
+        storage=storage, compute=cv(x["compute_used"]), compute_limit=cv(x["compute_limit"]),
+        pages_live=cv(x["pages_live"]), pages_peak=cv(x["pages_peak"]),
+        memory_limit=cv(x["memory_limit"]), storage_units=cv(x["storage_units"]),
+        storage_limit=cv(x["storage_limit"]), reads=cv(x["storage_reads"]),
+        writes=cv(x["storage_writes"]), new_slots=cv(x["storage_new_slots"]),
+        random_counter=cv(x["random_counter"]),
+        return_data=concrete_bytes(w, bytes.fromhex(x["return_data"])), env=env)
+
+
+def taken(branches) -> "execute.Branch":
+    chosen = [b for b in branches if value(b.cond)]
+    if len(chosen) != 1:
+        raise ModelError(f"{len(chosen)} branches hold: {[b.label for b in chosen]}")
+    return chosen[0]
+
+
+def run_program(state: State, program: list[tuple[str, int]], model_table=None):
+    """Run a straight program (instruction list) through the model until it halts."""
+    offsets, pc = {}, 0
+    for mnemonic, imm in program:
+        offsets[pc] = (mnemonic, imm)
+        pc += SPEC.by_mnemonic[mnemonic].size
+    for _ in range(MAX_CALLEE_STEPS):
+        mnemonic, imm = offsets[value(state.pc)]
+        ins = SPEC.by_mnemonic[mnemonic]
+        imm_term = z3.BitVecVal(imm, 8 * ins.immediate_size) if ins.immediate_size else None
+        branch = taken(execute.step(state, mnemonic, imm_term,
+                                    None if model_table is None else model_table[mnemonic]))
+        if branch.status != RUNNING:
+            return branch
+        state = branch.state
+    raise ModelError("callee did not halt")
+
+
+def with_oracle(state: State, oracle: CallOracle) -> State:
+    return state.replace(env=dataclasses.replace(state.env, oracle=oracle))
+
+
+def callee_oracle(x: dict, pre: State, model=None) -> CallOracle:
+    """The call oracle of a CALL replay, from the model alone: a first step with a callee
+    that uses nothing gives the caller's meters after its base cost and call-data touch;
+    the callee program then runs through the model from there, in a fresh frame whose
+    compute limit is min(caller's limit, used + compute) (spec 5.2.1)."""
+    w, cv = pre.w, pre.w.cval
+    program = CALLEES[x["callee"]]
+    if program is None or x["mnemonic"] != "CALL":
+        return pre.env.oracle
+    idle = dataclasses.replace(no_call(w, pre.storage), runnable=z3.BoolVal(True),
+                               succeeded=z3.BoolVal(True))
+    first = taken(execute.step(with_oracle(pre, idle), "CALL", None, model))
+    if not first.label.endswith("callee succeeded"):
+        return pre.env.oracle  # halted before the call, or the depth check refused it
+    after = first.state
+    start_compute = value(after.compute)
+    limit = min(value(after.compute_limit), start_compute + x["stack"][-3])
+    same = x["callee_address"] == x["address"]
+    frame = after.replace(
+        pc=cv(0), stack=tuple(w.wval(0) for _ in range(WINDOW)), height=cv(0),
+        rstack=(cv(0), cv(0)), rheight=cv(0), memory=base_memory(w, cv(0), byte_array(w, b"")),
+        storage=after.storage if same else word_array(w, {}), events=(), output=None,
+        return_data=concrete_bytes(w, b""), compute_limit=cv(limit),
+        env=Env(caller=w.wval(x["address"]), address=w.wval(x["callee_address"]),
+                call_data=concrete_bytes(w, b""), data=concrete_bytes(w, b""),
+                block_time=after.env.block_time, seed=after.env.seed,
+                depth=after.env.depth + cv(1), oracle=no_call(w, after.storage)))
+    end = run_program(frame, program)
+    t = end.state
+    gained = lambda name: cv(value(getattr(t, name)) - value(getattr(after, name)))  # noqa: E731
+    ok = end.status == "success"
+    return CallOracle(
+        runnable=z3.BoolVal(True), succeeded=z3.BoolVal(ok),
+        reverted=z3.BoolVal(end.status == "reverted"), compute=gained("compute"),
+        pages=cv(max(0, value(t.pages_peak) - value(after.pages_live))),
+        storage_units=gained("storage_units"), reads=gained("reads"),
+        writes=gained("writes"), new_slots=gained("new_slots"),
+        randoms=gained("random_counter"),
+        storage_after=t.storage if same else pre.storage,
+        output=t.output if t.output is not None else concrete_bytes(w, b""),
+        events=t.events if ok else ())
+
+
+def observe(x: dict, branch, probe_keys=(), extra_probes=()) -> Observed:
+    s, w = branch.state, branch.state.w
+    height = value(s.height)
+    depth = min(height, len(s.stack))
+    stack = [value(v) for v in reversed(s.stack[:depth])]
+    size = value(s.memory.pages) * PAGE_SIZE
+    probes = sorted(set(memory_probes(x, size)) | {i for i in extra_probes if i < size})
+    memory = bytearray(size)
+    for i in probes:
+        memory[i] = value(s.memory.read(w.cval(i)))
+    keys = set(x["storage"]) | set(probe_keys)
+    events = [(value(e.address), tuple(value(t) for t in e.topics), read_bytes(w, e.data))
+              for e in s.events]
+    return Observed(
+        status=branch.status, pc=value(s.pc) if branch.status == RUNNING else None,
+        stack=stack, height=height, return_stack=return_stack_view(s),
+        memory=bytes(memory),
+        storage={k: value(s.storage[w.wval(k)]) for k in sorted(keys)},
+        meters={"compute": value(s.compute), "pages_live": value(s.pages_live),
+                "pages_peak": value(s.pages_peak), "storage_units": value(s.storage_units),
+                "reads": value(s.reads), "writes": value(s.writes),
+                "new_slots": value(s.new_slots)},
+        events=events, output=None if s.output is None else read_bytes(w, s.output),
+        return_data=read_bytes(w, s.return_data), random_counter=value(s.random_counter))
+
+
+SAMPLE_HEAD, SAMPLE_TAIL = 96, 32
+
+
+def sample_indices(length: int) -> list[int]:
+    """Byte strings are compared at their first and last bytes (and by length): reading a
+    long string byte by byte through z3 is slow, and theorems cover every index."""
+    if length <= SAMPLE_HEAD + SAMPLE_TAIL:
+        return list(range(length))
+    return list(range(SAMPLE_HEAD)) + list(range(length - SAMPLE_TAIL, length))
+
+
+def sample(data: bytes) -> tuple:
+    return len(data), tuple(data[j] for j in sample_indices(len(data)))
+
+
+def return_stack_view(s: State) -> list:
+    """Bottom to top, with None for the entries below the model's window."""
+    rheight = value(s.rheight)
+    top = [value(v) for v in reversed(s.rstack[:min(rheight, len(s.rstack))])]
+    return [None] * (rheight - len(top)) + top
+
+
+def read_bytes(w: Width, data: Bytes) -> tuple:
+    n = value(data.length)
+    return n, tuple(value(data.read(w.cval(j))) for j in sample_indices(n))
+
+
+def memory_probes(x: dict, size: int) -> list[int]:
+    """Indices compared: the first bytes, the initial bytes, and a window around every
+    operand read as an offset (theorems cover every other index)."""
+    probes = set(range(min(size, 64))) | {i for i in range(len(x["memory"]) // 2)}
+    for v in x["stack"][-6:]:
+        if v < size:
+            probes.update(range(max(0, v - 2), min(size, v + 80)))
+    return sorted(i for i in probes if i < size)
+

@@ -1,0 +1,49 @@
+"""One instruction, in the steps of spec 5.2.3: stack underflow, stack overflow, base cost,
+then the operation (its cost rule and effect), then the next offset.
+
+``step`` returns the Branches of the whole instruction. On a halting branch the operand stack
+is the pre-instruction stack: an instruction never fails half-way through its stack effect
+(spec 2.5), and the frame's stack is discarded anyway.
+"""
+
+from __future__ import annotations
+
+import z3
+
+from proofs.accounting import charge, halt, then
+from proofs.instructions import Model, models
+from proofs.machine import RUNNING, STACK_DEPTH, Branch, State
+from proofs.words import SPEC
+
+# Flows after which the operation itself sets the next offset.
+SETS_PC = frozenset({"jump", "branch", "call_sub", "return_sub"})
+
+
+def immediate(w, ins, name: str = "imm"):
+    """A symbolic immediate of the row's size, or None."""
+    return z3.BitVec(name, 8 * ins.immediate_size) if ins.immediate_size else None
+
+
+def step(state: State, mnemonic: str, imm=None, model: Model | None = None) -> list[Branch]:
+    ins = SPEC.by_mnemonic[mnemonic]
+    w = state.w
+    model = models(w.bits)[mnemonic] if model is None else model
+    cv = w.cval
+    underflow = z3.ULT(state.height, cv(ins.inputs))
+    # Evaluated only when the stack holds the inputs, so the subtraction cannot wrap.
+    overflow = z3.And(z3.Not(underflow),
+                      z3.UGT(state.height - cv(ins.inputs) + cv(ins.outputs), cv(STACK_DEPTH)))
+    checked = z3.And(z3.Not(underflow), z3.Not(overflow))
+    out = [halt(state, "STACK_UNDERFLOW", underflow, "stack underflow"),
+           halt(state, "STACK_OVERFLOW", overflow, "stack overflow")]
+    body = then(charge(state, ins.cost, "base cost"), lambda s: model(s, imm))
+    next_pc = state.pc + cv(ins.size)
+    for b in body:
+        s = b.state
+        if b.status == RUNNING and ins.flow not in SETS_PC:
+            s = s.replace(pc=next_pc)
+        elif b.status != RUNNING:
+            s = s.replace(stack=state.stack, height=state.height, rstack=state.rstack,
+                          rheight=state.rheight, pc=state.pc)
+        out.append(Branch(b.label or "ok", b.status, z3.And(checked, b.cond), s))
+    return out

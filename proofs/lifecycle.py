@@ -1,0 +1,129 @@
+"""The execution lifecycle (lifecycle.toml, spec chapter 8): bounded model checking of the
+stage graph, and the stage paths the interpreter's outcomes imply.
+
+Stages are numbered in file order; a path is STEPS + 1 stages joined by allowed transitions,
+staying at finalized once there. Proved: every path from requested is at finalized after
+STEPS steps, visits no stage twice, commits only after executed and accounted, and every
+outcome code's stage (errors.toml) leads to rolled_back.
+"""
+
+from __future__ import annotations
+
+import z3
+
+from proofs.theorems import Query, Theorem
+from proofs.words import SPEC
+
+STAGES = tuple(s["name"] for s in SPEC.lifecycle["stage"])
+ALLOWED = {(t["from"], to) for t in SPEC.lifecycle["transition"] for to in t["to"]}
+STEPS = 9
+FINAL = "finalized"
+
+
+def _index(name: str) -> int:
+    return STAGES.index(name)
+
+
+def _path():
+    stages = [z3.BitVec(f"stage{k}", 4) for k in range(STEPS + 1)]
+    moves = [z3.Or([z3.And(a == _index(x), b == _index(y)) for x, y in ALLOWED]
+                   + [z3.And(a == _index(FINAL), b == _index(FINAL))])
+             for a, b in zip(stages, stages[1:])]
+    return stages, z3.And([stages[0] == _index("requested")] + moves)
+
+
+def _terminates_acyclic(bits=0, model=None) -> Query:
+    stages, path = _path()
+    final = _index(FINAL)
+    claims = [stages[-1] == final]
+    for j in range(len(stages)):
+        for k in range(j + 1, len(stages)):
+            claims.append(z3.Or(stages[j] != stages[k], stages[j] == final))
+    return Query(claims, [path])
+
+
+def _commit_only_after_accounting(bits=0, model=None) -> Query:
+    stages, path = _path()
+    claims = []
+    for k, s in enumerate(stages):
+        before = stages[:k]
+        claims.append(z3.Implies(s == _index("committed"), z3.And(
+            z3.Or([b == _index("executed") for b in before] or [False]),
+            z3.Or([b == _index("accounted") for b in before] or [False]))))
+    return Query(claims, [path])
+
+
+def _error_stages_roll_back(bits=0, model=None) -> Query:
+    """For every outcome code, its stage is followed by rolled_back on every path through
+    it that does not commit (a code never leaves partial effects)."""
+    claims = []
+    for stage in sorted({e.stage for e in SPEC.errors.values()}):
+        reachable_rollback = {stage} | {b for a, b in ALLOWED if a == stage}
+        pending = list(reachable_rollback)
+        while pending:
+            here = pending.pop()
+            for a, b in ALLOWED:
+                if a == here and b not in reachable_rollback and b != "committed":
+                    reachable_rollback.add(b)
+                    pending.append(b)
+        claims.append(z3.BoolVal("rolled_back" in reachable_rollback))
+    return Query(claims)
+
+
+def outcome_path(status: str, code: str | None) -> list[str]:
+    """The stage path an interpreter result implies."""
+    if status in ("success",):
+        tail = ["executing", "executed", "accounted", "committed", FINAL]
+        return list(STAGES[:_index("state_loaded") + 1]) + tail
+    if code is not None and SPEC.errors[code].stage != "executing":
+        stop = SPEC.errors[code].stage
+        return list(STAGES[:_index(stop) + 1]) + ["rolled_back", FINAL]
+    return list(STAGES[:_index("state_loaded") + 1]) + [
+        "executing", "executed", "accounted", "rolled_back", FINAL]
+
+
+def check_interpreter_paths() -> list[str]:
+    """Run requests ending at every pre-execution stage and during execution; each implied
+    path must use allowed transitions only, and nothing may be charged before executing."""
+    from reference_vm import Contract, Limits, Message, Policy, WorldState, execute
+    from reference_vm.container import build
+
+    op = {i.mnemonic: i.opcode for i in SPEC.instructions}
+    stop, trap, revert = bytes([op["STOP"]]), bytes([op["TRAP"]]), bytes(
+        [op["PUSH1"], 0, op["PUSH1"], 0, op["REVERT"]])
+    cases = {
+        "success": (build(stop), {}, Policy(), Limits()),
+        "reverted": (build(revert), {}, Policy(), Limits()),
+        "fault": (build(trap), {}, Policy(), Limits()),
+        "invalid": (build(bytes([0xFF])), {}, Policy(), Limits()),
+        "violation": (build(bytes([op["TIME"], op["STOP"]])), {}, Policy(), Limits()),
+        "rejected limits": (build(stop), {}, Policy(), Limits(compute=-1)),
+        "exhausted": (build(revert), {}, Policy(), Limits(compute=1)),
+    }
+    problems = []
+    for name, (code, _, policy, limits) in cases.items():
+        result = execute(WorldState({0x100: Contract(code)}), Message(0x100, 1), None, policy,
+                         limits)
+        path = outcome_path(result.status, result.error)
+        bad = [(a, b) for a, b in zip(path, path[1:]) if (a, b) not in ALLOWED]
+        if bad:
+            problems.append(f"{name}: transitions {bad} are not allowed")
+        ran = "executing" in path
+        if not ran and result.usage.compute + result.usage.memory_pages + \
+                result.usage.storage_units != 0:
+            problems.append(f"{name}: charged before executing: {result.usage}")
+    missing = execute(WorldState({}), Message(0x100, 1))
+    if outcome_path(missing.status, missing.error)[-2:] != ["rolled_back", FINAL]:
+        problems.append("missing contract does not roll back")
+    return problems
+
+
+def theorems() -> list[Theorem]:
+    return [
+        Theorem("lifecycle_terminates_without_revisiting", "-", (0,), _terminates_acyclic,
+                f"every path of {STEPS} steps from requested"),
+        Theorem("lifecycle_commits_only_after_accounting", "-", (0,),
+                _commit_only_after_accounting, f"every path of {STEPS} steps"),
+        Theorem("lifecycle_error_stages_roll_back", "-", (0,), _error_stages_roll_back,
+                "every stage named by errors.toml"),
+    ]

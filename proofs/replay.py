@@ -1,0 +1,155 @@
+"""Run one instruction on the reference interpreter from a chosen machine state.
+
+This is the only module of proofs/ that imports reference_vm (besides the policy and
+validation agreement checks): it builds an Execution and a Frame holding the state an
+``inputs`` dict describes and runs ``Execution.step`` — the interpreter's defining
+per-instruction path — on a one-instruction segment.
+
+``inputs`` (also the format of branches.branch_inputs and of printed counterexamples):
+mnemonic, width, immediate, stack (bottom to top), and optionally height (the stack is padded
+with zeros below to that height), return_stack, pc, compute_used, compute_limit,
+memory_pages, memory (hex of the initial bytes from offset 0), pages_live, pages_peak,
+memory_limit, storage_units, storage_limit, storage_reads, storage_writes,
+storage_new_slots, storage ({key: value}), caller, address, call_data, data, return_data
+(hex), block_time, seed (hex), random_counter, depth and callee (a CALLEES kind: the program
+deployed at CALL's address operand, which must differ from the frame's address).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import spec
+from reference_vm.container import build
+from reference_vm.decode import Decoded
+from reference_vm.errors import Halt, VMError
+from reference_vm.execute import Execution
+from reference_vm.instructions import table
+from reference_vm.machine import Frame
+from reference_vm.policy import Policy
+from reference_vm.program import Program, Segment
+from reference_vm.request import Context, Limits
+from reference_vm.state import Contract, WorldState
+from reference_vm.validate import ValidCode
+from reference_vm.words import word
+
+SPEC = spec.load()
+PAGE_SIZE = SPEC.schedule["memory"]["page_size"]
+DEFAULTS = {
+    "immediate": 0, "pc": 0, "compute_used": 0, "compute_limit": 10_000_000,
+    "memory_pages": 0, "memory": "", "memory_limit": 256, "storage_units": 0,
+    "storage_limit": 100_000, "storage_reads": 0, "storage_writes": 0,
+    "storage_new_slots": 0, "caller": 0xCA11E2, "address": 0x100, "call_data": "",
+    "data": "", "return_data": "", "block_time": 1_700_000_000, "seed": "00" * 32,
+    "random_counter": 0, "depth": 1, "callee": "absent", "return_stack": [],
+}
+# Callee programs for CALL replays, as instruction lists; agreement.py derives the model's
+# call oracle for each from the spec table alone.
+CALLEES = {
+    "absent": None,
+    "stop": [("STOP", 0)],
+    "revert": [("PUSH1", 0), ("PUSH1", 0), ("REVERT", 0)],
+    "trap": [("TRAP", 0)],
+    "spin": [("JUMP", 0)],
+}
+
+
+def complete(inputs: dict) -> dict:
+    """inputs with every default filled in."""
+    full = dict(DEFAULTS)
+    full.update(inputs)
+    full.setdefault("height", len(full["stack"]))
+    full.setdefault("pages_live", full["memory_pages"])
+    full.setdefault("pages_peak", full["pages_live"])
+    full.setdefault("storage", {})
+    if full["mnemonic"] == "CALL" and len(full["stack"]) >= 4:
+        full["callee_address"] = full["stack"][-4]
+        if full["callee_address"] == full["address"] and full["callee"] != "absent":
+            raise ValueError("a CALL replay's callee must be another contract")
+    return full
+
+
+def assemble_instructions(items: list[tuple[str, int]]) -> bytes:
+    code = bytearray()
+    for mnemonic, imm in items:
+        ins = SPEC.by_mnemonic[mnemonic]
+        code.append(ins.opcode)
+        code += imm.to_bytes(ins.immediate_size, "little")
+    return build(bytes(code))
+
+
+@dataclass
+class Observed:
+    status: str                 # running, success, reverted, an error code, or internal:...
+    pc: int | None
+    stack: list[int]            # bottom to top
+    return_stack: list[int]
+    memory: bytes
+    storage: dict[int, int]     # the executing contract's slots at the probed keys
+    meters: dict[str, int]
+    events: list[tuple[int, tuple[int, ...], bytes]]
+    output: bytes | None
+    return_data: bytes
+    random_counter: int
+    height: int = -1            # the model observes only the top of the stack, and its height
+
+
+def run_interpreter(inputs: dict, handler=None, probe_keys=()) -> Observed:
+    """Run inputs["mnemonic"] once; ``handler`` replaces the table's (mutation tests)."""
+    x = complete(inputs)
+    w = word(x["width"])
+    ins = SPEC.by_mnemonic[x["mnemonic"]]
+    handler = handler or table(w)[ins.opcode]
+    decoded = Decoded(x["pc"], ins, x["immediate"])
+    segment = Segment(start=x["pc"], end=decoded.end, last_pc=x["pc"], cost=ins.cost,
+                      need=ins.inputs, peak=max(0, ins.outputs - ins.inputs), body=(),
+                      last=(handler, x["immediate"]), steps=((decoded, handler),))
+    data = bytes.fromhex(x["data"])
+    program = Program(code=ValidCode(b"", data, ()), data=data, segments=())
+    contracts = {x["address"]: Contract(b"", {k: v for k, v in x["storage"].items()})}
+    callee = CALLEES[x["callee"]]
+    if callee is not None and "callee_address" in x:
+        contracts.setdefault(x["callee_address"], Contract(assemble_instructions(callee)))
+    execution = Execution(WorldState(contracts), Context(x["block_time"], bytes.fromhex(x["seed"])),
+                          Policy(time_access="allowed", randomness="seeded"),
+                          Limits(x["compute_limit"], x["memory_limit"], x["storage_limit"]),
+                          w, None)
+    meter = execution.meter
+    meter.compute_used = x["compute_used"]
+    meter.pages_live, meter.pages_peak = x["pages_live"], x["pages_peak"]
+    meter.storage_units = x["storage_units"]
+    meter.storage_reads, meter.storage_writes = x["storage_reads"], x["storage_writes"]
+    meter.storage_new_slots = x["storage_new_slots"]
+    execution.random_counter = x["random_counter"]
+    frame = Frame(program=program, address=x["address"], caller=x["caller"],
+                  call_data=bytes.fromhex(x["call_data"]), compute_limit=x["compute_limit"],
+                  depth=x["depth"], meter=meter, execution=execution)
+    frame.stack = [0] * (x["height"] - len(x["stack"])) + list(x["stack"])
+    memory = bytearray(x["memory_pages"] * PAGE_SIZE)
+    initial = bytes.fromhex(x["memory"])
+    memory[:len(initial)] = initial
+    frame.memory = memory
+    frame.return_stack = list(x["return_stack"])
+    frame.return_data = bytes.fromhex(x["return_data"])
+    status, output, pc = "running", None, None
+    try:
+        target = execution.step(frame, segment)
+        pc = decoded.end if target is None else target
+    except Halt as h:
+        status, output = ("reverted" if h.reverted else "success"), h.output
+    except VMError as err:
+        status = err.code
+    except Exception as err:  # noqa: BLE001 - an interpreter crash is a finding, not a stop
+        status = f"internal:{type(err).__name__}:{err}"
+    keys = set(x["storage"]) | set(probe_keys)
+    return Observed(
+        status=status, pc=pc, stack=list(frame.stack), return_stack=list(frame.return_stack),
+        memory=bytes(frame.memory),
+        storage={k: execution.journal.load(x["address"], k) for k in sorted(keys)},
+        meters={"compute": meter.compute_used, "pages_live": meter.pages_live,
+                "pages_peak": meter.pages_peak, "storage_units": meter.storage_units,
+                "reads": meter.storage_reads, "writes": meter.storage_writes,
+                "new_slots": meter.storage_new_slots},
+        events=[(a, tuple(t), bytes(d)) for a, t, d in frame.events], output=output,
+        return_data=bytes(frame.return_data), random_counter=execution.random_counter,
+        height=len(frame.stack))

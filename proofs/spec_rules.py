@@ -1,0 +1,151 @@
+"""The spec's promises about one instruction, written straight from its text as a second,
+independent formulation the model is checked against (theorems.py).
+
+Where the model composes branching rules (accounting.py), this module states outcomes as one
+decision list in the order of spec 5.2.3 and 5.6, and characterises rounded quantities
+instead of computing them: the pages memory grows by are the *least* whole number covering
+the range; a copy or hash charge is the least number of words or blocks covering the length.
+"""
+
+from __future__ import annotations
+
+import z3
+
+from proofs.accounting import (
+    COPY_WORD_COST, COPY_WORD_SIZE, DIGEST_SIZE, HASH_BLOCK_COST, HASH_BLOCK_SIZE,
+    NEW_SLOT_COST, NEW_SLOT_UNITS, PAGE_COST, READ_UNITS, WRITE_UNITS, umax,
+)
+from proofs.machine import PAGE_SIZE, RETURN_STACK_DEPTH, STACK_DEPTH, State
+from proofs.words import SPEC, ceil_div
+
+OUTCOMES = ("running", "success", "reverted") + tuple(SPEC.errors)
+
+
+def code(outcome: str) -> z3.BitVecRef:
+    return z3.BitVecVal(OUTCOMES.index(outcome), 8)
+
+
+def operands(pre: State, mnemonic: str) -> dict:
+    """The row's inputs by signature name, read unsigned as counters (spec 1.5.3)."""
+    ins = SPEC.by_mnemonic[mnemonic]
+    names = ins.signature.split("--")[0].split()
+    items = list(reversed(pre.stack[:ins.inputs]))  # bottom to top, as the signature lists
+    return {n: pre.w.widen(v) for n, v in zip(names, items)} if len(names) == ins.inputs else {}
+
+
+def touched_ranges(pre: State, mnemonic: str) -> list[tuple]:
+    """(offset, length) of every memory range the rule of spec 5.6 touches."""
+    ins = SPEC.by_mnemonic[mnemonic]
+    op = operands(pre, mnemonic)
+    rule, cv = ins.cost_rule, pre.w.cval
+    if rule == "memory_expansion":
+        if mnemonic in ("RETURN", "REVERT"):
+            return [(op["offset"], op["length"])]
+        return [(op["offset"], cv(pre.w.size if mnemonic in ("MLOAD", "MSTORE") else 1))]
+    if rule == "memory_copy":
+        if mnemonic == "MCOPY":
+            return [(op["src"], op["length"]), (op["dst"], op["length"])]
+        return [(op["dst"], op["length"])]
+    if rule == "hash":
+        return [(op["dst"], cv(DIGEST_SIZE)), (op["src"], op["length"])]
+    if rule in ("log_data", "call"):
+        return [(op["offset"], op["length"])]
+    return []
+
+
+def touched_end(pre: State, mnemonic: str):
+    """(touches, end): whether the rule touches memory at all and the end it grows to
+    (spec 5.3.3: the largest end among the ranges of non-zero length), in the words of 5.6.2
+    and 5.6.5 for the two rules that touch two ranges."""
+    op, cv = operands(pre, mnemonic), pre.w.cval
+    if mnemonic == "MCOPY":
+        return op["length"] != 0, umax(op["src"], op["dst"]) + op["length"]
+    if mnemonic == "SHA256":  # the digest range is always touched
+        digest_end = op["dst"] + DIGEST_SIZE
+        return z3.BoolVal(True), z3.If(op["length"] == 0, digest_end,
+                                       umax(digest_end, op["src"] + op["length"]))
+    ranges = touched_ranges(pre, mnemonic)
+    if not ranges:
+        return z3.BoolVal(False), cv(0)
+    (offset, length), = ranges  # every other rule touches one range
+    return length != 0, offset + length
+
+
+def least_cover(pages, end) -> z3.BoolRef:
+    """pages is the least whole number of pages holding [0, end)."""
+    return z3.And(z3.UGE(pages * PAGE_SIZE, end),
+                  z3.Or(pages == 0, z3.ULT((pages - 1) * PAGE_SIZE, end)))
+
+
+def least_units(count, length, unit: int) -> z3.BoolRef:
+    """count is ⌈length / unit⌉, characterised."""
+    return z3.And(z3.UGE(count * unit, length),
+                  z3.Or(count == 0, z3.ULT((count - 1) * unit, length)))
+
+
+def rule_quantity(pre: State, mnemonic: str):
+    """(length, unit size, unit cost) of the copy or hash charge of the row's rule, or None."""
+    rule = SPEC.by_mnemonic[mnemonic].cost_rule
+    op = operands(pre, mnemonic)
+    if rule in ("memory_copy", "log_data"):
+        return op["length"], COPY_WORD_SIZE, COPY_WORD_COST
+    if rule == "hash":
+        return op["length"], HASH_BLOCK_SIZE, HASH_BLOCK_COST
+    return None
+
+
+def new_slot(pre: State, mnemonic: str):
+    if mnemonic != "SSTORE":
+        return z3.BoolVal(False)
+    value, key = pre.stack[0], pre.stack[1]
+    return z3.And(value != 0, pre.storage[key] == 0)
+
+
+def expected_outcome(pre: State, mnemonic: str):
+    """The outcome code spec 5.2.3 and 5.6 prescribe for the pre-state, as one decision list
+    (first matching line wins). CALL's callee never halts the caller, so only its rule can."""
+    ins = SPEC.by_mnemonic[mnemonic]
+    cv = pre.w.cval
+    after_base = pre.compute + cv(ins.cost)
+    lines = [
+        (z3.ULT(pre.height, cv(ins.inputs)), "STACK_UNDERFLOW"),
+        (z3.UGT(pre.height - cv(ins.inputs) + cv(ins.outputs), cv(STACK_DEPTH)),
+         "STACK_OVERFLOW"),
+        (z3.UGT(after_base, pre.compute_limit), "COMPUTE_LIMIT_EXCEEDED"),
+    ]
+    touches, end = touched_end(pre, mnemonic)
+    grows = z3.And(touches, z3.UGT(end, pre.memory.pages * PAGE_SIZE))
+    new_pages = ceil_div(end, PAGE_SIZE) - pre.memory.pages  # meaningful only when it grows
+    lines += [(z3.And(grows, z3.UGT(pre.pages_live + new_pages, pre.memory_limit)),
+               "MEMORY_LIMIT_EXCEEDED"),
+              (z3.And(grows, z3.UGT(after_base + new_pages * PAGE_COST, pre.compute_limit)),
+               "COMPUTE_LIMIT_EXCEEDED")]
+    quantity = rule_quantity(pre, mnemonic)
+    if quantity is not None:
+        length, unit, unit_cost = quantity
+        units = ceil_div(length, unit) * unit_cost
+        touched = after_base + new_pages * PAGE_COST
+        lines += [(z3.And(grows, z3.UGT(touched + units, pre.compute_limit)),
+                   "COMPUTE_LIMIT_EXCEEDED"),
+                  (z3.And(z3.Not(grows), z3.UGT(after_base + units, pre.compute_limit)),
+                   "COMPUTE_LIMIT_EXCEEDED")]
+    if ins.cost_rule == "storage_read":
+        lines.append((z3.UGT(pre.storage_units + READ_UNITS, pre.storage_limit),
+                      "STORAGE_LIMIT_EXCEEDED"))
+    if ins.cost_rule == "storage_write":
+        fresh = new_slot(pre, mnemonic)
+        lines += [(z3.And(fresh, z3.UGT(after_base + NEW_SLOT_COST, pre.compute_limit)),
+                   "COMPUTE_LIMIT_EXCEEDED"),
+                  (z3.UGT(pre.storage_units + z3.If(fresh, cv(WRITE_UNITS + NEW_SLOT_UNITS),
+                                                     cv(WRITE_UNITS)), pre.storage_limit),
+                   "STORAGE_LIMIT_EXCEEDED")]
+    final = {"STOP": "success", "RETURN": "success", "REVERT": "reverted",
+             "TRAP": "TRAP_EXECUTED"}.get(mnemonic, "running")
+    if mnemonic == "CALLSUB":
+        lines.append((z3.UGE(pre.rheight, cv(RETURN_STACK_DEPTH)), "RETURN_STACK_OVERFLOW"))
+    if mnemonic == "RETSUB":
+        lines.append((pre.rheight == 0, "RETURN_STACK_UNDERFLOW"))
+    result = code(final)
+    for cond, outcome in reversed(lines):
+        result = z3.If(cond, code(outcome), result)
+    return result

@@ -1,0 +1,244 @@
+"""The theorem registry and the theorems every opcode gets.
+
+A Theorem is (name, opcode, widths, builder); builder(bits) returns a Query: a claim to be
+proved valid under assumptions, and the symbolic pre-state so that a counterexample can be
+read back as concrete inputs and replayed. Per opcode, at 64 bits:
+
+- stack_effect: a continuing step changes the height by outputs - inputs and leaves every
+  item below its inputs (and the return stack) as it was;
+- cost: the compute and storage charged equal the row's cost plus its cost rule, with the
+  rule's rounded quantities characterised (spec_rules.py); a halt charges no more;
+- halts_exactly: the outcome of every branch is the one spec 5.2.3/5.6 prescribes for the
+  pre-state, as an independent decision list;
+- charges_before_effect: a step ending in an error changes no memory byte, storage slot,
+  event, output, return data or random counter (only meters already charged stay charged);
+- meters: counters never decrease and never pass their limits;
+- deterministic: the branches partition the pre-states, and the post-state is a function of
+  the inputs the row's determinism class allows (another pre-state agreeing on them gives the
+  same result).
+
+laws.py, validate.py, policy.py and lifecycle.py add their theorems to the same registry.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Callable
+
+import z3
+
+from proofs import spec_rules
+from proofs.execute import immediate, step
+from proofs.instructions import models
+from proofs.machine import (
+    RUNNING, SUCCESS, REVERTED, fresh_env, fresh_state, same_state, well_formed,
+)
+from proofs.words import SPEC, ceil_div, width
+
+
+@dataclass
+class Query:
+    """Prove every claim valid under the assumptions. One claim per branch: each is proved
+    on its own (a conjunction over all branches is far harder for bit-blasting solvers
+    than its conjuncts one by one)."""
+
+    claims: list
+    assumptions: list = field(default_factory=list)
+    pre: object = None            # the fresh State a counterexample is read from
+    mnemonic: str | None = None
+    imm: object = None
+    operands: tuple = ()          # word laws: the operand variables, bottom to top
+    width: int = 64
+
+
+@dataclass(frozen=True)
+class Theorem:
+    name: str
+    opcode: str                   # a mnemonic, or "-" for theorems about no single opcode
+    widths: tuple[int, ...]
+    build: Callable[..., Query]   # build(bits, model_override=None) -> Query
+    note: str = ""
+
+
+def setup(mnemonic: str, bits: int, model=None, prefix: str = ""):
+    w = width(bits)
+    ins = SPEC.by_mnemonic[mnemonic]
+    pre = fresh_state(w, prefix)
+    imm = immediate(w, ins)
+    return w, ins, pre, imm, step(pre, mnemonic, imm, model)
+
+
+def _conj(parts) -> z3.BoolRef:
+    parts = list(parts)
+    return z3.And(parts) if parts else z3.BoolVal(True)
+
+
+def _claims(claims) -> list:
+    return list(claims) or [z3.BoolVal(True)]
+
+
+def stack_effect(mnemonic: str, bits: int, model=None) -> Query:
+    w, ins, pre, imm, branches = setup(mnemonic, bits, model)
+    cv = w.cval
+    control = ins.mnemonic in ("CALLSUB", "RETSUB")
+    claims = []
+    for b in branches:
+        if b.status != RUNNING:
+            continue
+        t = b.state
+        parts = [t.height == pre.height - cv(ins.inputs) + cv(ins.outputs)]
+        for j in range(len(pre.stack) - ins.inputs):
+            if ins.outputs + j < len(t.stack):
+                parts.append(t.stack[ins.outputs + j] == pre.stack[ins.inputs + j])
+        if not control:
+            parts += [t.rheight == pre.rheight] + [x == y for x, y in zip(t.rstack, pre.rstack)]
+        claims.append(z3.Implies(b.cond, _conj(parts)))
+    return Query(_claims(claims), [well_formed(pre)], pre, mnemonic, imm)
+
+
+def cost(mnemonic: str, bits: int, model=None) -> Query:
+    w, ins, pre, imm, branches = setup(mnemonic, bits, model)
+    cv = w.cval
+    touches, end = spec_rules.touched_end(pre, mnemonic)
+    quantity = spec_rules.rule_quantity(pre, mnemonic)
+    claims, memory_claims = [], {}
+    for b in branches:
+        t = b.state
+        charged = t.compute - pre.compute
+        if b.label in ("stack underflow", "stack overflow", "compute limit (base cost)"):
+            claims.append(z3.Implies(b.cond, z3.And(charged == 0, t.storage_units == pre.storage_units)))
+            continue
+        new_pages = t.memory.pages - pre.memory.pages
+        parts = [z3.UGE(charged, cv(ins.cost))]
+        if b.status == RUNNING or b.status in (SUCCESS, REVERTED):
+            # Branches sharing one memory (CALL's callee outcomes) share one growth claim.
+            grown = z3.If(z3.And(touches, z3.UGT(end, pre.memory.size(w))),
+                          spec_rules.least_cover(t.memory.pages, end), new_pages == 0)
+            memory_claims.setdefault(id(t.memory), ([], grown))[0].append(b.cond)
+            rule_units = charged - cv(ins.cost) - new_pages * spec_rules.PAGE_COST
+            if mnemonic == "SSTORE":
+                fresh = spec_rules.new_slot(pre, mnemonic)
+                parts += [rule_units == z3.If(fresh, cv(spec_rules.NEW_SLOT_COST), cv(0)),
+                          t.storage_units - pre.storage_units == z3.If(
+                              fresh, cv(spec_rules.WRITE_UNITS + spec_rules.NEW_SLOT_UNITS),
+                              cv(spec_rules.WRITE_UNITS))]
+            elif mnemonic == "SLOAD":
+                parts += [rule_units == 0,
+                          t.storage_units - pre.storage_units == cv(spec_rules.READ_UNITS)]
+            elif mnemonic == "CALL":
+                # What the callee uses is charged too, within the caller's limit (5.2.1);
+                # laws.py bounds it by the callee's own limit.
+                parts += [z3.ULE(t.compute, pre.compute_limit)]
+            elif quantity is not None:
+                length, unit, unit_cost = quantity
+                count = ceil_div(length, unit)
+                parts += [rule_units == count * unit_cost,
+                          spec_rules.least_units(count, length, unit)]
+            else:
+                parts += [rule_units == 0, t.storage_units == pre.storage_units]
+        claims.append(z3.Implies(b.cond, _conj(parts)))
+    claims += [z3.Implies(z3.Or(conds), grown) for conds, grown in memory_claims.values()]
+    return Query(_claims(claims), [well_formed(pre)], pre, mnemonic, imm)
+
+
+def halts_exactly(mnemonic: str, bits: int, model=None) -> Query:
+    w, ins, pre, imm, branches = setup(mnemonic, bits, model)
+    expected = spec_rules.expected_outcome(pre, mnemonic)
+    claims = [z3.Implies(b.cond, expected == spec_rules.code(b.status)) for b in branches]
+    return Query(_claims(claims), [well_formed(pre)], pre, mnemonic, imm)
+
+
+def charges_before_effect(mnemonic: str, bits: int, model=None) -> Query:
+    w, ins, pre, imm, branches = setup(mnemonic, bits, model)
+    i = w.counter("probe_index")
+    claims = []
+    for b in branches:
+        if b.status in (RUNNING, SUCCESS, REVERTED):
+            continue
+        t = b.state
+        parts = [t.memory.read(i) == pre.memory.read(i), t.storage == pre.storage,
+                 z3.BoolVal(len(t.events) == len(pre.events) and t.output is None),
+                 t.return_data.length == pre.return_data.length,
+                 t.random_counter == pre.random_counter, t.reads == pre.reads,
+                 t.writes == pre.writes, t.new_slots == pre.new_slots,
+                 t.height == pre.height, t.pc == pre.pc]
+        claims.append(z3.Implies(b.cond, _conj(parts)))
+    return Query(_claims(claims), [well_formed(pre)], pre, mnemonic, imm)
+
+
+def meters(mnemonic: str, bits: int, model=None) -> Query:
+    w, ins, pre, imm, branches = setup(mnemonic, bits, model)
+    ule = z3.ULE
+    claims = []
+    for b in branches:
+        t = b.state
+        claims.append(z3.Implies(b.cond, z3.And(
+            ule(pre.compute, t.compute), ule(t.compute, pre.compute_limit),
+            t.compute_limit == pre.compute_limit, t.memory_limit == pre.memory_limit,
+            t.storage_limit == pre.storage_limit,
+            ule(pre.memory.pages, t.memory.pages), ule(pre.pages_live, t.pages_live),
+            ule(t.pages_live, pre.memory_limit), ule(pre.pages_peak, t.pages_peak),
+            ule(t.pages_live, t.pages_peak),
+            ule(pre.storage_units, t.storage_units), ule(t.storage_units, pre.storage_limit),
+            ule(pre.reads, t.reads), ule(pre.writes, t.writes),
+            ule(pre.new_slots, t.new_slots), ule(pre.random_counter, t.random_counter))))
+    return Query(_claims(claims), [well_formed(pre)], pre, mnemonic, imm)
+
+
+# Which parts of the pre-state each determinism class may read (spec 4.3). Every class reads
+# the frame's stack, memory, code (pc, immediate), return stack, data section and meters.
+CONTEXT_FIELDS = ("caller", "address", "call_data")
+GATED_FIELDS = CONTEXT_FIELDS + ("block_time", "seed", "depth", "oracle")
+
+
+def deterministic(mnemonic: str, bits: int, model=None) -> Query:
+    w, ins, pre, imm, branches = setup(mnemonic, bits, model)
+    other = fresh_state(w, "other_")
+    env = fresh_env(w, "other_")
+    keep = {"pure": (), "context": CONTEXT_FIELDS, "gated": GATED_FIELDS}[ins.determinism]
+    env = dataclasses.replace(env, data=pre.env.data,
+                              **{f: getattr(pre.env, f) for f in keep})
+    twin = pre.replace(env=env)
+    skip: tuple = ()
+    if ins.determinism == "pure":
+        # A pure row may not depend on the context at all: the twin's environment is fresh.
+        twin = twin.replace(random_counter=other.random_counter, return_data=other.return_data,
+                            storage=other.storage)
+        skip = ("storage", "return_data", "random_counter")  # differ before, carried through
+    elif ins.determinism == "context":
+        twin = twin.replace(random_counter=other.random_counter, storage=other.storage)
+        skip = ("storage", "random_counter")
+    twins = step(twin, mnemonic, imm, model)
+    i, j = w.counter("probe_index"), w.counter("probe_byte")
+    conds = [b.cond for b in branches]
+    # Exhaustive, and each branch excludes the later ones: the branches partition.
+    partition = [z3.Or(conds)] + [z3.Not(z3.And(a, z3.Or(conds[k + 1:])))
+                                  for k, a in enumerate(conds[:-1])]
+    same = [z3.And(a.cond == b.cond, z3.Implies(a.cond, same_state(a.state, b.state, i, j, skip)))
+            for a, b in zip(branches, twins)]
+    ok = [z3.BoolVal(len(branches) == len(twins))]
+    return Query(partition + same + ok, [well_formed(pre), well_formed(twin)], pre,
+                 mnemonic, imm)
+
+
+GENERIC = {"stack_effect": stack_effect, "cost": cost, "halts_exactly": halts_exactly,
+           "charges_before_effect": charges_before_effect, "meters": meters,
+           "deterministic": deterministic}
+
+
+def opcode_theorems(bits: tuple[int, ...] = (64,)) -> list[Theorem]:
+    out = []
+    for ins in SPEC.instructions:
+        for name, builder in GENERIC.items():
+            out.append(Theorem(name, ins.mnemonic, bits,
+                               lambda b, model=None, m=ins.mnemonic, f=builder: f(m, b, model)))
+    return out
+
+
+def registry() -> list[Theorem]:
+    """Every theorem of the suite, in a fixed order."""
+    from proofs import laws, lifecycle, policy, validate
+    models(64)  # coverage against the table: raises if an opcode has no model
+    return (opcode_theorems() + laws.theorems() + validate.theorems() + policy.theorems()
+            + lifecycle.theorems())

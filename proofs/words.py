@@ -1,0 +1,162 @@
+"""Words and the VM's arithmetic rules as z3 terms (spec 1.5.1, 6.3, 6.5).
+
+Pitfalls designed out here, once: in z3py ``/``, ``%``, ``>>`` and ``<`` are the *signed*
+operations. This module never uses ``/``, ``%`` or ``>>``; it uses UDiv, URem and LShR and
+wraps each division and shift in the VM's own rule for a zero divisor or an amount >= W
+(SMT-LIB's bvudiv/bvsdiv by zero results are not the VM's). Signed comparisons are spelled
+``slt`` so that every signed use is deliberate. Rotations are built from standard shifts:
+z3's RotateLeft with a symbolic amount is a z3-only operator that SMT-LIB lacks.
+
+Counters (offsets + lengths, pages, compute, heights) live in a wider *counter* sort so that
+the exact, unbounded arithmetic of spec 1.5.3 never wraps: max(W + 2, 48) bits holds every
+offset + length + page rounding (< 2^(W+1) + 2^12), every limit (< 2^40) and every sum of
+charges the model forms (at most ~2^63 at W = 64). Narrower counters are faster to prove.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import z3
+
+import spec
+
+SPEC = spec.load()
+SPEC_WORD_BITS = SPEC.limits["machine"]["word_bits"]
+WIDTHS = (8, 16, 32, 64)
+COUNTER_FLOOR, COUNTER_MARGIN = 48, 2
+
+
+@dataclass(frozen=True)
+class Width:
+    """Sorts and constants of a W-bit machine."""
+
+    bits: int
+
+    @property
+    def counter_bits(self) -> int:
+        return max(self.bits + COUNTER_MARGIN, COUNTER_FLOOR)
+
+    @property
+    def size(self) -> int:
+        return self.bits // 8
+
+    @property
+    def mask(self) -> int:
+        return (1 << self.bits) - 1
+
+    @property
+    def min_signed(self) -> int:
+        return 1 << (self.bits - 1)
+
+    # --- constructors -----------------------------------------------------------------
+    def word(self, name: str) -> z3.BitVecRef:
+        return z3.BitVec(name, self.bits)
+
+    def wval(self, value: int) -> z3.BitVecRef:
+        return z3.BitVecVal(value & self.mask, self.bits)
+
+    def counter(self, name: str) -> z3.BitVecRef:
+        return z3.BitVec(name, self.counter_bits)
+
+    def cval(self, value: int) -> z3.BitVecRef:
+        if value < 0 or value >= 1 << self.counter_bits:
+            raise ValueError(f"counter value {value} out of range")
+        return z3.BitVecVal(value, self.counter_bits)
+
+    def widen(self, w: z3.BitVecRef) -> z3.BitVecRef:
+        """A word (or any narrower bit-vector) read unsigned as a counter."""
+        return z3.ZeroExt(self.counter_bits - w.size(), w)
+
+    def narrow(self, c: z3.BitVecRef) -> z3.BitVecRef:
+        """A counter reduced modulo 2^W (spec: 'pushes ... mod 2^W')."""
+        return z3.Extract(self.bits - 1, 0, c)
+
+    # --- VM arithmetic (spec 6.3) -----------------------------------------------------
+    def divu(self, a, b):
+        return z3.If(b == 0, self.wval(self.mask), z3.UDiv(a, b))
+
+    def remu(self, a, b):
+        return z3.If(b == 0, a, z3.URem(a, b))
+
+    def abs_unsigned(self, a):
+        """|sa| as an unsigned word; |MIN| = 2^(W-1) is representable unsigned."""
+        return z3.If(slt(a, 0), -a, a)
+
+    def divs(self, a, b):
+        """Quotient rounded toward zero, from unsigned division of magnitudes (not bvsdiv,
+        whose zero-divisor result depends on the dividend's sign)."""
+        q = z3.UDiv(self.abs_unsigned(a), self.abs_unsigned(b))
+        negative = z3.Xor(slt(a, 0), slt(b, 0))
+        return z3.If(b == 0, self.wval(-1), z3.If(negative, -q, q))
+
+    def rems(self, a, b):
+        r = z3.URem(self.abs_unsigned(a), self.abs_unsigned(b))
+        return z3.If(b == 0, a, z3.If(slt(a, 0), -r, r))
+
+    # --- shifts and rotates (spec 6.5) -------------------------------------------------
+    def shl(self, a, s):
+        return z3.If(z3.UGE(s, self.bits), self.wval(0), a << s)
+
+    def shru(self, a, s):
+        return z3.If(z3.UGE(s, self.bits), self.wval(0), z3.LShR(a, s))
+
+    def shrs(self, a, s):
+        # Arithmetic shift by min(s, W-1): copies of the sign bit fill every position.
+        amount = z3.If(z3.UGE(s, self.bits), self.wval(self.bits - 1), s)
+        return ashr(a, amount)
+
+    def rotate_amount(self, s):
+        return z3.URem(s, self.wval(self.bits))
+
+    def rotl(self, a, s):
+        r = self.rotate_amount(s)
+        # For r = 0 the right shift is by W, which SMT-LIB defines as 0: the result is a.
+        return (a << r) | z3.LShR(a, self.wval(self.bits) - r)
+
+    def rotr(self, a, s):
+        r = self.rotate_amount(s)
+        return z3.LShR(a, r) | (a << (self.wval(self.bits) - r))
+
+    # --- comparisons (spec 6.4) ---------------------------------------------------------
+    def flag(self, condition):
+        return z3.If(condition, self.wval(1), self.wval(0))
+
+
+def slt(a, b):
+    """Signed less-than (z3py's ``<`` on bit-vectors is bvslt)."""
+    return a < b
+
+
+def sgt(a, b):
+    return a > b
+
+
+def ashr(a, s):
+    """Arithmetic shift right (z3py's ``>>`` on bit-vectors is bvashr)."""
+    return a >> s
+
+
+def width(bits: int | None = None) -> Width:
+    bits = SPEC_WORD_BITS if bits is None else bits
+    if bits not in WIDTHS:
+        raise ValueError(f"unsupported word width {bits}; use one of {WIDTHS}")
+    return Width(bits)
+
+
+def ceil_div(n, d: int):
+    """⌈n / d⌉ for a bit-vector n and a positive constant d. A power of two divides by a
+    shift: bit-blasting a divider at counter width is what makes solvers slow."""
+    if d & (d - 1) == 0:
+        return z3.LShR(n + (d - 1), d.bit_length() - 1)
+    return z3.UDiv(n + (d - 1), d)
+
+
+def little_endian_word(byte_at, base, count: int):
+    """The word whose byte k (least significant first) is byte_at(base + k)."""
+    parts = [byte_at(base + k) for k in range(count)]
+    return parts[0] if count == 1 else z3.Concat(*reversed(parts))
+
+
+def byte_of(value, k: int):
+    return z3.Extract(8 * k + 7, 8 * k, value)

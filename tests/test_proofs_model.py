@@ -1,0 +1,91 @@
+"""Focused tests of the SMT model (proofs/): coverage, the VM's arithmetic rules, the
+concrete evaluator, branch inputs, SMT-LIB export and the second solver."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import z3
+
+import spec
+from proofs import branches, exhaustive, smtlib
+from proofs.agreement import compare
+from proofs.instructions import CoverageError, coverage_problems, models
+from proofs.words import width
+
+
+def test_every_opcode_of_the_table_has_a_model():
+    table = models(64)
+    assert set(table) == set(spec.load().by_mnemonic)
+    assert coverage_problems(table) == []
+
+
+def test_an_opcode_without_a_model_is_reported():
+    table = dict(models(64))
+    del table["MCOPY"]
+    assert coverage_problems(table) == ["MCOPY: no model"]
+    assert issubclass(CoverageError, Exception)
+
+
+@pytest.mark.parametrize("bits", [8, 64])
+def test_division_and_shift_rules_are_the_vms_not_smtlibs(bits):
+    w = width(bits)
+    a = w.wval(-7)
+    ev = lambda t: z3.simplify(t).as_long()  # noqa: E731
+    assert ev(w.divs(a, w.wval(0))) == w.mask            # bvsdiv would give 1 here
+    assert ev(w.rems(a, w.wval(0))) == ev(a)
+    assert ev(w.divu(w.wval(7), w.wval(0))) == w.mask
+    assert ev(w.divs(w.wval(w.min_signed), w.wval(-1))) == w.min_signed
+    assert ev(w.rems(w.wval(w.min_signed), w.wval(-1))) == 0
+    assert ev(w.shl(w.wval(1), w.wval(bits))) == 0
+    assert ev(w.shrs(w.wval(-2), w.wval(bits + 5))) == w.mask
+    assert ev(w.rotl(w.wval(1), w.wval(bits + 1))) == 2
+
+
+def test_compiled_evaluator_matches_z3_on_every_word_operation():
+    rng = random.Random(7)
+    for mnemonic in exhaustive.word_operations():
+        variables, term = exhaustive.result_term(mnemonic, 16)
+        evaluate = exhaustive.compile_term(term, variables)
+        for _ in range(40):
+            values = [rng.choice([0, 1, 0x7FFF, 0x8000, 0xFFFF, rng.randrange(1 << 16)])
+                      for _ in variables]
+            expected = z3.simplify(z3.substitute(
+                term, *[(v, z3.BitVecVal(x, 16)) for v, x in zip(variables, values)]))
+            assert evaluate(*values) == expected.as_long(), (mnemonic, values)
+
+
+def test_branch_inputs_hit_the_defined_edge_cases_deterministically():
+    first = branches.branch_inputs("DIVS")
+    assert first == branches.branch_inputs("DIVS")
+    by_label = {x["branch"]: x for x in first}
+    assert by_label["divisor zero"]["stack"][-1] == 0
+    minimum = by_label["MIN / -1"]["stack"][-2:]
+    assert minimum == [1 << 63, (1 << 64) - 1]
+    assert {"stack underflow", "compute limit (base cost)"} <= set(by_label)
+    assert "stack overflow" not in by_label      # DIVS shrinks the stack: unreachable
+    push = {x["branch"]: x for x in branches.branch_inputs("PUSH1")}
+    assert push["stack overflow"]["height"] == 1024
+    shl = {x["branch"] for x in branches.branch_inputs("SHL")}
+    assert "amount >= W" in shl
+    mload = {x["branch"] for x in branches.branch_inputs("MLOAD")}
+    assert {"memory limit", "compute limit (page cost)",
+            "memory grows [memory limit reached exactly]"} <= mload
+
+
+@pytest.mark.parametrize("mnemonic", ["SSTORE", "CALL", "SHA256", "RETSUB", "LOG3"])
+def test_interpreter_agrees_on_every_branch(mnemonic):
+    for x in branches.branch_inputs(mnemonic):
+        assert compare(x) == [], x["branch"]
+
+
+def test_export_is_standard_smtlib_and_cvc5_agrees():
+    a, b = z3.BitVecs("a b", 64)
+    w = width(64)
+    proved = smtlib.export([], w.divu(a, b) == z3.If(b == 0, w.wval(-1), z3.UDiv(a, b)))
+    assert proved.startswith("(set-logic ALL)") and "(set-info :status unsat)" in proved
+    assert smtlib.check_cvc5(proved, 5000) == "unsat"
+    x, y = z3.BitVecs("x y", 8)
+    false_claim = smtlib.export([], width(8).divs(x, y) == x / y)  # bvsdiv differs at y = 0
+    assert smtlib.check_cvc5(false_claim, 5000) == "sat"

@@ -1,0 +1,42 @@
+"""The whole proof suite, once, as CI runs it; and the CLI around it."""
+
+from __future__ import annotations
+
+import json
+
+from proofs.runner import PROVED, Options, run_suite
+from proofs.theorems import registry
+from rtwo_vm.cli import main
+
+import spec
+
+
+def test_full_suite_proves_everything_and_agrees():
+    rows = run_suite(Options(jobs=2))
+    failures = [r for r in rows if r["status"] not in (PROVED, "agrees")]
+    assert failures == []
+    theorems = [r for r in rows if not r["theorem"].startswith("agreement")]
+    assert all(r.get("second_status") == "agrees" for r in theorems)
+    proved_opcodes = {r["opcode"] for r in theorems}
+    assert set(spec.load().by_mnemonic) <= proved_opcodes
+    assert len(theorems) == sum(len(t.widths) for t in registry())
+
+
+def test_cli_prove_one_opcode_writes_report_and_smt2(tmp_path, capsys):
+    report = tmp_path / "report.json"
+    smt = tmp_path / "smt2"
+    code = main(["prove", "--opcode", "ADD", "--report", str(report), "--export-smt2", str(smt),
+                 "--samples", "3", "--no-crosshair", "--jobs", "1"])
+    out = capsys.readouterr()
+    assert code == 0
+    assert "theorem" in out.out and "| ADD" in out.out
+    doc = json.loads(report.read_text())
+    assert doc["summary"]["failures"] == 0
+    exported = sorted(smt.iterdir())
+    assert exported and all("(set-info :status unsat)" in p.read_text() for p in exported)
+
+
+def test_cli_rejects_bad_arguments(capsys):
+    assert main(["prove", "--opcode", "NOPE"]) == 2
+    assert main(["prove", "--width", "12"]) == 2
+    assert "rtwo-vm: error" in capsys.readouterr().err
