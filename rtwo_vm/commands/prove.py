@@ -40,6 +40,8 @@ def register(subparsers) -> None:
                    help="JSON report path (default build/proofs-report.json, where readiness "
                         "and the docs read it; - for stdout)")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no table")
+    p.add_argument("--no-table", dest="table", action="store_false",
+                   help="progress bar and summary only (the rows stay in the report)")
     p.set_defaults(func=_cmd_prove)
 
 
@@ -67,7 +69,8 @@ def _cmd_prove(args) -> int:
     elapsed = time.perf_counter() - start
     doc = report.document(rows, elapsed)
     if not args.quiet:
-        print(report.table(rows))
+        if args.table:
+            print(report.table(rows))
         print(json.dumps(doc["summary"], sort_keys=True))
     for failure in report.failures(rows):
         print(report.describe_failure(failure), file=sys.stderr)

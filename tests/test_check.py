@@ -1,0 +1,48 @@
+"""``rtwo-vm check`` sequences the user-facing commands and fails when one of them fails.
+
+The proof step is exercised by tests/test_proofs_suite.py (the full suite once); here it is
+skipped to keep CI short."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def check(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "rtwo_vm.cli", "check", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_check_runs_every_step_and_passes():
+    done = check("--skip", "prove")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    for title in ("fill the vectors and compare with the committed corpus",
+                  "validate the reference through its own adapter",
+                  "readiness report with evidence"):
+        assert f"PASS" in done.stdout and title in done.stdout
+    assert "RESULT: everything passed" in done.stdout
+    assert "every implementation conforms" in done.stdout
+
+
+def test_check_fails_when_a_step_fails(monkeypatch, capsys):
+    import argparse
+
+    import rtwo_vm.cli
+    from rtwo_vm.commands import check as check_command
+
+    calls = []
+
+    def fake_main(argv):
+        calls.append(argv[0])
+        return 1 if argv[0] == "conformance" else 0
+
+    monkeypatch.setattr(rtwo_vm.cli, "main", fake_main)
+    code = check_command._cmd_check(argparse.Namespace(skip=["prove"]))
+    out = capsys.readouterr().out
+    assert code == 1
+    assert calls == ["vectors", "conformance", "readiness"]  # a failure does not stop the rest
+    assert "FAIL" in out and "1 step(s) failed" in out
