@@ -19,6 +19,7 @@ def pages() -> dict[str, str]:
     out["reference/errors.md"] = error_reference()
     out["reference/container.md"] = container_page()
     out["reference/lifecycle.md"] = lifecycle_page()
+    out["reference/coverage.md"] = coverage_page()
     return out
 
 
@@ -213,3 +214,54 @@ def lifecycle_page() -> str:
         "order; stage 9 is `committed` or `rolled_back`. Red arrows are the ways to "
         "`rolled_back`. The normative text is [chapter 8](../spec/08-lifecycle.md).", "",
         lifecycle_svg(), "", "| order | stage | meaning |", "| --- | --- | --- |", *rows, ""])
+
+
+def coverage_page() -> str:
+    """The corpus's opcode x outcome matrix as a grid: one row per opcode in table order, one
+    column per outcome seen anywhere; a cell's shade grows with its vector count."""
+    coverage_mod = _optional("conformance.coverage")
+    corpus = _optional("conformance.corpus")
+    head = ["# Conformance coverage", ""]
+    if coverage_mod is None or corpus is None:
+        return "\n".join(head + ["The conformance package is not installed.", ""])
+    cov = coverage_mod.measure(corpus.load()).to_json()
+    matrix = cov["matrix"]
+    table = spec.load()
+    errors = list(table.errors)
+    seen = {col for row in matrix.values() for col in row}
+    statuses = [c for c in ("success", "reverted") if c in seen]
+    codes = [c for c in errors if c in seen]
+    bounds = sorted(c for c in seen if c not in statuses and c not in codes)
+    columns = statuses + codes + bounds
+    peak = max((n for row in matrix.values() for n in row.values()), default=1)
+
+    def cell(n: int) -> str:
+        if not n:
+            return '<td class="cov0"></td>'
+        lightness = 65 - int(50 * (n / peak) ** 0.35)
+        ink = "#fff" if lightness < 45 else "#123"
+        return (f'<td style="background:hsl(130,45%,{lightness}%);color:{ink}" '
+                f'title="{n} vectors">{n}</td>')
+
+    header = "".join(f'<th><span>{c}</span></th>' for c in columns)
+    rows = []
+    for ins in table.instructions:
+        row = matrix.get(ins.mnemonic, {})
+        rows.append(f'<tr><th><a href="../instructions/#{anchor(ins.mnemonic)}">{ins.mnemonic}</a></th>'
+                    + "".join(cell(row.get(c, 0)) for c in columns) + "</tr>")
+    style = ("<style>.cov{border-collapse:collapse;font-size:10px}.cov td{width:18px;height:16px;"
+             "text-align:center;border:1px solid #eee;color:#123}.cov th{font-weight:normal;"
+             "text-align:right;padding-right:4px;white-space:nowrap}.cov thead th{height:170px;"
+             "vertical-align:bottom}.cov thead th span{writing-mode:vertical-rl;transform:rotate(180deg)}"
+             ".cov0{background:#fafafa}</style>")
+    summary = (f"{cov['vectors']} vectors ({', '.join(f'{n} {s}' for s, n in cov['sources'].items())}); "
+               f"opcodes {cov['opcodes']['covered']}/{cov['opcodes']['target']}, outcome codes "
+               f"{cov['outcome_codes']['covered']}/{cov['outcome_codes']['target']}, boundaries "
+               f"{cov['boundaries']['covered']}/{cov['boundaries']['target']}.")
+    return "\n".join(head + [
+        "Computed from the committed corpus (`conformance/vectors/`) when the site is built: "
+        "each row is an opcode, each column an outcome (a status, an outcome code, or a "
+        "resource boundary at limit − 1, limit or limit + 1); a cell counts the vectors of that "
+        "opcode with that outcome. `rtwo-vm vectors coverage` prints the same matrix.", "",
+        summary, "", style,
+        f'<table class="cov"><thead><tr><th></th>{header}</tr></thead><tbody>{"".join(rows)}</tbody></table>', ""])

@@ -31,6 +31,12 @@ def test_generated_reference_has_an_entry_per_opcode():
         assert f"`0x{ins.opcode:02x}`" in page
 
 
+def test_coverage_grid_has_a_row_per_opcode():
+    page = docgen.pages()["reference/coverage.md"]
+    for ins in spec.load().instructions:
+        assert f'#{ins.mnemonic.lower()}">{ins.mnemonic}</a></th>' in page
+
+
 def test_every_error_code_is_listed():
     page = docgen.pages()["reference/errors.md"]
     for code in spec.load().errors:
