@@ -26,7 +26,9 @@ from proofs import smtlib
 
 PROVED, COUNTEREXAMPLE, UNKNOWN = "proved", "counterexample", "unknown"
 AGREES, DISAGREES = "agrees", "disagrees"
-FAILING = (COUNTEREXAMPLE, DISAGREES)
+# A task that crashed (a bug in the suite or a missing dependency): neither proof nor refutation.
+ERROR = "error"
+FAILING = (COUNTEREXAMPLE, DISAGREES, ERROR)
 
 
 @dataclass
@@ -175,7 +177,7 @@ def run_task(task: tuple) -> dict:
         return _agreement(kind, key, bits, start)
     except Exception as err:  # noqa: BLE001 - a crashing task is a failure row, not a crash
         name = f"agreement_{kind}" if kind != "theorem" else f"theorem #{key}"
-        return _row(name, str(key), bits, COUNTEREXAMPLE, time.perf_counter() - start,
+        return _row(name, str(key), bits, ERROR, time.perf_counter() - start,
                     error=f"{type(err).__name__}: {err}")
 
 

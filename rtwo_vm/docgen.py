@@ -65,6 +65,38 @@ def _proof_evidence() -> dict[str, list[dict]]:
     return by_opcode
 
 
+def _model_sources() -> dict[str, str]:
+    """Mnemonic -> the z3 model's source, with the word-level rules it closes over."""
+    import inspect
+
+    instructions = _optional("proofs.instructions")
+    if instructions is None:
+        return {}
+    out = {}
+    for mnemonic, model in instructions.models(64).items():
+        parts = [inspect.getsource(model)]
+        for value in inspect.getclosurevars(model).nonlocals.values():
+            if inspect.isfunction(value) or inspect.ismethod(value):
+                try:
+                    parts.append(inspect.getsource(value))
+                except (OSError, TypeError):
+                    pass
+        out[mnemonic] = "\n\n".join(inspect.cleandoc("\n" + p) if p.startswith(" ") else p
+                                   for p in parts)
+    return out
+
+
+def _registered_theorems() -> dict[str, list[tuple[str, tuple[int, ...]]]]:
+    """Mnemonic -> (theorem name, widths) for every theorem the proof suite registers."""
+    theorems = _optional("proofs.theorems")
+    if theorems is None:
+        return {}
+    out: dict[str, list[tuple[str, tuple[int, ...]]]] = {}
+    for t in theorems.registry():
+        out.setdefault(t.opcode, []).append((t.name, t.widths))
+    return out
+
+
 def _vector_counts() -> dict[str, int]:
     corpus = _optional("conformance.corpus")
     if corpus is None or not hasattr(corpus, "vectors_per_opcode"):
@@ -76,6 +108,8 @@ def instruction_reference() -> str:
     table = spec.load()
     proofs = _proof_evidence()
     vectors = _vector_counts()
+    sources = _model_sources()
+    registered = _registered_theorems()
     lines = ["# Instruction reference", "",
              f"Generated from `spec/data/instructions.toml` (spec {table.version}): "
              f"{len(table.instructions)} instructions. Costs are compute units; dynamic cost "
@@ -91,13 +125,18 @@ def instruction_reference() -> str:
             lines.append(f"| `0x{i.opcode:02x}` | [`{i.mnemonic}`](#{anchor(i.mnemonic)}) | {imm} "
                          f"| `{sig}` | {i.cost} | {i.cost_rule or '—'} |")
         lines.append("")
-    lines += ["## Instructions", ""]
+    proved_note = ("Proof statuses are those of the `rtwo-vm prove` report this site was built "
+                   "with." if proofs else "No `rtwo-vm prove` report was present when this site "
+                   "was built: the theorems are listed with their widths, without a status.")
+    lines += ["## Instructions", "", proved_note, ""]
     for i in table.instructions:
-        lines += _entry(i, proofs.get(i.mnemonic, []), vectors.get(i.mnemonic))
+        lines += _entry(i, proofs.get(i.mnemonic, []), vectors.get(i.mnemonic),
+                        registered.get(i.mnemonic, []), sources.get(i.mnemonic))
     return "\n".join(lines) + "\n"
 
 
-def _entry(i: spec.Instruction, theorems: list[dict], vector_count: int | None) -> list[str]:
+def _entry(i: spec.Instruction, results: list[dict], vector_count: int | None,
+           registered: list[tuple[str, tuple[int, ...]]], model: str | None) -> list[str]:
     sig = i.signature.replace("|", "\\|")
     gate = f" (gate `{i.gate}`)" if i.gate else ""
     out = [f"### {i.mnemonic} {{#{anchor(i.mnemonic)}}}", "", i.meaning, "",
@@ -107,15 +146,23 @@ def _entry(i: spec.Instruction, theorems: list[dict], vector_count: int | None) 
            f"| compute | {i.cost} base" + (f" + rule `{i.cost_rule}`" if i.cost_rule else "") + " |",
            f"| determinism | {i.determinism}{gate} |",
            f"| control flow | {i.flow.replace('_', ' ')} |",
-           f"| defined in | [§{i.section}]({_chapter_link(i.section)}) |"]
+           f"| semantics and edge cases | [§{i.section}]({_chapter_link(i.section)}) |"]
     if vector_count is not None:
         out.append(f"| conformance vectors | {vector_count} |")
     out.append("")
-    if theorems:
-        out += ["| theorem | widths | status |", "| --- | --- | --- |"]
-        for t in theorems:
-            out.append(f"| {t.get('theorem')} | {t.get('width')} | {t.get('status')} |")
+    status = {(r.get("theorem"), r.get("width")): r.get("status") for r in results}
+    if registered:
+        out += ["| theorem | width | status |", "| --- | --- | --- |"]
+        for name, widths in registered:
+            for width in widths:
+                out.append(f"| `{name}` | {width} | {status.get((name, width), '—')} |")
+        agreement = [r for r in results if str(r.get("theorem", "")).startswith("agreement")]
+        for r in agreement:
+            out.append(f"| `{r['theorem']}` (interpreter) | {r.get('width')} | {r.get('status')} |")
         out.append("")
+    if model:
+        out += ['??? note "z3 model (proofs/instructions)"', "", "    ```python",
+                *("    " + line if line else "" for line in model.splitlines()), "    ```", ""]
     return out
 
 

@@ -26,9 +26,13 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 
 def test_generated_reference_has_an_entry_per_opcode():
     page = docgen.pages()["reference/instructions.md"]
-    for ins in spec.load().instructions:
-        assert f"### {ins.mnemonic} {{#{ins.mnemonic.lower()}}}" in page
-        assert f"`0x{ins.opcode:02x}`" in page
+    entries = page.split("\n### ")[1:]
+    assert len(entries) == len(spec.load().instructions)
+    for ins, entry in zip(spec.load().instructions, entries):
+        assert entry.startswith(f"{ins.mnemonic} {{#{ins.mnemonic.lower()}}}")
+        assert f"`0x{ins.opcode:02x}`" in entry and ins.meaning in entry
+        assert "| `stack_effect` | 64 |" in entry and "| `halts_exactly` | 64 |" in entry
+        assert 'z3 model' in entry and "```python" in entry
 
 
 def test_coverage_grid_has_a_row_per_opcode():

@@ -77,3 +77,17 @@ def test_broken_memory_model_fails_its_laws_with_replayable_inputs():
     assert "interpreter" in law["counterexample"]
     replay = next(r for r in rows if r["theorem"] == "agreement_branches")
     assert replay["status"] == DISAGREES
+
+
+def test_a_crashing_task_is_an_error_never_a_proof_or_a_counterexample():
+    from proofs.report import failures
+    from proofs.runner import ERROR
+
+    def crashing_model(state, imm):
+        raise RuntimeError("model bug")
+
+    rows = _suite(opcodes=("NOP",), model_overrides={"NOP": crashing_model})
+    theorems = [r for r in rows if not r["theorem"].startswith("agreement")]
+    assert theorems and all(r["status"] == ERROR for r in theorems)
+    assert all("model bug" in r["error"] for r in theorems)
+    assert failures(rows)  # makes `rtwo-vm prove` exit non-zero
