@@ -14,40 +14,10 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import pytest
 from hypothesis import given, settings, strategies as st
 
-import spec
 from conftest import returning_top, run_asm, word_out
+from opspec import S, W, M, MIN, MAX, cost, fee, RET_COST, u, s
 
-S = spec.load()
-SCHED = S.schedule
-PAGE_COST = SCHED["memory"]["page_cost"]
-W = 2 ** 64
-M = W - 1
-MIN = 2 ** 63
-MAX = 2 ** 63 - 1
 OPS = ("ADD", "SUB", "MUL", "DIVU", "DIVS", "REMU", "REMS")
-
-
-def cost(*mnemonics: str) -> int:
-    return sum(S.by_mnemonic[m.upper()].cost for m in mnemonics)
-
-
-def fee(compute: int, pages: int, units: int = 0) -> int:
-    f = SCHED["fee"]
-    return (compute * f["compute_price"] + pages * f["memory_page_price"]
-            + units * f["storage_unit_price"])
-
-
-# returning_top appends: push 0 (PUSH1), swap1, mstore (first page), push 0, push 8, return
-RET_COST = cost("PUSH1", "SWAP1", "MSTORE", "PUSH1", "PUSH1", "RETURN") + PAGE_COST
-
-
-def u(x: int) -> int:
-    """A signed Python integer as its 64-bit two's complement word."""
-    return x % W
-
-
-def s(x: int) -> int:
-    return x - W if x >= MIN else x
 
 
 def binop(op: str, a: int, b: int):

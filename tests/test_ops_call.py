@@ -10,43 +10,14 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 import pytest
 
-import spec
 from conftest import ENTRY, returning_top, run_asm, word_out
+from opspec import (
+    S, PAGE_SIZE, PAGE_COST, COPY_COST, STO, CALL_DEPTH, M, cost, fee, usage, changes, RET_COLD,
+)
 from reference_vm import Limits, Policy
 
-S = spec.load()
-SCHED = S.schedule
-PAGE_SIZE = SCHED["memory"]["page_size"]
-PAGE_COST = SCHED["memory"]["page_cost"]
-COPY_COST = SCHED["copy"]["word_cost"]
-STO = SCHED["storage"]
-CALL_DEPTH = S.limits["machine"]["call_depth"]
-M = 2 ** 64 - 1
 B = 0xB0B
 C = 0xC0C
-
-
-def cost(*mnemonics: str) -> int:
-    return sum(S.by_mnemonic[m.upper()].cost for m in mnemonics)
-
-
-def fee(compute: int, pages: int, units: int = 0) -> int:
-    f = SCHED["fee"]
-    return (compute * f["compute_price"] + pages * f["memory_page_price"]
-            + units * f["storage_unit_price"])
-
-
-def usage(result):
-    u = result.usage
-    return (u.compute, u.memory_pages, u.storage_reads, u.storage_writes, u.storage_new_slots,
-            u.storage_units)
-
-
-def changes(result):
-    return [(c.address, c.key, c.before, c.after) for c in result.state_changes]
-
-
-RET_COLD = cost("PUSH1", "SWAP1", "MSTORE", "PUSH1", "PUSH1", "RETURN") + PAGE_COST
 
 
 def call(addr=B, compute=M, offset=0, length=0):

@@ -10,34 +10,11 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import pytest
 from hypothesis import given, settings, strategies as st
 
-import spec
 from conftest import returning_top, run_asm, word_out
+from opspec import S, M, MIN, MAX, cost, fee, RET_COST, s
 from reference_vm import Limits
 
-S = spec.load()
-SCHED = S.schedule
-PAGE_COST = SCHED["memory"]["page_cost"]
-W = 2 ** 64
-M = W - 1
-MIN = 2 ** 63
-MAX = 2 ** 63 - 1
 BINARY = ("EQ", "LTU", "LTS", "GTU", "GTS")
-
-
-def cost(*mnemonics: str) -> int:
-    return sum(S.by_mnemonic[m.upper()].cost for m in mnemonics)
-
-
-def fee(compute: int, pages: int) -> int:
-    f = SCHED["fee"]
-    return compute * f["compute_price"] + pages * f["memory_page_price"]
-
-
-RET_COST = cost("PUSH1", "SWAP1", "MSTORE", "PUSH1", "PUSH1", "RETURN") + PAGE_COST
-
-
-def s(x: int) -> int:
-    return x - W if x >= MIN else x
 
 
 def run_binary(op, a, b):

@@ -11,51 +11,22 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import pytest
 from hypothesis import given, settings, strategies as st
 
-import spec
 from conftest import returning_top, run_asm, word_out
+from opspec import (
+    S, PAGE_COST, COUNTER_SIZE, M, cost, fee, usage, RET_COLD, words,
+    returning_stack as returning_words,
+)
 from reference_vm import Context, Limits, Policy
 
-S = spec.load()
-SCHED = S.schedule
-PAGE_COST = SCHED["memory"]["page_cost"]
-COUNTER_SIZE = SCHED["randomness"]["counter_size"]
-M = 2 ** 64 - 1
 B = 0xB0B
 TIME_OK = Policy(time_access="allowed")
 RAND_OK = Policy(randomness="seeded")
 SEED = bytes(range(32))
 
 
-def cost(*mnemonics: str) -> int:
-    return sum(S.by_mnemonic[m.upper()].cost for m in mnemonics)
-
-
-def fee(compute: int, pages: int) -> int:
-    f = SCHED["fee"]
-    return compute * f["compute_price"] + pages * f["memory_page_price"]
-
-
-def usage(result):
-    u = result.usage
-    return (u.compute, u.memory_pages, u.storage_reads, u.storage_writes, u.storage_new_slots,
-            u.storage_units)
-
-
-RET_COLD = cost("PUSH1", "SWAP1", "MSTORE", "PUSH1", "PUSH1", "RETURN") + PAGE_COST
-
-
 def random_word(seed: bytes, k: int) -> int:
     digest = hashlib.sha256(seed + k.to_bytes(COUNTER_SIZE, "little")).digest()
     return int.from_bytes(digest[:8], "little")
-
-
-def returning_words(body: str, k: int) -> str:
-    lines = [body] + [f"push1 {8 * i}\nswap1\nmstore" for i in range(k)]
-    return "\n".join(lines + [f"push1 0\npush1 {8 * k}\nreturn"])
-
-
-def words(out: bytes) -> list[int]:
-    return [int.from_bytes(out[i:i + 8], "little") for i in range(0, len(out), 8)]
 
 
 def test_table_rows():

@@ -9,53 +9,12 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 import pytest
 
-import spec
 from conftest import ENTRY, returning_top, run_asm, word_out
+from opspec import (
+    SCHED, PAGE_COST, RSTACK, M, cost, fee, RET_COST, returning_stack, ret_stack_cost, words_of,
+    usage, pages_for,
+)
 from reference_vm import Limits
-
-S = spec.load()
-SCHED = S.schedule
-PAGE_SIZE = SCHED["memory"]["page_size"]
-PAGE_COST = SCHED["memory"]["page_cost"]
-RSTACK = S.limits["machine"]["return_stack_depth"]
-M = 2 ** 64 - 1
-
-
-def cost(*mnemonics: str) -> int:
-    return sum(S.by_mnemonic[m.upper()].cost for m in mnemonics)
-
-
-def fee(compute: int, pages: int, units: int = 0) -> int:
-    f = SCHED["fee"]
-    return (compute * f["compute_price"] + pages * f["memory_page_price"]
-            + units * f["storage_unit_price"])
-
-
-RET_COST = cost("PUSH1", "SWAP1", "MSTORE", "PUSH1", "PUSH1", "RETURN") + PAGE_COST
-
-
-def returning_stack(body: str, k: int) -> str:
-    lines = [body] + [f"push1 {8 * i}\nswap1\nmstore" for i in range(k)]
-    return "\n".join(lines + [f"push1 0\npush1 {8 * k}\nreturn"])
-
-
-def ret_stack_cost(k: int) -> int:
-    return k * cost("PUSH1", "SWAP1", "MSTORE") + cost("PUSH1", "PUSH1", "RETURN") + PAGE_COST
-
-
-def words_of(result):
-    assert result.status == "success", (result.status, result.error)
-    return [int.from_bytes(result.output[i:i + 8], "little") for i in range(0, len(result.output), 8)]
-
-
-def usage(result):
-    u = result.usage
-    return (u.compute, u.memory_pages, u.storage_reads, u.storage_writes, u.storage_new_slots,
-            u.storage_units)
-
-
-def pages_for(end: int) -> int:
-    return -(-end // PAGE_SIZE)
 
 
 # ---- STOP / NOP / TRAP ---------------------------------------------------------------------

@@ -11,56 +11,21 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import pytest
 from hypothesis import given, settings, strategies as st
 
-import spec
 from conftest import CALLER, ENTRY, returning_top, run_asm, word_out
+from opspec import (
+    S, PAGE_SIZE, PAGE_COST, COPY_COST, MAX_CALL_DATA, DEFAULT_COMPUTE, M, cost, fee, pages_for,
+    copy_words, usage, RET_WARM, RET_COLD, words,
+)
 from reference_vm import Limits
 
-S = spec.load()
-SCHED = S.schedule
-PAGE_SIZE = SCHED["memory"]["page_size"]
-PAGE_COST = SCHED["memory"]["page_cost"]
-COPY_WORD = SCHED["copy"]["word_size"]
-COPY_COST = SCHED["copy"]["word_cost"]
-MAX_CALL_DATA = S.limits["machine"]["call_data_size"]
-DEFAULT_COMPUTE = S.limits["default"]["compute"]
-M = 2 ** 64 - 1
 OTHER = 0xBEEF
 OTHER2 = 0xBEEF2
 
 
-def cost(*mnemonics: str) -> int:
-    return sum(S.by_mnemonic[m.upper()].cost for m in mnemonics)
-
-
-def fee(compute: int, pages: int) -> int:
-    f = SCHED["fee"]
-    return compute * f["compute_price"] + pages * f["memory_page_price"]
-
-
-def pages_for(end: int) -> int:
-    return -(-end // PAGE_SIZE)
-
-
-def copy_words(length: int) -> int:
-    return -(-length // COPY_WORD)
-
-
-def usage(result):
-    u = result.usage
-    return (u.compute, u.memory_pages, u.storage_reads, u.storage_writes, u.storage_new_slots,
-            u.storage_units)
-
-
-RET_WARM = cost("PUSH1", "SWAP1", "MSTORE", "PUSH1", "PUSH1", "RETURN")
-RET_COLD = RET_WARM + PAGE_COST
 CALL_SEQ = "push8 {addr}\npush8 {compute}\npush8 0\npush8 0\ncall"
 CALL_SEQ_COST = 4 * cost("PUSH8") + cost("CALL")
 RETURN_TWO = "push1 0\nswap1\nmstore\npush1 8\nswap1\nmstore\npush1 0\npush1 16\nreturn"
 RETURN_TWO_COST = cost("PUSH1", "SWAP1", "MSTORE") * 2 + cost("PUSH1", "PUSH1", "RETURN") + PAGE_COST
-
-
-def words(out: bytes) -> list[int]:
-    return [int.from_bytes(out[i:i + 8], "little") for i in range(0, len(out), 8)]
 
 
 def call_and_copy_return(addr, n_bytes):

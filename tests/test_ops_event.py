@@ -9,42 +9,11 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 import pytest
 
-import spec
 from conftest import ENTRY, run_asm
+from opspec import S, PAGE_COST, COPY_COST, M, cost, fee, pages_for, copy_words, usage
 from reference_vm import Limits
 
-S = spec.load()
-SCHED = S.schedule
-PAGE_SIZE = SCHED["memory"]["page_size"]
-PAGE_COST = SCHED["memory"]["page_cost"]
-COPY_WORD = SCHED["copy"]["word_size"]
-COPY_COST = SCHED["copy"]["word_cost"]
-M = 2 ** 64 - 1
 OTHER = 0xE7E7
-
-
-def cost(*mnemonics: str) -> int:
-    return sum(S.by_mnemonic[m.upper()].cost for m in mnemonics)
-
-
-def fee(compute: int, pages: int, units: int = 0) -> int:
-    f = SCHED["fee"]
-    return (compute * f["compute_price"] + pages * f["memory_page_price"]
-            + units * f["storage_unit_price"])
-
-
-def pages_for(end: int) -> int:
-    return -(-end // PAGE_SIZE)
-
-
-def copy_words(length: int) -> int:
-    return -(-length // COPY_WORD)
-
-
-def usage(result):
-    u = result.usage
-    return (u.compute, u.memory_pages, u.storage_reads, u.storage_writes, u.storage_new_slots,
-            u.storage_units)
 
 
 def events(result):

@@ -11,43 +11,12 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import pytest
 from hypothesis import given, settings, strategies as st
 
-import spec
 from conftest import run_asm
+from opspec import (
+    S, PAGE_SIZE, PAGE_COST, COPY_WORD, COPY_COST, BLOCK_COST, DIGEST, M, cost, fee, pages_for,
+    blocks, usage,
+)
 from reference_vm import Limits
-
-S = spec.load()
-SCHED = S.schedule
-PAGE_SIZE = SCHED["memory"]["page_size"]
-PAGE_COST = SCHED["memory"]["page_cost"]
-COPY_WORD = SCHED["copy"]["word_size"]
-COPY_COST = SCHED["copy"]["word_cost"]
-BLOCK = SCHED["hash"]["block_size"]
-BLOCK_COST = SCHED["hash"]["block_cost"]
-DIGEST = SCHED["hash"]["digest_size"]
-M = 2 ** 64 - 1
-
-
-def cost(*mnemonics: str) -> int:
-    return sum(S.by_mnemonic[m.upper()].cost for m in mnemonics)
-
-
-def fee(compute: int, pages: int) -> int:
-    f = SCHED["fee"]
-    return compute * f["compute_price"] + pages * f["memory_page_price"]
-
-
-def pages_for(end: int) -> int:
-    return -(-end // PAGE_SIZE)
-
-
-def blocks(length: int) -> int:
-    return -(-length // BLOCK)
-
-
-def usage(result):
-    u = result.usage
-    return (u.compute, u.memory_pages, u.storage_reads, u.storage_writes, u.storage_new_slots,
-            u.storage_units)
 
 
 def hash_program(length: int, dst: int, src: int = 0) -> str:

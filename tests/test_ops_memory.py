@@ -10,46 +10,12 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import pytest
 from hypothesis import given, settings, strategies as st
 
-import spec
 from conftest import returning_top, run_asm, word_out
+from opspec import (
+    S, PAGE_SIZE, PAGE_COST, COPY_COST, DEFAULT_PAGES, M, cost, fee, pages_for, copy_words, usage,
+    RET_WARM, RET_COLD,
+)
 from reference_vm import Limits
-
-S = spec.load()
-SCHED = S.schedule
-PAGE_SIZE = SCHED["memory"]["page_size"]
-PAGE_COST = SCHED["memory"]["page_cost"]
-COPY_WORD = SCHED["copy"]["word_size"]
-COPY_COST = SCHED["copy"]["word_cost"]
-DEFAULT_PAGES = S.limits["default"]["memory_pages"]
-M = 2 ** 64 - 1
-
-
-def cost(*mnemonics: str) -> int:
-    return sum(S.by_mnemonic[m.upper()].cost for m in mnemonics)
-
-
-def fee(compute: int, pages: int) -> int:
-    f = SCHED["fee"]
-    return compute * f["compute_price"] + pages * f["memory_page_price"]
-
-
-def pages_for(end: int) -> int:
-    return -(-end // PAGE_SIZE)
-
-
-def copy_words(length: int) -> int:
-    return -(-length // COPY_WORD)
-
-
-def usage(result):
-    u = result.usage
-    return (u.compute, u.memory_pages, u.storage_reads, u.storage_writes, u.storage_new_slots,
-            u.storage_units)
-
-
-# returning_top when memory page 0 already exists: no page charge
-RET_WARM = cost("PUSH1", "SWAP1", "MSTORE", "PUSH1", "PUSH1", "RETURN")
-RET_COLD = RET_WARM + PAGE_COST
 
 
 # ---- MSTORE / MLOAD ------------------------------------------------------------------------

@@ -9,44 +9,9 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 import pytest
 
-import spec
 from conftest import returning_top, run_asm, word_out
+from opspec import S, STACK_DEPTH, M, cost, fee, RET_COST, ret_stack_cost, returning_stack, words_of
 from reference_vm import Limits
-
-S = spec.load()
-SCHED = S.schedule
-PAGE_COST = SCHED["memory"]["page_cost"]
-STACK_DEPTH = S.limits["machine"]["stack_depth"]
-M = 2 ** 64 - 1
-
-
-def cost(*mnemonics: str) -> int:
-    return sum(S.by_mnemonic[m.upper()].cost for m in mnemonics)
-
-
-def fee(compute: int, pages: int) -> int:
-    f = SCHED["fee"]
-    return compute * f["compute_price"] + pages * f["memory_page_price"]
-
-
-RET_COST = cost("PUSH1", "SWAP1", "MSTORE", "PUSH1", "PUSH1", "RETURN") + PAGE_COST
-
-
-def returning_stack(body: str, k: int) -> str:
-    """Return the top k items, top first, as k little-endian words (k <= 31)."""
-    lines = [body] + [f"push1 {8 * i}\nswap1\nmstore" for i in range(k)]
-    lines.append(f"push1 0\npush1 {8 * k}\nreturn")
-    return "\n".join(lines)
-
-
-def ret_stack_cost(k: int) -> int:
-    return k * cost("PUSH1", "SWAP1", "MSTORE") + cost("PUSH1", "PUSH1", "RETURN") + PAGE_COST
-
-
-def words_of(result) -> list[int]:
-    assert result.status == "success", (result.status, result.error)
-    out = result.output
-    return [int.from_bytes(out[i:i + 8], "little") for i in range(0, len(out), 8)]
 
 
 def op(mnemonic):

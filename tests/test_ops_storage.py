@@ -10,42 +10,11 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import pytest
 from hypothesis import given, settings, strategies as st
 
-import spec
 from conftest import ENTRY, returning_top, run_asm, word_out
+from opspec import (
+    S, READ_UNITS, WRITE_UNITS, NEW_UNITS, NEW_COST, M, cost, fee, RET_COST, usage, changes,
+)
 from reference_vm import Limits, Policy
-
-S = spec.load()
-SCHED = S.schedule
-PAGE_COST = SCHED["memory"]["page_cost"]
-STO = SCHED["storage"]
-READ_UNITS = STO["read_units"]
-WRITE_UNITS = STO["write_units"]
-NEW_UNITS = STO["new_slot_units"]
-NEW_COST = STO["new_slot_cost"]
-M = 2 ** 64 - 1
-
-
-def cost(*mnemonics: str) -> int:
-    return sum(S.by_mnemonic[m.upper()].cost for m in mnemonics)
-
-
-def fee(compute: int, pages: int, units: int) -> int:
-    f = SCHED["fee"]
-    return (compute * f["compute_price"] + pages * f["memory_page_price"]
-            + units * f["storage_unit_price"])
-
-
-RET_COST = cost("PUSH1", "SWAP1", "MSTORE", "PUSH1", "PUSH1", "RETURN") + PAGE_COST
-
-
-def usage(result):
-    u = result.usage
-    return (u.compute, u.memory_pages, u.storage_reads, u.storage_writes, u.storage_new_slots,
-            u.storage_units)
-
-
-def changes(result):
-    return [(c.address, c.key, c.before, c.after) for c in result.state_changes]
 
 
 def test_table_rows():
