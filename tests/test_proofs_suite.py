@@ -40,3 +40,10 @@ def test_cli_rejects_bad_arguments(capsys):
     assert main(["prove", "--opcode", "NOPE"]) == 2
     assert main(["prove", "--width", "12"]) == 2
     assert "rtwo-vm: error" in capsys.readouterr().err
+
+
+def test_cli_report_to_stdout_is_json_alone(capsys):
+    code = main(["prove", "--opcode", "NOP", "--report", "-", "--no-crosshair"])
+    assert code == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["summary"]["theorems"] == {"proved": 6}

@@ -68,7 +68,7 @@ def _cmd_prove(args) -> int:
     rows = run_suite(options, None if args.quiet else progress_bar())
     elapsed = time.perf_counter() - start
     doc = report.document(rows, elapsed)
-    if not args.quiet:
+    if not args.quiet and args.report != "-":  # with --report -, stdout is the JSON alone
         if args.table:
             print(report.table(rows))
         print(json.dumps(doc["summary"], sort_keys=True))
