@@ -32,8 +32,13 @@ from reference_vm.words import word as word_of
 LABEL = re.compile(r"^([A-Za-z_.$][A-Za-z0-9_.$]*):")
 IDENT = re.compile(r"^[A-Za-z_.$][A-Za-z0-9_.$]*$")
 HEX2 = re.compile(r"[0-9A-Fa-f]{2}")
-PUSH_SIZES = (1, 2, 4, 8)
-LABEL_PUSH_SIZE = 4
+# The PUSHn rows of the table by immediate size; a label is pushed as the PUSHn whose
+# immediate has the size of a jump target, so that offsets are known before labels are.
+_PUSHES = {row.immediate_size: row.mnemonic for row in spec.load().instructions
+           if row.immediate_kind == "value"}
+PUSH_SIZES = tuple(sorted(_PUSHES))
+LABEL_PUSH = _PUSHES[next(r.immediate_size for r in spec.load().instructions
+                          if r.immediate_kind == "jump_target")]
 
 
 class AssemblyError(ValueError):
@@ -138,7 +143,7 @@ def _directive_bytes(name: str, args: str, word_size: int) -> bytes:
 
 def _push_size(value: int, mask: int) -> int:
     v = value & mask
-    return next(size for size in PUSH_SIZES if v < 1 << (8 * size))
+    return next(size for size in PUSH_SIZES if v < 1 << (8 * size))  # the widest always fits
 
 
 def assemble(source: str) -> bytes:
@@ -194,9 +199,9 @@ def _instruction(line: int, mnemonic: str, operand: str, table, mask: int, offse
         if not operand:
             raise ValueError("push needs an operand")
         if IDENT.match(operand):
-            mnemonic = f"PUSH{LABEL_PUSH_SIZE}"
+            mnemonic = LABEL_PUSH
         else:
-            mnemonic = f"PUSH{_push_size(parse_number(operand), mask)}"
+            mnemonic = _PUSHES[_push_size(parse_number(operand), mask)]
     ins = table.get(mnemonic)
     if ins is None:
         raise ValueError(f"unknown mnemonic {mnemonic.lower()!r}")

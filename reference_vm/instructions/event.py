@@ -11,14 +11,17 @@ from reference_vm.accounting import charge, copy_cost, touch
 from reference_vm.machine import Frame, Handler
 from reference_vm.words import Word
 
-MAX_TOPICS = 4
+# A LOG row's inputs are offset, length and its topics.
+FIXED_INPUTS = 2
 
 
 def handlers(word: Word) -> dict[str, Handler]:
-    return {f"LOG{n}": _log(n) for n in range(MAX_TOPICS + 1)}
+    return {row.mnemonic: _log(row) for row in spec.load().instructions if row.type == "event"}
 
 
-def _log(topic_count: int) -> Handler:
+def _log(row: spec.Instruction) -> Handler:
+    topic_count = row.inputs - FIXED_INPUTS
+
     def LOG(frame: Frame, imm: int) -> None:
         stack = frame.stack
         topics = tuple(stack[len(stack) - topic_count:])
@@ -29,7 +32,6 @@ def _log(topic_count: int) -> Handler:
         charge(frame, copy_cost(length))
         frame.events.append((frame.address, topics, bytes(frame.memory[offset:offset + length])))
 
-    row = spec.load().by_mnemonic[f"LOG{topic_count}"]
     LOG.__name__ = row.mnemonic
     LOG.__doc__ = f"{row.signature} : {row.meaning}\n\nCost rule log_data: memory_expansion, then copy_cost(length)."
     return LOG

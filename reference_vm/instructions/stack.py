@@ -1,7 +1,9 @@
 """Stack manipulation (spec section 6.2).
 
-PUSHn, DUPn and SWAPn are families; one builder makes each member, and the member's
-docstring is its row of the spec table.
+PUSHn, DUPn and SWAPn are families; one builder makes each member of the table, and the
+member's docstring is its row. The members and their parameters come from the rows: a PUSH
+reads immediate_size bytes, DUPn copies the inputs-th item, SWAPn exchanges the top with the
+inputs-th item.
 """
 
 from __future__ import annotations
@@ -10,8 +12,12 @@ import spec
 from reference_vm.machine import Frame, Handler
 from reference_vm.words import Word
 
-FAMILY_SIZE = 16
-PUSH_SIZES = (1, 2, 4, 8)
+FAMILIES = ("PUSH", "DUP", "SWAP")
+
+
+def family_of(row: spec.Instruction) -> str | None:
+    family = row.mnemonic.rstrip("0123456789")
+    return family if family in FAMILIES and family != row.mnemonic else None
 
 
 def handlers(word: Word) -> dict[str, Handler]:
@@ -20,11 +26,14 @@ def handlers(word: Word) -> dict[str, Handler]:
         frame.stack.pop()
 
     table = {"POP": POP}
-    for size in PUSH_SIZES:
-        table[f"PUSH{size}"] = _push(size, word.mask)
-    for n in range(1, FAMILY_SIZE + 1):
-        table[f"DUP{n}"] = _dup(n)
-        table[f"SWAP{n}"] = _swap(n)
+    for row in spec.load().instructions:
+        family = family_of(row)
+        if family == "PUSH":
+            table[row.mnemonic] = _push(row.mnemonic, word.mask)
+        elif family == "DUP":
+            table[row.mnemonic] = _dup(row.mnemonic, row.inputs)
+        elif family == "SWAP":
+            table[row.mnemonic] = _swap(row.mnemonic, row.inputs - 1)
     return table
 
 
@@ -35,29 +44,29 @@ def _documented(handler: Handler, mnemonic: str) -> Handler:
     return handler
 
 
-def _push(size: int, mask: int) -> Handler:
+def _push(mnemonic: str, mask: int) -> Handler:
     # The mask only bites at the reduced widths proofs use; at 64 bits every immediate fits.
     def PUSH(frame: Frame, value: int) -> None:
         frame.stack.append(value & mask)
 
-    return _documented(PUSH, f"PUSH{size}")
+    return _documented(PUSH, mnemonic)
 
 
-def _dup(n: int) -> Handler:
+def _dup(mnemonic: str, n: int) -> Handler:
     depth = -n
 
     def DUP(frame: Frame, imm: int) -> None:
         stack = frame.stack
         stack.append(stack[depth])
 
-    return _documented(DUP, f"DUP{n}")
+    return _documented(DUP, mnemonic)
 
 
-def _swap(n: int) -> Handler:
+def _swap(mnemonic: str, n: int) -> Handler:
     other = -1 - n
 
     def SWAP(frame: Frame, imm: int) -> None:
         stack = frame.stack
         stack[-1], stack[other] = stack[other], stack[-1]
 
-    return _documented(SWAP, f"SWAP{n}")
+    return _documented(SWAP, mnemonic)
