@@ -76,9 +76,13 @@ def charge_storage(frame: Frame, units: int) -> None:
     meter.storage_units += units
 
 
+def pages_of(frame: Frame) -> int:
+    return len(frame.memory) // PAGE_SIZE
+
+
 def release(meter: Meter, frame: Frame) -> None:
     """A returning frame's memory stops counting toward the pages alive."""
-    meter.pages_live -= len(frame.memory) // PAGE_SIZE
+    meter.pages_live -= pages_of(frame)
 
 
 def fee(compute: int, memory_pages: int, storage_units: int) -> int:

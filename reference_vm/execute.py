@@ -20,7 +20,7 @@ from typing import Protocol
 
 import spec
 from reference_vm import policy as policy_mod
-from reference_vm.accounting import release
+from reference_vm.accounting import pages_of, release
 from reference_vm.errors import (
     Exhausted, Fault, Halt, InternalInvariantError, RequestRejected, VMError,
 )
@@ -92,11 +92,19 @@ class Execution:
         depth = caller.depth + 1
         index = len(self.calls)
         self.calls.append(None)  # calls are recorded in the order they start
-        start = meter.compute_used
+        start = (meter.compute_used, meter.storage_reads, meter.storage_writes,
+                 meter.storage_new_slots, meter.storage_units)
 
-        def record(status: str, error: str | None, error_pc: int | None) -> None:
-            self.calls[index] = CallRecord(depth, caller.address, address, status, error,
-                                           error_pc, meter.compute_used - start)
+        def record(status: str, error: str | None, error_pc: int | None,
+                   frame: Frame | None = None) -> None:
+            used = (meter.compute_used, meter.storage_reads, meter.storage_writes,
+                    meter.storage_new_slots, meter.storage_units)
+            compute, reads, writes, new_slots, units = (a - b for a, b in zip(used, start))
+            self.calls[index] = CallRecord(
+                depth, caller.address, address, status, error, error_pc, compute,
+                memory_pages=pages_of(frame) if frame is not None else 0,
+                storage_reads=reads, storage_writes=writes, storage_new_slots=new_slots,
+                storage_units=units)
 
         if depth > CALL_DEPTH:
             record("fault", "CALL_DEPTH_EXCEEDED", None)
@@ -112,7 +120,7 @@ class Execution:
                        meter=meter, execution=self)
         mark = self.journal.mark()
         outcome = self.run_frame(callee)
-        record(outcome.status, outcome.error, outcome.error_pc)
+        record(outcome.status, outcome.error, outcome.error_pc, callee)
         if outcome.status == "success":
             caller.events.extend(callee.events)
             return True, outcome.output

@@ -38,8 +38,13 @@ class Event:
 
 @dataclass(frozen=True, slots=True)
 class CallRecord:
-    """One nested frame a CALL started, in the order calls started. ``compute`` counts the
-    units used from the call's start to its end, its own nested calls included."""
+    """One nested frame a CALL started, in the order calls started (spec 7.5.2).
+
+    ``compute`` and the storage counts are what the call used from its start to its end, its
+    own nested calls included; ``memory_pages`` is the callee frame's own memory at its end,
+    which is its peak since memory never shrinks. (The callee's compute limit is left out on
+    purpose: it follows from the caller's limit, and a result must not change when a limit
+    that was not reached is raised.)"""
 
     depth: int
     caller: int
@@ -48,6 +53,11 @@ class CallRecord:
     error: str | None
     error_pc: int | None
     compute: int
+    memory_pages: int = 0
+    storage_reads: int = 0
+    storage_writes: int = 0
+    storage_new_slots: int = 0
+    storage_units: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +121,9 @@ class ExecutionResult:
             "calls": [
                 {"depth": c.depth, "caller": word_hex(c.caller), "callee": word_hex(c.callee),
                  "status": c.status, "error": c.error, "error_pc": c.error_pc,
-                 "compute": c.compute}
+                 "compute": c.compute, "memory_pages": c.memory_pages, "storage_reads": c.storage_reads,
+                 "storage_writes": c.storage_writes, "storage_new_slots": c.storage_new_slots,
+                 "storage_units": c.storage_units}
                 for c in self.calls],
             "usage": {"compute": self.usage.compute, "memory_pages": self.usage.memory_pages,
                       "storage_reads": self.usage.storage_reads,

@@ -89,6 +89,11 @@ def test_proxy_sees_callee_output_and_a_reverted_callee_leaves_no_trace():
     # counter's read and write (1 + 4).
     assert r.usage.storage_units == 25
     assert [(c.address, c.key, c.before, c.after) for c in r.state_changes] == [(0x101, 0, 41, 42)]
+    # Each call record carries what that callee used, reverted or not: the counter read and
+    # rewrote its slot (1 + 4 units) on one page; the reverter wrote a new slot (4 + 16).
+    assert [(c.callee, c.status, c.compute, c.memory_pages, c.storage_reads, c.storage_writes,
+             c.storage_new_slots, c.storage_units) for c in r.calls] == [
+        (0x101, "success", 195, 1, 1, 1, 0, 5), (0x102, "reverted", 542, 1, 0, 1, 1, 20)]
 
 
 def test_hashing_returns_sha256_of_call_data():

@@ -90,6 +90,12 @@ def test_nested_calls_become_child_contexts_with_their_own_sandboxes(rt):
     assert _stages(rt, counter.context.context_id) == FULL_COMMIT
     assert _stages(rt, reverter.context.context_id) == FULL_ROLLBACK
     assert counter.accounting.compute_units == rec.result.compared["calls"][0]["compute"]
+    # Each callee's own accounting, written out by hand (counter: read + rewrite of an existing
+    # slot on one page; reverter: a new slot on one page) with the fee of chapter 5.5.
+    assert (counter.accounting.compute_units, counter.accounting.memory_units,
+            counter.accounting.storage_units, counter.accounting.fee) == (195, 1, 5, 195 + 100 + 5 * 50)
+    assert (reverter.accounting.compute_units, reverter.accounting.memory_units,
+            reverter.accounting.storage_units, reverter.accounting.fee) == (542, 1, 20, 542 + 100 + 20 * 50)
     assert [c.context_id for c in rt.contexts.children(parent)] == [
         counter.context.context_id, reverter.context.context_id]
     # The reverted callee's write to slot 7 is undone; the counter's survives.

@@ -16,6 +16,7 @@ from __future__ import annotations
 import sqlite3
 from typing import TYPE_CHECKING, Any, Callable
 
+from reference_vm.accounting import fee
 from reference_vm.result import canonical
 from rtwo_vm.runtime.catalog import catalog
 from rtwo_vm.runtime.events import RecordWriter
@@ -114,12 +115,15 @@ class ExecutionRecorder:
             sandbox = RTWOExecutionSandbox(
                 sandbox_id=sandbox_id, context_id=context_id,
                 isolation_level=root.sandbox.isolation_level, memory_limit_reference=None,
-                compute_limit_reference=None, storage_access_policy=root.sandbox.storage_access_policy,
+                compute_limit_reference=None,
+                storage_access_policy=root.sandbox.storage_access_policy,
                 status=SandboxManager.final_status(stages, record.status, record.error, callee=True),
                 parent_sandbox_id=parent_sandbox)
             accounting = RTWOResourceAccounting(
                 accounting_id=self.ids("acc"), context_id=context_id, compute_units=record.compute,
-                memory_units=None, storage_units=None, fee=None, status="included_in_parent")
+                memory_units=record.memory_pages, storage_units=record.storage_units,
+                fee=fee(record.compute, record.memory_pages, record.storage_units),
+                status="included_in_parent")
             outcome = RTWOExecutionResult(
                 result_id=self.ids("res"), context_id=context_id, output=None, state_changes=None,
                 emitted_events=None, execution_status=record.status, created_at=executed_at,
