@@ -9,7 +9,7 @@ used (randrange, choice, getrandbits), so the programs are the same on every mac
 from __future__ import annotations
 
 import random
-from typing import Iterator
+from typing import Callable, Iterator
 
 from reference_vm.container import build
 
@@ -29,11 +29,10 @@ def _immediate(rng: random.Random, size: int) -> int:
     return value % (1 << (8 * size))
 
 
-def program(rng: random.Random, max_length: int = 40) -> tuple[bytes, list[str]]:
-    """A valid container and the mnemonics it holds."""
-    rows = [TABLE.by_mnemonic["PUSH8"]] * rng.randrange(17)
-    rows += [rng.choice(TABLE.instructions) for _ in range(1 + rng.randrange(max_length))]
-    rows.append(TABLE.by_mnemonic[rng.choice(HALTS)])
+def encode(rows, target: Callable[[list[int]], int], immediate: Callable[[int], int]) -> bytes:
+    """The code section of ``rows``: each jump target chosen by ``target`` among the rows'
+    offsets (so always an instruction boundary), each other immediate by ``immediate(size)``
+    (reduced to the immediate's size). Shared with the hypothesis program strategy."""
     offsets, pc = [], 0
     for row in rows:
         offsets.append(pc)
@@ -42,11 +41,21 @@ def program(rng: random.Random, max_length: int = 40) -> tuple[bytes, list[str]]
     for row in rows:
         code.append(row.opcode)
         if row.immediate_kind == "jump_target":
-            code += rng.choice(offsets).to_bytes(4, "little")
+            code += target(offsets).to_bytes(row.immediate_size, "little")
         elif row.immediate_size:
-            code += _immediate(rng, row.immediate_size).to_bytes(row.immediate_size, "little")
+            value = immediate(row.immediate_size) % (1 << (8 * row.immediate_size))
+            code += value.to_bytes(row.immediate_size, "little")
+    return bytes(code)
+
+
+def program(rng: random.Random, max_length: int = 40) -> tuple[bytes, list[str]]:
+    """A valid container and the mnemonics it holds."""
+    rows = [TABLE.by_mnemonic["PUSH8"]] * rng.randrange(17)
+    rows += [rng.choice(TABLE.instructions) for _ in range(1 + rng.randrange(max_length))]
+    rows.append(TABLE.by_mnemonic[rng.choice(HALTS)])
+    code = encode(rows, rng.choice, lambda size: _immediate(rng, size))
     data = bytes(rng.getrandbits(8) for _ in range(rng.randrange(17)))
-    return build(bytes(code), data), sorted({r.mnemonic for r in rows}, key=lambda m: TABLE.by_mnemonic[m].opcode)
+    return build(code, data), sorted({r.mnemonic for r in rows}, key=lambda m: TABLE.by_mnemonic[m].opcode)
 
 
 def cases(seed: int = SEED, count: int = COUNT) -> Iterator[Case]:

@@ -96,19 +96,7 @@ def test_operand_order_bottom_is_a(op):
 @pytest.mark.parametrize("op", OPS)
 def test_result_replaces_two_operands(op):
     # The item below the operands survives and exactly one result is left on top of it.
-    src = f"""
-    push8 0xDEAD
-    push8 12
-    push8 5
-    {op}
-    pop
-    push 0
-    swap1
-    mstore
-    push 0
-    push 8
-    return
-    """
+    src = returning_top(f"push8 0xDEAD\npush8 12\npush8 5\n{op}\npop")
     assert word_out(run_asm(src)) == 0xDEAD
 
 

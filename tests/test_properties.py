@@ -18,6 +18,7 @@ import spec
 from reference_vm import (
     Context, Contract, Limits, Message, Policy, WorldState, assemble, disassemble, execute,
 )
+from conformance.random_source import encode
 from reference_vm.container import build
 from reference_vm.result import STATUSES
 from reference_vm.trace import JsonLinesTracer
@@ -41,21 +42,11 @@ def programs(draw, max_len: int = 40) -> bytes:
     rows = [TABLE.by_mnemonic["PUSH8"]] * primed
     rows += [draw(st.sampled_from(TABLE.instructions)) for _ in range(n)]
     rows.append(TABLE.by_mnemonic[draw(st.sampled_from(["STOP", "RETURN", "REVERT", "TRAP"]))])
-    offsets, pc = [], 0
-    for r in rows:
-        offsets.append(pc)
-        pc += r.size
-    code = bytearray()
-    for r in rows:
-        code.append(r.opcode)
-        if r.immediate_kind == "jump_target":
-            code += draw(st.sampled_from(offsets)).to_bytes(4, "little")
-        elif r.immediate_size:
-            value = draw(st.one_of(st.sampled_from(EDGE_WORDS), st.integers(0, 2**64 - 1),
-                                   st.integers(0, 64)))
-            code += (value % (1 << (8 * r.immediate_size))).to_bytes(r.immediate_size, "little")
+    code = encode(rows, lambda offsets: draw(st.sampled_from(offsets)),
+                  lambda size: draw(st.one_of(st.sampled_from(EDGE_WORDS),
+                                              st.integers(0, 2**64 - 1), st.integers(0, 64))))
     data = draw(st.binary(max_size=16))
-    return build(bytes(code), data)
+    return build(code, data)
 
 
 def _run(code: bytes, call_data: bytes, *, traced: bool = False, limits: Limits = SMALL,
