@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import json
 import shlex
-import time
 import xml.etree.ElementTree as ET
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Any, Mapping, TextIO
+from typing import Any, Mapping
 
 import spec
 from conformance.constants import PROTOCOL, SPEC_VERSION
@@ -23,33 +22,6 @@ NOW_PASSING = "now passing: remove it from the known-failure list"
 
 def plural(n: int, word: str, words: str | None = None) -> str:
     return f"{n} {word if n == 1 else (words or word + 's')}"
-
-
-class Progress:
-    """A one-line progress bar on a terminal; silent when not enabled."""
-
-    def __init__(self, total: int, stream: TextIO, enabled: bool):
-        self.total, self.stream, self.enabled = total, stream, enabled
-        self.done = self.failed = 0
-        self.started = self.shown = time.perf_counter()
-
-    def tick(self, failed: bool = False) -> None:
-        self.done += 1
-        self.failed += failed
-        now = time.perf_counter()
-        if self.enabled and (now - self.shown > 0.1 or self.done == self.total):
-            self.shown = now
-            width = 30
-            filled = int(width * self.done / max(1, self.total))
-            rate = self.done / max(1e-9, now - self.started)
-            self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
-                              f"{rate:,.0f}/s  process failures {self.failed}  ")
-            self.stream.flush()
-
-    def finish(self) -> None:
-        if self.enabled and self.done:
-            self.stream.write("\n")
-            self.stream.flush()
 
 
 def bundle_prefixes(runs) -> list[str]:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import sys
 import time
 from dataclasses import dataclass, field
 
@@ -245,15 +244,3 @@ def run_suite(options: Options, progress=None) -> list[dict]:
     rows.sort(key=lambda r: (r["theorem"].startswith("agreement"), str(r["opcode"]),
                              r["theorem"], str(r["width"])))
     return rows
-
-
-def progress_bar(stream=sys.stderr):
-    def show(done: int, total: int, row: dict) -> None:
-        width = 30
-        filled = width * done // total
-        stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} "
-                     f"{row['theorem'][:34]:<34} {str(row['opcode'])[:14]:<14}")
-        if done == total:
-            stream.write("\n")
-        stream.flush()
-    return show

@@ -182,6 +182,7 @@ def _cmd_run(args) -> int:
     from conformance.runner import Settings
     from conformance.selection import SelectionError, load_known_failures
     from conformance.suite import Options, reference_command, run_suite
+    from rtwo_vm.progress import Progress
 
     if args.workers < 1 or args.window < 1 or args.timeout <= 0 or args.repeat < 0:
         raise CliError("--workers and --window must be at least 1, --timeout positive, --repeat not negative")
@@ -202,11 +203,11 @@ def _cmd_run(args) -> int:
     options = Options(repeat=args.repeat, seed=args.seed, max_traces=args.max_traces,
                       settings=Settings(timeout=args.timeout, window=args.window, workers=args.workers,
                                         log_dir=logs))
-    show = sys.stderr.isatty() if args.progress is None else args.progress
-    progress = rep.Progress(len(vectors) * len(commands) * (1 + args.repeat), sys.stderr, show and not args.quiet)
-    result = run_suite(commands, vectors, known, options,
-                       lambda command, reply: progress.tick(reply.failure is not None))
-    progress.finish()
+    progress = Progress(len(vectors) * len(commands) * (1 + args.repeat), "conformance",
+                        enabled=False if args.quiet else args.progress)
+    with progress:
+        result = run_suite(commands, vectors, known, options,
+                           lambda command, reply: progress.advance(failed=reply.failure is not None))
     try:
         bundles = rep.write_bundles(result, out / "bundles")
         (out / "report.json").write_text(json.dumps(rep.to_json(result, manifest, bundles, args.filter),

@@ -48,7 +48,8 @@ def register(subparsers) -> None:
 def _cmd_prove(args) -> int:
     import spec
     from proofs import report, smtlib
-    from proofs.runner import Options, progress_bar, run_suite
+    from proofs.runner import Options, run_suite
+    from rtwo_vm.progress import Progress
 
     known = spec.load().by_mnemonic
     for m in args.opcode or ():
@@ -65,7 +66,10 @@ def _cmd_prove(args) -> int:
                       timeout_ms=int(args.timeout * 1000), samples=args.samples,
                       agreement=args.agreement, crosshair=args.crosshair)
     start = time.perf_counter()
-    rows = run_suite(options, None if args.quiet else progress_bar())
+    bar = Progress(None, "prove", enabled=False if args.quiet else None)
+    with bar:
+        rows = run_suite(options, lambda done, total, row: (
+            setattr(bar, "total", total), bar.update(done, f"{row['theorem'][:34]} {row['opcode']}")))
     elapsed = time.perf_counter() - start
     doc = report.document(rows, elapsed)
     if not args.quiet and args.report != "-":  # with --report -, stdout is the JSON alone
