@@ -279,70 +279,6 @@ def _simple(service_name: str, columns: list[str], filters=()):
     return command
 
 
-# -- events ---------------------------------------------------------------------------------
-
-@_guard
-def _cmd_events(args) -> int:
-    from rtwo_vm.runtime.events import make_sink
-    if args.action == "sink-add":
-        kind, target = _sink_args(args)
-        with _open(args, create=True) as rt:
-            _print_json(rt.events.add_sink(kind, target, replay=not args.from_now))
-        return 0
-    extra = []
-    if args.action == "deliver":
-        try:
-            extra = ([make_sink("jsonl", p) for p in args.jsonl or ()]
-                     + [make_sink("webhook", u) for u in args.webhook or ()])
-        except ValueError as err:
-            raise CliError(str(err)) from None
-    with _open(args) as rt:
-        if args.action == "list":
-            events = rt.events.list(stream=args.context, type=args.type, limit=args.limit,
-                                    undelivered_to=args.undelivered)
-            if args.json:
-                _print_json([e.to_json() for e in events])
-            else:
-                _table([{"eventId": e.event_id, "stream": e.stream, "type": e.type,
-                         "summary": _summary(e), "createdAt": e.created_at} for e in events],
-                       ["eventId", "stream", "type", "summary", "createdAt"])
-            return 0
-        if args.action == "show":
-            _print_json(rt.events.get(parse_count(_need_id(args), "event id")).to_json())
-            return 0
-        if args.action == "sinks":
-            _print_json({"sinks": rt.events.sinks(), "undelivered": rt.events.undelivered_counts(),
-                         "failures": rt.events.failures()})
-            return 0
-        if args.action == "sink-remove":
-            rt.events.remove_sink(_need_id(args))
-            print(f"removed sink {args.id}")
-            return 0
-        reports = rt.events.deliver(extra)
-    for name, report in reports.items():
-        print(f"{name}: {report.summary()}")
-    if not reports:
-        print("no sinks registered (events sink-add KIND TARGET, or deliver --jsonl/--webhook)")
-    return 0 if all(r.failed == 0 for r in reports.values()) else 1
-
-
-def _sink_args(args) -> tuple[str, str]:
-    if not args.id or not args.target:
-        raise CliError("events sink-add needs KIND (jsonl or webhook) and TARGET")
-    return args.id, args.target
-
-
-def _summary(event) -> str:
-    p = event.payload
-    if event.type == "lifecycle.transition":
-        return f"{p.get('from') or '-'} -> {p.get('stage')}"
-    if event.type == "result.recorded":
-        return f"{p.get('executionStatus')} {p.get('error') or ''}".strip()
-    if event.type == "violation.recorded":
-        return f"{p.get('violationType')} ({p.get('severity')})"
-    return ""
-
-
 # -- policy, instructions, readiness -------------------------------------------------------
 
 # Options each policy action reads; given to another action they would be silently ignored.
@@ -541,20 +477,6 @@ def register(sub) -> None:
             p.add_argument("--context", dest="context_id", help="only this context's")
         _common(p, listing=True)
         p.set_defaults(func=_simple(name, columns, filters))
-
-    p = sub.add_parser("events", help="VM events: outbox, sinks and delivery")
-    p.add_argument("action", choices=["list", "show", "deliver", "sinks", "sink-add", "sink-remove"])
-    p.add_argument("id", nargs="?", metavar="ID|KIND|NAME")
-    p.add_argument("target", nargs="?", help="sink-add: file path (jsonl) or URL (webhook)")
-    p.add_argument("--context", help="list: only this context's events")
-    p.add_argument("--type", help="list: only events of this type")
-    p.add_argument("--undelivered", metavar="SINK", help="list: only those SINK has not received")
-    p.add_argument("--jsonl", action="append", help="deliver: also to this JSON-lines file")
-    p.add_argument("--webhook", action="append", help="deliver: also POST to this URL")
-    p.add_argument("--from-now", dest="from_now", action="store_true",
-                   help="sink-add: only events recorded from now on")
-    _common(p, listing=True)
-    p.set_defaults(func=_cmd_events)
 
     p = sub.add_parser("policy", help="Determinism Policy Service")
     p.add_argument("action", choices=["create", "list", "show", "retire", "check"])

@@ -22,12 +22,9 @@ from typing import Any, Callable, Mapping
 
 from reference_vm.errors import VMError
 from reference_vm.validate import validate
-from rtwo_vm.runtime.catalog import catalog
-from rtwo_vm.runtime.events import (
-    BackgroundDispatcher, DeliveryReport, Dispatcher, EventBus, RecordWriter, Sink, VMEvent,
-    make_sink,
-)
+from rtwo_vm.runtime.events import EventBus, RecordWriter
 from rtwo_vm.runtime.execution import CallRequest, ExecutionLifecycleService, RecordedExecution
+from rtwo_vm.runtime.publisher import VMEventPublisher
 from rtwo_vm.runtime.readiness import VMReadinessService
 from rtwo_vm.runtime.recording import ExecutionRecorder
 from rtwo_vm.runtime.records import (
@@ -77,102 +74,6 @@ class DeployedContract:
         return {"address": self.address, "codeHash": self.code_hash, "codeSize": self.code_size,
                 "storageSlots": self.storage_slots, "deployedAt": self.deployed_at,
                 "stateRoot": self.state_root}
-
-
-def _camel_row(row) -> dict[str, Any]:
-    from rtwo_vm.runtime.models import camel
-    return {camel(k): row[k] for k in row.keys()}
-
-
-class VMEventPublisher:
-    """The event bus, the outbox's read side and delivery to sinks (durably registered)."""
-
-    def __init__(self, store: Store, bus: EventBus, writer: RecordWriter, clock: Callable[[], str]):
-        self.store, self.bus, self.writer, self._clock = store, bus, writer, clock
-        self.dispatcher = Dispatcher(store, clock)
-
-    def subscribe(self, callback: Callable[[VMEvent], None], types: list[str] | None = None):
-        return self.bus.subscribe(callback, types)
-
-    def list(self, *, stream: str | None = None, type: str | None = None,
-             limit: int | None = None, undelivered_to: str | None = None) -> list[VMEvent]:
-        if type is not None and type not in catalog().values("event_type"):
-            raise InvalidInput(f"unknown event type {type!r}; use one of "
-                               f"{', '.join(catalog().values('event_type'))}")
-        if undelivered_to is not None:
-            sink = self._sink_row(undelivered_to)
-            events = self.dispatcher.undelivered(sink["name"], sink["startAfter"])
-            return [e for e in events if (stream is None or e.stream == stream)
-                    and (type is None or e.type == type)][:limit]
-        where, args = [], []
-        for column, value in (("stream", stream), ("type", type)):
-            if value is not None:
-                where.append(f"{column} = ?")
-                args.append(value)
-        sql = "SELECT * FROM outbox" + (" WHERE " + " AND ".join(where) if where else "")
-        sql += " ORDER BY event_id" + (f" LIMIT {int(limit)}" if limit is not None else "")
-        return [VMEvent.from_row(r) for r in self.store.all(sql, tuple(args))]
-
-    def get(self, event_id: int) -> VMEvent:
-        row = self.store.one("SELECT * FROM outbox WHERE event_id = ?", (event_id,))
-        if row is None:
-            raise UnknownRecord(f"no event {event_id}")
-        return VMEvent.from_row(row)
-
-    def add_sink(self, kind: str, target: str, *, replay: bool = True) -> dict[str, Any]:
-        """Register a sink; it receives every event (``replay``) or only those after now."""
-        try:
-            sink = make_sink(kind, target)
-        except ValueError as err:
-            raise InvalidInput(str(err)) from None
-        with self.writer.transaction() as tx:
-            if tx.execute("SELECT 1 FROM sinks WHERE name = ?", (sink.name,)).fetchone():
-                raise InvalidInput(f"sink {sink.name} is already registered")
-            start = 0 if replay else tx.execute(
-                "SELECT coalesce(max(event_id), 0) FROM outbox").fetchone()[0]
-            tx.execute("INSERT INTO sinks VALUES (?, ?, ?, ?, ?)",
-                       (sink.name, kind, target if kind != "jsonl" else str(sink.path),
-                        self._clock(), start))
-        return self._sink_row(sink.name)
-
-    def remove_sink(self, name: str) -> None:
-        self._sink_row(name)
-        with self.writer.transaction() as tx:
-            tx.execute("DELETE FROM deliveries WHERE sink = ?", (name,))
-            tx.execute("DELETE FROM delivery_failures WHERE sink = ?", (name,))
-            tx.execute("DELETE FROM sinks WHERE name = ?", (name,))
-
-    def sinks(self) -> list[dict[str, Any]]:
-        return [_camel_row(r) for r in self.store.all("SELECT * FROM sinks ORDER BY name")]
-
-    def _sink_row(self, name: str) -> dict[str, Any]:
-        row = self.store.one("SELECT * FROM sinks WHERE name = ?", (name,))
-        if row is None:
-            raise UnknownRecord(f"no sink {name!r}")
-        return _camel_row(row)
-
-    @staticmethod
-    def registered(store: Store) -> list[tuple[Sink, int]]:
-        return [(make_sink(r["kind"], r["target"]), r["start_after"])
-                for r in store.all("SELECT * FROM sinks ORDER BY name")]
-
-    def deliver(self, extra: list[Sink] = ()) -> dict[str, DeliveryReport]:
-        """One delivery pass to every registered sink (and ``extra`` ones, from the start)."""
-        reports = {}
-        for sink, start_after in self.registered(self.store) + [(s, 0) for s in extra]:
-            reports[sink.name] = self.dispatcher.deliver(sink, start_after)
-        return reports
-
-    def undelivered_counts(self) -> dict[str, int]:
-        return {sink.name: len(self.dispatcher.undelivered(sink.name, start))
-                for sink, start in self.registered(self.store)}
-
-    def failures(self) -> list[dict[str, Any]]:
-        return [_camel_row(r) for r in self.store.all(
-            "SELECT * FROM delivery_failures ORDER BY sink, event_id")]
-
-    def background(self, interval: float = 0.5) -> BackgroundDispatcher:
-        return BackgroundDispatcher(self.store.path, self.registered, self._clock, interval).start()
 
 
 class Runtime:

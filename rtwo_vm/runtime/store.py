@@ -107,7 +107,15 @@ CREATE INDEX violations_by_context ON violations(context_id);
 CREATE INDEX outbox_by_stream ON outbox(stream, event_id);
 """
 
-MIGRATIONS: tuple[str, ...] = (_SCHEMA_1, _SCHEMA_2)
+# Delivery with retry state (rtwo_vm/runtime/delivery.py): each sink's options as JSON, and
+# per failing event when it is due again and whether it was parked as dead.
+_SCHEMA_3_DELIVERY = """
+ALTER TABLE sinks ADD COLUMN config TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE delivery_failures ADD COLUMN next_at REAL NOT NULL DEFAULT 0;
+ALTER TABLE delivery_failures ADD COLUMN dead_at TEXT;
+"""
+
+MIGRATIONS: tuple[str, ...] = (_SCHEMA_1, _SCHEMA_2, _SCHEMA_3_DELIVERY)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -1,0 +1,138 @@
+"""The VM Event Publisher service (chapter 10.7, 10.8): the bus, the outbox's read side, the
+durably registered sinks, delivery passes and the dead events."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Iterable
+
+from rtwo_vm.runtime.catalog import catalog
+from rtwo_vm.runtime.delivery import BackgroundDispatcher, DeliveryReport, Dispatcher
+from rtwo_vm.runtime.events import EventBus, RecordWriter, VMEvent
+from rtwo_vm.runtime.records import InvalidInput, UnknownRecord
+from rtwo_vm.runtime.sinks import Sink, make_sink
+from rtwo_vm.runtime.store import Store
+
+
+def _camel_row(row) -> dict[str, Any]:
+    from rtwo_vm.runtime.models import camel
+    return {camel(k): row[k] for k in row.keys()}
+
+
+class VMEventPublisher:
+    """The event bus, the outbox's read side and delivery to sinks (durably registered)."""
+
+    def __init__(self, store: Store, bus: EventBus, writer: RecordWriter, clock: Callable[[], str]):
+        self.store, self.bus, self.writer, self._clock = store, bus, writer, clock
+        self.dispatcher = Dispatcher(store, clock)
+
+    def subscribe(self, callback: Callable[[VMEvent], None], types: list[str] | None = None):
+        return self.bus.subscribe(callback, types)
+
+    def list(self, *, stream: str | None = None, type: str | None = None,
+             limit: int | None = None, undelivered_to: str | None = None) -> list[VMEvent]:
+        if type is not None and type not in catalog().values("event_type"):
+            raise InvalidInput(f"unknown event type {type!r}; use one of "
+                               f"{', '.join(catalog().values('event_type'))}")
+        if undelivered_to is not None:
+            sink = self._sink_row(undelivered_to)
+            events = self.dispatcher.undelivered(sink["name"], sink["startAfter"])
+            return [e for e in events if (stream is None or e.stream == stream)
+                    and (type is None or e.type == type)][:limit]
+        where, args = [], []
+        for column, value in (("stream", stream), ("type", type)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                args.append(value)
+        sql = "SELECT * FROM outbox" + (" WHERE " + " AND ".join(where) if where else "")
+        sql += " ORDER BY event_id" + (f" LIMIT {int(limit)}" if limit is not None else "")
+        return [VMEvent.from_row(r) for r in self.store.all(sql, tuple(args))]
+
+    def get(self, event_id: int) -> VMEvent:
+        row = self.store.one("SELECT * FROM outbox WHERE event_id = ?", (event_id,))
+        if row is None:
+            raise UnknownRecord(f"no event {event_id}")
+        return VMEvent.from_row(row)
+
+    # -- sinks ------------------------------------------------------------------------------
+
+    def add_sink(self, kind: str, target: str, *, replay: bool = True,
+                 options: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Register a sink; it receives every event (``replay``) or only those after now."""
+        given = {k: v for k, v in (options or {}).items() if v is not None}
+        try:
+            sink = make_sink(kind, target, given)
+        except ValueError as err:
+            raise InvalidInput(str(err)) from None
+        with self.writer.transaction() as tx:
+            if tx.execute("SELECT 1 FROM sinks WHERE name = ?", (sink.name,)).fetchone():
+                raise InvalidInput(f"sink {sink.name} is already registered")
+            start = 0 if replay else tx.execute(
+                "SELECT coalesce(max(event_id), 0) FROM outbox").fetchone()[0]
+            tx.execute("INSERT INTO sinks (name, kind, target, created_at, start_after, config) "
+                       "VALUES (?, ?, ?, ?, ?, ?)",
+                       (sink.name, kind, sink.target, self._clock(), start,
+                        json.dumps(given, sort_keys=True)))
+        return self._sink_row(sink.name)
+
+    def remove_sink(self, name: str) -> None:
+        self._sink_row(name)
+        with self.writer.transaction() as tx:
+            tx.execute("DELETE FROM deliveries WHERE sink = ?", (name,))
+            tx.execute("DELETE FROM delivery_failures WHERE sink = ?", (name,))
+            tx.execute("DELETE FROM sinks WHERE name = ?", (name,))
+
+    def sinks(self) -> list[dict[str, Any]]:
+        out = []
+        for row in self.store.all("SELECT * FROM sinks ORDER BY name"):
+            doc = _camel_row(row)
+            doc["config"] = make_sink(row["kind"], row["target"],
+                                      json.loads(row["config"])).options
+            out.append(doc)
+        return out
+
+    def _sink_row(self, name: str) -> dict[str, Any]:
+        row = self.store.one("SELECT * FROM sinks WHERE name = ?", (name,))
+        if row is None:
+            raise UnknownRecord(f"no sink {name!r}")
+        doc = _camel_row(row)
+        doc["config"] = json.loads(row["config"])
+        return doc
+
+    @staticmethod
+    def registered(store: Store) -> list[tuple[Sink, int]]:
+        return [(make_sink(r["kind"], r["target"], json.loads(r["config"])), r["start_after"])
+                for r in store.all("SELECT * FROM sinks ORDER BY name")]
+
+    # -- delivery ---------------------------------------------------------------------------
+
+    def deliver(self, extra: Iterable[Sink] = (), *,
+                deadline: float | None = None) -> dict[str, DeliveryReport]:
+        """One delivery pass to every registered sink (and ``extra`` ones, from the start);
+        ``deadline`` bounds each sink's pass (default: the dispatcher's)."""
+        reports = {}
+        for sink, start_after in self.registered(self.store) + [(s, 0) for s in extra]:
+            reports[sink.name] = self.dispatcher.deliver(sink, start_after, deadline)
+        return reports
+
+    def undelivered_counts(self) -> dict[str, int]:
+        return {sink.name: self.dispatcher.undelivered_count(sink.name, start)
+                for sink, start in self.registered(self.store)}
+
+    def failures(self) -> list[dict[str, Any]]:
+        return [_camel_row(r) for r in self.store.all(
+            "SELECT * FROM delivery_failures ORDER BY sink, event_id")]
+
+    def dead(self, sink: str | None = None) -> list[dict[str, Any]]:
+        if sink is not None:
+            self._sink_row(sink)
+        return self.dispatcher.dead(sink)
+
+    def requeue(self, event_ids: Iterable[int] | None = None, sink: str | None = None) -> int:
+        if sink is not None:
+            self._sink_row(sink)
+        return self.dispatcher.requeue(event_ids, sink)
+
+    def background(self, interval: float = 0.5) -> BackgroundDispatcher:
+        return BackgroundDispatcher(self.store.path, self.registered, self._clock, interval,
+                                    self.dispatcher.deadline).start()

@@ -1,0 +1,382 @@
+"""The NATS JetStream sink (optional extra ``[nats]``: the ``nats-py`` client).
+
+Each outbox event is published to the subject rendered from the ``subject`` template
+(default ``rtwo.vm.events.{context}.{type}``: ``{context}`` is the event's stream, a context
+id for the events of an execution; ``{type}`` its event type) with header ``Nats-Msg-Id`` =
+the event id, into the stream ``stream`` (default ``RTWO_VM_EVENTS``), which the sink creates
+on first use (file storage, subjects ``<template prefix>.>``, a duplicate window of
+``dedup_window`` seconds) or checks. An event is acknowledged only by the server's publish
+acknowledgement; a republished event (after a crash, a lost connection or a late
+acknowledgement) within the duplicate window is dropped by the server, so the stream holds
+each event once.
+
+The client is asyncio and the runtime synchronous: each session runs the client on a private
+event loop in the calling thread, one connection per delivery pass, closed (and the loop
+with its default executor shut down) when the pass ends, so no thread is left behind. The
+events of a batch are published in order on that one connection, then their
+acknowledgements awaited together: the server stores a connection's messages in order, so a
+lost connection or a timeout fails a suffix, and per-stream order holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import urllib.parse
+from typing import Any, Callable, Sequence, TextIO
+
+from rtwo_vm.runtime.events import VMEvent
+from rtwo_vm.runtime.sinks import NOT_SENT, SinkUnavailable, canonical_line, one_line, remaining
+
+DEFAULT_STREAM = "RTWO_VM_EVENTS"
+DEFAULT_SUBJECT = "rtwo.vm.events.{context}.{type}"
+PLACEHOLDERS = ("{context}", "{type}")
+_STREAM_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
+_LITERAL_TOKEN = re.compile(r"[A-Za-z0-9_:-]{1,64}\Z")
+_UNSAFE = re.compile(r"[^A-Za-z0-9_:-]")
+
+
+def _client():
+    try:
+        import nats
+        import nats.errors
+        import nats.js.api
+        import nats.js.errors
+    except ImportError:
+        raise SinkUnavailable("the NATS sink needs the nats-py client: "
+                              "pip install 'rtwo-vm[nats]'") from None
+    return nats
+
+
+def check_url(target: str) -> str:
+    url = urllib.parse.urlsplit(target)
+    if url.scheme not in ("nats", "tls") or not url.hostname or url.path not in ("", "/"):
+        raise ValueError(f"NATS URL must look like nats://HOST:PORT, got {target!r}")
+    try:
+        url.port  # noqa: B018 - raises ValueError for a bad port
+    except ValueError:
+        raise ValueError(f"NATS URL has a bad port: {target!r}") from None
+    return target.rstrip("/")
+
+
+def check_subject(template: str) -> str:
+    """The stream's subject filter for a template: its literal prefix, then ``>``."""
+    tokens = template.split(".")
+    if "{context}" not in tokens:
+        raise ValueError(f"subject template {template!r} must hold {{context}} as a token")
+    prefix = []
+    for token in tokens:
+        if token in PLACEHOLDERS:
+            break
+        prefix.append(token)
+    for token in tokens:
+        if token not in PLACEHOLDERS and not _LITERAL_TOKEN.match(token):
+            raise ValueError(f"subject template {template!r}: bad token {token!r}")
+    if not prefix:
+        raise ValueError(f"subject template {template!r} must start with a literal token")
+    return ".".join(prefix) + ".>"
+
+
+def subject_of(template: str, stream: str, type_: str) -> str:
+    context = _UNSAFE.sub("_", stream) or "_"
+    kind = ".".join(_UNSAFE.sub("_", t) or "_" for t in type_.split("."))
+    return template.replace("{context}", context).replace("{type}", kind)
+
+
+class NatsSink:
+    kind = "nats"
+    OPTIONS: dict[str, Any] = {"stream": DEFAULT_STREAM, "subject": DEFAULT_SUBJECT,
+                               "dedup_window": (600.0, 1.0, 7 * 86400.0)}
+
+    def __init__(self, target: str, options: dict[str, Any] | None = None):
+        self.target = check_url(target)
+        self.options = options or {}
+        self.stream = self.options.get("stream", DEFAULT_STREAM)
+        if not _STREAM_NAME.match(self.stream):
+            raise ValueError(f"bad JetStream stream name {self.stream!r}")
+        self.subject = self.options.get("subject", DEFAULT_SUBJECT)
+        self.filter = check_subject(self.subject)
+        self.name = f"nats:{self.target}/{self.stream}"
+
+    def open(self, deadline: float) -> "_Session":
+        _client()
+        session = _Session(self, deadline)
+        try:
+            session.run(session.connect(), deadline)
+        except BaseException:
+            session.close()
+            raise
+        return session
+
+
+class _Session:
+    def __init__(self, sink: NatsSink, deadline: float):
+        self.sink = sink
+        self.timeout = sink.options.get("timeout", 5.0)
+        self.loop = asyncio.new_event_loop()
+        self.nc: Any = None
+        self.js: Any = None
+        self.lost: asyncio.Event | None = None
+        self.last_error: BaseException | None = None
+
+    def run(self, coroutine, deadline: float):
+        """Run on the private loop, never past the pass deadline."""
+        try:
+            return self.loop.run_until_complete(
+                asyncio.wait_for(coroutine, max(0.01, remaining(deadline))))
+        except asyncio.TimeoutError:
+            raise SinkUnavailable(f"{self.sink.target}: no answer before the delivery pass "
+                                  "deadline") from None
+
+    async def connect(self) -> None:
+        nats = _client()
+        self.lost = asyncio.Event()
+
+        async def on_error(err: BaseException) -> None:
+            self.last_error = err
+
+        async def on_lost() -> None:
+            self.lost.set()
+        try:
+            self.nc = await nats.connect(
+                servers=[self.sink.target], name="rtwo-vm events", allow_reconnect=False,
+                max_reconnect_attempts=1, reconnect_time_wait=0.05,
+                connect_timeout=self.timeout,
+                error_cb=on_error, disconnected_cb=on_lost, closed_cb=on_lost)
+        except Exception as err:  # noqa: BLE001 - every connect failure is one line
+            cause = self.last_error or err
+            raise SinkUnavailable(f"cannot connect to {self.sink.target}: "
+                                  f"{_reason(cause)}") from None
+        self.js = self.nc.jetstream(timeout=self.timeout)
+        await self._ensure_stream()
+
+    async def _ensure_stream(self) -> None:
+        nats = _client()
+        api, errors = nats.js.api, nats.js.errors
+        name, wanted = self.sink.stream, self.sink.filter
+        for _ in range(2):
+            try:
+                info = await self.js.stream_info(name)
+            except errors.NotFoundError:
+                try:
+                    await self.js.add_stream(api.StreamConfig(
+                        name=name, subjects=[wanted], storage=api.StorageType.FILE,
+                        duplicate_window=self.sink.options.get("dedup_window", 600.0)))
+                    return
+                except errors.BadRequestError:
+                    continue  # created meanwhile by another process: check it
+            except (nats.errors.NoRespondersError, errors.ServiceUnavailableError):
+                raise SinkUnavailable(f"{self.sink.target} has no JetStream (start "
+                                      "nats-server with -js)") from None
+            except (asyncio.TimeoutError, nats.errors.TimeoutError):
+                raise SinkUnavailable(f"{self.sink.target}: no JetStream answer in "
+                                      f"{self.timeout:g} s") from None
+            config = info.config
+            if config.storage != api.StorageType.FILE:
+                raise SinkUnavailable(f"stream {name} exists with {config.storage.value} "
+                                      "storage; the sink needs file storage")
+            if wanted not in (config.subjects or []) and ">" not in (config.subjects or []):
+                raise SinkUnavailable(f"stream {name} exists without subjects {wanted}")
+            return
+        raise SinkUnavailable(f"cannot create stream {name}")
+
+    def send(self, events: Sequence[VMEvent], deadline: float) -> list[BaseException | None]:
+        try:
+            return self.run(self._send(events, deadline), deadline)
+        except SinkUnavailable as err:
+            return [err] + [NOT_SENT] * (len(events) - 1)
+
+    async def _send(self, events: Sequence[VMEvent], deadline: float) -> list[BaseException | None]:
+        nats = _client()
+        out: list[BaseException | None] = [NOT_SENT] * len(events)
+        futures: dict[int, asyncio.Future] = {}
+        refused: set[str] = set()
+        limit = self.nc.max_payload
+        for index, event in enumerate(events):
+            if event.stream in refused:
+                continue
+            payload = canonical_line(event)
+            if len(payload) > limit:
+                out[index] = ValueError(f"event of {len(payload)} bytes is larger than the "
+                                        f"server's maximum payload {limit}")
+                refused.add(event.stream)
+                continue
+            if self.lost.is_set() or self.nc.is_closed:
+                out[index] = SinkUnavailable(self._lost_text())
+                return out
+            try:
+                futures[index] = await self.js.publish_async(
+                    subject_of(self.sink.subject, event.stream, event.type), payload,
+                    stream=self.sink.stream, headers={"Nats-Msg-Id": str(event.event_id)},
+                    wait_stall=remaining(deadline))
+            except Exception as err:  # noqa: BLE001 - a connection that failed while sending
+                out[index] = SinkUnavailable(f"{self.sink.target}: {_reason(err)}")
+                break
+        if futures:
+            gathered = asyncio.ensure_future(asyncio.wait(list(futures.values())))
+            lost = asyncio.ensure_future(self.lost.wait())
+            await asyncio.wait({gathered, lost}, timeout=min(self.timeout, remaining(deadline)),
+                               return_when=asyncio.FIRST_COMPLETED)
+            for task in (gathered, lost):
+                task.cancel()
+        unavailable = False
+        for index, future in futures.items():
+            if unavailable or not future.done() or future.cancelled():
+                if not unavailable:
+                    out[index] = SinkUnavailable(self._lost_text() if self.lost.is_set() else
+                                                 f"{self.sink.target}: no acknowledgement in "
+                                                 f"{self.timeout:g} s")
+                    unavailable = True
+                future.cancel()
+                continue
+            err = future.exception()
+            if err is None:
+                ack = future.result()
+                out[index] = None if ack.stream == self.sink.stream else \
+                    ValueError(f"acknowledged by stream {ack.stream}, not {self.sink.stream}")
+            elif isinstance(err, nats.js.errors.APIError) and err.code is not None:
+                out[index] = ValueError(f"JetStream refused it: {err.description or err}")
+            else:
+                out[index] = SinkUnavailable(f"{self.sink.target}: {_reason(err)}")
+                unavailable = True
+        return out
+
+    def _lost_text(self) -> str:
+        return f"lost the connection to {self.sink.target}"
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        loop = self.loop
+        try:
+            if self.nc is not None and not self.nc.is_closed:
+                try:
+                    loop.run_until_complete(asyncio.wait_for(self.nc.close(), self.timeout))
+                except Exception:  # noqa: BLE001 - closing a dead connection
+                    pass
+            pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+            for task in pending:
+                task.cancel()
+            if pending:
+                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.run_until_complete(loop.shutdown_default_executor())
+        finally:
+            loop.close()
+
+
+def _reason(err: BaseException) -> str:
+    if isinstance(err, (asyncio.TimeoutError, TimeoutError)):
+        return "no answer in time"
+    if isinstance(err, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(err, OSError) and err.strerror:
+        return err.strerror.lower()
+    return one_line(err)
+
+
+# -- consuming: `rtwo-vm events tail` ---------------------------------------------------------
+
+def tail(url: str, *, stream: str = DEFAULT_STREAM, subject: str = DEFAULT_SUBJECT,
+         context: str | None = None, type_: str | None = None, limit: int | None = None,
+         follow: bool = True, durable: str | None = None, timeout: float = 5.0,
+         out: TextIO, stop: Callable[[], bool] = lambda: False) -> int:
+    """Print the stream's events as JSON lines (oldest first), filtered by context and type;
+    with ``follow``, keep printing new ones until ``stop()`` or ``limit``. Returns the count."""
+    check_url(url)
+    check_subject(subject)
+    if durable is not None and not _STREAM_NAME.match(durable):
+        raise ValueError(f"bad durable consumer name {durable!r}")
+    _client()
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(_tail(url, stream, subject, context, type_, limit, follow,
+                                             durable, timeout, out, stop))
+    finally:
+        for task in [t for t in asyncio.all_tasks(loop) if not t.done()]:
+            task.cancel()
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.run_until_complete(loop.shutdown_default_executor())
+        loop.close()
+
+
+def _filter(subject: str, context: str | None, type_: str | None) -> str:
+    tokens = subject.split(".")
+    rendered = subject_of(subject, context or "CTX", type_ or "TYPE").split(".") \
+        if context or type_ else None
+    if rendered is None:
+        return check_subject(subject)
+    filled = subject.replace("{context}", _UNSAFE.sub("_", context) if context else "*")
+    if type_:
+        return filled.replace("{type}", ".".join(_UNSAFE.sub("_", t) for t in type_.split(".")))
+    if tokens[-1] == "{type}":
+        return filled[: -len("{type}")] + ">"
+    return check_subject(subject)
+
+
+async def _tail(url, stream, subject, context, type_, limit, follow, durable, timeout, out,
+                stop) -> int:
+    nats = _client()
+    last: list[BaseException] = []
+
+    async def on_error(err: BaseException) -> None:
+        last.append(err)
+    try:
+        nc = await asyncio.wait_for(nats.connect(
+            servers=[url], name="rtwo-vm events tail", allow_reconnect=False,
+            max_reconnect_attempts=1, reconnect_time_wait=0.05, error_cb=on_error,
+            connect_timeout=timeout), timeout + 1)
+    except Exception as err:  # noqa: BLE001
+        raise SinkUnavailable(f"cannot connect to {url}: {_reason(last[-1] if last else err)}") \
+            from None
+    printed = 0
+    try:
+        js = nc.jetstream(timeout=timeout)
+        try:
+            await js.stream_info(stream)
+        except nats.js.errors.NotFoundError:
+            raise SinkUnavailable(f"no stream {stream} at {url}") from None
+        except (nats.errors.NoRespondersError, nats.js.errors.ServiceUnavailableError):
+            raise SinkUnavailable(f"{url} has no JetStream") from None
+        config = nats.js.api.ConsumerConfig(deliver_policy=nats.js.api.DeliverPolicy.ALL,
+                                            ack_policy=nats.js.api.AckPolicy.EXPLICIT)
+        sub = await js.pull_subscribe(_filter(subject, context, type_), durable=durable,
+                                      stream=stream, config=config)
+        while limit is None or printed < limit:
+            if stop():
+                break
+            try:
+                messages = await sub.fetch(min(100, (limit or 100) - printed) or 1,
+                                           timeout=min(timeout, 1.0))
+            except nats.errors.TimeoutError:
+                if follow:
+                    continue
+                info = await sub.consumer_info()
+                if info.num_pending == 0 and info.num_ack_pending == 0:
+                    break
+                continue
+            for msg in messages:
+                try:
+                    doc = json.loads(msg.data)
+                except ValueError:
+                    doc = None
+                if isinstance(doc, dict) and (context is None or doc.get("stream") == context) \
+                        and (type_ is None or doc.get("type") == type_):
+                    out.write(json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n")
+                    out.flush()
+                    printed += 1
+                await msg.ack()
+                if limit is not None and printed >= limit:
+                    break
+            if not follow and messages and messages[-1].metadata.num_pending == 0:
+                break
+        if durable is None:
+            await sub.unsubscribe()
+    finally:
+        try:
+            await asyncio.wait_for(nc.close(), timeout)
+        except Exception:  # noqa: BLE001
+            pass
+    return printed
