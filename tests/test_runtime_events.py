@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from events_support import HttpReceiver
 from rtwo_vm.runtime import InvalidInput, UnknownRecord
-from rtwo_vm.runtime.events import JsonLinesSink, VMEvent
+from rtwo_vm.runtime.events import VMEvent
+from rtwo_vm.runtime.sinks import send_each
+from rtwo_vm.runtime.sinks.jsonl import JsonLinesSink
 from test_runtime_support import example, program, runtime
 
 
@@ -105,18 +106,33 @@ def test_a_sink_added_from_now_skips_the_past_and_sinks_can_be_removed(rt, tmp_p
 
 
 class FlakySink:
-    """Fails the first ``failures`` attempts at one event; records what it received."""
+    """Refuses the first ``failures`` attempts at one event; records what it received."""
+
+    kind = "test"
 
     def __init__(self, failing_event: int, failures: int):
         self.name = "test:flaky"
+        self.options = {"max_attempts": 20, "backoff": 0.0, "backoff_cap": 0.0}
         self.failing_event, self.failures = failing_event, failures
         self.received: list[VMEvent] = []
 
-    def deliver(self, event: VMEvent) -> None:
+    def open(self, deadline):
+        return self
+
+    def send(self, events, deadline):
+        return send_each(events, deadline, self._one)
+
+    def _one(self, event: VMEvent) -> None:
         if event.event_id == self.failing_event and self.failures > 0:
             self.failures -= 1
             raise ConnectionError("try again")
         self.received.append(event)
+
+    def flush(self):
+        pass
+
+    def close(self):
+        pass
 
 
 def test_a_failing_event_holds_back_its_stream_only_until_it_is_delivered(rt):
@@ -124,72 +140,56 @@ def test_a_failing_event_holds_back_its_stream_only_until_it_is_delivered(rt):
     a = rt.call(to=0x100)
     b = rt.call(to=0x100)
     stuck = a.events[3].event_id
-    sink = FlakySink(stuck, failures=rt.events.dispatcher.attempts)  # the whole first pass fails
-    rt.events.dispatcher.backoff = 0
+    sink = FlakySink(stuck, failures=2)
+    rt.events.dispatcher.retry_in_pass = False  # one attempt per pass
     report = rt.events.dispatcher.deliver(sink)
-    assert report.failed == 1 and report.held_back == len(a.events) - 4
+    assert report.failed == 1 and report.left == len(a.events) - 3
     received = [e.event_id for e in sink.received]
     assert [e.event_id for e in a.events[:3]] == [i for i in received if i in {e.event_id for e in a.events}]
     assert all(e.event_id in received for e in b.events)  # the other stream went on
     failure = rt.store.one("SELECT * FROM delivery_failures WHERE event_id = ?", (stuck,))
-    assert failure["attempts"] == rt.events.dispatcher.attempts and "try again" in failure["last_error"]
-    second = rt.events.dispatcher.deliver(sink)
-    assert second.delivered == len(a.events) - 3 and second.failed == 0
+    assert failure["attempts"] == 1 and "try again" in failure["last_error"]
+    assert rt.events.dispatcher.deliver(sink).failed == 1  # the second failure
+    assert rt.store.one("SELECT attempts FROM delivery_failures")[0] == 2
+    third = rt.events.dispatcher.deliver(sink)
+    assert third.delivered == len(a.events) - 3 and third.failed == 0 and third.complete
     per_stream = [e.event_id for e in sink.received if e.stream == a.context.context_id]
     assert per_stream == [e.event_id for e in a.events]  # in order, each once
     assert rt.store.one("SELECT count(*) FROM delivery_failures")[0] == 0
 
 
-class _Collector(BaseHTTPRequestHandler):
-    fail_first = 0
-    bodies: list = []
-
-    def do_POST(self):  # noqa: N802 - http.server's naming
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        cls = type(self)
-        if cls.fail_first > 0:
-            cls.fail_first -= 1
-            self.send_response(503)
-        else:
-            cls.bodies.append(body)
-            self.send_response(204)
-        self.end_headers()
-
-    def log_message(self, *args):
-        pass
+def test_within_a_pass_a_failed_event_is_retried_when_due(rt):
+    rt.deploy(example("counter"), 0x100)
+    a = rt.call(to=0x100)
+    sink = FlakySink(a.events[0].event_id, failures=3)
+    report = rt.events.dispatcher.deliver(sink)  # backoff 0: due at once, three times
+    assert report.failed == 3 and report.complete
+    assert [e.event_id for e in sink.received][-len(a.events):] == [e.event_id for e in a.events]
 
 
-@pytest.fixture
-def webhook():
-    handler = type("Handler", (_Collector,), {"fail_first": 2, "bodies": []})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/events", handler
-    server.shutdown()
-    server.server_close()
+def test_webhook_sink_posts_to_a_real_server_over_one_connection(rt, tmp_path):
+    with HttpReceiver(tmp_path / "hook.log", "ok") as hook:
+        rt.events.add_sink("webhook", hook.url)
+        rt.deploy(example("proxy"), 0x100)
+        rt.deploy(example("counter"), 0x101)
+        rt.deploy(example("reverter"), 0x102)
+        rt.call(to=0x100)
+        (report,) = rt.events.deliver().values()
+        assert report.failed == 0 and report.delivered == len(rt.events.list())
+        requests = hook.requests()
+    assert [r["eventId"] for r in requests] == [e.event_id for e in rt.events.list()]
+    assert [json.loads(r["body"])["eventId"] for r in requests] == [r["eventId"] for r in requests]
+    assert json.loads(requests[0]["body"])["type"] == "contract.deployed"
+    assert {r["conn"] for r in requests} == {1}  # keep-alive: one connection for the pass
+    assert all(r["signature"] is None for r in requests)
 
 
-def test_webhook_sink_posts_to_a_real_server_with_retry(rt, webhook):
-    url, handler = webhook
-    rt.events.add_sink("webhook", url)
-    rt.events.dispatcher.backoff = 0.01
-    rt.deploy(example("proxy"), 0x100)
-    rt.deploy(example("counter"), 0x101)
-    rt.deploy(example("reverter"), 0x102)
-    rt.call(to=0x100)
-    (report,) = rt.events.deliver().values()
-    assert report.failed == 0 and report.delivered == len(rt.events.list())
-    assert [b["eventId"] for b in handler.bodies] == [e.event_id for e in rt.events.list()]
-    assert handler.bodies[0]["type"] == "contract.deployed"
-
-
-def test_webhook_to_a_dead_server_fails_and_keeps_the_events(rt):
+def test_webhook_to_a_dead_server_fails_once_and_keeps_the_events(rt):
     rt.events.add_sink("webhook", "http://127.0.0.1:9/nowhere")
-    rt.events.dispatcher.backoff = 0
     rt.deploy(example("counter"), 0x100)
     (report,) = rt.events.deliver().values()
     assert report.delivered == 0 and report.failed == 1
+    assert report.error == "cannot connect to http://127.0.0.1:9/nowhere: connection refused"
     assert list(rt.events.undelivered_counts().values()) == [len(rt.events.list())]
     with pytest.raises(InvalidInput, match="http"):
         rt.events.add_sink("webhook", "ftp://example")

@@ -140,7 +140,7 @@ def _cmd_call(args) -> int:
                 print(f"delivery to {name}: {report.summary()}")
             if not reports:
                 print("delivery: no sinks registered (events sink-add KIND TARGET)")
-    if reports and any(r.failed for r in reports.values()):
+    if reports and not all(r.complete for r in reports.values()):
         return 3
     return 0 if recorded.result.execution_status == "success" else 1
 

@@ -27,7 +27,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from rtwo_vm.runtime.events import VMEvent
-from rtwo_vm.runtime.sinks import NOT_SENT, Session, Sink, SinkUnavailable, one_line, remaining
+from rtwo_vm.runtime.sinks import (
+    NOT_SENT, DeadlineReached, Session, Sink, SinkUnavailable, one_line, remaining,
+)
 from rtwo_vm.runtime.store import Store
 
 DEFAULT_DEADLINE = 10.0
@@ -47,7 +49,8 @@ class DeliveryReport:
 
     @property
     def complete(self) -> bool:
-        return self.left == 0 and self.failed == 0 and self.error is None
+        """Everything is delivered to this sink (failed attempts on the way included)."""
+        return self.left == 0 and self.error is None
 
     def to_json(self) -> dict[str, Any]:
         return {"delivered": self.delivered, "failed": self.failed, "dead": self.dead,
@@ -147,6 +150,9 @@ class Dispatcher:
             if session is None:
                 try:
                     session = sink.open(end)
+                except DeadlineReached as err:
+                    report.error = str(err)
+                    return None, None
                 except SinkUnavailable as err:
                     self._failed(sink, batch[0], attempts[batch[0].event_id], err, report)
                     return None, None
@@ -165,6 +171,10 @@ class Dispatcher:
                     continue
                 blocked.add(event.stream)
                 if result is NOT_SENT:
+                    continue
+                if isinstance(result, DeadlineReached):
+                    report.error = str(result)
+                    unavailable = True
                     continue
                 next_at = self._failed(sink, event, attempts[event.event_id], result, report)
                 if next_at is not None:

@@ -8,7 +8,8 @@ sink acknowledged it) or the exception that says why not. Two kinds of failure:
 
 - :class:`SinkUnavailable` (cannot connect, connection lost, no answer in time): the session
   is unusable; the events after it were not sent (:data:`NOT_SENT`) and the pass to this sink
-  ends.
+  ends. :class:`DeadlineReached` is the same when the pass deadline, not the sink's timeout,
+  cut the wait: the event is not charged an attempt.
 - any other exception: the sink refused that event (an HTTP error status, a JetStream error);
   later events of the same stream in the batch are not sent (:data:`NOT_SENT`), so order per
   stream holds; other streams go on.
@@ -30,6 +31,14 @@ from rtwo_vm.runtime.events import VMEvent
 
 class SinkUnavailable(Exception):
     """The sink cannot be reached or did not answer: nothing more goes to it this pass."""
+
+
+class DeadlineReached(SinkUnavailable):
+    """The pass deadline came before the sink answered: the event is not at fault (no
+    attempt is counted); the next pass sends it again."""
+
+    def __init__(self, text: str = "delivery pass deadline reached"):
+        super().__init__(text)
 
 
 class _NotSent(Exception):

@@ -27,7 +27,9 @@ import urllib.parse
 from typing import Any, Callable, Sequence, TextIO
 
 from rtwo_vm.runtime.events import VMEvent
-from rtwo_vm.runtime.sinks import NOT_SENT, SinkUnavailable, canonical_line, one_line, remaining
+from rtwo_vm.runtime.sinks import (
+    NOT_SENT, DeadlineReached, SinkUnavailable, canonical_line, one_line, remaining,
+)
 
 DEFAULT_STREAM = "RTWO_VM_EVENTS"
 DEFAULT_SUBJECT = "rtwo.vm.events.{context}.{type}"
@@ -126,8 +128,7 @@ class _Session:
             return self.loop.run_until_complete(
                 asyncio.wait_for(coroutine, max(0.01, remaining(deadline))))
         except asyncio.TimeoutError:
-            raise SinkUnavailable(f"{self.sink.target}: no answer before the delivery pass "
-                                  "deadline") from None
+            raise DeadlineReached() from None
 
     async def connect(self) -> None:
         nats = _client()
@@ -213,6 +214,7 @@ class _Session:
             except Exception as err:  # noqa: BLE001 - a connection that failed while sending
                 out[index] = SinkUnavailable(f"{self.sink.target}: {_reason(err)}")
                 break
+        cut = remaining(deadline) < self.timeout  # a timeout is then the deadline's
         if futures:
             gathered = asyncio.ensure_future(asyncio.wait(list(futures.values())))
             lost = asyncio.ensure_future(self.lost.wait())
@@ -224,9 +226,13 @@ class _Session:
         for index, future in futures.items():
             if unavailable or not future.done() or future.cancelled():
                 if not unavailable:
-                    out[index] = SinkUnavailable(self._lost_text() if self.lost.is_set() else
-                                                 f"{self.sink.target}: no acknowledgement in "
-                                                 f"{self.timeout:g} s")
+                    if self.lost.is_set():
+                        out[index] = SinkUnavailable(self._lost_text())
+                    elif cut:
+                        out[index] = DeadlineReached()
+                    else:
+                        out[index] = SinkUnavailable(f"{self.sink.target}: no acknowledgement "
+                                                     f"in {self.timeout:g} s")
                     unavailable = True
                 future.cancel()
                 continue

@@ -19,7 +19,7 @@ import urllib.parse
 from typing import Any, Sequence
 
 from rtwo_vm.runtime.events import VMEvent
-from rtwo_vm.runtime.sinks import SinkUnavailable, remaining, send_each
+from rtwo_vm.runtime.sinks import DeadlineReached, SinkUnavailable, remaining, send_each
 
 MAX_ANSWER = 64 * 1024  # bytes of an answer body read (and discarded) to keep the connection
 SIGNATURE_HEADER = "X-RTWO-Signature"
@@ -64,14 +64,22 @@ class _Session:
         self.sink, self.secret, self.deadline = sink, secret, deadline
         self.conn: http.client.HTTPConnection | None = None
         self.connections = 0  # opened this pass (one, unless the server closes it)
+        self.cut = False
         url = sink.url
         self.path = (url.path or "/") + (f"?{url.query}" if url.query else "")
 
     def _timeout(self) -> float:
         left = remaining(self.deadline)
         if left <= 0:
-            raise SinkUnavailable("delivery pass deadline reached")
-        return min(self.sink.options.get("timeout", 5.0), left)
+            raise DeadlineReached()
+        timeout = self.sink.options.get("timeout", 5.0)
+        self.cut = left < timeout  # a timeout now is the deadline's, not the receiver's
+        return min(timeout, left)
+
+    def _unavailable(self, text: str, err: BaseException) -> SinkUnavailable:
+        if self.cut and isinstance(err, (socket.timeout, TimeoutError)):
+            return DeadlineReached()
+        return SinkUnavailable(f"{text}: {_reason(err)}")
 
     def _connect(self) -> http.client.HTTPConnection:
         url = self.sink.url
@@ -81,7 +89,7 @@ class _Session:
             conn.connect()
         except (OSError, http.client.HTTPException) as err:
             conn.close()
-            raise SinkUnavailable(f"cannot connect to {self.sink.target}: {_reason(err)}") from None
+            raise self._unavailable(f"cannot connect to {self.sink.target}", err) from None
         self.connections += 1
         return conn
 
@@ -106,10 +114,10 @@ class _Session:
                 status = self._exchange(body, headers)
             except (OSError, http.client.HTTPException) as err:
                 self._drop()
-                raise SinkUnavailable(f"{self.sink.target}: {_reason(err)}") from None
+                raise self._unavailable(self.sink.target, err) from None
         except (OSError, http.client.HTTPException) as err:
             self._drop()
-            raise SinkUnavailable(f"{self.sink.target}: {_reason(err)}") from None
+            raise self._unavailable(self.sink.target, err) from None
         if not 200 <= status < 300:
             raise OSError(f"HTTP {status}")
 
