@@ -46,6 +46,10 @@ listener = socket.create_server(("127.0.0.1", 0))
 print(listener.getsockname()[1], flush=True)
 while True:
     client, _ = listener.accept()
-    server = socket.create_connection(("127.0.0.1", TARGET))
+    try:
+        server = socket.create_connection(("127.0.0.1", TARGET))
+    except OSError:  # the server is down: so is this connection
+        client.close()
+        continue
     threading.Thread(target=pump, args=(client, server, False), daemon=True).start()
     threading.Thread(target=pump, args=(server, client, True), daemon=True).start()

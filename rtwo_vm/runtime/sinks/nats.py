@@ -175,7 +175,8 @@ class _Session:
                                       f"{self.timeout:g} s") from None
             config = info.config
             if config.storage != api.StorageType.FILE:
-                raise SinkUnavailable(f"stream {name} exists with {config.storage.value} "
+                storage = getattr(config.storage, "value", config.storage)
+                raise SinkUnavailable(f"stream {name} exists with {storage} "
                                       "storage; the sink needs file storage")
             if wanted not in (config.subjects or []) and ">" not in (config.subjects or []):
                 raise SinkUnavailable(f"stream {name} exists without subjects {wanted}")
