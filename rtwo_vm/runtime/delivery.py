@@ -37,8 +37,9 @@ DEFAULT_DEADLINE = 10.0
 
 @dataclass
 class DeliveryReport:
-    """One pass to one sink. ``left``: events still undelivered to it after the pass (dead ones
-    and those they hold back included); ``error``: why the sink was unavailable, if it was."""
+    """One pass to one sink. ``failed``: failed attempts in the pass; ``dead``: events parked
+    as dead for this sink after the pass; ``left``: events still undelivered to it (the dead
+    ones and those they hold back included); ``error``: why the pass ended early, if it did."""
 
     delivered: int = 0
     failed: int = 0
@@ -115,6 +116,8 @@ class Dispatcher:
             if session is not None:
                 session.close()
         report.left = self.undelivered_count(sink.name, start_after)
+        report.dead = self.store.one("SELECT count(*) FROM delivery_failures WHERE sink = ? "
+                                     "AND dead_at IS NOT NULL", (sink.name,))[0]
         return report
 
     def _scan(self, sink: Sink, start_after: int, end: float, report: DeliveryReport,
@@ -205,10 +208,7 @@ class Dispatcher:
         report.errors[event.event_id] = reason
         if isinstance(err, SinkUnavailable):
             report.error = reason
-        if dead:
-            report.dead += 1
-            return None
-        return next_at
+        return None if dead else next_at
 
     def _acknowledge(self, sink: Sink, session: Session, sent: list[int]) -> None:
         """Record what the sink has (after it made it durable)."""
