@@ -163,11 +163,12 @@ class Dispatcher:
             acked = [e.event_id for e, r in zip(batch, results) if r is None]
             if acked:
                 try:
-                    self._acknowledge(sink, session, acked)
-                    report.delivered += len(acked)
+                    session.flush()  # durable at the sink before it is recorded
                 except SinkUnavailable as err:
-                    report.error = one_line(err)
+                    report.error = str(err)
                     return None, session
+                self._acknowledge(sink, acked)
+                report.delivered += len(acked)
             unavailable = False
             for event, result in zip(batch, results):
                 if result is None:
@@ -210,9 +211,8 @@ class Dispatcher:
             report.error = reason
         return None if dead else next_at
 
-    def _acknowledge(self, sink: Sink, session: Session, sent: list[int]) -> None:
+    def _acknowledge(self, sink: Sink, sent: list[int]) -> None:
         """Record what the sink has (after it made it durable)."""
-        session.flush()
         at = self.clock()
         with self.store.transaction() as tx:
             tx.executemany("INSERT OR IGNORE INTO deliveries VALUES (?, ?, ?)",
