@@ -233,6 +233,11 @@ def test_events_tail_prints_the_stream_as_json_lines(rt, server, tmp_path):
             follow.kill()
         follow.wait(10)
         follow.stdout.close()
+    # A durable consumer remembers what it printed.
+    firsts = [cli("events", "tail", "--nats", server.url, "--durable", "audit", "--limit", "2",
+                  "--no-follow", db=db).stdout for _ in range(2)]
+    assert [json.loads(x)["eventId"] for f in firsts for x in f.splitlines()] == \
+        [e.event_id for e in rt.events.list()[:4]]
     bad = cli("events", "tail", "--nats", f"nats://127.0.0.1:{free_port()}", "--no-follow", db=db)
     assert bad.returncode == 2 and bad.stderr.startswith("rtwo-vm: error: cannot connect to")
     assert bad.stderr.count("\n") == 1
@@ -256,3 +261,23 @@ def test_no_thread_or_event_loop_is_left_behind(rt, server):
     assert_exactly_once_in_order(rt, stream_messages(server.url)[0])
     with pytest.raises(RuntimeError):
         asyncio.get_running_loop()  # no loop left running in this thread
+
+
+def test_tail_ends_with_one_line_when_the_server_dies(rt, server):
+    rt.events.add_sink("nats", server.url)
+    rt.call(to=0x100)
+    rt.events.deliver()
+    follow = subprocess.Popen(
+        [sys.executable, "-m", "rtwo_vm.cli", "events", "tail", "--nats", server.url],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        assert json.loads(follow.stdout.readline())["eventId"] == 1
+        server.kill()
+        assert follow.wait(30) == 2
+        assert follow.stderr.read() == f"rtwo-vm: error: lost the connection to {server.url}\n"
+    finally:
+        if follow.poll() is None:
+            follow.kill()
+        follow.wait(10)
+        follow.stdout.close()
+        follow.stderr.close()

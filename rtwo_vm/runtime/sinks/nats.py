@@ -310,15 +310,13 @@ def tail(url: str, *, stream: str = DEFAULT_STREAM, subject: str = DEFAULT_SUBJE
 
 
 def _filter(subject: str, context: str | None, type_: str | None) -> str:
-    tokens = subject.split(".")
-    rendered = subject_of(subject, context or "CTX", type_ or "TYPE").split(".") \
-        if context or type_ else None
-    if rendered is None:
+    """The server-side filter for a context and a type (the client filters again)."""
+    if context is None and type_ is None:
         return check_subject(subject)
     filled = subject.replace("{context}", _UNSAFE.sub("_", context) if context else "*")
-    if type_:
+    if type_ is not None:
         return filled.replace("{type}", ".".join(_UNSAFE.sub("_", t) for t in type_.split(".")))
-    if tokens[-1] == "{type}":
+    if subject.endswith(".{type}"):  # a type has one or more tokens
         return filled[: -len("{type}")] + ">"
     return check_subject(subject)
 
@@ -364,6 +362,10 @@ async def _tail(url, stream, subject, context, type_, limit, follow, durable, ti
                 if info.num_pending == 0 and info.num_ack_pending == 0:
                     break
                 continue
+            except Exception as err:  # noqa: BLE001 - the server went away: one line
+                if nc.is_closed or not nc.is_connected:
+                    raise SinkUnavailable(f"lost the connection to {url}") from None
+                raise SinkUnavailable(f"{url}: {_reason(err)}") from None
             for msg in messages:
                 try:
                     doc = json.loads(msg.data)
