@@ -58,8 +58,9 @@ def main() -> int:
                 rt.deploy(counter, 0x100)
                 template = rt.call(to=0x100).events
                 fill_outbox(rt, args.events, template)
-                rt.events.add_sink("nats", server.url, options={"stream": f"BENCH{round_}",
-                                                                "subject": f"bench{round_}.{{context}}.{{type}}"})
+                subject = f"bench{round_}.{{context}}.{{type}}"
+                rt.events.add_sink("nats", server.url,
+                                   options={"stream": f"BENCH{round_}", "subject": subject})
                 total = len(rt.events.list())
                 start = time.perf_counter()
                 (report,) = rt.events.deliver(deadline=600).values()

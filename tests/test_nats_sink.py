@@ -142,7 +142,8 @@ def test_server_down_at_start_then_started(tmp_path):
     url = f"nats://127.0.0.1:{port}"
     assert cli("deploy", "examples/counter.rasm", "--address", "0x100", db=db).returncode == 0
     assert cli("events", "sink-add", "nats", url, db=db).returncode == 0
-    line = f"nats:{url}/{STREAM}: 0 delivered, 1 failed, 0 dead, 1 left; cannot connect to {url}: connection refused\n"
+    line = (f"nats:{url}/{STREAM}: 0 delivered, 1 failed, 0 dead, 1 left; "
+            f"cannot connect to {url}: connection refused\n")
     down = cli("events", "deliver", db=db)
     assert (down.returncode, down.stdout, down.stderr) == (1, line, "")
     call = cli("call", "0x100", "--deliver", db=db)
@@ -169,7 +170,8 @@ def test_server_killed_mid_delivery_and_restarted(rt, server, tmp_path):
         worker = threading.Thread(target=lambda: reports.append(rt.events.deliver(deadline=60)))
         worker.start()
         watch = sqlite3.connect(rt.store.path)
-        while watch.execute("SELECT count(*) FROM deliveries").fetchone()[0] < 20 and worker.is_alive():
+        count = "SELECT count(*) FROM deliveries"
+        while watch.execute(count).fetchone()[0] < 20 and worker.is_alive():
             time.sleep(0.005)
         server.kill()
         worker.join(60)

@@ -125,7 +125,8 @@ def test_a_dead_event_holds_back_its_stream_until_requeued_other_streams_go_on(r
 def test_hmac_signature_header(rt, tmp_path, monkeypatch):
     monkeypatch.setenv("RTWO_TEST_HOOK_SECRET", "s3cret")
     with HttpReceiver(tmp_path / "signed.log", "ok") as hook:
-        rt.events.add_sink("webhook", hook.url, options={"hmac_secret_env": "RTWO_TEST_HOOK_SECRET"})
+        rt.events.add_sink("webhook", hook.url,
+                           options={"hmac_secret_env": "RTWO_TEST_HOOK_SECRET"})
         rt.call(to=0x100)
         (report,) = rt.events.deliver().values()
         requests = hook.requests()
@@ -156,8 +157,10 @@ def test_cli_dead_and_requeue(tmp_path):
         assert first.stdout == (f"webhook:{hook.url}: 0 delivered, 1 failed, 1 dead, 1 left; "
                                 "event 1: OSError: HTTP 503\n")
         dead = _cli("events", "dead", "--json", db=db)
-        assert [(d["eventId"], d["reason"]) for d in json.loads(dead.stdout)] == [(1, "OSError: HTTP 503")]
-        assert _cli("events", "requeue", "2", db=db).stderr == "rtwo-vm: error: event 2 is not dead\n"
+        listed = [(d["eventId"], d["reason"]) for d in json.loads(dead.stdout)]
+        assert listed == [(1, "OSError: HTTP 503")]
+        not_dead = _cli("events", "requeue", "2", db=db)
+        assert not_dead.stderr == "rtwo-vm: error: event 2 is not dead\n"
         requeue = _cli("events", "requeue", "--all", db=db)
         assert requeue.stdout == "requeued 1 dead event\n"
         last = _cli("events", "deliver", db=db)

@@ -81,10 +81,14 @@ class Dispatcher:
         return [VMEvent.from_row(r) for r in self._rows(sink_name, start_after, None)]
 
     def undelivered_count(self, sink_name: str, start_after: int = 0) -> int:
-        return self.store.one(
+        return self._count(
             "SELECT count(*) FROM outbox o WHERE o.event_id > ? AND NOT EXISTS "
             "(SELECT 1 FROM deliveries d WHERE d.sink = ? AND d.event_id = o.event_id)",
-            (start_after, sink_name))[0]
+            (start_after, sink_name))
+
+    def _count(self, sql: str, args: tuple) -> int:
+        row = self.store.one(sql, args)
+        return 0 if row is None else int(row[0])
 
     def _rows(self, sink_name: str, after: int, limit: int | None) -> list:
         return self.store.all(
@@ -116,8 +120,8 @@ class Dispatcher:
             if session is not None:
                 session.close()
         report.left = self.undelivered_count(sink.name, start_after)
-        report.dead = self.store.one("SELECT count(*) FROM delivery_failures WHERE sink = ? "
-                                     "AND dead_at IS NOT NULL", (sink.name,))[0]
+        report.dead = self._count("SELECT count(*) FROM delivery_failures WHERE sink = ? AND "
+                                  "dead_at IS NOT NULL", (sink.name,))
         return report
 
     def _scan(self, sink: Sink, start_after: int, end: float, report: DeliveryReport,
@@ -203,7 +207,8 @@ class Dispatcher:
                 "INSERT INTO delivery_failures (sink, event_id, attempts, last_error, last_at, "
                 "next_at, dead_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(sink, event_id) DO "
                 "UPDATE SET attempts = excluded.attempts, last_error = excluded.last_error, "
-                "last_at = excluded.last_at, next_at = excluded.next_at, dead_at = excluded.dead_at",
+                "last_at = excluded.last_at, next_at = excluded.next_at, "
+                "dead_at = excluded.dead_at",
                 (sink.name, event.event_id, count, reason, at, next_at, at if dead else None))
         report.failed += 1
         report.errors[event.event_id] = reason

@@ -3,6 +3,7 @@ durably registered sinks, delivery passes and the dead events."""
 
 from __future__ import annotations
 
+import builtins
 import json
 from typing import Any, Callable, Iterable
 
@@ -30,7 +31,7 @@ class VMEventPublisher:
         return self.bus.subscribe(callback, types)
 
     def list(self, *, stream: str | None = None, type: str | None = None,
-             limit: int | None = None, undelivered_to: str | None = None) -> list[VMEvent]:
+             limit: int | None = None, undelivered_to: str | None = None) -> builtins.list[VMEvent]:
         if type is not None and type not in catalog().values("event_type"):
             raise InvalidInput(f"unknown event type {type!r}; use one of "
                                f"{', '.join(catalog().values('event_type'))}")
@@ -82,7 +83,7 @@ class VMEventPublisher:
             tx.execute("DELETE FROM delivery_failures WHERE sink = ?", (name,))
             tx.execute("DELETE FROM sinks WHERE name = ?", (name,))
 
-    def sinks(self) -> list[dict[str, Any]]:
+    def sinks(self) -> builtins.list[dict[str, Any]]:
         out = []
         for row in self.store.all("SELECT * FROM sinks ORDER BY name"):
             doc = _camel_row(row)
@@ -100,7 +101,7 @@ class VMEventPublisher:
         return doc
 
     @staticmethod
-    def registered(store: Store) -> list[tuple[Sink, int]]:
+    def registered(store: Store) -> builtins.list[tuple[Sink, int]]:
         return [(make_sink(r["kind"], r["target"], json.loads(r["config"])), r["start_after"])
                 for r in store.all("SELECT * FROM sinks ORDER BY name")]
 
@@ -111,7 +112,8 @@ class VMEventPublisher:
         """One delivery pass to every registered sink (and ``extra`` ones, from the start);
         ``deadline`` bounds each sink's pass (default: the dispatcher's)."""
         reports = {}
-        for sink, start_after in self.registered(self.store) + [(s, 0) for s in extra]:
+        sinks = self.registered(self.store) + [(s, 0) for s in extra]
+        for sink, start_after in sinks:
             reports[sink.name] = self.dispatcher.deliver(sink, start_after, deadline)
         return reports
 
@@ -119,11 +121,11 @@ class VMEventPublisher:
         return {sink.name: self.dispatcher.undelivered_count(sink.name, start)
                 for sink, start in self.registered(self.store)}
 
-    def failures(self) -> list[dict[str, Any]]:
+    def failures(self) -> builtins.list[dict[str, Any]]:
         return [_camel_row(r) for r in self.store.all(
             "SELECT * FROM delivery_failures ORDER BY sink, event_id")]
 
-    def dead(self, sink: str | None = None) -> list[dict[str, Any]]:
+    def dead(self, sink: str | None = None) -> builtins.list[dict[str, Any]]:
         if sink is not None:
             self._sink_row(sink)
         return self.dispatcher.dead(sink)

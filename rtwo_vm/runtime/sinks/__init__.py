@@ -76,6 +76,7 @@ class Session(Protocol):
 class Sink(Protocol):
     name: str
     kind: str
+    target: str
     options: dict[str, Any]
 
     def open(self, deadline: float) -> Session: ...

@@ -119,7 +119,7 @@ class _Session:
         self.loop = asyncio.new_event_loop()
         self.nc: Any = None
         self.js: Any = None
-        self.lost: asyncio.Event | None = None
+        self.lost = asyncio.Event()  # bound to self.loop when first awaited (Python >= 3.10)
         self.last_error: BaseException | None = None
 
     def run(self, coroutine, deadline: float):
@@ -132,7 +132,6 @@ class _Session:
 
     async def connect(self) -> None:
         nats = _client()
-        self.lost = asyncio.Event()
 
         async def on_error(err: BaseException) -> None:
             self.last_error = err
@@ -237,15 +236,15 @@ class _Session:
                     unavailable = True
                 future.cancel()
                 continue
-            err = future.exception()
-            if err is None:
+            failure = future.exception()
+            if failure is None:
                 ack = future.result()
                 out[index] = None if ack.stream == self.sink.stream else \
                     ValueError(f"acknowledged by stream {ack.stream}, not {self.sink.stream}")
-            elif isinstance(err, nats.js.errors.APIError) and err.code is not None:
-                out[index] = ValueError(f"JetStream refused it: {err.description or err}")
+            elif isinstance(failure, nats.js.errors.APIError) and failure.code is not None:
+                out[index] = ValueError(f"JetStream refused it: {failure.description or failure}")
             else:
-                out[index] = SinkUnavailable(f"{self.sink.target}: {_reason(err)}")
+                out[index] = SinkUnavailable(f"{self.sink.target}: {_reason(failure)}")
                 unavailable = True
         return out
 

@@ -84,7 +84,7 @@ class _Session:
     def _connect(self) -> http.client.HTTPConnection:
         url = self.sink.url
         cls = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
-        conn = cls(url.hostname, url.port, timeout=self._timeout())
+        conn = cls(url.hostname or "", url.port, timeout=self._timeout())
         try:
             conn.connect()
         except (OSError, http.client.HTTPException) as err:
