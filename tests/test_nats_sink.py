@@ -283,3 +283,37 @@ def test_tail_ends_with_one_line_when_the_server_dies(rt, server):
         follow.wait(10)
         follow.stdout.close()
         follow.stderr.close()
+
+
+def test_a_delivering_process_killed_after_publishing_resends_and_the_server_drops_them(
+        rt, server, tmp_path):
+    async def stored() -> int:
+        nc = await nats.connect(server.url)
+        try:
+            return (await nc.jetstream().stream_info(STREAM)).state.messages
+        except nats.js.errors.NotFoundError:
+            return 0
+        finally:
+            await nc.close()
+    with SlowAckProxy(server.port, tmp_path / "delay") as proxy:
+        proxy.delay(0.2)  # the acknowledgements come late: the child is killed before them
+        rt.events.add_sink("nats", proxy.url)
+        for _ in range(10):
+            rt.call(to=0x100)
+        total = len(rt.events.list())
+        child = subprocess.Popen([sys.executable, "-m", "rtwo_vm.cli", "events", "deliver",
+                                  "--db", rt.store.path], stdout=subprocess.DEVNULL, cwd=ROOT)
+        try:
+            deadline = time.monotonic() + 30
+            while asyncio.run(stored()) == 0 and time.monotonic() < deadline:
+                time.sleep(0.01)
+        finally:
+            child.kill()
+            child.wait(10)
+        in_doubt = rt.events.undelivered_counts()[f"nats:{proxy.url}/{STREAM}"]
+        assert in_doubt > 0 and asyncio.run(stored()) > 0  # published, not recorded
+        proxy.delay(0)
+        (report,) = rt.events.deliver().values()
+    assert report.complete and report.delivered == in_doubt
+    assert_exactly_once_in_order(rt, stream_messages(server.url)[0])
+    assert len(stream_messages(server.url)[0]) == total
