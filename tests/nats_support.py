@@ -34,7 +34,7 @@ class NatsServer:
         self.store.mkdir(parents=True, exist_ok=True)
         self.process = subprocess.Popen(
             ["nats-server", "-js", "-a", "127.0.0.1", "-p", str(self.port), "-sd",
-             str(self.store), "--http_port", "0"],
+             str(self.store)],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         ready = threading.Event()
         found: list[int] = []

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from events_support import HttpReceiver
-from test_runtime_support import example, runtime
+from test_runtime_support import EXAMPLES, ROOT, example, runtime
 
 
 @pytest.fixture
@@ -143,13 +143,13 @@ def test_hmac_signature_header(rt, tmp_path, monkeypatch):
 
 def _cli(*args, db):
     return subprocess.run([sys.executable, "-m", "rtwo_vm.cli", *args, "--db", str(db)],
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60, cwd=ROOT)
 
 
 def test_cli_dead_and_requeue(tmp_path):
     db = tmp_path / "vm.db"
     with HttpReceiver(tmp_path / "cli.log", "fail-event", "1", "1") as hook:
-        assert _cli("deploy", "examples/counter.rasm", db=db).returncode == 0
+        assert _cli("deploy", str(EXAMPLES / "counter.rasm"), db=db).returncode == 0
         added = _cli("events", "sink-add", "webhook", hook.url, "--max-attempts", "1", db=db)
         assert added.returncode == 0 and json.loads(added.stdout)["config"] == {"max_attempts": 1}
         first = _cli("events", "deliver", db=db)
@@ -167,7 +167,8 @@ def test_cli_dead_and_requeue(tmp_path):
         assert last.returncode == 0 and "1 delivered, 0 failed, 0 dead, 0 left" in last.stdout
     for bad in (["events", "deliver", "--deadline", "nan"], ["events", "requeue"],
                 ["events", "sink-add", "webhook", "http://x", "--max-attempts", "0"],
-                ["events", "sink-add", "jsonl", "f", "--stream", "S"],
+                ["events", "sink-add", "jsonl", str(tmp_path / "f"), "--stream", "S"],
                 ["events", "show", "18446744073709551616"]):
         out = _cli(*bad, db=db)
         assert out.returncode == 2 and out.stderr.count("\n") == 1, bad
+    assert not (tmp_path / "f").exists()

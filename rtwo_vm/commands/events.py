@@ -60,9 +60,10 @@ def _cmd_events(args) -> int:
         return _events_tail(args)
     if args.action == "sink-add":
         kind, target = _sink_args(args)
+        options = _sink_options(args, kind)
         with _open(args, create=True) as rt:
             _print_json(rt.events.add_sink(kind, target, replay=not args.from_now,
-                                           options=_sink_options(args, kind)))
+                                           options=options))
         return 0
     extra = []
     if args.action == "deliver":
