@@ -160,10 +160,16 @@ class Dispatcher:
                 except DeadlineReached as err:
                     report.error = str(err)
                     return None, None
-                except SinkUnavailable as err:
+                except Exception as err:  # noqa: BLE001 - SinkUnavailable, or any other
+                    if not isinstance(err, SinkUnavailable):
+                        err = SinkUnavailable(f"{sink.name}: {one_line(err)}")
                     self._failed(sink, batch[0], attempts[batch[0].event_id], err, report)
                     return None, None
-            results = session.send(batch, end)
+            try:
+                results = session.send(batch, end)
+            except Exception as err:  # noqa: BLE001 - a sink must not break the pass
+                results = [SinkUnavailable(f"{sink.name}: {one_line(err)}")]
+                results += [NOT_SENT] * (len(batch) - 1)
             acked = [e.event_id for e, r in zip(batch, results) if r is None]
             if acked:
                 try:

@@ -129,6 +129,10 @@ class _Session:
                 asyncio.wait_for(coroutine, max(0.01, remaining(deadline))))
         except asyncio.TimeoutError:
             raise DeadlineReached() from None
+        except SinkUnavailable:
+            raise
+        except Exception as err:  # noqa: BLE001 - whatever the client raised: one line
+            raise SinkUnavailable(f"{self.sink.target}: {_reason(err)}") from None
 
     async def connect(self) -> None:
         nats = _client()
@@ -210,7 +214,7 @@ class _Session:
                 futures[index] = await self.js.publish_async(
                     subject_of(self.sink.subject, event.stream, event.type), payload,
                     stream=self.sink.stream, headers={"Nats-Msg-Id": str(event.event_id)},
-                    wait_stall=remaining(deadline))
+                    wait_stall=self.timeout)
             except Exception as err:  # noqa: BLE001 - a connection that failed while sending
                 out[index] = SinkUnavailable(f"{self.sink.target}: {_reason(err)}")
                 break
@@ -300,6 +304,10 @@ def tail(url: str, *, stream: str = DEFAULT_STREAM, subject: str = DEFAULT_SUBJE
     try:
         return loop.run_until_complete(_tail(url, stream, subject, context, type_, limit, follow,
                                              durable, timeout, out, stop))
+    except (SinkUnavailable, KeyboardInterrupt):
+        raise
+    except Exception as err:  # noqa: BLE001 - the server refused something: one line
+        raise SinkUnavailable(f"{url}: {_reason(err)}") from None
     finally:
         for task in [t for t in asyncio.all_tasks(loop) if not t.done()]:
             task.cancel()
