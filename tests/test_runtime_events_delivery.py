@@ -82,15 +82,17 @@ def test_backoff_doubles_up_to_its_cap_and_the_event_dies_after_max_attempts(rt,
     with HttpReceiver(tmp_path / "fail.log", "fail") as hook:
         rt.events.add_sink("webhook", hook.url,
                            options={"backoff": 1, "backoff_cap": 3, "max_attempts": 4})
-        delays = []
+        delays, next_in = [], []
         for _ in range(12):  # passes: most find the failed event not yet due
             (report,) = rt.events.deliver().values()
             failure = rt.events.failures()[0]
             if report.failed:
                 delays.append(failure["nextAt"] - clock[0])
+                next_in.append(report.next_in)
             clock[0] += 1.0
         requests = hook.requests()
     assert delays == [1, 2, 3, 3]  # 1, 2, then capped at 3 (the fourth attempt is the last)
+    assert next_in == [1, 2, 3, None]  # reported by the pass; a dead event is never due
     assert _ids(requests) == [1, 1, 1, 1]  # retries stopped at max_attempts
     (dead,) = rt.events.dead()
     assert dead["eventId"] == 1 and dead["attempts"] == 4 and dead["reason"] == "OSError: HTTP 503"

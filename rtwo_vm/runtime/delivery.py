@@ -47,6 +47,7 @@ class DeliveryReport:
     left: int = 0
     error: str | None = None
     errors: dict[int, str] = field(default_factory=dict)
+    next_in: float | None = None  # seconds until a held-back failed event is due again
 
     @property
     def complete(self) -> bool:
@@ -55,7 +56,7 @@ class DeliveryReport:
 
     def to_json(self) -> dict[str, Any]:
         return {"delivered": self.delivered, "failed": self.failed, "dead": self.dead,
-                "left": self.left, "error": self.error,
+                "left": self.left, "error": self.error, "nextIn": self.next_in,
                 "errors": [{"eventId": k, "error": v} for k, v in self.errors.items()]}
 
     def summary(self) -> str:
@@ -63,6 +64,8 @@ class DeliveryReport:
                 f"{self.left} left")
         if self.error:
             return f"{text}; {self.error}"
+        if self.next_in is not None:
+            text += f"; next attempt due in {self.next_in:.1f} s"
         return text + "".join(f"; event {k}: {v}" for k, v in list(self.errors.items())[:3])
 
 
@@ -109,10 +112,14 @@ class Dispatcher:
         try:
             while True:
                 due, session = self._scan(sink, start_after, end, report, session)
-                if report.error is not None or due is None or not self.retry_in_pass:
+                if report.error is not None or due is None:
+                    break
+                if not self.retry_in_pass:
+                    report.next_in = round(max(0.0, due - self.now()), 3)
                     break
                 wait = due - self.now()
                 if wait >= remaining(end):
+                    report.next_in = round(wait, 3)
                     break
                 if wait > 0:
                     time.sleep(wait)
