@@ -170,7 +170,8 @@ def test_cli_dead_and_requeue(tmp_path):
     for bad in (["events", "deliver", "--deadline", "nan"], ["events", "requeue"],
                 ["events", "sink-add", "webhook", "http://x", "--max-attempts", "0"],
                 ["events", "sink-add", "jsonl", str(tmp_path / "f"), "--stream", "S"],
-                ["events", "show", "18446744073709551616"]):
+                ["events", "show", "18446744073709551616"],
+                ["events", "list", "--deadline", "3"], ["events", "deliver", "--all"]):
         out = _cli(*bad, db=db)
         assert out.returncode == 2 and out.stderr.count("\n") == 1, bad
     assert not (tmp_path / "f").exists()

@@ -53,9 +53,32 @@ def _sink_options(args, kind: str) -> dict:
     return options
 
 
+# The options each action reads; given to another action they would be silently ignored.
+_ACTION_OPTIONS = {
+    "list": ("context", "type", "undelivered"),
+    "deliver": ("jsonl", "webhook", "deadline"),
+    "sink-add": ("from_now", "timeout", "max_attempts", "backoff", "backoff_cap",
+                 "hmac_secret_env", "stream", "subject", "dedup_window"),
+    "dead": ("sink",),
+    "requeue": ("sink", "all"),
+    "tail": ("nats", "context", "type", "stream", "subject", "no_follow", "durable", "timeout"),
+}
+
+
+def _check_options(args) -> None:
+    allowed = set(_ACTION_OPTIONS.get(args.action, ()))
+    for name in sorted({n for names in _ACTION_OPTIONS.values() for n in names} - allowed):
+        value = getattr(args, name, None)
+        if value is not None and value is not False:
+            users = [a for a, names in _ACTION_OPTIONS.items() if name in names]
+            raise CliError(f"events {args.action} takes no --{name.replace('_', '-')}; it is "
+                           f"for events {' and '.join(users)}")
+
+
 @_guard
 def _cmd_events(args) -> int:
     from rtwo_vm.runtime.sinks import make_sink
+    _check_options(args)
     if args.action == "tail":
         return _events_tail(args)
     if args.action == "sink-add":
