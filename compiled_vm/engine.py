@@ -1,0 +1,144 @@
+"""The tiered engine: interpret first, compile what runs often.
+
+A frame runs segment by segment exactly as the reference's fast path does (stack needs, peak
+and base cost checked once per segment, else every instruction stepped through the
+reference's ``step``), counting how often each segment starts. When a segment has started
+``threshold`` times, the region at it (a loop through it, else the segment alone; regions.py)
+is compiled into a Python function (codegen.py) and every later visit runs that function.
+Counts and compiled functions are kept per code hash for the whole process (cache.py).
+
+Everything else — requests, policy binding, nested calls and their records, the journal,
+accounting, results — is the reference's own code (``reference_vm.execute.Execution``), so the
+two engines can differ only in how a frame's instructions are run. With a tracer the whole
+execution goes through the reference (every instruction must be seen).
+"""
+
+from __future__ import annotations
+
+from reference_vm import policy as policy_mod
+from reference_vm.execute import (
+    STACK_DEPTH, Execution, Tracer, _before_execution, bound_program, execute as reference_execute,
+)
+from reference_vm.errors import RequestRejected, VMError
+from reference_vm.machine import Frame
+from reference_vm.request import Context, Limits, Message, check_limits, check_request, check_state
+from reference_vm.result import Event, ExecutionResult, Usage
+from reference_vm.state import WorldState
+from reference_vm.words import word as word_of
+
+from compiled_vm.cache import ProfileCache
+
+THRESHOLD = 16
+
+
+class CompiledExecution(Execution):
+    def __init__(self, engine: "Engine", *args):
+        super().__init__(*args)
+        self.engine = engine
+
+    def _run(self, frame: Frame) -> None:
+        program = frame.program
+        engine = self.engine
+        profile = engine.cache.profile(program, self.word.bits)
+        threshold = engine.threshold
+        segments = program.segments
+        counts = profile.counts
+        fns = profile.fns
+        stack = frame.stack
+        meter = self.meter
+        limit = frame.compute_limit
+        pc = 0
+        while True:
+            fn = fns[pc]
+            if fn is not None:
+                result = fn(frame, stack, meter, limit)
+                if result >= 0:
+                    pc = result
+                    continue
+                pc = ~result   # an aggregate check failed: interpret this segment
+            else:
+                count = counts[pc] + 1
+                counts[pc] = count
+                if count == threshold:
+                    engine.compile(profile, pc, self.word)
+                    if fns[pc] is not None:
+                        continue
+            segment = segments[pc]
+            height = len(stack)
+            used = meter.compute_used + segment.cost
+            if height >= segment.need and height + segment.peak <= STACK_DEPTH and used <= limit:
+                meter.compute_used = used
+                for handler, immediate in segment.body:
+                    handler(frame, immediate)
+                frame.pc = segment.last_pc
+                handler, immediate = segment.last
+                target = handler(frame, immediate)
+            else:
+                target = self.step(frame, segment)
+            pc = segment.end if target is None else target
+
+
+class Engine:
+    """A compiled engine with its own cache; ``execute`` has the reference's signature."""
+
+    def __init__(self, threshold: int = THRESHOLD):
+        if threshold < 1:
+            raise ValueError("threshold must be at least 1")
+        self.threshold = threshold
+        self.cache = ProfileCache()
+        self.compile_failures = 0
+
+    def compile(self, profile, head: int, word) -> None:
+        try:
+            profile.compile_at(head, word)
+        except Exception:  # noqa: BLE001 - a region that cannot be compiled stays interpreted
+            self.compile_failures += 1
+
+    def execute(self, state: WorldState, message: Message, context: Context | None = None,
+                policy: policy_mod.Policy | None = None, limits: Limits | None = None, *,
+                word_bits: int | None = None, tracer: Tracer | None = None) -> ExecutionResult:
+        """Run ``message`` against ``state``; the same result as ``reference_vm.execute``."""
+        if tracer is not None:
+            return reference_execute(state, message, context, policy, limits,
+                                     word_bits=word_bits, tracer=tracer)
+        context = Context() if context is None else context
+        policy = policy_mod.Policy() if policy is None else policy
+        limits = Limits() if limits is None else limits
+        try:
+            word = word_of(word_bits)
+            try:
+                check_request(message, context, word)
+                check_state(state, word)
+                if not isinstance(policy, policy_mod.Policy):
+                    raise RequestRejected("INVALID_REQUEST", "policy must be a Policy")
+                policy.check()
+                program = bound_program(state, message.to, policy, word)
+                check_limits(limits)
+            except VMError as err:
+                return _before_execution(err.kind, err.code)
+            execution = CompiledExecution(self, state, context, policy, limits, word, None)
+            entry = Frame(program=program, address=message.to, caller=message.caller,
+                          call_data=message.call_data, compute_limit=limits.compute, depth=1,
+                          meter=execution.meter, execution=execution)
+            outcome = execution.run_frame(entry)
+            succeeded = outcome.status == "success"
+            return ExecutionResult(
+                status=outcome.status, error=outcome.error, error_pc=outcome.error_pc,
+                output=outcome.output,
+                state_changes=execution.journal.changes() if succeeded else (),
+                events=tuple(Event(a, t, d) for a, t, d in entry.events) if succeeded else (),
+                calls=tuple(execution.calls),
+                usage=Usage.of(execution.meter))
+        except Exception:  # noqa: BLE001 - as the reference: any escape is INTERNAL_ERROR
+            return _before_execution("internal", "INTERNAL_ERROR")
+
+
+DEFAULT = Engine()
+
+
+def execute(state: WorldState, message: Message, context: Context | None = None,
+            policy: policy_mod.Policy | None = None, limits: Limits | None = None, *,
+            word_bits: int | None = None, tracer: Tracer | None = None) -> ExecutionResult:
+    """``reference_vm.execute`` on the process-wide compiled engine."""
+    return DEFAULT.execute(state, message, context, policy, limits, word_bits=word_bits,
+                           tracer=tracer)
