@@ -80,7 +80,7 @@ class Gen:
         self.listed = 0          # items in the real list relative to the base below the entry items
         self.temps = 0
         self.namespace: dict[str, object] = {"M": word.mask}
-        self.counted = region.loop and all(inlined(d) for s in region.segments for d, _ in s.steps)
+        self.counted = region.loop and sum(s.cost for s in region.segments) > 0 and all(inlined(d) for s in region.segments for d, _ in s.steps)
         self.cost_before = 0     # counted loops: base cost of the path segments finished so far
 
     # --- emitting -----------------------------------------------------------------------
@@ -106,11 +106,7 @@ class Gen:
             return
         names = [f"t{self.temps + i}" for i in range(missing)]
         self.temps += missing
-        if missing == 1:
-            self.emit(f"{names[0]} = stack.pop()")
-        else:
-            self.emit(f"{', '.join(names)} = stack[-{missing}:]")
-            self.emit(f"del stack[-{missing}:]")
+        self.load(names)
         self.sym[:0] = [Val(n) for n in names]
         self.listed -= missing
 
@@ -313,19 +309,19 @@ class Gen:
             self.emit(f"k = (limit - used) // {self.region_cost}")
             self.emit("if k <= 0:")
             self.emit(f"    return ~{self.head}")
-        if need:
-            self.emit(f"{', '.join(entry)}{',' if need == 1 else ''} = stack[-{need}:]")
-            self.emit(f"del stack[-{need}:]")
-        self.sym = [Val(v) for v in entry]
-        if not region.loop:
+        if not region.loop:  # items are taken from the list as they are used
             self.segment(region.segments[0], None)
         else:
+            self.load(entry)
+            self.sym = [Val(v) for v in entry]
             self.emit("for it in range(k):" if self.counted else "while True:")
             self.indent += 1
             segments = region.segments
             for i, segment in enumerate(segments):
                 self.segment(segment, segments[(i + 1) % len(segments)].start)
             self.back_edge(entry)
+            if self.lines[-1].endswith(":"):
+                self.emit("pass")
             self.indent -= 1
             if self.counted:  # the budget is spent: the interpreter takes the next iteration
                 self.sym = [Val(v) for v in entry]
@@ -337,21 +333,26 @@ class Gen:
                 self.emit(f"return ~{self.head}")
         return "def region(frame, stack, meter, limit):\n" + "\n".join(self.lines) + "\n"
 
+    def load(self, names: list[str]) -> None:
+        """Move the top len(names) items of the list into the named locals."""
+        if len(names) == 1:
+            self.emit(f"{names[0]} = stack.pop()")
+        elif names:
+            self.emit(f"{', '.join(names)} = stack[-{len(names)}:]")
+            self.emit(f"del stack[-{len(names)}:]")
+
     def back_edge(self, entry: list[str]) -> None:
         """Bring the locals back to the entry names (v0 ...) for the next iteration."""
         need = len(entry)
         if self.listed == 0 and len(self.sym) == need:
             pairs = [(name, self.as_int(v)) for name, v in zip(entry, self.sym) if v.expr != name or v.kind != "int"]
             if pairs:
-                self.emit(f"{', '.join(n for n, _ in pairs)}{',' if len(pairs) == 1 else ''} = "
-                          f"{', '.join(e for _, e in pairs)}")
+                self.emit(f"{', '.join(n for n, _ in pairs)} = {', '.join(e for _, e in pairs)}")
         else:
             self.flush()
             if self.listed != need:
                 raise AssertionError("loop stack height does not return")
-            if need:
-                self.emit(f"{', '.join(entry)}{',' if need == 1 else ''} = stack[-{need}:]")
-                self.emit(f"del stack[-{need}:]")
+            self.load(entry)
             self.listed = 0
         self.sym = [Val(v) for v in entry]
         self.cost_before = 0
