@@ -1,21 +1,20 @@
 """Per-code profiles: how often each segment ran and what has been compiled for it.
 
-A profile is keyed by the SHA-256 of the code section and the word width, so every execution
-in the process that runs the same code shares the counts and the compiled functions. Both
-maps are bounded (least recently used profiles are dropped) since code comes from outside.
+A profile is keyed by the code section and the word width, so every execution in the process
+that runs the same code shares the counts and the compiled functions. The cache is bounded
+since code comes from outside.
 """
 
 from __future__ import annotations
 
-import hashlib
-from collections import OrderedDict
 from typing import Callable
 
-from compiled_vm.codegen import generate
+from compiled_vm.codegen import generate, inlined
 from compiled_vm.regions import region_at
 from reference_vm.program import Program
 
 MAX_PROFILES = 1024
+MIN_INLINED = 3      # a single segment is compiled only when it inlines this many instructions
 
 RegionFn = Callable[..., int]
 
@@ -34,6 +33,8 @@ class Profile:
     def compile_at(self, head: int, word) -> None:
         """Compile the region at head (a loop through it, else its segment)."""
         region = region_at(self.program, head)
+        if not region.loop and sum(map(inlined, (d for d, _ in region.segments[0].steps))) < MIN_INLINED:
+            return   # too little to gain over the interpreter's segment: stays interpreted
         source, namespace = generate(region, word)
         code = compile(source, f"<rtwo-compiled {head}>", "exec")
         exec(code, namespace)  # noqa: S102 - source generated here from validated code
@@ -43,29 +44,29 @@ class Profile:
 
 
 class ProfileCache:
+    """code section (bytes, hashed as a dict key) -> its Profile, one table per word width.
+
+    The first execution of a code gets no profile (COLD) unless one of its frames runs long;
+    the second gets one. A table that passes ``limit`` entries is emptied.
+    """
+
     def __init__(self, limit: int = MAX_PROFILES):
         self.limit = limit
-        self.by_hash: OrderedDict[tuple[bytes, int], Profile] = OrderedDict()
-        self.by_id: dict[int, tuple[Program, Profile]] = {}
+        self.tables: dict[int, dict[bytes, Profile | object]] = {}
 
-    def profile(self, program: Program, bits: int) -> Profile:
-        hit = self.by_id.get(id(program))
-        if hit is not None and hit[0] is program:
-            return hit[1]
-        key = (hashlib.sha256(program.code.code).digest(), bits)
-        profile = self.by_hash.get(key)
-        if profile is None:
-            profile = Profile(program)
-            self.by_hash[key] = profile
-            if len(self.by_hash) > self.limit:
-                self.by_hash.popitem(last=False)
-        else:
-            self.by_hash.move_to_end(key)
-        if len(self.by_id) >= self.limit:
-            self.by_id.clear()
-        self.by_id[id(program)] = (program, profile)
-        return profile
+    def table(self, bits: int) -> dict[bytes, Profile | object]:
+        table = self.tables.get(bits)
+        if table is None:
+            table = self.tables[bits] = {}
+        if len(table) >= self.limit:
+            table.clear()
+        return table
+
+    def profiles(self) -> list[Profile]:
+        return [p for t in self.tables.values() for p in t.values() if isinstance(p, Profile)]
 
     def clear(self) -> None:
-        self.by_hash.clear()
-        self.by_id.clear()
+        self.tables.clear()
+
+
+COLD = object()   # seen once, not profiled

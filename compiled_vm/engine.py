@@ -5,7 +5,9 @@ and base cost checked once per segment, else every instruction stepped through t
 reference's ``step``), counting how often each segment starts. When a segment has started
 ``threshold`` times, the region at it (a loop through it, else the segment alone; regions.py)
 is compiled into a Python function (codegen.py) and every later visit runs that function.
-Counts and compiled functions are kept per code hash for the whole process (cache.py).
+Counts and compiled functions are kept per code for the whole process (cache.py). Code seen
+for the first time is not profiled at all unless its frame runs more than COLD_SEGMENTS
+segments: most programs of a corpus run once and pay nothing for the tiers they never reach.
 
 Everything else — requests, policy binding, nested calls and their records, the journal,
 accounting, results — is the reference's own code (``reference_vm.execute.Execution``), so the
@@ -26,9 +28,10 @@ from reference_vm.result import Event, ExecutionResult, Usage
 from reference_vm.state import WorldState
 from reference_vm.words import word as word_of
 
-from compiled_vm.cache import ProfileCache
+from compiled_vm.cache import COLD, Profile, ProfileCache
 
-THRESHOLD = 16
+THRESHOLD = 16        # segment starts before the region at it is compiled
+COLD_SEGMENTS = 256   # segments a frame of code seen for the first time runs before profiling
 
 
 class CompiledExecution(Execution):
@@ -38,16 +41,52 @@ class CompiledExecution(Execution):
 
     def _run(self, frame: Frame) -> None:
         program = frame.program
+        code = program.code.code
+        table = self.engine.cache.table(self.word.bits)
+        profile = table.get(code)
+        pc = 0
+        if profile is None:     # first sight of this code: interpret, unless the frame runs long
+            table[code] = COLD
+            pc = self._run_cold(frame) if self.engine.cold_segments else 0
+            profile = table[code] = Profile(program)
+        elif profile is COLD:
+            profile = table[code] = Profile(program)
+        self._run_profiled(frame, profile, pc)  # type: ignore[arg-type]
+
+    def _run_cold(self, frame: Frame) -> int:
+        """The reference's loop for at most COLD_SEGMENTS segments; the offset reached."""
+        segments = frame.program.segments
+        stack = frame.stack
+        meter = self.meter
+        limit = frame.compute_limit
+        pc = 0
+        left = self.engine.cold_segments
+        while left:
+            left -= 1
+            segment = segments[pc]
+            height = len(stack)
+            used = meter.compute_used + segment.cost
+            if height >= segment.need and height + segment.peak <= STACK_DEPTH and used <= limit:
+                meter.compute_used = used
+                for handler, immediate in segment.body:
+                    handler(frame, immediate)
+                frame.pc = segment.last_pc
+                handler, immediate = segment.last
+                target = handler(frame, immediate)
+            else:
+                target = self.step(frame, segment)
+            pc = segment.end if target is None else target
+        return pc
+
+    def _run_profiled(self, frame: Frame, profile: Profile, pc: int) -> None:
         engine = self.engine
-        profile = engine.cache.profile(program, self.word.bits)
         threshold = engine.threshold
-        segments = program.segments
+        segments = frame.program.segments
         counts = profile.counts
         fns = profile.fns
         stack = frame.stack
         meter = self.meter
         limit = frame.compute_limit
-        pc = 0
         while True:
             fn = fns[pc]
             if fn is not None:
@@ -79,12 +118,17 @@ class CompiledExecution(Execution):
 
 
 class Engine:
-    """A compiled engine with its own cache; ``execute`` has the reference's signature."""
+    """A compiled engine with its own cache; ``execute`` has the reference's signature.
 
-    def __init__(self, threshold: int = THRESHOLD):
-        if threshold < 1:
-            raise ValueError("threshold must be at least 1")
+    ``threshold``: segment starts before the region at a segment is compiled (1: at once).
+    ``cold_segments``: segments a first execution of a code runs before it is profiled
+    (0: profile from the first execution on)."""
+
+    def __init__(self, threshold: int = THRESHOLD, cold_segments: int = COLD_SEGMENTS):
+        if threshold < 1 or cold_segments < 0:
+            raise ValueError("threshold must be at least 1 and cold_segments at least 0")
         self.threshold = threshold
+        self.cold_segments = cold_segments
         self.cache = ProfileCache()
         self.compile_failures = 0
 

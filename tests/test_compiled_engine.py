@@ -66,48 +66,59 @@ def same(source: str, engine: Engine, *, call_data: bytes = b"", limits: Limits 
 
 
 def test_loop_result_and_usage_are_the_specs_and_the_loop_is_compiled():
-    engine = Engine(threshold=4)
+    engine = Engine(threshold=4)   # the first run is cold: compiled once it runs long
     n = 1000
     result = run_loop(n, engine.execute)
     assert int.from_bytes(result.output, "little") == loop_value(n)
     assert result.usage.compute == PREFIX + n * BODY + TAIL
     assert result.canonical_json() == run_loop(n).canonical_json()
-    (profile,) = engine.cache.by_hash.values()
+    (profile,) = engine.cache.profiles()
     loops = [src for src in profile.sources.values() if "for it in range(k)" in src]
     assert len(loops) == 1   # the self-looping segment became a counted loop
 
 
-def test_nothing_is_compiled_before_the_threshold():
+def test_nothing_is_profiled_on_a_short_first_run_nor_compiled_before_the_threshold():
     engine = Engine(threshold=5)
-    run_loop(3, engine.execute)          # the loop segment starts 3 times
-    (profile,) = engine.cache.by_hash.values()
-    assert profile.compiled == 0
+    run_loop(3, engine.execute)          # first sight, short: interpreted, no profile
+    assert engine.cache.profiles() == []
+    run_loop(3, engine.execute)          # profiled: the loop segment starts 3 times
+    (profile,) = engine.cache.profiles()
+    assert profile.compiled == 0 and max(profile.counts) == 3
     run_loop(1, engine.execute)          # 4: still below
     assert profile.compiled == 0
-    run_loop(1, engine.execute)          # 5th start of the loop segment and of the prefix
-    assert profile.compiled >= 1
+    run_loop(1, engine.execute)          # the 5th start of the loop segment compiles it
+    assert profile.compiled == 1 and "for it in range(k)" in "".join(profile.sources.values())
+
+
+def test_a_long_first_run_is_profiled_and_compiled_while_it_runs():
+    engine = Engine(threshold=16, cold_segments=100)
+    result = run_loop(500, engine.execute)
+    assert int.from_bytes(result.output, "little") == loop_value(500)
+    (profile,) = engine.cache.profiles()
+    # 100 segments interpreted unprofiled, then 16 more starts of the loop segment.
+    assert profile.compiled == 1 and profile.counts[profile.sources.popitem()[0]] == 16
 
 
 def test_compiled_code_is_cached_by_code_hash_across_executions():
-    engine = Engine(threshold=1)
+    engine = Engine(threshold=1, cold_segments=0)
     run_loop(10, engine.execute)
-    (profile,) = engine.cache.by_hash.values()
+    (profile,) = engine.cache.profiles()
     compiled = profile.compiled
     # A new container object with the same bytes is the same code: nothing is compiled again.
     state = WorldState({ENTRY: Contract(bytes(bytearray(LOOP)))})
     engine.execute(state, Message(ENTRY, 1, (50).to_bytes(8, "little")))
-    assert list(engine.cache.by_hash.values()) == [profile]
+    assert list(engine.cache.profiles()) == [profile]
     assert profile.compiled == compiled
     other = assemble("push 1\npush 2\nadd\nstop")
     engine.execute(WorldState({ENTRY: Contract(other)}), Message(ENTRY, 1))
-    assert len(engine.cache.by_hash) == 2
+    assert len(engine.cache.profiles()) == 2
 
 
 @pytest.mark.parametrize("threshold", [1, 3])
 def test_counted_loop_meets_every_compute_boundary_as_the_reference(threshold):
     n = 6
     total = PREFIX + n * BODY + TAIL
-    engine = Engine(threshold=threshold)
+    engine = Engine(threshold=threshold, cold_segments=0)
     for limit in range(total + 2):
         want = run_loop(n, limits=Limits(compute=limit))
         got = run_loop(n, engine.execute, limits=Limits(compute=limit))
@@ -128,7 +139,7 @@ def test_stack_overflow_inside_a_compiled_block_is_the_reference_fault():
         pop
         jump top
     """
-    engine = Engine(threshold=1)
+    engine = Engine(threshold=1, cold_segments=0)
     want = same(source, engine, limits=Limits(compute=10**6))
     assert (want.status, want.error) == ("fault", "STACK_OVERFLOW")
 
@@ -154,7 +165,7 @@ def test_memory_and_storage_limits_inside_a_compiled_loop_are_the_references():
         add
         jump top
     """
-    engine = Engine(threshold=2)
+    engine = Engine(threshold=2, cold_segments=0)
     for pages in range(4):
         want = same(memory, engine, limits=Limits(compute=10**6, memory_pages=pages))
         assert (want.status, want.error) == ("exhausted", "MEMORY_LIMIT_EXCEEDED")
@@ -195,11 +206,11 @@ def test_a_loop_made_of_segments_with_branches_and_calls():
         stop
     """
     callee = "push 1\npush 0\nsstore\nstop"
-    engine = Engine(threshold=2)
+    engine = Engine(threshold=2, cold_segments=0)
     for compute in (5000, 20000, 33333, 10**6):
         want = same(source, engine, limits=Limits(compute=compute), others={OTHER: callee})
     assert want.ok and len(want.calls) == 40
-    profile = engine.cache.by_hash[next(iter(engine.cache.by_hash))]
+    (profile, *_) = engine.cache.profiles()
     assert any("while True:" in src for src in profile.sources.values())
     assert sorted(c.key for c in want.state_changes if c.address == ENTRY) == list(range(1, 41, 2))
 
@@ -221,14 +232,14 @@ def test_compute_left_inside_a_loop_sees_the_exact_meter():
         push 8
         return
     """
-    engine = Engine(threshold=1)
+    engine = Engine(threshold=1, cold_segments=0)
     for compute in (500, 1000, 1234):
         want = same(source, engine, limits=Limits(compute=compute))
         assert want.ok
 
 
 def test_the_examples_give_the_references_results():
-    engine = Engine(threshold=1)
+    engine = Engine(threshold=1, cold_segments=0)
     for path in sorted((ROOT / "examples").glob("*.toml")):
         gen = iter_requests(path)
         request = next(gen)
@@ -253,12 +264,12 @@ def test_tracing_steps_through_the_reference_and_writes_the_same_trace():
 
     want = traced(execute)
     assert traced(compiled_vm.execute) == want
-    assert traced(Engine(threshold=1).execute) == want
+    assert traced(Engine(threshold=1, cold_segments=0).execute) == want
     assert want[1].count("\n") == 4 + 5 * 12 + 7 + 1   # every instruction and the final line
 
 
 def test_word_width_and_request_errors_as_the_reference():
-    engine = Engine(threshold=1)
+    engine = Engine(threshold=1, cold_segments=0)
     source = "push 200\npush 100\nadd\npush 0\nswap1\nmstore8\npush 0\npush 1\nreturn"
     state = WorldState({ENTRY: Contract(assemble(source))})
     for bits in (8, 16, 64):
@@ -270,7 +281,7 @@ def test_word_width_and_request_errors_as_the_reference():
     forbidden = engine.execute(state, Message(ENTRY, 1), policy=Policy(forbidden_operations=("arithmetic",)))
     assert forbidden.canonical_json() == execute(state, Message(ENTRY, 1), policy=Policy(forbidden_operations=("arithmetic",))).canonical_json()
     assert forbidden.status == "violation"
-    assert Engine(threshold=1).execute(state, Message(ENTRY, 1), Context(), Policy(), Limits(compute=3)).error == "COMPUTE_LIMIT_EXCEEDED"
+    assert Engine(threshold=1, cold_segments=0).execute(state, Message(ENTRY, 1), Context(), Policy(), Limits(compute=3)).error == "COMPUTE_LIMIT_EXCEEDED"
 
 
 def test_threshold_must_be_positive():

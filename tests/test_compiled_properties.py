@@ -1,6 +1,7 @@
 """Properties of the compiled engine over random programs (hypothesis): at every limit
 boundary of every resource, its canonical result is the reference's, compiled at once
-(threshold 1), after a few runs (threshold 2) and warm (code compiled by an earlier run); and
+(threshold 1, profiled from the first run), tiered (threshold 2, first runs interpreted) and
+warm (code compiled by an earlier run); and
 with a tracer it writes the reference's trace.
 
 Two program shapes: the project's random programs (random instructions with static targets,
@@ -31,7 +32,7 @@ CONTINUING = [row for row in TABLE.instructions if row.flow == "next"]
 PUSH8, POP, JUMPI = (TABLE.by_mnemonic[m] for m in ("PUSH8", "POP", "JUMPI"))
 HALTS = ["STOP", "RETURN", "REVERT", "TRAP"]
 
-EAGER, TIERED = Engine(threshold=1), Engine(threshold=2)
+EAGER, TIERED = Engine(threshold=1, cold_segments=0), Engine(threshold=2)
 
 CHECKS = settings(max_examples=300, deadline=None,
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -1,0 +1,115 @@
+"""The compiled engine against the reference on the corpus and on a mixed workload.
+
+    python benchmarks/engine_benchmark.py [--rounds 3] [--workers 2] [--repeats 1,3,10,30]
+
+Prints, best of the rounds, every time as a ratio to the reference measured in the same run:
+
+  corpus, in process   every vector executed once by each engine (a fresh compiled engine per
+                       round, as in a new adapter process: nearly every vector is its own
+                       program, so almost nothing reaches the threshold)
+  corpus, adapters     the main pass of ``rtwo-vm conformance run`` through
+                       ``python -m conformance.adapter`` and ``... --engine compiled``
+  mixed workload       the example scenarios' calls and the corpus programs, each run R times
+                       in a row in one process, for each R of --repeats: the reference, the
+                       compiled engine tiered (default threshold), and compiled eagerly
+                       (threshold 1, every segment compiled the first time it runs, which is
+                       what compiling up front costs)
+
+Every compiled result is checked against the reference's first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import compiled_vm  # noqa: E402
+from conformance import corpus  # noqa: E402
+from conformance.runner import Settings  # noqa: E402
+from conformance.suite import Options, reference_command, run_suite  # noqa: E402
+from conformance.vector import request_of  # noqa: E402
+from reference_vm import execute  # noqa: E402
+from rtwo_vm.examples import requests_with_results  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _requests():
+    corpus_requests = [request_of(v["input"]) for v in corpus.load()]
+    examples = [(r.state, r.message, r.context, r.policy, r.limits)
+                for path in sorted((ROOT / "examples").glob("*.toml"))
+                for r, _ in requests_with_results(path)]
+    corpus_args = [(r.state, r.message, r.context, r.policy, r.limits) for r in corpus_requests]
+    return examples, corpus_args
+
+
+def _time(run, requests, repeat: int = 1) -> float:
+    start = time.perf_counter()
+    for args in requests:
+        for _ in range(repeat):
+            run(*args)
+    return time.perf_counter() - start
+
+
+def _check(requests) -> None:
+    engine = compiled_vm.Engine(threshold=1, cold_segments=0)
+    for args in requests:
+        want = execute(*args).canonical_json()
+        for _ in range(2):
+            if engine.execute(*args).canonical_json() != want:
+                raise SystemExit(f"the compiled engine disagrees with the reference on {args[1]}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--repeats", default="1,3,10,30")
+    args = parser.parse_args()
+    repeats = [int(r) for r in args.repeats.split(",")]
+    examples, corpus_args = _requests()
+    _check(examples + corpus_args)
+
+    ref = min(_time(execute, corpus_args) for _ in range(args.rounds))
+    comp = min(_time(compiled_vm.Engine().execute, corpus_args) for _ in range(args.rounds))
+    print(f"corpus: {len(corpus_args)} vectors, best of {args.rounds}")
+    print(f"  in process   reference {ref:6.3f} s   compiled {comp:6.3f} s   ratio {comp / ref:5.2f}")
+
+    vectors = corpus.load()
+    settings = Settings(workers=args.workers)
+    compiled_command = shlex.join([*shlex.split(reference_command()), "--engine", "compiled"])
+    rates = {}
+    for label, command in (("reference", reference_command()), ("compiled", compiled_command)):
+        best = 0.0
+        for _ in range(args.rounds):
+            result = run_suite([command], vectors, [], Options(repeat=0, settings=settings))
+            (run,) = result.runs
+            if not result.ok:
+                raise SystemExit(f"{label} adapter failed the corpus")
+            best = max(best, run.rate)
+        rates[label] = best
+    print(f"  adapters     reference {rates['reference']:6,.0f} vectors/s   compiled "
+          f"{rates['compiled']:6,.0f} vectors/s   time ratio {rates['reference'] / rates['compiled']:5.2f}"
+          f"   ({args.workers} processes each, main pass)")
+
+    print(f"mixed workload: {len(examples)} example calls + {len(corpus_args)} corpus programs, "
+          f"each run R times; best of {args.rounds}; ratio = time / reference's")
+    for label, requests in (("examples", examples), ("corpus", corpus_args)):
+        for repeat in repeats:
+            rounds = args.rounds if repeat < 30 else 1
+            ref = min(_time(execute, requests, repeat) for _ in range(rounds))
+            tiered = min(_time(compiled_vm.Engine().execute, requests, repeat) for _ in range(rounds))
+            eager = min(_time(compiled_vm.Engine(threshold=1, cold_segments=0).execute, requests, repeat)
+                        for _ in range(rounds))
+            print(f"  {label:9} R={repeat:<4} reference {ref:7.3f} s   tiered {tiered / ref:5.2f}"
+                  f"   eager {eager / ref:5.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
