@@ -1,6 +1,6 @@
 """The compiled engine against the reference on the corpus and on a mixed workload.
 
-    python benchmarks/engine_benchmark.py [--rounds 3] [--workers 2] [--repeats 1,3,10,30]
+    python benchmarks/engine_benchmark.py [--rounds 3] [--workers 2] [--repeats 1,3,10,30] [--example-repeats 1,10,100,1000]
 
 Prints, best of the rounds, every time as a ratio to the reference measured in the same run:
 
@@ -56,6 +56,16 @@ def _time(run, requests, repeat: int = 1) -> float:
     return time.perf_counter() - start
 
 
+def _interleaved(rounds: int, requests, repeat: int, reference, *engines) -> list[float]:
+    """Best times of the reference and of each engine (a fresh one per round), the rounds
+    interleaved so that a change in the machine's load hits all of them alike."""
+    best = [float("inf")] * (1 + len(engines))
+    for _ in range(rounds):
+        for i, run in enumerate([reference, *(make() for make in engines)]):
+            best[i] = min(best[i], _time(run, requests, repeat))
+    return best
+
+
 def _check(requests) -> None:
     engine = compiled_vm.Engine(threshold=1, cold_segments=0)
     for args in requests:
@@ -69,30 +79,29 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--repeats", default="1,3,10,30")
+    parser.add_argument("--repeats", default="1,3,10,30", help="R for the corpus programs")
+    parser.add_argument("--example-repeats", default="1,10,100,1000", help="R for the example calls")
     args = parser.parse_args()
-    repeats = [int(r) for r in args.repeats.split(",")]
+    repeats = {"corpus": [int(r) for r in args.repeats.split(",")],
+               "examples": [int(r) for r in args.example_repeats.split(",")]}
     examples, corpus_args = _requests()
     _check(examples + corpus_args)
 
-    ref = min(_time(execute, corpus_args) for _ in range(args.rounds))
-    comp = min(_time(compiled_vm.Engine().execute, corpus_args) for _ in range(args.rounds))
+    ref, comp = _interleaved(args.rounds, corpus_args, 1, execute, lambda: compiled_vm.Engine().execute)
     print(f"corpus: {len(corpus_args)} vectors, best of {args.rounds}")
     print(f"  in process   reference {ref:6.3f} s   compiled {comp:6.3f} s   ratio {comp / ref:5.2f}")
 
     vectors = corpus.load()
     settings = Settings(workers=args.workers)
     compiled_command = shlex.join([*shlex.split(reference_command()), "--engine", "compiled"])
-    rates = {}
-    for label, command in (("reference", reference_command()), ("compiled", compiled_command)):
-        best = 0.0
-        for _ in range(args.rounds):
+    rates = {"reference": 0.0, "compiled": 0.0}
+    for _ in range(args.rounds):
+        for label, command in (("reference", reference_command()), ("compiled", compiled_command)):
             result = run_suite([command], vectors, [], Options(repeat=0, settings=settings))
             (run,) = result.runs
             if not result.ok:
                 raise SystemExit(f"{label} adapter failed the corpus")
-            best = max(best, run.rate)
-        rates[label] = best
+            rates[label] = max(rates[label], run.rate)
     print(f"  adapters     reference {rates['reference']:6,.0f} vectors/s   compiled "
           f"{rates['compiled']:6,.0f} vectors/s   time ratio {rates['reference'] / rates['compiled']:5.2f}"
           f"   ({args.workers} processes each, main pass)")
@@ -100,12 +109,11 @@ def main() -> int:
     print(f"mixed workload: {len(examples)} example calls + {len(corpus_args)} corpus programs, "
           f"each run R times; best of {args.rounds}; ratio = time / reference's")
     for label, requests in (("examples", examples), ("corpus", corpus_args)):
-        for repeat in repeats:
-            rounds = args.rounds if repeat < 30 else 1
-            ref = min(_time(execute, requests, repeat) for _ in range(rounds))
-            tiered = min(_time(compiled_vm.Engine().execute, requests, repeat) for _ in range(rounds))
-            eager = min(_time(compiled_vm.Engine(threshold=1, cold_segments=0).execute, requests, repeat)
-                        for _ in range(rounds))
+        for repeat in repeats[label]:
+            rounds = args.rounds if repeat * len(requests) < 50_000 else 1
+            ref, tiered, eager = _interleaved(
+                rounds, requests, repeat, execute, lambda: compiled_vm.Engine().execute,
+                lambda: compiled_vm.Engine(threshold=1, cold_segments=0).execute)
             print(f"  {label:9} R={repeat:<4} reference {ref:7.3f} s   tiered {tiered / ref:5.2f}"
                   f"   eager {eager / ref:5.2f}")
     return 0

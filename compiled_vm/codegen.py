@@ -31,7 +31,7 @@ from reference_vm.program import METER_READERS, Segment
 from reference_vm.words import Word
 
 STACK_DEPTH = spec.load().limits["machine"]["stack_depth"]
-MAX_RING_DEPTH = 8     # unmasked ring expressions are masked after this many operations
+MAX_DEPTH = 8          # expressions are held in a local after this many operations
 
 RING = {"ADD": "+", "SUB": "-", "MUL": "*"}
 MASKED = {"AND": "&", "OR": "|", "XOR": "^"}
@@ -124,12 +124,21 @@ class Gen:
     def as_name(self, v: Val) -> str:
         return v.expr if v.atomic() else self.temp(self.as_int(v))
 
-    def as_ring(self, v: Val) -> tuple[str, int]:
-        if v.kind == "ring":
-            if v.depth >= MAX_RING_DEPTH:
-                return self.temp(self.as_int(v)), 0
-            return f"({v.expr})", v.depth
-        return self.as_int(v), 0
+    def shallow(self, v: Val) -> Val:
+        """v, or a local holding it when its expression is already MAX_DEPTH operations deep."""
+        if v.depth < MAX_DEPTH:
+            return v
+        if v.kind == "bool":
+            return Val(self.temp(v.expr), "bool")
+        return Val(self.temp(self.as_int(v)))
+
+    def operands(self, k: int) -> list[Val]:
+        """The top k items, deepest first, each shallow enough to be composed."""
+        vals = [self.shallow(self.pop()) for _ in range(k)]
+        return vals[::-1]
+
+    def as_ring(self, v: Val) -> str:
+        return f"({v.expr})" if v.kind == "ring" else self.as_int(v)
 
     def as_bool(self, v: Val) -> str:
         return f"({v.expr})" if v.kind == "bool" else self.as_int(v)
@@ -183,26 +192,29 @@ class Gen:
         elif m == "NOP":
             pass
         elif m in RING:
-            b, a = self.pop(), self.pop()
-            (ea, da), (eb, db) = self.as_ring(a), self.as_ring(b)
-            sym.append(Val(f"{ea} {RING[m]} {eb}", "ring", max(da, db) + 1))
+            a, b = self.operands(2)
+            sym.append(Val(f"{self.as_ring(a)} {RING[m]} {self.as_ring(b)}", "ring",
+                           max(a.depth, b.depth) + 1))
         elif m in MASKED:
-            b, a = self.pop(), self.pop()
-            sym.append(Val(f"{self.as_int(a)} {MASKED[m]} {self.as_int(b)}"))
+            a, b = self.operands(2)
+            sym.append(Val(f"{self.as_int(a)} {MASKED[m]} {self.as_int(b)}", "int",
+                           max(a.depth, b.depth) + 1))
         elif m == "NOT":
-            sym.append(Val(f"{self.as_int(self.pop())} ^ M"))
+            (a,) = self.operands(1)
+            sym.append(Val(f"{self.as_int(a)} ^ M", "int", a.depth + 1))
         elif m in COMPARE:
-            b, a = self.pop(), self.pop()
-            sym.append(Val(f"{self.as_int(a)} {COMPARE[m]} {self.as_int(b)}", "bool"))
+            a, b = self.operands(2)
+            sym.append(Val(f"{self.as_int(a)} {COMPARE[m]} {self.as_int(b)}", "bool",
+                           max(a.depth, b.depth) + 1))
         elif m in SIGNED_COMPARE:
-            b, a = self.pop(), self.pop()
+            a, b = self.operands(2)
             flip = self.word.sign_bit
             sym.append(Val(f"({self.as_int(a)} ^ {flip}) {SIGNED_COMPARE[m]} ({self.as_int(b)} ^ {flip})",
-                           "bool"))
+                           "bool", max(a.depth, b.depth) + 1))
         elif m == "ISZERO":
-            a = self.pop()
+            (a,) = self.operands(1)
             sym.append(Val(f"not {self.as_bool(a)}" if a.kind == "bool" else f"{self.as_int(a)} == 0",
-                           "bool"))
+                           "bool", a.depth + 1))
         elif m in ("DIVU", "REMU"):
             b, a = self.pop(), self.pop()
             nb, na = self.as_name(b), self.as_name(a)
