@@ -5,9 +5,10 @@ warm (code compiled by an earlier run); and
 with a tracer it writes the reference's trace.
 
 Two program shapes: the project's random programs (random instructions with static targets,
-as in test_properties) and loops (a random stack-neutral body of any instructions that
-continue, closed by a JUMPI back to the head), so that counted loops, loops with handler calls
-and nested calls are compiled and meet their limits mid-loop.
+as in test_properties) and loops (a random stack-neutral body of any instructions, jumps and
+subroutine calls inside it, closed by a JUMPI back to the head), so that counted loops, loops
+made of several segments, loops with handler calls and nested calls are compiled and meet
+their limits mid-loop.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ OPEN = Policy(time_access="allowed", randomness="seeded")
 CONTEXT = Context(block_time=1_700_000_000, random_seed=bytes(range(32)))
 AMPLE = Limits(compute=30_000, memory_pages=4, storage_units=400)
 CONTINUING = [row for row in TABLE.instructions if row.flow == "next"]
+BRANCHES = [TABLE.by_mnemonic[m] for m in ("JUMP", "JUMPI", "CALLSUB", "RETSUB")]
 PUSH8, POP, JUMPI = (TABLE.by_mnemonic[m] for m in ("PUSH8", "POP", "JUMPI"))
 HALTS = ["STOP", "RETURN", "REVERT", "TRAP"]
 
@@ -52,14 +54,20 @@ def random_programs(draw) -> bytes:
 @st.composite
 def loop_programs(draw) -> bytes:
     primed = draw(st.integers(1, 8))
-    body = [draw(st.sampled_from(CONTINUING)) for _ in range(draw(st.integers(0, 12)))]
+    rows_from = st.sampled_from(CONTINUING + BRANCHES if draw(st.booleans()) else CONTINUING)
+    body = [draw(rows_from) for _ in range(draw(st.integers(0, 12)))]
     net = sum(r.outputs - r.inputs for r in body) - 1          # the closing JUMPI pops one
     pad_front = [PUSH8] * max(0, -net)                          # pushes first: fewer underflows
     pad_back = [POP] * max(0, net)
     head = primed
     rows = ([PUSH8] * primed + pad_front + body + pad_back + [JUMPI]
             + [TABLE.by_mnemonic[draw(st.sampled_from(HALTS))]])
-    code = encode(rows, lambda offsets: offsets[head], lambda size: draw(immediates))
+    # Jumps inside the body go anywhere from the head to the halt after the loop: the loop
+    # is then made of several segments; the closing JUMPI goes back to the head.
+    targets = [draw(st.integers(head, len(rows) - 1)) for r in body if r.immediate_kind == "jump_target"]
+    targets.append(head)
+    order = iter(targets)
+    code = encode(rows, lambda offsets: offsets[next(order)], lambda size: draw(immediates))
     return build(code, draw(st.binary(max_size=16)))
 
 
