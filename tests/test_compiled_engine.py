@@ -287,3 +287,20 @@ def test_word_width_and_request_errors_as_the_reference():
 def test_threshold_must_be_positive():
     with pytest.raises(ValueError):
         Engine(threshold=0)
+
+
+def test_the_reference_never_imports_the_compiled_engine():
+    import ast
+    import subprocess
+    import sys
+    for path in sorted((ROOT / "reference_vm").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            assert not any(n.split(".")[0] == "compiled_vm" for n in names), path
+    # Nor does running the reference, or the reference's adapter, load it.
+    probe = ("import sys, reference_vm, conformance.adapter, rtwo_vm.cli; "
+             "from reference_vm import execute; print('compiled_vm' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT,
+                          timeout=120)
+    assert done.stdout.strip() == "False", done.stderr
