@@ -50,3 +50,9 @@ def test_run_with_the_compiled_engine_prints_the_references_result(tmp_path):
     assert json.loads(compiled.stdout)["error"] == "COMPUTE_LIMIT_EXCEEDED"
     bad = cli("run", loop, "--engine", "fast", cwd=tmp_path)
     assert bad.returncode == 2 and "--engine" in bad.stderr
+
+
+def test_the_compiled_adapter_passes_the_protocol_selftest():
+    done = cli("conformance", "selftest", "--impl", COMPILED_ADAPTER)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "checks passed" in done.stdout and "FAIL" not in done.stdout
