@@ -9,8 +9,8 @@ Prints, best of the rounds, every time as a ratio to the reference measured in t
                        program, so almost nothing reaches the threshold)
   corpus, adapters     the main pass of ``rtwo-vm conformance run`` through
                        ``python -m conformance.adapter`` and ``... --engine compiled``
-  mixed workload       the example scenarios' calls and the corpus programs, each run R times
-                       in a row in one process, for each R of --repeats: the reference, the
+  mixed workload       the example scenarios' calls, the corpus programs and a short run of
+                       benchmarks/loop.rasm, each run R times in a row in one process: the reference, the
                        compiled engine tiered (default threshold), and compiled eagerly
                        (threshold 1, every segment compiled the first time it runs, which is
                        what compiling up front costs)
@@ -33,10 +33,11 @@ from conformance import corpus  # noqa: E402
 from conformance.runner import Settings  # noqa: E402
 from conformance.suite import Options, reference_command, run_suite  # noqa: E402
 from conformance.vector import request_of  # noqa: E402
-from reference_vm import execute  # noqa: E402
+from reference_vm import Contract, Limits, Message, WorldState, assemble, execute  # noqa: E402
 from rtwo_vm.examples import requests_with_results  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
+LOOP_ADDRESS, LOOP_N = 0x100, 200
 
 
 def _requests():
@@ -45,7 +46,10 @@ def _requests():
                 for path in sorted((ROOT / "examples").glob("*.toml"))
                 for r, _ in requests_with_results(path)]
     corpus_args = [(r.state, r.message, r.context, r.policy, r.limits) for r in corpus_requests]
-    return examples, corpus_args
+    loop = WorldState({LOOP_ADDRESS: Contract(assemble((ROOT / "benchmarks" / "loop.rasm").read_text()))})
+    loops = [(loop, Message(LOOP_ADDRESS, 1, LOOP_N.to_bytes(8, "little")), None, None,
+              Limits(compute=10**9))]
+    return examples, corpus_args, loops
 
 
 def _time(run, requests, repeat: int = 1) -> float:
@@ -83,9 +87,10 @@ def main() -> int:
     parser.add_argument("--example-repeats", default="1,10,100,1000", help="R for the example calls")
     args = parser.parse_args()
     repeats = {"corpus": [int(r) for r in args.repeats.split(",")],
-               "examples": [int(r) for r in args.example_repeats.split(",")]}
-    examples, corpus_args = _requests()
-    _check(examples + corpus_args)
+               "examples": [int(r) for r in args.example_repeats.split(",")],
+               "loop": [1, 10, 100, 1000]}
+    examples, corpus_args, loops = _requests()
+    _check(examples + corpus_args + loops)
 
     ref, comp = _interleaved(args.rounds, corpus_args, 1, execute, lambda: compiled_vm.Engine().execute)
     print(f"corpus: {len(corpus_args)} vectors, best of {args.rounds}")
@@ -106,9 +111,9 @@ def main() -> int:
           f"{rates['compiled']:6,.0f} vectors/s   time ratio {rates['reference'] / rates['compiled']:5.2f}"
           f"   ({args.workers} processes each, main pass)")
 
-    print(f"mixed workload: {len(examples)} example calls + {len(corpus_args)} corpus programs, "
-          f"each run R times; best of {args.rounds}; ratio = time / reference's")
-    for label, requests in (("examples", examples), ("corpus", corpus_args)):
+    print(f"mixed workload: {len(examples)} example calls, {len(corpus_args)} corpus programs and the "
+          f"loop (N={LOOP_N}), each run R times; best of {args.rounds}; ratio = time / reference's")
+    for label, requests in (("examples", examples), ("corpus", corpus_args), ("loop", loops)):
         for repeat in repeats[label]:
             rounds = args.rounds if repeat * len(requests) < 50_000 else 1
             ref, tiered, eager = _interleaved(
