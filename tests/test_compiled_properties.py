@@ -118,3 +118,16 @@ def test_traces_are_the_references(code, call_data, compute):
     compiled = _run(EAGER.execute, code, call_data, limits, JsonLinesTracer(got))
     assert compiled.canonical_json() == reference.canonical_json()
     assert got.getvalue() == want.getvalue() and want.getvalue()
+
+
+@settings(CHECKS, max_examples=100)
+@given(st.one_of(random_programs(), loop_programs()), st.binary(max_size=24),
+       st.sampled_from([8, 16, 32]), st.integers(0, 5000))
+def test_reduced_word_widths_agree_with_the_reference(code, call_data, bits, compute):
+    state = WorldState({0x10: Contract(code, {3: 5}), 0x11: Contract(code)})
+    message = Message(0x10, 0x1, call_data)
+    limits = Limits(compute=compute, memory_pages=2, storage_units=100)
+    want = execute(state, message, CONTEXT, OPEN, limits, word_bits=bits).canonical_json()
+    for engine in (EAGER, TIERED):
+        for _ in range(2):
+            assert engine.execute(state, message, CONTEXT, OPEN, limits, word_bits=bits).canonical_json() == want
