@@ -1,6 +1,7 @@
 """The compiled engine against the reference on the corpus and on a mixed workload.
 
-    python benchmarks/engine_benchmark.py [--rounds 3] [--workers 2] [--repeats 1,3,10,30] [--example-repeats 1,10,100,1000]
+    python benchmarks/engine_benchmark.py [--rounds 3] [--workers 2] [--repeats 1,3,10,30]
+        [--example-repeats 1,10,100,1000]
 
 Prints, best of the rounds, every time as a ratio to the reference measured in the same run:
 

@@ -80,7 +80,9 @@ class Gen:
         self.listed = 0          # items in the real list relative to the base below the entry items
         self.temps = 0
         self.namespace: dict[str, object] = {"M": word.mask}
-        self.counted = region.loop and sum(s.cost for s in region.segments) > 0 and all(inlined(d) for s in region.segments for d, _ in s.steps)
+        steps = [d for s in region.segments for d, _ in s.steps]
+        self.counted = (region.loop and sum(s.cost for s in region.segments) > 0
+                        and all(inlined(d) for d in steps))
         self.cost_before = 0     # counted loops: base cost of the path segments finished so far
 
     # --- emitting -----------------------------------------------------------------------
@@ -234,7 +236,8 @@ class Gen:
             sym.append(Val(self.temp(expr)))
         elif m == "CALLDATALOAD":
             na = self.as_name(self.pop())
-            sym.append(Val(self.temp(f"int.from_bytes(frame.call_data[{na}:{na} + {self.word.size}], 'little')")))
+            end = f"{na} + {self.word.size}"
+            sym.append(Val(self.temp(f"int.from_bytes(frame.call_data[{na}:{end}], 'little')")))
         elif m in CONSTANT_READS:
             sym.append(Val(self.temp(CONSTANT_READS[m])))
         elif m in STATE_READS:
@@ -357,7 +360,8 @@ class Gen:
         """Bring the locals back to the entry names (v0 ...) for the next iteration."""
         need = len(entry)
         if self.listed == 0 and len(self.sym) == need:
-            pairs = [(name, self.as_int(v)) for name, v in zip(entry, self.sym) if v.expr != name or v.kind != "int"]
+            pairs = [(name, self.as_int(v)) for name, v in zip(entry, self.sym)
+                     if v.expr != name or v.kind != "int"]
             if pairs:
                 self.emit(f"{', '.join(n for n, _ in pairs)} = {', '.join(e for _, e in pairs)}")
         else:

@@ -272,16 +272,19 @@ def test_word_width_and_request_errors_as_the_reference():
     engine = Engine(threshold=1, cold_segments=0)
     source = "push 200\npush 100\nadd\npush 0\nswap1\nmstore8\npush 0\npush 1\nreturn"
     state = WorldState({ENTRY: Contract(assemble(source))})
+    message = Message(ENTRY, 1)
     for bits in (8, 16, 64):
-        want = execute(state, Message(ENTRY, 1), word_bits=bits)
-        assert engine.execute(state, Message(ENTRY, 1), word_bits=bits).canonical_json() == want.canonical_json()
-    assert engine.execute(state, Message(ENTRY, 1), word_bits=16).output == bytes([44])   # 300 mod 256
+        want = execute(state, message, word_bits=bits).canonical_json()
+        assert engine.execute(state, message, word_bits=bits).canonical_json() == want
+    assert engine.execute(state, message, word_bits=16).output == bytes([44])   # 300 mod 256
     missing = engine.execute(state, Message(0x999, 1))
     assert (missing.status, missing.error) == ("rejected", "CONTRACT_NOT_FOUND")
-    forbidden = engine.execute(state, Message(ENTRY, 1), policy=Policy(forbidden_operations=("arithmetic",)))
-    assert forbidden.canonical_json() == execute(state, Message(ENTRY, 1), policy=Policy(forbidden_operations=("arithmetic",))).canonical_json()
+    no_arithmetic = Policy(forbidden_operations=("arithmetic",))
+    forbidden = engine.execute(state, message, policy=no_arithmetic)
+    assert forbidden.canonical_json() == execute(state, message, policy=no_arithmetic).canonical_json()
     assert forbidden.status == "violation"
-    assert Engine(threshold=1, cold_segments=0).execute(state, Message(ENTRY, 1), Context(), Policy(), Limits(compute=3)).error == "COMPUTE_LIMIT_EXCEEDED"
+    short = engine.execute(state, message, Context(), Policy(), Limits(compute=3))
+    assert (short.status, short.error) == ("exhausted", "COMPUTE_LIMIT_EXCEEDED")
 
 
 def test_threshold_must_be_positive():

@@ -117,7 +117,8 @@ def test_traces_are_the_references(code, call_data, compute):
     reference = _run(execute, code, call_data, limits, JsonLinesTracer(want))
     compiled = _run(EAGER.execute, code, call_data, limits, JsonLinesTracer(got))
     assert compiled.canonical_json() == reference.canonical_json()
-    assert got.getvalue() == want.getvalue() and want.getvalue()
+    assert got.getvalue() == want.getvalue()
+    assert want.getvalue()
 
 
 @settings(CHECKS, max_examples=100)
@@ -130,4 +131,5 @@ def test_reduced_word_widths_agree_with_the_reference(code, call_data, bits, com
     want = execute(state, message, CONTEXT, OPEN, limits, word_bits=bits).canonical_json()
     for engine in (EAGER, TIERED):
         for _ in range(2):
-            assert engine.execute(state, message, CONTEXT, OPEN, limits, word_bits=bits).canonical_json() == want
+            got = engine.execute(state, message, CONTEXT, OPEN, limits, word_bits=bits)
+            assert got.canonical_json() == want
