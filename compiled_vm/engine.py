@@ -9,19 +9,25 @@ Counts and compiled functions are kept per code for the whole process (cache.py)
 for the first time is not profiled at all unless its frame runs more than COLD_SEGMENTS
 segments: most programs of a corpus run once and pay nothing for the tiers they never reach.
 
-Everything else — requests, policy binding, nested calls and their records, the journal,
-accounting, results — is the reference's own code (``reference_vm.execute.Execution``), so the
-two engines can differ only in how a frame's instructions are run. With a tracer the whole
-execution goes through the reference (every instruction must be seen).
+Everything else — request checks, policy binding, nested calls and their records, the
+journal, accounting, results — is the reference's own code (``reference_vm.execute``), so the
+two engines can differ only in how a frame's instructions are run; the one addition is that
+the engine remembers which policies passed ``Policy.check`` and which (code, policy) pairs
+passed binding for the entry frame (pure functions of those values, which for short programs
+run repeatedly cost more than the execution). With a tracer the whole execution goes through
+the reference (every instruction must be seen).
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 from reference_vm import policy as policy_mod
 from reference_vm.execute import (
-    STACK_DEPTH, Execution, Tracer, _before_execution, bound_program, execute as reference_execute,
+    STACK_DEPTH, Execution, Tracer, _before_execution, execute as reference_execute,
 )
 from reference_vm.errors import RequestRejected, VMError
+from reference_vm.program import Program, load_program
 from reference_vm.machine import Frame
 from reference_vm.request import Context, Limits, Message, check_limits, check_request, check_state
 from reference_vm.result import Event, ExecutionResult, Usage
@@ -30,6 +36,8 @@ from reference_vm.words import word as word_of
 
 from compiled_vm.cache import COLD, Profile, ProfileCache
 
+POLICY_FIELDS = tuple(f.name for f in dataclasses.fields(policy_mod.Policy))
+MAX_REMEMBERED = 4096
 THRESHOLD = 16        # segment starts before the region at it is compiled
 COLD_SEGMENTS = 256   # segments a frame of code seen for the first time runs before profiling
 
@@ -131,6 +139,29 @@ class Engine:
         self.cold_segments = cold_segments
         self.cache = ProfileCache()
         self.compile_failures = 0
+        self.checked: dict[tuple, bool] = {}     # policies that passed policy.check()
+        self.bound: dict[tuple, bool] = {}       # (code, policy) pairs that passed binding
+
+    def bound_program(self, state: WorldState, address: int, policy: policy_mod.Policy,
+                      word) -> Program:
+        """``policy.check()`` then ``reference_vm.execute.bound_program``, remembering what
+        passed: both are pure functions of the policy's fields (and the code), and for the
+        short programs run again and again they cost more than running the code."""
+        key = _policy_key(policy)
+        if key is None or key not in self.checked:
+            policy.check()
+            if key is not None:
+                _remember(self.checked, key)
+        contract = state.contracts.get(address)
+        if contract is None:
+            raise RequestRejected("CONTRACT_NOT_FOUND", hex(address))
+        program = load_program(contract.code, word)
+        bound = None if key is None else (program.code.code, key)
+        if bound is None or bound not in self.bound:
+            policy_mod.bind(program.code, policy)
+            if bound is not None:
+                _remember(self.bound, bound)
+        return program
 
     def compile(self, profile, head: int, word) -> None:
         try:
@@ -155,8 +186,7 @@ class Engine:
                 check_state(state, word)
                 if not isinstance(policy, policy_mod.Policy):
                     raise RequestRejected("INVALID_REQUEST", "policy must be a Policy")
-                policy.check()
-                program = bound_program(state, message.to, policy, word)
+                program = self.bound_program(state, message.to, policy, word)
                 check_limits(limits)
             except VMError as err:
                 return _before_execution(err.kind, err.code)
@@ -175,6 +205,29 @@ class Engine:
                 usage=Usage.of(execution.meter))
         except Exception:  # noqa: BLE001 - as the reference: any escape is INTERNAL_ERROR
             return _before_execution("internal", "INTERNAL_ERROR")
+
+
+def _policy_key(policy: object) -> tuple | None:
+    """The policy's fields as a key, when they are exactly strings and tuples of strings
+    (None otherwise: such a policy is checked and bound afresh every time)."""
+    if type(policy) is not policy_mod.Policy:
+        return None
+    key = []
+    for name in POLICY_FIELDS:
+        value = getattr(policy, name)
+        if type(value) is tuple and all(type(v) is str for v in value):
+            key.append(value)
+        elif value is None or type(value) is str:
+            key.append(value)
+        else:
+            return None
+    return tuple(key)
+
+
+def _remember(table: dict, key: tuple) -> None:
+    if len(table) >= MAX_REMEMBERED:
+        table.clear()
+    table[key] = True
 
 
 DEFAULT = Engine()

@@ -307,3 +307,30 @@ def test_the_reference_never_imports_the_compiled_engine():
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT,
                           timeout=120)
     assert done.stdout.strip() == "False", done.stderr
+
+
+def test_remembered_policy_checks_and_bindings_refuse_exactly_as_the_reference():
+    engine = Engine()
+    code = assemble("time\npop\npush 1\npush 2\nadd\npop\nstop")
+    state = WorldState({ENTRY: Contract(code)})
+    message = Message(ENTRY, 1)
+    policies = [Policy(time_access="allowed"), Policy(), Policy(time_access="allowed"),
+                Policy(time_access="allowed", forbidden_operations=("ADD",)),
+                Policy(time_access="sometimes"),
+                Policy(time_access="allowed", forbidden_operations=["ADD"]),   # not a tuple
+                Policy(time_access="allowed", allowed_operations=("TIME", "stack", "ADD", "STOP")),
+                Policy(time_access="allowed", allowed_operations=("TIME", "stack", "STOP"))]
+    outcomes = []
+    for _ in range(3):      # the second and third rounds find the first round's remembered passes
+        for policy in policies:
+            want = execute(state, message, policy=policy)
+            got = engine.execute(state, message, policy=policy)
+            assert got.canonical_json() == want.canonical_json()
+            outcomes.append((got.status, got.error))
+    time_refused = TABLE.policy["gate"][TABLE.by_mnemonic["TIME"].gate]["error"]
+    listed = TABLE.policy["forbidden_by_listing"]["error"]
+    assert outcomes[:8] == [
+        ("success", None), ("violation", time_refused), ("success", None), ("violation", listed),
+        ("rejected", "INVALID_REQUEST"), ("rejected", "INVALID_REQUEST"), ("success", None),
+        ("violation", listed)]
+    assert outcomes[8:16] == outcomes[:8] == outcomes[16:]
