@@ -56,35 +56,35 @@ def expected(n: int) -> int:
     return acc
 
 
-def _best(repeats: int, fn) -> tuple[float, object]:
-    best, out = float("inf"), None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - start)
-    return best, out
-
-
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
     repeats = int(sys.argv[2]) if len(sys.argv) > 2 else 5
     instructions = instructions_for(n)
     want = expected(n)
-    plain, acc = _best(repeats, lambda: expected(n))
-    assert acc == want
     engine = compiled_vm.Engine()
     start = time.perf_counter()
     cold = _run(n, engine=engine.execute)
     cold_time = time.perf_counter() - start
-    rows = [("reference", execute), ("compiled", engine.execute)]
-    print(f"loop N={n}: {instructions} instructions, best of {repeats}")
+    rows = {"plain CPython": lambda: expected(n), "reference": lambda: _run(n),
+            "compiled": lambda: _run(n, engine=engine.execute)}
+    best = dict.fromkeys(rows, float("inf"))
+    for _ in range(repeats):   # interleaved, so that a change of load hits every row alike
+        for name, run in rows.items():
+            start = time.perf_counter()
+            out = run()
+            best[name] = min(best[name], time.perf_counter() - start)
+            if name == "plain CPython":
+                assert out == want
+            else:
+                assert out.ok and int.from_bytes(out.output, "little") == want, out
+                assert out.canonical_json() == cold.canonical_json()
+    plain = best["plain CPython"]
+    print(f"loop N={n}: {instructions} instructions, best of {repeats} (interleaved)")
     print(f"  {'plain CPython':14} {plain:7.3f} s {plain / n * 1e9:6.0f} ns/iteration   1.00x")
-    for name, run in rows:
-        best, result = _best(repeats, lambda: _run(n, engine=run))
-        assert result.ok and int.from_bytes(result.output, "little") == want, result
-        assert result.canonical_json() == cold.canonical_json()
-        print(f"  {name:14} {best:7.3f} s {best / n * 1e9:6.0f} ns/iteration {best / plain:6.2f}x"
-              f"   {instructions / best / 1e6:7.2f} million instructions/s")
+    for name in ("reference", "compiled"):
+        t = best[name]
+        print(f"  {name:14} {t:7.3f} s {t / n * 1e9:6.0f} ns/iteration {t / plain:6.2f}x"
+              f"   {instructions / t / 1e6:7.2f} million instructions/s")
     print(f"  compiled, first run (interprets, then compiles the loop): {cold_time:.3f} s"
           f" = {cold_time / plain:.2f}x plain")
 

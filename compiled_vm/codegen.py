@@ -1,8 +1,9 @@
 """Generate Python source for a region (regions.py): the stack in local variables, one stack
 check on entry, one compute check and charge per segment (per iteration for a counted loop).
 
-The generated function is ``region(frame, stack, meter, limit)``. It returns the offset to
-continue at, or ``~pc`` to say "run the segment at pc through the interpreter": it does so,
+The generated function is ``region(frame, stack, meter, limit)`` (the word mask M is bound as
+a default argument, a local). It returns the offset to continue at, or ``~pc`` to say "run
+the segment at pc through the interpreter": it does so,
 with every meter and the stack exactly as the reference would have them at pc, whenever an
 aggregate check fails, so the per-instruction definition meets the failing instruction with
 the reference's state.
@@ -346,7 +347,7 @@ class Gen:
                     self.emit(line)
                 self.emit(f"meter.compute_used = used + k * {self.region_cost}")
                 self.emit(f"return ~{self.head}")
-        return "def region(frame, stack, meter, limit):\n" + "\n".join(self.lines) + "\n"
+        return "def region(frame, stack, meter, limit, M=M):\n" + "\n".join(self.lines) + "\n"
 
     def load(self, names: list[str]) -> None:
         """Move the top len(names) items of the list into the named locals."""
