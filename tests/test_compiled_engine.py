@@ -334,3 +334,31 @@ def test_remembered_policy_checks_and_bindings_refuse_exactly_as_the_reference()
         ("rejected", "INVALID_REQUEST"), ("rejected", "INVALID_REQUEST"), ("success", None),
         ("violation", listed)]
     assert outcomes[8:16] == outcomes[:8] == outcomes[16:]
+
+
+def test_the_engine_runs_every_request_stage_the_reference_runs():
+    """Engine.execute mirrors reference_vm.execute's stages before and after the frames run
+    (request, state, policy and limit checks, binding, the result's fields): a stage added to
+    the reference and not here fails this test before it can make the engines differ."""
+    import ast
+    import inspect
+    import sys
+    import textwrap
+
+    def calls(fn):
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+        names = {n.func.id if isinstance(n.func, ast.Name) else n.func.attr
+                 for n in ast.walk(tree) if isinstance(n, ast.Call)}
+        fields = {k.arg for n in ast.walk(tree) if isinstance(n, ast.Call)
+                  and getattr(n.func, "id", None) == "ExecutionResult" for k in n.keywords}
+        return names, fields
+
+    reference = sys.modules["reference_vm.execute"]
+    engine = sys.modules["compiled_vm.engine"]
+    ref_names, ref_fields = calls(reference.execute)
+    ref_names |= calls(reference.bound_program)[0]
+    ours, our_fields = calls(engine.Engine.execute)
+    ours |= calls(engine.Engine.bound_program)[0]
+    # The tracer's finish is the reference's own business: a traced request runs there.
+    assert ref_names - {"Execution", "finish", "hasattr"} <= ours
+    assert "CompiledExecution" in ours and ref_fields == our_fields
