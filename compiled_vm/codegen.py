@@ -3,10 +3,9 @@ check on entry, one compute check and charge per segment (per iteration for a co
 
 The generated function is ``region(frame, stack, meter, limit)`` (the word mask M is bound as
 a default argument, a local). It returns the offset to continue at, or ``~pc`` to say "run
-the segment at pc through the interpreter": it does so,
-with every meter and the stack exactly as the reference would have them at pc, whenever an
-aggregate check fails, so the per-instruction definition meets the failing instruction with
-the reference's state.
+the segment at pc through the interpreter": it does so, with every meter and the stack
+exactly as the reference would have them at pc, whenever an aggregate check fails, so the
+per-instruction definition meets the failing instruction with the reference's state.
 
 Three shapes:
 - block: one segment, entered when its stack needs, peak and base cost fit.
@@ -27,6 +26,7 @@ from __future__ import annotations
 
 import spec
 from compiled_vm.regions import Region
+from reference_vm.instructions.stack import family_of
 from reference_vm.machine import Handler
 from reference_vm.program import METER_READERS, Segment
 from reference_vm.words import Word
@@ -53,8 +53,7 @@ def inlined(decoded) -> bool:
     ins = decoded.instruction
     if ins.cost_rule is not None or ins.mnemonic in METER_READERS:
         return False
-    family = ins.mnemonic.rstrip("0123456789")
-    return ins.mnemonic in PURE or (family in ("PUSH", "DUP", "SWAP") and family != ins.mnemonic)
+    return ins.mnemonic in PURE or family_of(ins) is not None
 
 
 class Val:
@@ -175,11 +174,11 @@ class Gen:
     def inline(self, decoded) -> None:
         ins = decoded.instruction
         m = ins.mnemonic
-        family = m.rstrip("0123456789")
+        family = family_of(ins)
         sym = self.sym
-        if family == "PUSH" and family != m:
+        if family == "PUSH":
             sym.append(Val(str(decoded.immediate & self.word.mask)))
-        elif family == "DUP" and family != m:
+        elif family == "DUP":
             self.ensure(ins.inputs)
             v = sym[-ins.inputs]
             if not v.atomic() and not (v.kind == "bool" and v.expr.isidentifier()):
@@ -187,7 +186,7 @@ class Gen:
                 v = Val(name, "bool") if v.kind == "bool" else Val(name)
                 sym[-ins.inputs] = v
             sym.append(v)
-        elif family == "SWAP" and family != m:
+        elif family == "SWAP":
             self.ensure(ins.inputs)
             sym[-1], sym[-ins.inputs] = sym[-ins.inputs], sym[-1]
         elif m == "POP":
