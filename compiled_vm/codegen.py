@@ -44,6 +44,8 @@ CONSTANT_READS = {"CALLER": "frame.caller", "SELF": "frame.address",
 # Reads of frame state that handlers change: evaluated where they stand.
 STATE_READS = {"MSIZE": "len(frame.memory) & M", "RETURNDATASIZE": "len(frame.return_data) & M",
                "TIME": "frame.execution.context.block_time"}
+# Memory accesses done in place when memory already covers them (else the handler grows it).
+MEMORY_ACCESS = {"MLOAD", "MSTORE", "MLOAD8", "MSTORE8"}
 PURE = (set(RING) | set(MASKED) | set(COMPARE) | set(SIGNED_COMPARE) | set(CONSTANT_READS)
         | set(STATE_READS) | {"NOT", "ISZERO", "DIVU", "REMU", "SHL", "SHRU", "SHRS", "POP", "NOP",
                               "CALLDATALOAD", "JUMP", "JUMPI"})
@@ -255,6 +257,43 @@ class Gen:
         self.listed += ins.outputs - ins.inputs
         return f"{name}(frame, {decoded.immediate})"
 
+    def memory_access(self, decoded, handler: Handler) -> None:
+        """MLOAD, MSTORE, MLOAD8, MSTORE8 inside memory as it is: its memory_expansion rule
+        charges nothing there, so the access is done in place. Otherwise the reference
+        handler runs (it grows memory or halts) on its operands alone: a handler uses only
+        its own operands of the stack, so the items below stay in locals."""
+        m = decoded.instruction.mnemonic
+        wide = m in ("MLOAD", "MSTORE")
+        size = self.word.size if wide else 1
+        operands = [self.as_name(v) for v in self.operands(decoded.instruction.inputs)]
+        offset = operands[0]
+        result = f"t{self.temps}"
+        self.temps += 1
+        self.emit(f"if {offset} + {size} <= len(frame.memory):")
+        self.indent += 1
+        if m == "MLOAD":
+            word = f"frame.memory[{offset}:{offset} + {size}]"
+            self.emit(f"{result} = int.from_bytes({word}, 'little')")
+        elif m == "MLOAD8":
+            self.emit(f"{result} = frame.memory[{offset}]")
+        elif m == "MSTORE":
+            value = f"({operands[1]}).to_bytes({size}, 'little')"
+            self.emit(f"frame.memory[{offset}:{offset} + {size}] = {value}")
+        else:
+            self.emit(f"frame.memory[{offset}] = {operands[1]} & 255")
+        self.indent -= 1
+        self.emit("else:")
+        self.indent += 1
+        pushed = operands[0] if len(operands) == 1 else f"({', '.join(operands)})"
+        self.emit(f"stack.append({pushed})" if len(operands) == 1 else f"stack.extend({pushed})")
+        self.emit(f"frame.pc = {decoded.offset}")
+        self.emit(f"{self.handler(decoded, handler)}(frame, {decoded.immediate})")
+        if decoded.instruction.outputs:
+            self.emit(f"{result} = stack.pop()")
+        self.indent -= 1
+        if decoded.instruction.outputs:
+            self.sym.append(Val(result))
+
     # --- segments and regions -----------------------------------------------------------
     def check_compute(self, segment: Segment) -> None:
         """Loops and blocks: charge the segment's base cost, or leave to the interpreter."""
@@ -300,6 +339,10 @@ class Gen:
                 self.indent -= 1
         elif inlined(last):
             self.inline(last)
+            if on_path is None:
+                self.leave(str(segment.end), self.cost_before)
+        elif ins.mnemonic in MEMORY_ACCESS:
+            self.memory_access(last, last_handler)
             if on_path is None:
                 self.leave(str(segment.end), self.cost_before)
         else:

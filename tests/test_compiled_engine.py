@@ -362,3 +362,38 @@ def test_the_engine_runs_every_request_stage_the_reference_runs():
     # The tracer's finish is the reference's own business: a traced request runs there.
     assert ref_names - {"Execution", "finish", "hasattr"} <= ours
     assert "CompiledExecution" in ours and ref_fields == our_fields
+
+
+def test_memory_accesses_in_place_and_growing_give_the_references_bytes():
+    # memory[i] = i for i = 8 .. 1 (the first store grows memory, the others are in place),
+    # then the word at 0 is read back and returned.
+    source = """
+        push 8
+    top:
+        dup1
+        dup1
+        mstore8
+        push 1
+        sub
+        dup1
+        jumpi top
+        pop
+        push 0
+        mload
+        push 0
+        mload8
+        add
+        push 0
+        swap1
+        mstore
+        push 0
+        push 8
+        return
+    """
+    engine = Engine(threshold=1, cold_segments=0)
+    want = same(source, engine)
+    assert int.from_bytes(want.output, "little") == sum(i << (8 * i) for i in range(1, 8))
+    (profile,) = engine.cache.profiles()
+    assert any("<= len(frame.memory)" in src for src in profile.sources.values())
+    for compute in range(want.usage.compute - 3, want.usage.compute + 1):
+        same(source, engine, limits=Limits(compute=compute))

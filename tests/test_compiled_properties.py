@@ -94,6 +94,8 @@ def agree_at_every_boundary(code: bytes, call_data: bytes) -> None:
         for engine in (EAGER, TIERED):
             for _ in range(2):   # the second run finds the first run's compiled code
                 assert _run(engine.execute, code, call_data, limits).canonical_json() == want, limits
+    # Every region was compiled: none fell back to the interpreter for a generator's fault.
+    assert EAGER.compile_failures == TIERED.compile_failures == 0
 
 
 @CHECKS
@@ -133,3 +135,4 @@ def test_reduced_word_widths_agree_with_the_reference(code, call_data, bits, com
         for _ in range(2):
             got = engine.execute(state, message, CONTEXT, OPEN, limits, word_bits=bits)
             assert got.canonical_json() == want
+    assert EAGER.compile_failures == TIERED.compile_failures == 0
