@@ -12,12 +12,13 @@ Three shapes:
 - counted loop: a cycle whose every instruction is inlined (no handler call, no dynamic
   charge); it runs ``(limit - used) // cost`` iterations at most, each charged the cycle's
   base cost, and leaves through a branch or, when the budget is spent, back to the interpreter.
-- loop: a cycle with handler calls (memory, storage, calls ...): each segment checks and
-  charges its base cost on entry; handlers charge their own rules against the live meter.
+- loop: a cycle with handler calls or memory accesses: each segment checks and charges its
+  base cost on entry; handlers charge their own rules against the live meter.
 
 Inlined instructions (a table from mnemonic to an expression) are the pure stack, arithmetic,
-comparison and bitwise operations and the frame's constant reads; every other instruction
-calls the reference handler with the stack materialized. Results of ADD, SUB and MUL stay
+comparison and bitwise operations and the frame's constant reads; memory loads and stores run
+in place when memory already covers them; every other instruction calls the reference
+handler with the stack materialized. Results of ADD, SUB and MUL stay
 unmasked while only other ring operations use them (modular arithmetic allows it), comparison
 results stay Python booleans while only a branch or ISZERO uses them.
 """
