@@ -62,7 +62,7 @@ class CompiledExecution(Execution):
         self._run_profiled(frame, profile, pc)  # type: ignore[arg-type]
 
     def _run_cold(self, frame: Frame) -> int:
-        """The reference's loop for at most COLD_SEGMENTS segments; the offset reached."""
+        """The reference's loop for at most ``cold_segments`` segments; the offset reached."""
         segments = frame.program.segments
         stack = frame.stack
         meter = self.meter
