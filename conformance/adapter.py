@@ -31,6 +31,7 @@ class Adapter:
     name = NAME
     version = VERSION
     capabilities = ("trace",)
+    engine = staticmethod(execute)   # the execute function: the reference, or compiled_vm's
 
     def __init__(self, log: Any = sys.stderr, verbose: bool = False):
         self.log = log
@@ -56,8 +57,8 @@ class Adapter:
         """Run one vector input on the reference interpreter; the result response."""
         request = request_of(vector_input)
         tracer = JsonLinesTracer(io.StringIO()) if trace else None
-        result = execute(request.state, request.message, request.context, request.policy,
-                         request.limits, tracer=tracer)
+        result = self.engine(request.state, request.message, request.context, request.policy,
+                             request.limits, tracer=tracer)
         reply = {"type": "result", "id": vector_id, "result": result.to_json(),
                  "stage": error_stage(result.error)}
         if tracer is not None:
@@ -111,8 +112,14 @@ class Adapter:
 def main(argv: list[str] | None = None, adapter: Adapter | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m conformance.adapter", description=__doc__.splitlines()[0])
     parser.add_argument("--verbose", action="store_true", help="log requests to stderr")
+    parser.add_argument("--engine", choices=("reference", "compiled"), default="reference",
+                        help="run requests on the reference interpreter (default) or on compiled_vm")
     args = parser.parse_args(argv)
     adapter = adapter or Adapter(verbose=args.verbose)
+    if args.engine == "compiled":
+        import compiled_vm
+        adapter.engine = compiled_vm.execute
+        adapter.name = "rtwo-compiled"
     return adapter.serve(sys.stdin.buffer, sys.stdout.buffer)
 
 

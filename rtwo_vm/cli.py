@@ -91,9 +91,12 @@ def _cmd_run(args) -> int:
             except OSError as err:
                 raise CliError(f"cannot write {args.trace}: {err.strerror or err}") from None
             tracer = JsonLinesTracer(trace_file)
+    run = execute
+    if args.engine == "compiled":
+        from compiled_vm import execute as run
     try:
-        result = execute(WorldState(contracts), message, context, _policy(args), limits,
-                         tracer=tracer)
+        result = run(WorldState(contracts), message, context, _policy(args), limits,
+                     tracer=tracer)
     finally:
         if trace_file is not None:
             trace_file.close()
@@ -198,6 +201,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trace", nargs="?", const="-", metavar="FILE",
                    help="write a JSON-lines step trace to FILE (default: stderr)")
     p.add_argument("--canonical", action="store_true", help="print canonical JSON (one line)")
+    p.add_argument("--engine", choices=["reference", "compiled"], default="reference",
+                   help="the reference interpreter (default) or the compiled engine (compiled_vm)")
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser("examples", help="run the example scenarios and print their results")

@@ -1,0 +1,129 @@
+"""The compiled engine against the reference on the corpus and on a mixed workload.
+
+    python benchmarks/engine_benchmark.py [--rounds 3] [--workers 2] [--repeats 1,3,10,30]
+        [--example-repeats 1,10,100,1000]
+
+Prints, best of the rounds, every time as a ratio to the reference measured in the same run:
+
+  corpus, in process   every vector executed once by each engine (a fresh compiled engine per
+                       round, as in a new adapter process: nearly every vector is its own
+                       program, so almost nothing reaches the threshold)
+  corpus, adapters     the main pass of ``rtwo-vm conformance run`` through
+                       ``python -m conformance.adapter`` and ``... --engine compiled``
+  mixed workload       the example scenarios' calls, the corpus programs and a short run of
+                       benchmarks/loop.rasm, each run R times in a row in one process: the reference, the
+                       compiled engine tiered (default threshold), and compiled eagerly
+                       (threshold 1, every segment compiled the first time it runs, which is
+                       what compiling up front costs)
+
+Every compiled result is checked against the reference's first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import compiled_vm  # noqa: E402
+from conformance import corpus  # noqa: E402
+from conformance.runner import Settings  # noqa: E402
+from conformance.suite import Options, reference_command, run_suite  # noqa: E402
+from conformance.vector import request_of  # noqa: E402
+from reference_vm import Contract, Limits, Message, WorldState, assemble, execute  # noqa: E402
+from rtwo_vm.examples import requests_with_results  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+LOOP_ADDRESS, LOOP_N = 0x100, 200
+
+
+def _requests():
+    corpus_requests = [request_of(v["input"]) for v in corpus.load()]
+    examples = [(r.state, r.message, r.context, r.policy, r.limits)
+                for path in sorted((ROOT / "examples").glob("*.toml"))
+                for r, _ in requests_with_results(path)]
+    corpus_args = [(r.state, r.message, r.context, r.policy, r.limits) for r in corpus_requests]
+    loop = WorldState({LOOP_ADDRESS: Contract(assemble((ROOT / "benchmarks" / "loop.rasm").read_text()))})
+    loops = [(loop, Message(LOOP_ADDRESS, 1, LOOP_N.to_bytes(8, "little")), None, None,
+              Limits(compute=10**9))]
+    return examples, corpus_args, loops
+
+
+def _time(run, requests, repeat: int = 1) -> float:
+    start = time.perf_counter()
+    for args in requests:
+        for _ in range(repeat):
+            run(*args)
+    return time.perf_counter() - start
+
+
+def _interleaved(rounds: int, requests, repeat: int, reference, *engines) -> list[float]:
+    """Best times of the reference and of each engine (a fresh one per round), the rounds
+    interleaved so that a change in the machine's load hits all of them alike."""
+    best = [float("inf")] * (1 + len(engines))
+    for _ in range(rounds):
+        for i, run in enumerate([reference, *(make() for make in engines)]):
+            best[i] = min(best[i], _time(run, requests, repeat))
+    return best
+
+
+def _check(requests) -> None:
+    engine = compiled_vm.Engine(threshold=1, cold_segments=0)
+    for args in requests:
+        want = execute(*args).canonical_json()
+        for _ in range(2):
+            if engine.execute(*args).canonical_json() != want:
+                raise SystemExit(f"the compiled engine disagrees with the reference on {args[1]}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--repeats", default="1,3,10,30", help="R for the corpus programs")
+    parser.add_argument("--example-repeats", default="1,10,100,1000", help="R for the example calls")
+    args = parser.parse_args()
+    repeats = {"corpus": [int(r) for r in args.repeats.split(",")],
+               "examples": [int(r) for r in args.example_repeats.split(",")],
+               "loop": [1, 10, 100, 1000]}
+    examples, corpus_args, loops = _requests()
+    _check(examples + corpus_args + loops)
+
+    ref, comp = _interleaved(args.rounds, corpus_args, 1, execute, lambda: compiled_vm.Engine().execute)
+    print(f"corpus: {len(corpus_args)} vectors, best of {args.rounds}")
+    print(f"  in process   reference {ref:6.3f} s   compiled {comp:6.3f} s   ratio {comp / ref:5.2f}")
+
+    vectors = corpus.load()
+    settings = Settings(workers=args.workers)
+    compiled_command = shlex.join([*shlex.split(reference_command()), "--engine", "compiled"])
+    rates = {"reference": 0.0, "compiled": 0.0}
+    for _ in range(args.rounds):
+        for label, command in (("reference", reference_command()), ("compiled", compiled_command)):
+            result = run_suite([command], vectors, [], Options(repeat=0, settings=settings))
+            (run,) = result.runs
+            if not result.ok:
+                raise SystemExit(f"{label} adapter failed the corpus")
+            rates[label] = max(rates[label], run.rate)
+    print(f"  adapters     reference {rates['reference']:6,.0f} vectors/s   compiled "
+          f"{rates['compiled']:6,.0f} vectors/s   time ratio {rates['reference'] / rates['compiled']:5.2f}"
+          f"   ({args.workers} processes each, main pass)")
+
+    print(f"mixed workload: {len(examples)} example calls, {len(corpus_args)} corpus programs and the "
+          f"loop (N={LOOP_N}), each run R times; best of {args.rounds}; ratio = time / reference's")
+    for label, requests in (("examples", examples), ("corpus", corpus_args), ("loop", loops)):
+        for repeat in repeats[label]:
+            rounds = args.rounds if repeat * len(requests) < 50_000 else 1
+            ref, tiered, eager = _interleaved(
+                rounds, requests, repeat, execute, lambda: compiled_vm.Engine().execute,
+                lambda: compiled_vm.Engine(threshold=1, cold_segments=0).execute)
+            print(f"  {label:9} R={repeat:<4} reference {ref:7.3f} s   tiered {tiered / ref:5.2f}"
+                  f"   eager {eager / ref:5.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

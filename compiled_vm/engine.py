@@ -1,0 +1,241 @@
+"""The tiered engine: interpret first, compile what runs often.
+
+A frame runs segment by segment exactly as the reference's fast path does (stack needs, peak
+and base cost checked once per segment, else every instruction stepped through the
+reference's ``step``), counting how often each segment starts. When a segment has started
+``threshold`` times, the region at it (a loop through it, else the segment alone; regions.py)
+is compiled into a Python function (codegen.py) and every later visit runs that function.
+Counts and compiled functions are kept per code for the whole process (cache.py). Code seen
+for the first time is not profiled at all unless its frame runs more than COLD_SEGMENTS
+segments: most programs of a corpus run once and pay nothing for the tiers they never reach.
+
+Everything else — request checks, policy binding, nested calls and their records, the
+journal, accounting, results — is the reference's own code (``reference_vm.execute``), so the
+two engines can differ only in how a frame's instructions are run; the one addition is that
+the engine remembers which policies passed ``Policy.check`` and which (code, policy) pairs
+passed binding for the entry frame (pure functions of those values, which for short programs
+run repeatedly cost more than the execution). With a tracer the whole execution goes through
+the reference (every instruction must be seen).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from reference_vm import policy as policy_mod
+from reference_vm.execute import (
+    STACK_DEPTH, Execution, Tracer, _before_execution, execute as reference_execute,
+)
+from reference_vm.errors import RequestRejected, VMError
+from reference_vm.program import Program, load_program
+from reference_vm.machine import Frame
+from reference_vm.request import Context, Limits, Message, check_limits, check_request, check_state
+from reference_vm.result import Event, ExecutionResult, Usage
+from reference_vm.state import WorldState
+from reference_vm.words import word as word_of
+
+from compiled_vm.cache import COLD, Profile, ProfileCache
+
+POLICY_FIELDS = tuple(f.name for f in dataclasses.fields(policy_mod.Policy))
+MAX_REMEMBERED = 4096
+THRESHOLD = 16        # segment starts before the region at it is compiled
+COLD_SEGMENTS = 256   # segments a frame of code seen for the first time runs before profiling
+
+
+class CompiledExecution(Execution):
+    def __init__(self, engine: "Engine", *args):
+        super().__init__(*args)
+        self.engine = engine
+
+    def _run(self, frame: Frame) -> None:
+        program = frame.program
+        code = program.code.code
+        table = self.engine.cache.table(self.word.bits)
+        profile = table.get(code)
+        pc = 0
+        if profile is None:     # first sight of this code: interpret, unless the frame runs long
+            table[code] = COLD
+            pc = self._run_cold(frame) if self.engine.cold_segments else 0
+            profile = table[code] = Profile(program)
+        elif profile is COLD:
+            profile = table[code] = Profile(program)
+        self._run_profiled(frame, profile, pc)  # type: ignore[arg-type]
+
+    def _run_cold(self, frame: Frame) -> int:
+        """The reference's loop for at most ``cold_segments`` segments; the offset reached."""
+        segments = frame.program.segments
+        stack = frame.stack
+        meter = self.meter
+        limit = frame.compute_limit
+        pc = 0
+        left = self.engine.cold_segments
+        while left:
+            left -= 1
+            segment = segments[pc]
+            height = len(stack)
+            used = meter.compute_used + segment.cost
+            if height >= segment.need and height + segment.peak <= STACK_DEPTH and used <= limit:
+                meter.compute_used = used
+                for handler, immediate in segment.body:
+                    handler(frame, immediate)
+                frame.pc = segment.last_pc
+                handler, immediate = segment.last
+                target = handler(frame, immediate)
+            else:
+                target = self.step(frame, segment)
+            pc = segment.end if target is None else target
+        return pc
+
+    def _run_profiled(self, frame: Frame, profile: Profile, pc: int) -> None:
+        engine = self.engine
+        threshold = engine.threshold
+        segments = frame.program.segments
+        counts = profile.counts
+        fns = profile.fns
+        stack = frame.stack
+        meter = self.meter
+        limit = frame.compute_limit
+        while True:
+            fn = fns[pc]
+            if fn is not None:
+                result = fn(frame, stack, meter, limit)
+                if result >= 0:
+                    pc = result
+                    continue
+                pc = ~result   # an aggregate check failed: interpret this segment
+            else:
+                count = counts[pc] + 1
+                counts[pc] = count
+                if count == threshold:
+                    engine.compile(profile, pc, self.word)
+                    if fns[pc] is not None:
+                        continue
+            segment = segments[pc]
+            height = len(stack)
+            used = meter.compute_used + segment.cost
+            if height >= segment.need and height + segment.peak <= STACK_DEPTH and used <= limit:
+                meter.compute_used = used
+                for handler, immediate in segment.body:
+                    handler(frame, immediate)
+                frame.pc = segment.last_pc
+                handler, immediate = segment.last
+                target = handler(frame, immediate)
+            else:
+                target = self.step(frame, segment)
+            pc = segment.end if target is None else target
+
+
+class Engine:
+    """A compiled engine with its own cache; ``execute`` has the reference's signature.
+
+    ``threshold``: segment starts before the region at a segment is compiled (1: at once).
+    ``cold_segments``: segments a first execution of a code runs before it is profiled
+    (0: profile from the first execution on)."""
+
+    def __init__(self, threshold: int = THRESHOLD, cold_segments: int = COLD_SEGMENTS):
+        if threshold < 1 or cold_segments < 0:
+            raise ValueError("threshold must be at least 1 and cold_segments at least 0")
+        self.threshold = threshold
+        self.cold_segments = cold_segments
+        self.cache = ProfileCache()
+        self.compile_failures = 0
+        self.checked: dict[tuple, bool] = {}     # policies that passed policy.check()
+        self.bound: dict[tuple, bool] = {}       # (code, policy) pairs that passed binding
+
+    def bound_program(self, state: WorldState, address: int, policy: policy_mod.Policy,
+                      word) -> Program:
+        """``policy.check()`` then ``reference_vm.execute.bound_program``, remembering what
+        passed: both are pure functions of the policy's fields (and the code), and for the
+        short programs run again and again they cost more than running the code."""
+        key = _policy_key(policy)
+        if key is None or key not in self.checked:
+            policy.check()
+            if key is not None:
+                _remember(self.checked, key)
+        contract = state.contracts.get(address)
+        if contract is None:
+            raise RequestRejected("CONTRACT_NOT_FOUND", hex(address))
+        program = load_program(contract.code, word)
+        bound = None if key is None else (program.code.code, key)
+        if bound is None or bound not in self.bound:
+            policy_mod.bind(program.code, policy)
+            if bound is not None:
+                _remember(self.bound, bound)
+        return program
+
+    def compile(self, profile, head: int, word) -> None:
+        try:
+            profile.compile_at(head, word)
+        except Exception:  # noqa: BLE001 - a region that cannot be compiled stays interpreted
+            self.compile_failures += 1
+
+    def execute(self, state: WorldState, message: Message, context: Context | None = None,
+                policy: policy_mod.Policy | None = None, limits: Limits | None = None, *,
+                word_bits: int | None = None, tracer: Tracer | None = None) -> ExecutionResult:
+        """Run ``message`` against ``state``; the same result as ``reference_vm.execute``."""
+        if tracer is not None:
+            return reference_execute(state, message, context, policy, limits,
+                                     word_bits=word_bits, tracer=tracer)
+        context = Context() if context is None else context
+        policy = policy_mod.Policy() if policy is None else policy
+        limits = Limits() if limits is None else limits
+        try:
+            word = word_of(word_bits)
+            try:
+                check_request(message, context, word)
+                check_state(state, word)
+                if not isinstance(policy, policy_mod.Policy):
+                    raise RequestRejected("INVALID_REQUEST", "policy must be a Policy")
+                program = self.bound_program(state, message.to, policy, word)
+                check_limits(limits)
+            except VMError as err:
+                return _before_execution(err.kind, err.code)
+            execution = CompiledExecution(self, state, context, policy, limits, word, None)
+            entry = Frame(program=program, address=message.to, caller=message.caller,
+                          call_data=message.call_data, compute_limit=limits.compute, depth=1,
+                          meter=execution.meter, execution=execution)
+            outcome = execution.run_frame(entry)
+            succeeded = outcome.status == "success"
+            return ExecutionResult(
+                status=outcome.status, error=outcome.error, error_pc=outcome.error_pc,
+                output=outcome.output,
+                state_changes=execution.journal.changes() if succeeded else (),
+                events=tuple(Event(a, t, d) for a, t, d in entry.events) if succeeded else (),
+                calls=tuple(execution.calls),
+                usage=Usage.of(execution.meter))
+        except Exception:  # noqa: BLE001 - as the reference: any escape is INTERNAL_ERROR
+            return _before_execution("internal", "INTERNAL_ERROR")
+
+
+def _policy_key(policy: object) -> tuple | None:
+    """The policy's fields as a key, when they are exactly strings and tuples of strings
+    (None otherwise: such a policy is checked and bound afresh every time)."""
+    if type(policy) is not policy_mod.Policy:
+        return None
+    key = []
+    for name in POLICY_FIELDS:
+        value = getattr(policy, name)
+        if type(value) is tuple and all(type(v) is str for v in value):
+            key.append(value)
+        elif value is None or type(value) is str:
+            key.append(value)
+        else:
+            return None
+    return tuple(key)
+
+
+def _remember(table: dict, key: tuple) -> None:
+    if len(table) >= MAX_REMEMBERED:
+        table.clear()
+    table[key] = True
+
+
+DEFAULT = Engine()
+
+
+def execute(state: WorldState, message: Message, context: Context | None = None,
+            policy: policy_mod.Policy | None = None, limits: Limits | None = None, *,
+            word_bits: int | None = None, tracer: Tracer | None = None) -> ExecutionResult:
+    """``reference_vm.execute`` on the process-wide compiled engine."""
+    return DEFAULT.execute(state, message, context, policy, limits, word_bits=word_bits,
+                           tracer=tracer)
