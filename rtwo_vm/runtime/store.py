@@ -18,9 +18,10 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from reference_vm import Contract, WorldState
 from reference_vm.result import canonical
@@ -122,15 +123,29 @@ def word_text(value: int) -> str:
 class Store:
     """A connection to one database, with explicit transactions (autocommit otherwise)."""
 
+    timeout = 30.0  # seconds to wait for a busy database before giving up
+
     def __init__(self, path: str | Path, *, create: bool = True, timeout: float = 30.0):
         self.path = str(path)
+        self.timeout = timeout
         if not create and self.path != ":memory:" and not Path(self.path).exists():
             raise StoreError(f"no database at {self.path}")
         try:
             self.conn = sqlite3.connect(self.path, isolation_level=None, timeout=timeout,
                                         check_same_thread=False)
-        except sqlite3.Error as err:
+        except (sqlite3.Error, ValueError) as err:
             raise StoreError(f"cannot open {self.path}: {err}") from None
+        try:
+            _retry_busy(self._open, timeout)
+        except sqlite3.DatabaseError as err:
+            # Not a database, a truncated or corrupt one, a full disk, a device file...
+            self.conn.close()
+            raise StoreError(f"{self.path}: cannot use the database: {err}") from None
+        except BaseException:
+            self.conn.close()
+            raise
+
+    def _open(self) -> None:
         self.conn.row_factory = sqlite3.Row
         self.conn.execute("PRAGMA foreign_keys = ON")
         if self.path != ":memory:":
@@ -154,10 +169,15 @@ class Store:
         if version > SCHEMA_VERSION:
             raise StoreError(f"{self.path} has schema {version}, newer than this runtime's "
                              f"{SCHEMA_VERSION}")
-        if version == 0 and self._has_foreign_tables():
-            raise StoreError(f"{self.path} is not an RTWO VM database")
         for number in range(version + 1, target + 1):
             with self.transaction() as tx:
+                # Read again under the write lock: concurrent first openers of a fresh file
+                # migrate it once, the others find it done.
+                current = self.schema_version
+                if current >= number:
+                    continue
+                if current == 0 and self._has_foreign_tables():
+                    raise StoreError(f"{self.path} is not an RTWO VM database")
                 for statement in _statements(MIGRATIONS[number - 1]):
                     tx.execute(statement)
                 if number == 1:
@@ -182,6 +202,9 @@ class Store:
         if stored == wanted and self.meta("initial_stage") == cat.roles["initial"]:
             return
         with self.transaction() as tx:
+            stored = {(r[0], r[1]) for r in self.all("SELECT * FROM lifecycle_transitions")}
+            if stored == wanted and self.meta("initial_stage") == cat.roles["initial"]:
+                return
             tx.execute("DELETE FROM lifecycle_transitions")
             tx.executemany("INSERT INTO lifecycle_transitions VALUES (?, ?)", sorted(wanted))
             self.set_meta(tx, "initial_stage", cat.roles["initial"])
@@ -203,7 +226,7 @@ class Store:
         if self.conn.in_transaction:
             raise StoreError("a transaction is already open on this connection")
         try:
-            self.conn.execute("BEGIN IMMEDIATE")
+            _retry_busy(lambda: self.conn.execute("BEGIN IMMEDIATE"), self.timeout)
         except sqlite3.OperationalError as err:
             raise StoreError(f"{self.path}: {err}") from None
 
@@ -273,6 +296,29 @@ class Store:
         marks = ", ".join("?" for _ in row)
         tx.execute(f"INSERT INTO {table} ({names}) VALUES ({marks})",
                    tuple(_column(v) for v in row.values()))
+
+
+def _is_busy(err: sqlite3.Error) -> bool:
+    code = getattr(err, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return "locked" in str(err) or "busy" in str(err)
+
+
+def _retry_busy(action: Callable[[], Any], timeout: float) -> Any:
+    """Run ``action``, retrying with capped exponential backoff while SQLite reports the
+    database busy or locked (SQLite's own busy handler does not cover every case, e.g. the
+    journal-mode switch of concurrent first openers), for at most ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    pause = 0.005
+    while True:
+        try:
+            return action()
+        except sqlite3.OperationalError as err:
+            if not _is_busy(err) or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)  # a backoff between attempts, not a wait for an event
+        pause = min(pause * 2, 0.25)
 
 
 def _column(value: Any) -> Any:
