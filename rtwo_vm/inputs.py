@@ -72,12 +72,22 @@ def read_code(path: str) -> bytes:
             raise CliError(f"{path}: {err}") from None
         except RecursionError:
             raise CliError(f"{path}: assembly too deeply nested") from None
-    # Read no more than the largest container unless the start is hex text.
-    blob = read_bounded(path, MAX_HEX_TEXT, "of hex text of the largest container")
-    if blob[:len(MAGIC)] == MAGIC or not _looks_like_text(blob[:4096]):
-        if len(blob) > MAX_CONTAINER:
-            raise CliError(f"{path}: larger than the largest container ({MAX_CONTAINER} bytes, "
-                           "chapter 3.1)")
+    # A binary container is read to at most the largest the spec admits; more is read only
+    # when the file starts as text (hex digits with whitespace take more bytes).
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+            binary = head[:len(MAGIC)] == MAGIC or not _looks_like_text(head)
+            limit = MAX_CONTAINER if binary else MAX_HEX_TEXT
+            blob = head + f.read(limit + 1 - len(head)) if len(head) <= limit else head
+    except OSError as err:
+        raise CliError(f"cannot read {path}: {err.strerror or err}") from None
+    except (ValueError, OverflowError) as err:
+        raise CliError(f"cannot read {path!r}: {err}") from None
+    if len(blob) > limit:
+        raise CliError(f"{path}: larger than the largest container ({MAX_CONTAINER} bytes, "
+                       "chapter 3.1)" + ("" if binary else " written as hex"))
+    if binary:
         return blob
     text = blob.strip()
     if text and _HEX_TEXT.fullmatch(text):

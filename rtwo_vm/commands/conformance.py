@@ -32,7 +32,8 @@ def register(sub) -> None:
     c.set_defaults(func=_cmd_coverage)
     c = vs.add_parser("list", help="list vector ids (with --filter as in conformance run)")
     _dir(c)
-    c.add_argument("--filter", action="append", default=[], metavar="EXPR")
+    c.add_argument("--filter", action="append", default=[], metavar="EXPR",
+                   help="only vectors matching EXPR, as in conformance run (repeatable)")
     c.set_defaults(func=_cmd_list)
     c = vs.add_parser("show", help="print one vector as indented JSON")
     _dir(c)
@@ -68,7 +69,7 @@ def register(sub) -> None:
     s = cs.add_parser("selftest", help="check an adapter against the protocol (run this first)")
     _dir(s)
     s.add_argument("--impl", metavar="CMD", help="adapter command line (default: the reference's)")
-    s.add_argument("--timeout", type=float, default=10.0)
+    s.add_argument("--timeout", type=float, default=10.0, help="seconds per request (default 10)")
     s.set_defaults(func=_cmd_selftest)
     s = cs.add_parser("replay", help="run one failing vector again from its replay bundle (or by id)")
     _dir(s)
@@ -81,7 +82,7 @@ def register(sub) -> None:
                         "0 for a bundle, which replays the passes it recorded)")
     s.add_argument("--seed", type=int, default=1, help="seed of the extra passes' orders")
     s.add_argument("--keep-logs", default=None, metavar="DIR", help="keep the adapter's stderr in DIR")
-    s.add_argument("--timeout", type=float, default=10.0)
+    s.add_argument("--timeout", type=float, default=10.0, help="seconds per request (default 10)")
     s.set_defaults(func=_cmd_replay)
     s = cs.add_parser("adapter", help="serve the reference interpreter on stdin/stdout (protocol 1)")
     s.set_defaults(func=_cmd_adapter)
@@ -98,10 +99,33 @@ def _corpus_dir(args) -> Path:
 
 def _load(args):
     from conformance import corpus
+    directory = _corpus_dir(args)
     try:
-        return corpus.read_manifest(_corpus_dir(args)), corpus.load(_corpus_dir(args))
-    except (FileNotFoundError, json.JSONDecodeError, KeyError) as err:
-        raise CliError(f"cannot read the corpus: {err}") from None
+        manifest = corpus.read_manifest(directory)
+        _check_manifest(manifest)
+        vectors = corpus.load(directory)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as err:
+        # A malformed corpus (--dir): not UTF-8, not JSON, wrong shapes, a directory...
+        detail = str(err).splitlines()[0][:160] if str(err) else type(err).__name__
+        raise CliError(f"cannot read the corpus in {directory}: {detail}") from None
+    bad = next((v for v in vectors if not (
+        isinstance(v, dict) and isinstance(v.get("id"), str) and isinstance(v.get("tags"), dict)
+        and all(isinstance(v["tags"].get(k), str) for k in ("source", "outcome")))), None)
+    if bad is not None:
+        raise CliError(f"cannot read the corpus in {directory}: a vector without id and tags: "
+                       f"{str(bad)[:60]}")
+    return manifest, vectors
+
+
+def _check_manifest(manifest) -> None:
+    """The shapes corpus.load relies on, and file names that stay inside the corpus."""
+    files = manifest.get("files") if isinstance(manifest, dict) else None
+    if not isinstance(files, list) or not isinstance(manifest.get("digest"), str):
+        raise ValueError("manifest.json needs \"files\" (a list) and \"digest\"")
+    for entry in files:
+        name = entry.get("path") if isinstance(entry, dict) else None
+        if not isinstance(name, str) or Path(name).name != name or name in ("", ".", ".."):
+            raise ValueError(f"manifest.json: bad file entry {str(entry)[:60]}")
 
 
 def _cmd_fill(args) -> int:
