@@ -209,9 +209,10 @@ class ExecutionRun:
     def _load_state(self) -> None:
         self._lock()
         self.state_reference = self._svc.store.meta("state_root")
+        # A view over the database, read (by primary key) only where the execution touches
+        # it. Deploy admits only words and bytes; a stored entry that is not is a host failure
+        # (INTERNAL_ERROR, chapter 8.3), not the request's fault: the view says so when read.
         self._world = self._svc.store.world_state()
-        # Deploy admits only words and bytes; a stored state that is not is a host failure
-        # (INTERNAL_ERROR, chapter 8.3), not the request's fault.
         check_state(self._world, WORD)
         self.lifecycle.advance("state_loaded")
 

@@ -23,7 +23,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from reference_vm import Contract, WorldState
+from reference_vm import Contract, StateView, WorldState
+from reference_vm.errors import InternalInvariantError
 from reference_vm.result import canonical
 from rtwo_vm.runtime.catalog import catalog
 
@@ -265,13 +266,11 @@ class Store:
         return None if row is None else bytes(row[0])
 
     def world_state(self) -> WorldState:
-        """Every contract with its storage: a CALL may name any address (chapter 8.1)."""
-        storage: dict[str, dict[int, int]] = {}
-        for row in self.all("SELECT address, key, value FROM storage"):
-            storage.setdefault(row["address"], {})[int(row["key"], 16)] = int(row["value"], 16)
-        return WorldState({int(row["address"], 16): Contract(bytes(row["code"]),
-                                                             storage.get(row["address"], {}))
-                           for row in self.all("SELECT address, code FROM contracts")})
+        """The world state as a view over the database: a CALL may name any address (chapter
+        8.1), so every contract is reachable, but only what the execution touches is read,
+        each contract's code and each storage slot by its primary key. Read it inside the
+        transaction that holds the state still (execution.py does)."""
+        return WorldState(_Contracts(self.conn))
 
     # -- writing --------------------------------------------------------------------------
 
@@ -296,6 +295,83 @@ class Store:
         marks = ", ".join("?" for _ in row)
         tx.execute(f"INSERT INTO {table} ({names}) VALUES ({marks})",
                    tuple(_column(v) for v in row.values()))
+
+
+_WORD_MASK = (1 << 64) - 1
+
+
+def _stored_word(text: Any, what: str) -> int:
+    """A word stored as canonical hex text; anything else is a host failure (INTERNAL_ERROR)."""
+    if type(text) is str and text.startswith("0x"):
+        try:
+            value = int(text, 16)
+        except ValueError:
+            value = -1
+        if 0 <= value <= _WORD_MASK and hex(value) == text:
+            return value
+    raise InternalInvariantError(f"{what} holds {str(text)[:40]!r}, not a word")
+
+
+class _Storage(StateView):
+    """One contract's storage, read slot by slot (the primary key (address, key))."""
+
+    def __init__(self, conn: sqlite3.Connection, address: str):
+        self._conn, self._address = conn, address
+        self._read: dict[int, int | None] = {}
+
+    def __getitem__(self, key: int) -> int:
+        if key not in self._read:
+            value = None
+            if type(key) is int and 0 <= key <= _WORD_MASK:
+                row = self._conn.execute("SELECT value FROM storage WHERE address = ? AND key = ?",
+                                         (self._address, word_text(key))).fetchone()
+                if row is not None:
+                    value = _stored_word(row[0], f"storage {self._address}[{key:#x}]") or None
+            self._read[key] = value
+        value = self._read[key]
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def __iter__(self) -> Iterator[int]:
+        rows = self._conn.execute("SELECT key FROM storage WHERE address = ?", (self._address,))
+        return iter([_stored_word(r[0], f"a storage key of {self._address}") for r in rows])
+
+    def __len__(self) -> int:
+        return self._conn.execute("SELECT count(*) FROM storage WHERE address = ?",
+                                  (self._address,)).fetchone()[0]
+
+
+class _Contracts(StateView):
+    """Every deployed contract, read by address when the execution names it."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self._conn = conn
+        self._read: dict[int, Contract | None] = {}
+
+    def __getitem__(self, address: int) -> Contract:
+        if address not in self._read:
+            contract = None
+            if type(address) is int and 0 <= address <= _WORD_MASK:
+                addr = word_text(address)
+                row = self._conn.execute("SELECT code FROM contracts WHERE address = ?",
+                                         (addr,)).fetchone()
+                if row is not None:
+                    if not isinstance(row[0], bytes):
+                        raise InternalInvariantError(f"code of {addr} is not a byte string")
+                    contract = Contract(row[0], _Storage(self._conn, addr))
+            self._read[address] = contract
+        contract = self._read[address]
+        if contract is None:
+            raise KeyError(address)
+        return contract
+
+    def __iter__(self) -> Iterator[int]:
+        rows = self._conn.execute("SELECT address FROM contracts")
+        return iter([_stored_word(r[0], "a contract address") for r in rows])
+
+    def __len__(self) -> int:
+        return self._conn.execute("SELECT count(*) FROM contracts").fetchone()[0]
 
 
 def _is_busy(err: sqlite3.Error) -> bool:
