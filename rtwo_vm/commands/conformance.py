@@ -118,7 +118,11 @@ def _load(args):
 
 
 def _check_manifest(manifest) -> None:
-    """The shapes corpus.load relies on, and file names that stay inside the corpus."""
+    """The manifest's schema, and file names that stay inside the corpus."""
+    from conformance.schema import schema_problems
+    found = schema_problems("vector-manifest", manifest)
+    if found:
+        raise ValueError(f"manifest.json: {found[0]}")
     files = manifest.get("files") if isinstance(manifest, dict) else None
     if not isinstance(files, list) or not isinstance(manifest.get("digest"), str):
         raise ValueError("manifest.json needs \"files\" (a list) and \"digest\"")
@@ -171,7 +175,11 @@ def _cmd_coverage(args) -> int:
     _, vectors = _load(args)
     if args.source:
         vectors = [v for v in vectors if v["tags"]["source"] in args.source]
-    cov = coverage.measure(vectors)
+    try:
+        cov = coverage.measure(vectors)
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        raise CliError(f"cannot measure the corpus: a malformed vector ({type(err).__name__}: "
+                       f"{str(err)[:80]})") from None
     print(json.dumps(cov.to_json(), indent=2, sort_keys=True) if args.json else coverage.render(cov, not args.no_matrix))
     return 0 if cov.complete else 1
 
