@@ -11,6 +11,7 @@ import argparse
 import math
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import spec
 from reference_vm import (
@@ -41,7 +42,7 @@ COMMAND_GROUPS = (
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2, like every other input error
+    def error(self, message: str) -> NoReturn:  # one line, exit 2, like every other input error
         raise CliError(message)
 
 

@@ -192,6 +192,7 @@ class ExecutionRun:
         self.lifecycle.advance("validated")
 
     def _bind(self) -> None:
+        assert self._program is not None  # loaded at the stage before
         try:
             policy_mod.bind(self._program.code, self.policy)
         except VMError as err:
