@@ -372,13 +372,14 @@ def _policy_options(args) -> None:
 def _cmd_policy(args) -> int:
     _policy_options(args)
     if args.action == "create":
+        allowed = operation_names(args.allow, "--allow")  # before the database is touched
+        forbidden = operation_names(args.forbid or [], "--forbid") or ()
         with _open(args, create=True) as rt:
             policy = rt.policies.create(
                 time_access="allowed" if args.allow_time else None,
                 randomness="seeded" if args.allow_randomness else None,
                 external_call="forbidden" if args.forbid_calls else None,
-                allowed_operations=operation_names(args.allow, "--allow"),
-                forbidden_operations=operation_names(args.forbid or [], "--forbid") or ())
+                allowed_operations=allowed, forbidden_operations=forbidden)
         _print_json(policy.to_json())
         return 0
     with _open(args) as rt:
