@@ -89,12 +89,59 @@ def register(sub) -> None:
 
 
 def _dir(parser) -> None:
-    parser.add_argument("--dir", default=None, metavar="DIR", help="corpus directory (default conformance/vectors)")
+    parser.add_argument("--dir", default=None, metavar="DIR",
+                        help="corpus directory (default: conformance/vectors of the project)")
+    parser.add_argument("--project", default=None, metavar="DIR",
+                        help="the project checkout to work on (default: the one holding the "
+                             "working directory, else the installed package, read only)")
+
+
+def _project(args) -> Path | None:
+    from conformance.constants import project_root
+    if getattr(args, "project", None):
+        found = project_root(Path(args.project))
+        if found is None:
+            raise CliError(f"--project {args.project}: not an RTWO VM checkout "
+                           "(no pyproject.toml naming rtwo-vm with conformance/definitions)")
+        return found
+    return project_root()
 
 
 def _corpus_dir(args) -> Path:
     from conformance.constants import VECTORS_DIR
-    return Path(args.dir) if args.dir else VECTORS_DIR
+    if args.dir:
+        return Path(args.dir)
+    project = _project(args)
+    return project / "conformance" / "vectors" if project is not None else VECTORS_DIR
+
+
+def _fill_in_project(args) -> int | None:
+    """Fill with the definitions and filler of the user's checkout. When the running package
+    is another copy (pip install . rather than -e), the checkout's code is run in a child
+    process; outside any checkout a fill that would write is refused (the installed
+    package's corpus is read only). None: fill here."""
+    import os
+    import subprocess
+
+    from conformance.constants import runs_from
+    project = _project(args)
+    if project is None:
+        if args.check or args.dir:
+            return None
+        raise CliError("vectors fill writes the corpus of a project checkout: run it inside one "
+                       "or give --project DIR (the installed package is read only); to author "
+                       "vectors, install the checkout with pip install -e .")
+    if runs_from(project):
+        return None
+    argv = ["vectors", "fill", "--project", str(project)]
+    argv += (["--check"] if args.check else []) + (["--refresh-smt"] if args.refresh_smt else [])
+    argv += [f"--source={s}" for s in args.source or ()] + (["--dir", args.dir] if args.dir else [])
+    print(f"note: the installed rtwo-vm is not the checkout {project}; filling with the "
+          "checkout's definitions (pip install -e . makes this direct)", file=sys.stderr)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(project), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    sys.stdout.flush()
+    return subprocess.run([sys.executable, "-m", "rtwo_vm.cli", *argv], env=env, cwd=project).returncode
 
 
 def _load(args):
@@ -133,6 +180,9 @@ def _check_manifest(manifest) -> None:
 
 
 def _cmd_fill(args) -> int:
+    delegated = _fill_in_project(args)
+    if delegated is not None:
+        return delegated
     from conformance import corpus
     from conformance.fill import fill
     from conformance.vector import SOURCES
