@@ -41,6 +41,27 @@ COMMAND_GROUPS = (
 )
 
 
+# The options of `run`, grouped in its --help (an option in none of them stays under
+# "options"); grouped after they are added, so the option block itself stays as it is.
+RUN_OPTION_GROUPS = (
+    ("the call", ("calldata", "caller", "address", "storage", "contract", "state")),
+    ("sandbox limits", ("compute", "memory_pages", "storage_units")),
+    ("context and policy", ("time", "seed", "allow_time", "allow_randomness", "forbid_calls",
+                            "storage_access", "forbid", "allow")),
+    ("output", ("trace", "trace_format", "canonical")),
+)
+
+
+def _group_options(parser: argparse.ArgumentParser, groups) -> None:
+    """Move options from the default "options" group of ``parser`` into titled groups."""
+    default = parser._optionals
+    for title, dests in groups:
+        group = parser.add_argument_group(title)
+        for action in [a for a in default._group_actions if a.dest in dests]:
+            default._group_actions.remove(action)
+            group._group_actions.append(action)
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # one line, exit 2, like every other input error
         raise CliError(message)
@@ -276,6 +297,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write a JSON-lines step trace to FILE (default: stderr)")
     p.add_argument("--canonical", action="store_true", help="print canonical JSON (one line)")
     p.set_defaults(func=_cmd_run)
+    run_parser = p
 
     p = sub.add_parser("examples", help="run the example scenarios and print their results")
     p.add_argument("directory", nargs="?", default=None,
@@ -295,6 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
         module.register(sub)
     _harden(parser)
     _group_commands(parser, sub)
+    _group_options(run_parser, RUN_OPTION_GROUPS)
     return parser
 
 

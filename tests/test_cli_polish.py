@@ -41,6 +41,14 @@ def test_the_top_level_help_groups_every_command():
     assert sorted(listed) == sorted(commands)  # each command once, in some group
 
 
+def test_run_groups_its_options():
+    code, out, _ = run_cli("run", "--help")
+    assert code == 0
+    sections = {block.split(":\n", 1)[0]: block for block in out.split("\n\n")}
+    assert "--compute" in sections["sandbox limits"] and "--forbid" in sections["context and policy"]
+    assert "--calldata" in sections["the call"] and "--canonical" in sections["output"]
+
+
 def test_every_option_has_help_and_no_help_has_rest_backquotes():
     missing, quoted = [], []
     for path, parser in _parsers():
