@@ -104,6 +104,7 @@ def test_no_page_needs_a_cdn_and_the_lifecycle_is_an_svg(site):
     for path, html in _pages(site).items():
         assert 'class="mermaid"' not in html, path
         assert not re.search(r'<script[^>]+src="https?://', html), path
+        assert not re.search(r'<link[^>]+href="https?://', html), path  # fonts, styles
     chapter = (site / "spec" / "08-lifecycle.html").read_text(encoding="utf-8")
     assert 'aria-label="execution lifecycle"' in chapter and "stateDiagram" not in chapter
 
