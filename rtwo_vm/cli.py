@@ -8,7 +8,6 @@ unexpected exception, reported on one line instead of a traceback).
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -24,88 +23,16 @@ from rtwo_vm.inputs import (
     CliError, instruction_name, operation_names, parse_assignment, parse_count, parse_hex,
     parse_word, read_code, read_state_file,
 )
+from rtwo_vm.parsing import RUN_OPTION_GROUPS, group_commands, group_options, harden
 
 INTERNAL_EXIT = 70  # EX_SOFTWARE: an unexpected exception, never an input error
 DEFAULT_ADDRESS = "0x100"
 DEFAULT_CALLER = "0"
 
 
-# The top-level help lists the commands in these groups (a command a module registers that
-# is in none of them is listed under "Other commands").
-COMMAND_GROUPS = (
-    ("Contracts", ("asm", "disasm", "run", "examples", "spec")),
-    ("Verification", ("check", "prove", "vectors", "conformance", "fuzz")),
-    ("Runtime services (a SQLite database, --db)",
-     ("deploy", "call", "contracts", "vm", "contexts", "sandboxes", "accounting", "results",
-      "violations", "events", "policy", "instructions", "readiness")),
-)
-
-
-# The options of `run`, grouped in its --help (an option in none of them stays under
-# "options"); grouped after they are added, so the option block itself stays as it is.
-RUN_OPTION_GROUPS = (
-    ("the call", ("calldata", "caller", "address", "storage", "contract", "state")),
-    ("sandbox limits", ("compute", "memory_pages", "storage_units")),
-    ("context and policy", ("time", "seed", "allow_time", "allow_randomness", "forbid_calls",
-                            "storage_access", "forbid", "allow")),
-    ("output", ("trace", "trace_format", "canonical")),
-)
-
-
-def _group_options(parser: argparse.ArgumentParser, groups) -> None:
-    """Move options from the default "options" group of ``parser`` into titled groups."""
-    default = parser._optionals
-    for title, dests in groups:
-        group = parser.add_argument_group(title)
-        for action in [a for a in default._group_actions if a.dest in dests]:
-            default._group_actions.remove(action)
-            group._group_actions.append(action)
-
-
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # one line, exit 2, like every other input error
         raise CliError(message)
-
-
-def finite_float(text: str) -> float:
-    """argparse type for every float option: nan and infinities are refused."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text[:40]!r}") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be a finite number, got {text[:40]}")
-    return value
-
-
-def _harden(parser: argparse.ArgumentParser) -> None:
-    """Every float option of every command (whoever registered it) parses finite numbers."""
-    for action in parser._actions:
-        if action.type is float:
-            action.type = finite_float
-        if isinstance(action, argparse._SubParsersAction):
-            for child in action.choices.values():
-                _harden(child)
-
-
-def _group_commands(parser: argparse.ArgumentParser, sub) -> None:
-    """Replace the flat list of commands in the top-level help by the COMMAND_GROUPS."""
-    helps = {a.dest: a.help or "" for a in sub._choices_actions}
-    listed = [n for _, names in COMMAND_GROUPS for n in names]
-    groups = [(title, [n for n in names if n in helps]) for title, names in COMMAND_GROUPS]
-    groups.append(("Other commands", [n for n in helps if n not in listed]))
-    lines = []
-    for title, names in groups:
-        if names:
-            lines.append(f"{title}:")
-            lines += [f"  {n:<14}{helps[n]}" for n in names]
-            lines.append("")
-    parser.epilog = "\n".join(lines) + "rtwo-vm COMMAND --help shows a command's options."
-    parser.usage = "rtwo-vm [-h] [--version] COMMAND ..."
-    sub.help = argparse.SUPPRESS
-    sub.metavar = "COMMAND"
-    for action in list(sub._choices_actions):
-        sub._choices_actions.remove(action)
 
 
 def _cmd_asm(args) -> int:
@@ -315,9 +242,9 @@ def build_parser() -> argparse.ArgumentParser:
     # that heavy imports (z3, sqlite) happen only when their command runs.
     for module in _command_modules():
         module.register(sub)
-    _harden(parser)
-    _group_commands(parser, sub)
-    _group_options(run_parser, RUN_OPTION_GROUPS)
+    harden(parser)
+    group_commands(parser, sub)
+    group_options(run_parser, RUN_OPTION_GROUPS)
     return parser
 
 

@@ -8,7 +8,6 @@ as a CliError with one line naming the file.
 from __future__ import annotations
 
 import json
-import math
 import re
 from pathlib import Path
 from typing import Any
@@ -124,17 +123,6 @@ def parse_count(text: str, what: str) -> int:
         raise CliError(f"{what} must be an integer, got {text[:40]!r}") from None
     if value < 0:
         raise CliError(f"{what} must not be negative, got {text[:40]}")
-    return value
-
-
-def parse_seconds(text: str, what: str = "--timeout") -> float:
-    """A finite, positive number of seconds (nan, inf, 0 and negatives refused)."""
-    try:
-        value = float(text)
-    except (TypeError, ValueError):
-        raise CliError(f"{what} must be a number of seconds, got {str(text)[:40]!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise CliError(f"{what} must be a finite positive number of seconds, got {text}")
     return value
 
 
