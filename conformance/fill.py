@@ -128,18 +128,22 @@ def fill(sources: Iterable[str] = SOURCES, *, validate: bool = True, refresh_smt
     (DefinitionError, naming the case) or an invalid vector."""
     smt, notes = smt_inputs(refresh_smt) if "smt" in tuple(sources) else (None, [])
     started = time.perf_counter()
-    vectors, seen, dropped = [], set(), 0
+    vectors, seen, dropped = [], set(), []
     for case in cases(sources, smt):
         if case.id in seen:
             raise DefinitionError(f"{case.id}: duplicate vector id (two definitions use it)")
         seen.add(case.id)
         vector = fill_checked(case)
-        if case.source != "definition" and len(vector_line(vector)) > MAX_GENERATED_BYTES:
-            dropped += 1
+        size = len(vector_line(vector)) if case.source != "definition" else 0
+        if size > MAX_GENERATED_BYTES:
+            dropped.append(f"{case.id} ({size:,} bytes)")
             continue
         vectors.append(vector)
     if dropped:
-        notes.append(f"{dropped} generated vectors left out: larger than {MAX_GENERATED_BYTES // 1024} KiB")
+        notes.append(f"{len(dropped)} generated vectors left out, each larger than the "
+                     f"{MAX_GENERATED_BYTES // 1024} KiB a generated vector may take (solver-chosen "
+                     f"inputs such as 64 KiB of event data; hand-written vectors cover those "
+                     f"ranges): {', '.join(dropped)}")
     if validate:
         from conformance.schema import corpus_problems
         problems = corpus_problems(vectors)

@@ -12,9 +12,9 @@ from reference_vm.execute import execute
 from reference_vm.policy import Policy
 from reference_vm.request import Context, Limits, Message
 from reference_vm.result import CallRecord, Event, ExecutionResult, Usage
-from reference_vm.state import Contract, StateChange, WorldState
+from reference_vm.state import Contract, StateChange, StateView, WorldState
 
 __all__ = [
     "AssemblyError", "CallRecord", "Context", "Contract", "Event", "ExecutionResult", "Limits", "Message",
-    "Policy", "StateChange", "Usage", "WorldState", "assemble", "disassemble", "execute",
+    "Policy", "StateChange", "StateView", "Usage", "WorldState", "assemble", "disassemble", "execute",
 ]

@@ -17,7 +17,9 @@ Syntax, one statement per line; ``;`` or ``#`` starts a comment::
         .zero 16          ; zero bytes
 
 Numbers are decimal, 0x hex or 0b binary, with optional ``_`` separators and a leading ``-``.
-Mnemonics and directives are case-insensitive; labels are case-sensitive.
+Mnemonics and directives are case-insensitive; labels are case-sensitive. Each section holds
+at most the machine's code_size and data_size bytes (spec/data/limits.toml): a statement that
+would make its section larger fails, naming its line, before anything is allocated.
 """
 
 from __future__ import annotations
@@ -41,6 +43,12 @@ LABEL_PUSH = _PUSHES[next(r.immediate_size for r in spec.load().instructions
                           if r.immediate_kind == "jump_target")]
 
 
+_MACHINE = spec.load().limits["machine"]
+SECTION_LIMITS = {"code": _MACHINE["code_size"], "data": _MACHINE["data_size"]}
+# Digits of a number literal: far more than any word needs, few enough to parse in no time.
+MAX_NUMBER_DIGITS = 200
+
+
 class AssemblyError(ValueError):
     """A line of assembly could not be assembled; the message names the line."""
 
@@ -59,6 +67,8 @@ class _Item:
 
 def parse_number(text: str) -> int:
     t = text.strip().replace("_", "").lower()
+    if len(t) > MAX_NUMBER_DIGITS:
+        raise ValueError(f"number too long: {text[:20]!r}...")
     negative = t.startswith("-")
     if negative:
         t = t[1:]
@@ -119,13 +129,20 @@ def _string_bytes(text: str) -> bytes:
     return bytes(out)
 
 
-def _directive_bytes(name: str, args: str, word_size: int) -> bytes:
+def _directive_bytes(name: str, args: str, word_size: int, room: int) -> bytes:
+    """The bytes of a directive, refused when more than ``room`` (what its section can
+    still hold)."""
+    if name == ".zero":
+        count = parse_number(args)
+        if count < 0:
+            raise ValueError(".zero needs a count that is not negative")
+        if count > room:
+            raise ValueError(f".zero {count} does not fit: the section can hold {room} more bytes")
+        return bytes(count)
     if name == ".ascii":
         return _string_bytes(args)
     if name == ".hex":
         return bytes.fromhex(args.replace(" ", "").removeprefix("0x"))
-    if name == ".zero":
-        return bytes(parse_number(args))
     values = [parse_number(a) for a in args.split(",") if a.strip()]
     if not values:
         raise ValueError(f"{name} needs at least one value")
@@ -139,6 +156,12 @@ def _directive_bytes(name: str, args: str, word_size: int) -> bytes:
             raise ValueError(".word values must fit in a word")
         return b"".join((v & mask).to_bytes(word_size, "little") for v in values)
     raise ValueError(f"unknown directive {name}")
+
+
+def _check_size(section: str, used: int) -> None:
+    if used > SECTION_LIMITS[section]:
+        raise ValueError(f"the .{section} section would hold {used} bytes, more than the "
+                         f"{SECTION_LIMITS[section]} a container allows")
 
 
 def _push_size(value: int, mask: int) -> int:
@@ -173,15 +196,18 @@ def assemble(source: str) -> bytes:
                 section = head_lower[1:]
                 continue
             if head_lower.startswith("."):
-                raw = _directive_bytes(head_lower, rest, word.size)
+                raw = _directive_bytes(head_lower, rest, word.size,
+                                       SECTION_LIMITS[section] - offsets[section])
                 items.append(_Item(number, section, offsets[section], len(raw), "bytes", raw=raw))
                 offsets[section] += len(raw)
+                _check_size(section, offsets[section])
                 continue
             if section != "code":
                 raise ValueError("instructions belong in the .code section")
             item = _instruction(number, head.upper(), rest, table, word.mask, offsets["code"])
             items.append(item)
             offsets["code"] += item.size
+            _check_size("code", offsets["code"])
         except (ValueError, IndexError, StopIteration) as err:
             raise AssemblyError(f"line {number}: {err}") from None
     code, data = bytearray(), bytearray()

@@ -15,7 +15,7 @@ HEX_LINE = 32
 
 def _decode_lenient(code: bytes) -> list[tuple[int, spec.Instruction | None, int]]:
     table = spec.load().by_opcode
-    out = []
+    out: list[tuple[int, spec.Instruction | None, int]] = []
     pc = 0
     while pc < len(code):
         ins = table.get(code[pc])

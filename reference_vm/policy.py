@@ -46,7 +46,7 @@ class Policy:
         for listed in (self.allowed_operations or ()), self.forbidden_operations:
             if not isinstance(listed, tuple):
                 raise RequestRejected("INVALID_REQUEST", "operation lists must be tuples")
-            unknown = [n for n in listed if n not in names]
+            unknown = [n for n in listed if not isinstance(n, str) or n not in names]
             if unknown:
                 raise RequestRejected("INVALID_REQUEST", f"unknown operation {unknown[0]!r}")
 

@@ -66,20 +66,16 @@ def check_request(message: Message, context: Context, word: Word) -> None:
 
 
 def check_state(state: object, word: Word) -> None:
-    """Every address, storage key and value a word; every code a byte string."""
-    from reference_vm.state import Contract, WorldState
+    """Every address, storage key and value a word; every code a byte string. The state is
+    immutable, so this is found once per state (WorldState.problem) rather than by visiting
+    every slot on every execution; a StateView checks each entry as it is read."""
+    from reference_vm.state import WorldState
 
     if not isinstance(state, WorldState):
         raise RequestRejected("INVALID_REQUEST", "state must be a WorldState")
-    for address, contract in state.contracts.items():
-        if not _is_word(address, word) or not isinstance(contract, Contract):
-            raise RequestRejected("INVALID_REQUEST", f"bad contract entry {address!r}")
-        if not isinstance(contract.code, bytes):
-            raise RequestRejected("INVALID_REQUEST", f"code of {address:#x} must be bytes")
-        for key, value in contract.storage.items():
-            if not (_is_word(key, word) and _is_word(value, word)):
-                raise RequestRejected("INVALID_REQUEST",
-                                      f"storage of {address:#x} must map words to words")
+    problem = state.problem(word.mask)
+    if problem is not None:
+        raise RequestRejected("INVALID_REQUEST", problem)
 
 
 def check_limits(limits: Limits) -> None:

@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping
+from collections.abc import Mapping
+
+
+class StateView(Mapping):
+    """A mapping read on demand (from a database, say) instead of held in memory.
+
+    A Contract given one as its storage, or a WorldState given one as its contracts, keeps it
+    as it is instead of copying it, so an execution reads only the entries it touches. A view
+    checks each entry as it returns it (slots holding 0 are absent, as in any state); an entry
+    that turns out malformed is a failure of the host, not of the request, and ends the
+    execution as INTERNAL_ERROR (chapter 8.3).
+    """
 
 
 @dataclass(frozen=True)
@@ -15,6 +26,8 @@ class Contract:
     storage: Mapping[int, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if isinstance(self.storage, StateView):
+            return
         # Slots holding 0 are absent by definition; keep one representation of each state.
         clean = {k: v for k, v in dict(self.storage).items() if v != 0}
         object.__setattr__(self, "storage", MappingProxyType(clean))
@@ -22,16 +35,29 @@ class Contract:
 
 @dataclass(frozen=True)
 class WorldState:
-    """Every contract, by address. Executions never modify a WorldState; they report changes."""
+    """Every contract, by address. Executions never modify a WorldState; they report changes.
+
+    A state is immutable, so whether it is well formed (chapter 7.3.2: every address, key and
+    value a word, every code a byte string) is found once per word width, by ``problem``,
+    not again by every execution against it."""
 
     contracts: Mapping[int, Contract] = field(default_factory=dict)
+    _problems: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "contracts", MappingProxyType(dict(self.contracts)))
+        if not isinstance(self.contracts, StateView):
+            object.__setattr__(self, "contracts", MappingProxyType(dict(self.contracts)))
 
     def storage_of(self, address: int) -> Mapping[int, int]:
         contract = self.contracts.get(address)
         return contract.storage if contract is not None else {}
+
+    def problem(self, mask: int) -> str | None:
+        """What makes the state malformed for words of ``mask``, or None. A view is not
+        visited here: it checks each entry as it is read."""
+        if mask not in self._problems:
+            self._problems[mask] = _problem(self.contracts, mask)
+        return self._problems[mask]
 
     def with_changes(self, changes: "tuple[StateChange, ...]") -> "WorldState":
         """The state after applying an execution's state changes."""
@@ -42,6 +68,26 @@ class WorldState:
             storage[change.key] = change.after
             contracts[change.address] = Contract(c.code, storage)
         return WorldState(contracts)
+
+
+def _is_word(value: object, mask: int) -> bool:
+    return type(value) is int and 0 <= value <= mask
+
+
+def _problem(contracts: Mapping, mask: int) -> str | None:
+    if isinstance(contracts, StateView):
+        return None
+    for address, contract in contracts.items():
+        if not _is_word(address, mask) or not isinstance(contract, Contract):
+            return f"bad contract entry {address!r}"
+        if not isinstance(contract.code, bytes):
+            return f"code of {address:#x} must be bytes"
+        if isinstance(contract.storage, StateView):
+            continue
+        for key, value in contract.storage.items():
+            if not (_is_word(key, mask) and _is_word(value, mask)):
+                return f"storage of {address:#x} must map words to words"
+    return None
 
 
 @dataclass(frozen=True, slots=True, order=True)

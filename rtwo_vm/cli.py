@@ -1,7 +1,8 @@
-"""``rtwo-vm``: assemble, disassemble, run and inspect RTWO VM contracts.
+"""rtwo-vm: assemble, disassemble, run and inspect RTWO VM contracts.
 
 Exit codes: 0 success; 1 the VM ran and the outcome was not success (the result is still
-printed); 2 a bad argument or input (one line on stderr, nothing else done).
+printed); 2 a bad argument or input (one line on stderr, nothing else done); 70 a bug (an
+unexpected exception, reported on one line instead of a traceback).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import spec
 from reference_vm import (
@@ -18,15 +20,18 @@ from reference_vm.errors import VMError
 from reference_vm.result import canonical
 from reference_vm.trace import JsonLinesTracer
 from rtwo_vm.inputs import (
-    CliError, parse_assignment, parse_count, parse_hex, parse_word, read_code, read_state_file,
+    CliError, instruction_name, operation_names, parse_assignment, parse_count, parse_hex,
+    parse_word, read_code, read_state_file,
 )
+from rtwo_vm.parsing import RUN_OPTION_GROUPS, group_commands, group_options, harden
 
+INTERNAL_EXIT = 70  # EX_SOFTWARE: an unexpected exception, never an input error
 DEFAULT_ADDRESS = "0x100"
 DEFAULT_CALLER = "0"
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2, like every other input error
+    def error(self, message: str) -> NoReturn:  # one line, exit 2, like every other input error
         raise CliError(message)
 
 
@@ -58,8 +63,8 @@ def _policy(args) -> Policy:
                   randomness="seeded" if args.allow_randomness else "forbidden",
                   external_call="forbidden" if args.forbid_calls else "allowed",
                   storage_access=args.storage_access,
-                  allowed_operations=tuple(args.allow) if args.allow else None,
-                  forbidden_operations=tuple(args.forbid or ()))
+                  allowed_operations=operation_names(args.allow, "--allow"),
+                  forbidden_operations=operation_names(args.forbid or [], "--forbid") or ())
 
 
 def _cmd_run(args) -> int:
@@ -81,28 +86,54 @@ def _cmd_run(args) -> int:
     context = Context(parse_word(args.time, "--time"), seed)
     limits = Limits(**{name: parse_count(getattr(args, name), f"--{name.replace('_', '-')}")
                        for name in Limits.DIMENSIONS if getattr(args, name) is not None})
+    policy = _policy(args)
     tracer, trace_file = None, None
     if args.trace is not None:
         if args.trace == "-":
             tracer = JsonLinesTracer(sys.stderr)
         else:
-            try:
-                trace_file = open(args.trace, "w", encoding="utf-8")
-            except OSError as err:
-                raise CliError(f"cannot write {args.trace}: {err.strerror or err}") from None
+            trace_file = _TraceFile(args.trace)
             tracer = JsonLinesTracer(trace_file)
     run = execute
     if args.engine == "compiled":
         from compiled_vm import execute as run
     try:
-        result = run(WorldState(contracts), message, context, _policy(args), limits,
+        result = run(WorldState(contracts), message, context, policy, limits,
                      tracer=tracer)
     finally:
         if trace_file is not None:
             trace_file.close()
+    if trace_file is not None and trace_file.error is not None:
+        raise CliError(f"cannot write {args.trace}: {trace_file.error}")
     doc = result.to_json()
     print(canonical(doc) if args.canonical else _pretty(doc))
     return 0 if result.ok else 1
+
+
+class _TraceFile:
+    """The --trace file. A failed write (a full disk, /dev/full) is remembered rather than
+    raised inside the execution, which would turn it into INTERNAL_ERROR; the command then
+    fails with a one-line error."""
+
+    def __init__(self, path: str):
+        try:
+            self._file = open(path, "w", encoding="utf-8")
+        except (OSError, ValueError) as err:
+            raise CliError(f"cannot write {path}: {getattr(err, 'strerror', None) or err}") from None
+        self.error: str | None = None
+
+    def write(self, text: str) -> None:
+        if self.error is None:
+            try:
+                self._file.write(text)
+            except OSError as err:
+                self.error = err.strerror or str(err)
+
+    def close(self) -> None:
+        try:
+            self._file.close()
+        except OSError as err:
+            self.error = self.error or err.strerror or str(err)
 
 
 def _pretty(doc) -> str:
@@ -111,8 +142,8 @@ def _pretty(doc) -> str:
 
 
 def _cmd_examples(args) -> int:
-    from rtwo_vm.examples import run_directory
-    runs = run_directory(Path(args.directory))
+    from rtwo_vm.examples import bundled_directory, run_directory
+    runs = run_directory(Path(args.directory) if args.directory else bundled_directory())
     if args.json:
         print(_pretty([{"scenario": r.scenario, "call": r.index, "result": r.result.to_json()}
                        for r in runs]))
@@ -148,40 +179,33 @@ def _cmd_spec(args) -> int:
         for ins in table.instructions:
             print(f"0x{ins.opcode:02x} {ins.mnemonic:<15} {ins.type:<12} {ins.signature}")
         return 0
-    key = (args.name or "").upper()
-    ins = table.by_mnemonic.get(key)
-    if ins is None:
-        try:
-            ins = table.by_opcode.get(int(key, 0))
-        except ValueError:
-            ins = None
-    if ins is None:
-        raise CliError(f"no instruction {args.name!r}")
+    ins = instruction_name(args.name, "spec show")
     print(_pretty({f: getattr(ins, f) for f in ins.__dataclass_fields__}))
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="rtwo-vm", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="rtwo-vm", description=__doc__.splitlines()[0],
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version",
                         version=f"rtwo-vm 1.0.0 (spec {spec.SPEC_VERSION})")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser("asm", help="assemble a .rasm file into a container")
-    p.add_argument("file")
+    p.add_argument("file", help=".rasm assembly file")
     p.add_argument("-o", "--output", help="output path (default: FILE with .rtwo; - for hex on stdout)")
     p.add_argument("--hex", action="store_true", help="print the container as hex instead")
     p.set_defaults(func=_cmd_asm)
 
     p = sub.add_parser("disasm", help="disassemble a container (binary or hex file)")
-    p.add_argument("file")
+    p.add_argument("file", help="container: binary or hex text")
     p.add_argument("--no-offsets", action="store_true", help="omit the offset comments")
     p.set_defaults(func=_cmd_disasm)
 
     p = sub.add_parser("run", help="run a contract and print the result as JSON")
     p.add_argument("file", help=".rasm assembly, hex text or a binary container")
     p.add_argument("--calldata", default="0x", help="call data as hex")
-    p.add_argument("--caller", default=DEFAULT_CALLER)
+    p.add_argument("--caller", default=DEFAULT_CALLER, help="caller address (default: 0)")
     p.add_argument("--address", default=DEFAULT_ADDRESS, help="address to deploy FILE at")
     p.add_argument("--storage", action="append", metavar="KEY=VALUE", help="initial storage of FILE")
     p.add_argument("--contract", action="append", metavar="ADDR=FILE", help="deploy another contract")
@@ -195,7 +219,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-randomness", action="store_true", help="randomness = seeded")
     p.add_argument("--forbid-calls", action="store_true", help="external_call = forbidden")
     p.add_argument("--storage-access", default="read_write",
-                   choices=["none", "read_only", "read_write"])
+                   choices=["none", "read_only", "read_write"],
+                   help="storage_access of the policy (default: read_write)")
     p.add_argument("--forbid", action="append", metavar="OP", help="forbid a mnemonic or type")
     p.add_argument("--allow", action="append", metavar="OP", help="allow only these mnemonics or types")
     p.add_argument("--trace", nargs="?", const="-", metavar="FILE",
@@ -204,14 +229,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--engine", choices=["reference", "compiled"], default="reference",
                    help="the reference interpreter (default) or the compiled engine (compiled_vm)")
     p.set_defaults(func=_cmd_run)
+    run_parser = p
 
     p = sub.add_parser("examples", help="run the example scenarios and print their results")
-    p.add_argument("directory", nargs="?", default="examples")
+    p.add_argument("directory", nargs="?", default=None,
+                   help="directory of scenario files (*.toml; default: the bundled examples)")
     p.add_argument("--json", action="store_true", help="print full results as JSON")
     p.set_defaults(func=_cmd_examples)
 
     p = sub.add_parser("spec", help="check or show the specification data")
-    p.add_argument("action", choices=["check", "show", "opcodes"])
+    p.add_argument("action", choices=["check", "show", "opcodes"],
+                   help="check the data against its schemas, list the opcodes, or show one")
     p.add_argument("name", nargs="?", help="mnemonic or opcode for show")
     p.set_defaults(func=_cmd_spec)
 
@@ -219,6 +247,9 @@ def build_parser() -> argparse.ArgumentParser:
     # that heavy imports (z3, sqlite) happen only when their command runs.
     for module in _command_modules():
         module.register(sub)
+    harden(parser)
+    group_commands(parser, sub)
+    group_options(run_parser, RUN_OPTION_GROUPS)
     return parser
 
 
@@ -243,6 +274,19 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except RecursionError:
+        print("rtwo-vm: error: input nested too deeply", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print("rtwo-vm: error: input too large for memory", file=sys.stderr)
+        return 2
+    except Exception as err:  # noqa: BLE001 - the last line of defence: still one line
+        # Every input error is meant to be a CliError above; reaching this is a bug, said so
+        # in one line with its own exit status rather than as a traceback.
+        detail = str(err).splitlines()[0][:200] if str(err) else ""
+        print(f"rtwo-vm: internal error (a bug; please report it): {type(err).__name__}: "
+              f"{detail}", file=sys.stderr)
+        return INTERNAL_EXIT
 
 
 if __name__ == "__main__":

@@ -8,13 +8,26 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 from pathlib import Path
 
 import spec
 
+MERMAID = re.compile(r"```mermaid\n.*?```", re.S)
+
+
+def offline_chapter(name: str, text: str) -> str:
+    """A chapter as the site shows it: a mermaid diagram (drawn by a script from a CDN, so
+    raw text offline) is replaced by the SVG generated from the same spec data."""
+    if name.startswith("08-") and MERMAID.search(text):
+        return MERMAID.sub(lambda _: lifecycle_svg() + "\n\n*The transitions of "
+                           "`lifecycle.toml`, drawn from the spec data.*", text, count=1)
+    return text
+
+
 def pages() -> dict[str, str]:
     """Site path -> Markdown for every generated page."""
-    out = {f"spec/{name}": text for name, text in spec.chapters().items()}
+    out = {f"spec/{name}": offline_chapter(name, text) for name, text in spec.chapters().items()}
     out["reference/instructions.md"] = instruction_reference()
     out["reference/errors.md"] = error_reference()
     out["reference/container.md"] = container_page()
@@ -294,7 +307,7 @@ def coverage_page() -> str:
     rows = []
     for ins in table.instructions:
         row = matrix.get(ins.mnemonic, {})
-        rows.append(f'<tr><th><a href="../instructions/#{anchor(ins.mnemonic)}">{ins.mnemonic}</a></th>'
+        rows.append(f'<tr><th><a href="instructions.html#{anchor(ins.mnemonic)}">{ins.mnemonic}</a></th>'
                     + "".join(cell(row.get(c, 0)) for c in columns) + "</tr>")
     style = ("<style>.cov{border-collapse:collapse;font-size:10px}.cov td{width:18px;height:16px;"
              "text-align:center;border:1px solid #eee;color:#123}.cov th{font-weight:normal;"
@@ -311,4 +324,5 @@ def coverage_page() -> str:
         "resource boundary at limit − 1, limit or limit + 1); a cell counts the vectors of that "
         "opcode with that outcome. `rtwo-vm vectors coverage` prints the same matrix.", "",
         summary, "", style,
-        f'<table class="cov"><thead><tr><th></th>{header}</tr></thead><tbody>{"".join(rows)}</tbody></table>', ""])
+        f'<div class="cov-scroll"><table class="cov"><thead><tr><th></th>{header}</tr></thead>'
+        f'<tbody>{"".join(rows)}</tbody></table></div>', ""])

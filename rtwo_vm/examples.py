@@ -9,18 +9,44 @@ previous calls left; only successful calls change it.
 
 from __future__ import annotations
 
+import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from reference_vm import (
     Context, Contract, ExecutionResult, Limits, Message, Policy, WorldState, execute,
 )
-from rtwo_vm.inputs import CliError, parse_count, parse_hex, parse_word, read_code
+from rtwo_vm.inputs import CliError, parse_count, parse_hex, parse_word, read_bounded, read_code
 
 POLICY_FIELDS = ("time_access", "randomness", "external_call", "storage_access")
 LIMIT_FIELDS = ("compute", "memory_pages", "storage_units")
 CALL_FIELDS = {"to", "caller", "calldata", "time", "seed", *POLICY_FIELDS, *LIMIT_FIELDS}
+MAX_SCENARIO_FILE = 16 * 1024 * 1024
+
+
+def bundled_directory() -> Path:
+    """The example scenarios installed with the package: the checkout's examples/ beside the
+    package (a source or editable install), else the copy a wheel installs under
+    <prefix>/share/rtwo-vm/examples (pyproject data-files)."""
+    beside = Path(__file__).resolve().parent.parent / "examples"
+    if (beside / "scenarios.toml").is_file():
+        return beside
+    return Path(sys.prefix) / "share" / "rtwo-vm" / "examples"
+
+
+def _text(value: Any, what: str) -> str:
+    """A scenario value that is a number or a string, as text (anything else refused)."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise CliError(f"{what} must be a number or a string, got {type(value).__name__}")
+    return str(value)
+
+
+def _table(value: Any, what: str) -> dict:
+    if not isinstance(value, dict):
+        raise CliError(f"{what} must be a table")
+    return value
 
 
 @dataclass
@@ -32,25 +58,39 @@ class CallRun:
 
 
 def load_scenarios(path: Path) -> list[dict]:
+    blob = read_bounded(str(path), MAX_SCENARIO_FILE, "a scenario file may hold")
     try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise CliError(f"cannot read {path}: {err.strerror or err}") from None
-    except tomllib.TOMLDecodeError as err:
-        raise CliError(f"{path}: {err}") from None
+        doc = tomllib.loads(blob.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise CliError(f"{path}: not UTF-8 text") from None
+    except (tomllib.TOMLDecodeError, RecursionError) as err:
+        raise CliError(f"{path}: {str(err).splitlines()[0] if str(err) else 'not valid TOML'}") from None
     scenarios = doc.get("scenario")
     if not isinstance(scenarios, list) or not scenarios:
         raise CliError(f"{path}: no [[scenario]] tables")
+    for scenario in scenarios:
+        _table(scenario, f"{path}: each [[scenario]]")
+        name = str(scenario.get("name", "?"))[:40]
+        _table(scenario.get("contracts", {}), f"{path}: scenario {name}: contracts")
+        calls = scenario.get("call", [])
+        if not isinstance(calls, list):
+            raise CliError(f"{path}: scenario {name}: call must be [[scenario.call]] tables")
+        for call in calls:
+            _table(call, f"{path}: scenario {name}: each [[scenario.call]]")
+            if "to" not in call:
+                raise CliError(f"{path}: scenario {name}: a call needs \"to\"")
     return scenarios
 
 
 def _state(scenario: dict, base: Path) -> WorldState:
     contracts = {}
+    name = str(scenario.get("name", "?"))[:40]
     for addr_text, body in scenario.get("contracts", {}).items():
-        if not isinstance(body, dict) or "code" not in body:
-            raise CliError(f"scenario {scenario.get('name')}: contract {addr_text} needs code")
-        storage = {parse_word(str(k), "storage key"): parse_word(str(v), "storage value")
-                   for k, v in body.get("storage", {}).items()}
+        if not isinstance(body, dict) or not isinstance(body.get("code"), str):
+            raise CliError(f"scenario {name}: contract {addr_text[:40]} needs code (a file name)")
+        storage_doc = _table(body.get("storage", {}), f"scenario {name}: storage of {addr_text[:40]}")
+        storage = {parse_word(str(k), "storage key"): parse_word(_text(v, "storage value"), "storage value")
+                   for k, v in storage_doc.items()}
         contracts[parse_word(addr_text, "contract address")] = Contract(
             read_code(str(base / body["code"])), storage)
     return WorldState(contracts)
@@ -60,13 +100,18 @@ def _call(spec_: dict, name: str) -> tuple[Message, Context, Policy, Limits]:
     unknown = set(spec_) - CALL_FIELDS
     if unknown:
         raise CliError(f"scenario {name}: unknown call field {sorted(unknown)[0]!r}")
-    message = Message(parse_word(str(spec_["to"]), "to"),
-                      parse_word(str(spec_.get("caller", "0")), "caller"),
-                      parse_hex(spec_.get("calldata", "0x"), "calldata"))
-    context = Context(parse_word(str(spec_.get("time", "0")), "time"),
-                      parse_hex(spec_["seed"], "seed") if "seed" in spec_ else bytes(32))
-    policy = Policy(**{f: spec_[f] for f in POLICY_FIELDS if f in spec_})
-    limits = Limits(**{f: parse_count(str(spec_[f]), f) for f in LIMIT_FIELDS if f in spec_})
+    what = f"scenario {name[:40]}:"
+    message = Message(parse_word(_text(spec_["to"], f"{what} to"), f"{what} to"),
+                      parse_word(_text(spec_.get("caller", "0"), f"{what} caller"), f"{what} caller"),
+                      parse_hex(_text(spec_.get("calldata", "0x"), f"{what} calldata"), f"{what} calldata"))
+    context = Context(parse_word(_text(spec_.get("time", "0"), f"{what} time"), f"{what} time"),
+                      parse_hex(_text(spec_["seed"], f"{what} seed"), f"{what} seed")
+                      if "seed" in spec_ else bytes(32))
+    if len(context.random_seed) != 32:
+        raise CliError(f"{what} seed must be 32 bytes of hex")
+    policy = Policy(**{f: _text(spec_[f], f"{what} {f}") for f in POLICY_FIELDS if f in spec_})
+    limits = Limits(**{f: parse_count(_text(spec_[f], f"{what} {f}"), f"{what} {f}")
+                       for f in LIMIT_FIELDS if f in spec_})
     return message, context, policy, limits
 
 
@@ -117,7 +162,9 @@ def run_file(path: Path) -> list[CallRun]:
 
 
 def run_directory(directory: Path) -> list[CallRun]:
-    files = sorted(directory.glob("*.toml"))
+    if not directory.is_dir():
+        raise CliError(f"{directory}: not a directory of scenario files")
+    files = sorted(f for f in directory.glob("*.toml") if f.is_file())
     if not files:
         raise CliError(f"no scenario files (*.toml) in {directory}")
     return [run for f in files for run in run_file(f)]

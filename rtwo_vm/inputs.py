@@ -1,39 +1,101 @@
-"""Reading the CLI's inputs: code files, hex, words, state files. Errors are CliError."""
+"""Reading the CLI's inputs: code files, hex, words, state files. Errors are CliError.
+
+Everything read here is hostile: each file is read with a bound on its size (from the spec's
+limits where the spec has one), parsed with bounded depth, and any way it can be wrong ends
+as a CliError with one line naming the file.
+"""
 
 from __future__ import annotations
 
 import json
 import re
 from pathlib import Path
+from typing import Any
 
+import spec
 from reference_vm import AssemblyError, Contract, assemble
 from reference_vm.assembler import parse_number
+from reference_vm.container import HEADER_SIZE, MAGIC
 
 ASSEMBLY_SUFFIXES = (".rasm", ".asm", ".s")
+
+_MACHINE = spec.load().limits["machine"]
+# The largest container the spec admits (chapter 3.1): a binary input is refused beyond it.
+MAX_CONTAINER = HEADER_SIZE + _MACHINE["code_size"] + _MACHINE["data_size"]
+# Hex text of the largest container, with room for whitespace between the digits.
+MAX_HEX_TEXT = 4 * MAX_CONTAINER + 2
+# Assembly has no spec bound of its own (comments, .zero); this one is generous.
+MAX_ASSEMBLY = 64 * MAX_CONTAINER
+# A JSON state or storage file (--state, --storage-file): room for millions of slots.
+MAX_JSON = 256 * 1024 * 1024
+MAX_JSON_DEPTH = 64
+_HEX_TEXT = re.compile(rb"(0x)?[0-9a-fA-F\s]+")
 
 
 class CliError(Exception):
     """A bad argument or input file: the CLI prints the message on one line and exits 2."""
 
 
-def read_code(path: str) -> bytes:
-    """Container bytes from an assembly file, a hex text file or a binary container."""
-    p = Path(path)
+def read_bounded(path: str, limit: int, what: str = "") -> bytes:
+    """The bytes of ``path``, reading at most ``limit`` + 1 of them; refused when larger."""
     try:
-        blob = p.read_bytes()
+        with open(path, "rb") as f:
+            blob = f.read(limit + 1)
     except OSError as err:
         raise CliError(f"cannot read {path}: {err.strerror or err}") from None
-    if p.suffix in ASSEMBLY_SUFFIXES:
+    except (ValueError, OverflowError) as err:  # e.g. a NUL byte in the path
+        raise CliError(f"cannot read {path!r}: {err}") from None
+    if len(blob) > limit:
+        raise CliError(f"{path}: larger than the {limit} bytes {what or 'allowed'}")
+    return blob
+
+
+def _looks_like_text(blob: bytes) -> bool:
+    try:
+        text = blob.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return all(ch.isprintable() or ch in "\t\r\n\f\v" for ch in text)
+
+
+def read_code(path: str) -> bytes:
+    """Container bytes from an assembly file (.rasm, .asm, .s), a hex text file or a binary
+    container. Any other text file is refused, not run as a (truncated) container."""
+    if Path(path).suffix in ASSEMBLY_SUFFIXES:
+        blob = read_bounded(path, MAX_ASSEMBLY, "an assembly file may hold")
         try:
             return assemble(blob.decode("utf-8"))
         except UnicodeDecodeError:
             raise CliError(f"{path}: assembly must be UTF-8 text") from None
         except AssemblyError as err:
             raise CliError(f"{path}: {err}") from None
+        except RecursionError:
+            raise CliError(f"{path}: assembly too deeply nested") from None
+    # A binary container is read to at most the largest the spec admits; more is read only
+    # when the file starts as text (hex digits with whitespace take more bytes).
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+            binary = head[:len(MAGIC)] == MAGIC or not _looks_like_text(head)
+            limit = MAX_CONTAINER if binary else MAX_HEX_TEXT
+            blob = head + f.read(limit + 1 - len(head)) if len(head) <= limit else head
+    except OSError as err:
+        raise CliError(f"cannot read {path}: {err.strerror or err}") from None
+    except (ValueError, OverflowError) as err:
+        raise CliError(f"cannot read {path!r}: {err}") from None
+    if len(blob) > limit:
+        raise CliError(f"{path}: larger than the largest container ({MAX_CONTAINER} bytes, "
+                       "chapter 3.1)" + ("" if binary else " written as hex"))
+    if binary:
+        return blob
     text = blob.strip()
-    if text and re.fullmatch(rb"(0x)?[0-9a-fA-F\s]+", text):
-        return parse_hex(text.decode())
-    return blob
+    if text and _HEX_TEXT.fullmatch(text):
+        code = parse_hex(text.decode(), f"{path}: hex")
+        if len(code) > MAX_CONTAINER:
+            raise CliError(f"{path}: larger than the largest container ({MAX_CONTAINER} bytes, "
+                           "chapter 3.1)")
+        return code
+    raise CliError(f"{path}: a text file that is neither assembly (name it .rasm) nor hex")
 
 
 def parse_hex(text: str, what: str = "hex") -> bytes:
@@ -48,9 +110,9 @@ def parse_word(text: str, what: str) -> int:
     try:
         value = parse_number(text)
     except ValueError:
-        raise CliError(f"{what} must be a number, got {text!r}") from None
+        raise CliError(f"{what} must be a number, got {text[:40]!r}") from None
     if not 0 <= value < 1 << 64:
-        raise CliError(f"{what} must be a 64-bit unsigned word, got {text}")
+        raise CliError(f"{what} must be a 64-bit unsigned word, got {text[:40]}")
     return value
 
 
@@ -58,27 +120,72 @@ def parse_count(text: str, what: str) -> int:
     try:
         value = parse_number(text)
     except ValueError:
-        raise CliError(f"{what} must be an integer, got {text!r}") from None
+        raise CliError(f"{what} must be an integer, got {text[:40]!r}") from None
     if value < 0:
-        raise CliError(f"{what} must not be negative, got {text}")
+        raise CliError(f"{what} must not be negative, got {text[:40]}")
     return value
 
 
 def parse_assignment(text: str, what: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     if not sep or not key or not value:
-        raise CliError(f"{what} must look like KEY=VALUE, got {text!r}")
+        raise CliError(f"{what} must look like KEY=VALUE, got {text[:40]!r}")
     return key, value
+
+
+def read_json(path: str, limit: int = MAX_JSON) -> Any:
+    """A JSON document of at most ``limit`` bytes and MAX_JSON_DEPTH levels of nesting."""
+    blob = read_bounded(path, limit, "a JSON input may hold")
+    try:
+        text = blob.decode("utf-8")
+    except UnicodeDecodeError:
+        raise CliError(f"{path}: not UTF-8 text") from None
+    if _depth(text) > MAX_JSON_DEPTH:
+        raise CliError(f"{path}: JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as err:  # JSONDecodeError, too many digits
+        raise CliError(f"{path}: not valid JSON: {str(err).splitlines()[0][:120]}") from None
+
+
+def _depth(text: str) -> int:
+    """The deepest nesting of [ and { outside strings (a bound checked before parsing)."""
+    depth = deepest = 0
+    for token in re.finditer(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', text):
+        ch = token.group()
+        if ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+def _word_value(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise CliError(f"{what} must be a number or a hex string, got {type(value).__name__}")
+    return parse_word(str(value), what)
+
+
+def parse_storage(doc: Any, what: str) -> dict[int, int]:
+    """A storage object {KEY: VALUE}, keys and values words as text (or JSON integers)."""
+    if not isinstance(doc, dict):
+        raise CliError(f"{what} must be an object mapping keys to values")
+    return {parse_word(k, f"{what}: key"): _word_value(v, f"{what}: value of {k[:40]}")
+            for k, v in doc.items()}
+
+
+def read_storage_file(path: str) -> dict[int, int]:
+    """deploy --storage-file: {"KEY": "VALUE", ...} (or {"storage": {...}})."""
+    doc = read_json(path)
+    if isinstance(doc, dict) and set(doc) == {"storage"}:
+        doc = doc["storage"]
+    return parse_storage(doc, path)
 
 
 def read_state_file(path: str, base: Path | None = None) -> dict[int, Contract]:
     """A JSON pre-state: {"contracts": {"0xADDR": {"code": FILE-or-HEX, "storage": {K: V}}}}."""
-    try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as err:
-        raise CliError(f"cannot read {path}: {err.strerror or err}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise CliError(f"{path}: not valid JSON: {err}") from None
+    doc = read_json(path)
     contracts = doc.get("contracts") if isinstance(doc, dict) else None
     if not isinstance(contracts, dict):
         raise CliError(f"{path}: expected an object with a \"contracts\" object")
@@ -87,14 +194,46 @@ def read_state_file(path: str, base: Path | None = None) -> dict[int, Contract]:
     for addr_text, body in contracts.items():
         address = parse_word(addr_text, f"{path}: contract address")
         if not isinstance(body, dict) or not isinstance(body.get("code"), str):
-            raise CliError(f"{path}: contract {addr_text} needs a \"code\" string")
+            raise CliError(f"{path}: contract {addr_text[:40]} needs a \"code\" string")
         code_ref = body["code"]
         code = (parse_hex(code_ref, f"{path}: code of {addr_text}") if code_ref.startswith("0x")
                 else read_code(str(root / code_ref)))
-        storage_doc = body.get("storage", {})
-        if not isinstance(storage_doc, dict):
-            raise CliError(f"{path}: storage of {addr_text} must be an object")
-        storage = {parse_word(k, f"{path}: storage key"): parse_word(str(v), f"{path}: storage value")
-                   for k, v in storage_doc.items()}
+        storage = parse_storage(body.get("storage", {}), f"{path}: storage of {addr_text[:40]}")
         out[address] = Contract(code, storage)
     return out
+
+
+def operation_names(names: list[str] | None, option: str) -> tuple[str, ...] | None:
+    """Mnemonics (any case) and instruction types (any case) for --forbid/--allow, spelled
+    as the spec spells them; an unknown name is a usage error, not a run-time refusal."""
+    if names is None:
+        return None
+    table = spec.load()
+    types = {t.lower(): t for t in table.instruction_types}
+    out = []
+    for name in names:
+        if name.upper() in table.by_mnemonic:
+            out.append(name.upper())
+        elif name.lower() in types:
+            out.append(types[name.lower()])
+        else:
+            raise CliError(f"{option} {name[:40]!r}: not a mnemonic or instruction type "
+                           f"(types: {', '.join(sorted(types.values()))}; mnemonics: rtwo-vm "
+                           "spec opcodes)")
+    return tuple(out)
+
+
+def instruction_name(name: str | None, what: str):
+    """The instruction row named by a mnemonic (any case) or an opcode number."""
+    table = spec.load()
+    if not name:
+        raise CliError(f"{what} needs a mnemonic or an opcode (e.g. ADD or 0x01)")
+    ins = table.by_mnemonic.get(name.upper())
+    if ins is None:
+        try:
+            ins = table.by_opcode.get(parse_number(name))
+        except ValueError:
+            ins = None
+    if ins is None:
+        raise CliError(f"no instruction {name[:40]!r} (rtwo-vm spec opcodes lists them)")
+    return ins

@@ -104,7 +104,7 @@ def test_spec_check_and_show():
     (["run", str(COUNTER), "--caller", str(2**64)], "64-bit"),
     (["run", str(COUNTER), "--seed", "00"], "32 bytes"),
     (["run", str(COUNTER), "--state", "/no/state.json"], "cannot read"),
-    (["disasm", str(COUNTER.parent / "scenarios.toml")], "not a valid container"),
+    (["disasm", str(COUNTER.parent / "scenarios.toml")], "neither assembly"),
     (["spec", "show", "FLY"], "no instruction"),
     (["frobnicate"], "invalid choice"),
     (["run"], "required"),

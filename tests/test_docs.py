@@ -59,7 +59,7 @@ def site(tmp_path_factory) -> Path:
 
 def test_site_builds_strictly_with_every_chapter(site):
     for name in spec.chapters():
-        assert (site / "spec" / name.removesuffix(".md") / "index.html").exists(), name
+        assert (site / "spec" / name.replace(".md", ".html")).exists(), name
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +80,7 @@ def _chromium() -> str:
 
 
 def test_browser_shows_every_opcode_on_the_instruction_reference(served, tmp_path):
-    url = f"{served}/reference/instructions/"
+    url = f"{served}/reference/instructions.html"
     dom = subprocess.run([_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}",
                           "--dump-dom", url], capture_output=True, text=True, timeout=120).stdout
     ids = set(re.findall(r'<h3 id="([a-z0-9]+)"', dom))
@@ -92,3 +92,46 @@ def test_browser_shows_every_opcode_on_the_instruction_reference(served, tmp_pat
                     f"--screenshot={shot}", "--window-size=1280,900", url],
                    capture_output=True, timeout=120)
     assert shot.exists() and shot.stat().st_size > 10_000
+
+
+# -- rendering offline and from disk (issue 13, item 6) ----------------------------------------
+
+def _pages(site: Path) -> dict[Path, str]:
+    return {p: p.read_text(encoding="utf-8") for p in site.rglob("*.html")}
+
+
+def test_no_page_needs_a_cdn_and_the_lifecycle_is_an_svg(site):
+    for path, html in _pages(site).items():
+        assert 'class="mermaid"' not in html, path
+        assert not re.search(r'<script[^>]+src="https?://', html), path
+        assert not re.search(r'<link[^>]+href="https?://', html), path  # fonts, styles
+    chapter = (site / "spec" / "08-lifecycle.html").read_text(encoding="utf-8")
+    assert 'aria-label="execution lifecycle"' in chapter and "stateDiagram" not in chapter
+
+
+def test_the_site_works_opened_from_disk(site):
+    """Every relative link of every page names a file that exists (no directory URLs)."""
+    broken = []
+    for path, html in _pages(site).items():
+        for href in re.findall(r'href="([^"#?]+)(?:[#?][^"]*)?"', html):
+            if re.match(r"[a-z]+:", href) or href.startswith("/"):
+                continue
+            target = (path.parent / href).resolve()
+            if not target.is_file():
+                broken.append((str(path.relative_to(site)), href))
+    assert not broken, broken[:10]
+
+
+def test_the_home_page_links_the_guides(site):
+    home = (site / "index.html").read_text(encoding="utf-8")
+    for guide in ("implementing", "vectors", "proving", "services"):
+        assert f'href="guides/{guide}.html"' in home, guide
+
+
+def test_code_names_stay_whole_and_the_coverage_grid_scrolls(site):
+    css = (site / "stylesheets" / "extra.css").read_text(encoding="utf-8")
+    assert re.search(r"\.md-typeset code \{[^}]*word-break: normal", css)
+    assert re.search(r"\.cov-scroll \{[^}]*overflow-x: auto", css)
+    grid = (site / "reference" / "coverage.html").read_text(encoding="utf-8")
+    assert '<div class="cov-scroll"><table class="cov">' in grid
+    assert "stylesheets/extra.css" in grid

@@ -25,7 +25,7 @@ def handlers(word: Word) -> dict[str, Handler]:
         """a -- : Discard the top item."""
         frame.stack.pop()
 
-    table = {"POP": POP}
+    table: dict[str, Handler] = {"POP": POP}
     for row in spec.load().instructions:
         family = family_of(row)
         if family == "PUSH":

@@ -32,7 +32,8 @@ def register(sub) -> None:
     c.set_defaults(func=_cmd_coverage)
     c = vs.add_parser("list", help="list vector ids (with --filter as in conformance run)")
     _dir(c)
-    c.add_argument("--filter", action="append", default=[], metavar="EXPR")
+    c.add_argument("--filter", action="append", default=[], metavar="EXPR",
+                   help="only vectors matching EXPR, as in conformance run (repeatable)")
     c.set_defaults(func=_cmd_list)
     c = vs.add_parser("show", help="print one vector as indented JSON")
     _dir(c)
@@ -68,7 +69,7 @@ def register(sub) -> None:
     s = cs.add_parser("selftest", help="check an adapter against the protocol (run this first)")
     _dir(s)
     s.add_argument("--impl", metavar="CMD", help="adapter command line (default: the reference's)")
-    s.add_argument("--timeout", type=float, default=10.0)
+    s.add_argument("--timeout", type=float, default=10.0, help="seconds per request (default 10)")
     s.set_defaults(func=_cmd_selftest)
     s = cs.add_parser("replay", help="run one failing vector again from its replay bundle (or by id)")
     _dir(s)
@@ -81,30 +82,107 @@ def register(sub) -> None:
                         "0 for a bundle, which replays the passes it recorded)")
     s.add_argument("--seed", type=int, default=1, help="seed of the extra passes' orders")
     s.add_argument("--keep-logs", default=None, metavar="DIR", help="keep the adapter's stderr in DIR")
-    s.add_argument("--timeout", type=float, default=10.0)
+    s.add_argument("--timeout", type=float, default=10.0, help="seconds per request (default 10)")
     s.set_defaults(func=_cmd_replay)
     s = cs.add_parser("adapter", help="serve the reference interpreter on stdin/stdout (protocol 1)")
     s.set_defaults(func=_cmd_adapter)
 
 
 def _dir(parser) -> None:
-    parser.add_argument("--dir", default=None, metavar="DIR", help="corpus directory (default conformance/vectors)")
+    parser.add_argument("--dir", default=None, metavar="DIR",
+                        help="corpus directory (default: conformance/vectors of the project)")
+    parser.add_argument("--project", default=None, metavar="DIR",
+                        help="the project checkout to work on (default: the one holding the "
+                             "working directory, else the installed package, read only)")
+
+
+def _project(args) -> Path | None:
+    from conformance.constants import project_root
+    if getattr(args, "project", None):
+        found = project_root(Path(args.project))
+        if found is None:
+            raise CliError(f"--project {args.project}: not an RTWO VM checkout "
+                           "(no pyproject.toml naming rtwo-vm with conformance/definitions)")
+        return found
+    return project_root()
 
 
 def _corpus_dir(args) -> Path:
     from conformance.constants import VECTORS_DIR
-    return Path(args.dir) if args.dir else VECTORS_DIR
+    if args.dir:
+        return Path(args.dir)
+    project = _project(args)
+    return project / "conformance" / "vectors" if project is not None else VECTORS_DIR
+
+
+def _fill_in_project(args) -> int | None:
+    """Fill with the definitions and filler of the user's checkout. When the running package
+    is another copy (pip install . rather than -e), the checkout's code is run in a child
+    process; outside any checkout a fill that would write is refused (the installed
+    package's corpus is read only). None: fill here."""
+    import os
+    import subprocess
+
+    from conformance.constants import runs_from
+    project = _project(args)
+    if project is None:
+        if args.check or args.dir:
+            return None
+        raise CliError("vectors fill writes the corpus of a project checkout: run it inside one "
+                       "or give --project DIR (the installed package is read only); to author "
+                       "vectors, install the checkout with pip install -e .")
+    if runs_from(project):
+        return None
+    argv = ["vectors", "fill", "--project", str(project)]
+    argv += (["--check"] if args.check else []) + (["--refresh-smt"] if args.refresh_smt else [])
+    argv += [f"--source={s}" for s in args.source or ()] + (["--dir", args.dir] if args.dir else [])
+    print(f"note: the installed rtwo-vm is not the checkout {project}; filling with the "
+          "checkout's definitions (pip install -e . makes this direct)", file=sys.stderr)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(project), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    sys.stdout.flush()
+    return subprocess.run([sys.executable, "-m", "rtwo_vm.cli", *argv], env=env, cwd=project).returncode
 
 
 def _load(args):
     from conformance import corpus
+    directory = _corpus_dir(args)
     try:
-        return corpus.read_manifest(_corpus_dir(args)), corpus.load(_corpus_dir(args))
-    except (FileNotFoundError, json.JSONDecodeError, KeyError) as err:
-        raise CliError(f"cannot read the corpus: {err}") from None
+        manifest = corpus.read_manifest(directory)
+        _check_manifest(manifest)
+        vectors = corpus.load(directory)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as err:
+        # A malformed corpus (--dir): not UTF-8, not JSON, wrong shapes, a directory...
+        detail = str(err).splitlines()[0][:160] if str(err) else type(err).__name__
+        raise CliError(f"cannot read the corpus in {directory}: {detail}") from None
+    bad = next((v for v in vectors if not (
+        isinstance(v, dict) and isinstance(v.get("id"), str) and isinstance(v.get("tags"), dict)
+        and all(isinstance(v["tags"].get(k), str) for k in ("source", "outcome")))), None)
+    if bad is not None:
+        raise CliError(f"cannot read the corpus in {directory}: a vector without id and tags: "
+                       f"{str(bad)[:60]}")
+    return manifest, vectors
+
+
+def _check_manifest(manifest) -> None:
+    """The manifest's schema, and file names that stay inside the corpus."""
+    from conformance.schema import schema_problems
+    found = schema_problems("vector-manifest", manifest)
+    if found:
+        raise ValueError(f"manifest.json: {found[0]}")
+    files = manifest.get("files") if isinstance(manifest, dict) else None
+    if not isinstance(files, list) or not isinstance(manifest.get("digest"), str):
+        raise ValueError("manifest.json needs \"files\" (a list) and \"digest\"")
+    for entry in files:
+        name = entry.get("path") if isinstance(entry, dict) else None
+        if not isinstance(name, str) or Path(name).name != name or name in ("", ".", ".."):
+            raise ValueError(f"manifest.json: bad file entry {str(entry)[:60]}")
 
 
 def _cmd_fill(args) -> int:
+    delegated = _fill_in_project(args)
+    if delegated is not None:
+        return delegated
     from conformance import corpus
     from conformance.fill import fill
     from conformance.vector import SOURCES
@@ -147,7 +225,11 @@ def _cmd_coverage(args) -> int:
     _, vectors = _load(args)
     if args.source:
         vectors = [v for v in vectors if v["tags"]["source"] in args.source]
-    cov = coverage.measure(vectors)
+    try:
+        cov = coverage.measure(vectors)
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        raise CliError(f"cannot measure the corpus: a malformed vector ({type(err).__name__}: "
+                       f"{str(err)[:80]})") from None
     print(json.dumps(cov.to_json(), indent=2, sort_keys=True) if args.json else coverage.render(cov, not args.no_matrix))
     return 0 if cov.complete else 1
 

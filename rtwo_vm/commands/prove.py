@@ -52,9 +52,12 @@ def _cmd_prove(args) -> int:
     from rtwo_vm.progress import Progress
 
     known = spec.load().by_mnemonic
+    args.opcode = [m.upper() for m in args.opcode] if args.opcode else None  # case-insensitive
     for m in args.opcode or ():
         if m not in known:
             raise CliError(f"--opcode: no instruction {m!r}")
+    if args.export_smt2 and Path(args.export_smt2).exists() and not Path(args.export_smt2).is_dir():
+        raise CliError(f"--export-smt2 {args.export_smt2}: exists and is not a directory")
     if args.width is not None and args.width not in (8, 16, 32, 64):
         raise CliError("--width must be 8, 16, 32 or 64")
     if args.solver != "z3" and not smtlib.available(args.solver):

@@ -18,7 +18,10 @@ import os
 import sys
 from pathlib import Path
 
-from rtwo_vm.inputs import CliError, parse_assignment, parse_count, parse_hex, parse_word, read_code
+from rtwo_vm.inputs import (
+    CliError, operation_names, parse_assignment, parse_count, parse_hex, parse_word, read_code,
+    read_storage_file,
+)
 
 DB_ENV = "RTWO_VM_DB"
 DEFAULT_DB = "rtwo-vm.db"
@@ -39,12 +42,16 @@ def _open(args, *, create: bool = False):
 def _guard(func):
     """Run a command, turning the runtime's refusals into one-line CLI errors."""
     def wrapper(args) -> int:
+        import sqlite3
+
         from rtwo_vm.runtime import InvalidInput, ModelError, RuntimeBusy, StoreError, UnknownRecord
         try:
             return func(args)
         except (InvalidInput, UnknownRecord, ModelError, StoreError, RuntimeBusy) as err:
             message = err.args[0] if err.args else str(err)
-            raise CliError(str(message).splitlines()[0]) from None
+            raise CliError(str(message).splitlines()[0] if str(message) else type(err).__name__) from None
+        except sqlite3.DatabaseError as err:  # a full disk, a file corrupted while in use
+            raise CliError(f"{args.db}: database error: {err}") from None
     return wrapper
 
 
@@ -76,7 +83,7 @@ def _listing(args, records, columns: list[str]) -> int:
 def _cmd_deploy(args) -> int:
     code = read_code(args.file)
     address = parse_word(args.address, "--address") if args.address else None
-    storage = {}
+    storage = read_storage_file(args.storage_file) if args.storage_file else {}
     for item in args.storage or ():
         key, value = parse_assignment(item, "--storage")
         storage[parse_word(key, "--storage key")] = parse_word(value, "--storage value")
@@ -301,12 +308,14 @@ def _policy_options(args) -> None:
 def _cmd_policy(args) -> int:
     _policy_options(args)
     if args.action == "create":
+        allowed = operation_names(args.allow, "--allow")  # before the database is touched
+        forbidden = operation_names(args.forbid or [], "--forbid") or ()
         with _open(args, create=True) as rt:
             policy = rt.policies.create(
                 time_access="allowed" if args.allow_time else None,
                 randomness="seeded" if args.allow_randomness else None,
                 external_call="forbidden" if args.forbid_calls else None,
-                allowed_operations=args.allow, forbidden_operations=args.forbid or ())
+                allowed_operations=allowed, forbidden_operations=forbidden)
         _print_json(policy.to_json())
         return 0
     with _open(args) as rt:
@@ -387,7 +396,7 @@ def _positive(text: str) -> int:
     value = parse_count(text, "--limit")
     if value == 0:
         raise CliError("--limit must be positive")
-    return value
+    return min(value, (1 << 63) - 1)  # SQLite's largest integer: more than any table holds
 
 
 def register(sub) -> None:
@@ -396,6 +405,9 @@ def register(sub) -> None:
     p.add_argument("--address",
                    help="address to deploy at (default: the lowest free address from 0x100)")
     p.add_argument("--storage", action="append", metavar="KEY=VALUE", help="initial storage")
+    p.add_argument("--storage-file", dest="storage_file", metavar="FILE.json",
+                   help='initial storage from a JSON object {"KEY": "VALUE", ...} (for large '
+                        'storage; --storage entries are applied after it)')
     p.add_argument("--unchecked", action="store_true",
                    help="deploy even a container that fails validation (calls to it are "
                         "then refused at the validated stage)")
@@ -408,7 +420,7 @@ def register(sub) -> None:
                     "the context. Exit status: 0 success; 1 recorded with another status (an "
                     "unknown contract too: rejected CONTRACT_NOT_FOUND); 2 bad input, nothing "
                     "recorded; 3 with --deliver, an event could not be delivered (whatever the "
-                    "status; the context is recorded and `events deliver` retries).")
+                    "status; the context is recorded and 'events deliver' retries).")
     p.add_argument("address")
     p.add_argument("--calldata", default="0x", help="call data as hex (default: empty)")
     p.add_argument("--caller", default="0", help="caller address (default: 0, chapter 7.3.1)")
@@ -418,9 +430,9 @@ def register(sub) -> None:
     p.add_argument("--isolation", help="isolation level (sandbox.toml; default standard)")
     p.add_argument("--storage-access", dest="storage_access",
                    help="none, read_only or read_write (default: the isolation level's widest)")
-    p.add_argument("--compute")
-    p.add_argument("--memory-pages", dest="memory_pages")
-    p.add_argument("--storage-units", dest="storage_units")
+    p.add_argument("--compute", help="compute limit (default: limits.toml [default])")
+    p.add_argument("--memory-pages", dest="memory_pages", help="memory limit in pages")
+    p.add_argument("--storage-units", dest="storage_units", help="storage limit in units")
     p.add_argument("--tx-ref", dest="tx_ref", help="transaction reference (default: request hash)")
     p.add_argument("--vm", help="VM id (default: the active VM)")
     p.add_argument("--deliver", action="store_true",
@@ -499,11 +511,11 @@ def register(sub) -> None:
     p.set_defaults(func=_cmd_instructions)
 
     p = sub.add_parser("readiness", help="run the readiness checks and show their evidence")
-    p.add_argument("--only", action="append", metavar="CHECK")
-    p.add_argument("--skip", action="append", metavar="CHECK")
+    p.add_argument("--only", action="append", metavar="CHECK", help="run only this check (repeatable)")
+    p.add_argument("--skip", action="append", metavar="CHECK", help="skip this check (repeatable)")
     p.add_argument("--examples", help="example scenarios directory")
     p.add_argument("--proofs-report", dest="proofs_report", metavar="PATH",
                    help="the proof report to check (default: build/proofs-report.json in the "
-                        "current directory, as `rtwo-vm prove` writes it)")
+                        "current directory, as rtwo-vm prove writes it)")
     _common(p)
     p.set_defaults(func=_cmd_readiness)

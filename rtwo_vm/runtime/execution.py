@@ -192,6 +192,7 @@ class ExecutionRun:
         self.lifecycle.advance("validated")
 
     def _bind(self) -> None:
+        assert self._program is not None  # loaded at the stage before
         try:
             policy_mod.bind(self._program.code, self.policy)
         except VMError as err:
@@ -209,9 +210,10 @@ class ExecutionRun:
     def _load_state(self) -> None:
         self._lock()
         self.state_reference = self._svc.store.meta("state_root")
+        # A view over the database, read (by primary key) only where the execution touches
+        # it. Deploy admits only words and bytes; a stored entry that is not is a host failure
+        # (INTERNAL_ERROR, chapter 8.3), not the request's fault: the view says so when read.
         self._world = self._svc.store.world_state()
-        # Deploy admits only words and bytes; a stored state that is not is a host failure
-        # (INTERNAL_ERROR, chapter 8.3), not the request's fault.
         check_state(self._world, WORD)
         self.lifecycle.advance("state_loaded")
 

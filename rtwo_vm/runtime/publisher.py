@@ -50,6 +50,8 @@ class VMEventPublisher:
         return [VMEvent.from_row(r) for r in self.store.all(sql, tuple(args))]
 
     def get(self, event_id: int) -> VMEvent:
+        if not (type(event_id) is int and 0 <= event_id < 1 << 63):  # SQLite's integer range
+            raise UnknownRecord(f"no event {event_id}")
         row = self.store.one("SELECT * FROM outbox WHERE event_id = ?", (event_id,))
         if row is None:
             raise UnknownRecord(f"no event {event_id}")

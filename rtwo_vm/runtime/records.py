@@ -7,6 +7,8 @@ one transaction; only violation acknowledgement changes a record afterwards.
 
 from __future__ import annotations
 
+import builtins
+
 import json
 import sqlite3
 from typing import Any, Callable
@@ -106,7 +108,7 @@ class ExecutionContextManager(_RecordService):
             "SELECT * FROM contexts WHERE parent_context_id = ? ORDER BY call_index",
             (context_id,))]
 
-    def list(self, *, limit: int | None = None, status: str | None = None,
+    def list(self, *, limit: int | None = None, status: str | None = None,  # type: ignore[override]
              execution_status: str | None = None, contract_id: str | None = None,
              roots_only: bool = False) -> list:
         """Contexts in commit order. Every context is recorded whole at the final stage, so
@@ -142,7 +144,7 @@ class ExecutionContextManager(_RecordService):
             (roles["commit"], roles["rollback"]))
         return {r[0]: (r[1], r[2], r[3]) for r in rows}
 
-    def incomplete(self) -> list[str]:
+    def incomplete(self) -> builtins.list[str]:
         """Context ids missing any part of their record (never expected: one transaction)."""
         final = catalog().roles["final"]
         rows = self.store.all(

@@ -125,8 +125,37 @@ class VirtualMachineRegistry(_RecordService):
         if active:
             return active[0]
         if self.count() == 0:
-            return self.activate(self.register(REFERENCE_VM_NAME).vm_id)[0]
+            return self._first_vm()
         raise InvalidInput("no active VM: activate one (rtwo-vm vm activate ID)")
+
+    def _first_vm(self) -> RTWOVirtualMachine:
+        """Register and activate the reference VM in one transaction, unless another writer
+        did first (checked under the write lock): concurrent first calls make one VM."""
+        ok, evidence = self_check("reference_interpreter")
+        vm = RTWOVirtualMachine(
+            vm_id=self._ids("vm"), vm_name=REFERENCE_VM_NAME, vm_version=engine_version(),
+            runtime_compatibility=(spec.SPEC_VERSION,), execution_mode="reference_interpreter",
+            status="registered", created_at=self._clock())
+        with self._writer.transaction() as tx:
+            row = tx.execute("SELECT vm_id FROM vms WHERE status = 'active' "
+                             "ORDER BY created_at, vm_id LIMIT 1").fetchone()
+            others = tx.execute("SELECT count(*) FROM vms").fetchone()[0]
+            if row is None and others == 0:
+                self.store.insert(tx, "vms", row_of(vm))
+                self._writer.event(tx, f"vm:{vm.vm_id}", "vm.registered", vm.to_json(),
+                                   vm.created_at)
+                if ok:
+                    tx.execute("UPDATE vms SET status = 'active' WHERE vm_id = ?", (vm.vm_id,))
+                    self._writer.event(tx, f"vm:{vm.vm_id}", "vm.status_changed",
+                                       {"vmId": vm.vm_id, "from": "registered", "to": "active",
+                                        "evidence": evidence}, self._clock())
+        if row is not None:
+            return self.get(row["vm_id"])
+        if others:
+            raise InvalidInput("no active VM: activate one (rtwo-vm vm activate ID)")
+        if not ok:
+            raise InvalidInput(f"VM {vm.vm_id} failed its self-check: {evidence}")
+        return self.get(vm.vm_id)
 
 
 class DeterminismPolicyService(_RecordService):
@@ -164,9 +193,18 @@ class DeterminismPolicyService(_RecordService):
             return self.get(policy_id)
         policy = RTWODeterminismPolicy(**{**row_of(policy), "policy_id": policy_id})
         with self._writer.transaction() as tx:
-            self.store.insert(tx, "policies", row_of(policy))
-            self._writer.event(tx, f"policy:{policy_id}", "policy.created", policy.to_json(),
-                               policy.created_at)
+            # Checked again under the write lock: of concurrent first creators one inserts,
+            # the others find its row (the primary key refuses a second one regardless).
+            existing = tx.execute("SELECT status FROM policies WHERE policy_id = ?",
+                                  (policy_id,)).fetchone()
+            if existing is None:
+                self.store.insert(tx, "policies", row_of(policy))
+                self._writer.event(tx, f"policy:{policy_id}", "policy.created",
+                                   policy.to_json(), policy.created_at)
+        if existing is not None:
+            if existing["status"] != "active":
+                raise InvalidInput(f"policy {policy_id} exists and is {existing['status']}")
+            return self.get(policy_id)
         return policy
 
     def default(self) -> RTWODeterminismPolicy:

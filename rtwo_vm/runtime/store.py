@@ -18,11 +18,13 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
-from reference_vm import Contract, WorldState
+from reference_vm import Contract, StateView, WorldState
+from reference_vm.errors import InternalInvariantError
 from reference_vm.result import canonical
 from rtwo_vm.runtime.catalog import catalog
 
@@ -130,15 +132,29 @@ def word_text(value: int) -> str:
 class Store:
     """A connection to one database, with explicit transactions (autocommit otherwise)."""
 
+    timeout = 30.0  # seconds to wait for a busy database before giving up
+
     def __init__(self, path: str | Path, *, create: bool = True, timeout: float = 30.0):
         self.path = str(path)
+        self.timeout = timeout
         if not create and self.path != ":memory:" and not Path(self.path).exists():
             raise StoreError(f"no database at {self.path}")
         try:
             self.conn = sqlite3.connect(self.path, isolation_level=None, timeout=timeout,
                                         check_same_thread=False)
-        except sqlite3.Error as err:
+        except (sqlite3.Error, ValueError) as err:
             raise StoreError(f"cannot open {self.path}: {err}") from None
+        try:
+            _retry_busy(self._open, timeout)
+        except sqlite3.DatabaseError as err:
+            # Not a database, a truncated or corrupt one, a full disk, a device file...
+            self.conn.close()
+            raise StoreError(f"{self.path}: cannot use the database: {err}") from None
+        except BaseException:
+            self.conn.close()
+            raise
+
+    def _open(self) -> None:
         self.conn.row_factory = sqlite3.Row
         self.conn.execute("PRAGMA foreign_keys = ON")
         if self.path != ":memory:":
@@ -162,10 +178,15 @@ class Store:
         if version > SCHEMA_VERSION:
             raise StoreError(f"{self.path} has schema {version}, newer than this runtime's "
                              f"{SCHEMA_VERSION}")
-        if version == 0 and self._has_foreign_tables():
-            raise StoreError(f"{self.path} is not an RTWO VM database")
         for number in range(version + 1, target + 1):
             with self.transaction() as tx:
+                # Read again under the write lock: concurrent first openers of a fresh file
+                # migrate it once, the others find it done.
+                current = self.schema_version
+                if current >= number:
+                    continue
+                if current == 0 and self._has_foreign_tables():
+                    raise StoreError(f"{self.path} is not an RTWO VM database")
                 for statement in _statements(MIGRATIONS[number - 1]):
                     tx.execute(statement)
                 if number == 1:
@@ -190,6 +211,9 @@ class Store:
         if stored == wanted and self.meta("initial_stage") == cat.roles["initial"]:
             return
         with self.transaction() as tx:
+            stored = {(r[0], r[1]) for r in self.all("SELECT * FROM lifecycle_transitions")}
+            if stored == wanted and self.meta("initial_stage") == cat.roles["initial"]:
+                return
             tx.execute("DELETE FROM lifecycle_transitions")
             tx.executemany("INSERT INTO lifecycle_transitions VALUES (?, ?)", sorted(wanted))
             self.set_meta(tx, "initial_stage", cat.roles["initial"])
@@ -211,7 +235,7 @@ class Store:
         if self.conn.in_transaction:
             raise StoreError("a transaction is already open on this connection")
         try:
-            self.conn.execute("BEGIN IMMEDIATE")
+            _retry_busy(lambda: self.conn.execute("BEGIN IMMEDIATE"), self.timeout)
         except sqlite3.OperationalError as err:
             raise StoreError(f"{self.path}: {err}") from None
 
@@ -250,13 +274,11 @@ class Store:
         return None if row is None else bytes(row[0])
 
     def world_state(self) -> WorldState:
-        """Every contract with its storage: a CALL may name any address (chapter 8.1)."""
-        storage: dict[str, dict[int, int]] = {}
-        for row in self.all("SELECT address, key, value FROM storage"):
-            storage.setdefault(row["address"], {})[int(row["key"], 16)] = int(row["value"], 16)
-        return WorldState({int(row["address"], 16): Contract(bytes(row["code"]),
-                                                             storage.get(row["address"], {}))
-                           for row in self.all("SELECT address, code FROM contracts")})
+        """The world state as a view over the database: a CALL may name any address (chapter
+        8.1), so every contract is reachable, but only what the execution touches is read,
+        each contract's code and each storage slot by its primary key. Read it inside the
+        transaction that holds the state still (execution.py does)."""
+        return WorldState(_Contracts(self.conn))
 
     # -- writing --------------------------------------------------------------------------
 
@@ -281,6 +303,106 @@ class Store:
         marks = ", ".join("?" for _ in row)
         tx.execute(f"INSERT INTO {table} ({names}) VALUES ({marks})",
                    tuple(_column(v) for v in row.values()))
+
+
+_WORD_MASK = (1 << 64) - 1
+
+
+def _stored_word(text: Any, what: str) -> int:
+    """A word stored as canonical hex text; anything else is a host failure (INTERNAL_ERROR)."""
+    if type(text) is str and text.startswith("0x"):
+        try:
+            value = int(text, 16)
+        except ValueError:
+            value = -1
+        if 0 <= value <= _WORD_MASK and hex(value) == text:
+            return value
+    raise InternalInvariantError(f"{what} holds {str(text)[:40]!r}, not a word")
+
+
+class _Storage(StateView):
+    """One contract's storage, read slot by slot (the primary key (address, key))."""
+
+    def __init__(self, conn: sqlite3.Connection, address: str):
+        self._conn, self._address = conn, address
+        self._read: dict[int, int | None] = {}
+
+    def __getitem__(self, key: int) -> int:
+        if key not in self._read:
+            value = None
+            if type(key) is int and 0 <= key <= _WORD_MASK:
+                row = self._conn.execute("SELECT value FROM storage WHERE address = ? AND key = ?",
+                                         (self._address, word_text(key))).fetchone()
+                if row is not None:
+                    value = _stored_word(row[0], f"storage {self._address}[{key:#x}]") or None
+            self._read[key] = value
+        value = self._read[key]
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def __iter__(self) -> Iterator[int]:
+        rows = self._conn.execute("SELECT key FROM storage WHERE address = ?", (self._address,))
+        return iter([_stored_word(r[0], f"a storage key of {self._address}") for r in rows])
+
+    def __len__(self) -> int:
+        return self._conn.execute("SELECT count(*) FROM storage WHERE address = ?",
+                                  (self._address,)).fetchone()[0]
+
+
+class _Contracts(StateView):
+    """Every deployed contract, read by address when the execution names it."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self._conn = conn
+        self._read: dict[int, Contract | None] = {}
+
+    def __getitem__(self, address: int) -> Contract:
+        if address not in self._read:
+            contract = None
+            if type(address) is int and 0 <= address <= _WORD_MASK:
+                addr = word_text(address)
+                row = self._conn.execute("SELECT code FROM contracts WHERE address = ?",
+                                         (addr,)).fetchone()
+                if row is not None:
+                    if not isinstance(row[0], bytes):
+                        raise InternalInvariantError(f"code of {addr} is not a byte string")
+                    contract = Contract(row[0], _Storage(self._conn, addr))
+            self._read[address] = contract
+        contract = self._read[address]
+        if contract is None:
+            raise KeyError(address)
+        return contract
+
+    def __iter__(self) -> Iterator[int]:
+        rows = self._conn.execute("SELECT address FROM contracts")
+        return iter([_stored_word(r[0], "a contract address") for r in rows])
+
+    def __len__(self) -> int:
+        return self._conn.execute("SELECT count(*) FROM contracts").fetchone()[0]
+
+
+def _is_busy(err: sqlite3.Error) -> bool:
+    code = getattr(err, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return "locked" in str(err) or "busy" in str(err)
+
+
+def _retry_busy(action: Callable[[], Any], timeout: float) -> Any:
+    """Run ``action``, retrying with capped exponential backoff while SQLite reports the
+    database busy or locked (SQLite's own busy handler does not cover every case, e.g. the
+    journal-mode switch of concurrent first openers), for at most ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    pause = 0.005
+    while True:
+        try:
+            return action()
+        except sqlite3.OperationalError as err:
+            if not _is_busy(err) or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)  # a backoff between attempts, not a wait for an event
+        pause = min(pause * 2, 0.25)
 
 
 def _column(value: Any) -> Any:
