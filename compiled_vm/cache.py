@@ -38,7 +38,7 @@ class Profile:
         source, namespace = generate(region, word)
         code = compile(source, f"<rtwo-compiled {head}>", "exec")
         exec(code, namespace)  # noqa: S102 - source generated here from validated code
-        self.fns[head] = namespace["region"]  # type: ignore[assignment]
+        self.fns[head] = namespace["region"]  # type: ignore[call-overload]
         self.sources[head] = source
         self.compiled += 1
 

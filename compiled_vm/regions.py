@@ -59,7 +59,7 @@ def find_loop(program: Program, head: int) -> tuple[Segment, ...] | None:
         for path in frontier:
             for nxt in successors(segments[path[-1]]):
                 if nxt == head:
-                    return tuple(segments[pc] for pc in path)
+                    return tuple(segments[pc] for pc in path)  # type: ignore[misc]
                 if nxt not in path and segments[nxt] is not None:
                     grown.append(path + (nxt,))
         frontier = grown
