@@ -18,7 +18,7 @@ def register(sub) -> None:
     _dir(f)
     f.add_argument("--check", action="store_true", help="fill in memory and fail if the stored corpus differs")
     f.add_argument("--refresh-smt", action="store_true", help="ask proofs.branches (z3) again for branch inputs")
-    f.add_argument("--source", action="append", choices=["definition", "smt", "random"],
+    f.add_argument("--source", action="append", choices=["definition", "smt", "random", "fuzz"],
                    help="fill only these sources (default: all)")
     f.set_defaults(func=_cmd_fill)
     c = vs.add_parser("check", help="validate the stored corpus: schema (jsonschema), manifest, digest")
@@ -28,7 +28,7 @@ def register(sub) -> None:
     _dir(c)
     c.add_argument("--json", action="store_true", help="print the coverage as JSON")
     c.add_argument("--no-matrix", action="store_true", help="only the summary")
-    c.add_argument("--source", action="append", choices=["definition", "smt", "random"], help="only these sources")
+    c.add_argument("--source", action="append", choices=["definition", "smt", "random", "fuzz"], help="only these sources")
     c.set_defaults(func=_cmd_coverage)
     c = vs.add_parser("list", help="list vector ids (with --filter as in conformance run)")
     _dir(c)
