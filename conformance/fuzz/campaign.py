@@ -30,6 +30,7 @@ EPOCH = 256
 TASK = 32
 STATE = "state.json"
 STATE_VERSION = 1
+SAVE_SECONDS = 5.0            # the state is written at most this often (and at the end)
 
 
 @dataclass
@@ -133,6 +134,7 @@ def run_campaign(options: Options, on_epoch: Callable[[dict[str, Any]], None] | 
     started = time.perf_counter()
     base = state["seconds"]
     backend = make_backend(make_worker, (config,), options.workers, options.ray)
+    saved = time.perf_counter()
     try:
         state["hellos"] = backend.call("hellos")[0]
         config.clear()
@@ -153,21 +155,30 @@ def run_campaign(options: Options, on_epoch: Callable[[dict[str, Any]], None] | 
                 backend.broadcast(additions)
             state["next_index"] = end
             state["seconds"] = elapsed
+            state["coverage_cells"], state["coverage_arcs"], state["pool_size"] = len(cells), len(arcs), len(pool)
             state["growth"].append({"seconds": round(elapsed, 3), "executions": state["executions"],
                                     "cells": len(cells), "arcs": len(arcs), "pool": len(pool),
                                     "buckets": len(state["buckets"])})
-            state["pool"], state["pool_added"] = pool.to_json(), pool.added
-            state["cells"], state["arcs"] = sorted(cells), sorted(arcs)
-            if additions["classes"] or any(r["findings"] for r in results):
-                write_findings(out / FINDINGS, _vectors(state), state["seed"])
-            _save(out, state)
+            found = bool(additions["classes"] or any(r["findings"] for r in results))
+            if found or time.perf_counter() - saved >= SAVE_SECONDS:
+                _snapshot(state, pool, cells, arcs)
+                if found:
+                    write_findings(out / FINDINGS, _vectors(state), state["seed"])
+                _save(out, state)
+                saved = time.perf_counter()
             if on_epoch:
                 on_epoch(state)
     finally:
         backend.close()
+    _snapshot(state, pool, cells, arcs)
     write_findings(out / FINDINGS, _vectors(state), state["seed"])
     _save(out, state)
     return state
+
+
+def _snapshot(state: dict[str, Any], pool: Pool, cells: set, arcs: set) -> None:
+    state["pool"], state["pool_added"] = pool.to_json(), pool.added
+    state["cells"], state["arcs"] = sorted(cells), sorted(arcs)
 
 
 def _vectors(state: dict[str, Any]) -> list[dict[str, Any]]:

@@ -47,7 +47,7 @@ KEYS = (0, 0, 1, 1, 2, 3, 7, 255, 2 ** 32, MASK)
 COMPUTES = (0, 1, 2, 10, 50, 100, 500, 1000, 5000, 2 ** 32, MASK)
 LIMIT_CHOICES = {
     "compute": (0, 1, 2, 3, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 20000, 50000),
-    "memory_pages": (0, 1, 1, 2, 2, 3, 4, 8, 16, 64),
+    "memory_pages": (0, 1, 1, 2, 2, 2, 3, 4, 4, 8, 16, 64),
     "storage_units": (0, 1, 3, 4, 5, 16, 17, 20, 21, 50, 100, 1000, 100000),
 }
 OPERANDS = {  # operand kinds in push order (bottom first)
@@ -64,10 +64,13 @@ OPERANDS = {  # operand kinds in push order (bottom first)
     "LOG4": ("offset", "length", "word", "word", "word", "word"),
 }
 # Instruction weights by type: the interesting ones (memory, calls, storage) more often.
-TYPE_WEIGHT = {"control": 2, "stack": 2, "arithmetic": 3, "comparison": 2, "bitwise": 3, "memory": 4,
-               "storage": 3, "environment": 3, "hash": 1, "event": 2, "call": 2, "context": 1}
-BODY = [i for i in TABLE.instructions for _ in range(TYPE_WEIGHT[i.type])
-        if i.flow not in ("halt",) and i.mnemonic not in ("RETSUB",)]
+# An instruction is drawn by type first (weights below), then uniformly within the type, so
+# the 37 stack instructions do not crowd out the single CALL.
+TYPE_WEIGHT = {"control": 2, "stack": 2, "arithmetic": 3, "comparison": 2, "bitwise": 3, "memory": 5,
+               "storage": 3, "environment": 4, "hash": 1, "event": 2, "call": 4, "context": 2}
+BY_TYPE = {t: [i for i in TABLE.instructions if i.type == t and i.flow != "halt" and i.mnemonic != "RETSUB"]
+           for t in TYPE_WEIGHT}
+BODY = [i for t, w in TYPE_WEIGHT.items() for i in BY_TYPE[t] for _ in range(w * 60 // max(1, len(BY_TYPE[t])))]
 MALFORMED_SHARE = 0.08
 FRESH_SHARE = 0.35
 
@@ -94,6 +97,8 @@ class Builder:
     def value(self, kind: str) -> int:
         rng = self.rng
         if kind == "offset":
+            if rng.random() < 0.5:
+                return rng.choice((0, 8, 16, 24, 32, 40, 48, 56, 64)) + rng.choice((0, 0, 0, 1, 4, 7))
             return _pick(rng, OFFSETS, p_random=0.05)
         if kind == "length":
             return _pick(rng, LENGTHS, 12, p_random=0.1)
@@ -160,8 +165,33 @@ class Builder:
             self.rows.append((mnemonic, 0))
         self.height = max(0, self.height - ins.inputs) + ins.outputs
 
+    def prologue(self) -> None:
+        """Non-zero words in the first bytes of memory, so copies and returns carry data."""
+        for k in range(1 + self.rng.randrange(4)):
+            self.push(8 * k)
+            self.push(self.rng.getrandbits(64) | 1)
+            self.rows.append(("MSTORE", 0))
+            self.height -= 2
+
+    def observe(self) -> int:
+        """Store up to four stack words at 64, 72, ... so that RETURN shows them; the bytes to return."""
+        dumped = 0
+        while dumped < 4 and self.height > 0:
+            self.push(64 + 8 * dumped)
+            self.rows.append(("SWAP1", 0))
+            self.rows.append(("MSTORE", 0))
+            self.height -= 2
+            dumped += 1
+        return 64 + 8 * dumped
+
     def halt(self) -> None:
         mnemonic = self.rng.choice(HALTS)
+        if mnemonic in ("RETURN", "REVERT") and self.rng.random() < 0.6:
+            end = self.observe()
+            self.push(0)
+            self.push(end)
+            self.rows.append((mnemonic, 0))
+            return
         if mnemonic in ("RETURN", "REVERT"):
             if self.rng.random() < 0.7:
                 self.push(self.rng.choice((0, 0, 8, 16, 32, 64)))
@@ -199,6 +229,8 @@ def recursive_rows(rng: random.Random) -> list[tuple[str, int]]:
 
 def fresh_rows(rng: random.Random, addresses: Sequence[int], cds: int, ds: int) -> list[tuple[str, int]]:
     b = Builder(rng, addresses, cds, ds)
+    if rng.random() < 0.5:
+        b.prologue()
     for _ in range(rng.choice((1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 24))):
         b.emit(rng.choice(BODY).mnemonic)
     b.halt()
@@ -226,19 +258,19 @@ def _call_data(rng: random.Random) -> bytes:
 def random_policy(rng: random.Random, mnemonics: Sequence[str]) -> tuple[dict, str]:
     fields = TABLE.policy["fields"]
     policy = default_policy()
-    for name, odds in (("time_access", 0.7), ("randomness", 0.7), ("external_call", 0.85)):
+    for name, odds in (("time_access", 0.85), ("randomness", 0.85), ("external_call", 0.93)):
         values = fields[name]["values"]
         open_value = [v for v in values if v != "forbidden"][0]
         policy[name] = open_value if rng.random() < odds else "forbidden"
     r = rng.random()
-    policy["storage_access"] = "read_write" if r < 0.7 else "read_only" if r < 0.85 else "none"
+    policy["storage_access"] = "read_write" if r < 0.8 else "read_only" if r < 0.9 else "none"
     levels = [n for n, lv in isolation_levels().items()
               if ACCESS_ORDER.index(lv["max_storage_access"]) >= ACCESS_ORDER.index(policy["storage_access"])]
     isolation = "standard" if rng.random() < 0.6 else rng.choice(sorted(levels))
     names = list(mnemonics) + sorted(TABLE.instruction_types)
-    if rng.random() < 0.08:
+    if rng.random() < 0.04:
         policy["allowed"] = sorted({rng.choice(names) for _ in range(1 + rng.randrange(6))})
-    if rng.random() < 0.08:
+    if rng.random() < 0.04:
         policy["forbidden"] = sorted({rng.choice(names) for _ in range(1 + rng.randrange(2))})
     if rng.random() < 0.01:
         policy[rng.choice(("forbidden", "allowed"))] = ["NOSUCHOP"]
@@ -258,7 +290,7 @@ def has_loop(inp: FuzzInput) -> bool:
 def random_limits(rng: random.Random) -> dict[str, int]:
     limits = default_limits()
     for name, choices in LIMIT_CHOICES.items():
-        if rng.random() < 0.75:
+        if rng.random() < 0.6:
             limits[name] = rng.choice(choices)
     return limits
 

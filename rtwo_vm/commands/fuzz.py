@@ -82,7 +82,7 @@ def _cmd_fuzz(args) -> int:
 
     def on_epoch(state) -> None:
         progress.update(state["executions"] if args.runs is None else state["next_index"],
-                        f"cells {len(state['cells'])} arcs {len(state['arcs'])} pool {len(state['pool'])} "
+                        f"cells {state['coverage_cells']} arcs {state['coverage_arcs']} pool {state['pool_size']} "
                         f"buckets {len(state['buckets'])}")
     try:
         with progress:
