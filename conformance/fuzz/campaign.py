@@ -101,7 +101,9 @@ def _merge(state: dict[str, Any], pool: Pool, cells: set, arcs: set, results: li
         key = f"{impl}|{kind}"
         state["divergent"] += 1
         if key not in buckets:
-            buckets[key] = {"impl": impl, "command": state["impls"][impl], "class": kind, "count": 0,
+            hello = (state.get("hellos") or [None] * len(state["impls"]))[impl] or {}
+            name = (hello.get("implementation") or {}).get("name") or state["impls"][impl]
+            buckets[key] = {"impl": impl, "name": name, "command": state["impls"][impl], "class": kind, "count": 0,
                             "first_index": idx, "first_seconds": round(elapsed, 3), "finding": None}
             added_classes.append(key)
         buckets[key]["count"] += 1

@@ -75,7 +75,7 @@ def program_text(inp: FuzzInput) -> list[str]:
 
 def bucket_text(bucket: Mapping[str, Any]) -> str:
     f = bucket.get("finding") or {}
-    lines = [f"[{bucket['count']}x] {bucket['impl']}: {bucket['class']}"
+    lines = [f"[{bucket['count']}x] {bucket.get('name', bucket['impl'])}: {bucket['class']}"
              + (f"  -> {f['vector_id']}" if f.get("vector_id") else "")]
     if f:
         lines.append(f"  first at request {bucket['first_index']}; shrunk from {f['original_size']} to "
