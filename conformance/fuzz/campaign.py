@@ -44,6 +44,7 @@ class Options:
     ray: str | None = None
     timeout: float = 10.0
     resume: bool = False
+    stop_on_finding: bool = False
     worker_config: dict[str, Any] = field(default_factory=dict)
 
 
@@ -133,10 +134,9 @@ def run_campaign(options: Options, on_epoch: Callable[[dict[str, Any]], None] | 
               "pool": state["pool"], "pool_added": state["pool_added"], "cells": state["cells"],
               "arcs": state["arcs"], "classes": list(state["buckets"])}
     from conformance.fuzz.worker import make_worker
-    started = time.perf_counter()
     base = state["seconds"]
     backend = make_backend(make_worker, (config,), options.workers, options.ray)
-    saved = time.perf_counter()
+    started = saved = time.perf_counter()      # worker (and cluster) start-up is not counted
     try:
         state["hellos"] = backend.call("hellos")[0]
         config.clear()
@@ -148,9 +148,16 @@ def run_campaign(options: Options, on_epoch: Callable[[dict[str, Any]], None] | 
             if options.seconds is not None and time.perf_counter() - started >= options.seconds:
                 state["stopped"] = f"--seconds {options.seconds:g} (wall clock)"
                 break
+            if options.stop_on_finding and state["buckets"]:
+                state["stopped"] = "the first finding"
+                break
             end = done + EPOCH if options.runs is None else min(done + EPOCH, options.runs)
             tasks = [{"start": s, "count": min(TASK, end - s), "pool_size": len(pool)} for s in range(done, end, TASK)]
-            results = backend.map(tasks)
+            try:
+                results = backend.map(tasks)
+            except KeyboardInterrupt:
+                state["stopped"] = "interrupted (the unfinished epoch is not counted)"
+                break
             elapsed = base + time.perf_counter() - started
             additions = _merge(state, pool, cells, arcs, results, elapsed)
             if any(additions.values()):

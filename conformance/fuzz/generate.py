@@ -71,6 +71,8 @@ TYPE_WEIGHT = {"control": 2, "stack": 2, "arithmetic": 3, "comparison": 2, "bitw
 BY_TYPE = {t: [i for i in TABLE.instructions if i.type == t and i.flow != "halt" and i.mnemonic != "RETSUB"]
            for t in TYPE_WEIGHT}
 BODY = [i for t, w in TYPE_WEIGHT.items() for i in BY_TYPE[t] for _ in range(w * 60 // max(1, len(BY_TYPE[t])))]
+CALL_OBSERVERS = ("RETURNDATASIZE", "RETURNDATACOPY", "RETURNDATACOPY", "RANDOM", "SLOAD", "MSIZE", "COMPUTELEFT",
+                  "CALL")
 MALFORMED_SHARE = 0.08
 FRESH_SHARE = 0.35
 
@@ -107,11 +109,11 @@ class Builder:
         if kind == "key":
             return _pick(rng, KEYS)
         if kind == "cdoffset":
-            size = self.cds if kind == "cdoffset" and rng.random() < 0.6 else self.ds
+            size = self.cds if rng.random() < 0.5 else self.ds if rng.random() < 0.5 else rng.choice((8, 16, 64, 72))
             return rng.choice((0, 1, max(0, size - 8), max(0, size - 7), max(0, size - 1), size, size + 1,
-                               size + 8, MASK - 3, MIN))
+                               size + 8, 1 << 32, (1 << 32) + 1, MASK - 3, MIN, MIN + 1))
         if kind == "address":
-            return rng.choice(self.addresses + [MISSING, 0, MASK])
+            return rng.choice(self.addresses) if rng.random() < 0.75 else rng.choice((MISSING, 0, MASK))
         if kind == "compute":
             return _pick(rng, COMPUTES, p_random=0.05)
         if kind == "cond":
@@ -164,6 +166,9 @@ class Builder:
         else:
             self.rows.append((mnemonic, 0))
         self.height = max(0, self.height - ins.inputs) + ins.outputs
+        if mnemonic == "CALL" and self.rng.random() < 0.6:
+            # look at what the call may have changed: return data, the random stream, storage, memory
+            self.emit(self.rng.choice(CALL_OBSERVERS))
 
     def prologue(self) -> None:
         """Non-zero words in the first bytes of memory, so copies and returns carry data."""
@@ -311,7 +316,7 @@ def fresh(rng: random.Random) -> FuzzInput:
     call_data = _call_data(rng)
     contracts = {}
     for address in addresses:
-        data = bytes(rng.getrandbits(8) for _ in range(rng.choice((0, 0, 1, 8, 9, 33))))
+        data = bytes(rng.getrandbits(8) for _ in range(rng.choice((0, 0, 1, 8, 9, 16, 33, 64))))
         if address != ENTRY and rng.random() < 0.15 or (address == ENTRY and rng.random() < 0.04):
             rows = recursive_rows(rng)
         else:

@@ -30,6 +30,7 @@ def register(sub) -> None:
                    help="run the workers as Ray actors: 'local' starts a cluster on 127.0.0.1, else join ADDRESS")
     p.add_argument("--resume", metavar="DIR", default=None, help="continue the campaign saved in DIR")
     p.add_argument("--timeout", type=float, default=10.0, help="seconds per request before a hang (default 10)")
+    p.add_argument("--stop-on-finding", action="store_true", help="stop after the epoch of the first divergence")
     p.add_argument("--json", action="store_true", help="print the final report as JSON")
     p.add_argument("--progress", action=argparse_bool(), default=None,
                    help="live progress on stderr (default: when stderr is a terminal)")
@@ -77,7 +78,8 @@ def _cmd_fuzz(args) -> int:
                 raise CliError(f"--impl {command!r}: {err}") from None
     seconds = args.seconds if args.seconds is not None or args.runs is not None else 60.0
     options = Options(impls=impls, out=out, seed=args.seed, seconds=seconds, runs=args.runs,
-                      workers=args.workers, ray=args.ray, timeout=args.timeout, resume=bool(args.resume))
+                      workers=args.workers, ray=args.ray, timeout=args.timeout, resume=bool(args.resume),
+                      stop_on_finding=args.stop_on_finding)
     progress = Progress(args.runs, "fuzz", enabled=args.progress)
 
     def on_epoch(state) -> None:
