@@ -108,20 +108,31 @@ def test_resume_continues_to_the_same_state(tmp_path):
     assert b["sessions"] == 2
 
 
-def test_seeded_bug_found_shrunk_and_replayable(tmp_path):
-    out = tmp_path / "bug"
-    bug = adapter(SEEDED, "--bug", "sstore-rewrite-new")
-    done = cli("fuzz", "--impl", bug, "--runs", "1024", "--seed", "1", "--out", str(out))
+BUG = adapter(SEEDED, "--bug", "sstore-rewrite-new")
+
+
+@pytest.fixture(scope="module")
+def sstore_campaign(tmp_path_factory):
+    """One campaign against a seeded bug that passes the whole corpus, shared by the tests below."""
+    out = tmp_path_factory.mktemp("fuzz") / "bug"
+    done = cli("fuzz", "--impl", BUG, "--runs", "8192", "--stop-on-finding", "--seed", "1", "--out", str(out))
+    return out, done
+
+
+def test_seeded_bug_found_shrunk_and_replayable(sstore_campaign, tmp_path):
+    out, done = sstore_campaign
+    bug = BUG
     assert done.returncode == 1, done.stdout + done.stderr
     r = report(out)
-    assert len(r["buckets"]) == 1 and "usage.storage_new_slots" in r["buckets"][0]["class"].split(",")
+    assert r["stopped"] == "the first finding"
+    assert r["buckets"] and all("usage.storage_new_slots" in b["class"].split(",") for b in r["buckets"])
     bucket = r["buckets"][0]
     assert bucket["count"] >= 1 and bucket["finding"]["size"] <= 16
     assert "SSTORE" in "\n".join(bucket["finding"]["program"])
     assert "[" in done.stdout and "SSTORE" in done.stdout
     findings = out / "findings"
     vectors = corpus.load(findings)
-    assert len(vectors) == 1 and vectors[0]["tags"]["source"] == "fuzz"
+    assert len(vectors) == len(r["buckets"]) and vectors[0]["tags"]["source"] == "fuzz"
     assert "seed_1" in vectors[0]["tags"]["categories"]
     # the finding passes the reference and fails the buggy adapter, through conformance run as it is
     ok = cli("conformance", "run", "--dir", str(findings), "--out", str(tmp_path / "c1"), "--quiet")
@@ -134,7 +145,8 @@ def test_nondeterministic_implementation_is_a_finding(tmp_path):
     out = tmp_path / "nd"
     impl = adapter(FAULTY, "--fault", "nondeterministic")
     env = {**os.environ, "TZ": "UTC0"}     # the fault is correct in UTC only: the perturbed runs differ
-    done = cli("fuzz", "--impl", impl, "--runs", "256", "--seed", "2", "--out", str(out), env=env)
+    done = cli("fuzz", "--impl", impl, "--runs", "2048", "--stop-on-finding", "--seed", "2", "--out", str(out),
+               env=env)
     assert done.returncode == 1, done.stdout + done.stderr
     classes = [b["class"] for b in report(out)["buckets"]]
     assert any(c.startswith("nondeterministic:") and "usage.compute" in c for c in classes), classes
@@ -174,13 +186,11 @@ def test_campaign_on_a_local_ray_cluster(tmp_path):
 
 
 # -- promotion -------------------------------------------------------------------------------
-def test_promote_findings_into_a_corpus(tmp_path):
+def test_promote_findings_into_a_corpus(sstore_campaign, tmp_path):
     from conformance.fuzz.promote import PromoteError, promote
-    out = tmp_path / "bug"
-    bug = adapter(SEEDED, "--bug", "sstore-rewrite-new")
-    assert cli("fuzz", "--impl", bug, "--runs", "1024", "--seed", "1", "--out", str(out)).returncode == 1
+    out, _ = sstore_campaign
     findings = out / "findings"
-    [finding] = corpus.load(findings)
+    finding = corpus.load(findings)[0]
     promoted, target = tmp_path / "promoted.jsonl", tmp_path / "corpus"
     manifest = promote(findings, [finding["id"]], promoted=promoted, corpus_dir=target,
                        sources=("definition", "fuzz"))
