@@ -344,7 +344,7 @@ def malform(rng: random.Random, inp: FuzzInput) -> None:
     address = inp.to if inp.to in inp.contracts and rng.random() < 0.8 else rng.choice(sorted(inp.contracts))
     code, storage = inp.contracts[address]
     blob = bytearray(code.container())
-    kind = rng.randrange(12)
+    kind = rng.randrange(12) if len(blob) >= 16 else 99    # already shorter than a header: append
     if kind == 0:
         blob[rng.randrange(4)] ^= 1 << rng.randrange(8)
     elif kind == 1:
