@@ -29,9 +29,10 @@ class Pool:
         self.added += 1
 
     def view(self, size: int) -> Sequence[FuzzInput]:
-        """The pool as it was when it had ``size`` entries (additions only append before it is
-        full; when full, the epoch's snapshot is the whole pool, as the coordinator sent it)."""
-        return self.entries[:size] if size < len(self.entries) else self.entries
+        """The entries a task generates from: the pool as of its epoch start, which has
+        ``size`` entries (a worker's copy changes only between epochs, so this is all of it;
+        the size guards against a copy that ran ahead)."""
+        return self.entries[:size]
 
     def __len__(self) -> int:
         return len(self.entries)

@@ -56,6 +56,7 @@ class Session:
     def start(self) -> None:
         failures = 0
         while True:
+            self.proc = None
             try:
                 self.starts += 1
                 self.proc = AdapterProcess(self.argv, self.settings, self._logs, self.starts)

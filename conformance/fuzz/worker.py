@@ -49,8 +49,12 @@ class Worker:
         self.known_arcs: set[str] = set(self.config.get("arcs", ()))
         self.known_classes: set[str] = set(self.config.get("classes", ()))
         self.tracer = ArcTracer(int(self.config["arc_share"]))
-        for s in self.sessions:
-            s.start()
+        try:
+            for s in self.sessions:
+                s.start()
+        except BaseException:
+            self.close()
+            raise
 
     # -- coordinator messages ----------------------------------------------------------------
     def update(self, message: Mapping[str, Any]) -> None:

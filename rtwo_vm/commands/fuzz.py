@@ -6,6 +6,7 @@ Exit status: 0 nothing diverged, 1 something did (findings in DIR/findings), 2 u
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import sys
@@ -32,18 +33,14 @@ def register(sub) -> None:
     p.add_argument("--timeout", type=float, default=10.0, help="seconds per request before a hang (default 10)")
     p.add_argument("--stop-on-finding", action="store_true", help="stop after the epoch of the first divergence")
     p.add_argument("--json", action="store_true", help="print the final report as JSON")
-    p.add_argument("--progress", action=argparse_bool(), default=None,
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="live progress on stderr (default: when stderr is a terminal)")
     p.set_defaults(func=_cmd_fuzz)
 
 
-def argparse_bool():
-    import argparse
-    return argparse.BooleanOptionalAction
-
-
 def _cmd_fuzz(args) -> int:
     from conformance.fuzz.backend import BackendError
+    from conformance.runner import StartError
     from conformance.fuzz.campaign import Options, StateError, load_state, report_json, report_text, run_campaign
     from conformance.suite import reference_command
     from rtwo_vm.progress import Progress
@@ -89,7 +86,7 @@ def _cmd_fuzz(args) -> int:
     try:
         with progress:
             state = run_campaign(options, on_epoch)
-    except BackendError as err:
+    except (BackendError, StartError) as err:
         print(f"rtwo-vm fuzz: could not run: {err}", file=sys.stderr)
         return EXIT_COULD_NOT_RUN
     except OSError as err:
