@@ -232,6 +232,15 @@ def recursive_rows(rng: random.Random) -> list[tuple[str, int]]:
     return rows
 
 
+def deep_rows(rng: random.Random) -> list[tuple[str, int]]:
+    """A prefix that takes the operand stack or the return stack to its limit (-2 .. +1)."""
+    if rng.random() < 0.6:
+        return [("PUSH1", 1)] * (MACHINE["stack_depth"] - 2 + rng.randrange(4))
+    depth = MACHINE["return_stack_depth"] - 2 + rng.randrange(4)
+    # CALLSUB to the row after it, depth times: every call leaves one return offset behind
+    return [("CALLSUB", i + 1) for i in range(depth)]
+
+
 def fresh_rows(rng: random.Random, addresses: Sequence[int], cds: int, ds: int) -> list[tuple[str, int]]:
     b = Builder(rng, addresses, cds, ds)
     if rng.random() < 0.5:
@@ -321,6 +330,8 @@ def fresh(rng: random.Random) -> FuzzInput:
             rows = recursive_rows(rng)
         else:
             rows = fresh_rows(rng, addresses, len(call_data), len(data))
+        if address == ENTRY and rng.random() < 0.02:
+            rows = deep_rows(rng) + rows
         storage = {}
         if rng.random() < 0.5:
             storage = {_pick(rng, KEYS): rng.choice(EDGE_WORDS[1:]) for _ in range(1 + rng.randrange(4))}

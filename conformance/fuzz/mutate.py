@@ -81,7 +81,8 @@ def mutate_once(rng: random.Random, inp: FuzzInput, pool: Sequence[FuzzInput]) -
             rows = _shift_targets(rows, i, 1)
             rows.insert(i, rows[i])
         elif kind == 7:                                 # splice rows from another entry
-            donors = [c for p in pool for c, _ in p.contracts.values() if c.rows and len(c.rows) > 1]
+            picks = [pool[rng.randrange(len(pool))] for _ in range(4)] if pool else []
+            donors = [c for p in picks for _, (c, _s) in sorted(p.contracts.items()) if c.rows and len(c.rows) > 1]
             if donors:
                 donor = rng.choice(donors).rows
                 a = rng.randrange(len(donor) - 1)
