@@ -204,3 +204,33 @@ def test_promote_findings_into_a_corpus(sstore_campaign, tmp_path):
     assert {p.name: p.read_bytes() for p in target.iterdir()} == before     # deterministic, idempotent
     with pytest.raises(PromoteError):
         promote(findings, ["fuzz/no/such"], promoted=promoted, corpus_dir=target, sources=("definition",))
+
+
+# -- the backend's map-like API (reused by other campaigns) ------------------------------------
+class _AddWorker:
+    def __init__(self, index, offset):
+        self.index, self.offset = index, offset
+
+    def run(self, task):
+        return (task + self.offset, self.index)
+
+    def update(self, message):
+        self.offset = message
+
+
+def _add_worker(index, offset):
+    return _AddWorker(index, offset)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_backend_maps_in_task_order_and_broadcasts(workers):
+    from conformance.fuzz.backend import make_backend
+    backend = make_backend(_add_worker, (10,), workers=workers)
+    try:
+        first = backend.map(list(range(7)))
+        assert [value for value, _ in first] == [10, 11, 12, 13, 14, 15, 16]
+        assert {index for _, index in first} == set(range(workers))
+        backend.broadcast(100)
+        assert [value for value, _ in backend.map([1, 2, 3])] == [101, 102, 103]
+    finally:
+        backend.close()
