@@ -115,7 +115,7 @@ class Builder:
         if kind == "address":
             return rng.choice(self.addresses) if rng.random() < 0.75 else rng.choice((MISSING, 0, MASK))
         if kind == "compute":
-            return _pick(rng, COMPUTES, p_random=0.05)
+            return rng.choice((5000, 100000, MASK)) if rng.random() < 0.6 else _pick(rng, COMPUTES, p_random=0.05)
         if kind == "cond":
             return rng.choice((0, 0, 1, 2, 256, 2 ** 32, MIN, MASK))
         return _pick(rng, EDGE_WORDS, p_random=0.35)
@@ -179,7 +179,8 @@ class Builder:
             self.height -= 2
 
     def observe(self) -> int:
-        """Store up to four stack words at 64, 72, ... so that RETURN shows them; the bytes to return."""
+        """Store up to four stack words at 64, 72, ... so that RETURN shows them; the bytes to
+        return (at least the first 128, where most generated memory accesses land)."""
         dumped = 0
         while dumped < 4 and self.height > 0:
             self.push(64 + 8 * dumped)
@@ -187,7 +188,7 @@ class Builder:
             self.rows.append(("MSTORE", 0))
             self.height -= 2
             dumped += 1
-        return 64 + 8 * dumped
+        return max(128, 64 + 8 * dumped)
 
     def halt(self) -> None:
         mnemonic = self.rng.choice(HALTS)
@@ -241,11 +242,15 @@ def deep_rows(rng: random.Random) -> list[tuple[str, int]]:
     return [("CALLSUB", i + 1) for i in range(depth)]
 
 
-def fresh_rows(rng: random.Random, addresses: Sequence[int], cds: int, ds: int) -> list[tuple[str, int]]:
+def fresh_rows(rng: random.Random, addresses: Sequence[int], cds: int, ds: int,
+               callee: bool = False) -> list[tuple[str, int]]:
+    """A fresh program; a callee's is shorter and more often writes memory first, so that it
+    more often succeeds and returns data its caller can look at."""
     b = Builder(rng, addresses, cds, ds)
-    if rng.random() < 0.5:
+    if rng.random() < (0.8 if callee else 0.5):
         b.prologue()
-    for _ in range(rng.choice((1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 24))):
+    sizes = (0, 1, 1, 2, 3, 4, 6) if callee else (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 24)
+    for _ in range(rng.choice(sizes)):
         b.emit(rng.choice(BODY).mnemonic)
     b.halt()
     return b.finish()
@@ -329,7 +334,7 @@ def fresh(rng: random.Random) -> FuzzInput:
         if address != ENTRY and rng.random() < 0.15 or (address == ENTRY and rng.random() < 0.04):
             rows = recursive_rows(rng)
         else:
-            rows = fresh_rows(rng, addresses, len(call_data), len(data))
+            rows = fresh_rows(rng, addresses, len(call_data), len(data), callee=address != ENTRY)
         if address == ENTRY and rng.random() < 0.02:
             rows = deep_rows(rng) + rows
         storage = {}

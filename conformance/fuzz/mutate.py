@@ -125,7 +125,8 @@ def mutate_once(rng: random.Random, inp: FuzzInput, pool: Sequence[FuzzInput]) -
     else:                                               # add or replace a callee contract
         address = ENTRY + 1 + rng.randrange(3)
         addresses = sorted(set(inp.contracts) | {address})
-        rows = fresh_rows(rng, addresses, len(inp.call_data), 0) if rng.random() < 0.8 else recursive_rows(rng)
+        rows = fresh_rows(rng, addresses, len(inp.call_data), 0, callee=True) if rng.random() < 0.8 \
+            else recursive_rows(rng)
         inp.contracts[address] = (Code(rows=rows), {})
 
 
