@@ -78,6 +78,18 @@ class Shrinker:
                         i += n
                 if not progress:
                     chunk //= 2
+            # then windows of 2 and 3 rows at every position (a push and its consumer are
+            # often neighbours that only go together, and ddmin's aligned chunks miss them)
+            for n in (2, 3):
+                i = 0
+                while i + n <= len(rows) and len(rows) > n and self.tests < self.budget:
+                    trial = _remove(rows, i, n)
+                    cand = current.copy()
+                    cand.contracts[address] = (Code(rows=trial, data=code.data), dict(storage))
+                    if self._try(cand):
+                        rows, current, improved = trial, cand, cand
+                    else:
+                        i += 1
         return improved
 
     def _immediates(self, inp: FuzzInput) -> FuzzInput | None:

@@ -28,7 +28,7 @@ from conformance.tracediff import first_divergence, reference_trace
 from conformance.vector import expected_of, run_reference
 
 DEFAULTS = {"timeout": 10.0, "window": 32, "perturb_share": 4, "trace_share": 16, "arc_share": 16,
-            "shrink_budget": 500}
+            "shrink_budget": 1500}
 
 
 def _every(index: int, share: int, salt: int) -> bool:
