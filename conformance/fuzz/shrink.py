@@ -34,7 +34,7 @@ class Shrinker:
         while self.tests < self.budget:
             before = self.tests
             changed = False
-            for step in (self._contracts, self._rows, self._immediates, self._call_data, self._storage,
+            for step in (self._contracts, self._rows, self._simpler_ops, self._immediates, self._call_data, self._storage,
                          self._data, self._policy, self._limits, self._context):
                 result = step(best)
                 if result is not None:
@@ -90,6 +90,34 @@ class Shrinker:
                         rows, current, improved = trial, cand, cand
                     else:
                         i += 1
+        return improved
+
+    def _simpler_ops(self, inp: FuzzInput) -> FuzzInput | None:
+        """Each row replaced by a simpler instruction of its family (LOG4 -> LOG0, DUP9 -> DUP1,
+        a jump -> NOP), which lets the row pass remove the operands it no longer needs."""
+        improved = None
+        for address in sorted(inp.contracts):
+            current = improved or inp
+            code, storage = current.contracts[address]
+            if code.rows is None:
+                continue
+            rows = list(code.rows)
+            i = 0
+            while i < len(rows):
+                m = rows[i][0]
+                for simpler in _simpler_ops(m):
+                    trial = list(rows)
+                    trial[i] = (simpler, 0)
+                    drop = TABLE.by_mnemonic[m].inputs - TABLE.by_mnemonic[simpler].inputs
+                    if m.startswith("LOG") and drop and i >= drop and all(r[0].startswith("PUSH")
+                                                                          for r in rows[i - drop:i]):
+                        trial = _remove(trial, i - drop, drop)   # and the topics pushed just before it
+                    cand = current.copy()
+                    cand.contracts[address] = (Code(rows=trial, data=code.data), dict(storage))
+                    if self._try(cand):
+                        rows, current, improved = trial, cand, cand
+                        break
+                i += 1
         return improved
 
     def _immediates(self, inp: FuzzInput) -> FuzzInput | None:
@@ -198,6 +226,17 @@ def _remove(rows, i: int, n: int):
             t = t if t < i else max(i, t - n)
         out.append((m, t))
     return out
+
+
+def _simpler_ops(mnemonic: str) -> list[str]:
+    for family in ("LOG", "DUP", "SWAP"):
+        if mnemonic.startswith(family) and mnemonic[len(family):].isdigit():
+            n = int(mnemonic[len(family):])
+            low = 0 if family == "LOG" else 1
+            return [f"{family}{k}" for k in range(low, n)]
+    if mnemonic in ("JUMP", "JUMPI", "CALLSUB"):
+        return ["NOP"] if mnemonic == "JUMP" else ["POP"] if mnemonic == "JUMPI" else ["NOP"]
+    return []
 
 
 def _simpler(mnemonic: str, imm: int):
