@@ -163,7 +163,10 @@ def test_crashing_implementation_is_a_finding_and_restarted(tmp_path):
 
 
 def test_usage_errors_exit_2_and_unstartable_adapter_exits_3(tmp_path):
-    for args in (["--runs", "0"], ["--seconds", "nan"], ["--seconds", "-1"], ["--workers", "0"],
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    (damaged / "state.json").write_text('{"version": 1, "seed": 1, "impls": "x"}')
+    for args in (["--resume", str(damaged)], ["--runs", "0"], ["--seconds", "nan"], ["--seconds", "-1"], ["--workers", "0"],
                  ["--impl", ""], ["--resume", str(tmp_path / "nothing")], ["--runs", "5", "--seconds", "1"]):
         done = cli("fuzz", "--out", str(tmp_path / "u"), *args)
         assert done.returncode == 2, (args, done.stdout, done.stderr)

@@ -72,6 +72,12 @@ def load_state(out: Path) -> dict[str, Any]:
         raise StateError(f"cannot resume from {path}: {err}") from None
     if not isinstance(state, dict) or state.get("version") != STATE_VERSION:
         raise StateError(f"cannot resume from {path}: not a campaign state of version {STATE_VERSION}")
+    kinds = {"seed": int, "impls": list, "next_index": int, "pool": list, "pool_added": int, "corpus_cells": int,
+             "cells": list, "arcs": list, "buckets": dict, "executions": int, "seconds": (int, float),
+             "outcomes": dict, "workers": dict, "growth": list, "divergent": int, "sessions": int}
+    wrong = [k for k, t in kinds.items() if not isinstance(state.get(k), t)]
+    if wrong or not state["impls"] or not all(isinstance(c, str) for c in state["impls"]):
+        raise StateError(f"cannot resume from {path}: damaged state ({', '.join(wrong) or 'impls'})")
     return state
 
 
