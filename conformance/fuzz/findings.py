@@ -80,6 +80,9 @@ def bucket_text(bucket: Mapping[str, Any]) -> str:
     if f:
         lines.append(f"  first at request {bucket['first_index']}; shrunk from {f['original_size']} to "
                      f"{f['size']} instructions in {f['tests']} tests")
+        if f.get("exposed_as"):
+            lines.append(f"  only the trace differed: the vector returns the diverging stack word "
+                         f"(class {f['exposed_as']})")
         lines += ["    " + line for line in f.get("program", [])]
         lines += ["  diff: " + d for d in f.get("diff", [])[:12]]
         if f.get("trace"):

@@ -20,13 +20,16 @@ from conformance.fuzz.feedback import ArcTracer, cells
 from conformance.fuzz.findings import make_vector, program_text, vector_id
 from conformance.fuzz.generate import generate, has_loop
 from conformance.fuzz.pool import Pool
-from conformance.fuzz.program import FuzzInput
+from conformance.fuzz.mutate import _shift_targets
+from conformance.fuzz.program import TABLE, Code, FuzzInput
 from conformance.fuzz.session import Session
 from conformance.fuzz.shrink import Shrinker
 from conformance.runner import Settings
 from conformance.tracediff import first_divergence, reference_trace
 from conformance.vector import expected_of, run_reference
 
+# Appended after an instruction to show the top of the stack in the output.
+EXPOSE = [("PUSH1", 0), ("SWAP1", 0), ("MSTORE", 0), ("PUSH1", 0), ("PUSH1", 8), ("RETURN", 0)]
 DEFAULTS = {"timeout": 10.0, "window": 32, "perturb_share": 4, "trace_share": 16, "arc_share": 16,
             "shrink_budget": 1500}
 
@@ -165,8 +168,45 @@ class Worker:
                     break
         return div
 
+    def _expose(self, impl: int, inp: FuzzInput) -> tuple[FuzzInput, Divergence] | None:
+        """A trace-only divergence made visible in the result: right after the entry-frame
+        instruction whose effect the traces first disagree on, store the top of the stack and
+        return it. (A vector whose result matches cannot fail ``conformance run``.)"""
+        code, storage = inp.contracts.get(inp.to, (None, None))
+        if code is None or code.rows is None or not self.sessions[impl].can_trace:
+            return None
+        vi = inp.vector_input()
+        answer = self.sessions[impl].run([("fuzz/expose", vi, True)])["fuzz/expose"]
+        if answer.message is None or not isinstance(answer.message.get("trace"), list):
+            return None
+        ref = reference_trace(vi)
+        d = first_divergence(ref, answer.message["trace"])
+        if d is None or d.step == 0 or d.summary or ref[d.step - 1].get("depth") != 1:
+            return None
+        offsets, pc = {}, 0
+        for j, (m, _) in enumerate(code.rows):
+            offsets[pc] = j
+            pc += TABLE.by_mnemonic[m].size
+        j = offsets.get(ref[d.step - 1].get("pc"))
+        if j is None:
+            return None
+        rows = _shift_targets(list(code.rows), j + 1, len(EXPOSE))
+        rows[j + 1:j + 1] = EXPOSE
+        cand = inp.copy()
+        cand.contracts[inp.to] = (Code(rows=rows, data=code.data), dict(storage))
+        found = self.check(impl, cand, "")
+        if found is None or found.kind.startswith(("trace:", "process:", "reference:")):
+            return None
+        return cand, found
+
     def _finding(self, impl: int, idx: int, inp: FuzzInput, div: Divergence) -> dict[str, Any]:
         kind = div.kind
+        if kind.startswith("trace:"):
+            exposed = self._expose(impl, inp)
+            if exposed is not None:
+                finding = self._finding(impl, idx, *exposed)
+                finding.update({"class": kind, "exposed_as": exposed[1].kind, "original_size": inp.size()})
+                return finding
         budget = int(self.config["shrink_budget"])
         if kind.startswith("process:timeout"):
             budget = min(budget, 12)
