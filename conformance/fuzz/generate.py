@@ -423,6 +423,10 @@ def generate(seed: int, index: int, pool: Sequence[FuzzInput] = ()) -> FuzzInput
         malform(rng, inp)
     if has_loop(inp):
         inp.limits["compute"] = min(inp.limits["compute"], 20000)
+    elif inp.limits["compute"] > 100000 and rng.random() < 0.9 and "CALL" in inp.mnemonics():
+        # contracts calling each other (or themselves) twice per frame make call trees that
+        # grow until the compute runs out: keep most of them small
+        inp.limits["compute"] = 100000
     if inp.limits.get("memory_pages", 0) > 4096 and inp.limits["memory_pages"] != TABLE.limits["maximum"]["memory_pages"]:
         inp.limits["memory_pages"] = 4096
     return inp.fixed_isolation()
