@@ -121,6 +121,9 @@ def cases(sources: Iterable[str] = SOURCES, smt: dict[str, list[dict]] | None = 
         yield from smt_source.cases(smt)
     if "random" in sources:
         yield from random_source.cases()
+    if "fuzz" in sources:
+        from conformance.fuzz import source as fuzz_source
+        yield from fuzz_source.cases()
 
 
 def fill(sources: Iterable[str] = SOURCES, *, validate: bool = True, refresh_smt: bool = False) -> Filled:

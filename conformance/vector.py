@@ -28,7 +28,7 @@ ZERO_SEED = bytes(32)
 # The determinism policy's fields in a vector; storage_access belongs to the sandbox, next
 # to its isolation level (chapter 10.2, 11.2.3).
 DETERMINISM_FIELDS = ("time_access", "randomness", "external_call")
-SOURCES = ("definition", "smt", "random")
+SOURCES = ("definition", "smt", "random", "fuzz")
 BOUNDARY_POINTS = ("limit-1", "limit", "limit+1")
 
 
@@ -111,6 +111,7 @@ class Case:
     limits: Mapping[str, int] = field(default_factory=dict)
     boundary: Boundary | None = None
     source: str = "definition"
+    isolation_level: str | None = None   # None: the narrowest level keeping the policy (level_for)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -150,7 +151,8 @@ def input_of(case: Case) -> dict[str, Any]:
         "policy": {**{n: policy[n] for n in DETERMINISM_FIELDS},
                    "allowed_operations": None if allowed is None else list(allowed),
                    "forbidden_operations": list(case.policy.get("forbidden_operations", ()))},
-        "sandbox": {"isolation_level": level_for(policy["storage_access"], policy["external_call"]),
+        "sandbox": {"isolation_level": case.isolation_level
+                    or level_for(policy["storage_access"], policy["external_call"]),
                     "storage_access": policy["storage_access"], "limits": limits},
     }
 

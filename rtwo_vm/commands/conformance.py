@@ -1,4 +1,4 @@
-"""``rtwo-vm vectors ...`` (fill, check, coverage, list, show) and ``rtwo-vm conformance ...``
+"""``rtwo-vm vectors ...`` (fill, check, coverage, list, show, promote) and ``rtwo-vm conformance ...``
 (run, selftest, replay, adapter): the conformance corpus and the runner (spec chapter 11)."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ def register(sub) -> None:
     _dir(f)
     f.add_argument("--check", action="store_true", help="fill in memory and fail if the stored corpus differs")
     f.add_argument("--refresh-smt", action="store_true", help="ask proofs.branches (z3) again for branch inputs")
-    f.add_argument("--source", action="append", choices=["definition", "smt", "random"],
+    f.add_argument("--source", action="append", choices=["definition", "smt", "random", "fuzz"],
                    help="fill only these sources (default: all)")
     f.set_defaults(func=_cmd_fill)
     c = vs.add_parser("check", help="validate the stored corpus: schema (jsonschema), manifest, digest")
@@ -28,7 +28,7 @@ def register(sub) -> None:
     _dir(c)
     c.add_argument("--json", action="store_true", help="print the coverage as JSON")
     c.add_argument("--no-matrix", action="store_true", help="only the summary")
-    c.add_argument("--source", action="append", choices=["definition", "smt", "random"], help="only these sources")
+    c.add_argument("--source", action="append", choices=["definition", "smt", "random", "fuzz"], help="only these sources")
     c.set_defaults(func=_cmd_coverage)
     c = vs.add_parser("list", help="list vector ids (with --filter as in conformance run)")
     _dir(c)
@@ -39,6 +39,13 @@ def register(sub) -> None:
     _dir(c)
     c.add_argument("id")
     c.set_defaults(func=_cmd_show)
+    c = vs.add_parser("promote", help="move fuzz findings into the committed corpus (the fuzz source) and refill")
+    c.add_argument("findings", help="a findings directory (DIR/findings of rtwo-vm fuzz)")
+    c.add_argument("ids", nargs="*", help="finding ids to promote (default: all)")
+    _dir(c)
+    c.add_argument("--promoted", default=None, metavar="FILE",
+                   help="the fuzz source file (default conformance/fuzz/promoted.jsonl)")
+    c.set_defaults(func=_cmd_promote)
 
     p = sub.add_parser("conformance", help="validate VM implementations against the vectors")
     cs = p.add_subparsers(dest="conformance_command", required=True, parser_class=type(p))
@@ -255,6 +262,21 @@ def _cmd_show(args) -> int:
     if not found:
         raise CliError(f"no vector {args.id!r}")
     print(json.dumps(found[0], indent=2, sort_keys=True))
+    return 0
+
+
+def _cmd_promote(args) -> int:
+    from conformance.fuzz import source as fuzz_source
+    from conformance.fuzz.promote import PromoteError, promote
+    promoted = Path(args.promoted) if args.promoted else fuzz_source.PROMOTED
+    try:
+        manifest = promote(Path(args.findings), args.ids, promoted=promoted, corpus_dir=_corpus_dir(args))
+    except (PromoteError, ValueError) as err:
+        raise CliError(str(err)) from None
+    except OSError as err:
+        raise CliError(f"cannot promote: {err.strerror or err}") from None
+    print(f"promoted into {promoted}; corpus {_corpus_dir(args)}: {manifest['vector_count']} vectors ("
+          + ", ".join(f"{n} {s}" for s, n in manifest["sources"].items()) + f"), digest {manifest['digest']}")
     return 0
 
 

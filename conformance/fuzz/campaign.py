@@ -1,0 +1,247 @@
+"""A campaign: epochs of requests farmed out to workers, merged centrally, saved to resume.
+
+Requests are numbered; request i of campaign seed s is ``generate(s, i, pool)`` where the pool
+is the one at the start of i's epoch. An epoch is EPOCH requests cut into tasks of TASK, both
+fixed, so the pool each request sees — and therefore the request itself, its verdict and which
+divergent request of a class gets shrunk — is the same for any number of workers, local or on
+Ray. At the end of an epoch the coordinator merges the workers' new cells, arcs and inputs in
+request order, sends the additions to every worker, records buckets and writes DIR/state.json
+(``--resume DIR`` continues from it) and DIR/findings/.
+
+``--runs N`` ends the campaign after N requests (a reproducible verdict); ``--seconds S`` is a
+wall-clock bound, checked between epochs, and reported as such.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from conformance.fuzz.backend import make_backend
+from conformance.fuzz.findings import FINDINGS, bucket_text, write_findings
+from conformance.fuzz.pool import Pool, corpus_seeds
+from conformance.fuzz.program import FuzzInput
+
+EPOCH = 256
+TASK = 32
+STATE = "state.json"
+STATE_VERSION = 1
+SAVE_SECONDS = 5.0            # the state is written at most this often (and at the end)
+
+
+@dataclass
+class Options:
+    impls: list[str]
+    out: Path
+    seed: int = 1
+    seconds: float | None = None
+    runs: int | None = None
+    workers: int = 1
+    ray: str | None = None
+    timeout: float = 10.0
+    resume: bool = False
+    stop_on_finding: bool = False
+    worker_config: dict[str, Any] = field(default_factory=dict)
+
+
+class StateError(Exception):
+    """DIR/state.json is missing or unreadable (for --resume)."""
+
+
+def _new_state(options: Options) -> dict[str, Any]:
+    from conformance import corpus
+    from conformance.fuzz.feedback import corpus_cells
+    vectors = corpus.load()
+    seeds = corpus_seeds(vectors)
+    return {"version": STATE_VERSION, "seed": options.seed, "impls": list(options.impls),
+            "next_index": 0, "pool": [s.to_json() for s in seeds], "pool_added": 0,
+            "corpus_cells": len(corpus_cells(vectors)), "cells": sorted(corpus_cells(vectors)), "arcs": [],
+            "classes": [], "buckets": {}, "executions": 0, "seconds": 0.0, "outcomes": {}, "workers": {},
+            "growth": [], "divergent": 0, "sessions": 0}
+
+
+def load_state(out: Path) -> dict[str, Any]:
+    path = out / STATE
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise StateError(f"cannot resume from {path}: {err}") from None
+    if not isinstance(state, dict) or state.get("version") != STATE_VERSION:
+        raise StateError(f"cannot resume from {path}: not a campaign state of version {STATE_VERSION}")
+    kinds = {"seed": int, "impls": list, "next_index": int, "pool": list, "pool_added": int, "corpus_cells": int,
+             "cells": list, "arcs": list, "buckets": dict, "executions": int, "seconds": (int, float),
+             "outcomes": dict, "workers": dict, "growth": list, "divergent": int, "sessions": int}
+    wrong = [k for k, t in kinds.items() if not isinstance(state.get(k), t)]
+    if wrong or not state["impls"] or not all(isinstance(c, str) for c in state["impls"]):
+        raise StateError(f"cannot resume from {path}: damaged state ({', '.join(wrong) or 'impls'})")
+    return state
+
+
+def _save(out: Path, state: dict[str, Any]) -> None:
+    tmp = out / (STATE + ".tmp")
+    tmp.write_text(json.dumps(state, sort_keys=True), encoding="utf-8")
+    os.replace(tmp, out / STATE)
+
+
+def _merge(state: dict[str, Any], pool: Pool, cells: set, arcs: set, results: list[dict], elapsed: float) -> dict:
+    """Fold one epoch's results in request order; the additions every worker must apply."""
+    added_pool, added_cells, added_arcs, added_classes = [], [], [], []
+    news = sorted((n for r in results for n in r["new"]), key=lambda n: n[0])
+    for idx, c, a, inp in news:
+        fresh_c = [x for x in c if x not in cells]
+        fresh_a = [x for x in a if x not in arcs]
+        if fresh_c or fresh_a:
+            cells.update(fresh_c)
+            arcs.update(fresh_a)
+            added_cells += fresh_c
+            added_arcs += fresh_a
+            pool.add(FuzzInput.from_json(inp))
+            added_pool.append(inp)
+    findings = {(f["impl"], f["class"]): f for r in sorted(results, key=lambda r: r["start"])[::-1]
+                for f in r["findings"]}
+    buckets = state["buckets"]
+    for idx, impl, kind in sorted(d for r in results for d in r["divergences"]):
+        key = f"{impl}|{kind}"
+        state["divergent"] += 1
+        if key not in buckets:
+            hello = (state.get("hellos") or [None] * len(state["impls"]))[impl] or {}
+            name = (hello.get("implementation") or {}).get("name") or state["impls"][impl]
+            buckets[key] = {"impl": impl, "name": name, "command": state["impls"][impl], "class": kind, "count": 0,
+                            "first_index": idx, "first_seconds": round(elapsed, 3), "finding": None}
+            added_classes.append(key)
+        buckets[key]["count"] += 1
+        found = findings.get((impl, kind))
+        if found is not None and buckets[key]["finding"] is None:
+            buckets[key]["finding"] = found
+    for r in results:
+        state["executions"] += r["count"]
+        for k, v in r["outcomes"].items():
+            state["outcomes"][k] = state["outcomes"].get(k, 0) + v
+        w = state["workers"].setdefault(str(r["worker"]), {"requests": 0, "busy_seconds": 0.0})
+        w["requests"] += r["count"]
+        w["busy_seconds"] += r["seconds"]
+    return {"pool": added_pool, "cells": added_cells, "arcs": added_arcs, "classes": added_classes}
+
+
+def run_campaign(options: Options, on_epoch: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Run (or resume) a campaign; returns the final state. Raises BackendError when the
+    workers cannot start (an implementation that does not start, Ray unavailable)."""
+    out = options.out
+    out.mkdir(parents=True, exist_ok=True)
+    state = load_state(out) if options.resume else _new_state(options)
+    state["sessions"] += 1
+    pool = Pool.from_json(state["pool"], state["pool_added"])
+    cells, arcs = set(state["cells"]), set(state["arcs"])
+    config = {**options.worker_config, "seed": state["seed"], "impls": state["impls"], "timeout": options.timeout,
+              "pool": state["pool"], "pool_added": state["pool_added"], "cells": state["cells"],
+              "arcs": state["arcs"], "classes": list(state["buckets"])}
+    from conformance.fuzz.worker import make_worker
+    base = state["seconds"]
+    backend = make_backend(make_worker, (config,), options.workers, options.ray)
+    started = saved = time.perf_counter()      # worker (and cluster) start-up is not counted
+    try:
+        state["hellos"] = backend.call("hellos")[0]
+        config.clear()
+        while True:
+            done = state["next_index"]
+            if options.runs is not None and done >= options.runs:
+                state["stopped"] = f"--runs {options.runs}"
+                break
+            if options.seconds is not None and time.perf_counter() - started >= options.seconds:
+                state["stopped"] = f"--seconds {options.seconds:g} (wall clock)"
+                break
+            if options.stop_on_finding and state["buckets"]:
+                state["stopped"] = "the first finding"
+                break
+            end = done + EPOCH if options.runs is None else min(done + EPOCH, options.runs)
+            tasks = [{"start": s, "count": min(TASK, end - s), "pool_size": len(pool)} for s in range(done, end, TASK)]
+            try:
+                results = backend.map(tasks)
+            except KeyboardInterrupt:
+                state["stopped"] = "interrupted (the unfinished epoch is not counted)"
+                break
+            elapsed = base + time.perf_counter() - started
+            additions = _merge(state, pool, cells, arcs, results, elapsed)
+            if any(additions.values()):
+                backend.broadcast(additions)
+            state["next_index"] = end
+            state["seconds"] = elapsed
+            state["coverage_cells"], state["coverage_arcs"], state["pool_size"] = len(cells), len(arcs), len(pool)
+            state["growth"].append({"seconds": round(elapsed, 3), "executions": state["executions"],
+                                    "cells": len(cells), "arcs": len(arcs), "pool": len(pool),
+                                    "buckets": len(state["buckets"])})
+            found = bool(additions["classes"] or any(r["findings"] for r in results))
+            if found or time.perf_counter() - saved >= SAVE_SECONDS:
+                _snapshot(state, pool, cells, arcs)
+                if found:
+                    write_findings(out / FINDINGS, _vectors(state), state["seed"])
+                _save(out, state)
+                saved = time.perf_counter()
+            if on_epoch:
+                on_epoch(state)
+    finally:
+        backend.close()
+    _snapshot(state, pool, cells, arcs)
+    write_findings(out / FINDINGS, _vectors(state), state["seed"])
+    _save(out, state)
+    return state
+
+
+def _snapshot(state: dict[str, Any], pool: Pool, cells: set, arcs: set) -> None:
+    state["pool"], state["pool_added"] = pool.to_json(), pool.added
+    state["cells"], state["arcs"] = sorted(cells), sorted(arcs)
+
+
+def _vectors(state: dict[str, Any]) -> list[dict[str, Any]]:
+    return [b["finding"]["vector"] for b in state["buckets"].values() if b.get("finding")]
+
+
+def report_json(state: dict[str, Any], out: Path) -> dict[str, Any]:
+    seconds = max(state["seconds"], 1e-9)
+    impls = []
+    for cmd, hello in zip(state["impls"], state.get("hellos") or [None] * len(state["impls"])):
+        impl = (hello or {}).get("implementation") or {}
+        impls.append({"command": cmd, "name": impl.get("name"), "version": impl.get("version"),
+                      "trace": "trace" in ((hello or {}).get("capabilities") or [])})
+    buckets = []
+    for key, b in sorted(state["buckets"].items(), key=lambda kv: kv[1]["first_index"]):
+        f = b.get("finding") or {}
+        buckets.append({**{k: v for k, v in b.items() if k != "finding"},
+                        "finding": {k: v for k, v in f.items() if k not in ("vector", "input")} or None,
+                        "text": bucket_text(b)})
+    return {
+        "seed": state["seed"], "implementations": impls, "executions": state["executions"],
+        "seconds": round(state["seconds"], 3), "execs_per_second": round(state["executions"] / seconds, 1),
+        "stopped": state.get("stopped"),
+        "workers": [{"worker": int(w), "requests": v["requests"], "busy_seconds": round(v["busy_seconds"], 3),
+                     "execs_per_second": round(v["requests"] / max(v["busy_seconds"], 1e-9), 1)}
+                    for w, v in sorted(state["workers"].items(), key=lambda kv: int(kv[0]))],
+        "coverage": {"cells": len(state["cells"]), "cells_beyond_corpus": len(state["cells"]) - state["corpus_cells"],
+                     "arcs": len(state["arcs"]), "pool": len(state["pool"])},
+        "growth": state["growth"], "outcomes": dict(sorted(state["outcomes"].items())),
+        "divergent_requests": state["divergent"], "buckets": buckets,
+        "findings": str(out / FINDINGS),
+        "note": "each request is a function of the seed and its index; --seconds only bounds how many ran",
+    }
+
+
+def report_text(report: dict[str, Any]) -> str:
+    cov = report["coverage"]
+    lines = [f"fuzz campaign seed {report['seed']}: {report['executions']:,} requests in {report['seconds']:.1f} s "
+             f"({report['execs_per_second']:,.0f}/s; stopped by {report['stopped']})",
+             "implementations: " + ", ".join(f"{i['name'] or '?'} ({i['command']})" for i in report["implementations"]),
+             "workers: " + ", ".join(f"#{w['worker']} {w['requests']:,} requests, {w['execs_per_second']:,.0f}/s busy"
+                                     for w in report["workers"]),
+             f"coverage: {cov['cells']} grid cells ({cov['cells_beyond_corpus']} beyond the corpus), "
+             f"{cov['arcs']} reference branch arcs, pool {cov['pool']}"]
+    if not report["buckets"]:
+        lines.append("no divergence")
+    else:
+        lines.append(f"{len(report['buckets'])} divergence buckets from {report['divergent_requests']} divergent "
+                     f"requests (findings in {report['findings']}):")
+        lines += ["", *("\n".join([b["text"], ""]) for b in report["buckets"])]
+    return "\n".join(lines)

@@ -1,0 +1,116 @@
+"""Feedback from the reference: grid cells and branch arcs.
+
+Grid cells are the cells of ``rtwo-vm vectors coverage`` (conformance.coverage): opcode x
+outcome (the result's and its call records') and opcode x boundary column, where a request's
+boundary column is read from what it used — usage equal to a sandbox limit is "limit", one
+below is "limit-1", and the dimension's *_LIMIT_EXCEEDED outcome is "limit+1". Cells hit by
+the committed corpus are known from the start, so a new cell is one the corpus never reaches.
+
+Branch arcs are (file, line, next line) transitions inside ``reference_vm/``, recorded with
+``sys.settrace`` (this project runs on Python 3.11, before ``sys.monitoring``). Tracing makes
+the reference run roughly 10-30 times slower, so only a fraction of requests is traced
+(``ArcTracer.share``, chosen by index so the choice does not depend on the worker count), and
+the program cache of the reference is cleared before a traced run so that the arcs of a request
+never depend on what the same process ran before.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import reference_vm
+from conformance.coverage import SANDBOX
+from conformance.vector import outcome_of
+
+EXCEEDED = {"compute": "COMPUTE_LIMIT_EXCEEDED", "memory_pages": "MEMORY_LIMIT_EXCEEDED",
+            "storage_units": "STORAGE_LIMIT_EXCEEDED"}
+
+
+def boundary_column(result: Mapping[str, Any], limits: Mapping[str, int]) -> str | None:
+    codes = {result["error"], *(c["error"] for c in result["calls"])}
+    for dim in SANDBOX:
+        if EXCEEDED[dim] in codes:
+            return f"{dim}:limit+1"
+    for dim in SANDBOX:
+        used, limit = result["usage"][dim], limits[dim]
+        if isinstance(limit, int) and limit > 0 and result["status"] not in ("invalid", "rejected", "violation"):
+            if used == limit:
+                return f"{dim}:limit"
+            if used == limit - 1:
+                return f"{dim}:limit-1"
+    return None
+
+
+def cells(mnemonics: Iterable[str], result: Mapping[str, Any], limits: Mapping[str, int]) -> set[str]:
+    outcomes = {outcome_of(result), *(outcome_of(c) for c in result["calls"])}
+    column = boundary_column(result, limits)
+    columns = outcomes | ({column} if column else set())
+    out = {f"*|{c}" for c in columns}
+    for m in mnemonics:
+        out.update(f"{m}|{c}" for c in columns)
+    return out
+
+
+def corpus_cells(vectors: Iterable[Mapping[str, Any]]) -> set[str]:
+    """The cells the committed corpus covers, from its tags (as conformance.coverage counts)."""
+    out = set()
+    for v in vectors:
+        tags = v["tags"]
+        columns = {tags["outcome"], *tags["call_outcomes"]}
+        if tags["boundary"] is not None:
+            columns.add(f"{tags['boundary']['limit']}:{tags['boundary']['at']}")
+        out.update(f"*|{c}" for c in columns)
+        for m in tags["opcodes"]:
+            out.update(f"{m}|{c}" for c in columns)
+    return out
+
+
+class ArcTracer:
+    """Records line-to-line arcs of reference_vm/ while a function runs."""
+
+    ROOT = str(Path(reference_vm.__file__).resolve().parent)
+
+    def __init__(self, share: int = 16):
+        self.share = share            # one request in ``share`` is traced (0: none)
+        self._names: dict[str, str] = {}
+
+    def wanted(self, index: int) -> bool:
+        return self.share > 0 and (index * 2654435761 >> 7) % self.share == 0
+
+    def _short(self, filename: str) -> str | None:
+        name = self._names.get(filename)
+        if name is None:
+            name = filename[len(self.ROOT) + 1:] if filename.startswith(self.ROOT) else ""
+            self._names[filename] = name
+        return name or None
+
+    def run(self, fn, *args):
+        """(fn(*args), arcs) with the arcs fn took through reference_vm/."""
+        from reference_vm.program import load_program
+        load_program.cache_clear()
+        arcs: set[str] = set()
+        short = self._short
+
+        def global_trace(frame, event, arg):
+            name = short(frame.f_code.co_filename)
+            if name is None:
+                return None
+            last = [frame.f_lineno]
+
+            def local(frame, event, arg):
+                if event == "line":
+                    line = frame.f_lineno
+                    arcs.add(f"{name}:{last[0]}>{line}")
+                    last[0] = line
+                return local
+            return local
+
+        previous = sys.gettrace()
+        sys.settrace(global_trace)
+        try:
+            value = fn(*args)
+        finally:
+            sys.settrace(previous)
+        return value, arcs

@@ -1,0 +1,209 @@
+"""The fuzzer's structured form of an execution request, and its conversions.
+
+A ``FuzzInput`` holds each contract as a list of instruction rows (mnemonic and immediate;
+a jump immediate is the *index* of the target row, so rows can be deleted and inserted
+without breaking jump targets) or, for a malformed container, its raw bytes. It converts
+exactly to a vector input (chapter 11.2) and back, is JSON-serialisable (the pool, the
+campaign state and Ray tasks carry it), and is what the mutators and the shrinker edit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping
+
+import spec
+from conformance.vector import DETERMINISM_FIELDS, bytes_hex, isolation_levels, parse_bytes, parse_word, word_hex
+from reference_vm.container import build, parse
+from reference_vm.decode import decode
+from reference_vm.errors import InvalidCode
+
+TABLE = spec.load()
+POLICY_FIELDS = tuple(TABLE.policy["fields"])
+ACCESS_ORDER = tuple(spec.raw("sandbox")["sandbox"]["storage_access_order"])
+
+
+@dataclass
+class Code:
+    """A contract's code: rows of (mnemonic, immediate) with its data section, or raw bytes."""
+
+    rows: list[tuple[str, int]] | None = None
+    data: bytes = b""
+    raw: bytes | None = None
+
+    def container(self) -> bytes:
+        if self.raw is not None:
+            return self.raw
+        return build(encode_rows(self.rows or []), self.data)
+
+    def to_json(self) -> Any:
+        if self.raw is not None:
+            return {"raw": self.raw.hex()}
+        return {"rows": [list(r) for r in self.rows or []], "data": self.data.hex()}
+
+    @classmethod
+    def from_json(cls, value: Mapping[str, Any]) -> "Code":
+        if "raw" in value:
+            return cls(raw=bytes.fromhex(value["raw"]))
+        return cls(rows=[(str(m), int(i)) for m, i in value["rows"]], data=bytes.fromhex(value["data"]))
+
+    def copy(self) -> "Code":
+        return Code(None if self.rows is None else list(self.rows), self.data, self.raw)
+
+
+def encode_rows(rows: list[tuple[str, int]]) -> bytes:
+    """The code section of rows; a jump immediate names a row index (taken modulo the count)."""
+    offsets, pc = [], 0
+    for mnemonic, _ in rows:
+        offsets.append(pc)
+        pc += TABLE.by_mnemonic[mnemonic].size
+    out = bytearray()
+    for mnemonic, imm in rows:
+        ins = TABLE.by_mnemonic[mnemonic]
+        out.append(ins.opcode)
+        if ins.immediate_kind == "jump_target":
+            out += offsets[imm % len(rows)].to_bytes(ins.immediate_size, "little")
+        elif ins.immediate_size:
+            out += (imm % (1 << (8 * ins.immediate_size))).to_bytes(ins.immediate_size, "little")
+    return bytes(out)
+
+
+def code_of_container(blob: bytes) -> Code:
+    """Rows of a valid-looking container (jump targets on boundaries), else its raw bytes."""
+    try:
+        parsed = parse(blob)
+        decoded = decode(parsed.code)
+    except InvalidCode:
+        return Code(raw=blob)
+    index = {d.offset: i for i, d in enumerate(decoded)}
+    rows = []
+    for d in decoded:
+        imm = d.immediate
+        if d.instruction.immediate_kind == "jump_target":
+            if imm not in index:
+                return Code(raw=blob)
+            imm = index[imm]
+        rows.append((d.instruction.mnemonic, imm))
+    if not rows or build(encode_rows(rows), parsed.data) != blob:
+        return Code(raw=blob)
+    return Code(rows=rows, data=parsed.data)
+
+
+def default_policy() -> dict[str, Any]:
+    fields = TABLE.policy["fields"]
+    return {**{n: fields[n]["default"] for n in POLICY_FIELDS}, "allowed": None, "forbidden": []}
+
+
+def default_limits() -> dict[str, int]:
+    return dict(TABLE.limits["default"])
+
+
+@dataclass
+class FuzzInput:
+    contracts: dict[int, tuple[Code, dict[int, int]]]
+    to: int = 0x100
+    caller: int = 0xCA11E7
+    call_data: bytes = b""
+    block_time: int = 0
+    random_seed: bytes = bytes(32)
+    policy: dict[str, Any] = field(default_factory=default_policy)
+    isolation: str = "standard"
+    limits: dict[str, int] = field(default_factory=default_limits)
+
+    def copy(self) -> "FuzzInput":
+        return replace(self, contracts={a: (c.copy(), dict(s)) for a, (c, s) in self.contracts.items()},
+                       policy={**self.policy, "forbidden": list(self.policy["forbidden"]),
+                               "allowed": None if self.policy["allowed"] is None else list(self.policy["allowed"])},
+                       limits=dict(self.limits))
+
+    def fixed_isolation(self) -> "FuzzInput":
+        """The same request with a storage access no wider than its isolation level allows."""
+        level = isolation_levels().get(self.isolation)
+        if level is None:
+            self.isolation = "standard"
+            level = isolation_levels()["standard"]
+        top = ACCESS_ORDER.index(level["max_storage_access"])
+        if ACCESS_ORDER.index(self.policy["storage_access"]) > top:
+            self.policy["storage_access"] = ACCESS_ORDER[top]
+        return self
+
+    def vector_input(self) -> dict[str, Any]:
+        contracts = {}
+        for address in sorted(self.contracts):
+            code, storage = self.contracts[address]
+            contracts[word_hex(address)] = {
+                "code": bytes_hex(code.container()),
+                "storage": {word_hex(k): word_hex(v) for k, v in sorted(storage.items()) if v}}
+        p = self.policy
+        return {
+            "pre_state": {"contracts": contracts},
+            "message": {"to": word_hex(self.to), "caller": word_hex(self.caller),
+                        "call_data": bytes_hex(self.call_data)},
+            "context": {"block_time": word_hex(self.block_time), "random_seed": bytes_hex(self.random_seed)},
+            "policy": {**{n: p[n] for n in DETERMINISM_FIELDS},
+                       "allowed_operations": None if p["allowed"] is None else list(p["allowed"]),
+                       "forbidden_operations": list(p["forbidden"])},
+            "sandbox": {"isolation_level": self.isolation, "storage_access": p["storage_access"],
+                        "limits": dict(self.limits)},
+        }
+
+    @classmethod
+    def from_vector_input(cls, vi: Mapping[str, Any]) -> "FuzzInput":
+        contracts = {}
+        for address, body in vi["pre_state"]["contracts"].items():
+            contracts[parse_word(address)] = (code_of_container(parse_bytes(body["code"])),
+                                              {parse_word(k): parse_word(v) for k, v in body["storage"].items()})
+        pol, sandbox = vi["policy"], vi["sandbox"]
+        allowed = pol["allowed_operations"]
+        policy = {**{n: pol[n] for n in DETERMINISM_FIELDS}, "storage_access": sandbox["storage_access"],
+                  "allowed": None if allowed is None else list(allowed),
+                  "forbidden": list(pol["forbidden_operations"])}
+        return cls(contracts, parse_word(vi["message"]["to"]), parse_word(vi["message"]["caller"]),
+                   parse_bytes(vi["message"]["call_data"]), parse_word(vi["context"]["block_time"]),
+                   parse_bytes(vi["context"]["random_seed"]), policy, sandbox["isolation_level"],
+                   dict(sandbox["limits"]))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"contracts": [[a, c.to_json(), [[k, v] for k, v in sorted(s.items())]]
+                              for a, (c, s) in sorted(self.contracts.items())],
+                "to": self.to, "caller": self.caller, "call_data": self.call_data.hex(),
+                "block_time": self.block_time, "random_seed": self.random_seed.hex(),
+                "policy": self.policy, "isolation": self.isolation, "limits": self.limits}
+
+    @classmethod
+    def from_json(cls, j: Mapping[str, Any]) -> "FuzzInput":
+        contracts = {int(a): (Code.from_json(c), {int(k): int(v) for k, v in s}) for a, c, s in j["contracts"]}
+        return cls(contracts, int(j["to"]), int(j["caller"]), bytes.fromhex(j["call_data"]), int(j["block_time"]),
+                   bytes.fromhex(j["random_seed"]), dict(j["policy"]), str(j["isolation"]), dict(j["limits"]))
+
+    def mnemonics(self) -> list[str]:
+        """Every mnemonic in the (row form) contracts, in opcode order."""
+        found = {m for code, _ in self.contracts.values() for m, _ in (code.rows or [])}
+        return sorted(found, key=lambda m: TABLE.by_mnemonic[m].opcode)
+
+    def size(self) -> int:
+        """Instructions in all contracts (raw containers count their code bytes)."""
+        total = 0
+        for code, _ in self.contracts.values():
+            total += len(code.rows) if code.raw is None else max(0, len(code.raw) - 16)
+        return total
+
+
+def disassemble(code: Code) -> list[str]:
+    """One line per row: offset, mnemonic, immediate (a jump shows its target offset)."""
+    if code.raw is not None:
+        return [f"(raw container, {len(code.raw)} bytes) {code.raw[:48].hex()}{'...' if len(code.raw) > 48 else ''}"]
+    rows = code.rows or []
+    offsets, pc = [], 0
+    for m, _ in rows:
+        offsets.append(pc)
+        pc += TABLE.by_mnemonic[m].size
+    out = []
+    for (m, imm), off in zip(rows, offsets):
+        ins = TABLE.by_mnemonic[m]
+        arg = f" @{offsets[imm % len(rows)]}" if ins.immediate_kind == "jump_target" else (
+            f" {imm % (1 << (8 * ins.immediate_size)):#x}" if ins.immediate_size else "")
+        out.append(f"{off:5d}  {m}{arg}")
+    if code.data:
+        out.append(f"       data 0x{code.data[:32].hex()}{'...' if len(code.data) > 32 else ''}")
+    return out

@@ -1,0 +1,144 @@
+"""A long-lived adapter process for a campaign: batches of requests pipelined through one
+process that stays up between batches.
+
+``conformance.runner.Pool.run`` starts its processes for one list of jobs and stops them at
+the end, which for a campaign of many small batches would mean a process start per batch; so
+this module wraps the runner's ``AdapterProcess`` (start, handshake, non-blocking pipes, kill
+of the process group, exit descriptions, stderr tail) and adds only the loop a campaign needs:
+send a window of requests, read the answers in order, and on a crash, hang, garbage or wrong
+id charge the request the adapter was working on, restart, and send the rest again.
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from conformance.protocol import ProtocolError, decode, encode, execute_request, reply_problems
+from conformance.runner import AdapterProcess, Settings, StartError
+
+
+@dataclass
+class Answer:
+    message: dict[str, Any] | None
+    failure: str | None = None        # crash, timeout, garbage, wrong_id, protocol
+    detail: str = ""
+
+
+class Session:
+    """One adapter command, one process at a time, restarted after any process failure."""
+
+    def __init__(self, command: str, settings: Settings, label: str = "fuzz"):
+        self.command = command
+        self.argv = shlex.split(command)
+        self.settings = settings
+        self.label = label
+        self.proc: AdapterProcess | None = None
+        self.hello: dict[str, Any] | None = None
+        self.restarts = 0
+        self.starts = 0
+        self._logs = Path(tempfile.mkdtemp(prefix="rtwo-fuzz-")) if settings.log_dir is None else Path(settings.log_dir)
+
+    @property
+    def can_trace(self) -> bool:
+        return "trace" in ((self.hello or {}).get("capabilities") or [])
+
+    @property
+    def name(self) -> str:
+        impl = (self.hello or {}).get("implementation") or {}
+        return impl.get("name") or self.command
+
+    def start(self) -> None:
+        failures = 0
+        while True:
+            self.proc = None
+            try:
+                self.starts += 1
+                self.proc = AdapterProcess(self.argv, self.settings, self._logs, self.starts)
+                self.hello = self.proc.handshake()
+                return
+            except StartError:
+                if self.proc is not None:
+                    self.proc.kill()
+                    self.proc = None
+                failures += 1
+                if failures >= self.settings.max_start_failures:
+                    raise
+
+    def _restart(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+        self.proc = None
+        self.restarts += 1
+
+    def run(self, items: Sequence[tuple[str, Mapping[str, Any], bool]]) -> dict[str, Answer]:
+        """Answers to (id, vector input, trace) requests, by id."""
+        self.submit(items)
+        return self.collect()
+
+    def submit(self, items: Sequence[tuple[str, Mapping[str, Any], bool]]) -> None:
+        """Start a batch: the first window of requests goes out now, so the adapter works while
+        the caller does something else (the campaign runs the reference meanwhile)."""
+        self._queue = [rid for rid, _, _ in items]
+        self._lines = {rid: encode(execute_request(rid, vi, trace)) for rid, vi, trace in items}
+        self._traced = {rid: trace for rid, _, trace in items}
+        self._sent = 0
+        if self.proc is None:
+            self.start()
+        self._send_up_to(0)
+        self.proc.flush()
+
+    def _send_up_to(self, head: int) -> None:
+        while self._sent < len(self._queue) and self._sent - head < self.settings.window:
+            self.proc.send(self._lines[self._queue[self._sent]])
+            self._sent += 1
+
+    def collect(self) -> dict[str, Answer]:
+        answers: dict[str, Answer] = {}
+        queue, head = self._queue, 0
+        while head < len(queue):
+            if self.proc is None:
+                self.start()
+                self._sent = head
+            proc = self.proc
+            self._send_up_to(head)
+            rid = queue[head]
+            line = proc.wait_line(time.monotonic() + self.settings.timeout)
+            failure = None
+            if line is None:
+                if proc.eof:
+                    failure = Answer(None, "crash", f"adapter crashed ({proc.exit_description()}){proc.stderr_tail()}")
+                else:
+                    failure = Answer(None, "timeout", f"no answer within {self.settings.timeout:g} s")
+            else:
+                try:
+                    message = decode(line)
+                except ProtocolError as err:
+                    failure = Answer(None, "garbage", f"garbage on stdout: {err}")
+                else:
+                    if message.get("id") != rid and not (message.get("type") == "error" and message.get("id") is None):
+                        failure = Answer(None, "wrong_id", f"answered id {message.get('id')!r}")
+            if failure is not None:
+                answers[rid] = failure
+                head += 1
+                self._restart()
+                continue
+            problems = reply_problems(message, rid, self._traced[rid])
+            answers[rid] = Answer(message, "protocol" if problems else None, "; ".join(problems))
+            head += 1
+        return answers
+
+    def close(self) -> None:
+        if self.proc is not None:
+            try:
+                self.proc.shutdown(timeout=min(5.0, self.settings.timeout))
+            except OSError:
+                self.proc.kill()
+            self.proc = None
+        if self.settings.log_dir is None:
+            shutil.rmtree(self._logs, ignore_errors=True)

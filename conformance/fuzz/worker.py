@@ -1,0 +1,249 @@
+"""One fuzzing worker: generates its share of requests, runs each on the in-process reference
+(the oracle) and through every implementation's adapter, compares, and shrinks what diverges.
+
+A worker owns its adapter processes (one main session per implementation and, lazily, one per
+perturbation), a copy of the pool and of the campaign's known coverage, kept in step by
+``update`` messages the coordinator sends at each epoch boundary. ``run(task)`` handles the
+requests [start, start + count) against the pool as it stood at the epoch start, so its answer
+depends on the task only, never on which worker ran it or how many there are.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from typing import Any, Mapping
+
+from conformance import determinism
+from conformance.fuzz.classify import Divergence, compare, compare_runs
+from conformance.fuzz.feedback import ArcTracer, cells
+from conformance.fuzz.findings import make_vector, program_text, vector_id
+from conformance.fuzz.generate import generate, has_loop
+from conformance.fuzz.pool import Pool
+from conformance.fuzz.mutate import _shift_targets
+from conformance.fuzz.program import TABLE, Code, FuzzInput
+from conformance.fuzz.session import Session
+from conformance.fuzz.shrink import Shrinker
+from conformance.runner import Settings
+from conformance.tracediff import first_divergence, reference_trace
+from conformance.vector import expected_of, run_reference
+
+# Appended after an instruction to show the top of the stack in the output.
+EXPOSE = [("PUSH1", 0), ("SWAP1", 0), ("MSTORE", 0), ("PUSH1", 0), ("PUSH1", 8), ("RETURN", 0)]
+DEFAULTS = {"timeout": 10.0, "window": 32, "perturb_share": 4, "trace_share": 16, "arc_share": 16,
+            "shrink_budget": 1500}
+
+
+def _every(index: int, share: int, salt: int) -> bool:
+    return share > 0 and ((index + salt) * 2654435761 >> 5) % share == 0
+
+
+class Worker:
+    def __init__(self, index: int, config: Mapping[str, Any]):
+        self.index = index
+        self.config = {**DEFAULTS, **config}
+        self.seed = int(self.config["seed"])
+        settings = Settings(timeout=float(self.config["timeout"]), window=int(self.config["window"]), workers=1)
+        self.settings = settings
+        self.sessions = [Session(cmd, settings) for cmd in self.config["impls"]]
+        self.perturbed: dict[tuple[int, int], Session] = {}
+        self.pool = Pool.from_json(self.config.get("pool", []), int(self.config.get("pool_added", 0)))
+        self.known_cells: set[str] = set(self.config.get("cells", ()))
+        self.known_arcs: set[str] = set(self.config.get("arcs", ()))
+        self.known_classes: set[str] = set(self.config.get("classes", ()))
+        self.tracer = ArcTracer(int(self.config["arc_share"]))
+        try:
+            for s in self.sessions:
+                s.start()
+        except BaseException:
+            self.close()
+            raise
+
+    # -- coordinator messages ----------------------------------------------------------------
+    def update(self, message: Mapping[str, Any]) -> None:
+        for j in message.get("pool", ()):
+            self.pool.add(FuzzInput.from_json(j))
+        self.known_cells.update(message.get("cells", ()))
+        self.known_arcs.update(message.get("arcs", ()))
+        self.known_classes.update(message.get("classes", ()))
+
+    def hellos(self) -> list[dict[str, Any] | None]:
+        return [s.hello for s in self.sessions]
+
+    def close(self) -> None:
+        for s in [*self.sessions, *self.perturbed.values()]:
+            s.close()
+
+    # -- one task ------------------------------------------------------------------------------
+    def _perturbed(self, impl: int, which: int) -> Session:
+        key = (impl, which % len(determinism.PERTURBATIONS))
+        if key not in self.perturbed:
+            env = determinism.perturbation(key[1], self.seed).env
+            settings = Settings(timeout=self.settings.timeout, window=self.settings.window, workers=1, env=env)
+            self.perturbed[key] = Session(self.config["impls"][impl], settings)
+        return self.perturbed[key]
+
+    def run(self, task: Mapping[str, Any]) -> dict[str, Any]:
+        started = time.perf_counter()
+        start, count = int(task["start"]), int(task["count"])
+        view = self.pool.view(int(task["pool_size"]))
+        inputs = [(idx, generate(self.seed, idx, view)) for idx in range(start, start + count)]
+        inputs = [(idx, inp, inp.vector_input()) for idx, inp in inputs]
+        by_id = {f"fuzz/{idx}": vi for idx, _, vi in inputs}
+        checks = [f"fuzz/{idx}" for idx, _, _ in inputs if _every(idx, int(self.config["perturb_share"]), 7)]
+        order = determinism.shuffled(checks, self.seed + start)
+        traced, second_sessions = [], []
+        # The adapters start on the batch while the reference runs here.
+        for impl, session in enumerate(self.sessions):
+            wanted = {idx for idx, inp, _ in inputs if session.can_trace and _traceable(idx, inp, self.config)}
+            traced.append(wanted)
+            session.submit([(f"fuzz/{idx}", vi, idx in wanted) for idx, _, vi in inputs])
+            second = self._perturbed(impl, start // max(1, count)) if checks else None
+            if second is not None:
+                second.submit([(rid, by_id[rid], False) for rid in order])
+            second_sessions.append(second)
+        requests, new, outcomes = [], [], Counter()
+        arc_runs, ref_seconds = 0, 0.0
+        for idx, inp, vi in inputs:
+            t0 = time.perf_counter()
+            if self.tracer.wanted(idx):
+                result, arcs = self.tracer.run(run_reference, vi)
+                arc_runs += 1
+            else:
+                result, arcs = run_reference(vi), set()
+            ref_seconds += time.perf_counter() - t0
+            expected = expected_of(result)
+            rj = expected["result"]
+            outcomes[rj["error"] or rj["status"]] += 1
+            fresh_cells = cells(inp.mnemonics(), rj, vi["sandbox"]["limits"]) - self.known_cells
+            fresh_arcs = arcs - self.known_arcs
+            if fresh_cells or fresh_arcs:
+                new.append([idx, sorted(fresh_cells), sorted(fresh_arcs), inp.to_json()])
+            requests.append((idx, inp, vi, expected))
+        divergences, findings = [], []
+        shrunk_here: set[str] = set()
+        for impl, session in enumerate(self.sessions):
+            answers = session.collect()
+            second = second_sessions[impl].collect() if second_sessions[impl] is not None else {}
+            for idx, inp, vi, expected in requests:
+                rid = f"fuzz/{idx}"
+                if expected["result"]["status"] == "internal":
+                    div = Divergence("reference:INTERNAL_ERROR", detail="the reference itself failed")
+                else:
+                    ref_trace = reference_trace(vi) if idx in traced[impl] else None
+                    div = compare(expected, vi, answers[rid], ref_trace)
+                    if div is None and rid in second:
+                        div = compare_runs(_untraced(answers[rid]), second[rid])
+                if div is None:
+                    continue
+                key = f"{impl}|{div.kind}"
+                divergences.append([idx, impl, div.kind])
+                if key in self.known_classes or key in shrunk_here:
+                    continue
+                shrunk_here.add(key)
+                findings.append(self._finding(impl, idx, inp, div))
+        return {"start": start, "count": count, "worker": self.index, "new": new, "divergences": divergences,
+                "findings": findings, "outcomes": dict(outcomes), "arc_runs": arc_runs,
+                "ref_seconds": ref_seconds, "seconds": time.perf_counter() - started,
+                "restarts": sum(s.restarts for s in self.sessions)}
+
+    # -- a divergence: shrink it and describe it -----------------------------------------------
+    def check(self, impl: int, inp: FuzzInput, kind: str, trace: bool = False) -> Divergence | None:
+        vi = inp.vector_input()
+        result = run_reference(vi)
+        if result.status == "internal":
+            return Divergence("reference:INTERNAL_ERROR")
+        expected = expected_of(result)
+        session = self.sessions[impl]
+        want_trace = (trace or kind.startswith("trace:")) and session.can_trace
+        answer = session.run([("fuzz/shrink", vi, want_trace)])["fuzz/shrink"]
+        ref_trace = reference_trace(vi) if want_trace else None
+        div = compare(expected, vi, answer, ref_trace)
+        if div is None and kind.startswith("nondeterministic:"):
+            answer = _untraced(answer)
+            for which in range(len(determinism.PERTURBATIONS)):
+                again = self._perturbed(impl, which).run([("fuzz/shrink", vi, False)])["fuzz/shrink"]
+                div = compare_runs(answer, again)
+                if div is not None:
+                    break
+        return div
+
+    def _expose(self, impl: int, inp: FuzzInput) -> tuple[FuzzInput, Divergence] | None:
+        """A trace-only divergence made visible in the result: right after the entry-frame
+        instruction whose effect the traces first disagree on, store the top of the stack and
+        return it. (A vector whose result matches cannot fail ``conformance run``.)"""
+        code, storage = inp.contracts.get(inp.to, (None, None))
+        if code is None or code.rows is None or not self.sessions[impl].can_trace:
+            return None
+        vi = inp.vector_input()
+        answer = self.sessions[impl].run([("fuzz/expose", vi, True)])["fuzz/expose"]
+        if answer.message is None or not isinstance(answer.message.get("trace"), list):
+            return None
+        ref = reference_trace(vi)
+        d = first_divergence(ref, answer.message["trace"])
+        if d is None or d.step == 0 or d.summary or ref[d.step - 1].get("depth") != 1:
+            return None
+        offsets, pc = {}, 0
+        for j, (m, _) in enumerate(code.rows):
+            offsets[pc] = j
+            pc += TABLE.by_mnemonic[m].size
+        j = offsets.get(ref[d.step - 1].get("pc"))
+        if j is None:
+            return None
+        rows = _shift_targets(list(code.rows), j + 1, len(EXPOSE))
+        rows[j + 1:j + 1] = EXPOSE
+        cand = inp.copy()
+        cand.contracts[inp.to] = (Code(rows=rows, data=code.data), dict(storage))
+        found = self.check(impl, cand, "")
+        if found is None or found.kind.startswith(("trace:", "process:", "reference:")):
+            return None
+        return cand, found
+
+    def _finding(self, impl: int, idx: int, inp: FuzzInput, div: Divergence) -> dict[str, Any]:
+        kind = div.kind
+        if kind.startswith("trace:"):
+            exposed = self._expose(impl, inp)
+            if exposed is not None:
+                finding = self._finding(impl, idx, *exposed)
+                finding.update({"class": kind, "exposed_as": exposed[1].kind, "original_size": inp.size()})
+                return finding
+        budget = int(self.config["shrink_budget"])
+        if kind.startswith("process:timeout"):
+            budget = min(budget, 12)
+        if kind.startswith("reference:"):
+            budget = 0
+        shrinker = Shrinker(lambda cand: (lambda d: d is not None and d.kind == kind)(self.check(impl, cand, kind)),
+                            budget)
+        t0 = time.perf_counter()
+        small = shrinker.shrink(inp) if budget else inp
+        final = self.check(impl, small, kind, trace=True) or div
+        trace_line = ""
+        session = self.sessions[impl]
+        if session.can_trace and not kind.startswith("process:"):
+            vi = small.vector_input()
+            answer = session.run([("fuzz/trace", vi, True)])["fuzz/trace"]
+            if answer.message is not None and isinstance(answer.message.get("trace"), list):
+                d = first_divergence(reference_trace(vi), answer.message["trace"])
+                trace_line = str(d) if d is not None else "traces agree"
+        vector = make_vector(small, self.seed, idx, kind, session.name)
+        return {"index": idx, "impl": impl, "class": kind, "vector_id": vector_id(self.seed, idx),
+                "vector": vector, "input": small.to_json(), "original_size": inp.size(), "size": small.size(),
+                "tests": shrinker.tests, "shrink_seconds": time.perf_counter() - t0,
+                "program": program_text(small), "diff": final.lines(), "trace": trace_line}
+
+
+def _untraced(answer):
+    """An answer without its trace (a perturbed run is not traced)."""
+    if answer.message is None or "trace" not in answer.message:
+        return answer
+    return type(answer)({k: v for k, v in answer.message.items() if k != "trace"}, answer.failure, answer.detail)
+
+
+def _traceable(idx: int, inp: FuzzInput, config: Mapping[str, Any]) -> bool:
+    """Trace a share of the requests, those small enough for traces to stay cheap."""
+    return _every(idx, int(config["trace_share"]), 3) and not has_loop(inp) and inp.size() <= 48
+
+
+def make_worker(index: int, config: Mapping[str, Any]) -> Worker:
+    """The backend's factory (a module-level function, so local processes and Ray can import it)."""
+    return Worker(index, config)

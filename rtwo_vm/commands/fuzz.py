@@ -1,0 +1,107 @@
+"""``rtwo-vm fuzz``: a differential fuzzing campaign against one or more implementations.
+
+Exit status: 0 nothing diverged, 1 something did (findings in DIR/findings), 2 usage error,
+3 the campaign could not run (an adapter that does not start, Ray unavailable).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+from rtwo_vm.inputs import CliError
+
+EXIT_COULD_NOT_RUN = 3
+
+
+def register(sub) -> None:
+    p = sub.add_parser("fuzz", help="differential fuzzing: fresh programs on the reference and on implementations")
+    p.add_argument("--impl", action="append", metavar="CMD",
+                   help="adapter command line (repeatable; default: the reference's own adapter)")
+    stop = p.add_mutually_exclusive_group()
+    stop.add_argument("--seconds", type=float, default=None, help="wall-clock bound (default 60 without --runs)")
+    stop.add_argument("--runs", type=int, default=None, help="number of requests (reproducible)")
+    p.add_argument("--seed", type=int, default=1, help="campaign seed (default 1)")
+    p.add_argument("--out", default="build/fuzz", help="campaign directory (default build/fuzz)")
+    p.add_argument("--workers", type=int, default=1, help="worker processes or Ray actors (default 1)")
+    p.add_argument("--ray", metavar="local|ADDRESS", default=None,
+                   help="run the workers as Ray actors: 'local' starts a cluster on 127.0.0.1, else join ADDRESS")
+    p.add_argument("--resume", metavar="DIR", default=None, help="continue the campaign saved in DIR")
+    p.add_argument("--timeout", type=float, default=10.0, help="seconds per request before a hang (default 10)")
+    p.add_argument("--stop-on-finding", action="store_true", help="stop after the epoch of the first divergence")
+    p.add_argument("--json", action="store_true", help="print the final report as JSON")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="live progress on stderr (default: when stderr is a terminal)")
+    p.set_defaults(func=_cmd_fuzz)
+
+
+def _cmd_fuzz(args) -> int:
+    from conformance.fuzz.backend import BackendError
+    from conformance.runner import StartError
+    from conformance.fuzz.campaign import Options, StateError, load_state, report_json, report_text, run_campaign
+    from conformance.suite import reference_command
+    from rtwo_vm.progress import Progress
+    import shlex
+
+    for name in ("seconds", "timeout"):
+        value = getattr(args, name)
+        if value is not None and (not math.isfinite(value) or value <= 0):
+            raise CliError(f"--{name} must be a finite positive number")
+    if args.runs is not None and args.runs < 1:
+        raise CliError("--runs must be at least 1")
+    if args.workers < 1 or args.workers > 256:
+        raise CliError("--workers must be between 1 and 256")
+    if args.ray is not None and not args.ray.strip():
+        raise CliError("--ray needs 'local' or a cluster address")
+    if args.resume and args.impl:
+        raise CliError("--resume continues with the campaign's own implementations; drop --impl")
+    out = Path(args.resume or args.out)
+    if args.resume:
+        try:
+            state = load_state(out)
+        except StateError as err:
+            raise CliError(str(err)) from None
+        impls = state["impls"]
+    else:
+        impls = args.impl or [reference_command()]
+        for command in impls:
+            try:
+                if not shlex.split(command):
+                    raise ValueError("empty command")
+            except ValueError as err:
+                raise CliError(f"--impl {command!r}: {err}") from None
+    seconds = args.seconds if args.seconds is not None or args.runs is not None else 60.0
+    options = Options(impls=impls, out=out, seed=args.seed, seconds=seconds, runs=args.runs,
+                      workers=args.workers, ray=args.ray, timeout=args.timeout, resume=bool(args.resume),
+                      stop_on_finding=args.stop_on_finding)
+    progress = Progress(args.runs, "fuzz", enabled=args.progress)
+
+    def on_epoch(state) -> None:
+        progress.update(state["executions"] if args.runs is None else state["next_index"],
+                        f"cells {state['coverage_cells']} arcs {state['coverage_arcs']} pool {state['pool_size']} "
+                        f"buckets {len(state['buckets'])}")
+    try:
+        with progress:
+            state = run_campaign(options, on_epoch)
+    except (BackendError, StartError) as err:
+        print(f"rtwo-vm fuzz: could not run: {err}", file=sys.stderr)
+        return EXIT_COULD_NOT_RUN
+    except OSError as err:
+        print(f"rtwo-vm fuzz: could not run: {err}", file=sys.stderr)
+        return EXIT_COULD_NOT_RUN
+    report = report_json(state, out)
+    code = 1 if report["buckets"] else 0
+    report["exit"] = code
+    text = report_text(report)
+    try:
+        (out / "report.json").write_text(json.dumps(report, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        (out / "report.txt").write_text(text + "\n", encoding="utf-8")
+    except OSError as err:
+        raise CliError(f"cannot write the report to {out}: {err.strerror or err}") from None
+    print(json.dumps(report, indent=1, sort_keys=True) if args.json else text)
+    if not args.json:
+        print(f"report: {out / 'report.json'}, {out / 'report.txt'}; campaign state {out / 'state.json'}")
+    return code

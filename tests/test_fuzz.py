@@ -1,0 +1,239 @@
+"""rtwo-vm fuzz: generation, campaigns against real adapter processes, findings, resume, promotion."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conformance import corpus
+from conformance.fuzz.findings import make_vector
+from conformance.fuzz.generate import generate
+from conformance.fuzz.program import FuzzInput, TABLE
+from conformance.schema import vector_problems
+
+ROOT = Path(__file__).resolve().parents[1]
+SEEDED = ROOT / "tests" / "fuzz_fixtures" / "seeded_bug_adapter.py"
+FAULTY = ROOT / "tests" / "conformance_fixtures" / "faulty_adapter.py"
+
+
+def cli(*args, cwd=None, timeout=240, env=None):
+    return subprocess.run([sys.executable, "-m", "rtwo_vm.cli", *args], cwd=cwd or ROOT, capture_output=True,
+                          text=True, timeout=timeout, env=env)
+
+
+def adapter(script: Path, *args: str) -> str:
+    return shlex.join([sys.executable, str(script), *args])
+
+
+def report(out: Path) -> dict:
+    return json.loads((out / "report.json").read_text())
+
+
+def state(out: Path) -> dict:
+    return json.loads((out / "state.json").read_text())
+
+
+# -- generation ------------------------------------------------------------------------------
+def test_a_request_is_a_function_of_seed_index_and_pool():
+    pool = [generate(9, i) for i in range(5)]
+    first = [generate(4, i, pool).to_json() for i in range(60)]
+    again = [generate(4, i, pool).to_json() for i in range(60)]
+    assert first == again
+    assert first != [generate(5, i, pool).to_json() for i in range(60)]
+
+
+def test_generated_requests_are_schema_valid_vectors_and_round_trip():
+    seen_statuses, malformed = set(), 0
+    for i in range(300):
+        inp = generate(11, i)
+        vector = make_vector(inp, 11, i, "output", "x")
+        assert vector_problems(vector) == [], vector["id"]
+        vi = vector["input"]
+        assert FuzzInput.from_json(inp.to_json()).vector_input() == vi
+        assert FuzzInput.from_vector_input(vi).vector_input() == vi
+        seen_statuses.add(vector["expected"]["result"]["status"])
+        malformed += vector["expected"]["result"]["status"] == "invalid"
+    # both valid programs that run and a share of malformed containers
+    assert {"success", "invalid"} <= seen_statuses
+    assert 0 < malformed < 100
+
+
+def test_generated_programs_use_every_instruction_type_and_several_contracts():
+    types, callers = set(), 0
+    for i in range(400):
+        inp = generate(2, i)
+        types.update(TABLE.by_mnemonic[m].type for m in inp.mnemonics())
+        callers += len(inp.contracts) > 1
+    assert types == set(TABLE.instruction_types)
+    assert callers > 40
+
+
+# -- campaigns -------------------------------------------------------------------------------
+def test_no_false_positives_against_the_reference_adapter(tmp_path):
+    out = tmp_path / "ref"
+    done = cli("fuzz", "--runs", "1536", "--seed", "7", "--out", str(out))
+    assert done.returncode == 0, done.stdout + done.stderr
+    r = report(out)
+    assert r["executions"] == 1536 and r["buckets"] == [] and r["divergent_requests"] == 0
+    assert r["coverage"]["cells_beyond_corpus"] > 0
+    assert "no divergence" in done.stdout
+    assert corpus.load(out / "findings") == []
+
+
+def test_same_campaign_with_one_or_two_workers(tmp_path):
+    one, two = tmp_path / "one", tmp_path / "two"
+    assert cli("fuzz", "--runs", "512", "--seed", "3", "--out", str(one)).returncode == 0
+    assert cli("fuzz", "--runs", "512", "--seed", "3", "--out", str(two), "--workers", "2").returncode == 0
+    a, b = state(one), state(two)
+    for key in ("pool", "cells", "arcs", "outcomes", "executions", "buckets"):
+        assert a[key] == b[key], key
+    assert sorted(int(w) for w in b["workers"]) == [0, 1]
+
+
+def test_resume_continues_to_the_same_state(tmp_path):
+    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
+    assert cli("fuzz", "--runs", "512", "--seed", "5", "--out", str(straight)).returncode == 0
+    assert cli("fuzz", "--runs", "256", "--seed", "5", "--out", str(resumed)).returncode == 0
+    assert state(resumed)["next_index"] == 256
+    assert cli("fuzz", "--resume", str(resumed), "--runs", "512").returncode == 0
+    a, b = state(straight), state(resumed)
+    for key in ("pool", "cells", "arcs", "outcomes", "executions"):
+        assert a[key] == b[key], key
+    assert b["sessions"] == 2
+
+
+BUG = adapter(SEEDED, "--bug", "sstore-rewrite-new")
+
+
+@pytest.fixture(scope="module")
+def sstore_campaign(tmp_path_factory):
+    """One campaign against a seeded bug that passes the whole corpus, shared by the tests below."""
+    out = tmp_path_factory.mktemp("fuzz") / "bug"
+    done = cli("fuzz", "--impl", BUG, "--runs", "8192", "--stop-on-finding", "--seed", "1", "--out", str(out))
+    return out, done
+
+
+def test_seeded_bug_found_shrunk_and_replayable(sstore_campaign, tmp_path):
+    out, done = sstore_campaign
+    bug = BUG
+    assert done.returncode == 1, done.stdout + done.stderr
+    r = report(out)
+    assert r["stopped"] == "the first finding"
+    assert r["buckets"] and all("usage.storage_new_slots" in b["class"].split(",") for b in r["buckets"])
+    bucket = r["buckets"][0]
+    assert bucket["count"] >= 1 and bucket["finding"]["size"] <= 16
+    assert "SSTORE" in "\n".join(bucket["finding"]["program"])
+    assert "[" in done.stdout and "SSTORE" in done.stdout
+    findings = out / "findings"
+    vectors = corpus.load(findings)
+    assert len(vectors) == len(r["buckets"]) and vectors[0]["tags"]["source"] == "fuzz"
+    assert "seed_1" in vectors[0]["tags"]["categories"]
+    # the finding passes the reference and fails the buggy adapter, through conformance run as it is
+    ok = cli("conformance", "run", "--dir", str(findings), "--out", str(tmp_path / "c1"), "--quiet")
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    bad = cli("conformance", "run", "--dir", str(findings), "--impl", bug, "--out", str(tmp_path / "c2"), "--quiet")
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+
+
+def test_nondeterministic_implementation_is_a_finding(tmp_path):
+    out = tmp_path / "nd"
+    impl = adapter(FAULTY, "--fault", "nondeterministic")
+    env = {**os.environ, "TZ": "UTC0"}     # the fault is correct in UTC only: the perturbed runs differ
+    done = cli("fuzz", "--impl", impl, "--runs", "2048", "--stop-on-finding", "--seed", "2", "--out", str(out),
+               env=env)
+    assert done.returncode == 1, done.stdout + done.stderr
+    classes = [b["class"] for b in report(out)["buckets"]]
+    assert any(c.startswith("nondeterministic:") and "usage.compute" in c for c in classes), classes
+
+
+def test_crashing_implementation_is_a_finding_and_restarted(tmp_path):
+    out = tmp_path / "crash"
+    impl = adapter(FAULTY, "--fault", "crash", "--target", "fuzz/1?")
+    done = cli("fuzz", "--impl", impl, "--runs", "64", "--seed", "2", "--out", str(out))
+    assert done.returncode == 1, done.stdout + done.stderr
+    r = report(out)
+    crash = [b for b in r["buckets"] if b["class"] == "process:crash"]
+    assert crash and crash[0]["count"] == 10        # fuzz/10 .. fuzz/19
+
+
+def test_usage_errors_exit_2_and_unstartable_adapter_exits_3(tmp_path):
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    (damaged / "state.json").write_text('{"version": 1, "seed": 1, "impls": "x"}')
+    for args in (["--resume", str(damaged)], ["--runs", "0"], ["--seconds", "nan"], ["--seconds", "-1"], ["--workers", "0"],
+                 ["--impl", ""], ["--resume", str(tmp_path / "nothing")], ["--runs", "5", "--seconds", "1"]):
+        done = cli("fuzz", "--out", str(tmp_path / "u"), *args)
+        assert done.returncode == 2, (args, done.stdout, done.stderr)
+    done = cli("fuzz", "--impl", str(tmp_path / "no-such-adapter"), "--runs", "32", "--out", str(tmp_path / "x"))
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "could not run" in done.stderr
+
+
+# -- Ray -------------------------------------------------------------------------------------
+def test_campaign_on_a_local_ray_cluster(tmp_path):
+    pytest.importorskip("ray")
+    local, on_ray = tmp_path / "local", tmp_path / "ray"
+    assert cli("fuzz", "--runs", "256", "--seed", "8", "--out", str(local)).returncode == 0
+    done = cli("fuzz", "--runs", "256", "--seed", "8", "--out", str(on_ray), "--ray", "local", "--workers", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    a, b = state(local), state(on_ray)
+    for key in ("pool", "cells", "arcs", "outcomes", "executions"):
+        assert a[key] == b[key], key
+    assert sorted(int(w) for w in b["workers"]) == [0, 1]
+
+
+# -- promotion -------------------------------------------------------------------------------
+def test_promote_findings_into_a_corpus(sstore_campaign, tmp_path):
+    from conformance.fuzz.promote import PromoteError, promote
+    out, _ = sstore_campaign
+    findings = out / "findings"
+    finding = corpus.load(findings)[0]
+    promoted, target = tmp_path / "promoted.jsonl", tmp_path / "corpus"
+    manifest = promote(findings, [finding["id"]], promoted=promoted, corpus_dir=target,
+                       sources=("definition", "fuzz"))
+    assert manifest["sources"]["fuzz"] == 1
+    assert corpus.problems(target) == []
+    [stored] = [v for v in corpus.load(target) if v["id"] == finding["id"]]
+    assert stored["input"] == finding["input"] and stored["expected"] == finding["expected"]
+    assert stored["tags"]["source"] == "fuzz"
+    before = {p.name: p.read_bytes() for p in target.iterdir()}
+    promote(findings, [], promoted=promoted, corpus_dir=target, sources=("definition", "fuzz"))
+    assert {p.name: p.read_bytes() for p in target.iterdir()} == before     # deterministic, idempotent
+    with pytest.raises(PromoteError):
+        promote(findings, ["fuzz/no/such"], promoted=promoted, corpus_dir=target, sources=("definition",))
+
+
+# -- the backend's map-like API (reused by other campaigns) ------------------------------------
+class _AddWorker:
+    def __init__(self, index, offset):
+        self.index, self.offset = index, offset
+
+    def run(self, task):
+        return (task + self.offset, self.index)
+
+    def update(self, message):
+        self.offset = message
+
+
+def _add_worker(index, offset):
+    return _AddWorker(index, offset)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_backend_maps_in_task_order_and_broadcasts(workers):
+    from conformance.fuzz.backend import make_backend
+    backend = make_backend(_add_worker, (10,), workers=workers)
+    try:
+        first = backend.map(list(range(7)))
+        assert [value for value, _ in first] == [10, 11, 12, 13, 14, 15, 16]
+        assert {index for _, index in first} == set(range(workers))
+        backend.broadcast(100)
+        assert [value for value, _ in backend.map([1, 2, 3])] == [101, 102, 103]
+    finally:
+        backend.close()
