@@ -97,7 +97,7 @@ class LocalProcesses:
             self.conns.append(parent)
             self.procs.append(proc)
         try:
-            for i, conn in enumerate(self.conns):
+            for i, _conn in enumerate(self.conns):
                 kind, payload = self._recv(i)
                 if kind != "ready":
                     raise BackendError(payload)
@@ -202,6 +202,7 @@ class RayActors:
             raise BackendError("--ray needs Ray: pip install 'rtwo-vm[distributed]'") from None
         self.ray = ray
         self.started = False
+        self.actors: list[Any] = []
         try:
             if not ray.is_initialized():
                 if address == "local":

@@ -91,7 +91,7 @@ def _merge(state: dict[str, Any], pool: Pool, cells: set, arcs: set, results: li
     """Fold one epoch's results in request order; the additions every worker must apply."""
     added_pool, added_cells, added_arcs, added_classes = [], [], [], []
     news = sorted((n for r in results for n in r["new"]), key=lambda n: n[0])
-    for idx, c, a, inp in news:
+    for _idx, c, a, inp in news:
         fresh_c = [x for x in c if x not in cells]
         fresh_a = [x for x in a if x not in arcs]
         if fresh_c or fresh_a:
@@ -208,7 +208,7 @@ def report_json(state: dict[str, Any], out: Path) -> dict[str, Any]:
         impls.append({"command": cmd, "name": impl.get("name"), "version": impl.get("version"),
                       "trace": "trace" in ((hello or {}).get("capabilities") or [])})
     buckets = []
-    for key, b in sorted(state["buckets"].items(), key=lambda kv: kv[1]["first_index"]):
+    for _key, b in sorted(state["buckets"].items(), key=lambda kv: kv[1]["first_index"]):
         f = b.get("finding") or {}
         buckets.append({**{k: v for k, v in b.items() if k != "finding"},
                         "finding": {k: v for k, v in f.items() if k not in ("vector", "input")} or None,

@@ -133,7 +133,7 @@ class Builder:
         rng = self.rng
         if rng.random() < 0.12 and self.height >= ins.inputs:
             return  # use whatever is on the stack
-        for i, kind in enumerate(kinds):
+        for kind in kinds:
             if rng.random() < 0.12:
                 # the operand deeper, junk above it, brought up by DUPn (or SWAPn)
                 self.push(self.value(kind))

@@ -87,8 +87,8 @@ class Worker:
         started = time.perf_counter()
         start, count = int(task["start"]), int(task["count"])
         view = self.pool.view(int(task["pool_size"]))
-        inputs = [(idx, generate(self.seed, idx, view)) for idx in range(start, start + count)]
-        inputs = [(idx, inp, inp.vector_input()) for idx, inp in inputs]
+        generated = [(idx, generate(self.seed, idx, view)) for idx in range(start, start + count)]
+        inputs = [(idx, inp, inp.vector_input()) for idx, inp in generated]
         by_id = {f"fuzz/{idx}": vi for idx, _, vi in inputs}
         checks = [f"fuzz/{idx}" for idx, _, _ in inputs if _every(idx, int(self.config["perturb_share"]), 7)]
         order = determinism.shuffled(checks, self.seed + start)

@@ -156,7 +156,7 @@ def patch_handlers(bug: str) -> None:
                     out[row.opcode] = _log_grow(row)
         return out
     instructions.table = patched
-    importlib.import_module("reference_vm.program").table = patched
+    importlib.import_module("reference_vm.program").table = patched  # type: ignore[attr-defined]
     load_program.cache_clear()
 
 
