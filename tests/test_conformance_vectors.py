@@ -46,12 +46,6 @@ def test_a_second_fill_in_another_process_with_another_hash_seed_is_identical():
     assert "stored corpus is identical" in done.stdout
 
 
-def test_fill_is_fast_enough(fresh):
-    # The target (1,000 vectors/s) is measured by benchmarks/conformance_benchmark.py on an
-    # idle machine; here, on a CI machine shared with other jobs, only a gross regression fails.
-    assert fresh.rate >= 500, f"filling ran at {fresh.rate:.0f} vectors/s"
-
-
 def test_stored_corpus_matches_its_manifest_and_digest(vectors):
     assert corpus.problems(VECTORS_DIR, vectors) == []
 

@@ -2,7 +2,8 @@
 
     python tests/conformance_fixtures/faulty_adapter.py --fault KIND [--target GLOB] [--op MNEMONIC]
 
-Faults (applied to vectors whose id matches --target, default every vector):
+Faults (applied to vectors whose id matches --target, default every vector; requests carry
+opaque ids, so the fixture finds the targeted vectors by their input in the corpus):
   wrong-result      the output bytes are wrong
   miscount-compute  the instruction --op costs one compute unit more (usage, fee and trace)
   nondeterministic  usage.compute depends on the time zone (correct only in UTC)
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import json
 import os
 import signal
 import sys
@@ -32,11 +34,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from conformance import corpus  # noqa: E402
 from conformance.adapter import Adapter  # noqa: E402
 from conformance.protocol import EXIT_UNSUPPORTED, encode  # noqa: E402
 
 FAULTS = ("wrong-result", "miscount-compute", "nondeterministic", "crash", "exit-70", "killed", "hang", "garbage",
           "extra-line", "wrong-id", "exceed-limit", "bad-stage", "bad-hello", "noisy")
+
+
+def _key(vector_input) -> str:
+    return json.dumps(vector_input, sort_keys=True, separators=(",", ":"))
 
 
 class FaultyAdapter(Adapter):
@@ -45,9 +52,21 @@ class FaultyAdapter(Adapter):
     def __init__(self, fault: str, target: str, op: str):
         super().__init__()
         self.fault, self.target, self.op = fault, target, op
+        self.targets = None if target == "*" else {
+            _key(v["input"]) for v in corpus.load() if fnmatch.fnmatchcase(v["id"], target)}
+        self.current = False
 
     def hit(self, vector_id: str) -> bool:
-        return fnmatch.fnmatchcase(vector_id, self.target)
+        return self.current
+
+    def handle(self, line):
+        try:
+            request = json.loads(line)
+            self.current = (request.get("type") == "execute"
+                            and (self.targets is None or _key(request.get("input")) in self.targets))
+        except (ValueError, AttributeError, RecursionError):
+            self.current = False
+        return super().handle(line)
 
     def hello(self, request):
         reply, go_on = super().hello(request)
@@ -110,11 +129,11 @@ class FaultyAdapter(Adapter):
             if not line.strip():
                 continue
             response, go_on = self.handle(line)
-            hit = response is not None and isinstance(response.get("id"), str) and self.hit(response["id"])
+            hit = response is not None and self.current
             if hit and self.fault == "garbage":
                 stdout.write(b"panic: unexpected state, dumping registers\n")
             if hit and self.fault == "wrong-id":
-                response["id"] = "not/" + response["id"]
+                response["id"] = "not/" + str(response["id"])
             if response is not None:
                 stdout.write(encode(response))
                 if hit and self.fault == "extra-line":
