@@ -18,13 +18,17 @@ import sys
 from typing import Any, BinaryIO, Mapping
 
 from conformance.constants import PROTOCOL, SPEC_VERSION
-from conformance.protocol import EXIT_OK, EXIT_UNSUPPORTED, PROTOCOL_MAJOR, encode
+from conformance.protocol import EXIT_OK, EXIT_UNSUPPORTED, PROTOCOL_MAJOR, encode, loads_bounded
 from conformance.vector import error_stage, request_of
 from reference_vm import execute
 from reference_vm.trace import JsonLinesTracer
 
 NAME = "rtwo-reference"
 VERSION = "1.0.0"
+# The longest request line read whole: far above any vector input (code and call data are
+# at most 64 KiB each, chapter 2); a longer line is skipped to its end and answered with
+# BAD_MESSAGE, never held in memory.
+MAX_REQUEST = 16 << 20
 
 
 class Adapter:
@@ -67,9 +71,9 @@ class Adapter:
     def handle(self, line: bytes) -> tuple[dict[str, Any] | None, bool]:
         """The response to one request line (None: no response), and whether to go on."""
         try:
-            request = json.loads(line)
+            request = loads_bounded(line)
         except (ValueError, UnicodeDecodeError) as err:
-            return self.error(None, "BAD_MESSAGE", f"not JSON: {err}"), True
+            return self.error(None, "BAD_MESSAGE", f"not JSON: {str(err)[:200]}"), True
         if not isinstance(request, dict):
             return self.error(None, "BAD_MESSAGE", "a request must be a JSON object"), True
         kind, request_id = request.get("type"), request.get("id")
@@ -81,7 +85,7 @@ class Adapter:
             except (KeyError, TypeError, ValueError, AttributeError) as err:
                 return self.error(request_id, "BAD_MESSAGE", f"malformed input: {err!r}"), True
             except Exception as err:  # noqa: BLE001 - report, never die on one request
-                return self.error(request_id, "ADAPTER_FAILURE", repr(err)), True
+                return self.error(request_id, "ADAPTER_FAILURE", repr(err)[:500]), True
         if kind == "hello":
             return self.hello(request)
         if kind == "shutdown":
@@ -92,10 +96,13 @@ class Adapter:
         if self.verbose:
             print(f"{self.name} {self.version}: ready", file=self.log, flush=True)
         status = EXIT_OK
-        for line in stdin:
-            if not line.strip():
+        for line in requests(stdin):
+            if line is None:
+                response, go_on = self.error(None, "BAD_MESSAGE", f"request longer than {MAX_REQUEST} bytes"), True
+            elif not line.strip():
                 continue
-            response, go_on = self.handle(line)
+            else:
+                response, go_on = self.handle(line)
             if response is not None:
                 stdout.write(encode(response))
                 stdout.flush()
@@ -106,6 +113,21 @@ class Adapter:
         if self.verbose:
             print(f"{self.name}: exiting with status {status}", file=self.log, flush=True)
         return status
+
+
+def requests(stdin: BinaryIO, limit: int = MAX_REQUEST):
+    """The request lines of ``stdin``; None for a line longer than ``limit`` (skipped to its
+    end without holding it)."""
+    while True:
+        line = stdin.readline(limit + 1)
+        if not line:
+            return
+        if len(line) <= limit or line.endswith(b"\n"):
+            yield line
+            continue
+        while line and not line.endswith(b"\n"):      # skip the rest of the long line
+            line = stdin.readline(1 << 20)
+        yield None
 
 
 def main(argv: list[str] | None = None, adapter: Adapter | None = None) -> int:
