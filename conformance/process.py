@@ -202,9 +202,9 @@ class AdapterProcess:
             end = chunk.rfind(b"\n")
             self.partial = self.partial + len(chunk) if end < 0 else len(chunk) - end - 1
             self.inbuf += chunk
-            if self.partial > limit:
+            if self.partial > limit:          # keep the complete lines before it, drop the rest
                 self.oversized = True
-                self.inbuf.clear()
+                del self.inbuf[len(self.inbuf) - self.partial:]
 
     def read_stderr(self) -> None:
         while True:
