@@ -180,6 +180,7 @@ class AdapterProcess:
         self.eof = False
         self.hello: dict[str, Any] | None = None
         self.closed = False
+        self._hello_sent = self._shutdown_sent = False
 
     # -- raw I/O -----------------------------------------------------------------------------
     def line_limit(self) -> int:
@@ -277,9 +278,15 @@ class AdapterProcess:
                         if self.err_eof:
                             sel.unregister(self.err_fd)
 
+    def begin_handshake(self) -> None:
+        """Send the hello without waiting (``handshake`` then reads the answer)."""
+        if not self._hello_sent:
+            self._hello_sent = True
+            self.send(encode(hello_request()))
+            self.flush()
+
     def handshake(self) -> dict[str, Any]:
-        self.send(encode(hello_request()))
-        self.flush()
+        self.begin_handshake()
         line = self.wait_line(time.monotonic() + self.settings.handshake_timeout)
         if line is None:
             why = (f"wrote a line longer than {self.settings.max_line} bytes" if self.oversized
@@ -304,7 +311,7 @@ class AdapterProcess:
         """How the process ended, after waiting up to ``grace`` seconds for it to exit: a
         process usually closes its stdout a moment before the kernel reports its exit."""
         try:
-            code = self.proc.wait(timeout=grace)
+            code = self.wait_exit(grace)
         except subprocess.TimeoutExpired:
             return f"closed its stdout but was still running after {grace:g} s"
         return describe_exit(code)
@@ -364,10 +371,33 @@ class AdapterProcess:
             except OSError:
                 pass
 
+    def begin_shutdown(self) -> None:
+        """Send the shutdown without waiting (``shutdown`` then reads the bye)."""
+        if not self._shutdown_sent:
+            self._shutdown_sent = True
+            self.send(encode(SHUTDOWN))
+            self.flush()
+
+    def wait_exit(self, timeout: float) -> int:
+        """The exit status, waiting up to ``timeout`` seconds (on a pidfd where there is one,
+        not by polling); subprocess.TimeoutExpired if it is still running."""
+        if self.proc.poll() is None and hasattr(os, "pidfd_open"):
+            try:
+                fd = os.pidfd_open(self.proc.pid)
+            except OSError:
+                fd = None
+            if fd is not None:
+                try:
+                    with selectors.DefaultSelector() as sel:
+                        sel.register(fd, selectors.EVENT_READ)
+                        sel.select(max(0.0, timeout))
+                finally:
+                    os.close(fd)
+        return self.proc.wait(timeout=0 if self.proc.poll() is None and hasattr(os, "pidfd_open") else timeout)
+
     def shutdown(self, timeout: float) -> tuple[list[bytes], str | None]:
         """Ask the adapter to stop; returns stray lines before its bye and an exit problem."""
-        self.send(encode(SHUTDOWN))
-        self.flush()
+        self.begin_shutdown()
         deadline = time.monotonic() + timeout
         stray, problem = [], None
         while True:
@@ -383,7 +413,7 @@ class AdapterProcess:
             if len(stray) < 16:
                 stray.append(line[:200])
         try:
-            code = self.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            code = self.wait_exit(max(0.1, deadline - time.monotonic()))
             if code != 0 and problem is None:
                 problem = f"{describe_exit(code)} after shutdown (must be exit status 0)"
         except subprocess.TimeoutExpired:

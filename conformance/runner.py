@@ -142,26 +142,40 @@ class Pool:
                     report.note(issue)
                     give_up(issue)
                     break
+                # Start every missing process first, then handshake each: they start in parallel.
+                fresh = []
                 for i in range(len(slots)):
                     if slots[i] is None and queue and failures[i] < settings.max_start_failures:
                         started["n"] += 1
                         try:
-                            proc = AdapterProcess(self.argv, settings, keep_dir, i,
-                                                  keep_log=started["n"] <= settings.max_logs)
-                            slots[i] = proc
-                            hello = proc.handshake()
-                            report.hello = report.hello or hello
-                            failures[i] = 0
-                            sel.register(proc.out_fd, selectors.EVENT_READ, i)
-                            sel.register(proc.err_fd, selectors.EVENT_READ, i)
+                            slots[i] = AdapterProcess(self.argv, settings, keep_dir, i,
+                                                      keep_log=started["n"] <= settings.max_logs)
+                            slots[i].begin_handshake()
+                            fresh.append(i)
                         except StartError as err:
                             failures[i] += 1
                             report.note(f"adapter start failed: {err}")
                             retire(i, requeue=False)
+                for i in fresh:
+                    proc = slots[i]
+                    try:
+                        hello = proc.handshake()
+                        report.hello = report.hello or hello
+                        failures[i] = 0
+                        sel.register(proc.out_fd, selectors.EVENT_READ, i)
+                        sel.register(proc.err_fd, selectors.EVENT_READ, i)
+                    except StartError as err:
+                        failures[i] += 1
+                        report.note(f"adapter start failed: {err}")
+                        retire(i, requeue=False)
+                live = [p for p in slots if p is not None]
+                # Few jobs left: share them out instead of filling the first window.
+                share = -(-(len(queue) + sum(len(p.in_flight) for p in live)) // max(1, len(live)))
+                for i in range(len(slots)):
                     proc = slots[i]
                     if proc is None:
                         continue
-                    while queue and len(proc.in_flight) < settings.window:
+                    while queue and len(proc.in_flight) < min(settings.window, max(1, share)):
                         job = queue.popleft()
                         if not proc.in_flight:
                             proc.head_since = time.monotonic()
@@ -217,6 +231,9 @@ class Pool:
                         retire(i)
                     elif proc.in_flight and now - proc.head_since > settings.timeout:
                         fail_head(i, "timeout", f"no answer within {settings.timeout:g} s (hang); adapter killed")
+            for i, proc in enumerate(slots):      # ask every process to stop, then wait for each
+                if proc is not None and not self._stopping:
+                    proc.begin_shutdown()
             for i, proc in enumerate(slots):
                 if proc is None:
                     continue

@@ -252,7 +252,9 @@ def _run(args) -> int:
     from conformance.suite import Options, reference_command, run_suite
     from rtwo_vm.progress import Progress
 
+    from conformance.adapter import tune_gc
     manifest, vectors = _load(args)
+    tune_gc()                  # the corpus stays loaded: keep the collector off it
     vectors = _select(args, vectors)
     out = Path(args.out)
     seed, count = args.seed, args.fresh
