@@ -12,7 +12,6 @@ against the main pass. A determinism failure therefore fails its replay as it fa
 
 from __future__ import annotations
 
-import json
 import shlex
 import tempfile
 import time

@@ -76,8 +76,8 @@ def test_replaying_a_vector_id_runs_a_perturbed_pass_too(hashes, vectors):
 
 
 def test_a_bundle_replays_from_any_directory_and_shows_the_adapter_stderr(tmp_path):
-    # A relative command, as a user types it in the repository; the replay runs elsewhere.
-    impl = faulty("wrong-result", python="python3", script="tests/conformance_fixtures/faulty_adapter.py")
+    # A relative script path, as a user types it in the repository; the replay runs elsewhere.
+    impl = faulty("wrong-result", script="tests/conformance_fixtures/faulty_adapter.py")
     done = cli("conformance", "run", "--impl", impl, "--filter", "hash/SHA256/length_*", "--repeat", "0",
                "--out", str(tmp_path / "out"), "--no-progress")
     assert done.returncode == 1, done.stdout + done.stderr
