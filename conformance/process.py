@@ -184,12 +184,20 @@ class AdapterProcess:
 
     # -- raw I/O -----------------------------------------------------------------------------
     def line_limit(self) -> int:
+        """The bound of the next complete line: the head's response."""
         if self.in_flight and self.in_flight[0].max_line is not None:
             return self.in_flight[0].max_line
         return self.settings.max_line
 
+    def partial_limit(self) -> int:
+        """The bound of an unfinished line, which may answer any request in flight (complete
+        lines before it may not be consumed yet): the largest of their bounds."""
+        if not self.in_flight:
+            return self.settings.max_line
+        return max(self.settings.max_line if j.max_line is None else j.max_line for j in self.in_flight)
+
     def read_available(self) -> None:
-        limit = self.line_limit()
+        limit = self.partial_limit()
         while not self.oversized:
             try:
                 chunk = os.read(self.out_fd, READ_SIZE)
