@@ -332,11 +332,11 @@ def _vector_lines(o: Outcome, run: ImplementationRun, bundles, vector: Mapping[s
              f"       {str(vector.get('description', ''))[:200]}",
              f"       spec {', '.join(tags.get('sections', [])) or '-'}; opcodes {', '.join(tags.get('opcodes', [])) or '-'}"]
     diff = [str(m) for m in o.failures[:8]] + _more(len(o.failures), 8, "")
-    if o.reason:
-        diff.append(o.reason[:300])
-    if o.divergence:
-        diff.append(str(o.divergence)[:300])
     lines += _beside(diff, disassembly(vector))
+    if o.reason:
+        lines.append(f"       {o.reason[:300]}")
+    if o.divergence:
+        lines.append(f"       {str(o.divergence)[:300]}")
     if (run.command, o.vector_id) in bundles:
         lines.append(f"       replay bundle: {bundles[(run.command, o.vector_id)]}")
     return lines
@@ -345,6 +345,8 @@ def _vector_lines(o: Outcome, run: ImplementationRun, bundles, vector: Mapping[s
 def _failure_block(title: str, failing: list[Outcome], run, result, bundles, shown: int) -> list[str]:
     if not failing:
         return []
+    if shown <= 0:
+        return [f"   {title}: {len(failing)} (not printed: raise --show to see them)"]
     lines = [f"   {title} ({min(shown, len(failing))} of {len(failing)}):"]
     for o in failing[:shown]:
         lines += _vector_lines(o, run, bundles, result.vectors[o.vector_id])
