@@ -25,6 +25,7 @@ from typing import Any, Mapping
 from conformance.constants import PROTOCOL, SPEC_VERSION
 
 PROTOCOL_MAJOR = int(PROTOCOL.rsplit("/", 1)[1])
+NAME_LIMIT = 200      # characters of an implementation name, version or capability
 CAPABILITIES = ("trace",)
 # Error codes an adapter may answer with. Every one is a failure of the vector it answers
 # (UNSUPPORTED_INPUT included: a conforming implementation executes every valid input).
@@ -112,12 +113,18 @@ def hello_problems(hello: Mapping[str, Any]) -> list[str]:
     if not (isinstance(impl, dict) and isinstance(impl.get("name"), str) and impl["name"]
             and isinstance(impl.get("version"), str)):
         out.append("implementation must be an object with a non-empty name and a version")
+    elif len(impl["name"]) > NAME_LIMIT or len(impl["version"]) > NAME_LIMIT:
+        out.append(f"implementation name and version must be at most {NAME_LIMIT} characters")
     versions = hello.get("spec_versions")
     if not isinstance(versions, list) or SPEC_VERSION not in versions:
         out.append(f"spec_versions must list {SPEC_VERSION}")
     caps = hello.get("capabilities")
     if not isinstance(caps, list) or not all(isinstance(c, str) for c in caps):
         out.append("capabilities must be a list of strings")
+    elif len(caps) > 64 or any(len(c) > NAME_LIMIT for c in caps):
+        out.append(f"capabilities must be at most 64 names of at most {NAME_LIMIT} characters")
+    if isinstance(versions, list) and len(versions) > 64:
+        out.append("spec_versions must list at most 64 versions")
     return out
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shlex
 import xml.etree.ElementTree as ET
 from collections import Counter, defaultdict
@@ -205,6 +206,14 @@ def encode_report(doc: Mapping[str, Any]) -> str:
     return json.dumps(doc, indent=1, sort_keys=True, default=str) + "\n"
 
 
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _x(text: Any) -> str:
+    """``text`` without the characters XML 1.0 cannot hold (an id or a message may have them)."""
+    return _NOT_XML.sub("\ufffd", str(text))
+
+
 def junit_xml(result: SuiteResult, bundles: Mapping[tuple[str, str], Path] | None = None,
               properties: Mapping[str, Any] | None = None, limit: int = JUNIT_BYTES) -> str:
     """JUnit XML as pytest writes it: real times per vector, properties of the run, a wrong
@@ -216,37 +225,37 @@ def junit_xml(result: SuiteResult, bundles: Mapping[tuple[str, str], Path] | Non
     totals = Counter()
     budget = [limit - 200_000]
     for run in result.runs:
-        suite = ET.SubElement(root, "testsuite", name=run.name, time=f"{run.total_seconds:.3f}")
+        suite = ET.SubElement(root, "testsuite", name=_x(run.name), time=f"{run.total_seconds:.3f}")
         props = ET.SubElement(suite, "properties")
         for key, value in {**dict(properties or {}), "implementation.name": run.name,
                            "implementation.version": run.version, "implementation.command": run.command,
                            "seed": run.seed}.items():
-            ET.SubElement(props, "property", name=str(key), value=str(value)[:500])
+            ET.SubElement(props, "property", name=_x(key), value=_x(str(value)[:500]))
         counts = Counter()
         for o in sorted(run.outcomes.values(), key=lambda o: o.vector_id):
-            case = ET.SubElement(suite, "testcase", classname=f"{slug(run.name)}.{_group(o.vector_id)}",
-                                 name=o.vector_id, time=f"{o.seconds:.6f}")
+            case = ET.SubElement(suite, "testcase", classname=_x(f"{slug(run.name)}.{slug(_group(o.vector_id))}"),
+                                 name=_x(o.vector_id), time=f"{o.seconds:.6f}")
             counts["tests"] += 1
             budget[0] -= 200 + len(o.vector_id)
             if o.status == "xfail":
                 counts["skipped"] += 1
-                skipped = ET.SubElement(case, "skipped", type="xfail", message=f"known failure: {o.known}"[:300])
-                skipped.text = _budgeted(_details(o, bundles.get((run.command, o.vector_id))), budget)
+                skipped = ET.SubElement(case, "skipped", type="xfail", message=_x(f"known failure: {o.known}"[:300]))
+                skipped.text = _x(_budgeted(_details(o, bundles.get((run.command, o.vector_id))), budget))
             elif o.status == "xpass":
                 counts["failures"] += 1
-                ET.SubElement(case, "failure", type="xpass", message=f"{NOW_PASSING} (listed: {o.known})"[:300])
+                ET.SubElement(case, "failure", type="xpass", message=_x(f"{NOW_PASSING} (listed: {o.known})"[:300]))
             elif o.status == "fail":
                 error = o.kind not in WRONG_ANSWERS and o.kind != UNSUPPORTED
                 counts["errors" if error else "failures"] += 1
                 first = str(o.failures[0]) if o.failures else o.reason
-                element = ET.SubElement(case, "error" if error else "failure", message=first[:300],
+                element = ET.SubElement(case, "error" if error else "failure", message=_x(first[:300]),
                                         type=",".join(o.categories))
-                element.text = _budgeted(_details(o, bundles.get((run.command, o.vector_id))), budget)
+                element.text = _x(_budgeted(_details(o, bundles.get((run.command, o.vector_id))), budget))
         for issue in run.issues[:100]:
             counts["errors"] += 1
             counts["tests"] += 1
             ET.SubElement(ET.SubElement(suite, "testcase", classname=f"{slug(run.name)}.adapter",
-                                        name="adapter protocol", time="0"), "error", message=issue[:300])
+                                        name="adapter protocol", time="0"), "error", message=_x(issue[:300]))
         for key in ("tests", "failures", "errors", "skipped"):
             suite.set(key, str(counts[key]))
         totals.update(counts)

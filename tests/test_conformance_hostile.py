@@ -290,3 +290,22 @@ def test_the_reference_adapter_answers_hostile_requests_with_bad_message():
     replies = [json.loads(line) for line in done.stdout.splitlines()]
     assert [r.get("code") for r in replies[:2]] == ["BAD_MESSAGE", "BAD_MESSAGE"] and replies[2] == {"type": "bye"}
     assert done.returncode == 0 and b"Traceback" not in done.stderr
+
+
+def test_awkward_ids_get_one_bundle_each_and_valid_reports(tmp_path):
+    import xml.etree.ElementTree as ET
+    from conformance import corpus
+    (vector,) = [v for v in corpus.load() if v["id"] == TARGET]
+    ids = ["a/b", "a__b", "x/" + "y" * 300, "nul/\u0000/id"]
+    corpus_dir = tmp_path / "corpus"
+    corpus_dir.mkdir()
+    (corpus_dir / "odd.jsonl").write_text("".join(json.dumps({**vector, "id": i}) + "\n" for i in ids))
+    (corpus_dir / "manifest.json").write_text(json.dumps({"digest": "odd", "files": [{"path": "odd.jsonl"}]}))
+    out = tmp_path / "out"
+    done, _ = run(tmp_path, "--dir", str(corpus_dir), "--impl", faulty("wrong-result", tmp_path, "*"),
+                  "--out", str(out), "--fresh", "0", "--repeat", "0", "--no-progress")
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert sorted(failures(out)) == sorted(ids)
+    assert len(list((out / "bundles").glob("*.json"))) == 4
+    suite = ET.fromstring((out / "junit.xml").read_bytes()).find("testsuite")
+    assert suite.get("failures") == "4"
