@@ -79,7 +79,7 @@ def test_a_bundle_replays_from_any_directory_and_shows_the_adapter_stderr(tmp_pa
     # A relative script path, as a user types it in the repository; the replay runs elsewhere.
     impl = faulty("wrong-result", script="tests/conformance_fixtures/faulty_adapter.py")
     done = cli("conformance", "run", "--impl", impl, "--filter", "hash/SHA256/length_*", "--repeat", "0",
-               "--out", str(tmp_path / "out"), "--no-progress")
+               "--fresh", "0", "--out", str(tmp_path / "out"), "--no-progress")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "1 replay bundle in" in done.stdout and "1 replay bundles" not in done.stdout
     (bundle,) = (tmp_path / "out" / "bundles").glob("*.json")
