@@ -334,11 +334,14 @@ class AdapterProcess:
                      time.monotonic() - self.head_since, size)
 
     def stderr_text(self) -> str:
-        self.read_stderr() if not self.err_eof and not self.closed else None
+        if not self.err_eof and not self.closed:
+            self.read_stderr()
         text = self.errbuf.decode("utf-8", "replace")
         return (f"[... {self.err_dropped} earlier bytes of stderr dropped ...]\n" if self.err_dropped else "") + text
 
     def stderr_tail(self, lines: int = 5) -> str:
+        if not self.err_eof and not self.closed:
+            self.read_stderr()         # what is in the pipe now: a crash report comes last
         text = self.errbuf[-4096:].decode("utf-8", "replace").strip().splitlines()
         return ("; stderr: " + " | ".join(t[:200] for t in text[-lines:])) if text else ""
 
@@ -389,19 +392,26 @@ class AdapterProcess:
     def wait_exit(self, timeout: float) -> int:
         """The exit status, waiting up to ``timeout`` seconds (on a pidfd where there is one,
         not by polling); subprocess.TimeoutExpired if it is still running."""
-        if self.proc.poll() is None and hasattr(os, "pidfd_open"):
+        if self.proc.poll() is not None:
+            return self.proc.returncode
+        fd = None
+        if hasattr(os, "pidfd_open"):
             try:
                 fd = os.pidfd_open(self.proc.pid)
             except OSError:
                 fd = None
-            if fd is not None:
-                try:
-                    with selectors.DefaultSelector() as sel:
-                        sel.register(fd, selectors.EVENT_READ)
-                        sel.select(max(0.0, timeout))
-                finally:
-                    os.close(fd)
-        return self.proc.wait(timeout=0 if self.proc.poll() is None and hasattr(os, "pidfd_open") else timeout)
+        if fd is None:
+            return self.proc.wait(timeout=timeout)
+        try:
+            with selectors.DefaultSelector() as sel:
+                sel.register(fd, selectors.EVENT_READ)
+                sel.select(max(0.0, timeout))
+        finally:
+            os.close(fd)
+        code = self.proc.poll()
+        if code is None:
+            raise subprocess.TimeoutExpired(self.argv, timeout)
+        return code
 
     def shutdown(self, timeout: float) -> tuple[list[bytes], str | None]:
         """Ask the adapter to stop; returns stray lines before its bye and an exit problem."""
