@@ -309,3 +309,30 @@ def test_awkward_ids_get_one_bundle_each_and_valid_reports(tmp_path):
     assert len(list((out / "bundles").glob("*.json"))) == 4
     suite = ET.fromstring((out / "junit.xml").read_bytes()).find("testsuite")
     assert suite.get("failures") == "4"
+
+
+def test_reports_are_cut_to_their_limits_with_a_marker(tmp_path):
+    import xml.etree.ElementTree as ET
+    from conformance import corpus, report
+    from conformance.runner import Settings
+    from conformance.selection import select
+    from conformance.suite import Options, run_suite
+    vectors = select(corpus.load(), ["arithmetic/ADD/*"])
+    result = run_suite([faulty("wrong-result", tmp_path, "*")], vectors, [],
+                       Options(repeat=0, settings=Settings(timeout=5), trace_sample=False))
+    full = report.to_json(result, {})
+    assert len(full["implementations"][0]["failures"]) == 44 and "truncated" not in full
+    size = len(report.encode_report(full))
+    small = report.to_json(result, {}, limit=size // 2)
+    (impl,) = small["implementations"]
+    assert len(report.encode_report(small)) <= size // 2 and "truncated" in small
+    assert len(impl["failed_ids"]) == 44 and impl["failures_left_out"] == 44 - len(impl["failures"]) > 0
+    xml = report.junit_xml(result)
+    assert "junit.xml size limit" not in xml
+    cut = report.junit_xml(result, limit=len(xml) // 2)
+    assert len(cut) < len(xml) and "[left out: junit.xml size limit]" in cut
+    assert ET.fromstring(cut).get("failures") == "44"
+    bundles = report.write_bundles(result, tmp_path / "b", max_bundles=3, max_bytes=2_000)
+    assert len(bundles) == 3
+    doc = json.loads(next(iter(bundles.values())).read_text())
+    assert "bundle cut to 2000 bytes" in doc["truncated"] and doc["vector"]["id"].startswith("arithmetic/ADD/")
