@@ -69,6 +69,9 @@ class _Session:
         """The next message; None at end of output or timeout. A line that is not a protocol
         message raises ProtocolError naming what was expected instead."""
         line = self.proc.wait_line(time.monotonic() + self.settings.timeout)
+        if line is None and self.proc.oversized:
+            raise ProtocolError(f"a line longer than {self.proc.line_limit()} bytes on stdout"
+                                + (f" where the response to {waiting_for} was expected" if waiting_for else ""))
         if line is None and self.proc.eof and waiting_for:
             raise _Ended(f"the adapter closed its stdout ({self.proc.exit_description()}) where the response "
                          f"to {waiting_for} was expected")
