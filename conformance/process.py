@@ -100,7 +100,7 @@ class Settings:
     log_label: str = "adapter"        # prefix of the log file names
     max_line: int = DEFAULT_MAX_LINE  # bytes of one response line
     max_log: int = DEFAULT_MAX_LOG    # bytes of stderr kept per process (the last ones)
-    max_failures: int = 3             # consecutive crashes/timeouts before the rest is unavailable
+    max_failures: int = 3             # consecutive process failures before the rest is unavailable (0: never)
     max_logs: int = 64                # log files kept per pool run
 
 

@@ -1,6 +1,6 @@
 """Driving adapter processes: start and handshake, pipelined requests over several processes,
 timeouts, restarts after a crash, a hang, garbage or a wrong answer, and giving up on an
-implementation after ``max_failures`` consecutive crashes or timeouts (its remaining vectors
+implementation after ``max_failures`` consecutive crashes, hangs or protocol failures (its remaining vectors
 are ``unavailable``, with the reason).
 
 One thread runs every process through a selector with non-blocking pipes, so a slow or stuck
@@ -28,7 +28,7 @@ from conformance.process import (  # noqa: F401 - the public names of the runner
 )
 from conformance.protocol import ProtocolError, decode
 
-GIVE_UP = ("crash", "timeout")     # failures that count toward Settings.max_failures
+GIVE_UP = ("crash", "timeout", "garbage", "oversized", "wrong_id", "protocol")   # count toward max_failures
 
 
 @dataclass
@@ -137,7 +137,7 @@ class Pool:
         try:
             while (queue or any(p is not None and p.in_flight for p in slots)) and not self._stopping:
                 if settings.max_failures and streak["n"] >= settings.max_failures:
-                    issue = (f"gave up after {streak['n']} consecutive crashes or timeouts; the remaining "
+                    issue = (f"gave up after {streak['n']} consecutive crashes, hangs or protocol failures; the remaining "
                              f"vectors were not run (last: {streak['last'][:200]})")
                     report.note(issue)
                     give_up(issue)

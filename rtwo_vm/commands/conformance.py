@@ -59,7 +59,7 @@ def register(sub) -> None:
     r.add_argument("--window", type=positive_int, default=32, help="requests in flight per process (default 32)")
     r.add_argument("--timeout", type=positive_float, default=10.0, help="seconds per vector before a hang (default 10)")
     r.add_argument("--max-failures", type=positive_int, default=3, metavar="K",
-                   help="after K consecutive crashes or timeouts the remaining vectors are unavailable (default 3)")
+                   help="after K consecutive crashes, hangs or protocol failures the remaining vectors are unavailable (default 3)")
     r.add_argument("--repeat", type=nonnegative_int, default=1,
                    help="determinism passes in fresh, perturbed processes (default 1; 0 disables)")
     r.add_argument("--seed", type=nonnegative_int, default=None,
