@@ -173,6 +173,12 @@ def test_a_corpus_lookup_adapter_fails_a_default_run(tmp_path):
     assert impl["fresh_counts"]["pass"] < 12 and doc["seed"] == 5 and doc["fresh"] == 12
     assert "fresh sample (seed 5)" in done.stdout and "seed 5" in done.stdout.splitlines()[0]
     assert all(i.startswith("fresh/5/") for i in impl["failed_ids"])
+    # --last-failed generates the same sample again and runs only its failing vectors.
+    again, _ = run(tmp_path, "--impl", lookup, "--out", str(out), "--filter", SIX, "--last-failed", "--no-progress")
+    assert again.returncode == 1 and "seed 5" in again.stdout
+    rerun = report(out)["implementations"][0]
+    assert sorted(rerun["failed_ids"]) == sorted(impl["failed_ids"]) and rerun["fresh_counts"]["pass"] == 0
+    assert rerun["counts"]["pass"] == rerun["counts"]["fail"] == 0
     # Offline reproduction of a corpus-only run: the lookup passes; the fresh sample is what catches it.
     corpus_only, _ = run(tmp_path, "--impl", lookup, "--out", str(out), *BASE)
     assert corpus_only.returncode == 0

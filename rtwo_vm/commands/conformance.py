@@ -258,18 +258,20 @@ def _run(args) -> int:
     vectors = _select(args, vectors)
     out = Path(args.out)
     seed, count = args.seed, args.fresh
-    wanted_fresh = None
+    selected, wanted_fresh = vectors, None
     if args.last_failed:
         failed, previous = _previous_failures(out)
-        vectors = [v for v in vectors if v["id"] in failed]
+        vectors = [v for v in selected if v["id"] in failed]
         wanted_fresh = {i for i in failed if fresh.is_fresh(i)}
         if wanted_fresh:
+            # The same sample as the previous run: its seed and size, from the same selection
+            # (run --last-failed with the filters of the run it repeats).
             seed = previous.get("seed") if seed is None else seed
-            count = max(count, int(previous.get("fresh") or 0))
+            count = int(previous.get("fresh_requested") or previous.get("fresh") or 0)
         if not vectors and not wanted_fresh:
             raise CliError("--last-failed: none of the previous failures is in the selection")
     seed = fresh.new_seed() if seed is None else seed
-    sample = fresh.sample(seed, count, vectors, bool(args.filter)) if count else []
+    sample = fresh.sample(seed, count, selected, bool(args.filter)) if count else []
     if wanted_fresh is not None:
         sample = [v for v in sample if v["id"] in wanted_fresh]
     try:
