@@ -29,8 +29,9 @@ from typing import Any, Callable, Mapping, Sequence
 from conformance import determinism, traces
 from conformance.compare import Mismatch, capped, compare_reply, compare_result
 from conformance.fresh import is_fresh
-from conformance.protocol import encode, execute_request, reply_problems
-from conformance.runner import AdapterProcess, Job, Pool, Reply, Settings, StartError
+from conformance.protocol import reply_problems
+from conformance.requests import Prepared, jobs, request_id, response_limit  # noqa: F401 - used by replay, selftest
+from conformance.runner import AdapterProcess, Job, Pool, Reply, Settings, StartError  # noqa: F401 - Job: the runner's names, for callers of suite
 from conformance.selection import KnownFailure, fingerprints, known_failure
 from conformance.tracediff import Divergence
 
@@ -44,7 +45,6 @@ WRONG_ANSWERS = ("result", "resource", "resource_bound", "stage", "internal", "n
 UNSUPPORTED = "unsupported"
 KINDS = WRONG_ANSWERS + PROCESS_FAILURES + ("adapter_error", UNSUPPORTED)
 KEPT_MESSAGES = 64 << 20    # bytes of wrong responses kept for the report (then only their start)
-SLACK = 8192                # a response may exceed twice its expected result by this much
 # Outcome statuses: a listed known failure that fails is an expected failure (xfail); one that
 # passes is "now passing" (xpass) and fails the run until it is removed from its list.
 STATUSES = ("pass", "fail", "xfail", "xpass")
@@ -63,6 +63,7 @@ class Options:
     settings: Settings = field(default_factory=Settings)
     trace_sample: bool = True        # check traces of passing vectors covering every opcode
     exitfirst: bool = False          # stop an implementation at its first unlisted failure
+    prepared: Prepared | None = None     # encoded inputs, shared by the passes (run_suite makes it)
 
 
 @dataclass
@@ -185,31 +186,6 @@ class SuiteResult:
         return all(r.ok for r in self.runs)
 
 
-def request_id(seed: int | str, label: str, vector_id: str) -> str:
-    """The opaque id of a vector's request in one pass of one run: nothing an adapter can look
-    a corpus entry up by."""
-    return "r" + hashlib.sha256(f"{seed}\0{label}\0{vector_id}".encode()).hexdigest()[:20]
-
-
-def response_limit(vector: Mapping[str, Any], settings: Settings) -> int:
-    """The longest acceptable response line for a vector: twice its expected result plus
-    SLACK (a longer line cannot hold the right result), never above Settings.max_line."""
-    size = len(json.dumps(vector["expected"]["result"], separators=(",", ":")))
-    return min(settings.max_line, 2 * size + SLACK)
-
-
-def jobs(vectors: Sequence[Mapping[str, Any]], trace: bool = False, seed: int | str | None = None,
-         label: str = "main", settings: Settings | None = None) -> list[Job]:
-    """Execute requests for ``vectors`` with opaque ids (from ``seed``; a fresh token without)."""
-    seed = os.urandom(8).hex() if seed is None else seed
-    out = []
-    for v in vectors:
-        rid = request_id(seed, label, v["id"])
-        limit = None if trace or settings is None or "expected" not in v else response_limit(v, settings)
-        out.append(Job(v["id"], encode(execute_request(rid, v["input"], trace)), rid, limit))
-    return out
-
-
 def probe(argv: list[str], settings: Settings) -> dict[str, Any]:
     """Start the adapter once, handshake and shut it down; its hello, or StartError."""
     proc = AdapterProcess(argv, settings, settings.log_dir, 0)
@@ -328,7 +304,8 @@ def run_implementation(command: str, vectors: Sequence[Mapping[str, Any]], known
             pool.stop()
 
     main_started = time.perf_counter()
-    main = pool.run(jobs(vectors, seed=options.seed, label="main", settings=settings), on_main, keep=False)
+    prepared = options.prepared or Prepared(vectors, settings)
+    main = pool.run(prepared.jobs(vectors, options.seed, "main"), on_main, keep=False)
     run.main_seconds, run.main_count = time.perf_counter() - main_started, len(run.outcomes)
     run.passes.append(determinism.MAIN_PASS)
     run.restarts += main.restarts
@@ -358,7 +335,7 @@ def run_implementation(command: str, vectors: Sequence[Mapping[str, Any]], known
             if progress:
                 progress(command, reply)
         again = Pool(argv, _pass_settings(settings, f"pass{k + 1}", run.name, p.env)).run(
-            jobs([by_id[i] for i in order], seed=options.seed, label=f"pass{k + 1}", settings=settings),
+            prepared.jobs([by_id[i] for i in order], options.seed, f"pass{k + 1}"),
             on_again, keep=False)
         run.passes.append(label)
         run.restarts += again.restarts
@@ -486,6 +463,8 @@ def _cross_check(runs: Sequence[ImplementationRun], result: SuiteResult) -> None
 def run_suite(commands: Sequence[str], vectors: Sequence[Mapping[str, Any]], known: Sequence[KnownFailure],
               options: Options, progress: Callable[[str, Reply], None] | None = None) -> SuiteResult:
     started = time.perf_counter()
+    if options.prepared is None:        # encode every input once, for every implementation and pass
+        options = replace(options, prepared=Prepared(vectors, options.settings))
     runs = [run_implementation(c, vectors, known, options, progress) for c in commands]
     result = SuiteResult(runs, {v["id"]: v for v in vectors})
     if len(runs) > 1:
