@@ -88,7 +88,10 @@ def refusals(policy: Policy) -> dict[int, str]:
 def bind(code: ValidCode, policy: Policy) -> None:
     """Refuse the code if the policy forbids any instruction it holds (the first in offset
     order decides the error)."""
-    refused = refusals(policy)
+    try:
+        refused = refusals(policy)
+    except TypeError:            # a policy holding a list: not cacheable, computed afresh
+        refused = refusals.__wrapped__(policy)
     if not refused:
         return
     for d in code.instructions:
