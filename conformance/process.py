@@ -30,11 +30,13 @@ from typing import Any, Iterable, Mapping
 from conformance.protocol import SHUTDOWN, ProtocolError, decode, encode, hello_problems, hello_request
 
 READ_SIZE = 1 << 16
+READ_BUDGET = 1 << 20     # bytes read from one pipe before the loop looks at everything else
 EXIT_GRACE = 1.0          # seconds to wait for a process that closed its stdout to exit
 LOG_SUFFIX = ".adapter.log"
 TOKEN_VARIABLE = "RTWO_CONFORMANCE_ADAPTER"
 _LOG_SEQUENCE = itertools.count(1)
 _LIVE: set["AdapterProcess"] = set()
+_TOKENS: set[bytes] = set()          # tokens of processes started and not yet retired
 
 
 def _default_max_line() -> int:
@@ -120,6 +122,16 @@ def describe_exit(code: int | None) -> str:
     return f"exit status {code}"
 
 
+def _sweep(tokens: set[bytes]) -> None:
+    """SIGKILL every process whose environment carries one of ``tokens``."""
+    for token in tokens:
+        for pid in _tagged(token):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+
 def _tagged(token: bytes) -> list[int]:
     """Processes of this user whose environment carries ``token`` (Linux /proc; else none)."""
     found = []
@@ -153,11 +165,15 @@ class AdapterProcess:
         self.token = f"{TOKEN_VARIABLE}={os.getpid()}-{secrets.token_hex(8)}"
         env = dict(os.environ if settings.env is None else settings.env)
         env[TOKEN_VARIABLE] = self.token.split("=", 1)[1]
+        # Known before the process exists: a signal between its start and its registration
+        # still finds it (kill_all sweeps every token not yet retired).
+        _TOKENS.add(self.token.encode())
         try:
             self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=subprocess.PIPE, env=env, cwd=settings.cwd,
                                          start_new_session=True)
         except OSError as err:
+            _TOKENS.discard(self.token.encode())
             where = f" (in {settings.cwd})" if settings.cwd else ""
             raise StartError(f"cannot start {argv[0]!r}{where}: {err.strerror or err}") from None
         _LIVE.add(self)
@@ -196,9 +212,11 @@ class AdapterProcess:
             return self.settings.max_line
         return max(self.settings.max_line if j.max_line is None else j.max_line for j in self.in_flight)
 
-    def read_available(self) -> None:
+    def read_available(self, budget: int = READ_BUDGET) -> None:
+        """Read what the pipe holds, at most ``budget`` bytes per call: a flood of lines is
+        consumed (and judged) between reads instead of piling up in the buffer."""
         limit = self.partial_limit()
-        while not self.oversized:
+        while not self.oversized and budget > 0:
             try:
                 chunk = os.read(self.out_fd, READ_SIZE)
             except BlockingIOError:
@@ -208,6 +226,7 @@ class AdapterProcess:
             if not chunk:
                 self.eof = True
                 return
+            budget -= len(chunk)
             end = chunk.rfind(b"\n")
             self.partial = self.partial + len(chunk) if end < 0 else len(chunk) - end - 1
             self.inbuf += chunk
@@ -215,8 +234,8 @@ class AdapterProcess:
                 self.oversized = True
                 del self.inbuf[len(self.inbuf) - self.partial:]
 
-    def read_stderr(self) -> None:
-        while True:
+    def read_stderr(self, budget: int = READ_BUDGET) -> None:
+        while budget > 0:
             try:
                 chunk = os.read(self.err_fd, READ_SIZE)
             except BlockingIOError:
@@ -226,6 +245,7 @@ class AdapterProcess:
             if not chunk:
                 self.err_eof = True
                 return
+            budget -= len(chunk)
             self.errbuf += chunk
             if len(self.errbuf) > 2 * self.settings.max_log:
                 cut = len(self.errbuf) - self.settings.max_log
@@ -233,18 +253,25 @@ class AdapterProcess:
                 self.err_dropped += cut
 
     def lines(self) -> Iterable[bytes]:
-        while True:
-            end = self.inbuf.find(b"\n")
-            if end < 0:
-                return
-            if end + 1 > self.line_limit():
-                self.oversized = True
-                self.inbuf.clear()
-                return
-            line = bytes(self.inbuf[:end + 1])
-            del self.inbuf[:end + 1]
-            if line.strip():
-                yield line
+        """The complete non-blank lines in the buffer, each removed as it is taken (the buffer
+        is shifted once, when the caller stops, not once per line)."""
+        buf, start = self.inbuf, 0
+        try:
+            while True:
+                end = buf.find(b"\n", start)
+                if end < 0:
+                    return
+                if end + 1 - start > self.line_limit():
+                    self.oversized = True
+                    buf.clear()
+                    start = 0
+                    return
+                line = bytes(buf[start:end + 1])
+                start = end + 1
+                if not line.isspace():
+                    yield line
+        finally:
+            del buf[:start]
 
     def flush(self) -> bool:
         """Write what the pipe takes now; False when the adapter closed its stdin."""
@@ -354,12 +381,9 @@ class AdapterProcess:
         except (ProcessLookupError, PermissionError, OSError):
             if self.proc.poll() is None:
                 self.proc.kill()
-        for pid in _tagged(self.token.encode()):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
+        _sweep({self.token.encode()})
         self._reap()
+        _TOKENS.discard(self.token.encode())
 
     def _reap(self) -> None:
         try:
@@ -447,6 +471,9 @@ def kill_all() -> None:
             proc.kill()
         except Exception:  # noqa: BLE001 - best effort on the way out
             pass
+    if _TOKENS:                      # started but never registered (interrupted in between)
+        _sweep(set(_TOKENS))
+        _TOKENS.clear()
 
 
 atexit.register(kill_all)

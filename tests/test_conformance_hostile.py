@@ -84,7 +84,7 @@ BASE = ("--filter", SIX, "--fresh", "0", "--repeat", "0", "--timeout", "2", "--n
 
 
 @pytest.mark.parametrize("fault,kind", [("nested", "garbage"), ("huge-line", "oversized"),
-                                        ("endless-line", "oversized")])
+                                        ("endless-line", "oversized"), ("blank-flood", "timeout")])
 def test_hostile_lines_fail_their_vector_within_bounds(tmp_path, fault, kind):
     out = tmp_path / "out"
     started = time.monotonic()
@@ -158,7 +158,8 @@ def test_sigterm_kills_every_adapter_and_leaves_no_temporary_directory(tmp_path)
     runner.send_signal(signal.SIGTERM)
     _, err = runner.communicate(timeout=30)
     assert runner.returncode == 130 and b"interrupted" in err
-    assert not alive(adapter) and survivors(tmp_path) == [] and list(tmp.iterdir()) == []
+    left = (alive(adapter), survivors(tmp_path), list(tmp.iterdir()))
+    assert left == (False, [], []), left
 
 
 def test_a_corpus_lookup_adapter_fails_a_default_run(tmp_path):

@@ -23,6 +23,7 @@ opaque ids, so the fixture finds the targeted vectors by their input in the corp
   nested-hello      the hello is 200,000 nested arrays
   huge-line         answers with a 100 MB line
   endless-line      writes without a newline, forever
+  blank-flood       writes empty lines, forever
   stderr-flood      writes 8 MB to stderr before each response (and answers correctly)
   setsid-crash      starts a grandchild in a new session that holds stdout, then exits 70
                     (--pidfile FILE receives the grandchild's pid)
@@ -55,7 +56,7 @@ from conformance.protocol import EXIT_UNSUPPORTED, encode  # noqa: E402
 
 FAULTS = ("wrong-result", "miscount-compute", "nondeterministic", "crash", "exit-70", "killed", "hang", "garbage",
           "extra-line", "wrong-id", "exceed-limit", "bad-stage", "bad-hello", "noisy", "nested", "nested-hello",
-          "huge-line", "endless-line", "stderr-flood", "setsid-crash", "lookup", "lose-jumps", "partial", "impostor",
+          "huge-line", "endless-line", "blank-flood", "stderr-flood", "setsid-crash", "lookup", "lose-jumps", "partial", "impostor",
           "hello-pid")
 PARTIAL = {"PUSH8", "PUSH1", "ADD", "SUB", "MUL", "STOP", "RETURN", "REVERT", "POP", "DUP1", "SWAP1", "MSTORE",
            "MLOAD", "TRAP", "JUMP"}
@@ -204,7 +205,8 @@ class FaultyAdapter(Adapter):
                 continue
             response, go_on = self.handle(line)
             hit = response is not None and self.current
-            if hit and response.get("type") == "result" and self.fault in ("nested", "huge-line", "endless-line"):
+            if hit and response.get("type") == "result" and self.fault in ("nested", "huge-line", "endless-line",
+                                                                             "blank-flood"):
                 if self.fault == "nested":
                     stdout.write(NESTED_RESULT)
                 elif self.fault == "huge-line":
@@ -213,8 +215,9 @@ class FaultyAdapter(Adapter):
                         stdout.write(b"ab" * (1 << 19))
                     stdout.write(b'"}}\n')
                 else:
+                    filler = b"x" * (1 << 16) if self.fault == "endless-line" else b"\n" * (1 << 16)
                     while True:
-                        stdout.write(b"x" * (1 << 16))
+                        stdout.write(filler)
                 stdout.flush()
                 continue
             if hit and self.fault == "garbage":
