@@ -12,19 +12,24 @@ Wrappers (the seeded-fault adapters of the tests) subclass Adapter and override 
 from __future__ import annotations
 
 import argparse
+import gc
 import io
 import json
 import sys
 from typing import Any, BinaryIO, Mapping
 
 from conformance.constants import PROTOCOL, SPEC_VERSION
-from conformance.protocol import EXIT_OK, EXIT_UNSUPPORTED, PROTOCOL_MAJOR, encode
+from conformance.protocol import EXIT_OK, EXIT_UNSUPPORTED, PROTOCOL_MAJOR, encode, loads_bounded
 from conformance.vector import error_stage, request_of
 from reference_vm import execute
 from reference_vm.trace import JsonLinesTracer
 
 NAME = "rtwo-reference"
 VERSION = "1.0.0"
+# The longest request line read whole: far above any vector input (code and call data are
+# at most 64 KiB each, chapter 2); a longer line is skipped to its end and answered with
+# BAD_MESSAGE, never held in memory.
+MAX_REQUEST = 16 << 20
 
 
 class Adapter:
@@ -68,9 +73,9 @@ class Adapter:
     def handle(self, line: bytes) -> tuple[dict[str, Any] | None, bool]:
         """The response to one request line (None: no response), and whether to go on."""
         try:
-            request = json.loads(line)
+            request = loads_bounded(line)
         except (ValueError, UnicodeDecodeError) as err:
-            return self.error(None, "BAD_MESSAGE", f"not JSON: {err}"), True
+            return self.error(None, "BAD_MESSAGE", f"not JSON: {str(err)[:200]}"), True
         if not isinstance(request, dict):
             return self.error(None, "BAD_MESSAGE", "a request must be a JSON object"), True
         kind, request_id = request.get("type"), request.get("id")
@@ -82,7 +87,7 @@ class Adapter:
             except (KeyError, TypeError, ValueError, AttributeError) as err:
                 return self.error(request_id, "BAD_MESSAGE", f"malformed input: {err!r}"), True
             except Exception as err:  # noqa: BLE001 - report, never die on one request
-                return self.error(request_id, "ADAPTER_FAILURE", repr(err)), True
+                return self.error(request_id, "ADAPTER_FAILURE", repr(err)[:500]), True
         if kind == "hello":
             return self.hello(request)
         if kind == "shutdown":
@@ -90,13 +95,17 @@ class Adapter:
         return self.error(request_id, "UNKNOWN_TYPE", f"unknown message type {kind!r}"), True
 
     def serve(self, stdin: BinaryIO, stdout: BinaryIO) -> int:
+        tune_gc()
         if self.verbose:
             print(f"{self.name} {self.version}: ready", file=self.log, flush=True)
         status = EXIT_OK
-        for line in stdin:
-            if not line.strip():
+        for line in requests(stdin):
+            if line is None:
+                response, go_on = self.error(None, "BAD_MESSAGE", f"request longer than {MAX_REQUEST} bytes"), True
+            elif not line.strip():
                 continue
-            response, go_on = self.handle(line)
+            else:
+                response, go_on = self.handle(line)
             if response is not None:
                 stdout.write(encode(response))
                 stdout.flush()
@@ -107,6 +116,30 @@ class Adapter:
         if self.verbose:
             print(f"{self.name}: exiting with status {status}", file=self.log, flush=True)
         return status
+
+
+def tune_gc() -> None:
+    """Fewer garbage collections for a long-running process that allocates many short-lived,
+    acyclic objects: what is loaded at start (spec tables, handlers) is moved out of the
+    collector's sight, and the youngest generation is collected less often. Results do not
+    depend on it; throughput does (about 1.4 times)."""
+    gc.freeze()
+    gc.set_threshold(100_000, 50, 100)
+
+
+def requests(stdin: BinaryIO, limit: int = MAX_REQUEST):
+    """The request lines of ``stdin``; None for a line longer than ``limit`` (skipped to its
+    end without holding it)."""
+    while True:
+        line = stdin.readline(limit + 1)
+        if not line:
+            return
+        if len(line) <= limit or line.endswith(b"\n"):
+            yield line
+            continue
+        while line and not line.endswith(b"\n"):      # skip the rest of the long line
+            line = stdin.readline(1 << 20)
+        yield None
 
 
 def main(argv: list[str] | None = None, adapter: Adapter | None = None) -> int:

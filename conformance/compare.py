@@ -15,7 +15,9 @@ and a category used by the summaries:
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import json
+import reprlib
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 from conformance.protocol import RESULT_FIELDS
@@ -33,7 +35,8 @@ class Mismatch:
     category: str
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {"field": bounded(self.field, 300), "expected": bounded(self.expected),
+                "actual": bounded(self.actual), "category": self.category}
 
     def __str__(self) -> str:
         if self.category == "disagreement":   # expected: the other implementation's value
@@ -42,10 +45,36 @@ class Mismatch:
 
 
 _MISSING = "<missing>"
+VALUE_LIMIT = 1000          # characters of one value kept in a report (the rest is cut, with a marker)
+_REPR = reprlib.Repr()      # repr without walking all of a huge value
+_REPR.maxstring = _REPR.maxother = 200
+_REPR.maxlist = _REPR.maxdict = 20
+MISMATCH_LIMIT = 50         # mismatches kept per vector
+
+
+def bounded(value: Any, limit: int = VALUE_LIMIT) -> Any:
+    """``value`` itself when its JSON is short, else a string of its start with a marker."""
+    if isinstance(value, (bool, int, float)) or value is None:
+        return value
+    try:
+        text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(value)
+    if len(text) <= limit:
+        return value
+    return text[:limit] + f"... [truncated: {len(text)} characters]"
+
+
+def capped(mismatches: list["Mismatch"], limit: int = MISMATCH_LIMIT) -> list["Mismatch"]:
+    """At most ``limit`` mismatches, the last saying how many more there were."""
+    if len(mismatches) <= limit:
+        return mismatches
+    extra = len(mismatches) - limit + 1
+    return mismatches[:limit - 1] + [Mismatch(f"... and {extra} more mismatches", "", "", mismatches[-1].category)]
 
 
 def _short(value: Any, limit: int = 100) -> str:
-    text = repr(value) if value is not _MISSING else value
+    text = _REPR.repr(value) if value is not _MISSING else value
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 

@@ -76,13 +76,31 @@ def read_manifest(directory: Path = VECTORS_DIR) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+class DuplicateId(ValueError):
+    """Two vectors of a corpus share an id."""
+
+
 def load(directory: Path = VECTORS_DIR) -> list[dict[str, Any]]:
-    """Every vector of the corpus, in id order."""
+    """Every vector of the corpus, in id order. ValueError for a line that is not a bounded
+    JSON object (conformance.protocol.loads_bounded), DuplicateId for an id seen twice."""
+    from conformance.protocol import loads_bounded
     manifest = read_manifest(directory)
     out: list[dict[str, Any]] = []
+    seen: dict[str, str] = {}
     for entry in manifest["files"]:
         with open(directory / entry["path"], encoding="utf-8") as f:
-            out.extend(json.loads(line) for line in f if line.strip())
+            for number, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                vector = loads_bounded(line, 64)
+                vid = vector.get("id") if isinstance(vector, dict) else None
+                if not isinstance(vid, str):
+                    raise ValueError(f"{entry['path']}:{number}: not a vector (no string id)")
+                where = f"{entry['path']}:{number}"
+                if vid in seen:
+                    raise DuplicateId(f"duplicate vector id {vid!r} ({seen[vid]} and {where})")
+                seen[vid] = where
+                out.append(vector)
     out.sort(key=lambda v: v["id"])
     return out
 

@@ -17,12 +17,15 @@ before reading their responses (pipelining), so an adapter must read and answer 
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 from typing import Any, Mapping
 
 from conformance.constants import PROTOCOL, SPEC_VERSION
 
 PROTOCOL_MAJOR = int(PROTOCOL.rsplit("/", 1)[1])
+NAME_LIMIT = 200      # characters of an implementation name, version or capability
 CAPABILITIES = ("trace",)
 # Error codes an adapter may answer with. Every one is a failure of the vector it answers
 # (UNSUPPORTED_INPUT included: a conforming implementation executes every valid input).
@@ -34,8 +37,36 @@ RESULT_FIELDS = ("status", "error", "error_pc", "output", "state_changes", "even
                  "usage", "fee")
 
 
+# The deepest nesting of a valid message: a result nests 4 levels (result, calls, call
+# record, state change), a traced result 4 (trace, step, stack); anything deeper is refused
+# before it is parsed, so no line can make a decoder recurse without bound (chapter 11.5.1).
+MAX_DEPTH = 32
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKET = re.compile(rb"[^\[\]{}]+")
+
+
 class ProtocolError(Exception):
     """A line on the adapter's stdout that is not a valid protocol message."""
+
+
+def nesting_depth(line: bytes) -> int:
+    """The deepest nesting of arrays and objects in a JSON text (strings skipped)."""
+    if line.count(b"[") + line.count(b"{") <= MAX_DEPTH:    # the common case: too few to matter
+        return MAX_DEPTH
+    brackets = _NOT_BRACKET.sub(b"", _STRING.sub(b"", line))
+    return max(itertools.accumulate(1 if c in (91, 123) else -1 for c in brackets), default=0)
+
+
+def loads_bounded(line: bytes | str, max_depth: int = MAX_DEPTH) -> Any:
+    """json.loads with a nesting limit: ValueError (never RecursionError) beyond it."""
+    raw = line.encode("utf-8", "surrogatepass") if isinstance(line, str) else line
+    depth = nesting_depth(raw)
+    if depth > max_depth:
+        raise ValueError(f"nested {depth} levels deep (at most {max_depth} allowed)")
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise ValueError(f"nested too deeply (at most {max_depth} levels allowed)") from None
 
 
 def encode(message: Mapping[str, Any]) -> bytes:
@@ -45,9 +76,9 @@ def encode(message: Mapping[str, Any]) -> bytes:
 def decode(line: bytes) -> dict[str, Any]:
     """Parse one line from an adapter; ProtocolError if it is not a JSON object with a type."""
     try:
-        message = json.loads(line)
+        message = loads_bounded(line)
     except (ValueError, UnicodeDecodeError) as err:
-        raise ProtocolError(f"not JSON ({err.__class__.__name__}): {_shown(line)}") from None
+        raise ProtocolError(f"not JSON ({str(err)[:80]}): {_shown(line)}") from None
     if not isinstance(message, dict) or not isinstance(message.get("type"), str):
         raise ProtocolError(f"not a protocol message (an object with a type): {_shown(line)}")
     return message
@@ -62,8 +93,9 @@ def hello_request() -> dict[str, Any]:
     return {"type": "hello", "protocol": PROTOCOL, "spec_version": SPEC_VERSION}
 
 
-def execute_request(vector_id: str, vector_input: Mapping[str, Any], trace: bool = False) -> dict[str, Any]:
-    return {"type": "execute", "id": vector_id, "input": vector_input, "trace": trace}
+def execute_request(request_id: str, vector_input: Mapping[str, Any], trace: bool = False) -> dict[str, Any]:
+    """An execute request; the runner's ids are opaque per-run tokens, never corpus ids (11.5.2)."""
+    return {"type": "execute", "id": request_id, "input": vector_input, "trace": trace}
 
 
 SHUTDOWN = {"type": "shutdown"}
@@ -81,12 +113,18 @@ def hello_problems(hello: Mapping[str, Any]) -> list[str]:
     if not (isinstance(impl, dict) and isinstance(impl.get("name"), str) and impl["name"]
             and isinstance(impl.get("version"), str)):
         out.append("implementation must be an object with a non-empty name and a version")
+    elif len(impl["name"]) > NAME_LIMIT or len(impl["version"]) > NAME_LIMIT:
+        out.append(f"implementation name and version must be at most {NAME_LIMIT} characters")
     versions = hello.get("spec_versions")
     if not isinstance(versions, list) or SPEC_VERSION not in versions:
         out.append(f"spec_versions must list {SPEC_VERSION}")
     caps = hello.get("capabilities")
     if not isinstance(caps, list) or not all(isinstance(c, str) for c in caps):
         out.append("capabilities must be a list of strings")
+    elif len(caps) > 64 or any(len(c) > NAME_LIMIT for c in caps):
+        out.append(f"capabilities must be at most 64 names of at most {NAME_LIMIT} characters")
+    if isinstance(versions, list) and len(versions) > 64:
+        out.append("spec_versions must list at most 64 versions")
     return out
 
 

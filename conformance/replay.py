@@ -12,7 +12,6 @@ against the main pass. A determinism failure therefore fails its replay as it fa
 
 from __future__ import annotations
 
-import json
 import shlex
 import tempfile
 import time
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from conformance import determinism
+from conformance.protocol import loads_bounded
 from conformance.report import BUNDLE_FORMATS
 from conformance.runner import Pool, Settings, StartError
 from conformance.suite import (
@@ -28,6 +28,7 @@ from conformance.suite import (
 )
 
 STDERR_LINES = 20
+BUNDLE_LIMIT = 64 << 20     # bytes of a bundle file read at most
 
 
 @dataclass
@@ -59,7 +60,9 @@ def _perturbed(count: int, seed: int) -> list[dict[str, Any]]:
 def read_bundle(path: Path) -> dict[str, Any]:
     """The bundle at ``path``; ValueError when it is not one."""
     try:
-        bundle = json.loads(path.read_text(encoding="utf-8"))
+        if path.stat().st_size > BUNDLE_LIMIT:
+            raise ValueError(f"larger than {BUNDLE_LIMIT} bytes")
+        bundle = loads_bounded(path.read_bytes(), 64)
     except (OSError, ValueError) as err:
         raise ValueError(f"{path}: not a replay bundle ({err})") from None
     if not isinstance(bundle, dict) or bundle.get("bundle") not in BUNDLE_FORMATS:

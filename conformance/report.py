@@ -3,7 +3,9 @@ report, JUnit XML, and one replay bundle per failing vector."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import shlex
 import xml.etree.ElementTree as ET
 from collections import Counter, defaultdict
@@ -12,12 +14,21 @@ from typing import Any, Mapping
 
 import spec
 from conformance.constants import PROTOCOL, SPEC_VERSION
-from conformance.suite import STATUSES, ImplementationRun, Outcome, SuiteResult, slug
+from conformance.compare import bounded
+from conformance.suite import (
+    KINDS, STATUSES, UNSUPPORTED, WRONG_ANSWERS, ImplementationRun, Outcome, SuiteResult, slug,
+)
 
 BUNDLE_FORMAT = "rtwo-conformance replay bundle/2"
 BUNDLE_FORMATS = ("rtwo-conformance replay bundle/1", BUNDLE_FORMAT)   # what replay reads
 TABLE = spec.load()
 NOW_PASSING = "now passing: remove it from the known-failure list"
+MAX_BUNDLES = 50                 # replay bundles written per run (--max-bundles)
+BUNDLE_BYTES = 512 << 10         # bytes of one bundle
+REPORT_BYTES = 16 << 20          # bytes of report.json
+JUNIT_BYTES = 16 << 20           # bytes of junit.xml
+REPORT_FAILURES = 1000           # failure entries per implementation in report.json
+CASE_TEXT = 4000                 # characters of one JUnit failure text
 
 
 def plural(n: int, word: str, words: str | None = None) -> str:
@@ -37,26 +48,56 @@ def bundle_prefixes(runs) -> list[str]:
 
 
 def bundle_name(prefix: str, vector_id: str) -> str:
-    return f"{prefix}__{vector_id.replace('/', '__')}.json"
+    """A file name unique and safe on every file system for any id: a slug of the prefix and
+    the id, and a short hash of both (so ``a/b`` and ``a__b`` never share a file)."""
+    digest = hashlib.sha256(f"{prefix}\0{vector_id}".encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{slug(prefix)[:40]}__{slug(vector_id)[:100]}-{digest}.json"
 
 
-def write_bundles(result: SuiteResult, directory: Path) -> dict[tuple[str, str], Path]:
-    """One self-contained JSON file per failing vector and implementation: the vector, the
-    response, the failures, the adapter command and its working directory, and every pass
-    the vector ran in with its environment and the vectors the same process ran before it."""
+def ranked(run: ImplementationRun, statuses: tuple[str, ...] = ("fail",)) -> list[Outcome]:
+    """Failing outcomes in triage order: real wrong answers first, then the adapter's
+    misbehaviour, then unsupported inputs; within each, by category, opcode and id."""
+    def key(o: Outcome):
+        kind = o.kind
+        tier = 0 if kind in WRONG_ANSWERS else 2 if kind in (UNSUPPORTED, "unavailable") else 1
+        return (tier, o.fresh, KINDS.index(kind) if kind in KINDS else len(KINDS), _group(o.vector_id), o.vector_id)
+    return sorted((o for o in run.outcomes.values() if o.status in statuses), key=key)
+
+
+def _shrunk(doc: dict[str, Any], limit: int) -> str:
+    """The bundle as JSON, within ``limit`` bytes: the response and pass messages are cut
+    first (with a marker), the vector is always kept whole (replay needs it)."""
+    text = json.dumps(doc, indent=1, sort_keys=True, default=str)
+    if len(text) <= limit:
+        return text
+    doc = dict(doc, truncated=f"bundle cut to {limit} bytes: the response, failures and pass messages shortened")
+    doc["response"] = bounded(doc["response"], 4000)
+    doc["failures"] = doc["failures"][:20]
+    doc["passes"] = [dict(p, message=bounded(p.get("message"), 2000)) for p in doc["passes"]]
+    return json.dumps(doc, indent=1, sort_keys=True, default=str)
+
+
+def write_bundles(result: SuiteResult, directory: Path, max_bundles: int = MAX_BUNDLES,
+                  max_bytes: int = BUNDLE_BYTES) -> dict[tuple[str, str], Path]:
+    """One self-contained JSON file per failing vector and implementation, in triage order,
+    at most ``max_bundles`` in all: the vector, the response, the failures, the adapter
+    command and its working directory, and every pass the vector ran in with its environment
+    and the vectors the same process ran before it."""
     directory.mkdir(parents=True, exist_ok=True)
     for stale in directory.glob("*.json"):  # bundles of an earlier run would mislead
         try:
-            if json.loads(stale.read_text(encoding="utf-8")).get("bundle") in BUNDLE_FORMATS:
+            if stale.stat().st_size <= 64 << 20 and json.loads(stale.read_bytes()).get("bundle") in BUNDLE_FORMATS:
                 stale.unlink()
-        except (OSError, ValueError, AttributeError):
+        except (OSError, ValueError, AttributeError, RecursionError):
             pass
-    written = {}
+    written: dict[tuple[str, str], Path] = {}
     for run, prefix in zip(result.runs, bundle_prefixes(result.runs)):
-        for o in run.outcomes.values():
+        for o in ranked(run, ("fail", "xfail")):
             # A vector never sent (the adapter would not start) has nothing to replay.
-            if not o.failed or "unavailable" in o.categories:
+            if "unavailable" in o.categories:
                 continue
+            if len(written) >= max_bundles:
+                return written
             path = (directory / bundle_name(prefix, o.vector_id)).resolve()
             doc = {
                 "bundle": BUNDLE_FORMAT,
@@ -65,13 +106,13 @@ def write_bundles(result: SuiteResult, directory: Path) -> dict[tuple[str, str],
                 "vector": result.vectors[o.vector_id],
                 "response": o.reply,
                 "failures": [m.to_json() for m in o.failures],
-                "reason": o.reason,
+                "reason": o.reason[:4000],
                 "known_failure": o.known or None,
                 "divergence": o.divergence.to_json() if o.divergence else None,
                 "passes": [p.to_json() for p in o.passes],
                 "replay": f"rtwo-vm conformance replay {shlex.quote(str(path))}",
             }
-            path.write_text(json.dumps(doc, indent=1, sort_keys=True, default=str) + "\n", encoding="utf-8")
+            path.write_text(_shrunk(doc, max_bytes) + "\n", encoding="utf-8")
             written[(run.command, o.vector_id)] = path
     return written
 
@@ -97,97 +138,167 @@ def _logs(o: Outcome) -> list[str]:
 def _entry(o: Outcome, result: SuiteResult, run: ImplementationRun, bundles) -> dict[str, Any]:
     key = (run.command, o.vector_id)
     return {"id": o.vector_id, "opcodes": result.vectors[o.vector_id]["tags"]["opcodes"],
-            "categories": o.categories, "reason": o.reason,
+            "kind": o.kind, "categories": o.categories, "reason": o.reason[:2000],
             "mismatches": [m.to_json() for m in o.failures],
             "divergence": o.divergence.to_json() if o.divergence else None,
-            "bundle": str(bundles[key]) if key in bundles else None, "logs": _logs(o)}
+            "bundle": str(bundles[key]) if key in bundles else None, "logs": _logs(o)[:8],
+            "seconds": round(o.seconds, 6)}
+
+
+def _counts(run: ImplementationRun, fresh: bool) -> dict[str, int]:
+    out = {s: run.count(s, fresh) for s in STATUSES}
+    out["unsupported"] = sum(1 for o in run.outcomes.values()
+                             if o.fresh == fresh and o.status == "fail" and o.categories == [UNSUPPORTED])
+    return out
 
 
 def to_json(result: SuiteResult, corpus: Mapping[str, Any], bundles: Mapping[tuple[str, str], Path] | None = None,
-            filters: list[str] | None = None) -> dict[str, Any]:
+            filters: list[str] | None = None, run_info: Mapping[str, Any] | None = None,
+            limit: int = REPORT_BYTES) -> dict[str, Any]:
+    """The report as a JSON document, at most ``limit`` bytes once encoded: failure entries
+    beyond REPORT_FAILURES per implementation (then fewer, until it fits) are left out and
+    counted in ``failures_left_out``; ``failed_ids`` always lists every failing id."""
     bundles = bundles or {}
     runs = []
     for run in result.runs:
         by_group, by_opcode = _tables(run, result.vectors)
-        failing = [o for o in run.outcomes.values() if o.status == "fail"]
+        failing = ranked(run)
         runs.append({
             "command": run.command, "cwd": run.cwd, "name": run.name, "version": run.version,
             "started": not run.start_error, "start_error": run.start_error or None,
             "capabilities": (run.hello or {}).get("capabilities", []),
-            "ok": run.ok, "passes": run.passes, "issues": run.issues, "restarts": run.restarts,
-            "counts": {s: run.count(s) for s in STATUSES},
+            "ok": run.ok, "passes": run.passes, "issues": [i[:2000] for i in run.issues[:100]],
+            "restarts": run.restarts, "gave_up": run.gave_up or None, "not_run_after_exitfirst": run.stopped,
+            "counts": _counts(run, False), "fresh_counts": _counts(run, True),
             "main_pass_vectors_per_second": round(run.rate, 1), "seconds": round(run.total_seconds, 3),
             "failure_kinds": dict(Counter(c for o in failing for c in o.categories)),
-            "failures": [_entry(o, result, run, bundles) for o in failing],
+            "failed_ids": [o.vector_id for o in ranked(run, ("fail", "xfail", "xpass"))],
+            "failures": [_entry(o, result, run, bundles) for o in failing[:REPORT_FAILURES]],
+            "failures_left_out": max(0, len(failing) - REPORT_FAILURES),
             "known_failures": [{**_entry(o, result, run, bundles), "known_failure": o.known}
-                               for o in run.outcomes.values() if o.status == "xfail"],
+                               for o in ranked(run, ("xfail",))[:REPORT_FAILURES]],
             "now_passing": [{"id": o.vector_id, "known_failure": o.known, "action": NOW_PASSING}
                             for o in run.outcomes.values() if o.status == "xpass"],
             "by_category": {g: dict(c) for g, c in sorted(by_group.items())},
             "by_opcode": {m: dict(c) for m, c in sorted(by_opcode.items())},
         })
-    return {"report": "rtwo-vm conformance run", "protocol": PROTOCOL, "spec_version": SPEC_VERSION,
-            "ok": result.ok, "seconds": round(result.seconds, 3),
-            "corpus": {"digest": corpus.get("digest"), "vector_count": corpus.get("vector_count"),
-                       "selected": len(result.vectors), "filters": filters or []},
-            "implementations": runs, "disagreements": result.disagreements}
+    doc = {"report": "rtwo-vm conformance run", "protocol": PROTOCOL, "spec_version": SPEC_VERSION,
+           "ok": result.ok, "seconds": round(result.seconds, 3),
+           "corpus": {"digest": corpus.get("digest"), "vector_count": corpus.get("vector_count"),
+                      "selected": sum(1 for v in result.vectors if not v.startswith("fresh/")),
+                      "filters": filters or []},
+           **dict(run_info or {}),
+           "implementations": runs, "disagreements": result.disagreements[:REPORT_FAILURES],
+           "disagreements_left_out": max(0, len(result.disagreements) - REPORT_FAILURES)}
+    keep = REPORT_FAILURES
+    while len(encode_report(doc)) > limit and keep > 0:
+        keep //= 2
+        for entry in runs:
+            total = len(entry["failures"]) + entry["failures_left_out"]
+            entry["failures"], entry["known_failures"] = entry["failures"][:keep], entry["known_failures"][:keep]
+            entry["failures_left_out"] = total - len(entry["failures"])
+        doc["disagreements"] = doc["disagreements"][:keep]
+        doc["truncated"] = f"failure entries cut to fit {limit} bytes (failed_ids lists them all)"
+    return doc
 
 
-def junit_xml(result: SuiteResult) -> str:
-    """JUnit XML as pytest writes it: an expected failure is skipped, a strict unexpected pass
-    is a failure."""
+def encode_report(doc: Mapping[str, Any]) -> str:
+    return json.dumps(doc, indent=1, sort_keys=True, default=str) + "\n"
+
+
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _x(text: Any) -> str:
+    """``text`` without the characters XML 1.0 cannot hold (an id or a message may have them)."""
+    return _NOT_XML.sub("\ufffd", str(text))
+
+
+def junit_xml(result: SuiteResult, bundles: Mapping[tuple[str, str], Path] | None = None,
+              properties: Mapping[str, Any] | None = None, limit: int = JUNIT_BYTES) -> str:
+    """JUnit XML as pytest writes it: real times per vector, properties of the run, a wrong
+    answer is a failure, a process-level fault (crash, hang, garbage, ...) an error, an
+    expected failure is skipped, a strict unexpected pass is a failure. Texts are cut to
+    CASE_TEXT characters, and left out (with a marker) once ``limit`` bytes are used."""
+    bundles = bundles or {}
     root = ET.Element("testsuites", name="rtwo-vm conformance")
     totals = Counter()
+    budget = [limit - min(200_000, limit // 4)]     # the rest: properties, issues, attributes
     for run in result.runs:
-        suite = ET.SubElement(root, "testsuite", name=run.name, time=f"{run.total_seconds:.3f}")
+        suite = ET.SubElement(root, "testsuite", name=_x(run.name), time=f"{run.total_seconds:.3f}")
+        props = ET.SubElement(suite, "properties")
+        for key, value in {**dict(properties or {}), "implementation.name": run.name,
+                           "implementation.version": run.version, "implementation.command": run.command,
+                           "seed": run.seed}.items():
+            ET.SubElement(props, "property", name=_x(key), value=_x(str(value)[:500]))
         counts = Counter()
         for o in sorted(run.outcomes.values(), key=lambda o: o.vector_id):
-            case = ET.SubElement(suite, "testcase", classname=f"{slug(run.name)}.{_group(o.vector_id)}",
-                                 name=o.vector_id, time="0")
+            case = ET.SubElement(suite, "testcase", classname=_x(f"{slug(run.name)}.{slug(_group(o.vector_id))}"),
+                                 name=_x(o.vector_id), time=f"{o.seconds:.6f}")
             counts["tests"] += 1
+            budget[0] -= 200 + len(o.vector_id)
             if o.status == "xfail":
                 counts["skipped"] += 1
-                skipped = ET.SubElement(case, "skipped", type="xfail", message=f"known failure: {o.known}"[:300])
-                skipped.text = _details(o)
+                skipped = ET.SubElement(case, "skipped", type="xfail", message=_x(f"known failure: {o.known}"[:300]))
+                skipped.text = _x(_budgeted(_details(o, bundles.get((run.command, o.vector_id))), budget))
             elif o.status == "xpass":
                 counts["failures"] += 1
-                ET.SubElement(case, "failure", type="xpass", message=f"{NOW_PASSING} (listed: {o.known})"[:300])
+                ET.SubElement(case, "failure", type="xpass", message=_x(f"{NOW_PASSING} (listed: {o.known})"[:300]))
             elif o.status == "fail":
-                counts["failures"] += 1
+                error = o.kind not in WRONG_ANSWERS and o.kind != UNSUPPORTED
+                counts["errors" if error else "failures"] += 1
                 first = str(o.failures[0]) if o.failures else o.reason
-                failure = ET.SubElement(case, "failure", message=first[:300], type=",".join(o.categories))
-                failure.text = _details(o)
-        for issue in run.issues:
+                element = ET.SubElement(case, "error" if error else "failure", message=_x(first[:300]),
+                                        type=",".join(o.categories))
+                element.text = _x(_budgeted(_details(o, bundles.get((run.command, o.vector_id))), budget))
+        for issue in run.issues[:100]:
             counts["errors"] += 1
+            counts["tests"] += 1
             ET.SubElement(ET.SubElement(suite, "testcase", classname=f"{slug(run.name)}.adapter",
-                                        name="adapter protocol"), "error", message=issue[:300])
-        for key in ("tests", "failures", "skipped", "errors"):
+                                        name="adapter protocol", time="0"), "error", message=_x(issue[:300]))
+        for key in ("tests", "failures", "errors", "skipped"):
             suite.set(key, str(counts[key]))
         totals.update(counts)
-    for key in ("tests", "failures", "skipped", "errors"):
+    for key in ("tests", "failures", "errors", "skipped"):
         root.set(key, str(totals[key]))
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
-def _details(o: Outcome) -> str:
+def _budgeted(text: str, budget: list[int]) -> str:
+    text = text if len(text) <= CASE_TEXT else text[:CASE_TEXT] + f"\n... [cut: {len(text)} characters]"
+    if budget[0] - len(text) < 0:
+        return "[left out: junit.xml size limit]"
+    budget[0] -= len(text)
+    return text
+
+
+def _details(o: Outcome, bundle: Path | None = None) -> str:
     lines = [f"{m.category}: {m}" for m in o.failures]
     if o.reason:
-        lines.append(o.reason)
+        lines.append(o.reason[:2000])
     if o.divergence:
-        lines.append(str(o.divergence))
+        lines.append(str(o.divergence)[:2000])
+    if bundle is not None:
+        lines.append(f"replay bundle: {bundle}")
     return "\n".join(lines)
 
 
-def _unavailable_only(o: Outcome) -> bool:
-    return o.categories == ["unavailable"]
+def _more(total: int, shown: int, indent: str = "     ") -> list[str]:
+    return [f"{indent}… and {total - shown} more"] if total > shown else []
 
 
-def _counts_line(run: ImplementationRun) -> str:
-    parts = [f"{run.count('pass')} passed", f"{run.count('fail')} failed"]
-    if run.count("xfail"):
-        parts.append(f"{plural(run.count('xfail'), 'known failure')} (expected)")
-    if run.count("xpass"):
-        parts.append(f"{run.count('xpass')} now passing (listed as known failures)")
+def _counts_line(run: ImplementationRun, fresh: bool = False) -> str:
+    counts = _counts(run, fresh)
+    wrong = counts["fail"] - counts["unsupported"]
+    parts = [f"{counts['pass']} passed", f"{wrong} failed"]
+    if counts["unsupported"]:
+        parts.append(f"{counts['unsupported']} unsupported (UNSUPPORTED_INPUT)")
+    if counts["xfail"]:
+        parts.append(f"{plural(counts['xfail'], 'known failure')} (expected)")
+    if counts["xpass"]:
+        parts.append(f"{counts['xpass']} now passing (listed as known failures)")
+    if fresh:
+        return ", ".join(parts)
     rate = f"; main pass {run.rate:,.0f} vectors/s" if run.main_seconds else ""
     return ", ".join(parts) + rate + "; " + plural(run.restarts, "adapter restart")
 
@@ -199,48 +310,105 @@ def _table(title: str, rows, columns: list[str], width: int) -> list[str]:
     return out
 
 
-def _vector_lines(o: Outcome, run: ImplementationRun, bundles) -> list[str]:
-    lines = [f"     {o.vector_id}  [{', '.join(o.categories)}]"]
-    lines += [f"       {m}" for m in o.failures[:6]]
-    if len(o.failures) > 6:
-        lines.append(f"       ... {len(o.failures) - 6} more")
+def disassembly(vector: Mapping[str, Any], lines: int = 14) -> list[str]:
+    """The entry contract's code as assembly (at most ``lines`` lines, then "… and N more")."""
+    from reference_vm.disassembler import disassemble
+    vector_input = vector.get("input") or {}
+    contract = vector_input.get("pre_state", {}).get("contracts", {}).get(vector_input.get("message", {}).get("to"))
+    if not contract:
+        return ["(no code at the entry address)"]
+    try:
+        text = disassemble(bytes.fromhex(contract["code"][2:])).splitlines()
+    except Exception as err:  # noqa: BLE001 - invalid containers are vectors too
+        return [f"(not a valid container: {getattr(err, 'code', err)})"]
+    text = [t for t in text if t.strip() != ".code"]
+    return text[:lines] + ([f"… and {len(text) - lines} more lines"] if len(text) > lines else [])
+
+
+def _beside(left: list[str], right: list[str], width: int = 66, indent: str = "       ") -> list[str]:
+    out = []
+    for i in range(max(len(left), len(right))):
+        a = left[i] if i < len(left) else ""
+        b = right[i] if i < len(right) else ""
+        a = a if len(a) <= width else a[:width - 1] + "…"
+        out.append(f"{indent}{a:<{width}} │ {b}".rstrip())
+    return out
+
+
+def _vector_lines(o: Outcome, run: ImplementationRun, bundles, vector: Mapping[str, Any]) -> list[str]:
+    tags = vector.get("tags", {})
+    lines = [f"     {o.vector_id}  [{', '.join(o.categories)}]",
+             f"       {str(vector.get('description', ''))[:200]}",
+             f"       spec {', '.join(tags.get('sections', [])) or '-'}; opcodes {', '.join(tags.get('opcodes', [])) or '-'}"]
+    diff = [str(m) for m in o.failures[:8]] + _more(len(o.failures), 8, "")
+    lines += _beside(diff, disassembly(vector))
     if o.reason:
         lines.append(f"       {o.reason[:300]}")
     if o.divergence:
-        lines.append(f"       {o.divergence}")
+        lines.append(f"       {str(o.divergence)[:300]}")
     if (run.command, o.vector_id) in bundles:
         lines.append(f"       replay bundle: {bundles[(run.command, o.vector_id)]}")
     return lines
 
 
-def _run_lines(run: ImplementationRun, result: SuiteResult, bundles, shown: int, by_opcode: bool) -> list[str]:
+def _failure_block(title: str, failing: list[Outcome], run, result, bundles, shown: int) -> list[str]:
+    if not failing:
+        return []
+    if shown <= 0:
+        return [f"   {title}: {len(failing)} (not printed: raise --show to see them)"]
+    lines = [f"   {title} ({min(shown, len(failing))} of {len(failing)}):"]
+    for o in failing[:shown]:
+        lines += _vector_lines(o, run, bundles, result.vectors[o.vector_id])
+    return lines + _more(len(failing), shown)
+
+
+def _run_lines(run: ImplementationRun, result: SuiteResult, bundles, shown: int, by_opcode: bool,
+               kinds: tuple[str, ...] | None) -> list[str]:
     if run.start_error:
         return ["", f"== {run.command}: the adapter could not start",
-                f"   {run.start_error}", f"   {plural(len(run.outcomes), 'vector')} not run"]
+                f"   {run.start_error[:1000]}", f"   {plural(len(run.outcomes), 'vector')} not run"]
     head = run.name + (f" {run.version}" if run.version else "")
     lines = ["", f"== {head}  [{run.command}]"]
     lines += [f"   {p}" for p in run.passes]
-    lines.append("   " + _counts_line(run))
+    lines.append("   corpus: " + _counts_line(run))
+    if any(o.fresh for o in run.outcomes.values()):
+        lines.append(f"   fresh sample (seed {run.seed}): " + _counts_line(run, fresh=True))
+    if run.stopped:
+        lines.append(f"   stopped at the first failure (-x): {plural(run.stopped, 'vector')} not run")
     by_group, by_opcode_counts = _tables(run, result.vectors)
     columns = ["pass", "fail"] + [s for s in ("xfail", "xpass") if run.count(s)]
     lines += _table("category", sorted(by_group.items()), columns, 12)
     if by_opcode:
         lines += _table("opcode", ((i.mnemonic, by_opcode_counts.get(i.mnemonic, Counter()))
                                    for i in TABLE.instructions), columns, 15)
-    failing = sorted((o for o in run.outcomes.values() if o.status == "fail"), key=lambda o: o.vector_id)
-    unavailable = [o for o in failing if _unavailable_only(o)]
-    failing = [o for o in failing if not _unavailable_only(o)]
+    failing = ranked(run)
+    unavailable = [o for o in failing if o.categories == ["unavailable"]]
+    failing = [o for o in failing if o.categories != ["unavailable"]]
     if failing or unavailable:
-        kinds = Counter(c for o in failing + unavailable for c in o.categories)
-        lines.append("   failure kinds: " + ", ".join(f"{k} {n}" for k, n in kinds.most_common()))
+        kind_counts = Counter(o.kind for o in failing + unavailable)
+        lines.append("   failure kinds: " + ", ".join(f"{k} {n}" for k, n in
+                                                     sorted(kind_counts.items(), key=lambda kn: KINDS.index(kn[0])
+                                                            if kn[0] in KINDS else 99)))
         worst = sorted(((m, c) for m, c in by_opcode_counts.items() if c["fail"]), key=lambda mc: -mc[1]["fail"])
         if worst:
             lines.append("   opcodes with failures: " + ", ".join(
-                f"{m} {c['fail']}/{sum(c.values())}" for m, c in worst[:20]) + (" ..." if len(worst) > 20 else ""))
-    if failing:
-        lines.append(f"   failing vectors ({min(shown, len(failing))} of {len(failing)}):")
-        for o in failing[:shown]:
-            lines += _vector_lines(o, run, bundles)
+                f"{m} {c['fail']}/{sum(c.values())}" for m, c in worst[:20]) + (
+                f" … and {len(worst) - 20} more" if len(worst) > 20 else ""))
+    if kinds:
+        failing = [o for o in failing if o.kind in kinds or set(o.categories) & set(kinds)]
+    wrong = [o for o in failing if o.kind in WRONG_ANSWERS]
+    other = [o for o in failing if o.kind not in WRONG_ANSWERS and o.kind != UNSUPPORTED]
+    unsupported = [o for o in failing if o.kind == UNSUPPORTED]
+    budget = shown
+    for title, group in (("wrong answers", [o for o in wrong if not o.fresh]),
+                         ("wrong answers on the fresh sample", [o for o in wrong if o.fresh]),
+                         ("adapter failures (crash, hang, garbage, protocol)", other)):
+        lines += _failure_block(title, group, run, result, bundles, budget)
+        budget = max(0, budget - len(group))
+    if unsupported:
+        ids = [o.vector_id for o in unsupported]
+        lines.append(f"   unsupported (UNSUPPORTED_INPUT, counted apart from wrong answers): {len(ids)}: "
+                     + ", ".join(ids[:8]) + (f" … and {len(ids) - 8} more" if len(ids) > 8 else ""))
     if unavailable:
         lines.append(f"   {plural(len(unavailable), 'vector')} not run: the adapter was unavailable "
                      f"({unavailable[0].reason[:300]})")
@@ -249,26 +417,31 @@ def _run_lines(run: ImplementationRun, result: SuiteResult, bundles, shown: int,
         lines.append(f"   NOW PASSING ({len(xpass)}): listed as known failures but passed; "
                      "remove them from the list (the run fails until then):")
         lines += [f"     {vid}  (listed: {run.outcomes[vid].known})" for vid in xpass[:shown]]
-    xfail = sorted((o for o in run.outcomes.values() if o.status == "xfail"), key=lambda o: o.vector_id)
+        lines += _more(len(xpass), shown)
+    xfail = ranked(run, ("xfail",))
     if xfail:
         lines.append(f"   known failures, expected ({min(shown, len(xfail))} of {len(xfail)}):")
         for o in xfail[:shown]:
             first = f": {o.failures[0]}" if o.failures else ""
             lines.append(f"     {o.vector_id}  [{', '.join(o.categories)}]{first}"[:240])
             lines.append(f"       reason: {o.known}")
-    for issue in run.issues:
-        lines.append(f"   adapter issue: {issue}")
+        lines += _more(len(xfail), shown)
+    for issue in run.issues[:10]:
+        lines.append(f"   adapter issue: {issue[:500]}")
+    lines += _more(len(run.issues), 10, "   ")
     return lines
 
 
 def summary(result: SuiteResult, corpus: Mapping[str, Any], bundles: Mapping[tuple[str, str], Path] | None = None,
-            shown: int = 15, by_opcode: bool = False, title: str | None = None) -> str:
+            shown: int = 15, by_opcode: bool = False, title: str | None = None,
+            kinds: tuple[str, ...] | None = None) -> str:
     bundles = bundles or {}
-    title = title or (f"{plural(len(result.vectors), 'vector')} of corpus {str(corpus.get('digest'))[:12]}")
+    selected = sum(1 for v in result.vectors if not v.startswith("fresh/"))
+    title = title or (f"{plural(selected, 'vector')} of corpus {str(corpus.get('digest'))[:12]}")
     lines = [f"rtwo-vm conformance: {title} (spec {SPEC_VERSION}, {PROTOCOL}), "
              f"{plural(len(result.runs), 'implementation')}, {result.seconds:.1f} s"]
     for run in result.runs:
-        lines += _run_lines(run, result, bundles, shown, by_opcode)
+        lines += _run_lines(run, result, bundles, shown, by_opcode, kinds)
     if result.disagreements:
         lines += ["", f"implementations disagree on {plural(len(result.disagreements), 'vector')}:"]
         for d in result.disagreements[:shown]:
@@ -278,5 +451,22 @@ def summary(result: SuiteResult, corpus: Mapping[str, Any], bundles: Mapping[tup
                        else "; neither matches the expected result")
             lines.append(f"   {d['vector']}: {a} and {b} differ in {', '.join(d['fields'][:8])}"
                          + (" ..." if len(d["fields"]) > 8 else "") + verdict)
+        lines += _more(len(result.disagreements), shown, "   ")
     lines += ["", "RESULT: " + ("every implementation conforms" if result.ok else "NOT CONFORMING")]
     return "\n".join(lines)
+
+
+def summary_json(result: SuiteResult, corpus: Mapping[str, Any], exit_code: int, paths: Mapping[str, Any],
+                 run_info: Mapping[str, Any]) -> dict[str, Any]:
+    """The short machine-readable summary ``--json`` prints on stdout."""
+    return {"ok": result.ok, "exit_code": exit_code, "spec_version": SPEC_VERSION,
+            "corpus": {"digest": corpus.get("digest"),
+                       "selected": sum(1 for v in result.vectors if not v.startswith("fresh/"))},
+            **dict(run_info), "seconds": round(result.seconds, 3), "reports": dict(paths),
+            "implementations": [{
+                "command": r.command, "name": r.name, "version": r.version, "ok": r.ok,
+                "start_error": r.start_error or None, "gave_up": r.gave_up or None,
+                "counts": _counts(r, False), "fresh_counts": _counts(r, True),
+                "failure_kinds": dict(Counter(o.kind for o in ranked(r))),
+                "first_failures": [o.vector_id for o in ranked(r)[:10]]} for r in result.runs],
+            "disagreements": len(result.disagreements)}

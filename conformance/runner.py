@@ -1,274 +1,34 @@
 """Driving adapter processes: start and handshake, pipelined requests over several processes,
-timeouts, and restarts after a crash, a hang, garbage or a wrong answer.
+timeouts, restarts after a crash, a hang, garbage or a wrong answer, and giving up on an
+implementation after ``max_failures`` consecutive crashes, hangs or protocol failures (its remaining vectors
+are ``unavailable``, with the reason).
 
 One thread runs every process through a selector with non-blocking pipes, so a slow or stuck
 adapter never blocks the others and large requests never deadlock against large responses.
 Responses come back in request order per process; the oldest unanswered request of a process
 is its *head*, and a process-level failure is charged to the head: the vector the adapter was
 working on. The other requests in flight go back to the queue for a fresh process.
+
+The process itself (bounds, process group, stderr tail) is conformance.process; its names
+are re-exported here.
 """
 
 from __future__ import annotations
 
-import contextlib
-import itertools
-import os
 import selectors
-import signal
-import subprocess
-import tempfile
 import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable
 
-from conformance.protocol import SHUTDOWN, ProtocolError, decode, encode, hello_problems, hello_request
+from conformance.process import (  # noqa: F401 - the public names of the runner
+    DEFAULT_MAX_LINE, DEFAULT_MAX_LOG, EXIT_GRACE, LOG_SUFFIX, READ_SIZE, AdapterProcess, Job, Reply, Settings,
+    StartError, describe_exit, kill_all, signal_name,
+)
+from conformance.protocol import ProtocolError, decode
 
-READ_SIZE = 1 << 16
-EXIT_GRACE = 1.0          # seconds to wait for a process that closed its stdout to exit
-LOG_SUFFIX = ".adapter.log"
-_LOG_SEQUENCE = itertools.count(1)
-
-
-@dataclass(frozen=True)
-class Job:
-    vector_id: str
-    line: bytes               # the encoded execute request
-
-
-@dataclass
-class Reply:
-    """What came back for one job: a protocol message, or a process-level failure."""
-
-    vector_id: str
-    message: dict[str, Any] | None
-    failure: str | None = None       # crash, timeout, garbage, wrong_id, extra_output, protocol, unavailable
-    detail: str = ""
-    history: list[str] | None = field(default=None, repr=False)   # ids sent to the same process
-    position: int = 0                # this vector's index in ``history``
-    log_path: str | None = None      # the stderr log of the process that answered (when kept)
-
-    def preceded_by(self, limit: int = 64) -> tuple[list[str], int]:
-        """The last ``limit`` vectors the same process received before this one, and how many
-        it received in all: what an order-dependent fault depends on."""
-        if not self.history:
-            return [], 0
-        return self.history[max(0, self.position - limit):self.position], self.position
-
-
-class StartError(Exception):
-    """The adapter did not start or did not complete the handshake."""
-
-
-@dataclass
-class Settings:
-    timeout: float = 10.0             # seconds a vector may take once the adapter is on it
-    handshake_timeout: float = 20.0
-    window: int = 32                  # requests in flight per process
-    workers: int = 2
-    max_start_failures: int = 3       # consecutive failed starts before giving up on a process
-    env: Mapping[str, str] | None = None
-    cwd: str | None = None            # working directory of the adapter (default: the runner's)
-    log_dir: Path | None = None       # keep each process's stderr here (default: a temporary directory)
-    log_label: str = "adapter"        # prefix of the log file names
-
-
-def signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
-
-
-def describe_exit(code: int | None) -> str:
-    """An exit status as a reader wants it: "exit status 70", "killed by SIGSEGV (signal 11)"."""
-    if code is None:
-        return "still running"
-    if code < 0:
-        return f"killed by {signal_name(-code)} (signal {-code})"
-    return f"exit status {code}"
-
-
-class AdapterProcess:
-    """One running adapter: pipes, buffers, the requests in flight."""
-
-    def __init__(self, argv: list[str], settings: Settings, log_dir: Path, index: int):
-        self.argv, self.settings = argv, settings
-        self.log_path = log_dir / f"{settings.log_label}-w{index}-{next(_LOG_SEQUENCE):04d}{LOG_SUFFIX}"
-        if settings.cwd is not None and not Path(settings.cwd).is_dir():
-            raise StartError(f"cannot start {argv[0]!r}: working directory {settings.cwd} does not exist")
-        log_dir.mkdir(parents=True, exist_ok=True)
-        self.log = open(self.log_path, "wb")
-        try:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=self.log, env=dict(settings.env) if settings.env else None,
-                                         cwd=settings.cwd, start_new_session=True)
-        except OSError as err:
-            self.log.close()
-            where = f" (in {settings.cwd})" if settings.cwd else ""
-            raise StartError(f"cannot start {argv[0]!r}{where}: {err.strerror or err}") from None
-        self.out_fd, self.in_fd = self.proc.stdout.fileno(), self.proc.stdin.fileno()
-        os.set_blocking(self.out_fd, False)
-        os.set_blocking(self.in_fd, False)
-        self.inbuf = bytearray()
-        self.outbuf = bytearray()
-        self.in_flight: deque[Job] = deque()
-        self.sent: list[str] = []            # every vector id sent, in order
-        self.head_since = time.monotonic()
-        self.answered: deque[str] = deque(maxlen=256)
-        self.eof = False
-        self.hello: dict[str, Any] | None = None
-
-    # -- raw I/O -----------------------------------------------------------------------------
-    def read_available(self) -> None:
-        while True:
-            try:
-                chunk = os.read(self.out_fd, READ_SIZE)
-            except BlockingIOError:
-                return
-            except OSError:
-                chunk = b""
-            if not chunk:
-                self.eof = True
-                return
-            self.inbuf += chunk
-
-    def lines(self) -> Iterable[bytes]:
-        while True:
-            end = self.inbuf.find(b"\n")
-            if end < 0:
-                return
-            line = bytes(self.inbuf[:end + 1])
-            del self.inbuf[:end + 1]
-            if line.strip():
-                yield line
-
-    def flush(self) -> bool:
-        """Write what the pipe takes now; False when the adapter closed its stdin."""
-        while self.outbuf:
-            try:
-                written = os.write(self.in_fd, self.outbuf)
-            except BlockingIOError:
-                return True
-            except (BrokenPipeError, OSError):
-                self.outbuf.clear()
-                return False
-            del self.outbuf[:written]
-        return True
-
-    def send(self, data: bytes) -> None:
-        self.outbuf += data
-
-    # -- lifecycle ---------------------------------------------------------------------------
-    def wait_line(self, deadline: float) -> bytes | None:
-        """Block (with the selector) until one line arrives, or None at EOF or the deadline."""
-        with selectors.DefaultSelector() as sel:
-            sel.register(self.out_fd, selectors.EVENT_READ)
-            while True:
-                for line in self.lines():
-                    return line
-                if self.eof:
-                    return None
-                self.flush()
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return None
-                if sel.select(min(left, 0.05)):
-                    self.read_available()
-
-    def handshake(self) -> dict[str, Any]:
-        self.send(encode(hello_request()))
-        self.flush()
-        line = self.wait_line(time.monotonic() + self.settings.handshake_timeout)
-        if line is None:
-            why = (f"exited ({self.exit_description()})" if self.eof
-                   else f"did not answer within {self.settings.handshake_timeout:g} s")
-            raise StartError(f"no hello: the adapter {why}{self.stderr_tail()}")
-        try:
-            hello = decode(line)
-        except ProtocolError as err:
-            raise StartError(f"bad hello: {err}") from None
-        problems = hello_problems(hello)
-        if problems:
-            raise StartError("bad hello: " + "; ".join(problems))
-        self.hello = hello
-        self.head_since = time.monotonic()
-        return hello
-
-    def exit_code(self) -> int | None:
-        return self.proc.poll()
-
-    def exit_description(self, grace: float = EXIT_GRACE) -> str:
-        """How the process ended, after waiting up to ``grace`` seconds for it to exit: a
-        process usually closes its stdout a moment before the kernel reports its exit."""
-        try:
-            code = self.proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            return f"closed its stdout but was still running after {grace:g} s"
-        return describe_exit(code)
-
-    def take_head(self, message: dict[str, Any] | None, failure: str | None = None, detail: str = "") -> Reply:
-        """Remove the oldest request in flight and make the reply to it."""
-        position = len(self.sent) - len(self.in_flight)
-        job = self.in_flight.popleft()
-        kept = str(self.log_path) if self.settings.log_dir is not None else None
-        return Reply(job.vector_id, message, failure, detail, self.sent, position, kept)
-
-    def stderr_tail(self, lines: int = 5) -> str:
-        try:
-            if not self.log.closed:
-                self.log.flush()
-            text = self.log_path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
-        except (OSError, ValueError):
-            return ""
-        return ("; stderr: " + " | ".join(text[-lines:])) if text else ""
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                self.proc.kill()
-        self._reap()
-
-    def _reap(self) -> None:
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
-        for stream in (self.proc.stdin, self.proc.stdout):
-            try:
-                stream.close()
-            except OSError:
-                pass
-        self.log.close()
-
-    def shutdown(self, timeout: float) -> tuple[list[bytes], str | None]:
-        """Ask the adapter to stop; returns stray lines before its bye and an exit problem."""
-        self.send(encode(SHUTDOWN))
-        self.flush()
-        deadline = time.monotonic() + timeout
-        stray, problem = [], None
-        while True:
-            line = self.wait_line(deadline)
-            if line is None:
-                problem = "no bye after shutdown" + ("" if self.eof else f" within {timeout:g} s")
-                break
-            try:
-                if decode(line).get("type") == "bye":
-                    break
-            except ProtocolError:
-                pass
-            stray.append(line)
-        try:
-            code = self.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            if code != 0 and problem is None:
-                problem = f"{describe_exit(code)} after shutdown (must be exit status 0)"
-        except subprocess.TimeoutExpired:
-            problem = problem or f"did not exit within {timeout:g} s of its bye"
-        self.kill()
-        return stray, problem
+GIVE_UP = ("crash", "timeout", "garbage", "oversized", "wrong_id", "protocol")   # count toward max_failures
 
 
 @dataclass
@@ -295,68 +55,127 @@ class Pool:
 
     def __init__(self, argv: list[str], settings: Settings):
         self.argv, self.settings = argv, settings
+        self._stopping = False
 
-    def run(self, jobs: Iterable[Job], on_reply: Callable[[Reply], None] | None = None) -> PoolReport:
+    def stop(self) -> None:
+        """End the run after the current reply (from ``on_reply``): what is not answered yet
+        is neither delivered nor reported."""
+        self._stopping = True
+
+    def run(self, jobs: Iterable[Job], on_reply: Callable[[Reply], None] | None = None,
+            keep: bool = True) -> PoolReport:
+        """Run every job; each reply goes to ``on_reply`` as it comes and, unless ``keep`` is
+        False (to bound memory: the caller consumes them), into the report's replies."""
         report = PoolReport()
         queue = deque(jobs)
-        on_reply = on_reply or (lambda r: None)
-        keep = self.settings.log_dir
-        if keep is not None:
-            Path(keep).mkdir(parents=True, exist_ok=True)
-        with (contextlib.nullcontext(str(keep)) if keep is not None
-              else tempfile.TemporaryDirectory(prefix="rtwo-conformance-")) as logs:
-            slots: list[AdapterProcess | None] = [None] * max(1, min(self.settings.workers, len(queue) or 1))
-            failures = [0] * len(slots)
-            sel = selectors.DefaultSelector()
+        slots: list[AdapterProcess | None] = [None] * max(1, min(self.settings.workers, len(queue) or 1))
+        try:
+            self._run(queue, slots, report, on_reply or (lambda r: None), keep)
+        finally:
+            for proc in slots:       # an exception or an interrupt: no process survives
+                if proc is not None:
+                    proc.kill()
+        report.collapse()
+        return report
 
-            def deliver(reply: Reply) -> None:
+    def _run(self, queue: deque, slots: list, report: PoolReport, on_reply, keep: bool) -> None:
+        settings = self.settings
+        keep_dir = Path(settings.log_dir) if settings.log_dir is not None else None
+        if keep_dir is not None:
+            keep_dir.mkdir(parents=True, exist_ok=True)
+        failures = [0] * len(slots)
+        streak: dict[str, Any] = {"n": 0, "last": ""}    # consecutive crashes/timeouts of this implementation
+        started = {"n": 0}
+        sel = selectors.DefaultSelector()
+
+        def deliver(reply: Reply) -> None:
+            if reply.failure in GIVE_UP:
+                streak["n"] += 1
+                streak["last"] = reply.detail
+            elif reply.failure is None:
+                streak["n"] = 0
+            if keep:
                 report.replies[reply.vector_id] = reply
-                on_reply(reply)
+            on_reply(reply)
 
-            def retire(i: int, requeue: bool = True) -> None:
+        def retire(i: int, requeue: bool = True) -> None:
+            proc = slots[i]
+            if proc is None:
+                return
+            for fd in (proc.out_fd, proc.in_fd, proc.err_fd):
+                try:
+                    sel.unregister(fd)
+                except (KeyError, ValueError):
+                    pass
+            proc.kill()
+            if requeue:
+                queue.extendleft(reversed(proc.in_flight))
+            proc.in_flight.clear()
+            slots[i] = None
+
+        def restart(i: int) -> None:
+            report.restarts += 1
+            retire(i)
+
+        def fail_head(i: int, failure: str, detail: str) -> None:
+            proc = slots[i]
+            if proc.in_flight:
+                deliver(proc.take_head(None, failure, detail))
+            report.restarts += 1
+            retire(i)
+
+        def give_up(detail: str) -> None:
+            for i in range(len(slots)):
                 proc = slots[i]
-                if proc is None:
-                    return
-                for fd in (proc.out_fd, proc.in_fd):
-                    try:
-                        sel.unregister(fd)
-                    except (KeyError, ValueError):
-                        pass
-                proc.kill()
-                if requeue:
+                if proc is not None:
                     queue.extendleft(reversed(proc.in_flight))
-                proc.in_flight.clear()
-                slots[i] = None
+                    proc.in_flight.clear()
+                    retire(i, requeue=False)
+            while queue:
+                deliver(Reply(queue.popleft().vector_id, None, "unavailable", detail))
 
-            def restart(i: int) -> None:
-                report.restarts += 1
-                retire(i)
-
-            def fail_head(i: int, failure: str, detail: str) -> None:
-                proc = slots[i]
-                if proc.in_flight:
-                    deliver(proc.take_head(None, failure, detail))
-                report.restarts += 1
-                retire(i)
-
-            while queue or any(p is not None and p.in_flight for p in slots):
+        try:
+            while (queue or any(p is not None and p.in_flight for p in slots)) and not self._stopping:
+                if settings.max_failures and streak["n"] >= settings.max_failures:
+                    issue = (f"gave up after {streak['n']} consecutive crashes, hangs or protocol failures; the remaining "
+                             f"vectors were not run (last: {streak['last'][:200]})")
+                    report.note(issue)
+                    give_up(issue)
+                    break
+                # Start every missing process first, then handshake each: they start in parallel.
+                fresh = []
                 for i in range(len(slots)):
-                    if slots[i] is None and queue and failures[i] < self.settings.max_start_failures:
+                    if slots[i] is None and queue and failures[i] < settings.max_start_failures:
+                        started["n"] += 1
                         try:
-                            proc = AdapterProcess(self.argv, self.settings, Path(logs), i)
-                            slots[i] = proc
-                            hello = proc.handshake()
-                            report.hello = report.hello or hello
-                            failures[i] = 0
-                            sel.register(proc.out_fd, selectors.EVENT_READ, i)
+                            slots[i] = AdapterProcess(self.argv, settings, keep_dir, i,
+                                                      keep_log=started["n"] <= settings.max_logs)
+                            slots[i].begin_handshake()
+                            fresh.append(i)
                         except StartError as err:
                             failures[i] += 1
                             report.note(f"adapter start failed: {err}")
                             retire(i, requeue=False)
+                for i in fresh:
+                    proc = slots[i]
+                    try:
+                        hello = proc.handshake()
+                        report.hello = report.hello or hello
+                        failures[i] = 0
+                        sel.register(proc.out_fd, selectors.EVENT_READ, i)
+                        sel.register(proc.err_fd, selectors.EVENT_READ, i)
+                    except StartError as err:
+                        failures[i] += 1
+                        report.note(f"adapter start failed: {err}")
+                        retire(i, requeue=False)
+                live = [p for p in slots if p is not None]
+                # Few jobs left: share them out instead of filling the first window.
+                share = -(-(len(queue) + sum(len(p.in_flight) for p in live)) // max(1, len(live)))
+                for i in range(len(slots)):
                     proc = slots[i]
                     if proc is None:
                         continue
-                    while queue and len(proc.in_flight) < self.settings.window:
+                    while queue and len(proc.in_flight) < min(settings.window, max(1, share)):
                         job = queue.popleft()
                         if not proc.in_flight:
                             proc.head_since = time.monotonic()
@@ -366,7 +185,7 @@ class Pool:
                     if not proc.flush():
                         proc.eof = True
                     self._watch_writes(sel, proc, i)
-                if all(p is None for p in slots) and all(f >= self.settings.max_start_failures for f in failures):
+                if all(p is None for p in slots) and all(f >= settings.max_start_failures for f in failures):
                     detail = report.issues[-1] if report.issues else "adapter unavailable"
                     while queue:
                         deliver(Reply(queue.popleft().vector_id, None, "unavailable", detail))
@@ -377,6 +196,10 @@ class Pool:
                         continue
                     if events & selectors.EVENT_READ and key.fd == proc.out_fd:
                         proc.read_available()
+                    elif events & selectors.EVENT_READ and key.fd == proc.err_fd:
+                        proc.read_stderr()
+                        if proc.err_eof:
+                            sel.unregister(proc.err_fd)
                     if events & selectors.EVENT_WRITE and key.fd == proc.in_fd:
                         if not proc.flush():
                             proc.eof = True
@@ -387,31 +210,46 @@ class Pool:
                         continue
                     self._consume(i, proc, slots, deliver, fail_head, restart, report.note)
                     proc = slots[i]
-                    if proc is None:
+                    if proc is None or self._stopping:
                         continue
-                    if proc.eof and proc.in_flight:
+                    exited = proc.eof or proc.proc.poll() is not None
+                    if exited and not proc.eof:
+                        proc.read_available()      # what it wrote before it died
+                        self._consume(i, proc, slots, deliver, fail_head, restart, report.note)
+                        if slots[i] is not proc:
+                            continue
+                    if proc.oversized and proc.in_flight:
+                        fail_head(i, "oversized", f"a response line longer than {proc.line_limit()} bytes "
+                                  "(the largest result the request allows); adapter killed")
+                    elif exited and proc.in_flight:
                         status = proc.exit_description()
-                        fail_head(i, "crash", f"adapter crashed ({status}){proc.stderr_tail()}")
-                    elif proc.eof:
+                        held = "" if proc.eof else "; its stdout is still held open by another process"
+                        fail_head(i, "crash", f"adapter crashed ({status}){held}{proc.stderr_tail()}")
+                    elif exited or proc.oversized:
                         report.note(f"adapter exited while idle ({proc.exit_description()}){proc.stderr_tail()}")
                         report.restarts += 1
                         retire(i)
-                    elif proc.in_flight and now - proc.head_since > self.settings.timeout:
-                        fail_head(i, "timeout", f"no answer within {self.settings.timeout:g} s (hang); adapter killed")
+                    elif proc.in_flight and now - proc.head_since > settings.timeout:
+                        fail_head(i, "timeout", f"no answer within {settings.timeout:g} s (hang); adapter killed")
+            for proc in slots:      # ask every process to stop, then wait for each
+                if proc is not None and not self._stopping:
+                    proc.begin_shutdown()
             for i, proc in enumerate(slots):
                 if proc is None:
                     continue
-                stray, problem = proc.shutdown(timeout=min(5.0, self.settings.timeout))
-                if stray and proc.answered:
-                    last = proc.answered[-1]
+                if self._stopping:
+                    retire(i, requeue=False)
+                    continue
+                stray, problem = proc.shutdown(timeout=min(5.0, settings.timeout))
+                if stray and proc.answered_vectors:
+                    last = proc.answered_vectors[-1]
                     deliver(Reply(last, None, "extra_output",
                                   f"{len(stray)} extra line(s) after the last response: {stray[0][:120]!r}"))
                 if problem:
                     report.note(f"adapter exit behaviour: {problem}")
                 slots[i] = None
+        finally:
             sel.close()
-        report.collapse()
-        return report
 
     @staticmethod
     def _watch_writes(sel, proc: AdapterProcess, index: int) -> None:
@@ -440,25 +278,29 @@ class Pool:
             head = proc.in_flight[0] if proc.in_flight else None
             if kind not in ("result", "error"):
                 if head is not None:
-                    fail_head(i, "protocol", f"unexpected {kind!r} message instead of a response")
+                    fail_head(i, "protocol", f"unexpected {str(kind)[:40]!r} message instead of a response")
                 else:
-                    note(f"unsolicited {kind!r} message while no request was pending")
+                    note(f"unsolicited {str(kind)[:40]!r} message while no request was pending")
                     restart(i)
                 return
-            if head is not None and (rid == head.vector_id or (kind == "error" and rid is None)):
-                reply = proc.take_head(message)
+            if head is not None and (rid == head.rid or (kind == "error" and rid is None)):
+                reply = proc.take_head(message, size=len(line))
                 proc.head_since = time.monotonic()
-                proc.answered.append(head.vector_id)
+                proc.answered.append(head.rid)
+                proc.answered_vectors.append(head.vector_id)
                 deliver(reply)
+                if slots[i] is not proc:
+                    return
                 continue
-            if rid in proc.answered:
+            if isinstance(rid, str) and rid in proc.answered:
                 # The fault is the earlier vector's; the head is innocent and goes back in the queue.
-                deliver(Reply(rid, None, "extra_output", "a second response line for this vector"))
+                earlier = proc.answered_vectors[list(proc.answered).index(rid)]
+                deliver(Reply(earlier, None, "extra_output", "a second response line for this vector"))
                 restart(i)
                 return
             if head is None:
-                note(f"unsolicited response for id {rid!r} while no request was pending")
+                note(f"unsolicited response for id {str(rid)[:80]!r} while no request was pending")
                 restart(i)
                 return
-            fail_head(i, "wrong_id", f"answered id {rid!r} while {head.vector_id!r} was expected")
+            fail_head(i, "wrong_id", f"answered id {str(rid)[:80]!r} while {head.rid!r} was expected")
             return

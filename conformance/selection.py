@@ -8,8 +8,11 @@ call_outcome, section, category, source, boundary, or a bare glob matched agains
 
 Known-failure lists (conformance/known_failures/*.toml, schema
 spec/schemas/known-failures.schema.json) are versioned data: each entry names vector ids (a
-glob) and gives the reason, and the list names the implementation it applies to ("*" for
-any). Listed vectors still run: one that fails is an expected failure, reported with its
+glob) and gives the reason, and the list names the implementation it applies to by its
+hello name and a *fingerprint* the list's author sets: a glob matched against the adapter
+command line, the implementation version, or "name version". A list applies only when both
+match, so an adapter that merely calls itself by another implementation's name does not
+inherit that implementation's list. Listed vectors still run: one that fails is an expected failure, reported with its
 reason; one that passes is reported as now passing and fails the run until it is removed
 from the list (strict, like pytest's ``xfail(strict=True)``).
 """
@@ -69,10 +72,16 @@ def compile_filter(expression: str):
 
 
 def select(vectors: Iterable[Mapping[str, Any]], filters: Iterable[str]) -> list[Mapping[str, Any]]:
+    """The vectors any filter selects (all without filters); SelectionError when filters
+    select nothing: an empty selection is a usage error in every command."""
+    filters = list(filters)
     compiled = [compile_filter(f) for f in filters]
     if not compiled:
         return list(vectors)
-    return [v for v in vectors if any(m(v) for m in compiled)]
+    chosen = [v for v in vectors if any(m(v) for m in compiled)]
+    if not chosen:
+        raise SelectionError("the filters select no vector: " + " | ".join(repr(f) for f in filters))
+    return chosen
 
 
 @dataclass(frozen=True)
@@ -81,12 +90,14 @@ class KnownFailure:
     reason: str
     implementation: str
     source: str                  # the file it came from
+    fingerprint: str = "*"
 
     def describe(self) -> str:
         return f"{self.reason} ({Path(self.source).name})"
 
-    def applies(self, implementation: str, vector_id: str) -> bool:
+    def applies(self, implementation: str, vector_id: str, fingerprints: Iterable[str] = ("",)) -> bool:
         return (fnmatch.fnmatchcase(implementation, self.implementation)
+                and any(fnmatch.fnmatchcase(f, self.fingerprint) for f in fingerprints)
                 and fnmatch.fnmatchcase(vector_id, self.pattern))
 
 
@@ -103,13 +114,21 @@ def load_known_failures(paths: Iterable[Path]) -> list[KnownFailure]:
         if problems:
             raise SelectionError(f"{path}: " + "; ".join(problems))
         for entry in doc.get("known_failure", []):
-            out.append(KnownFailure(entry["id"], entry["reason"], doc["implementation"], str(path)))
+            out.append(KnownFailure(entry["id"], entry["reason"], doc["implementation"], str(path),
+                                    doc["fingerprint"]))
     return out
 
 
-def known_failure(known: Iterable[KnownFailure], implementation: str, vector_id: str) -> KnownFailure | None:
+def fingerprints(command: str, name: str, version: str) -> tuple[str, ...]:
+    """What a list's fingerprint is matched against: the command, the version, "name version"."""
+    return (command, version, f"{name} {version}")
+
+
+def known_failure(known: Iterable[KnownFailure], implementation: str, vector_id: str,
+                  prints: Iterable[str] = ("",)) -> KnownFailure | None:
     """The first entry listing this vector for this implementation, if any."""
+    prints = tuple(prints)
     for k in known:
-        if k.applies(implementation, vector_id):
+        if k.applies(implementation, vector_id, prints):
             return k
     return None

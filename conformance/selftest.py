@@ -3,7 +3,8 @@
 
 Checks: handshake, a handful of vectors of every outcome kind, pipelined requests answered in
 order, error responses to malformed and unknown requests (and staying alive after them),
-traces when the capability is claimed, shutdown and end-of-input exit behaviour, refusing an
+traces when the capability is claimed (on vectors with jumps, subroutine calls, nested
+subroutine calls and nested calls as well as the samples), shutdown and end-of-input exit behaviour, refusing an
 unknown protocol version.
 
 Each check runs in its own adapter process (started and handshaken afresh), so a stray line
@@ -13,8 +14,8 @@ names its own problem and ends with the tail of that process's stderr.
 
 from __future__ import annotations
 
+import secrets
 import shlex
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,8 +26,13 @@ from conformance.protocol import (
     EXIT_UNSUPPORTED, ProtocolError, decode, encode, execute_request, hello_problems,
 )
 from conformance.runner import AdapterProcess, Settings, StartError, describe_exit
+from conformance.suite import request_id
 from conformance.tracediff import first_divergence, reference_trace
 
+# Traces are checked on the samples and on these: backward and conditional jumps, a
+# subroutine call, nested subroutine calls, and calls nested three frames deep.
+TRACE_IDS = ("control/JUMP/backward_loop", "control/JUMPI/cond_min", "control/CALLSUB/happy",
+             "control/CALLSUB/nested_three", "call/CALL/grandchild_writes_undone", "call/CALL/records_in_start_order")
 # One vector of each kind of outcome, picked from the corpus by id.
 SAMPLE_IDS = (
     "arithmetic/ADD/one__one", "control/REVERT/one_word", "control/TRAP/alone",
@@ -50,7 +56,7 @@ class _Ended(Exception):
 class _Session:
     """One adapter process driven one message at a time."""
 
-    def __init__(self, argv: list[str], settings: Settings, logs: Path, index: int = 0):
+    def __init__(self, argv: list[str], settings: Settings, logs: Path | None, index: int = 0):
         self.settings = settings
         self.proc = AdapterProcess(argv, settings, logs, index)
 
@@ -63,6 +69,9 @@ class _Session:
         """The next message; None at end of output or timeout. A line that is not a protocol
         message raises ProtocolError naming what was expected instead."""
         line = self.proc.wait_line(time.monotonic() + self.settings.timeout)
+        if line is None and self.proc.oversized:
+            raise ProtocolError(f"a line longer than {self.proc.line_limit()} bytes on stdout"
+                                + (f" where the response to {waiting_for} was expected" if waiting_for else ""))
         if line is None and self.proc.eof and waiting_for:
             raise _Ended(f"the adapter closed its stdout ({self.proc.exit_description()}) where the response "
                          f"to {waiting_for} was expected")
@@ -81,7 +90,7 @@ class _Session:
 class _Checks:
     """Runs each check in a fresh, handshaken adapter process and collects the verdicts."""
 
-    def __init__(self, argv: list[str], settings: Settings, logs: Path):
+    def __init__(self, argv: list[str], settings: Settings, logs: Path | None):
         self.argv, self.settings, self.logs = argv, settings, logs
         self.results: list[Check] = []
         self.started = 0
@@ -112,33 +121,37 @@ def run_selftest(command: str, vectors: Mapping[str, Mapping[str, Any]], timeout
     argv = shlex.split(command)
     settings = Settings(timeout=timeout, handshake_timeout=timeout)
     samples = [vectors[i] for i in SAMPLE_IDS if i in vectors]
-    with tempfile.TemporaryDirectory(prefix="rtwo-selftest-") as logs:
-        checks = _Checks(argv, settings, Path(logs))
-        state: dict[str, Any] = {}
+    traced = samples + [vectors[i] for i in TRACE_IDS if i in vectors]
+    token = secrets.token_hex(6)
+    checks = _Checks(argv, settings, None)
+    state: dict[str, Any] = {}
 
-        def handshake(session: _Session) -> str | None:
-            state["hello"] = session.proc.handshake()
-            return None
-        checks.run("handshake: answers hello with name, version, spec 1.0, capabilities", handshake, handshake=False)
-        if "hello" not in state:
-            return checks.results
-        checks.run("hello passes the protocol schema",
-                   lambda s: _schema_problem("adapter-message", state["hello"], hello=True), process=False)
-        checks.run(f"executes {len(samples)} sample vectors of every outcome kind exactly",
-                   lambda s: _samples(s, samples))
-        checks.run("answers 40 pipelined requests in order with their ids", lambda s: _pipelined(s, samples))
-        checks.run("answers a line that is not JSON with an error BAD_MESSAGE, and stays alive",
-                   lambda s: _error_then_alive(s, b"{not json\n", "BAD_MESSAGE", samples))
-        checks.run("answers an unknown message type with an error UNKNOWN_TYPE (id echoed)",
-                   lambda s: _error_then_alive(s, {"type": "frobnicate", "id": "x-1"}, "UNKNOWN_TYPE", samples, "x-1"))
-        checks.run("answers an execute without input with an error BAD_MESSAGE (id echoed)",
-                   lambda s: _error_then_alive(s, {"type": "execute", "id": "x-2"}, "BAD_MESSAGE", samples, "x-2"))
-        if "trace" in state["hello"].get("capabilities", []):
-            checks.run("capability trace: step traces equal the reference's", lambda s: _traces(s, samples))
-        checks.run("shutdown: answers bye and exits with status 0", _shutdown)
-        checks.run("end of input: exits with status 0 without output", _eof)
-        checks.run("unknown protocol version: error UNSUPPORTED_PROTOCOL, exit status 3", _bad_protocol,
-                   handshake=False)
+    def handshake(session: _Session) -> str | None:
+        state["hello"] = session.proc.handshake()
+        return None
+    checks.run("handshake: answers hello with name, version, spec 1.0, capabilities", handshake, handshake=False)
+    if "hello" not in state:
+        return checks.results
+    checks.run("hello passes the protocol schema",
+               lambda s: _schema_problem("adapter-message", state["hello"], hello=True), process=False)
+    checks.run(f"executes {len(samples)} sample vectors of every outcome kind exactly",
+               lambda s: _samples(s, samples, token))
+    checks.run("answers 40 pipelined requests in order with their ids", lambda s: _pipelined(s, samples))
+    checks.run("answers a line that is not JSON with an error BAD_MESSAGE, and stays alive",
+               lambda s: _error_then_alive(s, b"{not json\n", "BAD_MESSAGE", samples))
+    checks.run("answers a line nested 100,000 levels deep with an error BAD_MESSAGE, and stays alive",
+               lambda s: _error_then_alive(s, b"[" * 100_000 + b"\n", "BAD_MESSAGE", samples))
+    checks.run("answers an unknown message type with an error UNKNOWN_TYPE (id echoed)",
+               lambda s: _error_then_alive(s, {"type": "frobnicate", "id": "x-1"}, "UNKNOWN_TYPE", samples, "x-1"))
+    checks.run("answers an execute without input with an error BAD_MESSAGE (id echoed)",
+               lambda s: _error_then_alive(s, {"type": "execute", "id": "x-2"}, "BAD_MESSAGE", samples, "x-2"))
+    if "trace" in state["hello"].get("capabilities", []):
+        checks.run("capability trace: step traces equal the reference's (jumps, subroutine calls, "
+                   "nested calls)", lambda s: _traces(s, traced, token))
+    checks.run("shutdown: answers bye and exits with status 0", _shutdown)
+    checks.run("end of input: exits with status 0 without output", _eof)
+    checks.run("unknown protocol version: error UNSUPPORTED_PROTOCOL, exit status 3", _bad_protocol,
+               handshake=False)
     return checks.results
 
 
@@ -148,12 +161,17 @@ def _schema_problem(name: str, document: Any, hello: bool = False) -> str | None
     return "; ".join(problems) or None
 
 
-def _samples(session: _Session, samples: Sequence[Mapping[str, Any]]) -> str | None:
+def _rid(token: str, vector_id: str) -> str:
+    return request_id(token, "selftest", vector_id)
+
+
+def _samples(session: _Session, samples: Sequence[Mapping[str, Any]], token: str) -> str | None:
     for v in samples:
-        reply = session.ask(execute_request(v["id"], v["input"]), v["id"])
+        rid = _rid(token, v["id"])
+        reply = session.ask(execute_request(rid, v["input"]), v["id"])
         if reply is None:
             return f"{v['id']}: no response"
-        if reply.get("type") != "result" or reply.get("id") != v["id"]:
+        if reply.get("type") != "result" or reply.get("id") != rid:
             return f"{v['id']}: expected a result with its id, got {str(reply)[:200]}"
         mismatches = compare_reply(v, reply)
         if mismatches:
@@ -191,9 +209,9 @@ def _error_then_alive(session: _Session, message, code: str, samples, echoed: st
     return None
 
 
-def _traces(session: _Session, samples) -> str | None:
+def _traces(session: _Session, samples, token: str) -> str | None:
     for v in samples:
-        reply = session.ask(execute_request(v["id"], v["input"], trace=True), f"{v['id']} (traced)")
+        reply = session.ask(execute_request(_rid(token, v["id"]), v["input"], trace=True), f"{v['id']} (traced)")
         if reply is None or not isinstance(reply.get("trace"), list):
             return f"{v['id']}: no trace list in the result"
         divergence = first_divergence(reference_trace(v["input"]), reply["trace"])

@@ -1,34 +1,50 @@
 """``rtwo-vm conformance run``: validate implementations against the corpus.
 
-For each implementation (an adapter command): a probe handshake (its name selects its
-known-failure entries), the main pass over the selected vectors, determinism passes in fresh
-processes under perturbed environments and shuffled order, then evaluation of every vector —
-result and usage field by field, resource bounds, stage, determinism — and, for failing
-vectors when the adapter can trace, the first divergence of its step trace from the
-reference's. With several implementations their results are also compared with each other.
+For each implementation (an adapter command): a probe handshake (its name and a fingerprint
+select its known-failure entries), the main pass over the selected vectors and the run's
+fresh sample (conformance.fresh), determinism passes in fresh processes under perturbed
+environments and shuffled order, evaluation of every vector as its reply arrives — result and
+usage field by field, resource bounds, stage, determinism — and, when the adapter can trace,
+trace checks (conformance.traces). With several implementations their results are also
+compared with each other.
+
+Every request carries an opaque id derived from the run's seed, never the corpus id. Replies
+are judged as they arrive and only what a report needs is kept: a correct result is not kept
+at all (it is the vector's expected one), a wrong one within a memory budget.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import shlex
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from conformance import determinism
-from conformance.compare import Mismatch, compare_reply, compare_result
-from conformance.protocol import encode, execute_request, reply_problems
-from conformance.runner import AdapterProcess, Job, Pool, Reply, Settings, StartError
-from conformance.selection import KnownFailure, known_failure
-from conformance.tracediff import Divergence, first_divergence, reference_trace
+from conformance import determinism, traces
+from conformance.compare import Mismatch, capped, compare_reply, compare_result
+from conformance.fresh import is_fresh
+from conformance.protocol import reply_problems
+from conformance.requests import Prepared, jobs, request_id, response_limit  # noqa: F401 - used by replay, selftest
+from conformance.runner import AdapterProcess, Job, Pool, Reply, Settings, StartError  # noqa: F401 - Job: the runner's names, for callers of suite
+from conformance.selection import KnownFailure, fingerprints, known_failure
+from conformance.tracediff import Divergence
 
 # Process-level failures, as reported per vector.
-PROCESS_FAILURES = ("crash", "timeout", "garbage", "wrong_id", "extra_output", "protocol", "unavailable")
+PROCESS_FAILURES = ("crash", "timeout", "garbage", "oversized", "wrong_id", "extra_output", "protocol",
+                    "unavailable")
+# Failure kinds ranked for triage: real wrong answers first, then the adapter's misbehaviour,
+# then what the implementation says it cannot do.
+WRONG_ANSWERS = ("result", "resource", "resource_bound", "stage", "internal", "nondeterministic", "trace",
+                 "disagreement")
+UNSUPPORTED = "unsupported"
+KINDS = WRONG_ANSWERS + PROCESS_FAILURES + ("adapter_error", UNSUPPORTED)
+KEPT_MESSAGES = 64 << 20    # bytes of wrong responses kept for the report (then only their start)
 # Outcome statuses: a listed known failure that fails is an expected failure (xfail); one that
 # passes is "now passing" (xpass) and fails the run until it is removed from its list.
 STATUSES = ("pass", "fail", "xfail", "xpass")
@@ -42,9 +58,12 @@ def reference_command() -> str:
 @dataclass
 class Options:
     repeat: int = 1                  # determinism passes (fresh, perturbed, shuffled)
-    seed: int = 1
+    seed: int = 1                    # the run's seed: request ids, shuffled orders (and the fresh sample)
     max_traces: int = 50             # failing vectors whose traces are diffed, per implementation
     settings: Settings = field(default_factory=Settings)
+    trace_sample: bool = True        # check traces of passing vectors covering every opcode
+    exitfirst: bool = False          # stop an implementation at its first unlisted failure
+    prepared: Prepared | None = None     # encoded inputs, shared by the passes (run_suite makes it)
 
 
 @dataclass
@@ -57,12 +76,18 @@ class PassRun:
     order_seed: int | None                   # None: corpus order
     reply: Reply | None
     differs: bool = False                    # differs from the main pass (a determinism failure)
+    response: str = ""                       # what came back, described (when the reply keeps no message)
+
+    def __post_init__(self) -> None:
+        if not self.response and self.reply is not None and (self.reply.message is not None
+                                                            or self.reply.failure is not None):
+            self.response = determinism.describe(determinism.reply_signature(self.reply))
 
     def to_json(self) -> dict[str, Any]:
         preceded, count = self.reply.preceded_by(PRECEDING_KEPT) if self.reply else ([], 0)
         return {"name": self.name, "pass": self.label, "environment": self.environment, "order_seed": self.order_seed,
                 "preceded_by": preceded, "preceded_count": count, "differs": self.differs,
-                "response": determinism.describe(determinism.reply_signature(self.reply)),
+                "response": self.response or determinism.describe(determinism.reply_signature(self.reply)),
                 "message": self.reply.message if self.differs and self.reply else None,
                 "log": self.reply.log_path if self.reply else None}
 
@@ -78,10 +103,22 @@ class Outcome:
     known: str = ""                               # the known-failure entry's reason, when listed
     passes: list[PassRun] = field(default_factory=list)
     correct: bool = False                         # the main pass's result matches the expected one
+    seconds: float = 0.0                          # the adapter's time on the vector in the main pass
+    signature: str = ""                           # digest of the main pass's response (determinism)
 
     @property
     def categories(self) -> list[str]:
         return sorted({m.category for m in self.failures})
+
+    @property
+    def kind(self) -> str:
+        """The failure kind that ranks this vector in the triage (KINDS order)."""
+        cats = self.categories
+        return min(cats, key=KINDS.index) if cats and all(c in KINDS for c in cats) else (cats or ["?"])[0]
+
+    @property
+    def fresh(self) -> bool:
+        return is_fresh(self.vector_id)
 
     @property
     def failed(self) -> bool:
@@ -102,6 +139,9 @@ class ImplementationRun:
     passes: list[str] = field(default_factory=list)
     start_error: str = ""                         # why the adapter could not start at all
     cwd: str = ""                                 # the adapter's working directory
+    seed: int = 0
+    gave_up: str = ""                             # why the remaining vectors were not run
+    stopped: int = 0                              # vectors not run after -x stopped the run
 
     @property
     def name(self) -> str:
@@ -120,8 +160,12 @@ class ImplementationRun:
     def rate(self) -> float:
         return self.main_count / self.main_seconds if self.main_seconds else 0.0
 
-    def count(self, status: str) -> int:
-        return sum(1 for o in self.outcomes.values() if o.status == status)
+    def count(self, status: str, fresh: bool | None = None) -> int:
+        return sum(1 for o in self.outcomes.values()
+                   if o.status == status and (fresh is None or o.fresh == fresh))
+
+    def unsupported(self) -> int:
+        return sum(1 for o in self.outcomes.values() if o.status == "fail" and o.categories == [UNSUPPORTED])
 
     @property
     def ok(self) -> bool:
@@ -142,19 +186,14 @@ class SuiteResult:
         return all(r.ok for r in self.runs)
 
 
-def jobs(vectors: Sequence[Mapping[str, Any]], trace: bool = False) -> list[Job]:
-    return [Job(v["id"], encode(execute_request(v["id"], v["input"], trace))) for v in vectors]
-
-
 def probe(argv: list[str], settings: Settings) -> dict[str, Any]:
     """Start the adapter once, handshake and shut it down; its hello, or StartError."""
-    with tempfile.TemporaryDirectory(prefix="rtwo-probe-") as logs:
-        proc = AdapterProcess(argv, settings, Path(settings.log_dir or logs), 0)
-        try:
-            hello = proc.handshake()
-            _, problem = proc.shutdown(timeout=min(5.0, settings.timeout))
-        finally:
-            proc.kill()
+    proc = AdapterProcess(argv, settings, settings.log_dir, 0)
+    try:
+        hello = proc.handshake()
+        _, problem = proc.shutdown(timeout=min(5.0, settings.timeout))
+    finally:
+        proc.kill()
     if problem:
         raise StartError(f"adapter exit behaviour: {problem}")
     return hello
@@ -173,11 +212,44 @@ def evaluate(vector: Mapping[str, Any], reply: Reply | None) -> Outcome:
         return Outcome(vid, "fail", [Mismatch("response", "a result", p, "protocol") for p in problems],
                        "; ".join(problems), message)
     if message["type"] == "error":
-        detail = f"adapter error {message.get('code')}: {message.get('message', '')}"
-        return Outcome(vid, "fail", [Mismatch("response", "a result", message.get("code"), "adapter_error")],
-                       detail, message)
-    failures = compare_reply(vector, message)
+        code = message.get("code")
+        detail = f"adapter error {code}: {str(message.get('message', ''))[:300]}"
+        kind = UNSUPPORTED if code == "UNSUPPORTED_INPUT" else "adapter_error"
+        return Outcome(vid, "fail", [Mismatch("response", "a result", code, kind)], detail, message)
+    failures = capped(compare_reply(vector, message))
     return Outcome(vid, "fail" if failures else "pass", failures, "", message, correct=not failures)
+
+
+def signature(reply: Reply | None) -> str:
+    """A digest of what must be identical between two runs of a vector."""
+    return hashlib.sha256(json.dumps(determinism.reply_signature(reply), sort_keys=True,
+                                     default=str).encode()).hexdigest()
+
+
+class _Keeper:
+    """Keeps the responses a report needs within a memory budget: a correct result is the
+    vector's expected one (nothing kept), a wrong one is kept while the budget lasts, then
+    only its start."""
+
+    def __init__(self, budget: int = KEPT_MESSAGES):
+        self.left = budget
+
+    def keep(self, outcome: Outcome, vector: Mapping[str, Any], reply: Reply | None) -> None:
+        message = outcome.reply
+        if message is None:
+            return
+        if outcome.correct:
+            outcome.reply = {"type": "result", "id": message.get("id"), "result": vector["expected"]["result"],
+                             "stage": message.get("stage")}
+            return
+        weight = 64 + (reply.size if reply is not None else 0) * 8
+        if weight <= self.left and weight <= 1 << 20:
+            self.left -= weight
+            return
+        text = json.dumps(message, default=str)[:2000]
+        outcome.reply = {"type": message.get("type"), "id": message.get("id"),
+                         "truncated": f"response of {reply.size if reply else len(text)} bytes not kept; "
+                                      f"it starts: {text}"}
 
 
 def _pass_settings(settings: Settings, label: str, run_name: str, env: Mapping[str, str] | None = None) -> Settings:
@@ -193,7 +265,7 @@ def run_implementation(command: str, vectors: Sequence[Mapping[str, Any]], known
                        options: Options, progress: Callable[[str, Reply], None] | None = None) -> ImplementationRun:
     started = time.perf_counter()
     settings = options.settings
-    run = ImplementationRun(command, cwd=settings.cwd or os.getcwd())
+    run = ImplementationRun(command, cwd=settings.cwd or os.getcwd(), seed=options.seed)
     argv = shlex.split(command)
     try:
         # Before the hello the name is unknown: the log is named after the command.
@@ -207,74 +279,139 @@ def run_implementation(command: str, vectors: Sequence[Mapping[str, Any]], known
         run.total_seconds = time.perf_counter() - started
         return run
     by_id = {v["id"]: v for v in vectors}
-    tick = (lambda r: progress(command, r)) if progress else None
+    prints = fingerprints(command, run.name, run.version)
+    keeper = _Keeper()
+
+    def listed(vid: str) -> KnownFailure | None:
+        return known_failure(known, run.name, vid, prints)
+
+    main_settings = _pass_settings(settings, "main", run.name)
+    main_env = determinism.environment_of(main_settings.env)
+    pool = Pool(argv, main_settings)
+
+    def on_main(reply: Reply) -> None:
+        vector = by_id[reply.vector_id]
+        outcome = evaluate(vector, reply)
+        # A correct result needs no digest: a second run is compared with the expected one.
+        outcome.seconds, outcome.signature = reply.seconds, "" if outcome.correct else signature(reply)
+        keeper.keep(outcome, vector, reply)
+        outcome.passes.append(PassRun("main pass", determinism.MAIN_PASS, main_env, None, _light(reply),
+                                      response=determinism.describe(determinism.reply_signature(reply))))
+        run.outcomes[reply.vector_id] = outcome
+        if progress:
+            progress(command, reply)
+        if options.exitfirst and outcome.status == "fail" and listed(reply.vector_id) is None:
+            pool.stop()
 
     main_started = time.perf_counter()
-    main_settings = _pass_settings(settings, "main", run.name)
-    main = Pool(argv, main_settings).run(jobs(vectors), tick)
-    run.main_seconds, run.main_count = time.perf_counter() - main_started, len(vectors)
+    prepared = options.prepared or Prepared(vectors, settings)
+    main = pool.run(prepared.jobs(vectors, options.seed, "main"), on_main, keep=False)
+    run.main_seconds, run.main_count = time.perf_counter() - main_started, len(run.outcomes)
     run.passes.append(determinism.MAIN_PASS)
     run.restarts += main.restarts
     run.issues.extend(main.issues)
-    main_env = determinism.environment_of(main_settings.env)
-    for v in vectors:
-        reply = main.replies.get(v["id"])
-        outcome = run.outcomes[v["id"]] = evaluate(v, reply)
-        outcome.passes.append(PassRun("main pass", determinism.MAIN_PASS, main_env, None, reply))
+    run.gave_up = next((i for i in main.issues if i.startswith("gave up")), "")
+    if len(run.outcomes) < len(vectors):        # -x stopped the run: keep the corpus order
+        run.stopped = len(vectors) - len(run.outcomes)
+    run.outcomes = {v["id"]: run.outcomes[v["id"]] for v in vectors if v["id"] in run.outcomes}
+    ran = [by_id[i] for i in run.outcomes]
+    healthy = not run.gave_up and not run.stopped
 
-    for k in range(options.repeat):
+    for k in range(options.repeat if healthy else 0):
         p = determinism.perturbation(k, options.seed, settings.env)
-        order = determinism.shuffled([v["id"] for v in vectors], p.order_seed)
+        order = determinism.shuffled([v["id"] for v in ran], p.order_seed)
+        label, name = p.describe(), f"determinism pass {k + 1}"
+
+        def on_again(reply: Reply, name=name, p=p, label=label) -> None:
+            outcome = run.outcomes[reply.vector_id]
+            diff = [] if _same(outcome, by_id[reply.vector_id], reply) else determinism.differences(
+                _main_reply(outcome), reply, f"{name} against the main pass")
+            outcome.passes.append(PassRun(name, label, p.recorded, p.order_seed, _light(reply), bool(diff),
+                                          determinism.describe(determinism.reply_signature(reply))))
+            if diff:
+                outcome.passes[-1].reply.message = _small(reply.message)
+                outcome.status = "fail"
+                outcome.failures = capped(outcome.failures + diff)
+            if progress:
+                progress(command, reply)
         again = Pool(argv, _pass_settings(settings, f"pass{k + 1}", run.name, p.env)).run(
-            jobs([by_id[i] for i in order]), tick)
-        label = p.describe()
+            prepared.jobs([by_id[i] for i in order], options.seed, f"pass{k + 1}"),
+            on_again, keep=False)
         run.passes.append(label)
         run.restarts += again.restarts
         run.issues.extend(f"{label}: {i}" for i in again.issues)
-        for vid in order:
-            reply = again.replies.get(vid)
-            name = f"determinism pass {k + 1}"
-            diff = determinism.differences(main.replies.get(vid), reply, f"{name} against the main pass")
-            outcome = run.outcomes[vid]
-            outcome.passes.append(PassRun(name, label, p.recorded, p.order_seed, reply, bool(diff)))
-            if diff:
-                outcome.status = "fail"
-                outcome.failures.extend(diff)
 
-    _classify_known(run, known)
-    if run.can_trace:
-        _diff_traces(run, argv, _pass_settings(settings, "traces", run.name), by_id, options.max_traces)
+    _classify_known(run, listed)
+    if run.can_trace and healthy:
+        _check_traces(run, argv, _pass_settings(settings, "traces", run.name), by_id, options)
     run.total_seconds = time.perf_counter() - started
     return run
 
 
-def _classify_known(run: ImplementationRun, known: Sequence[KnownFailure]) -> None:
+def _same(outcome: Outcome, vector: Mapping[str, Any], reply: Reply) -> bool:
+    """Whether a later pass's reply equals the main pass's."""
+    if outcome.correct:
+        message = reply.message
+        return (reply.failure is None and message.get("type") == "result"
+                and message.get("result") == vector["expected"]["result"]
+                and message.get("stage") == (outcome.reply or {}).get("stage"))
+    return signature(reply) == outcome.signature
+
+
+def _small(message: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    if message is None:
+        return None
+    text = json.dumps(message, default=str)
+    return message if len(text) <= 16384 else {"type": message.get("type"), "truncated": text[:2000]}
+
+
+def _light(reply: Reply) -> Reply:
+    """The reply as a pass record keeps it: without its message (the outcome holds it)."""
+    return Reply(reply.vector_id, None, reply.failure, reply.detail[:2000], reply.history, reply.position,
+                 reply.log_path, reply.seconds, reply.size)
+
+
+def _main_reply(outcome: Outcome) -> Reply:
+    main = outcome.passes[0].reply
+    return Reply(outcome.vector_id, outcome.reply if main.failure is None else None, main.failure, main.detail)
+
+
+def _classify_known(run: ImplementationRun, listed: Callable[[str], KnownFailure | None]) -> None:
     """Listed vectors run like any other: a failure is expected (xfail), a pass is news (xpass)."""
     for vid, outcome in run.outcomes.items():
-        entry = known_failure(known, run.name, vid)
+        entry = listed(vid)
         if entry is None:
             continue
         outcome.known = entry.describe()
         outcome.status = "xfail" if outcome.status == "fail" else "xpass"
 
 
-def _diff_traces(run: ImplementationRun, argv, settings: Settings, by_id, limit: int) -> None:
-    """For failing vectors that got a result, name the first step where the traces part
-    (unlisted failures first: they are the ones to fix)."""
+def _check_traces(run: ImplementationRun, argv, settings: Settings, by_id, options: Options) -> None:
+    """Traces of failing vectors that got a result (unlisted first) name the first divergence;
+    traces of passing vectors covering every opcode must equal the reference's."""
     failing = sorted((o for o in run.outcomes.values()
                       if o.failed and o.reply is not None and o.reply.get("type") == "result"),
                      key=lambda o: o.status == "xfail")
-    wanted = [o.vector_id for o in failing][:limit]
-    if not wanted:
+    wanted = [o.vector_id for o in failing][:options.max_traces]
+    passing = [by_id[vid] for vid, o in run.outcomes.items() if o.status in ("pass", "xpass") and not o.fresh]
+    sample = traces.covering_sample(passing) if options.trace_sample else []
+    if not wanted and not sample:
         return
-    traced = Pool(argv, settings).run(jobs([by_id[i] for i in wanted], trace=True))
-    for vid in wanted:
-        reply = traced.replies.get(vid)
-        outcome = run.outcomes[vid]
-        if reply is None or reply.message is None or not isinstance(reply.message.get("trace"), list):
+
+    def on_trace(reply: Reply) -> None:
+        outcome = run.outcomes[reply.vector_id]
+        passed = outcome.status in ("pass", "xpass")
+        divergence, found = traces.judge(by_id[reply.vector_id], reply.message, passed)
+        outcome.divergence = divergence
+        if not passed and (reply.message is None or not isinstance(reply.message.get("trace"), list)):
             outcome.reason = (outcome.reason + "; " if outcome.reason else "") + "no trace returned"
-            continue
-        outcome.divergence = first_divergence(reference_trace(by_id[vid]["input"]), reply.message["trace"])
+        if found:
+            outcome.failures.extend(found)
+            outcome.status = "fail" if outcome.status == "pass" else "xfail" if outcome.known else outcome.status
+            if outcome.status == "xpass":
+                outcome.status = "xfail"
+    Pool(argv, settings).run(jobs([by_id[i] for i in wanted + sample], trace=True, seed=options.seed,
+                                  label="traces"), on_trace, keep=False)
 
 
 def _labels(runs: Sequence[ImplementationRun]) -> dict[int, str]:
@@ -326,6 +463,8 @@ def _cross_check(runs: Sequence[ImplementationRun], result: SuiteResult) -> None
 def run_suite(commands: Sequence[str], vectors: Sequence[Mapping[str, Any]], known: Sequence[KnownFailure],
               options: Options, progress: Callable[[str, Reply], None] | None = None) -> SuiteResult:
     started = time.perf_counter()
+    if options.prepared is None:        # encode every input once, for every implementation and pass
+        options = replace(options, prepared=Prepared(vectors, options.settings))
     runs = [run_implementation(c, vectors, known, options, progress) for c in commands]
     result = SuiteResult(runs, {v["id"]: v for v in vectors})
     if len(runs) > 1:

@@ -5,12 +5,17 @@ policy's operation lists, then the instruction's gate; the first instruction ref
 the error. Because every gated instruction is refused here, none ever executes under a policy
 that closes its gate: there is no runtime policy check.
 
+A policy's refusals depend only on the policy and the instruction, so they are computed once
+per policy (``refusals``: opcode -> error code) and binding looks each instruction up there;
+the result is the one ``refusal`` gives instruction by instruction.
+
 May raise PolicyViolation with: INSTRUCTION_FORBIDDEN and every gate error of policy.toml.
 May raise RequestRejected with: INVALID_REQUEST (a policy field or operation name unknown).
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import spec
@@ -37,8 +42,6 @@ class Policy:
 
     def check(self) -> None:
         """Refuse a policy that names an unknown value or operation."""
-        table = spec.load()
-        names = set(table.by_mnemonic) | set(table.instruction_types)
         for fname, fdef in _POLICY["fields"].items():
             if getattr(self, fname) not in fdef["values"]:
                 raise RequestRejected("INVALID_REQUEST",
@@ -46,7 +49,7 @@ class Policy:
         for listed in (self.allowed_operations or ()), self.forbidden_operations:
             if not isinstance(listed, tuple):
                 raise RequestRejected("INVALID_REQUEST", "operation lists must be tuples")
-            unknown = [n for n in listed if not isinstance(n, str) or n not in names]
+            unknown = [n for n in listed if not isinstance(n, str) or n not in _operation_names()]
             if unknown:
                 raise RequestRejected("INVALID_REQUEST", f"unknown operation {unknown[0]!r}")
 
@@ -64,9 +67,34 @@ class Policy:
         return None
 
 
+@functools.cache
+def _operation_names() -> frozenset[str]:
+    """What an operation list may name: every mnemonic and every instruction type."""
+    table = spec.load()
+    return frozenset(table.by_mnemonic) | frozenset(table.instruction_types)
+
+
+@functools.lru_cache(maxsize=1024)
+def refusals(policy: Policy) -> dict[int, str]:
+    """Opcode -> the error code refusing it under ``policy``, for every refused instruction."""
+    refused = {}
+    for ins in spec.load().instructions:
+        code = policy.refusal(ins)
+        if code is not None:
+            refused[ins.opcode] = code
+    return refused
+
+
 def bind(code: ValidCode, policy: Policy) -> None:
-    """Refuse the code if the policy forbids any instruction it holds."""
+    """Refuse the code if the policy forbids any instruction it holds (the first in offset
+    order decides the error)."""
+    try:
+        refused = refusals(policy)
+    except TypeError:            # a policy holding a list: not cacheable, computed afresh
+        refused = refusals.__wrapped__(policy)
+    if not refused:
+        return
     for d in code.instructions:
-        refused = policy.refusal(d.instruction)
-        if refused is not None:
-            raise PolicyViolation(refused, f"{d.instruction.mnemonic} at offset {d.offset}")
+        error = refused.get(d.instruction.opcode)
+        if error is not None:
+            raise PolicyViolation(error, f"{d.instruction.mnemonic} at offset {d.offset}")

@@ -87,7 +87,9 @@ def prepare(code: ValidCode, word: Word) -> Program:
     return Program(code=code, data=code.data, segments=tuple(segments))
 
 
-@functools.lru_cache(maxsize=512)
+@functools.lru_cache(maxsize=4096)
 def load_program(blob: bytes, word: Word) -> Program:
-    """Validate and prepare a container (cached: the result depends only on its arguments)."""
+    """Validate and prepare a container, cached by its bytes and word: the result depends only
+    on its arguments, and a process serving many requests meets the same code again (the
+    policy is bound separately, from refusals computed once per policy: policy.refusals)."""
     return prepare(validate(blob), word)

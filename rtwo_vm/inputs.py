@@ -237,3 +237,45 @@ def instruction_name(name: str | None, what: str):
     if ins is None:
         raise CliError(f"no instruction {name[:40]!r} (rtwo-vm spec opcodes lists them)")
     return ins
+
+
+# -- argparse types for numeric options: finite, and positive or not negative as named ------
+# nan and inf are usage errors everywhere (argparse prints the message and exits 2).
+
+def _number(text: str, kind, what: str):
+    import argparse
+    import math
+    try:
+        value = kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{what} expected, got {text!r}") from None
+    if isinstance(value, float) and not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be finite, got {text!r}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """A finite number above 0 (seconds, rates)."""
+    import argparse
+    value = _number(text, float, "a number")
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """An integer of at least 1 (counts, sizes)."""
+    import argparse
+    value = _number(text, int, "an integer")
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
+    return value
+
+
+def nonnegative_int(text: str) -> int:
+    """An integer of at least 0 (0 disables: passes, samples)."""
+    import argparse
+    value = _number(text, int, "an integer")
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {text!r}")
+    return value

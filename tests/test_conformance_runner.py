@@ -56,13 +56,6 @@ def test_reference_passes_the_whole_corpus_through_its_adapter(reference_run, ve
     assert len(run.passes) == 2 and "PYTHONHASHSEED" in run.passes[1]
 
 
-def test_validation_is_fast_enough(reference_run):
-    # The target (2,000 vectors/s) is measured by benchmarks/conformance_benchmark.py on an
-    # idle machine; here, on a CI machine shared with other jobs, only a gross regression fails.
-    (run,) = reference_run.runs
-    assert run.rate >= 1000, f"{run.rate:.0f} vectors/s through the protocol"
-
-
 def test_reports_are_written_and_parse(reference_run, tmp_path):
     manifest = corpus.read_manifest()
     doc = report.to_json(reference_run, manifest)
@@ -171,7 +164,8 @@ def test_a_disagreement_names_the_fields_and_which_side_matches(subset):
 def _listing(tmp_path, *ids):
     listing = tmp_path / "faulty.toml"
     entries = "".join(f'[[known_failure]]\nid = "{i}"\nreason = "seeded fault"\n' for i in ids)
-    listing.write_text(f'version = 1\nspec_version = "1.0"\nimplementation = "faulty-reference"\n{entries}')
+    listing.write_text(f'version = 1\nspec_version = "1.0"\nimplementation = "faulty-reference"\n'
+                       f'fingerprint = "*faulty_adapter.py*"\n{entries}')
     return load_known_failures([listing])
 
 

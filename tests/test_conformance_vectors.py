@@ -46,12 +46,6 @@ def test_a_second_fill_in_another_process_with_another_hash_seed_is_identical():
     assert "stored corpus is identical" in done.stdout
 
 
-def test_fill_is_fast_enough(fresh):
-    # The target (1,000 vectors/s) is measured by benchmarks/conformance_benchmark.py on an
-    # idle machine; here, on a CI machine shared with other jobs, only a gross regression fails.
-    assert fresh.rate >= 500, f"filling ran at {fresh.rate:.0f} vectors/s"
-
-
 def test_stored_corpus_matches_its_manifest_and_digest(vectors):
     assert corpus.problems(VECTORS_DIR, vectors) == []
 
@@ -175,17 +169,23 @@ def test_filters_select_by_tags_and_globs(vectors):
 
 def test_known_failure_lists_are_schema_checked(tmp_path):
     good = tmp_path / "vm.toml"
-    good.write_text('version = 2\nspec_version = "1.0"\nimplementation = "my-vm"\n'
+    good.write_text('version = 2\nspec_version = "1.0"\nimplementation = "my-vm"\nfingerprint = "0.4.*"\n'
                     '[[known_failure]]\nid = "arithmetic/DIVS/*"\nreason = "rounds toward -inf"\n')
     (known,) = load_known_failures([good])
-    assert known.applies("my-vm", "arithmetic/DIVS/min__minus_one")
-    assert not known.applies("other-vm", "arithmetic/DIVS/min__minus_one")
+    assert known.applies("my-vm", "arithmetic/DIVS/min__minus_one", ["./my-vm --adapter", "0.4.1"])
+    assert not known.applies("other-vm", "arithmetic/DIVS/min__minus_one", ["./my-vm --adapter", "0.4.1"])
+    # The name alone is not enough: another build (or an impostor) with the same name.
+    assert not known.applies("my-vm", "arithmetic/DIVS/min__minus_one", ["./impostor", "1.0"])
+    unprinted = tmp_path / "unprinted.toml"
+    unprinted.write_text('version = 1\nspec_version = "1.0"\nimplementation = "my-vm"\nknown_failure = []\n')
+    with pytest.raises(SelectionError, match="missing 'fingerprint'"):
+        load_known_failures([unprinted])
     bad = tmp_path / "bad.toml"
     bad.write_text('version = 1\nimplementation = "x"\nknown_failure = [{id = "a"}]\n')
     with pytest.raises(SelectionError):
         load_known_failures([bad])
     unversioned = tmp_path / "unversioned.toml"
-    unversioned.write_text('spec_version = "1.0"\nimplementation = "x"\nknown_failure = []\n')
+    unversioned.write_text('spec_version = "1.0"\nimplementation = "x"\nfingerprint = "*"\nknown_failure = []\n')
     with pytest.raises(SelectionError) as raised:
         load_known_failures([unversioned])
     assert str(raised.value) == f"{unversioned}: (top): missing 'version'"

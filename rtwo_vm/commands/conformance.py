@@ -4,11 +4,18 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import signal
 import sys
 from pathlib import Path
 
-from rtwo_vm.inputs import CliError
+from rtwo_vm.inputs import CliError, nonnegative_int, positive_float, positive_int
+
+EXIT_OK, EXIT_NOT_CONFORMING, EXIT_USAGE, EXIT_COULD_NOT_RUN = 0, 1, 2, 3
+KINDS = ("result", "resource", "resource_bound", "stage", "internal", "nondeterministic", "trace", "disagreement",
+         "crash", "timeout", "garbage", "oversized", "wrong_id", "extra_output", "protocol", "unavailable",
+         "adapter_error", "unsupported")    # conformance.suite.KINDS, listed here to keep --help import-free
 
 
 def register(sub) -> None:
@@ -49,34 +56,52 @@ def register(sub) -> None:
 
     p = sub.add_parser("conformance", help="validate VM implementations against the vectors")
     cs = p.add_subparsers(dest="conformance_command", required=True, parser_class=type(p))
-    r = cs.add_parser("run", help="run the corpus through one or more adapters (default: the reference's)")
+    r = cs.add_parser("run", help="run the corpus through one or more adapters (default: the reference's)",
+                      description="Exit status: 0 conforms, 1 does not conform, 2 usage error, "
+                                  "3 could not run (an adapter did not start or refused the handshake).")
     _dir(r)
     r.add_argument("--impl", action="append", metavar="CMD", help="adapter command line (repeatable)")
     r.add_argument("--filter", action="append", default=[], metavar="EXPR",
                    help="select vectors: id glob or key=glob terms joined by commas (repeatable: union)")
-    r.add_argument("--workers", type=int, default=2, help="adapter processes per implementation (default 2)")
-    r.add_argument("--window", type=int, default=32, help="requests in flight per process (default 32)")
-    r.add_argument("--timeout", type=float, default=10.0, help="seconds per vector before a hang (default 10)")
-    r.add_argument("--repeat", type=int, default=1,
+    r.add_argument("--workers", type=positive_int, default=2, help="adapter processes per implementation (default 2)")
+    r.add_argument("--window", type=positive_int, default=32, help="requests in flight per process (default 32)")
+    r.add_argument("--timeout", type=positive_float, default=10.0, help="seconds per vector before a hang (default 10)")
+    r.add_argument("--max-failures", type=positive_int, default=3, metavar="K",
+                   help="after K consecutive crashes, hangs or protocol failures the remaining vectors are unavailable (default 3)")
+    r.add_argument("--repeat", type=nonnegative_int, default=1,
                    help="determinism passes in fresh, perturbed processes (default 1; 0 disables)")
-    r.add_argument("--seed", type=int, default=1, help="seed of the shuffled orders")
+    r.add_argument("--seed", type=nonnegative_int, default=None,
+                   help="seed of the run: fresh sample, request ids, shuffled orders (default: a new one, printed)")
+    r.add_argument("--fresh", type=nonnegative_int, default=100, metavar="N",
+                   help="vectors of the fresh sample generated for this run (default 100; 0 disables it)")
     r.add_argument("--known-failures", action="append", default=[], metavar="FILE",
                    help="extra known-failure list (conformance/known_failures/*.toml always apply)")
-    r.add_argument("--max-traces", type=int, default=50, help="failing vectors whose traces are diffed")
+    r.add_argument("--max-traces", type=nonnegative_int, default=50, help="failing vectors whose traces are diffed")
     r.add_argument("--out", default="build/conformance",
-                   help="directory for report.json, junit.xml and bundles/ (default build/conformance)")
+                   help="directory for report.json, junit.xml, report.html and bundles/ (default build/conformance)")
+    r.add_argument("--max-bundles", type=nonnegative_int, default=50, metavar="N",
+                   help="replay bundles written at most, most telling failures first (default 50)")
+    r.add_argument("--max-line", type=positive_int, default=None, metavar="BYTES",
+                   help="longest response line accepted (default: the largest result the default limits allow)")
     r.add_argument("--keep-logs", nargs="?", const="", default=None, metavar="DIR",
-                   help="keep the stderr of every adapter process in DIR (default when given "
+                   help="keep the end of the stderr of every adapter process in DIR (default when given "
                         "without DIR: <out>/logs); off by default")
     r.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar on stderr (default: when stderr is a terminal)")
     r.add_argument("--quiet", action="store_true", help="print only the final line")
+    r.add_argument("--json", action="store_true", help="print a JSON summary on stdout instead of the text")
     r.add_argument("--by-opcode", action="store_true", help="print the pass/fail table of every opcode")
+    r.add_argument("--show", type=nonnegative_int, default=15, metavar="N", help="failures printed (default 15)")
+    r.add_argument("--kind", action="append", choices=KINDS, metavar="KIND",
+                   help="print only failures of this kind (repeatable): " + ", ".join(KINDS))
+    r.add_argument("-x", "--exitfirst", action="store_true", help="stop at the first failure that is not listed")
+    r.add_argument("--last-failed", action="store_true",
+                   help="run only the vectors that failed in the previous report in --out (with its seed)")
     r.set_defaults(func=_cmd_run)
     s = cs.add_parser("selftest", help="check an adapter against the protocol (run this first)")
     _dir(s)
     s.add_argument("--impl", metavar="CMD", help="adapter command line (default: the reference's)")
-    s.add_argument("--timeout", type=float, default=10.0, help="seconds per request (default 10)")
+    s.add_argument("--timeout", type=positive_float, default=10.0, help="seconds per request (default 10)")
     s.set_defaults(func=_cmd_selftest)
     s = cs.add_parser("replay", help="run one failing vector again from its replay bundle (or by id)")
     _dir(s)
@@ -84,12 +109,12 @@ def register(sub) -> None:
     s.add_argument("--impl", metavar="CMD",
                    help="adapter command line, run from the current directory (default: the bundle's "
                         "command, run from the directory it was run from)")
-    s.add_argument("--repeat", type=int, default=None,
+    s.add_argument("--repeat", type=nonnegative_int, default=None,
                    help="extra determinism passes in perturbed environments (default: 1 for a vector id, "
                         "0 for a bundle, which replays the passes it recorded)")
-    s.add_argument("--seed", type=int, default=1, help="seed of the extra passes' orders")
+    s.add_argument("--seed", type=nonnegative_int, default=1, help="seed of the extra passes' orders")
     s.add_argument("--keep-logs", default=None, metavar="DIR", help="keep the adapter's stderr in DIR")
-    s.add_argument("--timeout", type=float, default=10.0, help="seconds per request (default 10)")
+    s.add_argument("--timeout", type=positive_float, default=10.0, help="seconds per request (default 10)")
     s.set_defaults(func=_cmd_replay)
     s = cs.add_parser("adapter", help="serve the reference interpreter on stdin/stdout (protocol 1)")
     s.set_defaults(func=_cmd_adapter)
@@ -281,51 +306,135 @@ def _cmd_promote(args) -> int:
 
 
 def _cmd_run(args) -> int:
-    from conformance.constants import KNOWN_FAILURES_DIR
+    from conformance.runner import kill_all
+    with _terminated_as_interrupt():
+        try:
+            return _run(args)
+        finally:
+            kill_all()
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the runner is, so that every adapter is killed on the way out."""
+
+
+@contextlib.contextmanager
+def _terminated_as_interrupt():
+    def handler(signum, frame):
+        raise _Terminated()
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:            # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _previous_failures(out: Path) -> tuple[set[str], dict]:
+    from conformance.protocol import loads_bounded
+    path = out / "report.json"
+    try:
+        doc = loads_bounded(path.read_bytes(), 64)
+        failed = {i for run in doc["implementations"] for i in run["failed_ids"]}
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise CliError(f"--last-failed: cannot read the previous report {path}: {str(err)[:200]}") from None
+    if not failed:
+        raise CliError(f"--last-failed: the previous report {path} has no failures")
+    return failed, doc
+
+
+def _run(args) -> int:
+    from conformance import fresh
     from conformance import report as rep
-    from conformance.runner import Settings
+    from conformance.constants import KNOWN_FAILURES_DIR
+    from conformance.report_html import render
+    from conformance.runner import DEFAULT_MAX_LINE, Settings
     from conformance.selection import SelectionError, load_known_failures
     from conformance.suite import Options, reference_command, run_suite
     from rtwo_vm.progress import Progress
 
-    if args.workers < 1 or args.window < 1 or args.timeout <= 0 or args.repeat < 0:
-        raise CliError("--workers and --window must be at least 1, --timeout positive, --repeat not negative")
+    from conformance.adapter import tune_gc
     manifest, vectors = _load(args)
+    tune_gc()                  # the corpus stays loaded: keep the collector off it
     vectors = _select(args, vectors)
-    if not vectors:
-        raise CliError("the filters select no vector")
+    out = Path(args.out)
+    seed, count = args.seed, args.fresh
+    selected, wanted_fresh = vectors, None
+    if args.last_failed:
+        failed, previous = _previous_failures(out)
+        vectors = [v for v in selected if v["id"] in failed]
+        wanted_fresh = {i for i in failed if fresh.is_fresh(i)}
+        if wanted_fresh:
+            # The same sample as the previous run: its seed and size, from the same selection
+            # (run --last-failed with the filters of the run it repeats).
+            seed = previous.get("seed") if seed is None else seed
+            count = int(previous.get("fresh_requested") or previous.get("fresh") or 0)
+        if not vectors and not wanted_fresh:
+            raise CliError("--last-failed: none of the previous failures is in the selection")
+    seed = fresh.new_seed() if seed is None else seed
+    sample = fresh.sample(seed, count, selected, bool(args.filter)) if count else []
+    if wanted_fresh is not None:
+        sample = [v for v in sample if v["id"] in wanted_fresh]
     try:
         known = load_known_failures(sorted(KNOWN_FAILURES_DIR.glob("*.toml")) + [Path(p) for p in args.known_failures])
     except SelectionError as err:
         raise CliError(str(err)) from None
     commands = args.impl or [reference_command()]
     _check_commands(commands)
-    out = Path(args.out)
     logs = None if args.keep_logs is None else Path(args.keep_logs or out / "logs")
     if logs is not None:
         _clear_logs(logs)
-    options = Options(repeat=args.repeat, seed=args.seed, max_traces=args.max_traces,
-                      settings=Settings(timeout=args.timeout, window=args.window, workers=args.workers,
-                                        log_dir=logs))
-    progress = Progress(len(vectors) * len(commands) * (1 + args.repeat), "conformance",
-                        enabled=False if args.quiet else args.progress)
+    settings = Settings(timeout=args.timeout, window=args.window, workers=args.workers, log_dir=logs,
+                        handshake_timeout=2 * args.timeout,
+                        max_line=args.max_line or DEFAULT_MAX_LINE, max_failures=args.max_failures)
+    options = Options(repeat=args.repeat, seed=seed, max_traces=args.max_traces, settings=settings,
+                      exitfirst=args.exitfirst)
+    run_info = {"seed": seed, "fresh": len(sample), "fresh_requested": count}
+    if not args.quiet and not args.json:
+        print(f"seed {seed}; fresh sample of {plural(len(sample), 'vector')} (reproduce with --seed {seed})",
+              flush=True)
+    everything = list(vectors) + sample
+    progress = Progress(len(everything) * len(commands) * (1 + args.repeat), "conformance",
+                        enabled=False if args.quiet or args.json else args.progress)
     with progress:
-        result = run_suite(commands, vectors, known, options,
+        result = run_suite(commands, everything, known, options,
                            lambda command, reply: progress.advance(failed=reply.failure is not None))
+    code = (EXIT_COULD_NOT_RUN if any(r.start_error for r in result.runs)
+            else EXIT_OK if result.ok else EXIT_NOT_CONFORMING)
+    properties = {"corpus.digest": manifest.get("digest"), "spec.version": manifest.get("spec_version"),
+                  "fresh": len(sample)}
     try:
-        bundles = rep.write_bundles(result, out / "bundles")
-        (out / "report.json").write_text(json.dumps(rep.to_json(result, manifest, bundles, args.filter),
-                                                    indent=1, sort_keys=True, default=str) + "\n", encoding="utf-8")
-        (out / "junit.xml").write_text(rep.junit_xml(result), encoding="utf-8")
+        bundles = rep.write_bundles(result, out / "bundles", max_bundles=args.max_bundles)
+        (out / "report.json").write_text(rep.encode_report(rep.to_json(result, manifest, bundles, args.filter,
+                                                                       run_info)), encoding="utf-8")
+        (out / "junit.xml").write_text(rep.junit_xml(result, bundles, properties), encoding="utf-8")
+        (out / "report.html").write_text(render(result, manifest, bundles, run_info), encoding="utf-8")
     except OSError as err:
         raise CliError(f"cannot write the report to {out}: {err.strerror or err}") from None
-    text = rep.summary(result, manifest, bundles, by_opcode=args.by_opcode)
+    failing = sum(1 for r in result.runs for o in r.outcomes.values() if o.failed and "unavailable" not in o.categories)
+    paths = {"json": str(out / "report.json"), "junit": str(out / "junit.xml"), "html": str(out / "report.html"),
+             "bundles": str(out / "bundles"), "bundles_written": len(bundles),
+             "bundles_left_out": max(0, failing - len(bundles))}
+    if args.json:
+        print(json.dumps(rep.summary_json(result, manifest, code, paths, run_info), indent=1, sort_keys=True))
+        return code
+    text = rep.summary(result, manifest, bundles, shown=args.show, by_opcode=args.by_opcode,
+                       kinds=tuple(args.kind) if args.kind else None)
     print(text.splitlines()[-1] if args.quiet else text)
     if not args.quiet:
-        print(f"report: {out / 'report.json'}, {out / 'junit.xml'}"
-              + (f", {rep.plural(len(bundles), 'replay bundle')} in {out / 'bundles'}" if bundles else "")
+        cut = (f" (… and {paths['bundles_left_out']} more failures without a bundle: --max-bundles)"
+               if paths["bundles_left_out"] else "")
+        print(f"report: {out / 'report.json'}, {out / 'junit.xml'}, {out / 'report.html'}"
+              + (f", {rep.plural(len(bundles), 'replay bundle')} in {out / 'bundles'}{cut}" if bundles else "")
               + (f"; adapter stderr logs in {logs}" if logs is not None else ""))
-    return 0 if result.ok else 1
+    return code
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word if n == 1 else word + 's'}"
 
 
 def _clear_logs(directory: Path) -> None:
@@ -356,12 +465,19 @@ def _cmd_selftest(args) -> int:
     _, vectors = _load(args)
     command = args.impl or reference_command()
     _check_commands([command])
-    checks = run_selftest(command, {v["id"]: v for v in vectors}, timeout=args.timeout)
+    from conformance.runner import kill_all
+    with _terminated_as_interrupt():
+        try:
+            checks = run_selftest(command, {v["id"]: v for v in vectors}, timeout=args.timeout)
+        finally:
+            kill_all()
     for c in checks:
-        print(f"{'PASS' if c.ok else 'FAIL'}  {c.name}" + (f"\n      {c.detail}" if c.detail else ""))
+        print(f"{'PASS' if c.ok else 'FAIL'}  {c.name}" + (f"\n      {c.detail[:2000]}" if c.detail else ""))
     failed = sum(not c.ok for c in checks)
     print(f"selftest of {command}: {len(checks) - failed}/{len(checks)} checks passed")
-    return 0 if not failed else 1
+    if checks and not checks[0].ok:
+        return EXIT_COULD_NOT_RUN
+    return EXIT_OK if not failed else EXIT_NOT_CONFORMING
 
 
 def _cmd_replay(args) -> int:
@@ -369,8 +485,6 @@ def _cmd_replay(args) -> int:
     from conformance import report as rep
     from conformance.runner import Settings
     from conformance.suite import reference_command
-    if args.timeout <= 0 or (args.repeat is not None and args.repeat < 0):
-        raise CliError("--timeout must be positive and --repeat not negative")
     target = Path(args.target)
     vectors = None
     if target.exists():
@@ -394,15 +508,22 @@ def _cmd_replay(args) -> int:
             vectors = []
     for note in plan.notes:
         print(f"note: {note}")
-    result, stderr = rp.replay(plan, {v["id"]: v for v in vectors or []}, Settings(timeout=args.timeout),
-                               Path(args.keep_logs) if args.keep_logs else None)
+    from conformance.runner import kill_all
+    with _terminated_as_interrupt():
+        try:
+            result, stderr = rp.replay(plan, {v["id"]: v for v in vectors or []}, Settings(timeout=args.timeout),
+                                       Path(args.keep_logs) if args.keep_logs else None)
+        finally:
+            kill_all()
     title = f"replay of {plan.vector['id']} in {rep.plural(len(plan.passes), 'pass', 'passes')}"
     print(rep.summary(result, {}, title=title))
     for name, text in stderr:
         if text:
             print(f"\nadapter stderr ({name}, last {rp.STDERR_LINES} lines):")
             print("\n".join(f"  {line}" for line in text.splitlines()))
-    return 0 if result.ok else 1
+    if any(r.start_error for r in result.runs):
+        return EXIT_COULD_NOT_RUN
+    return EXIT_OK if result.ok else EXIT_NOT_CONFORMING
 
 
 def _cmd_adapter(args) -> int:

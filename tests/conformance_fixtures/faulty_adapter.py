@@ -2,7 +2,8 @@
 
     python tests/conformance_fixtures/faulty_adapter.py --fault KIND [--target GLOB] [--op MNEMONIC]
 
-Faults (applied to vectors whose id matches --target, default every vector):
+Faults (applied to vectors whose id matches --target, default every vector; requests carry
+opaque ids, so the fixture finds the targeted vectors by their input in the corpus):
   wrong-result      the output bytes are wrong
   miscount-compute  the instruction --op costs one compute unit more (usage, fee and trace)
   nondeterministic  usage.compute depends on the time zone (correct only in UTC)
@@ -18,50 +19,139 @@ Faults (applied to vectors whose id matches --target, default every vector):
   bad-stage         the lifecycle stage is reported wrongly
   bad-hello         the handshake names another protocol version
   noisy             logs every request to stderr (must not matter)
+  nested            answers with one line of 5,000 nested arrays (short enough to be parsed)
+  nested-hello      the hello is 200,000 nested arrays
+  huge-line         answers with a 100 MB line
+  endless-line      writes without a newline, forever
+  blank-flood       writes empty lines, forever
+  stderr-flood      writes 8 MB to stderr before each response (and answers correctly)
+  setsid-crash      starts a grandchild in a new session that holds stdout, then exits 70
+                    (--pidfile FILE receives the grandchild's pid)
+  lookup            answers by looking the input up in the published corpus; any other input
+                    gets an error UNSUPPORTED_INPUT (an implementation written to pass)
+  lose-jumps        correct results, but traces without the steps of jump instructions
+  partial           a half-finished VM: UNSUPPORTED_INPUT for any opcode outside a few, and
+                    a wrong output on the vectors of --target
+  impostor          calls itself rtwo-reference, with a wrong output on --target
+  hello-pid         writes its pid to --pidfile after the hello and hangs on every request
 """
 
 from __future__ import annotations
 
 import argparse
 import fnmatch
+import json
 import os
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from conformance import corpus  # noqa: E402
 from conformance.adapter import Adapter  # noqa: E402
 from conformance.protocol import EXIT_UNSUPPORTED, encode  # noqa: E402
 
 FAULTS = ("wrong-result", "miscount-compute", "nondeterministic", "crash", "exit-70", "killed", "hang", "garbage",
-          "extra-line", "wrong-id", "exceed-limit", "bad-stage", "bad-hello", "noisy")
+          "extra-line", "wrong-id", "exceed-limit", "bad-stage", "bad-hello", "noisy", "nested", "nested-hello",
+          "huge-line", "endless-line", "blank-flood", "stderr-flood", "setsid-crash", "lookup", "lose-jumps", "partial", "impostor",
+          "hello-pid")
+PARTIAL = {"PUSH8", "PUSH1", "ADD", "SUB", "MUL", "STOP", "RETURN", "REVERT", "POP", "DUP1", "SWAP1", "MSTORE",
+           "MLOAD", "TRAP", "JUMP"}
+NESTED = b"[" * 200_000 + b"\n"
+NESTED_RESULT = b"[" * 5_000 + b"\n"
+
+
+def _key(vector_input) -> str:
+    return json.dumps(vector_input, sort_keys=True, separators=(",", ":"))
+
+
+def _opcodes(vector_input):
+    """The mnemonics of every contract's code, or None when a container does not decode."""
+    from reference_vm import container
+    from reference_vm.decode import decode
+    used = set()
+    try:
+        for body in vector_input["pre_state"]["contracts"].values():
+            parsed = container.parse(bytes.fromhex(body["code"][2:]))
+            used |= {d.instruction.mnemonic for d in decode(parsed.code)}
+    except Exception:  # noqa: BLE001 - invalid code: not supported either
+        return None
+    return used
 
 
 class FaultyAdapter(Adapter):
     name = "faulty-reference"
 
-    def __init__(self, fault: str, target: str, op: str):
+    def __init__(self, fault: str, target: str, op: str, pidfile: str | None = None):
         super().__init__()
-        self.fault, self.target, self.op = fault, target, op
+        self.fault, self.target, self.op, self.pidfile = fault, target, op, pidfile
+        if fault == "impostor":
+            self.name = "rtwo-reference"
+        if fault == "lookup":
+            self.capabilities = ()          # it has no VM to trace
+        vectors = corpus.load() if target != "*" or fault == "lookup" else []
+        self.targets = None if target == "*" else {
+            _key(v["input"]) for v in vectors if fnmatch.fnmatchcase(v["id"], target)}
+        self.answers = {_key(v["input"]): v["expected"] for v in vectors} if fault == "lookup" else {}
+        self.current = False
 
     def hit(self, vector_id: str) -> bool:
-        return fnmatch.fnmatchcase(vector_id, self.target)
+        return self.current
+
+    def handle(self, line):
+        try:
+            request = json.loads(line)
+            self.current = (request.get("type") == "execute"
+                            and (self.targets is None or _key(request.get("input")) in self.targets))
+        except (ValueError, AttributeError, RecursionError):
+            self.current = False
+        return super().handle(line)
 
     def hello(self, request):
         reply, go_on = super().hello(request)
         if self.fault == "bad-hello":
             reply["protocol"] = "rtwo-conformance/0"
+        if self.fault == "hello-pid" and self.pidfile:
+            Path(self.pidfile).write_text(str(os.getpid()))
         return reply, go_on
 
     def execute(self, vector_id, vector_input, trace):
         if self.fault == "noisy":
             print(f"executing {vector_id}", file=sys.stderr, flush=True)
+        if self.fault == "stderr-flood":
+            for _ in range(8):
+                sys.stderr.write("x" * (1 << 20))
+            sys.stderr.write("\nlast words of the flood\n")
+            sys.stderr.flush()
+        if self.fault == "hello-pid":
+            time.sleep(3600)
+        if self.fault == "lookup":
+            expected = self.answers.get(_key(vector_input))
+            if expected is None:
+                return self.error(vector_id, "UNSUPPORTED_INPUT", "not in the published corpus")
+            return {"type": "result", "id": vector_id, "result": expected["result"], "stage": expected["error_stage"]}
+        if self.fault == "lose-jumps":
+            reply = super().execute(vector_id, vector_input, trace)
+            if trace:
+                reply["trace"] = [s for s in reply["trace"] if s.get("opName") not in ("JUMP", "JUMPI")]
+            return reply
+        if self.fault == "partial":
+            used = _opcodes(vector_input)
+            if used is None or not used <= PARTIAL:
+                return self.error(vector_id, "UNSUPPORTED_INPUT", "opcode not implemented yet")
         if not self.hit(vector_id):
             return super().execute(vector_id, vector_input, trace)
         if self.fault == "crash":
             os._exit(3)
+        if self.fault == "setsid-crash":
+            child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"],
+                                     start_new_session=True, stdout=sys.stdout, stderr=subprocess.DEVNULL)
+            if self.pidfile:
+                Path(self.pidfile).write_text(str(child.pid))
+            os._exit(70)
         if self.fault in ("exit-70", "killed"):
             # stdout closes first; the process ends a moment later, as when a runtime flushes
             # its streams and then writes a long crash report.
@@ -77,7 +167,7 @@ class FaultyAdapter(Adapter):
             return self._miscount(vector_id, vector_input, trace)
         reply = super().execute(vector_id, vector_input, trace)
         result = reply["result"]
-        if self.fault == "wrong-result":
+        if self.fault in ("wrong-result", "partial", "impostor"):
             result["output"] = "0x00" if result["output"] != "0x00" else "0x01"
         elif self.fault == "nondeterministic":
             result["usage"]["compute"] += abs(time.timezone) // 3600
@@ -109,12 +199,31 @@ class FaultyAdapter(Adapter):
         for line in stdin:
             if not line.strip():
                 continue
+            if self.fault == "nested-hello":
+                stdout.write(NESTED)
+                stdout.flush()
+                continue
             response, go_on = self.handle(line)
-            hit = response is not None and isinstance(response.get("id"), str) and self.hit(response["id"])
+            hit = response is not None and self.current
+            if hit and response.get("type") == "result" and self.fault in ("nested", "huge-line", "endless-line",
+                                                                             "blank-flood"):
+                if self.fault == "nested":
+                    stdout.write(NESTED_RESULT)
+                elif self.fault == "huge-line":
+                    stdout.write(b'{"type":"result","id":"' + response["id"].encode() + b'","result":{"output":"0x')
+                    for _ in range(100):
+                        stdout.write(b"ab" * (1 << 19))
+                    stdout.write(b'"}}\n')
+                else:
+                    filler = b"x" * (1 << 16) if self.fault == "endless-line" else b"\n" * (1 << 16)
+                    while True:
+                        stdout.write(filler)
+                stdout.flush()
+                continue
             if hit and self.fault == "garbage":
                 stdout.write(b"panic: unexpected state, dumping registers\n")
             if hit and self.fault == "wrong-id":
-                response["id"] = "not/" + response["id"]
+                response["id"] = "not/" + str(response["id"])
             if response is not None:
                 stdout.write(encode(response))
                 if hit and self.fault == "extra-line":
@@ -131,8 +240,9 @@ def main() -> int:
     parser.add_argument("--fault", choices=FAULTS, required=True)
     parser.add_argument("--target", default="*")
     parser.add_argument("--op", default="ADD")
+    parser.add_argument("--pidfile", default=None)
     args = parser.parse_args()
-    return FaultyAdapter(args.fault, args.target, args.op).serve(sys.stdin.buffer, sys.stdout.buffer)
+    return FaultyAdapter(args.fault, args.target, args.op, args.pidfile).serve(sys.stdin.buffer, sys.stdout.buffer)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,134 @@
+"""The fresh sample of a conformance run (spec chapter 11.6): vectors generated at run time
+from a seed, never stored, so that an implementation cannot pass by looking answers up in the
+published corpus.
+
+Half of a default sample are random valid programs (conformance.random_source.program), half
+are *variants* of selected corpus vectors: one push operand changed (which moves offsets,
+lengths and values), the call data changed, or a limit moved by a small step around its value
+(a boundary vector moves to the other side of its boundary). With a --filter the sample holds
+variants of the selected vectors only. Every expected result comes from the reference
+interpreter in the same run. Ids are ``fresh/<seed>/<n>``.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from typing import Any, Mapping, Sequence
+
+from conformance.random_source import EDGE_WORDS, OPEN, OTHER, program
+from conformance.vector import (
+    TABLE, Case, bytes_hex, expected_of, fill_case, outcome_of, parse_bytes, run_reference, tags_of,
+)
+from reference_vm import container
+from reference_vm.decode import decode
+
+PREFIX = "fresh/"
+
+
+def is_fresh(vector_id: str) -> bool:
+    return vector_id.startswith(PREFIX)
+LIMITS = TABLE.limits
+
+
+def new_seed() -> int:
+    """A seed for a run that was given none (printed, so the run can be repeated)."""
+    return random.SystemRandom().randrange(1, 1 << 32)
+
+
+def _random_vector(rng: random.Random, seed: int, n: int) -> dict[str, Any]:
+    code, mnemonics = program(rng)
+    case = Case(id=f"fresh/{seed}/{n:04d}", description=f"Fresh random valid program {n} of seed {seed}.",
+                code=code, opcodes=tuple(mnemonics), categories=("random",), source="random",
+                contracts={OTHER: code}, call_data=bytes(rng.getrandbits(8) for _ in range(rng.randrange(25))),
+                block_time=rng.getrandbits(64), random_seed=bytes(rng.getrandbits(8) for _ in range(32)),
+                policy=OPEN, limits={"compute": rng.randrange(20001), "memory_pages": rng.randrange(5),
+                                     "storage_units": rng.randrange(80)})
+    vector = fill_case(case)
+    vector.pop("_meta", None)
+    return vector
+
+
+def _change_operand(rng: random.Random, blob: bytes) -> tuple[bytes, str] | None:
+    try:
+        parsed = container.parse(blob)
+        decoded = decode(parsed.code)
+    except Exception:  # noqa: BLE001 - invalid code has no operands to change
+        return None
+    pushes = [d for d in decoded if d.instruction.immediate_size and d.instruction.immediate_kind != "jump_target"]
+    if not pushes:
+        return None
+    d = rng.choice(pushes)
+    size = d.instruction.immediate_size
+    bits = 8 * size
+    choices = [d.immediate + 1, d.immediate - 1, d.immediate * 2, rng.choice(EDGE_WORDS), rng.getrandbits(bits)]
+    value = rng.choice(choices) % (1 << bits)
+    if value == d.immediate:
+        value = (value + 1) % (1 << bits)
+    code = bytearray(parsed.code)
+    code[d.offset + 1:d.end] = value.to_bytes(size, "little")
+    return (container.build(bytes(code), parsed.data),
+            f"{d.instruction.mnemonic} at offset {d.offset}: {d.immediate} -> {value}")
+
+
+def _change_limit(rng: random.Random, vector_input: dict[str, Any], boundary) -> str:
+    limits = vector_input["sandbox"]["limits"]
+    name = boundary["limit"] if boundary and boundary["limit"] in limits else rng.choice(sorted(limits))
+    low, high = LIMITS["minimum"][name], LIMITS["maximum"][name]
+    old = limits[name]
+    new = min(high, max(low, old + rng.choice((-2, -1, 1, 2, 3))))
+    if new == old:
+        new = min(high, old + 1) if old < high else old - 1
+    limits[name] = new
+    return f"limit {name}: {old} -> {new}"
+
+
+def _variant(rng: random.Random, base: Mapping[str, Any], seed: int, n: int) -> dict[str, Any] | None:
+    vector_input = copy.deepcopy(base["input"])
+    contracts = vector_input["pre_state"]["contracts"]
+    entry = contracts.get(vector_input["message"]["to"])
+    what = None
+    kind = rng.randrange(4)
+    if kind <= 1 and entry is not None:
+        changed = _change_operand(rng, parse_bytes(entry["code"]))
+        if changed is not None:
+            entry["code"], what = bytes_hex(changed[0]), changed[1]
+    if what is None and kind == 2:
+        data = bytearray(parse_bytes(vector_input["message"]["call_data"]) or b"\0")
+        data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
+        vector_input["message"]["call_data"] = bytes_hex(bytes(data[:LIMITS["machine"]["call_data_size"]]))
+        what = "call data changed"
+    if what is None:
+        what = _change_limit(rng, vector_input, base["tags"].get("boundary"))
+    result = run_reference(vector_input)
+    if result.status == "internal":
+        return None
+    result_json = result.to_json()
+    tags = dict(base["tags"], outcome=outcome_of(result_json),
+                call_outcomes=sorted({outcome_of(c) for c in result_json["calls"]}))
+    return {"id": f"fresh/{seed}/{n:04d}", "description": f"Fresh variant of {base['id']} ({what}).",
+            "tags": tags, "input": vector_input, "expected": expected_of(result)}
+
+
+def sample(seed: int, count: int, selected: Sequence[Mapping[str, Any]], filtered: bool) -> list[dict[str, Any]]:
+    """``count`` fresh vectors from ``seed`` (the same on every machine for the same inputs)."""
+    rng = random.Random(seed)
+    out: list[dict[str, Any]] = []
+    randoms = 0 if filtered or not selected else count // 2
+    for n in range(randoms):
+        out.append(_random_vector(rng, seed, n))
+    n = randoms
+    attempts = 0
+    while len(out) < count and selected and attempts < 4 * count:
+        attempts += 1
+        variant = _variant(rng, rng.choice(selected), seed, n)
+        if variant is not None:
+            out.append(variant)
+            n += 1
+    while len(out) < count:      # nothing selected to vary: random programs only
+        out.append(_random_vector(rng, seed, n))
+        n += 1
+    return out
+
+
+__all__ = ["PREFIX", "is_fresh", "new_seed", "sample", "tags_of"]
