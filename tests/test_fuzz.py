@@ -154,7 +154,7 @@ def test_nondeterministic_implementation_is_a_finding(tmp_path):
 
 def test_crashing_implementation_is_a_finding_and_restarted(tmp_path):
     out = tmp_path / "crash"
-    impl = adapter(FAULTY, "--fault", "crash", "--target", "fuzz/1?")
+    impl = adapter(FAULTY, "--fault", "crash", "--request-id", "fuzz/1?")
     done = cli("fuzz", "--impl", impl, "--runs", "64", "--seed", "2", "--out", str(out))
     assert done.returncode == 1, done.stdout + done.stderr
     r = report(out)

@@ -67,6 +67,19 @@ def corpus_cells(vectors: Iterable[Mapping[str, Any]]) -> set[str]:
     return out
 
 
+def _clear_reference_caches() -> None:
+    """Empty every functools cache of reference_vm/ (prepared programs, policy refusals, ...),
+    so that the arcs of a traced request depend on the request alone, never on what the same
+    worker process happened to run before it (the campaign is a function of its seed)."""
+    for name, module in list(sys.modules.items()):
+        if name != "reference_vm" and not name.startswith("reference_vm."):
+            continue
+        for value in list(vars(module).values()):
+            clear = getattr(value, "cache_clear", None)
+            if callable(clear) and getattr(value, "__module__", None) == name:
+                clear()
+
+
 class ArcTracer:
     """Records line-to-line arcs of reference_vm/ while a function runs."""
 
@@ -88,8 +101,7 @@ class ArcTracer:
 
     def run(self, fn, *args):
         """(fn(*args), arcs) with the arcs fn took through reference_vm/."""
-        from reference_vm.program import load_program
-        load_program.cache_clear()
+        _clear_reference_caches()
         arcs: set[str] = set()
         short = self._short
 

@@ -85,9 +85,11 @@ def _opcodes(vector_input):
 class FaultyAdapter(Adapter):
     name = "faulty-reference"
 
-    def __init__(self, fault: str, target: str, op: str, pidfile: str | None = None):
+    def __init__(self, fault: str, target: str, op: str, pidfile: str | None = None,
+                 request_id: str | None = None):
         super().__init__()
         self.fault, self.target, self.op, self.pidfile = fault, target, op, pidfile
+        self.request_id = request_id    # a glob over the wire id (a fuzzer's ids are its own)
         if fault == "impostor":
             self.name = "rtwo-reference"
         if fault == "lookup":
@@ -105,7 +107,9 @@ class FaultyAdapter(Adapter):
         try:
             request = json.loads(line)
             self.current = (request.get("type") == "execute"
-                            and (self.targets is None or _key(request.get("input")) in self.targets))
+                            and (self.targets is None or _key(request.get("input")) in self.targets)
+                            and (self.request_id is None
+                                 or fnmatch.fnmatchcase(str(request.get("id")), self.request_id)))
         except (ValueError, AttributeError, RecursionError):
             self.current = False
         return super().handle(line)
@@ -241,8 +245,10 @@ def main() -> int:
     parser.add_argument("--target", default="*")
     parser.add_argument("--op", default="ADD")
     parser.add_argument("--pidfile", default=None)
+    parser.add_argument("--request-id", default=None,
+                        help="also require the request's wire id to match this glob")
     args = parser.parse_args()
-    return FaultyAdapter(args.fault, args.target, args.op, args.pidfile).serve(sys.stdin.buffer, sys.stdout.buffer)
+    return FaultyAdapter(args.fault, args.target, args.op, args.pidfile, args.request_id).serve(sys.stdin.buffer, sys.stdout.buffer)
 
 
 if __name__ == "__main__":
