@@ -6,7 +6,8 @@ The tarball holds, under one top directory ``rtwo-vm-vectors-<spec release>/``:
   unpacked directory is itself a corpus directory: ``rtwo-vm conformance run --dir DIR``);
 - ``schemas/``: the JSON Schemas of chapter 11 (vector, manifest, adapter and runner
   messages, known-failure lists);
-- ``protocol.md``: spec chapter 11 (vectors, corpus, adapter protocol);
+- ``protocol.md``: spec chapter 11 (vectors, corpus, adapter protocol), and ``CHANGELOG.md``,
+  the changes of each spec release;
 - ``README.md``: spec release, vector count and corpus digest, and how to use the files
   without Python.
 
@@ -30,6 +31,7 @@ from conformance.schema import SCHEMAS
 
 SCHEMA_DIR = Path(spec.__file__).resolve().parent / "schemas"
 CHAPTER = Path(spec.__file__).resolve().parent / "chapters" / "11-conformance.md"
+CHANGELOG = Path(spec.__file__).resolve().parent / "CHANGELOG.md"
 
 
 class ReleaseError(ValueError):
@@ -57,6 +59,7 @@ def readme(manifest: dict) -> str:
 - `schemas/`: the JSON Schemas (Draft 2020-12) of vectors, the manifest, the adapter and
   runner messages and known-failure lists.
 - `protocol.md`: spec chapter 11, the normative vector format and adapter protocol.
+- `CHANGELOG.md`: what each release of the specification changed.
 
 ## Using the vectors without Python
 
@@ -88,6 +91,7 @@ def members(directory: Path = VECTORS_DIR) -> dict[str, bytes]:
     for name in SCHEMAS:
         out[f"schemas/{name}.schema.json"] = (SCHEMA_DIR / f"{name}.schema.json").read_bytes()
     out["protocol.md"] = CHAPTER.read_bytes()
+    out["CHANGELOG.md"] = CHANGELOG.read_bytes()
     out["README.md"] = readme(manifest).encode()
     return out
 
