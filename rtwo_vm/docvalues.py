@@ -19,8 +19,30 @@ def values() -> dict[str, str]:
     from conformance.constants import VECTORS_DIR
     manifest = json.loads((VECTORS_DIR / "manifest.json").read_text(encoding="utf-8"))
     digest = manifest["digest"]
-    return {"digest": digest, "digest12": digest[:12], "digest16": digest[:16],
-            "vectors": str(manifest["vector_count"]), "spec_release": spec.SPEC_RELEASE}
+    out = {"digest": digest, "digest12": digest[:12], "digest16": digest[:16],
+           "vectors": str(manifest["vector_count"]), "spec_release": spec.SPEC_RELEASE,
+           **{source: str(n) for source, n in manifest["sources"].items()}}
+    out.update(_strength(digest))
+    return out
+
+
+def _strength(digest: str) -> dict[str, str]:
+    """The last recorded strength run (conformance/strength/score.json, written by
+    ``rtwo-vm vectors strength --record``), and whether it was measured on this corpus."""
+    from conformance.strength.report import SCORE_FILE
+    try:
+        score = json.loads(SCORE_FILE.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {"strength": "not measured", "strength_corpus": "none", **{f"strength_{k}": "-" for k in (
+            "killed", "judged", "equivalent", "survived", "curated")}}
+    same = score["corpus"]["digest"] == digest
+    return {"strength": f"{100 * score['score']:.1f}%" if score.get("score") is not None else "not measured",
+            "strength_killed": str(score["totals"].get("killed", 0)),
+            "strength_judged": str(score["totals"].get("killed", 0) + score["totals"].get("survived", 0)),
+            "strength_equivalent": str(score["totals"].get("equivalent", 0)),
+            "strength_survived": str(score["totals"].get("survived", 0)),
+            "strength_curated": f"{score['curated_ok']}/{score['curated_total']}",
+            "strength_corpus": "this corpus" if same else f"corpus {score['corpus']['digest'][:12]} (not the current one)"}
 
 
 def fill(text: str) -> str:

@@ -67,6 +67,10 @@ def run(args, corpus_dir: Path, out: TextIO) -> int:
             Path(args.json).write_text(json.dumps(report.to_json(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
         except OSError as err:
             raise CliError(f"cannot write {args.json}: {err.strerror or err}") from None
+    if args.record:
+        if args.module or args.limit is not None or args.filter or args.curated_only or args.no_curated:
+            raise CliError("--record needs a whole run: no --module, --limit, --filter, --curated-only or --no-curated")
+        rep.SCORE_FILE.write_text(json.dumps(report.summary(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return 0 if report.ok else 1
 
 

@@ -235,9 +235,9 @@ def curated() -> list[Mutant]:
     return out
 
 
-def equivalent() -> dict[str, str]:
+def equivalent(path: Path | None = None) -> dict[str, str]:
     """Mutant id -> the written reason it cannot change any result (equivalent.toml)."""
-    data = tomllib.loads((HERE / "equivalent.toml").read_text(encoding="utf-8"))
+    data = tomllib.loads((path or HERE / "equivalent.toml").read_text(encoding="utf-8"))
     out = {}
     for entry in data.get("mutant", []):
         if not entry.get("reason", "").strip():
