@@ -126,3 +126,21 @@ def test_bad_options_are_refused():
                  ["--backend", "mars"], ["--filter", "nothing/*"]):
         proc = subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=120)
         assert proc.returncode == 2 and proc.stderr.count("\n") == 1, (args, proc.stderr)
+
+
+def test_a_task_runs_in_a_fresh_interpreter_as_a_remote_backend_would():
+    from conformance.constants import VECTORS_DIR
+    from conformance.strength import worker
+    (bug,) = [b for b in mutants.curated() if b.id == "curated:sub_operands_swapped"]
+    verdict = worker.run_subprocess(worker.task(bug, VECTORS_DIR, ["arithmetic/SUB/*"], True, 60))
+    assert verdict["status"] == "killed" and len(verdict["killers"]) >= 2
+
+
+def test_the_ray_backend_says_when_it_is_not_installed():
+    try:
+        import conformance.fuzz.backend  # noqa: F401
+    except ImportError:
+        with pytest.raises(backend.BackendUnavailable, match="issue 11"):
+            list(backend.ray_map([], 1))
+    else:
+        pytest.skip("the fuzzer's backend is installed; its own tests cover Ray")

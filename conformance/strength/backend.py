@@ -34,7 +34,9 @@ def local_map(fn: Callable, items: Iterable, workers: int) -> Iterator:
         yield from pool.imap(fn, items)
 
 
-def ray_map(fn_name: str, items: Iterable, workers: int) -> Iterator:
+def ray_map(tasks: Iterable[dict], workers: int) -> Iterator:
+    """Each task (conformance.strength.worker.task) run by worker.run_subprocess as a task of
+    the fuzzer's Ray backend: ``conformance.fuzz.backend.map_tasks(function, items, workers)``."""
     try:
         fuzz_backend = importlib.import_module("conformance.fuzz.backend")
     except ImportError:
@@ -44,7 +46,8 @@ def ray_map(fn_name: str, items: Iterable, workers: int) -> Iterator:
     if mapper is None:
         raise BackendUnavailable("conformance.fuzz.backend has no map_tasks(function, items, workers); "
                                  "use --backend local")
-    yield from mapper(fn_name, list(items), workers)
+    from conformance.strength.worker import run_subprocess
+    yield from mapper(run_subprocess, list(tasks), workers)
 
 
 def default_workers() -> int:

@@ -13,7 +13,7 @@ from rtwo_vm.inputs import CliError
 def run(args, corpus_dir: Path, out: TextIO) -> int:
     from conformance import corpus
     from conformance.selection import SelectionError, select
-    from conformance.strength import backend, mutants as mut, report as rep, run as runner
+    from conformance.strength import backend, mutants as mut, report as rep, run as runner, worker
     from rtwo_vm.progress import Progress
 
     try:
@@ -45,7 +45,8 @@ def run(args, corpus_dir: Path, out: TextIO) -> int:
     try:
         with progress:
             results = (backend.local_map(runner.prescreen, range(len(todo)), workers) if args.backend == "local"
-                       else backend.ray_map("conformance.strength.run:prescreen", range(len(todo)), workers))
+                       else backend.ray_map([worker.task(m, corpus_dir, args.filter, m.id in exhaustive, args.timeout)
+                                             for m in todo], workers))
             for verdict in results:
                 verdicts[verdict["mutant"]] = verdict
                 progress.advance(failed=verdict["status"] == "survived")
