@@ -9,6 +9,7 @@ from __future__ import annotations
 from reference_vm.container import build
 
 from conformance.definitions.common import MACHINE, OTHER, THIRD, case, fill_stack, push_all, returning
+from conformance.vector import input_of, run_reference
 
 STACK_DEPTH = MACHINE["stack_depth"]
 
@@ -98,3 +99,22 @@ def cases():
                    f"MSTORE8 of {value:#x}: its low byte 0 is stored, nothing else.",
                    f"push 1\npush 0xEE\nmstore8\npush 1\npush {value}\nmstore8\npush 0\npush 8\nreturn\n",
                    opcodes=("MSTORE8",), categories=("semantics", "edge"))
+    # 2.2: a pre-state slot holding 1 is a slot like any other.
+    yield case("storage/SLOAD/pre_state_value_one", "SLOAD of a pre-state slot holding 1, and of one holding 2.",
+               "push 5\nsload\npush 6\nsload\n" + returning(2), storage={5: 1, 6: 2}, opcodes=("SLOAD",),
+               categories=("semantics", "storage"))
+    # 6.11, 8.4: undoing a reverted frame restores a slot's earlier pending value, not the pre-state.
+    self_call = ("calldatasize\njumpi inner\n" + push_all([1, 5]) + "sstore\n"
+                 + push_all([0x100, 100000, 0, 1]) + "call\npop\npush 1\nsload\n" + returning(1)
+                 + "inner:\n" + push_all([1, 6]) + "sstore\npush 0\npush 0\nrevert\n")
+    yield case("call/CALL/revert_restores_pending_write",
+               "A contract sets slot 1 to 5, calls itself to set it to 6 and revert: the slot is 5 again.",
+               self_call, storage={1: 9}, opcodes=("CALL", "SSTORE", "REVERT"), categories=("call", "storage"))
+    # 5.2.3: when a segment's compute does not fit, each instruction is checked on its own, near
+    # the top of the stack too (the stack checks of the stepping path).
+    near_top = fill_stack(STACK_DEPTH - 3) + "push1 1\nadd\npush1 2\nadd\npush1 3\nmul\npush1 9\npop\nstop\n"
+    used = run_reference(input_of(case("x", "x", near_top))).usage.compute
+    yield case("arithmetic/ADD/stepped_near_the_top_of_the_stack",
+               f"Binary instructions on a stack {STACK_DEPTH - 3} deep in a segment whose compute does not fit: "
+               "each is checked on its own and runs; the final POP is exhausted.",
+               near_top, limits={"compute": used - 1}, opcodes=("ADD", "MUL"), categories=("limits", "segment"))

@@ -38,7 +38,7 @@ def run(args, corpus_dir: Path, out: TextIO) -> int:
                        "seconds": 0.0, "shortest": None} for m in generated if m.id in reasons}
     todo = [m for m in everything if m.id not in verdicts]
     exhaustive = frozenset(m.id for m in (todo if args.redundant else curated))
-    plan = runner.Plan(todo, vectors, runner.candidates(), exhaustive, args.timeout)
+    plan = runner.Plan(todo, vectors, runner.candidates(), exhaustive, args.timeout, runner.reference_traces(vectors))
     runner.set_plan(plan)
     workers = args.workers or backend.default_workers()
     progress = Progress(len(todo), "strength", enabled=args.progress)

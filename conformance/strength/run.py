@@ -18,6 +18,7 @@ kill it.
 
 from __future__ import annotations
 
+import importlib
 import json
 import resource
 import signal
@@ -62,6 +63,7 @@ class Plan:
     candidates: Sequence[Mapping[str, Any]] = ()
     exhaustive: frozenset[str] = frozenset()   # mutant ids whose every killer is wanted
     timeout: float = 120.0
+    traced: Sequence[tuple[Mapping[str, Any], str]] = ()   # (vector, the reference's trace)
 
 
 _PLAN: Plan | None = None  # set in the parent before forking; children read it
@@ -104,7 +106,7 @@ def _prescreen(mutant: Mutant, plan: Plan, exhaustive: bool) -> Verdict:
     except Exception as err:  # noqa: BLE001 - a mutant that does not even import is killed
         return Verdict(mutant.id, "killed", "import", detail=f"{type(err).__name__}: {err}"[:200])
     killers, how, detail = [], "", ""
-    for vector in plan.vectors:
+    for vector in _likely_killers_first(mutant, plan.vectors):
         try:
             got = run_reference(vector["input"]).to_json()
         except Exception as err:  # noqa: BLE001 - execute never raises; a mutant's may
@@ -119,9 +121,64 @@ def _prescreen(mutant: Mutant, plan: Plan, exhaustive: bool) -> Verdict:
                 break
     if killers:
         return Verdict(mutant.id, "killed", how, killers, detail)
+    killer = _trace_killer(plan.traced)
+    if killer:
+        return Verdict(mutant.id, "killed", "trace", [killer[0]], killer[1])
     verdict = Verdict(mutant.id, "survived")
     verdict.shortest = _shortest(run_reference, plan.candidates)
     return verdict
+
+
+TRACED_SUFFIXES = ("/happy", "/junk_beneath")
+
+
+def reference_traces(vectors: Sequence[Mapping[str, Any]]) -> list[tuple[Mapping[str, Any], str]]:
+    """The traced pass's vectors with the reference's native trace (chapter 11.5.5): every
+    instruction's happy and junk_beneath vectors, those about segments, and the call vectors.
+    A mutant whose results all agree is run on these traced, and a different trace, or a
+    traced result that differs from the untraced one, kills it."""
+    import io
+
+    from conformance.vector import run_reference
+    from reference_vm.trace import JsonLinesTracer
+
+    out = []
+    for v in vectors:
+        if v["id"].endswith(TRACED_SUFFIXES) or "segment" in v["tags"]["categories"] or v["id"].startswith("call/"):
+            tracer = JsonLinesTracer(io.StringIO())
+            run_reference(v["input"], tracer)
+            out.append((v, tracer.out.getvalue()))
+    return out
+
+
+def _trace_killer(traced) -> tuple[str, str] | None:
+    if not traced:
+        return None
+    import io
+    trace = importlib.import_module("reference_vm.trace")
+    run_reference = isolate.run_reference()
+    for vector, expected in traced:
+        tracer = trace.JsonLinesTracer(io.StringIO())
+        try:
+            got = run_reference(vector["input"], tracer).to_json()
+        except Exception as err:  # noqa: BLE001
+            return vector["id"], f"traced run raised {type(err).__name__}"
+        if got != vector["expected"]["result"]:
+            return vector["id"], "traced result: " + _first_difference(vector["expected"]["result"], got)
+        if tracer.out.getvalue() != expected:
+            a, b = expected.splitlines(), tracer.out.getvalue().splitlines()
+            step = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+            return vector["id"], f"trace differs at step {step}"
+    return None
+
+
+def _likely_killers_first(mutant: Mutant, vectors):
+    """The vectors of a handler module's own group first (a fail-fast run ends sooner); the
+    order changes which killer is named first, never whether the mutant is killed."""
+    if not mutant.module.startswith("instructions/"):
+        return vectors
+    group = mutant.module.removeprefix("instructions/").removesuffix(".py") + "/"
+    return [v for v in vectors if v["id"].startswith(group)] + [v for v in vectors if not v["id"].startswith(group)]
 
 
 def _first_difference(expected: Mapping[str, Any], got: Mapping[str, Any] | None) -> str:

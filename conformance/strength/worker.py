@@ -38,7 +38,8 @@ def main() -> int:
     if doc["filters"]:
         vectors = select(vectors, doc["filters"])
     run.set_plan(run.Plan([mutant], vectors, run.candidates(),
-                          frozenset([mutant.id]) if doc["exhaustive"] else frozenset(), doc["timeout"]))
+                          frozenset([mutant.id]) if doc["exhaustive"] else frozenset(), doc["timeout"],
+                          run.reference_traces(vectors)))
     print(json.dumps(run.prescreen(0)))
     return 0
 
