@@ -15,6 +15,8 @@ def run(args, corpus_dir: Path, out: TextIO) -> int:
     from conformance.strength import backend, mutants as mut, report as rep, run as runner, worker
     from rtwo_vm.progress import Progress
 
+    if args.backend not in backend.BACKENDS:
+        raise CliError(f"--backend must be one of {', '.join(backend.BACKENDS)}")
     try:
         manifest, vectors = corpus.read_manifest(corpus_dir), corpus.load(corpus_dir)
         vectors = select(vectors, args.filter) if args.filter else vectors
@@ -30,8 +32,6 @@ def run(args, corpus_dir: Path, out: TextIO) -> int:
         reasons = mut.equivalent()
     except (ValueError, OSError) as err:
         raise CliError(str(err)) from None
-    if args.backend not in backend.BACKENDS:
-        raise CliError(f"--backend must be one of {', '.join(backend.BACKENDS)}")
     everything = generated + curated
     verdicts = {m.id: {"mutant": m.id, "status": "equivalent", "how": "", "killers": [], "detail": reasons[m.id],
                        "seconds": 0.0, "shortest": None} for m in generated if m.id in reasons}

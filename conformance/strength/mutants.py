@@ -11,7 +11,6 @@ same when unrelated code moves; equivalent.toml refers to mutants by id.
 from __future__ import annotations
 
 import ast
-import copy
 import hashlib
 import tomllib
 from dataclasses import dataclass
@@ -190,11 +189,12 @@ def generated(module: str) -> Iterator[Mutant]:
     points = _Points(_skipped(tree))
     points.visit(tree)
     counts: dict[tuple[str, str], int] = {}
-    for index in range(len(points.points)):
-        work = copy.deepcopy(tree)  # the same walk on a copy finds the same point
-        copy_points = _Points(_skipped(work))
-        copy_points.visit(work)
-        function, statement, node, kind, new = copy_points.points[index]
+    order = {id(n): i for i, n in enumerate(ast.walk(tree))}
+    for function, statement, node, kind, new in points.points:
+        where, at = order[id(statement)], order[id(node)]
+        work = ast.parse(source)  # a fresh tree; ast.walk visits it in the same order
+        nodes = list(ast.walk(work))
+        statement, node = nodes[where], nodes[at]
         before = _unparse(statement)
         if kind == "statement":
             description = f"remove `{_unparse(statement).splitlines()[0][:60]}`"
