@@ -5,8 +5,8 @@ offsets and sources are non-zero, so a handler using the wrong offset or source 
 
 After the instruction the whole remaining stack (its outputs and the two words beneath) is
 stored at offset 256 upwards and memory [0, 256 + 8 * items) is returned, so memory effects and
-stack effects are both in the output. Control-flow instructions have vectors of their own
-(control.py) and are left out.
+stack effects are both in the output. The jumps and subroutine calls get the two words beneath
+them too; STOP and TRAP, whose results hold no stack, are left out.
 """
 
 from __future__ import annotations
@@ -17,6 +17,14 @@ JUNK = (0x5EED5EED5EED5EED, 0x0BAD0BAD0BAD0BAD)
 A, B = 0x1F3D5B79E1, 5
 P1, P2, P3 = 0x8877665544332211, 0xFFEEDDCCBBAA9988, 0x0102030405060708
 SKIPPED = {"STOP", "TRAP", "JUMP", "JUMPI", "CALLSUB", "RETSUB"}
+# Control flow above the same two words: the skipped instruction would change the output.
+CONTROL = {
+    "JUMP": "jump end\npush 0xBAD\nend:\n",
+    "JUMPI": "push 7\njumpi end\npush 0xBAD\nend:\n",
+    "CALLSUB": "callsub sub\n",
+    "RETSUB": "callsub sub\n",
+}
+SUBROUTINE = "sub:\npush 0x77\npop\nretsub\n"
 MEMORY = f"push 8\npush {P1}\nmstore\npush 16\npush {P2}\nmstore\n"   # bytes 8..24 non-zero
 CALL_DATA = bytes(range(0xC1, 0xC1 + 24))
 DATA = "\n.data\n.byte " + ", ".join(str(b) for b in range(0x31, 0x31 + 24)) + "\n"
@@ -63,6 +71,11 @@ def _op(ins) -> str:
 
 
 def cases():
+    for m, body in CONTROL.items():
+        ins = TABLE.by_mnemonic[m]
+        yield case(f"{ins.type}/{m}/junk_beneath", f"{m} above two unrelated words; the remaining stack is returned.",
+                   push_all(JUNK) + body + dump(len(JUNK)) + (SUBROUTINE if "sub" in body else ""),
+                   opcodes=(m,), categories=("semantics", "beneath"))
     for ins in TABLE.instructions:
         m = ins.mnemonic
         if m in SKIPPED:
