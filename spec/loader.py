@@ -82,9 +82,9 @@ class Spec:
     lifecycle: Mapping[str, Any]
     policy: Mapping[str, Any]
 
-    @property
+    @functools.cached_property
     def instruction_types(self) -> tuple[str, ...]:
-        """Instruction types in table order, each once."""
+        """Instruction types in table order, each once (computed once: policy checks ask often)."""
         return tuple(dict.fromkeys(i.type for i in self.instructions))
 
     def error(self, code: str) -> ErrorCode:
