@@ -93,3 +93,16 @@ def cases():
                    categories=("semantics", "beneath"), call_data=CALL_DATA, storage=STORAGE,
                    contracts={OTHER: callee}, policy=OPEN, block_time=0x65432100,
                    random_seed=bytes(range(32)))
+    # Small operands above the same words, where a result read from the bottom of the stack
+    # would coincide with the right one for the large operands above (found by the strength
+    # run's candidates): equal, ordered and zero divisors.
+    extra = {"arithmetic": (("small", 1, 7), ("zero_divisor", 7, 0)),
+             "comparison": (("small", 1, 7), ("equal", 1, 1))}
+    for ins in TABLE.instructions:
+        for suffix, a, b in extra.get(ins.type, ()):
+            if ins.inputs != 2:
+                continue
+            yield case(f"{ins.type}/{ins.mnemonic}/junk_beneath_{suffix}",
+                       f"{ins.mnemonic} of {a} and {b} above two unrelated words; the stack is returned.",
+                       push_all(JUNK) + push_all([a, b]) + _op(ins) + dump(len(JUNK) + 1),
+                       opcodes=(ins.mnemonic,), categories=("semantics", "beneath"))
