@@ -21,7 +21,8 @@ def values() -> dict[str, str]:
     digest = manifest["digest"]
     out = {"digest": digest, "digest12": digest[:12], "digest16": digest[:16],
            "vectors": str(manifest["vector_count"]), "spec_release": spec.SPEC_RELEASE,
-           **{source: str(n) for source, n in manifest["sources"].items()}}
+           **{source: str(n) for source, n in manifest["sources"].items()},
+           **{"group_" + f["path"].removesuffix(".jsonl"): str(f["vectors"]) for f in manifest["files"]}}
     out.update(_strength(digest))
     return out
 
