@@ -41,6 +41,7 @@ class Adapter:
     def __init__(self, log: Any = sys.stderr, verbose: bool = False):
         self.log = log
         self.verbose = verbose
+        self.greeted = False  # an execute before the hello is answered BAD_MESSAGE (11.5.3)
 
     def hello(self, request: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
         """The hello reply, and whether to go on (False: the adapter must exit)."""
@@ -80,6 +81,8 @@ class Adapter:
             return self.error(None, "BAD_MESSAGE", "a request must be a JSON object"), True
         kind, request_id = request.get("type"), request.get("id")
         if kind == "execute":
+            if not self.greeted:
+                return self.error(request_id, "BAD_MESSAGE", "execute before hello"), True
             if not isinstance(request_id, str) or not isinstance(request.get("input"), dict):
                 return self.error(request_id, "BAD_MESSAGE", "execute needs a string id and an input object"), True
             try:
@@ -89,7 +92,9 @@ class Adapter:
             except Exception as err:  # noqa: BLE001 - report, never die on one request
                 return self.error(request_id, "ADAPTER_FAILURE", repr(err)[:500]), True
         if kind == "hello":
-            return self.hello(request)
+            reply, go_on = self.hello(request)
+            self.greeted = self.greeted or reply.get("type") == "hello"
+            return reply, go_on
         if kind == "shutdown":
             return {"type": "bye"}, False
         return self.error(request_id, "UNKNOWN_TYPE", f"unknown message type {kind!r}"), True

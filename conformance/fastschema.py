@@ -47,6 +47,15 @@ class Compiler:
             raise ValueError(f"fastschema does not support {sorted(unknown)}")
         checks = [COMPILERS[k](self, schema[k], schema) for k in schema if k in COMPILERS]
         checks = [c for c in checks if c is not None]
+        if len(checks) == 1:
+            return checks[0]
+        if len(checks) == 2:
+            first, second = checks
+
+            def pair(value, path, problems):
+                first(value, path, problems)
+                second(value, path, problems)
+            return pair
 
         def check(value, path, problems):
             for c in checks:
@@ -66,6 +75,14 @@ class Compiler:
 def _type(c: Compiler, spec, schema) -> Check:
     names = [spec] if isinstance(spec, str) else list(spec)
     tests = [TYPES[n] for n in names]
+    exact = {"object": dict, "array": list, "string": str}
+    if len(names) == 1 and names[0] in exact:  # the common case, without a call per test
+        kind = exact[names[0]]
+
+        def exactly(v, p, out):
+            if not isinstance(v, kind):
+                out.append(f"{_at(p)}: expected {names[0]}")
+        return exactly
 
     def check(v, p, out):
         if not any(t(v) for t in tests):
@@ -175,8 +192,7 @@ def _errors(check: Check, value, path) -> list:
 
 
 def _ref(c: Compiler, spec, schema) -> Check:
-    target = c.ref(spec)
-    return lambda v, p, out: target(v, p, out)
+    return c.ref(spec)
 
 
 def _bound(test: Callable[[Any, Any], bool], what: str, measure: Callable[[Any], Any] | None, kind):

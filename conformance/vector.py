@@ -56,8 +56,16 @@ def level_for(storage_access: str, external_call: str) -> str:
 
 def bound_policy_fields(policy: Mapping[str, Any], sandbox: Mapping[str, Any]) -> tuple[str, str]:
     """(external_call, storage_access) of the policy bound for a vector (chapter 10.2): the
-    sandbox's storage access, and calls forbidden when the level forbids them."""
-    level = isolation_levels()[sandbox["isolation_level"]]
+    sandbox's storage access, and calls forbidden when the level forbids them (before the
+    request checks, chapter 7.3.2). ValueError when the sandbox is one chapter 10.2 refuses
+    before any request exists: such an input is not a vector input (11.2.3)."""
+    level = isolation_levels().get(sandbox["isolation_level"])
+    access = sandbox["storage_access"]
+    if level is None:
+        raise ValueError(f"not a vector input: unknown isolation level {sandbox['isolation_level']!r}")
+    if _storage_rank(access) > _storage_rank(level["max_storage_access"]):
+        raise ValueError(f"not a vector input: storage access {access!r} is unknown or wider than "
+                         f"{sandbox['isolation_level']} allows")
     external = "forbidden" if level["external_call"] == "forbidden" else policy["external_call"]
     return external, sandbox["storage_access"]
 
@@ -76,6 +84,14 @@ def parse_word(text: str) -> int:
 
 def parse_bytes(text: str) -> bytes:
     return bytes.fromhex(text[2:])
+
+
+def json_integer(value: Any) -> Any:
+    """A JSON number whose value is an integer, as an int (1000.0 and 1e3 are 1000, chapter
+    7.3.2); anything else (1.5, booleans, strings) unchanged, for the request checks to refuse."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
 
 
 Code = str | bytes  # assembly source, or container bytes as they are (for invalid code)
@@ -111,7 +127,9 @@ class Case:
     limits: Mapping[str, int] = field(default_factory=dict)
     boundary: Boundary | None = None
     source: str = "definition"
-    isolation_level: str | None = None   # None: the narrowest level keeping the policy (level_for)
+    # The sandbox's isolation level when it is not the narrowest one the policy allows (a
+    # vector about the level itself, chapter 10.2).
+    isolation_level: str | None = None
 
 
 @functools.lru_cache(maxsize=4096)
@@ -190,7 +208,7 @@ def request_of(vector_input: Mapping[str, Any]) -> Request:
                       external_call=external_call, storage_access=storage_access,
                       allowed_operations=None if allowed is None else tuple(allowed),
                       forbidden_operations=tuple(policy["forbidden_operations"])),
-        limits=Limits(**sandbox["limits"]))
+        limits=Limits(**{k: json_integer(v) for k, v in sandbox["limits"].items()}))
 
 
 def run_reference(vector_input: Mapping[str, Any], tracer=None) -> ExecutionResult:

@@ -66,6 +66,8 @@ class _Item:
 
 
 def parse_number(text: str) -> int:
+    if re.match(r"-?[0-9]", text.strip()) is None:  # `_1` is a name, never a number (9.6)
+        raise ValueError(f"not a number: {text!r}")
     t = text.strip().replace("_", "").lower()
     if len(t) > MAX_NUMBER_DIGITS:
         raise ValueError(f"number too long: {text[:20]!r}...")

@@ -18,7 +18,7 @@ from reference_vm import (
 )
 from reference_vm.errors import VMError
 from reference_vm.result import canonical
-from reference_vm.trace import JsonLinesTracer
+from reference_vm.trace import FORMATS as TRACE_FORMATS, tracer_for
 from rtwo_vm.inputs import (
     CliError, instruction_name, operation_names, parse_assignment, parse_count, parse_hex,
     parse_word, read_code, read_state_file,
@@ -90,10 +90,10 @@ def _cmd_run(args) -> int:
     tracer, trace_file = None, None
     if args.trace is not None:
         if args.trace == "-":
-            tracer = JsonLinesTracer(sys.stderr)
+            tracer = tracer_for(args.trace_format, sys.stderr)
         else:
             trace_file = _TraceFile(args.trace)
-            tracer = JsonLinesTracer(trace_file)
+            tracer = tracer_for(args.trace_format, trace_file)
     run = execute
     if args.engine == "compiled":
         from compiled_vm import execute as run
@@ -225,6 +225,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow", action="append", metavar="OP", help="allow only these mnemonics or types")
     p.add_argument("--trace", nargs="?", const="-", metavar="FILE",
                    help="write a JSON-lines step trace to FILE (default: stderr)")
+    p.add_argument("--trace-format", choices=TRACE_FORMATS, default="native",
+                   help="native (default) or eip3155: EIP-3155 field names, compute as gas")
     p.add_argument("--canonical", action="store_true", help="print canonical JSON (one line)")
     p.add_argument("--engine", choices=["reference", "compiled"], default="reference",
                    help="the reference interpreter (default) or the compiled engine (compiled_vm)")

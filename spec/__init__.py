@@ -6,6 +6,7 @@ values through :func:`load`; no opcode number, cost, limit or error code is writ
 """
 
 from spec.loader import (
+    SPEC_RELEASE,
     SPEC_VERSION,
     DATA_FILES,
     ErrorCode,
@@ -18,6 +19,7 @@ from spec.loader import (
 )
 
 __all__ = [
+    "SPEC_RELEASE",
     "SPEC_VERSION",
     "DATA_FILES",
     "ErrorCode",

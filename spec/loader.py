@@ -16,6 +16,9 @@ from types import MappingProxyType
 from typing import Any, Mapping
 
 SPEC_VERSION = "1.0"
+# The release of the specification text: patch releases (1.0.x) only clarify it, so vectors,
+# data files and adapters keep naming SPEC_VERSION (spec/CHANGELOG.md).
+SPEC_RELEASE = "1.0.1"
 
 
 def _data_files() -> tuple[str, ...]:
@@ -79,9 +82,9 @@ class Spec:
     lifecycle: Mapping[str, Any]
     policy: Mapping[str, Any]
 
-    @property
+    @functools.cached_property
     def instruction_types(self) -> tuple[str, ...]:
-        """Instruction types in table order, each once."""
+        """Instruction types in table order, each once (computed once: policy checks ask often)."""
         return tuple(dict.fromkeys(i.type for i in self.instructions))
 
     def error(self, code: str) -> ErrorCode:

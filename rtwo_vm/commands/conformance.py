@@ -53,6 +53,8 @@ def register(sub) -> None:
     c.add_argument("--promoted", default=None, metavar="FILE",
                    help="the fuzz source file (default conformance/fuzz/promoted.jsonl)")
     c.set_defaults(func=_cmd_promote)
+    from rtwo_vm import vectors_cli  # issue 12: vectors release and vectors strength
+    vectors_cli.register(vs, _dir)
 
     p = sub.add_parser("conformance", help="validate VM implementations against the vectors")
     cs = p.add_subparsers(dest="conformance_command", required=True, parser_class=type(p))

@@ -1,0 +1,13 @@
+"""``rtwo-vm vectors strength``: how strong a corpus is, measured by mutation testing.
+
+- ``mutants``: operator, constant, comparison, boolean and statement mutants of reference_vm
+  modules, generated from their syntax trees, and the curated realistic bugs of
+  ``curated.toml`` (patches with a one-line description each);
+- ``equivalent.toml``: mutants that cannot change any result, each with a written reason;
+- ``isolate``: loading reference_vm with one mutant applied, in a fresh process or a forked
+  child, never touching the checkout;
+- ``run``: the prescreen (the corpus in-process, fail-fast), the confirmation of survivors
+  through the adapter protocol and the search for the shortest vector that kills a survivor;
+- ``backend``: the parallel map (local processes; Ray through the fuzzer's backend);
+- ``report``: killed, survived and equivalent per module, as text and JSON.
+"""

@@ -1,0 +1,54 @@
+"""The parallel map of a strength run: ``local`` (processes on this machine) or ``ray``.
+
+``local`` forks one child per mutant from the parent, which has loaded the corpus once, so a
+child starts in milliseconds, and the mutant dies with its child. ``ray`` runs each mutant as
+a task of the fuzzer's Ray backend (conformance/fuzz/backend.py, issue 11) in a fresh
+interpreter (``python -m conformance.strength.worker``); it is available only when that
+backend is installed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import multiprocessing
+import os
+from typing import Callable, Iterable, Iterator
+
+BACKENDS = ("local", "ray")
+
+
+class BackendUnavailable(RuntimeError):
+    pass
+
+
+def local_map(fn: Callable, items: Iterable, workers: int) -> Iterator:
+    """fn over items in forked children, one child per item, results in input order."""
+    items = list(items)
+    if workers <= 1 or len(items) <= 1:
+        context = multiprocessing.get_context("fork")
+        for item in items:  # still one child per item: a mutant must not outlive its task
+            with context.Pool(1, maxtasksperchild=1) as pool:
+                yield pool.apply(fn, (item,))
+        return
+    with multiprocessing.get_context("fork").Pool(workers, maxtasksperchild=1) as pool:
+        yield from pool.imap(fn, items)
+
+
+def ray_map(tasks: Iterable[dict], workers: int) -> Iterator:
+    """Each task (conformance.strength.worker.task) run by worker.run_subprocess as a task of
+    the fuzzer's Ray backend: ``conformance.fuzz.backend.map_tasks(function, items, workers)``."""
+    try:
+        fuzz_backend = importlib.import_module("conformance.fuzz.backend")
+    except ImportError:
+        raise BackendUnavailable("the ray backend needs conformance/fuzz/backend.py (the fuzzer's "
+                                 "backend, issue 11), which is not installed here; use --backend local") from None
+    mapper = getattr(fuzz_backend, "map_tasks", None)
+    if mapper is None:
+        raise BackendUnavailable("conformance.fuzz.backend has no map_tasks(function, items, workers); "
+                                 "use --backend local")
+    from conformance.strength.worker import run_subprocess
+    yield from mapper(run_subprocess, list(tasks), workers)
+
+
+def default_workers() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)

@@ -1,0 +1,75 @@
+"""The ``rtwo-vm vectors strength`` command body (argument checks are in rtwo_vm/vectors_cli.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TextIO
+
+from rtwo_vm.inputs import CliError
+
+
+def run(args, corpus_dir: Path, out: TextIO) -> int:
+    from conformance import corpus
+    from conformance.selection import SelectionError, select
+    from conformance.strength import backend, mutants as mut, report as rep, run as runner, worker
+    from rtwo_vm.progress import Progress
+
+    if args.backend not in backend.BACKENDS:
+        raise CliError(f"--backend must be one of {', '.join(backend.BACKENDS)}")
+    try:
+        manifest, vectors = corpus.read_manifest(corpus_dir), corpus.load(corpus_dir)
+        vectors = select(vectors, args.filter) if args.filter else vectors
+    except (FileNotFoundError, json.JSONDecodeError, KeyError) as err:
+        raise CliError(f"cannot read the corpus: {err}") from None
+    except SelectionError as err:
+        raise CliError(str(err)) from None
+    if not vectors:
+        raise CliError("the filters select no vector")
+    try:
+        generated = [] if args.curated_only else mut.select(tuple(args.module), args.limit)
+        curated = [] if args.no_curated else mut.curated()
+        reasons = mut.equivalent()
+    except (ValueError, OSError) as err:
+        raise CliError(str(err)) from None
+    everything = generated + curated
+    verdicts = {m.id: {"mutant": m.id, "status": "equivalent", "how": "", "killers": [], "detail": reasons[m.id],
+                       "seconds": 0.0, "shortest": None} for m in generated if m.id in reasons}
+    todo = [m for m in everything if m.id not in verdicts]
+    exhaustive = frozenset(m.id for m in (todo if args.redundant else curated))
+    plan = runner.Plan(todo, vectors, runner.candidates(), exhaustive, args.timeout, runner.reference_traces(vectors))
+    runner.set_plan(plan)
+    workers = args.workers or backend.default_workers()
+    progress = Progress(len(todo), "strength", enabled=args.progress)
+    try:
+        with progress:
+            results = (backend.local_map(runner.prescreen, range(len(todo)), workers) if args.backend == "local"
+                       else backend.ray_map([worker.task(m, corpus_dir, args.filter, m.id in exhaustive, args.timeout)
+                                             for m in todo], workers))
+            for verdict in results:
+                verdicts[verdict["mutant"]] = verdict
+                progress.advance(failed=verdict["status"] == "survived")
+    except backend.BackendUnavailable as err:
+        raise CliError(str(err)) from None
+    if not args.no_confirm:
+        for m in todo:
+            if verdicts[m.id]["status"] == "survived":
+                killed = runner.confirm(m, vectors, args.timeout)
+                if killed is not None:
+                    verdicts[m.id] = {**killed.to_json(), "seconds": verdicts[m.id]["seconds"]}
+    ordered = {m.id: m for m in everything}
+    redundant = (rep.redundant_vectors([verdicts[m] for m in ordered], [v["id"] for v in vectors])
+                 if args.redundant else None)
+    report = rep.Report(ordered, verdicts, len(vectors), manifest["digest"], reasons, redundant)
+    print(rep.render(report), file=out)
+    if args.json:
+        try:
+            Path(args.json).write_text(json.dumps(report.to_json(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        except OSError as err:
+            raise CliError(f"cannot write {args.json}: {err.strerror or err}") from None
+    if args.record:
+        if args.module or args.limit is not None or args.filter or args.curated_only or args.no_curated:
+            raise CliError("--record needs a whole run: no --module, --limit, --filter, --curated-only or --no-curated")
+        rep.SCORE_FILE.write_text(json.dumps(report.summary(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return 0 if report.ok else 1
+

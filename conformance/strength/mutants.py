@@ -1,0 +1,260 @@
+"""Mutants of reference_vm: generated from the syntax tree of each module, and curated bugs.
+
+A generated mutant changes one node: a binary operator (``+`` to ``-``, ``<<`` to ``>>``, ...),
+a comparison (``<`` to ``<=``, ``==`` to ``!=``, ...), a boolean operator or ``not``, an
+integer or boolean constant, or a statement (removed, replaced by ``pass``). Docstrings,
+annotations, strings and the messages of raised errors are never mutated. A mutant's id names
+its module, enclosing function, kind and an ordinal within that function, so it stays the
+same when unrelated code moves; equivalent.toml refers to mutants by id.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import reference_vm
+
+PACKAGE = Path(reference_vm.__file__).resolve().parent
+HERE = Path(__file__).resolve().parent
+# The modules mutated by default: handlers, accounting, validation, execution, state, result.
+DEFAULT_MODULES = (
+    *(f"instructions/{p.name}" for p in sorted((PACKAGE / "instructions").glob("*.py")) if p.name != "__init__.py"),
+    "accounting.py", "container.py", "decode.py", "validate.py", "policy.py", "request.py",
+    "execute.py", "program.py", "state.py", "result.py", "words.py",
+)
+
+BINOPS = {ast.Add: (ast.Sub,), ast.Sub: (ast.Add,), ast.Mult: (ast.Add,), ast.FloorDiv: (ast.Mult,),
+          ast.Mod: (ast.FloorDiv,), ast.BitAnd: (ast.BitOr,), ast.BitOr: (ast.BitAnd,),
+          ast.BitXor: (ast.BitOr,), ast.LShift: (ast.RShift,), ast.RShift: (ast.LShift,),
+          ast.Pow: (ast.Mult,)}
+CMPOPS = {ast.Lt: (ast.LtE,), ast.LtE: (ast.Lt,), ast.Gt: (ast.GtE,), ast.GtE: (ast.Gt,),
+          ast.Eq: (ast.NotEq,), ast.NotEq: (ast.Eq,), ast.Is: (ast.IsNot,), ast.IsNot: (ast.Is,),
+          ast.In: (ast.NotIn,), ast.NotIn: (ast.In,)}
+SYMBOL = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%", ast.BitAnd: "&",
+          ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>", ast.Pow: "**",
+          ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!=",
+          ast.Is: "is", ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in", ast.And: "and", ast.Or: "or"}
+
+
+@dataclass(frozen=True)
+class Mutant:
+    id: str              # module:function:kind:ordinal, or curated:<name>
+    module: str          # path under reference_vm/, e.g. "instructions/arithmetic.py"
+    kind: str            # binop, compare, boolop, not, constant, statement, curated
+    description: str
+    line: int
+    before: str          # the changed statement, as it was
+    after: str           # and as the mutant has it
+    source: str          # the whole mutated module
+
+    @property
+    def module_name(self) -> str:
+        return "reference_vm." + self.module.removesuffix(".py").replace("/", ".")
+
+    def diff(self) -> str:
+        return (f"--- reference_vm/{self.module}:{self.line}\n"
+                + "".join(f"- {x}\n" for x in self.before.splitlines())
+                + "".join(f"+ {x}\n" for x in self.after.splitlines()))
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "module": self.module, "kind": self.kind, "description": self.description,
+                "line": self.line, "before": self.before, "after": self.after, "source": self.source}
+
+    @classmethod
+    def from_json(cls, doc: dict) -> "Mutant":
+        return cls(**{k: doc[k] for k in cls.__dataclass_fields__})
+
+
+def _skipped(tree: ast.AST) -> set[int]:
+    """ids of nodes never mutated: docstrings, annotations, raise statements' messages,
+    __slots__ and module-level __all__."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            out.update(id(n) for n in ast.walk(body[0]))
+        for ann in (getattr(node, "annotation", None), getattr(node, "returns", None)):
+            if ann is not None:
+                out.update(id(n) for n in ast.walk(ann))
+        if isinstance(node, ast.Raise) and node.exc is not None:
+            out.update(id(n) for n in ast.walk(node.exc) if isinstance(n, (ast.Constant, ast.JoinedStr)))
+            if isinstance(node.exc, ast.Call):
+                for arg in node.exc.args[1:]:
+                    out.update(id(n) for n in ast.walk(arg))
+        if isinstance(node, ast.JoinedStr):
+            out.update(id(n) for n in ast.walk(node))
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id in ("__slots__", "__all__")
+                                                for t in node.targets):
+            out.update(id(n) for n in ast.walk(node))
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            out.update(id(n) for n in ast.walk(node))
+    return out
+
+
+class _Points(ast.NodeVisitor):
+    """Every mutation point of a module: (function, statement, node, kind, replacement label)."""
+
+    def __init__(self, skipped: set[int]):
+        self.skipped = skipped
+        self.function = "<module>"
+        self.statement: ast.stmt | None = None
+        self.points: list[tuple[str, ast.stmt, ast.AST, str, object]] = []
+
+    def _scoped(self, node):
+        outer = self.function
+        self.function = node.name if outer == "<module>" else f"{outer}.{node.name}"
+        self.generic_visit(node)
+        self.function = outer
+
+    visit_FunctionDef = visit_ClassDef = _scoped
+
+    def visit(self, node):
+        if isinstance(node, ast.stmt) and not isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            outer, self.statement = self.statement, node
+            self._point(node)
+            super().visit(node)
+            self.statement = outer
+            return
+        if self.statement is not None and id(node) not in self.skipped:
+            self._point(node)
+        super().visit(node)
+
+    def _point(self, node):
+        add = lambda kind, new: self.points.append((self.function, self.statement, node, kind, new))  # noqa: E731
+        if id(node) in self.skipped or self.function == "<module>":
+            return
+        if isinstance(node, ast.BinOp) and type(node.op) in BINOPS:
+            for new in BINOPS[type(node.op)]:
+                add("binop", new)
+        elif isinstance(node, ast.AugAssign) and type(node.op) in BINOPS:
+            for new in BINOPS[type(node.op)]:
+                add("binop", new)
+        elif isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in CMPOPS:
+            for new in CMPOPS[type(node.ops[0])]:
+                add("compare", new)
+        elif isinstance(node, ast.BoolOp):
+            add("boolop", ast.Or if isinstance(node.op, ast.And) else ast.And)
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            add("not", None)
+        elif isinstance(node, ast.Constant) and type(node.value) is bool:
+            add("constant", not node.value)
+        elif isinstance(node, ast.Constant) and type(node.value) is int:
+            add("constant", node.value + 1 if node.value != 1 else 0)
+        if isinstance(node, (ast.Expr, ast.Assign, ast.AugAssign, ast.Return, ast.Raise, ast.If)) \
+                and not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
+            add("statement", None)
+
+
+def _apply(node: ast.AST, kind: str, new) -> str:
+    """Mutate node in place; return a short description."""
+    if kind == "binop":
+        old, node.op = type(node.op), new()
+        return f"{SYMBOL[old]} -> {SYMBOL[new]}"
+    if kind == "compare":
+        old, node.ops = type(node.ops[0]), [new()]
+        return f"{SYMBOL[old]} -> {SYMBOL[new]}"
+    if kind == "boolop":
+        old, node.op = type(node.op), new()
+        return f"{SYMBOL[old]} -> {SYMBOL[new]}"
+    if kind == "constant":
+        old, node.value = node.value, new
+        return f"{old!r} -> {new!r}"
+    raise AssertionError(kind)
+
+
+class _Replace(ast.NodeTransformer):
+    def __init__(self, target: ast.AST, replacement: ast.AST | None):
+        self.target, self.replacement = target, replacement
+
+    def visit(self, node):
+        if node is self.target:
+            return self.replacement
+        return super().visit(node)
+
+
+def _unparse(node: ast.AST) -> str:
+    text = ast.unparse(node)
+    return text if len(text) <= 400 else text[:400] + " ..."
+
+
+def generated(module: str) -> Iterator[Mutant]:
+    """Every generated mutant of reference_vm/<module>, in source order."""
+    source = (PACKAGE / module).read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    points = _Points(_skipped(tree))
+    points.visit(tree)
+    counts: dict[tuple[str, str], int] = {}
+    order = {id(n): i for i, n in enumerate(ast.walk(tree))}
+    for function, statement, node, kind, new in points.points:
+        where, at = order[id(statement)], order[id(node)]
+        work = ast.parse(source)  # a fresh tree; ast.walk visits it in the same order
+        nodes = list(ast.walk(work))
+        statement, node = nodes[where], nodes[at]
+        before = _unparse(statement)
+        if kind == "statement":
+            description = f"remove `{_unparse(statement).splitlines()[0][:60]}`"
+            _Replace(node, ast.Pass()).visit(work)
+            after = "pass"
+        elif kind == "not":
+            description = "drop `not`"
+            _Replace(node, node.operand).visit(work)
+            after = _unparse(statement)
+        else:
+            description = _apply(node, kind, new)
+            after = _unparse(statement)
+        if after == before:
+            continue
+        ast.fix_missing_locations(work)
+        ordinal = counts.get((function, kind), 0)
+        counts[(function, kind)] = ordinal + 1
+        yield Mutant(id=f"{module}:{function}:{kind}:{ordinal}", module=module, kind=kind,
+                     description=description, line=statement.lineno, before=before, after=after,
+                     source=ast.unparse(work))
+
+
+def curated() -> list[Mutant]:
+    """The realistic bugs of curated.toml, each a textual patch of one module."""
+    data = tomllib.loads((HERE / "curated.toml").read_text(encoding="utf-8"))
+    out = []
+    for entry in data["bug"]:
+        module = entry["module"]
+        source = (PACKAGE / module).read_text(encoding="utf-8")
+        find, replace = entry["find"], entry["replace"]
+        if source.count(find) != 1:
+            raise ValueError(f"curated bug {entry['name']}: its find text occurs {source.count(find)} "
+                             f"times in reference_vm/{module} (must be once)")
+        line = source[:source.index(find)].count("\n") + 1
+        out.append(Mutant(id=f"curated:{entry['name']}", module=module, kind="curated",
+                          description=entry["description"], line=line, before=find.rstrip("\n"),
+                          after=replace.rstrip("\n"), source=source.replace(find, replace)))
+    return out
+
+
+def equivalent(path: Path | None = None) -> dict[str, str]:
+    """Mutant id -> the written reason it cannot change any result (equivalent.toml)."""
+    data = tomllib.loads((path or HERE / "equivalent.toml").read_text(encoding="utf-8"))
+    out = {}
+    for entry in data.get("mutant", []):
+        if not entry.get("reason", "").strip():
+            raise ValueError(f"equivalent mutant {entry.get('id')}: a reason is required")
+        out[entry["id"]] = entry["reason"].strip()
+    return out
+
+
+def select(modules: tuple[str, ...] = (), limit: int | None = None) -> list[Mutant]:
+    """The generated mutants of the given modules (default DEFAULT_MODULES). With a limit, an
+    evenly spread, deterministic sample of that many (chosen by the hash of their ids)."""
+    names = [m if m.endswith(".py") else m + ".py" for m in modules] or list(DEFAULT_MODULES)
+    unknown = [m for m in names if not (PACKAGE / m).is_file()]
+    if unknown:
+        raise ValueError(f"no module reference_vm/{unknown[0]}")
+    found = [m for name in names for m in generated(name)]
+    if limit is not None and limit < len(found):
+        found = sorted(found, key=lambda m: hashlib.sha256(m.id.encode()).hexdigest())[:limit]
+        found.sort(key=lambda m: (m.module, m.line, m.id))
+    return found

@@ -1,0 +1,48 @@
+"""One mutant's prescreen in a fresh interpreter: ``python -m conformance.strength.worker``
+reads a task (JSON on stdin: the mutant, the corpus directory, the vector filters, whether
+every killer is wanted, the time limit) and writes its verdict (JSON on stdout). This is how a
+remote backend (Ray) runs a mutant: the task needs no state of the parent."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def task(mutant, corpus_dir: Path, filters=(), exhaustive: bool = False, timeout: float = 120.0) -> dict:
+    return {"mutant": mutant.to_json(), "corpus": str(corpus_dir), "filters": list(filters),
+            "exhaustive": exhaustive, "timeout": timeout}
+
+
+def run_subprocess(doc: dict) -> dict:
+    """Run one task in a fresh interpreter (what a Ray task calls)."""
+    import subprocess
+    proc = subprocess.run([sys.executable, "-m", "conformance.strength.worker"], input=json.dumps(doc),
+                          capture_output=True, text=True, timeout=doc["timeout"] + 60)
+    if proc.returncode != 0:
+        return {"mutant": doc["mutant"]["id"], "status": "killed", "how": "crash", "killers": [],
+                "detail": (proc.stderr.strip().splitlines() or ["worker failed"])[-1][:200], "seconds": 0.0,
+                "shortest": None}
+    return json.loads(proc.stdout)
+
+
+def main() -> int:
+    doc = json.loads(sys.stdin.read())
+    from conformance import corpus
+    from conformance.selection import select
+    from conformance.strength import run
+    from conformance.strength.mutants import Mutant
+    mutant = Mutant.from_json(doc["mutant"])
+    vectors = corpus.load(Path(doc["corpus"]))
+    if doc["filters"]:
+        vectors = select(vectors, doc["filters"])
+    run.set_plan(run.Plan([mutant], vectors, run.candidates(),
+                          frozenset([mutant.id]) if doc["exhaustive"] else frozenset(), doc["timeout"],
+                          run.reference_traces(vectors)))
+    print(json.dumps(run.prescreen(0)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
