@@ -45,8 +45,8 @@ class Compiler:
         unknown = set(schema) - ANNOTATIONS - set(COMPILERS)
         if unknown:
             raise ValueError(f"fastschema does not support {sorted(unknown)}")
-        checks = [COMPILERS[k](self, schema[k], schema) for k in schema if k in COMPILERS]
-        checks = [c for c in checks if c is not None]
+        checks = [c for c in (COMPILERS[k](self, schema[k], schema) for k in schema if k in COMPILERS)
+                  if c is not None]
         if len(checks) == 1:
             return checks[0]
         if len(checks) == 2:

@@ -15,7 +15,7 @@ import hashlib
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import reference_vm
 
@@ -150,7 +150,7 @@ class _Points(ast.NodeVisitor):
             add("statement", None)
 
 
-def _apply(node: ast.AST, kind: str, new) -> str:
+def _apply(node: Any, kind: str, new) -> str:
     """Mutate node in place; return a short description."""
     if kind == "binop":
         old, node.op = type(node.op), new()
@@ -193,7 +193,7 @@ def generated(module: str) -> Iterator[Mutant]:
     for function, statement, node, kind, new in points.points:
         where, at = order[id(statement)], order[id(node)]
         work = ast.parse(source)  # a fresh tree; ast.walk visits it in the same order
-        nodes = list(ast.walk(work))
+        nodes: list[Any] = list(ast.walk(work))
         statement, node = nodes[where], nodes[at]
         before = _unparse(statement)
         if kind == "statement":

@@ -145,9 +145,9 @@ def reference_traces(vectors: Sequence[Mapping[str, Any]]) -> list[tuple[Mapping
     out = []
     for v in vectors:
         if v["id"].endswith(TRACED_SUFFIXES) or "segment" in v["tags"]["categories"] or v["id"].startswith("call/"):
-            tracer = JsonLinesTracer(io.StringIO())
-            run_reference(v["input"], tracer)
-            out.append((v, tracer.out.getvalue()))
+            buffer = io.StringIO()
+            run_reference(v["input"], JsonLinesTracer(buffer))
+            out.append((v, buffer.getvalue()))
     return out
 
 
