@@ -27,6 +27,14 @@ def response_limit(vector: Mapping[str, Any], settings: Settings) -> int:
     return min(settings.max_line, 2 * size + SLACK)
 
 
+def trace_response_limit(vector: Mapping[str, Any], settings: Settings) -> int:
+    """The longest acceptable traced response: twice the reference's trace and result plus
+    SLACK, and never below Settings.max_line (a trace of a deep stack can take megabytes)."""
+    from conformance.tracediff import reference_trace
+    size = len(json.dumps(reference_trace(vector["input"]), separators=(",", ":")))
+    return max(settings.max_line, 2 * size + response_limit(vector, settings))
+
+
 def jobs(vectors: Sequence[Mapping[str, Any]], trace: bool = False, seed: int | str | None = None,
          label: str = "main", settings: Settings | None = None) -> list[Job]:
     """Execute requests for ``vectors`` with opaque ids (from ``seed``; a fresh token without)."""
@@ -34,7 +42,10 @@ def jobs(vectors: Sequence[Mapping[str, Any]], trace: bool = False, seed: int | 
     out = []
     for v in vectors:
         rid = request_id(seed, label, v["id"])
-        limit = None if trace or settings is None or "expected" not in v else response_limit(v, settings)
+        if settings is None or "expected" not in v:
+            limit = None
+        else:
+            limit = (trace_response_limit if trace else response_limit)(v, settings)
         out.append(Job(v["id"], encode(execute_request(rid, v["input"], trace)), rid, limit))
     return out
 

@@ -411,7 +411,7 @@ def _check_traces(run: ImplementationRun, argv, settings: Settings, by_id, optio
             if outcome.status == "xpass":
                 outcome.status = "xfail"
     Pool(argv, settings).run(jobs([by_id[i] for i in wanted + sample], trace=True, seed=options.seed,
-                                  label="traces"), on_trace, keep=False)
+                                  label="traces", settings=settings), on_trace, keep=False)
 
 
 def _labels(runs: Sequence[ImplementationRun]) -> dict[int, str]:

@@ -252,7 +252,10 @@ def test_the_adapter_protocol_gives_invalid_request_for_an_operation_list_of_obj
     vector = next(v for v in corpus.load() if v["tags"]["outcome"] == "success")
     vector_input = json.loads(json.dumps(vector["input"]))
     vector_input["policy"]["forbidden_operations"] = listed
-    response, _ = Adapter(log=io.StringIO()).handle(
-        json.dumps({"type": "execute", "id": "x", "input": vector_input}).encode())
+    from conformance.protocol import hello_request
+    adapter = Adapter(log=io.StringIO())
+    hello, _ = adapter.handle(json.dumps(hello_request()).encode())
+    assert hello["type"] == "hello", hello
+    response, _ = adapter.handle(json.dumps({"type": "execute", "id": "x", "input": vector_input}).encode())
     assert response["type"] == "result", response
     assert (response["result"]["status"], response["result"]["error"]) == ("rejected", "INVALID_REQUEST")
