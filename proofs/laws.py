@@ -1,10 +1,11 @@
 """Per-category laws the spec states (chapter 6), each with the widths it is proved at.
 
 Word laws use the models' pushed values directly (``value``); state laws run whole steps
-(execute.step) and quantify over their continuing branches. Multiplication and division
-identities do not close by bit-blasting at 64 bits (z3 proves the unsigned div/rem identity
-at 8 bits in a fraction of a second and gives up at 16): those laws are stated at the widths
-where they are proved, and the 8-bit exhaustive agreement covers every operand there.
+(execute.step) and quantify over their continuing branches. Every law is proved at 64 bits:
+the multiplication and division identities, which bit-blasting does not close there, use
+the budget profiles of proofs/budgets.toml that name cvc5's integer blasting, and the signed
+division law is reduced to the unsigned one on magnitudes (``_divs``). The laws are declared
+to the registry (proofs/registry.py) at import, as a user's file of theorems is.
 """
 
 from __future__ import annotations

@@ -182,7 +182,7 @@ def load_file(path: str | Path) -> list[Theorem]:
     sys.modules[module_name] = module
     try:
         spec.loader.exec_module(module)
-    except Exception as err:  # noqa: BLE001 - a broken user file is a one-line error
+    except (Exception, SystemExit) as err:  # noqa: BLE001 - a broken file: a one-line error
         sys.modules.pop(module_name, None)
         raise TheoremFileError(f"--theorems: {file}: {type(err).__name__}: {err}") from None
     declared = _DECLARED.get(module_name, [])

@@ -115,7 +115,9 @@ def load(path: str | None = None) -> Budgets:
         for k, v in theorems.items():
             if v not in profiles:
                 raise BudgetError(f"{file}: theorem {k}: no profile {v!r}")
-    except (KeyError, TypeError, AttributeError) as err:
+    except BudgetError:
+        raise
+    except (KeyError, TypeError, AttributeError, ValueError) as err:
         raise BudgetError(f"{file}: malformed budgets ({type(err).__name__}: {err})") from None
     return Budgets(wall, configs, profiles, theorems, str(file))
 
