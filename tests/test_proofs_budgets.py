@@ -14,7 +14,7 @@ from proofs.runner import PROVED, TIMEOUT, UNKNOWN, Options, run_suite
 from rtwo_vm.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
-HEAVY = Options(opcodes=("CALL",), names=("cost", "meters"), agreement=False, jobs=2)
+HEAVY = Options(opcodes=("CALL",), names=("cost", "meters"), agreement=False, solver="z3", jobs=2)
 SPIN = "import sys\nprint('spinning', flush=True)\nwhile True:\n    pass\n"
 
 
