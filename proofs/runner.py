@@ -187,8 +187,10 @@ def _check_claims(th, bits, query) -> tuple[str, dict]:
         if prover is not None:
             proved_by[prover.label] = proved_by.get(prover.label, 0) + 1
         if answer.status == solvers.SAT and cex is None:
-            cex = _counterexample(query, claim, wall)
+            cex = _counterexample(query, claim, answer.model, budgets, wall)
         if prover is None or not recheckers:
+            if cex is not None:
+                break   # refuted: the remaining claims cannot change the verdict
             continue
         verdict = solvers.UNKNOWN
         for config in recheckers:
@@ -201,6 +203,8 @@ def _check_claims(th, bits, query) -> tuple[str, dict]:
                 rechecked_by[config.label] = rechecked_by.get(config.label, 0) + 1
                 break
         second.append((k, answer.status, verdict))
+        if cex is not None:
+            break   # refuted (and the refutation re-checked): the rest cannot change it
     premises = _premises(query, budgets)
     if COUNTEREXAMPLE_ANSWER in statuses:
         status = COUNTEREXAMPLE
@@ -211,7 +215,7 @@ def _check_claims(th, bits, query) -> tuple[str, dict]:
     else:
         status = UNKNOWN
     disagreements = [k for k, a, b in second if {a, b} == {solvers.SAT, solvers.UNSAT}]
-    extra = {"claims": len(statuses), "note": th.note, "premises": premises,
+    extra = {"claims": len(query.claims), "note": th.note, "premises": premises,
              "budget_profile": profile.name, "proved_by": proved_by,
              "resources": resources}
     undecided = [k for k, s in enumerate(statuses) if s not in solvers.DECIDED]
@@ -222,6 +226,8 @@ def _check_claims(th, bits, query) -> tuple[str, dict]:
         extra["rechecked_by"] = rechecked_by
         extra["second_status"] = (DISAGREES if disagreements else AGREES if second and all(
             a == b for _, a, b in second) and len(second) == len(statuses) else UNKNOWN)
+    if len(statuses) < len(query.claims):
+        extra["claims_checked"] = len(statuses)   # stopped at the first counterexample
         if disagreements:
             extra["disagreeing_claims"] = disagreements
     if cex is not None:
@@ -243,16 +249,19 @@ def _spend(resources: dict, config, answer) -> None:
         resources[config.name] = resources.get(config.name, 0) + answer.resources
 
 
-def _counterexample(query, claim, wall: float) -> dict:
+def _counterexample(query, claim, model, budgets, wall: float) -> dict:
     """Concrete inputs of a counterexample, replayed on the interpreter (and on the model).
-    The claim is decided already; z3 solves it again here only to produce a model."""
-    solver = z3.Solver()
-    solver.set("timeout", int(wall * 1000))
-    solver.add(*query.assumptions)
-    solver.add(z3.Not(claim))
-    if solver.check() != z3.sat:
-        return {"model": "not reproduced by z3 (the deciding solver found one)"}
-    model = solver.model()
+    ``model`` is z3's (translated to the main context); when another solver decided the
+    claim, z3 solves it again within its budget only to produce one."""
+    if model is None:
+        solver = z3.Solver()
+        solver.set("rlimit", budgets.configs["z3"].rlimit)
+        solver.set("timeout", int(wall * 1000))
+        solver.add(*query.assumptions)
+        solver.add(z3.Not(claim))
+        if solver.check() != z3.sat:
+            return {"model": "not reproduced by z3 (the deciding solver found one)"}
+        model = solver.model()
     if query.operands and query.mnemonic:
         return _word_counterexample(model, query)
     if query.pre is None or query.mnemonic is None:

@@ -126,6 +126,7 @@ def load(path: str | None = None) -> Budgets:
 class Answer:
     status: str                     # sat | unsat | unknown (budget spent) | timeout
     resources: int | None = None    # the solver's own work units spent
+    model: object = field(default=None, compare=False)   # z3: a sat model, in z3's main context
 
 
 def check(config: Config, text: str, wall_seconds: float) -> Answer:
@@ -150,10 +151,13 @@ def _z3(config: Config, text: str, wall_seconds: float) -> Answer:
     answer = str(solver.check())
     stats = solver.statistics()
     used = stats.get_key_value("rlimit count") if "rlimit count" in stats.keys() else None
+    model = None
     if answer == "unknown":
         reason = solver.reason_unknown()
         answer = TIMEOUT if ("timeout" in reason or "canceled" in reason) else UNKNOWN
-    return Answer(answer, used)
+    elif answer == SAT:
+        model = solver.model().translate(z3.main_ctx())
+    return Answer(answer, used, model)
 
 
 def _cvc5(config: Config, text: str, wall_seconds: float) -> Answer:
