@@ -125,3 +125,20 @@ def test_bad_theorem_files_and_budgets_are_one_line_errors(tmp_path, capsys):
         assert main(["prove", *args]) == 2, args
         err = capsys.readouterr().err
         assert err.startswith("rtwo-vm: error: ") and err.count("\n") == 1, (args, err)
+
+
+def test_the_docs_show_statuses_only_from_a_complete_current_report(tmp_path):
+    from rtwo_vm import docgen
+    from test_runtime_readiness import complete_report
+    report = tmp_path / "build" / "proofs-report.json"
+    report.parent.mkdir()
+    assert "No `rtwo-vm prove` report was present" in docgen.instruction_reference()
+    doc = complete_report()
+    doc["scope"]["complete"] = False
+    report.write_text(json.dumps(doc))
+    page = docgen.instruction_reference()
+    assert "was refused: a partial run" in page and "| `cost` | 64 | proved |" not in page
+    doc["scope"]["complete"] = True
+    report.write_text(json.dumps(doc))
+    page = docgen.instruction_reference()
+    assert "| `cost` | 64 | proved |" in page and "refused" not in page

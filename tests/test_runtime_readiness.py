@@ -140,7 +140,7 @@ def complete_report(status: str = "proved") -> dict:
     """A report as a complete `rtwo-vm prove` run writes it, every row with ``status``."""
     from proofs.report import FORMAT, fingerprint
     from proofs.runner import expected_rows
-    rows = [{"theorem": t, "opcode": o, "width": w,
+    rows = [{"theorem": t, "opcode": o, "width": int(w) if w.isdigit() else w,
              "status": status if not t.startswith("agreement") else "agrees"}
             for t, o, w in sorted(expected_rows())]
     return {"format": FORMAT, "fingerprint": fingerprint(), "scope": {"complete": True},
