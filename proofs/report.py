@@ -78,8 +78,8 @@ def undecided(rows: list[dict]) -> list[dict]:
 
 
 def rerun_command(r: dict) -> str:
-    """The exact command that runs this row again (its opcode at its width)."""
-    parts = ["rtwo-vm", "prove"]
+    """The exact command that runs this row again (its theorem, opcode and width)."""
+    parts = ["rtwo-vm", "prove", "--theorem", str(r["theorem"])]
     if r["opcode"] not in ("-", ""):
         parts += ["--opcode", str(r["opcode"])]
     if str(r["width"]) not in ("-", "0"):

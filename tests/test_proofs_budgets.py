@@ -55,7 +55,7 @@ def test_a_spent_budget_is_unknown_a_hit_safety_net_is_timeout_and_both_name_the
     err = capsys.readouterr().err
     row = json.loads(Path("a.json").read_text())["results"][0]
     assert code == 1 and row["status"] == UNKNOWN and row["undecided_claims"]
-    assert "rerun: rtwo-vm prove --opcode CALL --width 64" in err
+    assert "rerun: rtwo-vm prove --theorem cost --opcode CALL --width 64" in err
     assert "left undecided within its resource budget" in err
     code = main(args + ["--timeout", "0.001", "--report", "b.json"])
     err = capsys.readouterr().err
