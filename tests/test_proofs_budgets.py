@@ -121,7 +121,8 @@ def test_bad_theorem_files_and_budgets_are_one_line_errors(tmp_path, capsys):
     (tmp_path / "broken.py").write_text("raise SystemExit('no')\nimport nothing\n")
     (tmp_path / "bad.toml").write_text("wall_seconds = 'x'\n")
     for args in (["--theorems", "missing.py"], ["--theorems", "empty.py"], ["--theorems", "broken.py"],
-                 ["--budgets", "bad.toml"], ["--timeout", "nan"], ["--timeout", "-1"]):
+                 ["--budgets", "bad.toml"], ["--timeout", "nan"], ["--timeout", "-1"],
+                 ["--theorem", "no_such_theorem"]):
         assert main(["prove", *args]) == 2, args
         err = capsys.readouterr().err
         assert err.startswith("rtwo-vm: error: ") and err.count("\n") == 1, (args, err)

@@ -91,6 +91,13 @@ def _options(args):
                       wall_seconds=args.timeout, budgets=args.budgets,
                       theorems_file=args.theorems_file, samples=args.samples,
                       agreement=args.agreement, crosshair=args.crosshair)
+    if args.names and not args.theorems_file:
+        known_names = {th.name for th in registry.builtin()} | {
+            f"agreement_{k}" for k in ("branches", "hypothesis", "exhaustive", "policy",
+                                       "validate", "lifecycle", "crosshair")}
+        for name in args.names:
+            if name not in known_names:
+                raise CliError(f"--theorem: no registered theorem {name!r}")
     if args.theorems_file:
         try:
             declared = registry.load_file(args.theorems_file)
