@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import z3
 
-from proofs.theorems import Query, Theorem
+from proofs.registry import Query, Theorem, declare
 from proofs.words import SPEC
 
 STAGES = tuple(s["name"] for s in SPEC.lifecycle["stage"])
@@ -127,3 +127,6 @@ def theorems() -> list[Theorem]:
         Theorem("lifecycle_error_stages_roll_back", "-", (0,), _error_stages_roll_back,
                 "every stage named by errors.toml"),
     ]
+
+
+declare(*theorems())

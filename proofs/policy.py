@@ -12,7 +12,7 @@ import itertools
 
 import z3
 
-from proofs.theorems import Query, Theorem
+from proofs.registry import Query, Theorem, declare
 from proofs.words import SPEC
 
 POLICY = SPEC.policy
@@ -133,3 +133,6 @@ def theorems() -> list[Theorem]:
                     f"every policy, every code of {CODE_LENGTH} instructions"),
             Theorem("listing_refuses_before_gate", "-", (0,), _listing_before_gate,
                     "every policy, every instruction")]
+
+
+declare(*theorems())

@@ -2,14 +2,27 @@
 
 Tasks: every (theorem, width) of the registry, and the agreement checks per opcode (branch
 replays, hypothesis at 64 bits, exhaustive at 8 bits) plus policy, validation and lifecycle
-agreement and the CrossHair supplement. Each proof claim is exported to SMT-LIB before z3
-checks it, then re-checked by the second solver. Statuses:
+agreement (and, on request, the CrossHair supplement). Every task runs in a process of its
+own, forked from the same warmed-up parent, and every proof claim is solved from its
+SMT-LIB 2 text in a fresh solver under the deterministic budgets of ``proofs/budgets.toml``:
+a verdict depends on the query alone, never on the machine's load or on the task order.
 
-- proved: z3 answered unsat for every claim (a timeout or unknown is never 'proved');
-- counterexample: z3 found a model; its inputs are replayed on the interpreter and printed;
-- unknown: z3 gave up or timed out on some claim (not proved, not a failure);
-- agrees / disagrees: an agreement check. A second solver answering otherwise than z3 on a
-  decided claim is a disagreement. Counterexamples and disagreements fail the suite.
+Statuses of a theorem row:
+
+- proved: every claim unsat (no counterexample) within its budget, and the premises
+  satisfiable;
+- counterexample: a claim is sat; its inputs are replayed on the interpreter and printed;
+- unknown: a claim was left undecided within its resource budget (not proved);
+- timeout: a claim hit the wall-clock safety net (not proved; distinct from unknown);
+- vacuous: the premises (the query's assumptions) are unsatisfiable, so every claim would
+  hold trivially: a failure, never a proof;
+- agrees / disagrees: an agreement check. A re-checking solver answering otherwise than the
+  prover on a decided claim is a disagreement;
+- informative: the CrossHair supplement (findings listed; never a verdict);
+- error: a task crashed (a bug in the suite or a missing dependency).
+
+Counterexamples, disagreements, vacuous premises and errors fail the suite; unknown and
+timeout are not failures of the model but leave the suite unproved (readiness says so).
 """
 
 from __future__ import annotations
@@ -21,50 +34,72 @@ from dataclasses import dataclass, field
 
 import z3
 
-from proofs import smtlib
+from proofs import smtlib, solvers
 
-PROVED, COUNTEREXAMPLE, UNKNOWN = "proved", "counterexample", "unknown"
+PROVED, COUNTEREXAMPLE, UNKNOWN, TIMEOUT = "proved", "counterexample", "unknown", "timeout"
+VACUOUS = "vacuous"
 AGREES, DISAGREES = "agrees", "disagrees"
+INFORMATIVE = "informative"
 # A task that crashed (a bug in the suite or a missing dependency): neither proof nor refutation.
 ERROR = "error"
-FAILING = (COUNTEREXAMPLE, DISAGREES, ERROR)
+FAILING = (COUNTEREXAMPLE, DISAGREES, ERROR, VACUOUS)
+UNDECIDED = (UNKNOWN, TIMEOUT)
+VERDICT_OK = (PROVED, AGREES)
 
 
 @dataclass
 class Options:
     opcodes: tuple[str, ...] | None = None   # None: every opcode
+    names: tuple[str, ...] | None = None     # None: every theorem (and agreement_* check)
     width: int | None = None                 # None: every width each theorem lists
-    solver: str = "cvc5"                     # the second solver, or "z3" for none
+    solver: str = "cvc5"                     # re-checking: cvc5 (the profiles), bitwuzla, z3 (none)
     export_dir: str | None = None
     jobs: int = 2
-    timeout_ms: int = 10_000
+    wall_seconds: float | None = None        # safety net per query (None: budgets.toml)
+    budgets: str | None = None               # budgets file (None: proofs/budgets.toml)
+    theorems_file: str | None = None         # a user's theorems instead of the built-in ones
     samples: int = 8                         # hypothesis examples per opcode
     agreement: bool = True
-    crosshair: bool = True
+    crosshair: bool = False                  # the informative CrossHair supplement
     model_overrides: dict = field(default_factory=dict)    # mnemonic -> model (tests)
     handler_overrides: dict = field(default_factory=dict)  # mnemonic -> handler (tests)
 
+    @property
+    def partial(self) -> bool:
+        """Whether this run covers less than the whole registered suite."""
+        return bool(self.opcodes is not None or self.width is not None or self.theorems_file
+                    or self.names is not None
+                    or not self.agreement or self.model_overrides or self.handler_overrides
+                    or self.budgets or self.solver != "cvc5")
+
 
 _OPTIONS = Options()  # set before the pool forks, read by the workers
+_THEOREMS: list = []
 
 
-def _wanted(opcode: str) -> bool:
-    return _OPTIONS.opcodes is None or opcode in _OPTIONS.opcodes
+def theorems(options: Options) -> list:
+    from proofs import registry
+    if options.theorems_file:
+        return registry.load_file(options.theorems_file)
+    return registry.builtin()
 
 
-def plan(options: Options) -> list[tuple]:
-    from proofs.theorems import registry
+def plan(options: Options, registered: list | None = None) -> list[tuple]:
     from proofs.words import SPEC
+    registered = theorems(options) if registered is None else registered
     tasks = []
-    for index, th in enumerate(registry()):
+    named = options.names is not None
+    for index, th in enumerate(registered):
+        if named and th.name not in options.names:
+            continue
         if th.opcode != "-" and not (options.opcodes is None or th.opcode in options.opcodes):
             continue
-        if th.opcode == "-" and options.opcodes is not None:
+        if th.opcode == "-" and options.opcodes is not None and not named:
             continue
         for bits in th.widths:
             if options.width is None or bits in (options.width, 0):
                 tasks.append(("theorem", index, bits))
-    if options.agreement:
+    if options.agreement and not options.theorems_file:
         width = options.width or 64
         for ins in SPEC.instructions:
             if options.opcodes is None or ins.mnemonic in options.opcodes:
@@ -75,9 +110,25 @@ def plan(options: Options) -> list[tuple]:
                     tasks.append(("exhaustive", ins.mnemonic, 8))
         if options.opcodes is None:
             tasks += [("policy", "-", 0), ("validate", "-", 0), ("lifecycle", "-", 0)]
-            if options.crosshair:
-                tasks.append(("crosshair", "-", 64))
+    if options.crosshair and options.opcodes is None and not options.theorems_file:
+        tasks.append(("crosshair", "-", 64))
+    if named:
+        tasks = [t for t in tasks if t[0] == "theorem" or f"agreement_{t[0]}" in options.names]
     return tasks
+
+
+def expected_rows(options: Options | None = None) -> set[tuple[str, str, str]]:
+    """(theorem, opcode, width) of every verdict row a complete run reports."""
+    options = options or Options()
+    registered = theorems(options)
+    out = set()
+    for kind, key, bits in plan(options, registered):
+        if kind == "crosshair":
+            continue
+        name, opcode = ((registered[key].name, registered[key].opcode) if kind == "theorem"
+                        else (f"agreement_{kind}", key))
+        out.add((name, str(opcode), str(bits or "-")))
+    return out
 
 
 def _word_ops() -> list[str]:
@@ -90,46 +141,127 @@ def _row(kind, opcode, width, status, seconds, **extra) -> dict:
             "seconds": round(seconds, 2), **extra}
 
 
-def _check_claims(th, bits, query) -> dict:
-    second = _OPTIONS.solver if _OPTIONS.solver != "z3" else None
-    statuses, second_statuses, cex = [], [], None
+def _rechecking(profile) -> tuple[str, ...]:
+    if _OPTIONS.solver == "z3":
+        return ()
+    if _OPTIONS.solver == "bitwuzla":
+        return ("bitwuzla",)
+    return profile.recheck
+
+
+def _premises(query, budgets) -> str:
+    """Whether the query's assumptions can hold at all (sat), by a query of its own."""
+    if not query.assumptions:
+        return "satisfiable (none)"
+    solver = z3.Solver()
+    solver.add(*query.assumptions)
+    answer = solvers.check(budgets.configs["z3"], solver.to_smt2(), budgets.wall_seconds)
+    return {solvers.SAT: "satisfiable", solvers.UNSAT: "unsatisfiable"}.get(
+        answer.status, answer.status)
+
+
+def _check_claims(th, bits, query) -> tuple[str, dict]:
+    budgets = solvers.load(_OPTIONS.budgets)
+    wall = _OPTIONS.wall_seconds or budgets.wall_seconds
+    profile = budgets.profile(th.name, th.profile)
+    provers = [budgets.configs[c] for c in profile.prove]
+    recheckers = [budgets.configs[c] for c in _rechecking(profile)]
+    statuses, second, cex = [], [], None
+    proved_by: dict[str, int] = {}
+    rechecked_by: dict[str, int] = {}
+    resources: dict[str, int] = {}
     for k, claim in enumerate(query.claims):
-        text = smtlib.export(query.assumptions, claim)   # exported before z3 checks it
+        text = smtlib.export(query.assumptions, claim)
         if _OPTIONS.export_dir:
             name = f"{th.name}__{th.opcode}__w{bits}__{k:03d}.smt2".replace("-", "all")
             with open(os.path.join(_OPTIONS.export_dir, name), "w") as f:
                 f.write(text)
-        solver = z3.Solver()
-        solver.set("timeout", _OPTIONS.timeout_ms)
-        solver.add(*query.assumptions)
-        solver.add(z3.Not(claim))
-        answer = str(solver.check())
-        statuses.append(answer)
-        if answer == "sat" and cex is None:
-            cex = _counterexample(solver.model(), query)
-        if second:
-            second_statuses.append(smtlib.check_second(second, text, _OPTIONS.timeout_ms))
-    z3_status = (COUNTEREXAMPLE if "sat" in statuses else
-                 PROVED if all(s == "unsat" for s in statuses) else UNKNOWN)
-    disagreements = [k for k, (a, b) in enumerate(zip(statuses, second_statuses))
-                     if {a, b} == {"sat", "unsat"}]
-    extra = {"claims": len(statuses), "note": th.note}
-    if second:
-        extra["second_solver"] = second
-        extra["second_status"] = (DISAGREES if disagreements else AGREES if all(
-            s == a for s, a in zip(second_statuses, statuses)) else UNKNOWN)
+        answer, prover = solvers.Answer(solvers.UNKNOWN), None
+        for config in provers:
+            answer = solvers.check(config, text, wall)
+            _spend(resources, config, answer)
+            if answer.status in solvers.DECIDED:
+                prover = config
+                break
+        statuses.append(answer.status)
+        if prover is not None:
+            proved_by[prover.label] = proved_by.get(prover.label, 0) + 1
+        if answer.status == solvers.SAT and cex is None:
+            cex = _counterexample(query, claim, answer.model, budgets, wall)
+        if prover is None or not recheckers:
+            if cex is not None:
+                break   # refuted: the remaining claims cannot change the verdict
+            continue
+        verdict = solvers.UNKNOWN
+        for config in recheckers:
+            if config == prover:
+                continue
+            again = solvers.check(config, text, wall)
+            _spend(resources, config, again)
+            if again.status in solvers.DECIDED:
+                verdict = again.status
+                rechecked_by[config.label] = rechecked_by.get(config.label, 0) + 1
+                break
+        second.append((k, answer.status, verdict))
+        if cex is not None:
+            break   # refuted (and the refutation re-checked): the rest cannot change it
+    premises = _premises(query, budgets)
+    if COUNTEREXAMPLE_ANSWER in statuses:
+        status = COUNTEREXAMPLE
+    elif all(s == solvers.UNSAT for s in statuses):
+        status = PROVED
+    elif solvers.TIMEOUT in statuses:
+        status = TIMEOUT
+    else:
+        status = UNKNOWN
+    disagreements = [k for k, a, b in second if {a, b} == {solvers.SAT, solvers.UNSAT}]
+    extra = {"claims": len(query.claims), "note": th.note, "premises": premises,
+             "budget_profile": profile.name, "proved_by": proved_by,
+             "resources": resources}
+    undecided = [k for k, s in enumerate(statuses) if s not in solvers.DECIDED]
+    if undecided:
+        extra["undecided_claims"] = undecided
+    if recheckers:
+        extra["second_solver"] = ", ".join(c.label for c in recheckers)
+        extra["rechecked_by"] = rechecked_by
+        extra["second_status"] = (DISAGREES if disagreements else AGREES if second and all(
+            a == b for _, a, b in second) and len(second) == len(statuses) else UNKNOWN)
+    if len(statuses) < len(query.claims):
+        extra["claims_checked"] = len(statuses)   # stopped at the first counterexample
         if disagreements:
             extra["disagreeing_claims"] = disagreements
     if cex is not None:
         extra["counterexample"] = cex
-    status = z3_status
     if disagreements and status != COUNTEREXAMPLE:
         status = DISAGREES
+    if premises == "unsatisfiable":
+        status = VACUOUS
+    elif not premises.startswith("satisfiable") and status == PROVED:
+        status = TIMEOUT if premises == solvers.TIMEOUT else UNKNOWN
     return status, extra
 
 
-def _counterexample(model, query) -> dict:
-    """Concrete inputs of a z3 model, replayed on the interpreter (and on the model)."""
+COUNTEREXAMPLE_ANSWER = solvers.SAT
+
+
+def _spend(resources: dict, config, answer) -> None:
+    if answer.resources is not None:
+        resources[config.name] = resources.get(config.name, 0) + answer.resources
+
+
+def _counterexample(query, claim, model, budgets, wall: float) -> dict:
+    """Concrete inputs of a counterexample, replayed on the interpreter (and on the model).
+    ``model`` is z3's (translated to the main context); when another solver decided the
+    claim, z3 solves it again within its budget only to produce one."""
+    if model is None:
+        solver = z3.Solver()
+        solver.set("rlimit", budgets.configs["z3"].rlimit)
+        solver.set("timeout", int(wall * 1000))
+        solver.add(*query.assumptions)
+        solver.add(z3.Not(claim))
+        if solver.check() != z3.sat:
+            return {"model": "not reproduced by z3 (the deciding solver found one)"}
+        model = solver.model()
     if query.operands and query.mnemonic:
         return _word_counterexample(model, query)
     if query.pre is None or query.mnemonic is None:
@@ -167,16 +299,17 @@ def run_task(task: tuple) -> dict:
     start = time.perf_counter()
     try:
         if kind == "theorem":
-            from proofs.theorems import registry
-            th = registry()[key]
+            th = _THEOREMS[key]
             model = _OPTIONS.model_overrides.get(th.opcode)
             query = th.build(bits, model) if model is not None else th.build(bits)
             status, extra = _check_claims(th, bits, query)
             return _row(th.name, th.opcode, bits, status, time.perf_counter() - start, **extra)
         return _agreement(kind, key, bits, start)
     except Exception as err:  # noqa: BLE001 - a crashing task is a failure row, not a crash
-        name = f"agreement_{kind}" if kind != "theorem" else f"theorem #{key}"
-        return _row(name, str(key), bits, ERROR, time.perf_counter() - start,
+        name = (f"agreement_{kind}" if kind != "theorem" else
+                _THEOREMS[key].name if key < len(_THEOREMS) else f"theorem #{key}")
+        opcode = _THEOREMS[key].opcode if kind == "theorem" and key < len(_THEOREMS) else key
+        return _row(name, str(opcode), bits, ERROR, time.perf_counter() - start,
                     error=f"{type(err).__name__}: {err}")
 
 
@@ -214,33 +347,48 @@ def _agreement(kind, key, bits, start) -> dict:
     elif kind == "crosshair":
         from proofs import crosshair_contracts
         found, cases = crosshair_contracts.run()
+        return _row("agreement_crosshair", key, bits, INFORMATIVE, time.perf_counter() - start,
+                    cases=cases, findings=found[:3],
+                    note="CrossHair supplement: informative, never a verdict (it is bounded "
+                         "by the wall clock only)")
     status = DISAGREES if found else AGREES
     return _row(f"agreement_{kind}", key, bits, status, time.perf_counter() - start,
                 cases=cases, findings=found[:3])
 
 
+def _warm(options: Options) -> None:
+    """Build, in the parent, every cache a task reads, so that each forked task starts from
+    the same state (z3 numbers terms in creation order, which the SMT-LIB text reflects)."""
+    from proofs.instructions import models
+    for bits in (8, 16, 32, 64):
+        models(bits)
+    solvers.load(options.budgets)
+    if options.agreement:
+        _word_ops()
+
+
 def run_suite(options: Options, progress=None) -> list[dict]:
-    global _OPTIONS
+    global _OPTIONS, _THEOREMS
     _OPTIONS = options
+    _THEOREMS = theorems(options)
+    solvers.load(options.budgets)   # a bad budgets file fails before any task runs
+    for th in _THEOREMS:
+        solvers.load(options.budgets).profile(th.name, th.profile)
     if options.export_dir:
         os.makedirs(options.export_dir, exist_ok=True)
-    tasks = plan(options)
-    # Heavy tasks first so the two workers finish together.
+    tasks = plan(options, _THEOREMS)
+    # Heavy tasks first so the workers finish together.
     weight = {"hypothesis": 5, "crosshair": 9, "branches": 4, "validate": 3}
     tasks.sort(key=lambda t: -(weight.get(t[0], 1) + (3 if t[1] == "CALL" else 0)))
+    _warm(options)
     rows = []
-    if options.jobs <= 1:
-        for k, task in enumerate(tasks):
-            rows.append(run_task(task))
+    context = multiprocessing.get_context("fork")
+    # One fresh process per task (maxtasksperchild=1): no task sees another's z3 terms.
+    with context.Pool(options.jobs, maxtasksperchild=1) as pool:
+        for k, row in enumerate(pool.imap_unordered(run_task, tasks)):
+            rows.append(row)
             if progress:
-                progress(k + 1, len(tasks), rows[-1])
-    else:
-        context = multiprocessing.get_context("fork")
-        with context.Pool(options.jobs) as pool:
-            for k, row in enumerate(pool.imap_unordered(run_task, tasks)):
-                rows.append(row)
-                if progress:
-                    progress(k + 1, len(tasks), row)
+                progress(k + 1, len(tasks), row)
     rows.sort(key=lambda r: (r["theorem"].startswith("agreement"), str(r["opcode"]),
                              r["theorem"], str(r["width"])))
     return rows

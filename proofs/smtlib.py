@@ -5,13 +5,16 @@ and ``(set-info :status unsat)`` — the status a proof expects. The model uses 
 SMT-LIB operators (QF_ABV plus uninterpreted functions: no z3-only rotate, no lambda, no
 quantifier), so cvc5 (or bitwuzla, when installed) parses the same text. A second solver
 answering sat where z3 proved unsat, or the reverse, is a disagreement and fails the suite.
+The solvers themselves, with their deterministic budgets, are in solvers.py.
 """
 
 from __future__ import annotations
 
 import z3
 
-SOLVERS = ("z3", "cvc5", "bitwuzla")
+from proofs import solvers
+
+SOLVERS = solvers.SOLVERS
 
 
 def export(assumptions: list, claim) -> str:
@@ -24,51 +27,16 @@ def export(assumptions: list, claim) -> str:
 
 
 def available(name: str) -> bool:
-    try:
-        __import__(name)
-    except ImportError:
-        return False
-    return True
-
-
-def check_cvc5(text: str, timeout_ms: int) -> str:
-    import cvc5
-
-    solver = cvc5.Solver()
-    solver.setOption("tlimit-per", str(timeout_ms))
-    parser = cvc5.InputParser(solver)
-    text = text.replace("(set-info :status unsat)", "(set-info :status unknown)", 1)
-    parser.setStringInput(cvc5.InputLanguage.SMT_LIB_2_6, text, "query")
-    symbols = parser.getSymbolManager()
-    answer = "unknown"
-    while True:
-        command = parser.nextCommand()
-        if command.isNull():
-            break
-        out = command.invoke(solver, symbols).strip()
-        if out.startswith("(error"):
-            raise RuntimeError(f"cvc5: {out}")   # an export problem must not pass silently
-        if out.split(" ")[0] in ("sat", "unsat", "unknown"):
-            answer = out.split(" ")[0]
-    return answer
-
-
-def check_bitwuzla(text: str, timeout_ms: int) -> str:
-    import bitwuzla  # optional: pip install bitwuzla
-
-    tm = bitwuzla.TermManager()
-    options = bitwuzla.Options()
-    options.set(bitwuzla.Option.TIME_LIMIT_PER, timeout_ms)
-    parser = bitwuzla.Parser(tm, options)
-    parser.parse(text, True, False)
-    return str(parser.bitwuzla().check_sat()).lower()
+    return solvers.available(name)
 
 
 def check_second(solver: str, text: str, timeout_ms: int) -> str:
-    # cvc5 turns an answer contradicting :status into an error; the caller compares.
-    text = text.replace("(set-info :status unsat)", "(set-info :status unknown)", 1)
-    if solver == "cvc5":
-        return check_cvc5(text, timeout_ms)
-    if solver == "bitwuzla":
-        return check_bitwuzla(text, timeout_ms)
-    raise ValueError(f"unknown second solver {solver!r}")
+    """``text`` checked by ``solver``'s default configuration of proofs/budgets.toml, with
+    ``timeout_ms`` as the wall-clock safety net: sat, unsat, unknown or timeout."""
+    if solver not in ("cvc5", "bitwuzla", "z3"):
+        raise ValueError(f"unknown second solver {solver!r}")
+    return solvers.check(solvers.load().configs[solver], text, timeout_ms / 1000).status
+
+
+def check_cvc5(text: str, timeout_ms: int) -> str:
+    return check_second("cvc5", text, timeout_ms)

@@ -17,48 +17,23 @@ read back as concrete inputs and replayed. Per opcode, at 64 bits:
   the inputs the row's determinism class allows (another pre-state agreeing on them gives the
   same result).
 
-laws.py, validate.py, policy.py and lifecycle.py add their theorems to the same registry.
+laws.py, validate.py, policy.py and lifecycle.py declare their theorems to the same registry
+(proofs/registry.py), as a user's file of theorems does.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
-from typing import Callable
 
 import z3
 
 from proofs import spec_rules
 from proofs.execute import immediate, step
-from proofs.instructions import models
 from proofs.machine import (
     RUNNING, SUCCESS, REVERTED, fresh_env, fresh_state, same_state, well_formed,
 )
+from proofs.registry import Query, Theorem, builtin, declare
 from proofs.words import SPEC, ceil_div, width
-
-
-@dataclass
-class Query:
-    """Prove every claim valid under the assumptions. One claim per branch: each is proved
-    on its own (a conjunction over all branches is far harder for bit-blasting solvers
-    than its conjuncts one by one)."""
-
-    claims: list
-    assumptions: list = field(default_factory=list)
-    pre: object = None            # the fresh State a counterexample is read from
-    mnemonic: str | None = None
-    imm: object = None
-    operands: tuple = ()          # word laws: the operand variables, bottom to top
-    width: int = 64
-
-
-@dataclass(frozen=True)
-class Theorem:
-    name: str
-    opcode: str                   # a mnemonic, or "-" for theorems about no single opcode
-    widths: tuple[int, ...]
-    build: Callable[..., Query]   # build(bits, model_override=None) -> Query
-    note: str = ""
 
 
 def setup(mnemonic: str, bits: int, model=None, prefix: str = ""):
@@ -236,9 +211,12 @@ def opcode_theorems(bits: tuple[int, ...] = (64,)) -> list[Theorem]:
     return out
 
 
+declare(*opcode_theorems())
+
+
 def registry() -> list[Theorem]:
-    """Every theorem of the suite, in a fixed order."""
-    from proofs import laws, lifecycle, policy, validate
-    models(64)  # coverage against the table: raises if an opcode has no model
-    return (opcode_theorems() + laws.theorems() + validate.theorems() + policy.theorems()
-            + lifecycle.theorems())
+    """Every built-in theorem of the suite, in a fixed order (proofs.registry.builtin)."""
+    return builtin()
+
+
+__all__ = ["Query", "Theorem", "GENERIC", "opcode_theorems", "registry"]

@@ -15,7 +15,7 @@ import random
 
 import z3
 
-from proofs.theorems import Query, Theorem
+from proofs.registry import Query, Theorem, declare
 from proofs.words import SPEC
 
 CODE_BYTES = 10
@@ -147,3 +147,6 @@ def theorems() -> list[Theorem]:
     return [Theorem("validated_control_lands_on_boundaries", "-", (0,),
                     _control_lands_on_boundaries,
                     f"every code of {CODE_BYTES} bytes; width-independent")]
+
+
+declare(*theorems())

@@ -66,12 +66,27 @@ def _optional(module: str):
         return None
 
 
+_REFUSED: list[str] = []   # why the last report read was not used (for the page's note)
+
+
 def _proof_evidence() -> dict[str, list[dict]]:
-    """Theorem rows by mnemonic from the latest `rtwo-vm prove` report, if one was produced."""
+    """Theorem rows by mnemonic from the latest full `rtwo-vm prove` report, if one was
+    produced and is complete and current (proofs.report.assess); otherwise none."""
+    _REFUSED.clear()
     report = Path("build") / "proofs-report.json"
     if not report.exists():
         return {}
-    rows = json.loads(report.read_text()).get("results", [])
+    assess = getattr(_optional("proofs.report"), "assess", None)
+    try:
+        doc = json.loads(report.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        _REFUSED.append(f"{report} is unreadable ({err})")
+        return {}
+    usable, why = assess(doc) if assess else (False, "the proofs package is not installed")
+    if not usable:
+        _REFUSED.append(f"{report} was refused: {why}")
+        return {}
+    rows = doc.get("results", [])
     by_opcode: dict[str, list[dict]] = {}
     for row in rows:
         by_opcode.setdefault(row.get("opcode") or "", []).append(row)
@@ -139,8 +154,10 @@ def instruction_reference() -> str:
                          f"| `{sig}` | {i.cost} | {i.cost_rule or '—'} |")
         lines.append("")
     proved_note = ("Proof statuses are those of the `rtwo-vm prove` report this site was built "
-                   "with." if proofs else "No `rtwo-vm prove` report was present when this site "
-                   "was built: the theorems are listed with their widths, without a status.")
+                   "with." if proofs else (f"No proof statuses: {_REFUSED[0]}. " if _REFUSED
+                                           else "No `rtwo-vm prove` report was present when "
+                                           "this site was built: ") + "the theorems are "
+                   "listed with their widths, without a status.")
     lines += ["## Instructions", "", proved_note, ""]
     for i in table.instructions:
         lines += _entry(i, proofs.get(i.mnemonic, []), vectors.get(i.mnemonic),
@@ -163,7 +180,9 @@ def _entry(i: spec.Instruction, results: list[dict], vector_count: int | None,
     if vector_count is not None:
         out.append(f"| conformance vectors | {vector_count} |")
     out.append("")
-    status = {(r.get("theorem"), r.get("width")): r.get("status") for r in results}
+    status = {(r.get("theorem"), r.get("width")): str(r.get("status")) + (
+        f" ({', '.join(sorted(r['proved_by']))})" if r.get("proved_by") else "")
+        for r in results}
     if registered:
         out += ["| theorem | width | status |", "| --- | --- | --- |"]
         for name, widths in registered:

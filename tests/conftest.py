@@ -1,12 +1,42 @@
-"""Shared helpers for the test suite."""
+"""Shared helpers for the test suite, its isolation and its hypothesis profile.
+
+Every test runs in its own temporary directory (``isolated_cwd``): whatever a command writes
+by default (``build/...``, ``rtwo-vm.db``) lands there, and nothing a previous run left in
+the checkout (``rtwo-vm check`` writes ``build/proofs-report.json``) is read.
+
+hypothesis uses the profile ``rtwo`` (or ``rtwo-ci`` when ``CI`` is set, as in ``.ci/run``):
+derandomized in CI, with its example database outside the checkout (under the system's
+temporary directory, or none in CI). ``HYPOTHESIS_PROFILE`` selects a profile by name.
+"""
 
 from __future__ import annotations
 
+import os
+import tempfile
+from pathlib import Path
+
 import pytest
+from hypothesis import settings
+from hypothesis.database import DirectoryBasedExampleDatabase
 
 from reference_vm import (
     Context, Contract, Limits, Message, Policy, WorldState, assemble, execute,
 )
+
+_DATABASE = Path(tempfile.gettempdir()) / "rtwo-vm-hypothesis"
+settings.register_profile("rtwo", database=DirectoryBasedExampleDatabase(str(_DATABASE)),
+                          print_blob=True)
+settings.register_profile("rtwo-ci", derandomize=True, database=None, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE")
+                      or ("rtwo-ci" if os.environ.get("CI") else "rtwo"))
+
+
+@pytest.fixture(autouse=True)
+def isolated_cwd(tmp_path, monkeypatch):
+    """Run every test in its own temporary directory, never in the checkout."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
 
 ENTRY = 0x100
 CALLER = 0xCA11E7

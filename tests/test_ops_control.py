@@ -297,7 +297,8 @@ def test_output_memory_limit_exceeded(halt):
 @pytest.mark.parametrize("halt", ["return", "revert"])
 def test_output_exact_memory_limit(halt):
     result = run_asm(f"push1 0\npush2 8192\n{halt}", limits=Limits(memory_pages=2))
-    assert result.status in ("success", "reverted") and result.usage.memory_pages == 2
+    expected = {"return": "success", "revert": "reverted"}[halt]
+    assert result.status == expected and result.usage.memory_pages == 2
 
 
 @pytest.mark.parametrize("halt", ["return", "revert"])

@@ -135,7 +135,9 @@ def test_instructions_and_readiness(deployed):
     assert add["implemented"] is True and add["instructionType"] == "arithmetic"
     assert len(cli.json("instructions", "list")) == 95
     code, out, err = cli("readiness")
-    assert code in (0, 1), err
+    # No proof report in this test's directory: proof_results is not_available, nothing
+    # failed, so readiness is partial and the exit status 0 (1 only for not_ready).
+    assert "readiness: partial" in out and code == 0, (out, err)
     for check in ("instruction_coverage", "examples", "database", "smt_semantics", "conformance_vectors"):
         assert check in out
     assert "95/95 instructions" in out and "readiness:" in out
@@ -215,7 +217,6 @@ def test_the_console_script_uses_rtwo_vm_db_from_the_environment(tmp_path):
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["result"]["executionStatus"] == "success"
     assert (tmp_path / "env.db").exists() and not (tmp_path / "rtwo-vm.db").exists()
-    assert ROOT.exists()
 
 
 def test_contexts_list_filters_on_how_each_context_ended(deployed):
@@ -289,15 +290,17 @@ def test_instructions_list_shows_opcodes_in_hex(cli):
 
 
 def test_readiness_reads_the_proof_report_named_or_in_the_working_directorys_build(cli, tmp_path, monkeypatch):
-    rows = [{"opcode": "ADD", "theorem": "t", "width": 8, "status": "proved"}] * 3
+    from test_runtime_readiness import complete_report
+    doc = complete_report()
     named = tmp_path / "elsewhere.json"
-    named.write_text(json.dumps({"results": rows}))
+    named.write_text(json.dumps(doc))
     report = cli.json("readiness", "--only", "proof_results", "--proofs-report", str(named))
     assert report["checks"][0]["status"] == "passed" and str(named) in report["checks"][0]["evidence"]
     missing = cli.json("readiness", "--only", "proof_results", "--proofs-report", str(tmp_path / "no.json"))
     assert missing["checks"][0]["status"] == "not_available" and "no.json" in missing["checks"][0]["evidence"]
     monkeypatch.chdir(tmp_path)
     (tmp_path / "build").mkdir()
-    (tmp_path / "build" / "proofs-report.json").write_text(json.dumps({"results": rows[:2]}))
+    (tmp_path / "build" / "proofs-report.json").write_text(json.dumps(doc))
     check = cli.json("readiness", "--only", "proof_results")["checks"][0]
-    assert check["status"] == "passed" and check["evidence"].startswith("2 results in build/proofs-report.json")
+    assert check["status"] == "passed" and check["evidence"].startswith(
+        f"{len(doc['results'])} results in build/proofs-report.json")

@@ -136,20 +136,52 @@ def test_the_readiness_rule():
     assert overall(["not_available", "failed"]) == "not_ready"
 
 
-def test_proof_results_come_from_the_latest_proofs_report(rt, monkeypatch, tmp_path):
+def complete_report(status: str = "proved") -> dict:
+    """A report as a complete `rtwo-vm prove` run writes it, every row with ``status``."""
+    from proofs.report import FORMAT, fingerprint
+    from proofs.runner import expected_rows
+    rows = [{"theorem": t, "opcode": o, "width": int(w) if w.isdigit() else w,
+             "status": status if not t.startswith("agreement") else "agrees"}
+            for t, o, w in sorted(expected_rows())]
+    return {"format": FORMAT, "fingerprint": fingerprint(), "scope": {"complete": True},
+            "results": rows}
+
+
+def test_proof_results_come_from_a_complete_current_report(rt, tmp_path):
     report = tmp_path / "proofs-report.json"
-    rows = [{"opcode": "ADD", "theorem": "wraps", "width": 8, "status": "proved"},
-            {"opcode": "SUB", "theorem": "wraps", "width": 8, "status": "proved"}]
-    report.write_text(json.dumps({"results": rows}))
+    doc = complete_report()
+    report.write_text(json.dumps(doc))
     rt.readiness.proofs_report = report
+    n = len(doc["results"])
     check = rt.readiness.run(only=["proof_results"]).checks[0]
-    assert check.status == "passed" and check.evidence.startswith("2 results") and "proved 2" in check.evidence
-    rows.append({"opcode": "MUL", "theorem": "x", "width": 8, "status": "counterexample"})
-    report.write_text(json.dumps({"results": rows}))
+    assert check.status == "passed" and check.evidence.startswith(f"{n} results")
+    assert "complete and current" in check.evidence
+    doc["results"][0]["status"] = "counterexample"
+    report.write_text(json.dumps(doc))
     check = rt.readiness.run(only=["proof_results"]).checks[0]
     assert check.status == "failed" and "counterexample 1" in check.evidence
+    doc["results"][0]["status"] = "timeout"
+    report.write_text(json.dumps(doc))
+    check = rt.readiness.run(only=["proof_results"]).checks[0]
+    assert check.status == "failed" and "1 undecided" in check.evidence
     report.write_text("{}")
     assert rt.readiness.run(only=["proof_results"]).checks[0].status == "not_available"
+
+
+@pytest.mark.parametrize("spoil, why", [
+    (lambda d: d["scope"].update(complete=False), "partial run"),
+    (lambda d: d.update(fingerprint="0" * 64), "stale"),
+    (lambda d: d["results"].pop(), "1 registered results missing"),
+    (lambda d: d.update(format=1), "report format"),
+])
+def test_a_partial_stale_or_incomplete_report_is_refused(rt, tmp_path, spoil, why):
+    report = tmp_path / "proofs-report.json"
+    doc = complete_report()
+    spoil(doc)
+    report.write_text(json.dumps(doc))
+    rt.readiness.proofs_report = report
+    check = rt.readiness.run(only=["proof_results"]).checks[0]
+    assert check.status == "failed" and "refused" in check.evidence and why in check.evidence
 
 
 def test_the_default_proof_report_is_build_under_the_working_directory(rt, monkeypatch, tmp_path):
@@ -158,8 +190,9 @@ def test_the_default_proof_report_is_build_under_the_working_directory(rt, monke
     assert missing.status == "not_available"
     assert "build/proofs-report.json" in missing.evidence and "rtwo-vm prove" in missing.evidence
     (tmp_path / "build").mkdir()
-    rows = [{"status": "proved"}, {"status": "agrees"}]
-    (tmp_path / "build" / "proofs-report.json").write_text(json.dumps({"results": rows}))
+    doc = complete_report()
+    (tmp_path / "build" / "proofs-report.json").write_text(json.dumps(doc))
     check = rt.readiness.run(only=["proof_results"]).checks[0]
     assert check.status == "passed"
-    assert check.evidence == "2 results in build/proofs-report.json: agrees 1, proved 1"
+    assert check.evidence.startswith(f"{len(doc['results'])} results in build/proofs-report.json: "
+                                     f"agrees ")

@@ -1,14 +1,21 @@
 """``rtwo-vm prove``: the SMT semantics suite (proofs/).
 
-Proves the theorems of every opcode (or one), checks the z3 model against the reference
-interpreter, re-checks every proof query with a second solver, and prints a table
-theorem | opcode | width | status | seconds. Exit 0 when nothing failed; 1 on any
-counterexample or disagreement (unknown results are reported, not failures); 2 on bad input.
+Proves the theorems of every opcode (or a part), checks the z3 model against the reference
+interpreter, re-checks every proof claim with a second solver configuration, and prints a
+table theorem | opcode | width | status | seconds. Every solver call is bounded by the
+deterministic budgets of ``proofs/budgets.toml`` (``--budgets`` for another file).
+
+Exit 0 when every row is proved or agrees — exactly when readiness will pass the report;
+1 on any counterexample, disagreement, vacuous premise or error, and also on unknown or
+timed-out rows (named on stderr with the command that reruns them); 2 on bad input. A
+partial run (``--opcode``, ``--theorem``, ``--width``, ``--theorems``, ...) writes its own
+report (default ``build/proofs-partial-report.json``) and never replaces the full one.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -21,35 +28,46 @@ def register(subparsers) -> None:
                                             "against the SMT model")
     p.add_argument("--opcode", action="append", metavar="M",
                    help="only this mnemonic (repeatable); default every opcode")
+    p.add_argument("--theorem", action="append", metavar="NAME", dest="names",
+                   help="only the theorem (or agreement_* check) NAME (repeatable)")
     p.add_argument("--width", type=int, metavar="W", help="only theorems at W bits (8, 16, 32 "
                    "or 64); width-independent theorems always run")
+    p.add_argument("--theorems", metavar="FILE", dest="theorems_file",
+                   help="prove the theorems declared in this Python file (proofs.registry "
+                        "API) instead of the built-in ones")
     p.add_argument("--export-smt2", dest="export_smt2", metavar="DIR",
                    help="write every proof query as SMT-LIB 2 into DIR")
     p.add_argument("--solver", default="cvc5", choices=["z3", "cvc5", "bitwuzla"],
-                   help="second solver re-checking every z3 query (z3: none); default cvc5")
+                   help="re-checking: cvc5 (default: the budget profiles' re-checkers), "
+                        "bitwuzla (wall clock only), z3 (no re-check)")
+    p.add_argument("--budgets", metavar="FILE",
+                   help="solver budgets file (default proofs/budgets.toml)")
     p.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
-    p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
-                   help="per-query solver timeout (default 10)")
+    p.add_argument("--timeout", type=float, metavar="SECONDS",
+                   help="wall-clock safety net per query (default: budgets file); hitting it "
+                        "is reported as timeout")
     p.add_argument("--samples", type=int, default=8,
                    help="hypothesis examples per opcode at 64 bits (default 8)")
     p.add_argument("--no-agreement", dest="agreement", action="store_false",
                    help="skip the interpreter agreement checks")
+    p.add_argument("--crosshair", dest="crosshair", action="store_true",
+                   help="add the CrossHair supplement (informative, never a verdict)")
     p.add_argument("--no-crosshair", dest="crosshair", action="store_false",
-                   help="skip the CrossHair supplement")
-    p.add_argument("--report", default="build/proofs-report.json", metavar="FILE",
-                   help="JSON report path (default build/proofs-report.json, where readiness "
-                        "and the docs read it; - for stdout)")
+                   help="no CrossHair supplement (the default)")
+    p.add_argument("--report", metavar="FILE",
+                   help="JSON report path (default build/proofs-report.json for a full run, "
+                        "which readiness and the docs read; build/proofs-partial-report.json "
+                        "for a partial one; - for stdout)")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no table")
     p.add_argument("--no-table", dest="table", action="store_false",
                    help="progress bar and summary only (the rows stay in the report)")
     p.set_defaults(func=_cmd_prove)
 
 
-def _cmd_prove(args) -> int:
+def _options(args):
     import spec
-    from proofs import report, smtlib
-    from proofs.runner import Options, run_suite
-    from rtwo_vm.progress import Progress
+    from proofs import registry, smtlib, solvers
+    from proofs.runner import Options
 
     known = spec.load().by_mnemonic
     args.opcode = [m.upper() for m in args.opcode] if args.opcode else None  # case-insensitive
@@ -60,34 +78,84 @@ def _cmd_prove(args) -> int:
         raise CliError(f"--export-smt2 {args.export_smt2}: exists and is not a directory")
     if args.width is not None and args.width not in (8, 16, 32, 64):
         raise CliError("--width must be 8, 16, 32 or 64")
-    if args.solver != "z3" and not smtlib.available(args.solver):
+    if args.solver not in ("z3", "cvc5") and not smtlib.available(args.solver):
         raise CliError(f"--solver {args.solver}: the Python package is not installed")
-    if args.jobs < 1 or args.timeout <= 0 or args.samples < 0:
-        raise CliError("--jobs, --timeout and --samples must be positive")
-    options = Options(opcodes=tuple(args.opcode) if args.opcode else None, width=args.width,
+    if args.jobs < 1 or args.jobs > 64 or args.samples < 0 or args.samples > 100_000:
+        raise CliError("--jobs must be 1..64 and --samples 0..100000")
+    if args.timeout is not None and not (math.isfinite(args.timeout) and 0 < args.timeout < 1e6):
+        raise CliError("--timeout must be a finite number of seconds above 0")
+    try:
+        solvers.load(args.budgets)
+    except solvers.BudgetError as err:
+        raise CliError(f"--budgets: {err}") from None
+    options = Options(opcodes=tuple(args.opcode) if args.opcode else None,
+                      names=tuple(args.names) if args.names else None, width=args.width,
                       solver=args.solver, export_dir=args.export_smt2, jobs=args.jobs,
-                      timeout_ms=int(args.timeout * 1000), samples=args.samples,
+                      wall_seconds=args.timeout, budgets=args.budgets,
+                      theorems_file=args.theorems_file, samples=args.samples,
                       agreement=args.agreement, crosshair=args.crosshair)
+    if args.names and not args.theorems_file:
+        known_names = {th.name for th in registry.builtin()} | {
+            f"agreement_{k}" for k in ("branches", "hypothesis", "exhaustive", "policy",
+                                       "validate", "lifecycle", "crosshair")}
+        for name in args.names:
+            if name not in known_names:
+                raise CliError(f"--theorem: no registered theorem {name!r}")
+    if args.theorems_file:
+        try:
+            declared = registry.load_file(args.theorems_file)
+        except registry.TheoremFileError as err:
+            raise CliError(str(err)) from None
+        for th in declared:
+            if th.opcode != "-" and th.opcode not in known:
+                raise CliError(f"--theorems: {th.name}: no instruction {th.opcode!r}")
+            try:
+                solvers.load(args.budgets).profile(th.name, th.profile)
+            except ValueError as err:
+                raise CliError(f"--theorems: {err}") from None
+    return options
+
+
+def _cmd_prove(args) -> int:
+    from proofs import report
+    from proofs.runner import run_suite
+    from rtwo_vm.progress import Progress
+
+    options = _options(args)
+    target = args.report or (report.PARTIAL_REPORT if options.partial else report.FULL_REPORT)
     start = time.perf_counter()
     bar = Progress(None, "prove", enabled=False if args.quiet else None)
     with bar:
         rows = run_suite(options, lambda done, total, row: (
             setattr(bar, "total", total), bar.update(done, f"{row['theorem'][:34]} {row['opcode']}")))
     elapsed = time.perf_counter() - start
-    doc = report.document(rows, elapsed)
-    if not args.quiet and args.report != "-":  # with --report -, stdout is the JSON alone
+    doc = report.document(rows, elapsed, options)
+    if not args.quiet and target != "-":  # with --report -, stdout is the JSON alone
         if args.table:
             print(report.table(rows))
         print(json.dumps(doc["summary"], sort_keys=True))
     for failure in report.failures(rows):
         print(report.describe_failure(failure), file=sys.stderr)
+    for row in report.undecided(rows):
+        print(report.describe_undecided(row), file=sys.stderr)
     text = json.dumps(doc, indent=1, sort_keys=True, default=str)
-    if args.report == "-":
+    if target == "-":
         print(text)
     else:
         try:
-            Path(args.report).parent.mkdir(parents=True, exist_ok=True)
-            Path(args.report).write_text(text)
+            Path(target).parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(target).with_name(Path(target).name + ".tmp")
+            tmp.write_text(text)
+            tmp.replace(target)
         except OSError as err:
-            raise CliError(f"cannot write {args.report}: {err.strerror or err}") from None
-    return 1 if doc["summary"]["failures"] else 0
+            raise CliError(f"cannot write {target}: {err.strerror or err}") from None
+    verdict = report.verdict(rows)
+    if target != "-":
+        where = (f"partial run: report in {target}; the full report readiness reads is "
+                 f"unchanged" if options.partial else f"report in {target}")
+        counts = doc["summary"]
+        line = (f"prove: {'PASS' if verdict == 'passed' else 'FAIL'}: {len(rows)} rows, "
+                f"{counts['failures']} failing, {counts['unknown']} unknown, "
+                f"{counts['timeout']} timed out; {where}")
+        print(line, file=sys.stderr if args.quiet else sys.stdout)
+    return 0 if verdict == "passed" else 1

@@ -204,11 +204,28 @@ class VMReadinessService:
         return ("passed" if ok else "failed"), probe.evidence
 
     def _proofs(self) -> tuple[str, str]:
+        """The proof report counts only when complete and current (proofs.report.assess):
+        a partial run's or a stale report is refused, whatever its statuses say."""
         probe = tools.proof_report(self.proofs_report)
         if not probe.available:
             return "not_available", probe.evidence
-        ok = set(probe.value) <= tools.PROVED
-        return ("passed" if ok else "failed"), probe.evidence
+        import json
+
+        from proofs.report import assess, undecided, verdict
+        path = Path(self.proofs_report) if self.proofs_report else tools.PROOFS_REPORT
+        if path.stat().st_size > 256 << 20:
+            return "failed", f"{path}: larger than 256 MiB, not read"
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        usable, why = assess(doc)
+        if not usable:
+            return "failed", f"{path} refused: {why}"
+        rows = doc["results"]
+        if verdict(rows) == "passed":
+            return "passed", probe.evidence + "; complete and current"
+        open_rows = undecided(rows)
+        hint = (f"; not proved: {open_rows[0]['theorem']} {open_rows[0]['opcode']} "
+                f"w{open_rows[0]['width']} ({len(open_rows)} undecided)" if open_rows else "")
+        return "failed", probe.evidence + hint
 
     def _vectors(self) -> tuple[str, str]:
         probe = tools.conformance_vectors()

@@ -1,0 +1,217 @@
+"""Solver configurations and their deterministic budgets (``proofs/budgets.toml``).
+
+A *configuration* is a solver with its options and a resource limit that does not depend on
+time or load: z3's ``rlimit`` and cvc5's ``rlimit-per`` count the solvers' own work units, so
+the same query gets the same answer on a quiet machine and on a busy one. A wall-clock limit
+remains only as a safety net; hitting it is ``timeout``, never ``unknown``. Bitwuzla has no
+resource limit, only its time limit: it is bounded by the safety net alone (not a default).
+
+Every query is solved from its SMT-LIB 2 text in a fresh solver (for z3: a fresh context),
+so the answer depends on the text alone, not on what the process solved before.
+"""
+
+from __future__ import annotations
+
+import functools
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SAT, UNSAT, UNKNOWN, TIMEOUT = "sat", "unsat", "unknown", "timeout"
+DECIDED = (SAT, UNSAT)
+BUDGETS_FILE = Path(__file__).with_name("budgets.toml")
+SOLVERS = ("z3", "cvc5", "bitwuzla")
+
+
+@dataclass(frozen=True)
+class Config:
+    name: str                       # the key in budgets.toml, e.g. "cvc5-int"
+    solver: str                     # z3 | cvc5 | bitwuzla
+    rlimit: int | None              # resource units (None: bitwuzla, wall clock only)
+    options: tuple = ()             # (option, value) pairs, in file order
+
+    @property
+    def label(self) -> str:
+        """How the report names it: the solver and every non-default setting."""
+        opts = ", ".join(f"{k}={v}" for k, v in self.options)
+        return f"{self.solver} ({opts})" if opts else self.solver
+
+    def to_json(self) -> dict:
+        return {"solver": self.solver, "options": dict(self.options), "rlimit": self.rlimit}
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    prove: tuple[str, ...]          # configurations tried in order until one decides
+    recheck: tuple[str, ...]        # re-checking configurations (the first that decides)
+
+
+@dataclass(frozen=True)
+class Budgets:
+    wall_seconds: float
+    configs: dict
+    profiles: dict
+    theorems: dict = field(default_factory=dict)   # theorem name -> profile name
+    source: str = ""
+
+    def profile(self, theorem_name: str, declared: str | None = None) -> Profile:
+        name = self.theorems.get(theorem_name) or declared or "default"
+        if name not in self.profiles:
+            raise ValueError(f"theorem {theorem_name!r}: no budget profile {name!r} in "
+                             f"{self.source}")
+        return self.profiles[name]
+
+    def to_json(self) -> dict:
+        return {"file": self.source, "wall_seconds_safety_net": self.wall_seconds,
+                "configurations": {k: c.to_json() for k, c in sorted(self.configs.items())},
+                "profiles": {k: {"prove": list(p.prove), "recheck": list(p.recheck)}
+                             for k, p in sorted(self.profiles.items())},
+                "theorems": dict(sorted(self.theorems.items()))}
+
+
+class BudgetError(ValueError):
+    """A budgets file that cannot be used (one line, for the CLI)."""
+
+
+def _positive_int(value, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise BudgetError(f"{where}: a positive integer is required, not {value!r}")
+    return value
+
+
+@functools.cache
+def load(path: str | None = None) -> Budgets:
+    file = Path(path) if path else BUDGETS_FILE
+    try:
+        if file.stat().st_size > 1 << 20:
+            raise BudgetError(f"{file}: larger than 1 MiB")
+        data = tomllib.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
+        raise BudgetError(f"{file}: {err}") from None
+    try:
+        wall = float(data["wall_seconds"])
+        if not (0 < wall < 1e6):
+            raise BudgetError(f"{file}: wall_seconds must be in (0, 1e6)")
+        configs = {}
+        for name, c in data["config"].items():
+            solver = c["solver"]
+            if solver not in SOLVERS:
+                raise BudgetError(f"{file}: config {name}: unknown solver {solver!r}")
+            rlimit = None if solver == "bitwuzla" else _positive_int(
+                c.get("rlimit"), f"{file}: config {name}.rlimit")
+            options = tuple((str(k), str(v)) for k, v in c.get("options", {}).items())
+            configs[name] = Config(name, solver, rlimit, options)
+        profiles = {}
+        for name, p in data["profile"].items():
+            prove, recheck = tuple(p["prove"]), tuple(p.get("recheck", ()))
+            for c in prove + recheck:
+                if c not in configs:
+                    raise BudgetError(f"{file}: profile {name}: no config {c!r}")
+            if not prove:
+                raise BudgetError(f"{file}: profile {name}: empty prove list")
+            profiles[name] = Profile(name, prove, recheck)
+        theorems = {str(k): str(v) for k, v in data.get("theorem", {}).items()}
+        for k, v in theorems.items():
+            if v not in profiles:
+                raise BudgetError(f"{file}: theorem {k}: no profile {v!r}")
+    except BudgetError:
+        raise
+    except (KeyError, TypeError, AttributeError, ValueError) as err:
+        raise BudgetError(f"{file}: malformed budgets ({type(err).__name__}: {err})") from None
+    return Budgets(wall, configs, profiles, theorems, str(file))
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: str                     # sat | unsat | unknown (budget spent) | timeout
+    resources: int | None = None    # the solver's own work units spent
+    model: object = field(default=None, compare=False)   # z3: a sat model, in z3's main context
+
+
+def check(config: Config, text: str, wall_seconds: float) -> Answer:
+    """Solve the SMT-LIB 2 ``text`` (its ``:status`` is ignored) with ``config``."""
+    text = text.replace("(set-info :status unsat)", "(set-info :status unknown)", 1)
+    if config.solver == "z3":
+        return _z3(config, text, wall_seconds)
+    if config.solver == "cvc5":
+        return _cvc5(config, text, wall_seconds)
+    return _bitwuzla(config, text, wall_seconds)
+
+
+def _z3(config: Config, text: str, wall_seconds: float) -> Answer:
+    import z3
+    ctx = z3.Context()
+    solver = z3.Solver(ctx=ctx)
+    solver.set("rlimit", config.rlimit)
+    solver.set("timeout", int(wall_seconds * 1000))
+    for key, value in config.options:
+        solver.set(key, value)
+    solver.from_string(text)
+    answer = str(solver.check())
+    stats = solver.statistics()
+    used = stats.get_key_value("rlimit count") if "rlimit count" in stats.keys() else None
+    model = None
+    if answer == "unknown":
+        reason = solver.reason_unknown()
+        answer = TIMEOUT if ("timeout" in reason or "canceled" in reason) else UNKNOWN
+    elif answer == SAT:
+        model = solver.model().translate(z3.main_ctx())
+    return Answer(answer, used, model)
+
+
+def _cvc5(config: Config, text: str, wall_seconds: float) -> Answer:
+    import cvc5
+    solver = cvc5.Solver()
+    for key, value in config.options:
+        solver.setOption(key, value)
+    solver.setOption("rlimit-per", str(config.rlimit))
+    solver.setOption("tlimit-per", str(int(wall_seconds * 1000)))
+    parser = cvc5.InputParser(solver)
+    parser.setStringInput(cvc5.InputLanguage.SMT_LIB_2_6, text, "query")
+    symbols = parser.getSymbolManager()
+    answer = UNKNOWN
+    while True:
+        command = parser.nextCommand()
+        if command.isNull():
+            break
+        if command.getCommandName() == "check-sat":
+            result = solver.checkSat()
+            if result.isSat():
+                answer = SAT
+            elif result.isUnsat():
+                answer = UNSAT
+            else:
+                answer = (TIMEOUT if result.getUnknownExplanation()
+                          == cvc5.UnknownExplanation.TIMEOUT else UNKNOWN)
+            continue
+        out = command.invoke(solver, symbols).strip()
+        if out.startswith("(error"):
+            raise RuntimeError(f"cvc5: {out}")   # an export problem must not pass silently
+    try:
+        used = solver.getStatistics()["resource::resourceUnitsUsed"]["value"]
+    except (KeyError, TypeError, RuntimeError):
+        used = None
+    return Answer(answer, used)
+
+
+def _bitwuzla(config: Config, text: str, wall_seconds: float) -> Answer:
+    import bitwuzla  # optional: pip install bitwuzla
+    tm = bitwuzla.TermManager()
+    options = bitwuzla.Options()
+    options.set(bitwuzla.Option.TIME_LIMIT_PER, int(wall_seconds * 1000))
+    for key, value in config.options:
+        options.set(key, value)
+    parser = bitwuzla.Parser(tm, options)
+    parser.parse(text, True, False)
+    answer = str(parser.bitwuzla().check_sat()).lower()
+    # Bitwuzla's only bound is the wall clock: an undecided answer is a timeout.
+    return Answer(answer if answer in DECIDED else TIMEOUT)
+
+
+def available(name: str) -> bool:
+    try:
+        __import__(name)
+    except ImportError:
+        return False
+    return True
