@@ -13,7 +13,7 @@ import pytest
 import spec
 from rtwo_vm.cli import main
 from rtwo_vm.runtime import CallRequest
-from test_runtime_support import EXAMPLES, ROOT, dump
+from test_runtime_support import EXAMPLES, dump
 
 COUNTER = str(EXAMPLES / "counter.rasm")
 
