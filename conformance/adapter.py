@@ -152,11 +152,18 @@ def main(argv: list[str] | None = None, adapter: Adapter | None = None) -> int:
     parser.add_argument("--verbose", action="store_true", help="log requests to stderr")
     parser.add_argument("--engine", choices=("reference", "compiled"), default="reference",
                         help="run requests on the reference interpreter (default) or on compiled_vm")
+    parser.add_argument("--compile-threshold", type=int, default=None, metavar="N",
+                        help="with --engine compiled: compile a region after N segment starts, "
+                             "profiling from the first segment (1: compile everything at once; "
+                             "for differential fuzzing of the compiled code itself)")
     args = parser.parse_args(argv)
+    if args.compile_threshold is not None and (args.engine != "compiled" or args.compile_threshold < 1):
+        parser.error("--compile-threshold needs --engine compiled and a count of at least 1")
     adapter = adapter or Adapter(verbose=args.verbose)
     if args.engine == "compiled":
         import compiled_vm
-        adapter.engine = compiled_vm.execute
+        adapter.engine = (compiled_vm.execute if args.compile_threshold is None else
+                          compiled_vm.Engine(threshold=args.compile_threshold, cold_segments=0).execute)
         adapter.name = "rtwo-compiled"
     return adapter.serve(sys.stdin.buffer, sys.stdout.buffer)
 

@@ -38,8 +38,11 @@ def register(vs, add_dir) -> None:
 
 
 def _corpus(args) -> Path:
-    from conformance.constants import VECTORS_DIR
-    return Path(args.dir) if args.dir else VECTORS_DIR
+    """The corpus directory (--dir, else the project's), refused with a one-line error when
+    its manifest or vectors are malformed, as in every other vectors command."""
+    from rtwo_vm.commands.conformance import _corpus_dir, _load
+    _load(args)
+    return _corpus_dir(args)
 
 
 def _cmd_release(args) -> int:

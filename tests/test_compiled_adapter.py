@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 COMPILED_ADAPTER = shlex.join([sys.executable, "-m", "conformance.adapter", "--engine", "compiled"])
 
@@ -56,3 +58,17 @@ def test_the_compiled_adapter_passes_the_protocol_selftest():
     done = cli("conformance", "selftest", "--impl", COMPILED_ADAPTER)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "checks passed" in done.stdout and "FAIL" not in done.stdout
+
+
+@pytest.mark.parametrize("extra", [[], ["--compile-threshold", "1"]], ids=["tiered", "eager"])
+def test_a_fuzz_campaign_finds_nothing_between_the_compiled_engine_and_the_reference(tmp_path, extra):
+    """Issue 14: a bounded differential-fuzzing campaign (rtwo-vm fuzz), the compiled adapter
+    against the in-process reference; eager compilation puts every generated program through
+    compiled code, not only the hot ones."""
+    impl = shlex.join([sys.executable, "-m", "conformance.adapter", "--engine", "compiled", *extra])
+    out = tmp_path / "fuzz"
+    done = subprocess.run([sys.executable, "-m", "rtwo_vm.cli", "fuzz", "--impl", impl, "--runs", "768",
+                           "--seed", "14", "--out", str(out)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["executions"] == 768 and report["buckets"] == [] and report["divergent_requests"] == 0

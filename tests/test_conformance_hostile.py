@@ -52,10 +52,13 @@ def run(tmp_path: Path, *args: str, timeout: float = 120) -> tuple[subprocess.Co
     """``rtwo-vm conformance run ARGS`` in a subprocess; the result and the runner's peak RSS
     in bytes. TMPDIR points into tmp_path, so that a temporary directory left behind shows."""
     rss = tmp_path / "rss"
-    code = ("import resource, runpy, sys\n"
+    # VmHWM is the peak of this process image alone; ru_maxrss would carry over the peak of
+    # the process that forked it (pytest's own memory) across exec.
+    code = ("import runpy, sys\n"
             f"sys.argv = ['rtwo-vm', 'conformance', 'run'] + {list(args)!r}\n"
             "try:\n    runpy.run_module('rtwo_vm.cli', run_name='__main__')\n"
-            f"finally:\n    open({str(rss)!r}, 'w').write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))\n")
+            "finally:\n    peak = next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM:'))\n"
+            f"    open({str(rss)!r}, 'w').write(peak)\n")
     tmp = tmp_path / "tmp"
     tmp.mkdir(exist_ok=True)
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=timeout,

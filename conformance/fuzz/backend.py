@@ -264,3 +264,23 @@ def make_backend(factory: Callable, args: tuple = (), workers: int = 1, ray: str
     if workers <= 1:
         return InProcess(factory, args)
     return LocalProcesses(factory, args, workers)
+
+
+class _Apply:
+    """A worker that applies one picklable function to each task (for map_tasks)."""
+
+    def __init__(self, index: int, function: Callable):
+        self.function = function
+
+    def run(self, task: Any) -> Any:
+        return self.function(task)
+
+
+def map_tasks(function: Callable, items: Sequence[Any], workers: int, ray: str = "local") -> list[Any]:
+    """``[function(item) for item in items]`` on ``workers`` Ray actors (a local cluster by
+    default, or the cluster at ``ray``): the backend other campaigns share (strength runs)."""
+    backend = RayActors(_Apply, (function,), workers, ray)
+    try:
+        return backend.map(list(items))
+    finally:
+        backend.close()
