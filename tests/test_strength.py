@@ -135,11 +135,15 @@ def test_a_task_runs_in_a_fresh_interpreter_as_a_remote_backend_would():
     assert verdict["status"] == "killed" and len(verdict["killers"]) >= 2
 
 
-def test_the_ray_backend_says_when_it_is_not_installed():
-    try:
-        import conformance.fuzz.backend  # noqa: F401
-    except ImportError:
-        with pytest.raises(backend.BackendUnavailable, match="issue 11"):
-            list(backend.ray_map([], 1))
-    else:
-        pytest.skip("the fuzzer's backend is installed; its own tests cover Ray")
+def test_the_ray_backend_gives_the_verdicts_of_the_local_one(tmp_path):
+    """Strength on Ray (the fuzzer's backend, a real local cluster on 127.0.0.1): the same
+    curated verdicts as the local processes give in the test above."""
+    pytest.importorskip("ray")
+    out = tmp_path / "strength.json"
+    proc = subprocess.run([*CLI, "--curated-only", "--no-confirm", "--backend", "ray", "--workers", "2",
+                           "--filter", "arithmetic/SUB/*", "--json", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stderr
+    by_id = {m["id"]: m for m in json.loads(out.read_text())["mutants"]}
+    assert by_id["curated:sub_operands_swapped"]["status"] == "killed"
+    assert by_id["curated:log_topics_reversed"]["status"] == "survived"

@@ -9,7 +9,6 @@ backend is installed.
 
 from __future__ import annotations
 
-import importlib
 import multiprocessing
 import os
 from typing import Callable, Iterable, Iterator
@@ -37,17 +36,12 @@ def local_map(fn: Callable, items: Iterable, workers: int) -> Iterator:
 def ray_map(tasks: Iterable[dict], workers: int) -> Iterator:
     """Each task (conformance.strength.worker.task) run by worker.run_subprocess as a task of
     the fuzzer's Ray backend: ``conformance.fuzz.backend.map_tasks(function, items, workers)``."""
-    try:
-        fuzz_backend = importlib.import_module("conformance.fuzz.backend")
-    except ImportError:
-        raise BackendUnavailable("the ray backend needs conformance/fuzz/backend.py (the fuzzer's "
-                                 "backend, issue 11), which is not installed here; use --backend local") from None
-    mapper = getattr(fuzz_backend, "map_tasks", None)
-    if mapper is None:
-        raise BackendUnavailable("conformance.fuzz.backend has no map_tasks(function, items, workers); "
-                                 "use --backend local")
+    from conformance.fuzz.backend import BackendError, map_tasks
     from conformance.strength.worker import run_subprocess
-    yield from mapper(run_subprocess, list(tasks), workers)
+    try:
+        yield from map_tasks(run_subprocess, list(tasks), workers)
+    except BackendError as err:
+        raise BackendUnavailable(str(err)) from None
 
 
 def default_workers() -> int:
