@@ -24,7 +24,7 @@ import dataclasses
 
 from reference_vm import policy as policy_mod
 from reference_vm.execute import (
-    STACK_DEPTH, Execution, Tracer, _before_execution, execute as reference_execute,
+    Execution, Tracer, _before_execution, execute as reference_execute,
 )
 from reference_vm.errors import RequestRejected, VMError
 from reference_vm.program import Program, load_program
@@ -64,25 +64,13 @@ class CompiledExecution(Execution):
     def _run_cold(self, frame: Frame) -> int:
         """The reference's loop for at most ``cold_segments`` segments; the offset reached."""
         segments = frame.program.segments
-        stack = frame.stack
-        meter = self.meter
-        limit = frame.compute_limit
+        run_segment = self.run_segment
         pc = 0
         left = self.engine.cold_segments
         while left:
             left -= 1
             segment = segments[pc]
-            height = len(stack)
-            used = meter.compute_used + segment.cost
-            if height >= segment.need and height + segment.peak <= STACK_DEPTH and used <= limit:
-                meter.compute_used = used
-                for handler, immediate in segment.body:
-                    handler(frame, immediate)
-                frame.pc = segment.last_pc
-                handler, immediate = segment.last
-                target = handler(frame, immediate)
-            else:
-                target = self.step(frame, segment)
+            target = run_segment(frame, segment)
             pc = segment.end if target is None else target
         return pc
 
@@ -95,6 +83,7 @@ class CompiledExecution(Execution):
         stack = frame.stack
         meter = self.meter
         limit = frame.compute_limit
+        run_segment = self.run_segment
         while True:
             fn = fns[pc]
             if fn is not None:
@@ -111,17 +100,7 @@ class CompiledExecution(Execution):
                     if fns[pc] is not None:
                         continue
             segment = segments[pc]
-            height = len(stack)
-            used = meter.compute_used + segment.cost
-            if height >= segment.need and height + segment.peak <= STACK_DEPTH and used <= limit:
-                meter.compute_used = used
-                for handler, immediate in segment.body:
-                    handler(frame, immediate)
-                frame.pc = segment.last_pc
-                handler, immediate = segment.last
-                target = handler(frame, immediate)
-            else:
-                target = self.step(frame, segment)
+            target = run_segment(frame, segment)
             pc = segment.end if target is None else target
 
 

@@ -143,24 +143,30 @@ class Execution:
 
     def _run(self, frame: Frame) -> None:
         segments = frame.program.segments
-        stack = frame.stack
-        meter = self.meter
-        limit = frame.compute_limit
+        run_segment = self.run_segment
         pc = 0
         while True:
             segment = segments[pc]
-            height = len(stack)
-            used = meter.compute_used + segment.cost
-            if height >= segment.need and height + segment.peak <= STACK_DEPTH and used <= limit:
-                meter.compute_used = used
-                for handler, immediate in segment.body:
-                    handler(frame, immediate)
-                frame.pc = segment.last_pc
-                handler, immediate = segment.last
-                target = handler(frame, immediate)
-            else:
-                target = self.step(frame, segment)
+            target = run_segment(frame, segment)
             pc = segment.end if target is None else target
+
+    def run_segment(self, frame: Frame, segment) -> int | None:
+        """One straight-line segment: checked and charged as a whole when its stack need, its
+        peak and its base cost fit, otherwise instruction by instruction (``step``), so that
+        the failing instruction, its pc and every meter are exactly the per-instruction ones.
+        Returns the jump target, or None to fall through to the next segment."""
+        stack = frame.stack
+        meter = self.meter
+        height = len(stack)
+        used = meter.compute_used + segment.cost
+        if height >= segment.need and height + segment.peak <= STACK_DEPTH and used <= frame.compute_limit:
+            meter.compute_used = used
+            for handler, immediate in segment.body:
+                handler(frame, immediate)
+            frame.pc = segment.last_pc
+            handler, immediate = segment.last
+            return handler(frame, immediate)
+        return self.step(frame, segment)
 
     def _run_traced(self, frame: Frame) -> None:
         segments = frame.program.segments

@@ -30,7 +30,7 @@ from conformance.vector import expected_of, run_reference
 
 # Appended after an instruction to show the top of the stack in the output.
 EXPOSE = [("PUSH1", 0), ("SWAP1", 0), ("MSTORE", 0), ("PUSH1", 0), ("PUSH1", 8), ("RETURN", 0)]
-DEFAULTS = {"timeout": 10.0, "window": 32, "perturb_share": 4, "trace_share": 16, "arc_share": 16,
+DEFAULTS = {"timeout": 10.0, "window": 32, "perturb_share": 4, "trace_share": 16, "arc_share": 32,
             "shrink_budget": 1500}
 
 

@@ -3,8 +3,8 @@
 ``local`` forks one child per mutant from the parent, which has loaded the corpus once, so a
 child starts in milliseconds, and the mutant dies with its child. ``ray`` runs each mutant as
 a task of the fuzzer's Ray backend (conformance/fuzz/backend.py, issue 11) in a fresh
-interpreter (``python -m conformance.strength.worker``); it is available only when that
-backend is installed.
+interpreter (``python -m conformance.strength.worker``); it needs Ray (the ``distributed``
+extra).
 """
 
 from __future__ import annotations
