@@ -24,13 +24,13 @@ import dataclasses
 
 from reference_vm import policy as policy_mod
 from reference_vm.execute import (
-    Execution, Tracer, _before_execution, execute as reference_execute,
+    Execution, Tracer, _before_execution, execute as reference_execute, run_entry,
 )
 from reference_vm.errors import RequestRejected, VMError
 from reference_vm.program import Program, load_program
 from reference_vm.machine import Frame
 from reference_vm.request import Context, Limits, Message, check_limits, check_request, check_state
-from reference_vm.result import Event, ExecutionResult, Usage
+from reference_vm.result import ExecutionResult
 from reference_vm.state import WorldState
 from reference_vm.words import word as word_of
 
@@ -169,19 +169,8 @@ class Engine:
                 check_limits(limits)
             except VMError as err:
                 return _before_execution(err.kind, err.code)
-            execution = CompiledExecution(self, state, context, policy, limits, word, None)
-            entry = Frame(program=program, address=message.to, caller=message.caller,
-                          call_data=message.call_data, compute_limit=limits.compute, depth=1,
-                          meter=execution.meter, execution=execution)
-            outcome = execution.run_frame(entry)
-            succeeded = outcome.status == "success"
-            return ExecutionResult(
-                status=outcome.status, error=outcome.error, error_pc=outcome.error_pc,
-                output=outcome.output,
-                state_changes=execution.journal.changes() if succeeded else (),
-                events=tuple(Event(a, t, d) for a, t, d in entry.events) if succeeded else (),
-                calls=tuple(execution.calls),
-                usage=Usage.of(execution.meter))
+            return run_entry(CompiledExecution(self, state, context, policy, limits, word, None),
+                             program, message, limits)
         except Exception:  # noqa: BLE001 - as the reference: any escape is INTERNAL_ERROR
             return _before_execution("internal", "INTERNAL_ERROR")
 

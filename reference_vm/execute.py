@@ -204,6 +204,26 @@ def _before_execution(status: str, code: str) -> ExecutionResult:
                            state_changes=(), events=(), calls=(), usage=Usage())
 
 
+def run_entry(execution: "Execution", program: Program, message: Message, limits: Limits,
+              tracer: Tracer | None = None) -> ExecutionResult:
+    """Stages executing .. result_recorded: run the entry frame of a checked request and
+    assemble its result (a failed entry keeps no state change and no event)."""
+    entry = Frame(program=program, address=message.to, caller=message.caller,
+                  call_data=message.call_data, compute_limit=limits.compute, depth=1,
+                  meter=execution.meter, execution=execution)
+    outcome = execution.run_frame(entry)
+    if tracer is not None and hasattr(tracer, "finish"):
+        tracer.finish(outcome, execution.meter)
+    succeeded = outcome.status == "success"
+    return ExecutionResult(
+        status=outcome.status, error=outcome.error, error_pc=outcome.error_pc,
+        output=outcome.output,
+        state_changes=execution.journal.changes() if succeeded else (),
+        events=tuple(Event(a, t, d) for a, t, d in entry.events) if succeeded else (),
+        calls=tuple(execution.calls),
+        usage=Usage.of(execution.meter))
+
+
 def execute(state: WorldState, message: Message, context: Context | None = None,
             policy: policy_mod.Policy | None = None, limits: Limits | None = None, *,
             word_bits: int | None = None, tracer: Tracer | None = None) -> ExecutionResult:
@@ -224,21 +244,7 @@ def execute(state: WorldState, message: Message, context: Context | None = None,
             check_limits(limits)
         except VMError as err:
             return _before_execution(err.kind, err.code)
-        execution = Execution(state, context, policy, limits, word, tracer)
-        entry = Frame(program=program, address=message.to, caller=message.caller,
-                      call_data=message.call_data, compute_limit=limits.compute, depth=1,
-                      meter=execution.meter, execution=execution)
-        outcome = execution.run_frame(entry)
-        if tracer is not None and hasattr(tracer, "finish"):
-            tracer.finish(outcome, execution.meter)
-        usage = Usage.of(execution.meter)
-        succeeded = outcome.status == "success"
-        return ExecutionResult(
-            status=outcome.status, error=outcome.error, error_pc=outcome.error_pc,
-            output=outcome.output,
-            state_changes=execution.journal.changes() if succeeded else (),
-            events=tuple(Event(a, t, d) for a, t, d in entry.events) if succeeded else (),
-            calls=tuple(execution.calls),
-            usage=usage)
+        return run_entry(Execution(state, context, policy, limits, word, tracer), program,
+                         message, limits, tracer)
     except Exception:  # noqa: BLE001 - any escape is an implementation bug, reported as such
         return _before_execution("internal", "INTERNAL_ERROR")
