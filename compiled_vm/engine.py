@@ -56,7 +56,9 @@ class CompiledExecution(Execution):
         if profile is None:     # first sight of this code: interpret, unless the frame runs long
             table[code] = COLD
             pc = self._run_cold(frame) if self.engine.cold_segments else 0
-            profile = table[code] = Profile(program)
+            profile = table.get(code)   # a nested call of the same code may have profiled it
+            if profile is None or profile is COLD:
+                profile = table[code] = Profile(program)
         elif profile is COLD:
             profile = table[code] = Profile(program)
         self._run_profiled(frame, profile, pc)  # type: ignore[arg-type]

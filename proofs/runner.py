@@ -176,14 +176,17 @@ def _check_claims(th, bits, query) -> tuple[str, dict]:
             name = f"{th.name}__{th.opcode}__w{bits}__{k:03d}.smt2".replace("-", "all")
             with open(os.path.join(_OPTIONS.export_dir, name), "w") as f:
                 f.write(text)
-        answer, prover = solvers.Answer(solvers.UNKNOWN), None
+        answer, prover, timed_out = solvers.Answer(solvers.UNKNOWN), None, False
         for config in provers:
             answer = solvers.check(config, text, wall)
             _spend(resources, config, answer)
+            timed_out = timed_out or answer.status == solvers.TIMEOUT
             if answer.status in solvers.DECIDED:
                 prover = config
                 break
-        statuses.append(answer.status)
+        # Undecided after any prover met the wall-clock safety net: the answer depended on
+        # time, so it is a timeout, never a budget-spent unknown.
+        statuses.append(solvers.TIMEOUT if prover is None and timed_out else answer.status)
         if prover is not None:
             proved_by[prover.label] = proved_by.get(prover.label, 0) + 1
         if answer.status == solvers.SAT and cex is None:
@@ -202,6 +205,8 @@ def _check_claims(th, bits, query) -> tuple[str, dict]:
                 verdict = again.status
                 rechecked_by[config.label] = rechecked_by.get(config.label, 0) + 1
                 break
+            if again.status == solvers.TIMEOUT:
+                verdict = solvers.TIMEOUT
         second.append((k, answer.status, verdict))
         if cex is not None:
             break   # refuted (and the refutation re-checked): the rest cannot change it

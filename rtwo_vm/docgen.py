@@ -7,7 +7,6 @@ conformance corpus when those exist; nothing is typed in twice.
 from __future__ import annotations
 
 import importlib
-import json
 import re
 from pathlib import Path
 
@@ -78,7 +77,10 @@ def _proof_evidence() -> dict[str, list[dict]]:
         return {}
     assess = getattr(_optional("proofs.report"), "assess", None)
     try:
-        doc = json.loads(report.read_text(encoding="utf-8"))
+        from conformance.protocol import loads_bounded
+        if report.stat().st_size > 256 << 20:
+            raise ValueError("larger than 256 MiB")
+        doc = loads_bounded(report.read_bytes(), 64)
     except (OSError, ValueError) as err:
         _REFUSED.append(f"{report} is unreadable ({err})")
         return {}

@@ -25,6 +25,7 @@ from typing import Sequence
 import spec
 from conformance.fuzz.program import ACCESS_ORDER, TABLE, Code, FuzzInput, default_limits, default_policy
 from conformance.vector import isolation_levels
+from reference_vm.container import HEADER_SIZE, MAGIC
 
 MASK = (1 << 64) - 1
 MIN = 1 << 63
@@ -360,9 +361,9 @@ def malform(rng: random.Random, inp: FuzzInput) -> None:
     address = inp.to if inp.to in inp.contracts and rng.random() < 0.8 else rng.choice(sorted(inp.contracts))
     code, storage = inp.contracts[address]
     blob = bytearray(code.container())
-    kind = rng.randrange(12) if len(blob) >= 16 else 99    # already shorter than a header: append
+    kind = rng.randrange(12) if len(blob) >= HEADER_SIZE else 99    # already shorter than a header: append
     if kind == 0:
-        blob[rng.randrange(4)] ^= 1 << rng.randrange(8)
+        blob[rng.randrange(len(MAGIC))] ^= 1 << rng.randrange(8)
     elif kind == 1:
         blob[4 + rng.randrange(2)] = rng.choice((0, 2, 255))
     elif kind == 2:
@@ -372,16 +373,16 @@ def malform(rng: random.Random, inp: FuzzInput) -> None:
         size = int.from_bytes(blob[field:field + 4], "little") + rng.choice((-1, 1, 1 << 16))
         blob[field:field + 4] = (size % (1 << 32)).to_bytes(4, "little")
     elif kind == 4:
-        blob = blob[:rng.randrange(16)]
-    elif kind == 5 and len(blob) > 16:
+        blob = blob[:rng.randrange(HEADER_SIZE)]
+    elif kind == 5 and len(blob) > HEADER_SIZE:
         blob = blob[:-1]
     elif kind == 6 and code.rows:
         undefined = [b for b in range(256) if b not in TABLE.by_opcode]
-        body = bytearray(blob[16:16 + int.from_bytes(blob[8:12], "little")])
+        body = bytearray(blob[HEADER_SIZE:HEADER_SIZE + int.from_bytes(blob[8:12], "little")])
         body.insert(rng.randrange(len(body) + 1), rng.choice(undefined))
         blob = bytearray(_container(bytes(body), code.data))
     elif kind == 7 and code.rows:
-        body = blob[16:16 + int.from_bytes(blob[8:12], "little")] + bytes([TABLE.by_mnemonic["PUSH8"].opcode])
+        body = blob[HEADER_SIZE:HEADER_SIZE + int.from_bytes(blob[8:12], "little")] + bytes([TABLE.by_mnemonic["PUSH8"].opcode])
         body += bytes(rng.randrange(8))
         blob = bytearray(_container(bytes(body), code.data))
     elif kind == 8 and code.rows:

@@ -18,13 +18,21 @@ def task(mutant, corpus_dir: Path, filters=(), exhaustive: bool = False, timeout
 def run_subprocess(doc: dict) -> dict:
     """Run one task in a fresh interpreter (what a Ray task calls)."""
     import subprocess
-    proc = subprocess.run([sys.executable, "-m", "conformance.strength.worker"], input=json.dumps(doc),
-                          capture_output=True, text=True, timeout=doc["timeout"] + 60)
+
+    def killed(how: str, detail: str) -> dict:
+        return {"mutant": doc["mutant"]["id"], "status": "killed", "how": how, "killers": [],
+                "detail": detail[:200], "seconds": 0.0, "shortest": None}
+    try:
+        proc = subprocess.run([sys.executable, "-m", "conformance.strength.worker"], input=json.dumps(doc),
+                              capture_output=True, text=True, timeout=doc["timeout"] + 60)
+    except subprocess.TimeoutExpired:   # as on the local backend: the wall-clock safety net
+        return killed("timeout", f"still running after {doc['timeout']:g} s (wall-clock safety net)")
     if proc.returncode != 0:
-        return {"mutant": doc["mutant"]["id"], "status": "killed", "how": "crash", "killers": [],
-                "detail": (proc.stderr.strip().splitlines() or ["worker failed"])[-1][:200], "seconds": 0.0,
-                "shortest": None}
-    return json.loads(proc.stdout)
+        return killed("crash", (proc.stderr.strip().splitlines() or ["worker failed"])[-1])
+    try:
+        return json.loads(proc.stdout)
+    except ValueError:
+        return killed("crash", "the worker wrote no verdict")
 
 
 def main() -> int:

@@ -209,13 +209,16 @@ class VMReadinessService:
         probe = tools.proof_report(self.proofs_report)
         if not probe.available:
             return "not_available", probe.evidence
-        import json
 
         from proofs.report import assess, undecided, verdict
         path = Path(self.proofs_report) if self.proofs_report else tools.PROOFS_REPORT
+        from conformance.protocol import loads_bounded
         if path.stat().st_size > 256 << 20:
             return "failed", f"{path}: larger than 256 MiB, not read"
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        try:
+            doc = loads_bounded(path.read_bytes(), 64)
+        except ValueError as err:
+            return "failed", f"{path} is not a proofs report: {str(err)[:160]}"
         usable, why = assess(doc)
         if not usable:
             return "failed", f"{path} refused: {why}"
