@@ -22,7 +22,9 @@ import gzip
 import hashlib
 import io
 import json
+import os
 import tarfile
+import tempfile
 from pathlib import Path
 
 import spec
@@ -126,9 +128,13 @@ def build(out_dir: Path, directory: Path = VECTORS_DIR) -> tuple[Path, str]:
     data = tarball(members(directory))
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{top_dir()}.tar.gz"
-    partial = path.with_name(path.name + ".partial")
+    # A fresh temporary name per build: two builds into one directory never share one.
+    fd, name = tempfile.mkstemp(dir=out_dir, prefix=f".{path.name}.", suffix=".partial")
+    partial = Path(name)
     try:
-        partial.write_bytes(data)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(partial, 0o644)
         partial.replace(path)
     finally:
         partial.unlink(missing_ok=True)

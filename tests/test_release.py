@@ -28,6 +28,9 @@ def test_release_is_reproducible_and_usable(tmp_path):
     a = next((tmp_path / "a").glob("*.tar.gz")).read_bytes()
     b = next((tmp_path / "b").glob("*.tar.gz")).read_bytes()
     assert a == b
+    # nothing but the tarball is left (no temporary file), readable by everyone
+    assert [p.name for p in (tmp_path / "a").iterdir()] == ["rtwo-vm-vectors-1.0.1.tar.gz"]
+    assert (tmp_path / "a" / "rtwo-vm-vectors-1.0.1.tar.gz").stat().st_mode & 0o777 == 0o644
     assert hashlib.sha256(a).hexdigest() in first.stdout
     with tarfile.open(tmp_path / "a" / "rtwo-vm-vectors-1.0.1.tar.gz") as tar:
         names = tar.getnames()

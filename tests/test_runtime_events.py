@@ -224,6 +224,67 @@ def test_background_delivery(rt, tmp_path):
     assert [d["eventId"] for d in _lines(out)] == [e.event_id for e in rt.events.list()]
 
 
+def test_background_delivery_survives_a_failing_pass(rt, tmp_path):
+    """A damaged sink row makes passes fail; the thread keeps the error, stays alive and
+    delivers once the row is mended."""
+    import sqlite3
+    out = tmp_path / "bg.jsonl"
+    rt.events.add_sink("jsonl", str(out))
+    rt.deploy(program("logger"), 0x100)
+    rt.call(to=0x100)
+    name = f"jsonl:{out.resolve()}"
+    with sqlite3.connect(tmp_path / "vm.db") as db:
+        db.execute("UPDATE sinks SET config = '{not json' WHERE name = ?", (name,))
+    worker = rt.events.background(interval=0.01)
+    try:
+        deadline = time.monotonic() + 30
+        while worker.failed_passes < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert worker.failed_passes >= 2 and worker.passes == 0 and worker.alive
+        assert "JSONDecodeError" in worker.errors[-1] and not out.exists()
+        with sqlite3.connect(tmp_path / "vm.db") as db:
+            db.execute("UPDATE sinks SET config = '{}' WHERE name = ?", (name,))
+        while len(_lines(out)) < len(rt.events.list()) and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        worker.stop()
+    assert [d["eventId"] for d in _lines(out)] == [e.event_id for e in rt.events.list()]
+    assert worker.passes >= 1 and not worker.alive
+
+
+def test_jsonl_sink_never_keeps_half_a_line(tmp_path):
+    """A real file size limit (RLIMIT_FSIZE) in a child process cuts the second line short;
+    the sink undoes the part it wrote, and after the limit is gone the next line is whole."""
+    import subprocess
+    import sys
+    out = tmp_path / "limited.jsonl"
+    child = f"""
+import resource, signal, sys
+from rtwo_vm.runtime.events import VMEvent
+from rtwo_vm.runtime.sinks import SinkUnavailable
+from rtwo_vm.runtime.sinks.jsonl import JsonLinesSink
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+sink = JsonLinesSink({str(out)!r})
+sink.deliver(VMEvent(1, "ctx_1", "result.recorded", {{}}, "2025-01-01T00:00:00+00:00"))
+size = len(open({str(out)!r}, "rb").read())
+resource.setrlimit(resource.RLIMIT_FSIZE, (size + 40, resource.RLIM_INFINITY))
+try:
+    sink.deliver(VMEvent(2, "ctx_1", "result.recorded", {{"pad": "x" * 200}},
+                         "2025-01-01T00:00:00+00:00"))
+except SinkUnavailable as err:
+    print("refused:", err)
+"""
+    done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("refused:") and "undone" in done.stdout
+    lines = out.read_bytes().split(b"\n")
+    assert lines[1:] == [b""] and json.loads(lines[0])["eventId"] == 1
+    JsonLinesSink(out).deliver(VMEvent(3, "ctx_1", "result.recorded", {},
+                                       "2025-01-01T00:00:00+00:00"))
+    assert [d["eventId"] for d in _lines(out)] == [1, 3]
+
+
 def test_jsonl_lines_are_canonical_and_self_describing(tmp_path):
     sink = JsonLinesSink(tmp_path / "x.jsonl")
     sink.deliver(VMEvent(1, "ctx_1", "result.recorded", {"b": 1, "a": 2}, "2025-01-01T00:00:00+00:00"))

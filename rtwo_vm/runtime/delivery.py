@@ -21,6 +21,7 @@ Bounds, per sink (its options, see :mod:`rtwo_vm.runtime.sinks`):
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from rtwo_vm.runtime.sinks import (
 from rtwo_vm.runtime.store import Store
 
 DEFAULT_DEADLINE = 10.0
+_LOG = logging.getLogger("rtwo_vm.delivery")
 
 
 @dataclass
@@ -273,7 +275,15 @@ class Dispatcher:
 
 class BackgroundDispatcher:
     """Runs Dispatcher passes every ``interval`` seconds on its own connection until stopped
-    (no waiting inside a pass: a failed event is tried again by a later pass when due)."""
+    (no waiting inside a pass: a failed event is tried again by a later pass when due).
+
+    A pass that raises (a damaged sink row, a database error) does not end the thread: the
+    error is kept in :attr:`errors` (the last :data:`KEPT_ERRORS`, one line each, with
+    :attr:`failed_passes` counting all of them), logged, and the next pass comes after the
+    interval doubled per consecutive failure, up to :data:`MAX_BACKOFF` seconds."""
+
+    KEPT_ERRORS = 20
+    MAX_BACKOFF = 30.0
 
     def __init__(self, path: str, sinks_of: Callable[[Store], list[tuple[Sink, int]]],
                  clock: Callable[[], str], interval: float = 0.5,
@@ -285,24 +295,48 @@ class BackgroundDispatcher:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="rtwo-vm-dispatcher", daemon=True)
         self.passes = 0
+        self.failed_passes = 0
+        self.errors: list[str] = []
 
     def start(self) -> "BackgroundDispatcher":
         self._thread.start()
         return self
 
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
     def stop(self, timeout: float = 30.0) -> None:
         self._stop.set()
         self._thread.join(timeout)
+        if self._thread.is_alive():
+            raise RuntimeError(f"the dispatcher did not stop within {timeout:g} s")
 
     def _loop(self) -> None:
-        store = Store(self._path)
+        store: Store | None = None
+        failures = 0
         try:
-            dispatcher = Dispatcher(store, self._clock, deadline=self._deadline,
-                                    retry_in_pass=False)
             while not self._stop.is_set():
-                for sink, start_after in self._sinks_of(store):
-                    dispatcher.deliver(sink, start_after)
-                self.passes += 1
-                self._stop.wait(self._interval)
+                try:
+                    if store is None:
+                        store = Store(self._path)
+                    dispatcher = Dispatcher(store, self._clock, deadline=self._deadline,
+                                            retry_in_pass=False)
+                    for sink, start_after in self._sinks_of(store):
+                        dispatcher.deliver(sink, start_after)
+                    self.passes += 1
+                    failures = 0
+                except Exception as err:  # noqa: BLE001 - kept and retried, never fatal
+                    failures += 1
+                    self.failed_passes += 1
+                    self.errors = (self.errors + [one_line(err)])[-self.KEPT_ERRORS:]
+                    _LOG.warning("delivery pass failed (%d in a row): %s", failures,
+                                 one_line(err))
+                    if store is not None:
+                        store.close()
+                        store = None
+                wait = self._interval * (2 ** min(failures, 16)) if failures else self._interval
+                self._stop.wait(min(wait, max(self._interval, self.MAX_BACKOFF)))
         finally:
-            store.close()
+            if store is not None:
+                store.close()

@@ -43,13 +43,29 @@ class _Session:
         self.path, self.fd = path, fd
 
     def write(self, event: VMEvent) -> None:
+        """Append one whole line or nothing: a short write (a full disk, a file size limit)
+        is continued, and a line that cannot be finished is cut off again, so the file never
+        keeps half a line that the next line would be glued to."""
         data = canonical_line(event) + b"\n"
         try:
-            written = os.write(self.fd, data)
+            start = os.fstat(self.fd).st_size
         except OSError as err:
             raise SinkUnavailable(f"cannot write {self.path}: {err.strerror}") from None
-        if written != len(data):
-            raise SinkUnavailable(f"short write to {self.path}")
+        done = 0
+        try:
+            while done < len(data):
+                written = os.write(self.fd, data[done:])
+                if written <= 0:
+                    raise OSError(0, "no progress")
+                done += written
+        except OSError as err:
+            if done:
+                try:
+                    os.ftruncate(self.fd, start)
+                except OSError:
+                    pass
+            raise SinkUnavailable(f"cannot write {self.path}: {err.strerror} "
+                                  f"({done} of {len(data)} bytes written, undone)") from None
 
     def send(self, events: Sequence[VMEvent], deadline: float) -> list[BaseException | None]:
         return send_each(events, deadline, self.write)
