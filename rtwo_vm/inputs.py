@@ -248,10 +248,15 @@ def _number(text: str, kind, what: str):
     try:
         value = kind(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{what} expected, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"{what} expected, got {text[:40]!r}") from None
     if isinstance(value, float) and not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be finite, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be finite, got {text[:40]!r}")
     return value
+
+
+def finite_float(text: str) -> float:
+    """Any finite number (every float option of every command: see parsing.harden)."""
+    return _number(text, float, "a number")
 
 
 def positive_float(text: str) -> float:

@@ -9,7 +9,8 @@ options are grouped in its help.
 from __future__ import annotations
 
 import argparse
-import math
+
+from rtwo_vm.inputs import finite_float
 
 # The top-level help lists the commands in these groups (a command a module registers that
 # is in none of them is listed under "Other commands").
@@ -41,17 +42,6 @@ def group_options(parser: argparse.ArgumentParser, groups) -> None:
         for action in [a for a in default._group_actions if a.dest in dests]:
             default._group_actions.remove(action)
             group._group_actions.append(action)
-
-
-def finite_float(text: str) -> float:
-    """argparse type for every float option: nan and infinities are refused."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text[:40]!r}") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be a finite number, got {text[:40]}")
-    return value
 
 
 def harden(parser: argparse.ArgumentParser) -> None:

@@ -8,6 +8,7 @@ import sys
 
 from rtwo_vm.commands.services import _common, _guard, _need_id, _open, _print_json, _table
 from rtwo_vm.inputs import CliError, parse_count
+from rtwo_vm.sink_options import COMMON_OPTIONS, KIND_OPTIONS
 
 
 def register(sub) -> None:
@@ -156,7 +157,8 @@ def _events_tail(args) -> int:
         nats_sink.tail(args.nats, stream=args.stream or nats_sink.DEFAULT_STREAM,
                        subject=args.subject or nats_sink.DEFAULT_SUBJECT, context=args.context,
                        type_=args.type, limit=args.limit, follow=not args.no_follow,
-                       durable=args.durable, timeout=args.timeout or 5.0, out=sys.stdout)
+                       durable=args.durable,
+                       timeout=args.timeout or COMMON_OPTIONS["timeout"][0], out=sys.stdout)
     except (ValueError, SinkUnavailable) as err:
         raise CliError(str(err).splitlines()[0]) from None
     except KeyboardInterrupt:
@@ -205,19 +207,19 @@ def _register_events(sub) -> None:
                                            "(default 10)")
     p.add_argument("--from-now", dest="from_now", action="store_true",
                    help="sink-add: only events recorded from now on")
-    p.add_argument("--timeout", type=lambda t: _seconds(t, "--timeout", low=0.01, high=300),
-                   metavar="SECONDS", help="sink-add, tail: wait at most this long for one "
-                                           "answer or acknowledgement (default 5)")
+    p.add_argument("--timeout", type=_option_type("timeout"), metavar="SECONDS",
+                   help="sink-add, tail: wait at most this long for one answer or "
+                        f"acknowledgement{_option_help('timeout')}")
     p.add_argument("--max-attempts", dest="max_attempts", metavar="N",
-                   type=lambda t: _bounded(t, "--max-attempts", 1, 1000),
-                   help="sink-add: failed attempts before an event is parked as dead "
-                        "(default 20)")
-    p.add_argument("--backoff", type=lambda t: _seconds(t, "--backoff", high=3600),
-                   metavar="SECONDS", help="sink-add: wait after the first failure, doubled "
-                                           "after each (default 0.5)")
+                   type=_option_type("max_attempts"),
+                   help="sink-add: failed attempts before an event is parked as dead"
+                        f"{_option_help('max_attempts')}")
+    p.add_argument("--backoff", type=_option_type("backoff"), metavar="SECONDS",
+                   help="sink-add: wait after the first failure, doubled after each"
+                        f"{_option_help('backoff')}")
     p.add_argument("--backoff-cap", dest="backoff_cap", metavar="SECONDS",
-                   type=lambda t: _seconds(t, "--backoff-cap"),
-                   help="sink-add: longest wait between attempts (default 300)")
+                   type=_option_type("backoff_cap"),
+                   help=f"sink-add: longest wait between attempts{_option_help('backoff_cap')}")
     p.add_argument("--hmac-secret-env", dest="hmac_secret_env", metavar="VAR",
                    help="sink-add webhook: sign each body with HMAC-SHA256 keyed by the value "
                         "of environment variable VAR (header X-RTWO-Signature: sha256=HEX)")
@@ -227,9 +229,9 @@ def _register_events(sub) -> None:
                    help="sink-add nats, tail: subject template (default "
                         "rtwo.vm.events.{context}.{type})")
     p.add_argument("--dedup-window", dest="dedup_window", metavar="SECONDS",
-                   type=lambda t: _seconds(t, "--dedup-window", low=1, high=7 * 86400),
-                   help="sink-add nats: the stream's duplicate window when the sink creates it "
-                        "(default 600)")
+                   type=_option_type("dedup_window", "nats"),
+                   help="sink-add nats: the stream's duplicate window when the sink creates it"
+                        f"{_option_help('dedup_window', 'nats')}")
     p.add_argument("--sink", help="dead, requeue: only this sink's")
     p.add_argument("--all", action="store_true", help="requeue: every dead event")
     p.add_argument("--nats", metavar="URL", help="tail: the NATS server (nats://HOST:PORT)")
@@ -239,6 +241,24 @@ def _register_events(sub) -> None:
                    help="tail: a durable consumer that remembers what it printed")
     _common(p, listing=True)
     p.set_defaults(func=_cmd_events)
+
+
+def _option_range(name: str, kind: str | None = None) -> tuple[float, float, float]:
+    return (KIND_OPTIONS.get(kind or "", {}).get(name) or COMMON_OPTIONS[name])
+
+
+def _option_type(name: str, kind: str | None = None):
+    """The argparse type of a numeric sink option, with its range from rtwo_vm.sink_options."""
+    default, low, high = _option_range(name, kind)
+    flag = "--" + name.replace("_", "-")
+    if isinstance(default, int):
+        return lambda text: _bounded(text, flag, int(low), int(high))
+    return lambda text: _seconds(text, flag, low=low, high=high)
+
+
+def _option_help(name: str, kind: str | None = None) -> str:
+    default, low, high = _option_range(name, kind)
+    return f" (default {default:g}; from {low:g} to {high:g})"
 
 
 def _bounded(text: str, what: str, low: int, high: int) -> int:

@@ -27,6 +27,7 @@ import time
 from typing import Any, Protocol, Sequence
 
 from rtwo_vm.runtime.events import VMEvent
+from rtwo_vm.sink_options import COMMON_OPTIONS
 
 
 class SinkUnavailable(Exception):
@@ -54,16 +55,6 @@ SINK_KINDS: dict[str, tuple[str, str]] = {
     "webhook": ("webhook", "WebhookSink"),
     "nats": ("nats", "NatsSink"),
 }
-
-# Delivery options every kind takes (the dispatcher's retry policy for this sink), with their
-# defaults and bounds; kinds add their own (OPTIONS on the class).
-COMMON_OPTIONS: dict[str, tuple[float, float, float]] = {
-    "timeout": (5.0, 0.01, 300.0),        # seconds per request / acknowledgement
-    "max_attempts": (20, 1, 1000),        # failed attempts before an event is parked as dead
-    "backoff": (0.5, 0.0, 3600.0),        # seconds after the first failure, doubled each time
-    "backoff_cap": (300.0, 0.0, 86400.0), # ... up to this
-}
-
 
 class Session(Protocol):
     def send(self, events: Sequence[VMEvent], deadline: float) -> list[BaseException | None]: ...

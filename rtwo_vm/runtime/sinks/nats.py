@@ -27,12 +27,14 @@ import urllib.parse
 from typing import Any, Callable, Sequence, TextIO
 
 from rtwo_vm.runtime.events import VMEvent
+from rtwo_vm.sink_options import KIND_OPTIONS
 from rtwo_vm.runtime.sinks import (
     NOT_SENT, DeadlineReached, SinkUnavailable, canonical_line, one_line, remaining,
 )
 
 DEFAULT_STREAM = "RTWO_VM_EVENTS"
 DEFAULT_SUBJECT = "rtwo.vm.events.{context}.{type}"
+_DEDUP_DEFAULT = KIND_OPTIONS["nats"]["dedup_window"][0]
 PLACEHOLDERS = ("{context}", "{type}")
 _STREAM_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
 _LITERAL_TOKEN = re.compile(r"[A-Za-z0-9_:-]{1,64}\Z")
@@ -89,7 +91,7 @@ def subject_of(template: str, stream: str, type_: str) -> str:
 class NatsSink:
     kind = "nats"
     OPTIONS: dict[str, Any] = {"stream": DEFAULT_STREAM, "subject": DEFAULT_SUBJECT,
-                               "dedup_window": (600.0, 1.0, 7 * 86400.0)}
+                               **KIND_OPTIONS["nats"]}
 
     def __init__(self, target: str, options: dict[str, Any] | None = None):
         self.target = check_url(target)
@@ -166,7 +168,7 @@ class _Session:
                 try:
                     await self.js.add_stream(api.StreamConfig(
                         name=name, subjects=[wanted], storage=api.StorageType.FILE,
-                        duplicate_window=self.sink.options.get("dedup_window", 600.0)))
+                        duplicate_window=self.sink.options.get("dedup_window", _DEDUP_DEFAULT)))
                     return
                 except errors.BadRequestError:
                     continue  # created meanwhile by another process: check it
