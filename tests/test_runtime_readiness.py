@@ -196,3 +196,16 @@ def test_the_default_proof_report_is_build_under_the_working_directory(rt, monke
     assert check.status == "passed"
     assert check.evidence.startswith(f"{len(doc['results'])} results in build/proofs-report.json: "
                                      f"agrees ")
+
+
+def test_the_examples_check_finds_the_bundled_examples_from_any_directory(tmp_path):
+    """From a directory without examples/ (and, in CI, a non-editable install), readiness
+    runs the scenarios the package brings, not `not_available`."""
+    import subprocess
+    import sys
+    proc = subprocess.run([sys.executable, "-m", "rtwo_vm.cli", "readiness", "--only", "examples",
+                           "--db", str(tmp_path / "r.db"), "--json"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    checks = {c["name"]: c for c in json.loads(proc.stdout)["checks"]}
+    assert checks["examples"]["status"] == "passed", checks["examples"]

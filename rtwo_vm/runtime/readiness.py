@@ -24,9 +24,10 @@ if TYPE_CHECKING:
 
 
 def default_examples() -> Path:
-    """The source tree's examples/ (next to the package), else ./examples."""
-    beside = Path(__file__).resolve().parents[2] / "examples"
-    return beside if beside.is_dir() else Path.cwd() / "examples"
+    """The example scenarios the package brings (the checkout's examples/, or the copy a
+    wheel installs under <prefix>/share/rtwo-vm/examples): rtwo_vm.examples decides."""
+    from rtwo_vm.examples import bundled_directory
+    return bundled_directory()
 
 
 @dataclass(frozen=True)
