@@ -59,3 +59,7 @@ class SlowAckProxy(_Process):
 
     def delay(self, seconds: float) -> None:
         self.control.write_text(str(seconds))
+
+    def hold_after(self, acks: int) -> None:
+        """Let ``acks`` acknowledgements through, then hold the rest until delay()."""
+        self.control.write_text(f"hold {acks}")

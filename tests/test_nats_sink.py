@@ -160,8 +160,8 @@ def test_server_down_at_start_then_started(tmp_path):
 
 def test_server_killed_mid_delivery_and_restarted(rt, server, tmp_path):
     with SlowAckProxy(server.port, tmp_path / "delay") as proxy:
-        proxy.delay(0.02)  # slow enough to be killed in the middle
-        rt.events.add_sink("nats", proxy.url, options={"backoff": 0})
+        proxy.hold_after(20)  # the acknowledgements after the 20th wait: killed in the middle
+        rt.events.add_sink("nats", proxy.url, options={"backoff": 0, "timeout": 60})
         for _ in range(20):
             rt.call(to=0x100)
         total = len(rt.events.list())
