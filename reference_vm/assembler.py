@@ -229,7 +229,12 @@ def _instruction(line: int, mnemonic: str, operand: str, table, mask: int, offse
         if IDENT.match(operand):
             mnemonic = LABEL_PUSH
         else:
-            mnemonic = _PUSHES[_push_size(parse_number(operand), mask)]
+            value = parse_number(operand)
+            if not -((mask + 1) >> 1) <= value <= mask:
+                bits = mask.bit_length()
+                raise ValueError(f"push operand {operand} is outside the {bits}-bit word "
+                                 f"(from -2^{bits - 1} to 2^{bits}-1)")
+            mnemonic = _PUSHES[_push_size(value, mask)]
     ins = table.get(mnemonic)
     if ins is None:
         raise ValueError(f"unknown mnemonic {mnemonic.lower()!r}")

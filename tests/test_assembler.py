@@ -78,6 +78,8 @@ def test_mnemonics_are_case_insensitive_and_any_whitespace_separates():
     ("jump d\nstop\n.data\nd: .byte 1", "data label"),
     ("stop\n.data\nadd", "belong in the .code"),
     ("push 0x\nstop", "not a number"),
+    ("push 18446744073709551616\nstop", "outside the 64-bit word (from -2^63 to 2^64-1)"),
+    ("push -9223372036854775809\nstop", "outside the 64-bit word"),
     (".byte 256\nstop", "fit in a byte"),
     (".ascii \"\\q\"\nstop", "unknown escape"),
     (".ascii \"\\x4\"\nstop", "two hex digits"),
@@ -96,3 +98,10 @@ def test_disassembly_labels_jump_targets_and_keeps_undecodable_bytes():
     assert "L0000:" in text and "jumpi L0000" in text and ".byte 0xff" in text
     assert ".hex 78" in text
     assert assemble(text) == blob
+
+
+def test_push_takes_the_whole_word_in_both_signs():
+    # 2^64-1 and -1 are the same word; -2^63 is the lowest signed value (push8 0x80..00)
+    assert assemble("push 18446744073709551615\nstop") == assemble("push -1\nstop")
+    low = assemble("push -9223372036854775808\nstop")
+    assert low == assemble("push8 0x8000000000000000\nstop")
