@@ -16,9 +16,9 @@ import copy
 import random
 from typing import Any, Mapping, Sequence
 
-from conformance.random_source import EDGE_WORDS, OPEN, OTHER, program
+from conformance.random_source import EDGE_WORDS, random_case
 from conformance.vector import (
-    TABLE, Case, bytes_hex, expected_of, fill_case, outcome_of, parse_bytes, run_reference, tags_of,
+    TABLE, bytes_hex, expected_of, fill_case, outcome_of, parse_bytes, run_reference, tags_of,
 )
 from reference_vm import container
 from reference_vm.decode import decode
@@ -37,13 +37,9 @@ def new_seed() -> int:
 
 
 def _random_vector(rng: random.Random, seed: int, n: int) -> dict[str, Any]:
-    code, mnemonics = program(rng)
-    case = Case(id=f"fresh/{seed}/{n:04d}", description=f"Fresh random valid program {n} of seed {seed}.",
-                code=code, opcodes=tuple(mnemonics), categories=("random",), source="random",
-                contracts={OTHER: code}, call_data=bytes(rng.getrandbits(8) for _ in range(rng.randrange(25))),
-                block_time=rng.getrandbits(64), random_seed=bytes(rng.getrandbits(8) for _ in range(32)),
-                policy=OPEN, limits={"compute": rng.randrange(20001), "memory_pages": rng.randrange(5),
-                                     "storage_units": rng.randrange(80)})
+    # The corpus's random programs (conformance.random_source), with a larger compute range.
+    case = random_case(rng, f"fresh/{seed}/{n:04d}",
+                       f"Fresh random valid program {n} of seed {seed}.", compute_max=20000)
     vector = fill_case(case)
     vector.pop("_meta", None)
     return vector

@@ -58,17 +58,23 @@ def program(rng: random.Random, max_length: int = 40) -> tuple[bytes, list[str]]
     return build(code, data), sorted({r.mnemonic for r in rows}, key=lambda m: TABLE.by_mnemonic[m].opcode)
 
 
+def random_case(rng: random.Random, case_id: str, description: str,
+                compute_max: int = 5000) -> Case:
+    """One random valid program with its limits, call data, storage, time and seed, drawn
+    from ``rng`` in this order (the committed random vectors depend on it)."""
+    code, mnemonics = program(rng)
+    limits = {"compute": rng.randrange(compute_max + 1), "memory_pages": rng.randrange(5),
+              "storage_units": rng.randrange(80)}
+    call_data = bytes(rng.getrandbits(8) for _ in range(rng.randrange(25)))
+    storage = {rng.choice(EDGE_WORDS): rng.getrandbits(64) | 1 for _ in range(rng.randrange(3))}
+    return Case(id=case_id, description=description,
+                code=code, opcodes=tuple(mnemonics), categories=("random",), source="random",
+                contracts={OTHER: code}, storage=storage, call_data=call_data,
+                block_time=rng.getrandbits(64), random_seed=bytes(rng.getrandbits(8) for _ in range(32)),
+                policy=OPEN, limits=limits)
+
+
 def cases(seed: int = SEED, count: int = COUNT) -> Iterator[Case]:
     rng = random.Random(seed)
     for n in range(count):
-        code, mnemonics = program(rng)
-        limits = {"compute": rng.randrange(5001), "memory_pages": rng.randrange(5),
-                  "storage_units": rng.randrange(80)}
-        call_data = bytes(rng.getrandbits(8) for _ in range(rng.randrange(25)))
-        storage = {rng.choice(EDGE_WORDS): rng.getrandbits(64) | 1 for _ in range(rng.randrange(3))}
-        yield Case(id=f"random/{seed}/{n:04d}",
-                   description=f"Random valid program {n} of seed {seed}.",
-                   code=code, opcodes=tuple(mnemonics), categories=("random",), source="random",
-                   contracts={OTHER: code}, storage=storage, call_data=call_data,
-                   block_time=rng.getrandbits(64), random_seed=bytes(rng.getrandbits(8) for _ in range(32)),
-                   policy=OPEN, limits=limits)
+        yield random_case(rng, f"random/{seed}/{n:04d}", f"Random valid program {n} of seed {seed}.")
