@@ -169,6 +169,7 @@ def to_json(result: SuiteResult, corpus: Mapping[str, Any], bundles: Mapping[tup
             "capabilities": (run.hello or {}).get("capabilities", []),
             "ok": run.ok, "passes": run.passes, "issues": [i[:2000] for i in run.issues[:100]],
             "restarts": run.restarts, "gave_up": run.gave_up or None, "not_run_after_exitfirst": run.stopped,
+            "safety_net_retries": run.retried,
             "counts": _counts(run, False), "fresh_counts": _counts(run, True),
             "main_pass_vectors_per_second": round(run.rate, 1), "seconds": round(run.total_seconds, 3),
             "failure_kinds": dict(Counter(c for o in failing for c in o.categories)),
@@ -300,7 +301,9 @@ def _counts_line(run: ImplementationRun, fresh: bool = False) -> str:
     if fresh:
         return ", ".join(parts)
     rate = f"; main pass {run.rate:,.0f} vectors/s" if run.main_seconds else ""
-    return ", ".join(parts) + rate + "; " + plural(run.restarts, "adapter restart")
+    retried = (f"; {plural(run.retried, 'attempt')} met the wall-clock safety net and ran again"
+               if run.retried else "")
+    return ", ".join(parts) + rate + "; " + plural(run.restarts, "adapter restart") + retried
 
 
 def _table(title: str, rows, columns: list[str], width: int) -> list[str]:

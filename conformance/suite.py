@@ -15,8 +15,6 @@ at all (it is the vector's expected one), a wrong one within a memory budget.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import re
 import shlex
@@ -26,29 +24,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from conformance import determinism, traces
-from conformance.compare import Mismatch, capped, compare_reply, compare_result
-from conformance.fresh import is_fresh
-from conformance.protocol import reply_problems
+from conformance import determinism, safety_net, traces
+from conformance.compare import Mismatch, capped, compare_result
+from conformance.outcomes import (  # noqa: F401 - KINDS and the rest: names of suite, for its callers
+    KINDS, PRECEDING_KEPT, PROCESS_FAILURES, STATUSES, UNSUPPORTED, WRONG_ANSWERS, Keeper, Outcome,
+    PassRun, evaluate, light, signature, small,
+)
 from conformance.requests import Prepared, jobs, request_id, response_limit  # noqa: F401 - used by replay, selftest
 from conformance.runner import AdapterProcess, Job, Pool, Reply, Settings, StartError  # noqa: F401 - Job: the runner's names, for callers of suite
 from conformance.selection import KnownFailure, fingerprints, known_failure
-from conformance.tracediff import Divergence
-
-# Process-level failures, as reported per vector.
-PROCESS_FAILURES = ("crash", "timeout", "garbage", "oversized", "wrong_id", "extra_output", "protocol",
-                    "unavailable")
-# Failure kinds ranked for triage: real wrong answers first, then the adapter's misbehaviour,
-# then what the implementation says it cannot do.
-WRONG_ANSWERS = ("result", "resource", "resource_bound", "stage", "internal", "nondeterministic", "trace",
-                 "disagreement")
-UNSUPPORTED = "unsupported"
-KINDS = WRONG_ANSWERS + PROCESS_FAILURES + ("adapter_error", UNSUPPORTED)
-KEPT_MESSAGES = 64 << 20    # bytes of wrong responses kept for the report (then only their start)
-# Outcome statuses: a listed known failure that fails is an expected failure (xfail); one that
-# passes is "now passing" (xpass) and fails the run until it is removed from its list.
-STATUSES = ("pass", "fail", "xfail", "xpass")
-PRECEDING_KEPT = 64     # preceding vectors of the same process recorded per pass in a bundle
 
 
 def reference_command() -> str:
@@ -67,66 +51,6 @@ class Options:
 
 
 @dataclass
-class PassRun:
-    """One execution of a vector: the pass, its environment, and what came back."""
-
-    name: str                                # "main pass", "determinism pass 1", ...
-    label: str                               # how the pass ran (determinism.MAIN_PASS, ...)
-    environment: dict[str, str | None]       # values of determinism.ENV_KEYS, None = unset
-    order_seed: int | None                   # None: corpus order
-    reply: Reply | None
-    differs: bool = False                    # differs from the main pass (a determinism failure)
-    response: str = ""                       # what came back, described (when the reply keeps no message)
-
-    def __post_init__(self) -> None:
-        if not self.response and self.reply is not None and (self.reply.message is not None
-                                                            or self.reply.failure is not None):
-            self.response = determinism.describe(determinism.reply_signature(self.reply))
-
-    def to_json(self) -> dict[str, Any]:
-        preceded, count = self.reply.preceded_by(PRECEDING_KEPT) if self.reply else ([], 0)
-        return {"name": self.name, "pass": self.label, "environment": self.environment, "order_seed": self.order_seed,
-                "preceded_by": preceded, "preceded_count": count, "differs": self.differs,
-                "response": self.response or determinism.describe(determinism.reply_signature(self.reply)),
-                "message": self.reply.message if self.differs and self.reply else None,
-                "log": self.reply.log_path if self.reply else None}
-
-
-@dataclass
-class Outcome:
-    vector_id: str
-    status: str                                   # one of STATUSES
-    failures: list[Mismatch] = field(default_factory=list)
-    reason: str = ""                              # process failure detail
-    reply: dict[str, Any] | None = None           # the main pass's response message
-    divergence: Divergence | None = None
-    known: str = ""                               # the known-failure entry's reason, when listed
-    passes: list[PassRun] = field(default_factory=list)
-    correct: bool = False                         # the main pass's result matches the expected one
-    seconds: float = 0.0                          # the adapter's time on the vector in the main pass
-    signature: str = ""                           # digest of the main pass's response (determinism)
-
-    @property
-    def categories(self) -> list[str]:
-        return sorted({m.category for m in self.failures})
-
-    @property
-    def kind(self) -> str:
-        """The failure kind that ranks this vector in the triage (KINDS order)."""
-        cats = self.categories
-        return min(cats, key=KINDS.index) if cats and all(c in KINDS for c in cats) else (cats or ["?"])[0]
-
-    @property
-    def fresh(self) -> bool:
-        return is_fresh(self.vector_id)
-
-    @property
-    def failed(self) -> bool:
-        """Whether the implementation got this vector wrong (listed or not)."""
-        return self.status in ("fail", "xfail")
-
-
-@dataclass
 class ImplementationRun:
     command: str
     hello: dict[str, Any] | None = None
@@ -142,6 +66,7 @@ class ImplementationRun:
     seed: int = 0
     gave_up: str = ""                             # why the remaining vectors were not run
     stopped: int = 0                              # vectors not run after -x stopped the run
+    retried: int = 0                              # attempts that met the safety net and ran again
 
     @property
     def name(self) -> str:
@@ -199,59 +124,6 @@ def probe(argv: list[str], settings: Settings) -> dict[str, Any]:
     return hello
 
 
-def evaluate(vector: Mapping[str, Any], reply: Reply | None) -> Outcome:
-    """Judge the main pass's reply to one vector."""
-    vid = vector["id"]
-    if reply is None:
-        return Outcome(vid, "fail", [Mismatch("response", "a response", "none", "protocol")], "no response")
-    if reply.failure is not None:
-        return Outcome(vid, "fail", [Mismatch("response", "a response", reply.failure, reply.failure)], reply.detail)
-    message = reply.message
-    problems = reply_problems(message, vid, traced=False)
-    if problems:
-        return Outcome(vid, "fail", [Mismatch("response", "a result", p, "protocol") for p in problems],
-                       "; ".join(problems), message)
-    if message["type"] == "error":
-        code = message.get("code")
-        detail = f"adapter error {code}: {str(message.get('message', ''))[:300]}"
-        kind = UNSUPPORTED if code == "UNSUPPORTED_INPUT" else "adapter_error"
-        return Outcome(vid, "fail", [Mismatch("response", "a result", code, kind)], detail, message)
-    failures = capped(compare_reply(vector, message))
-    return Outcome(vid, "fail" if failures else "pass", failures, "", message, correct=not failures)
-
-
-def signature(reply: Reply | None) -> str:
-    """A digest of what must be identical between two runs of a vector."""
-    return hashlib.sha256(json.dumps(determinism.reply_signature(reply), sort_keys=True,
-                                     default=str).encode()).hexdigest()
-
-
-class _Keeper:
-    """Keeps the responses a report needs within a memory budget: a correct result is the
-    vector's expected one (nothing kept), a wrong one is kept while the budget lasts, then
-    only its start."""
-
-    def __init__(self, budget: int = KEPT_MESSAGES):
-        self.left = budget
-
-    def keep(self, outcome: Outcome, vector: Mapping[str, Any], reply: Reply | None) -> None:
-        message = outcome.reply
-        if message is None:
-            return
-        if outcome.correct:
-            outcome.reply = {"type": "result", "id": message.get("id"), "result": vector["expected"]["result"],
-                             "stage": message.get("stage")}
-            return
-        weight = 64 + (reply.size if reply is not None else 0) * 8
-        if weight <= self.left and weight <= 1 << 20:
-            self.left -= weight
-            return
-        text = json.dumps(message, default=str)[:2000]
-        outcome.reply = {"type": message.get("type"), "id": message.get("id"),
-                         "truncated": f"response of {reply.size if reply else len(text)} bytes not kept; "
-                                      f"it starts: {text}"}
-
-
 def _pass_settings(settings: Settings, label: str, run_name: str, env: Mapping[str, str] | None = None) -> Settings:
     return replace(settings, env=env if env is not None else settings.env,
                    log_label=f"{slug(run_name)}__{label}")
@@ -280,7 +152,7 @@ def run_implementation(command: str, vectors: Sequence[Mapping[str, Any]], known
         return run
     by_id = {v["id"]: v for v in vectors}
     prints = fingerprints(command, run.name, run.version)
-    keeper = _Keeper()
+    keeper = Keeper()
 
     def listed(vid: str) -> KnownFailure | None:
         return known_failure(known, run.name, vid, prints)
@@ -295,7 +167,7 @@ def run_implementation(command: str, vectors: Sequence[Mapping[str, Any]], known
         # A correct result needs no digest: a second run is compared with the expected one.
         outcome.seconds, outcome.signature = reply.seconds, "" if outcome.correct else signature(reply)
         keeper.keep(outcome, vector, reply)
-        outcome.passes.append(PassRun("main pass", determinism.MAIN_PASS, main_env, None, _light(reply),
+        outcome.passes.append(PassRun("main pass", determinism.MAIN_PASS, main_env, None, light(reply),
                                       response=determinism.describe(determinism.reply_signature(reply))))
         run.outcomes[reply.vector_id] = outcome
         if progress:
@@ -314,7 +186,18 @@ def run_implementation(command: str, vectors: Sequence[Mapping[str, Any]], known
     if len(run.outcomes) < len(vectors):        # -x stopped the run: keep the corpus order
         run.stopped = len(vectors) - len(run.outcomes)
     run.outcomes = {v["id"]: run.outcomes[v["id"]] for v in vectors if v["id"] in run.outcomes}
-    ran = [by_id[i] for i in run.outcomes]
+    retried = safety_net.ids_of(run.outcomes)
+    if retried and not run.gave_up:
+        # The wall clock is a safety net: what met it runs once more with more time.
+        again_settings = _pass_settings(settings, "retry", run.name)
+        replies, restarts = safety_net.collect(argv, again_settings, prepared.jobs(
+            [by_id[i] for i in retried], options.seed, "retry"))
+        run.restarts += restarts
+        run.retried = len(retried)
+        for vid in retried:
+            _settle(run, by_id[vid], replies.get(vid), keeper, main_env, settings)
+    # A vector that hung in the main pass has its verdict; the passes do not run it again.
+    ran = [by_id[i] for i, o in run.outcomes.items() if not safety_net.met_safety_net(o.passes[0].reply)]
     healthy = not run.gave_up and not run.stopped
 
     for k in range(options.repeat if healthy else 0):
@@ -322,23 +205,47 @@ def run_implementation(command: str, vectors: Sequence[Mapping[str, Any]], known
         order = determinism.shuffled([v["id"] for v in ran], p.order_seed)
         label, name = p.describe(), f"determinism pass {k + 1}"
 
-        def on_again(reply: Reply, name=name, p=p, label=label) -> None:
+        pending: list[str] = []
+
+        def judge(reply: Reply, retry: bool, name=name, p=p, label=label) -> None:
             outcome = run.outcomes[reply.vector_id]
-            diff = [] if _same(outcome, by_id[reply.vector_id], reply) else determinism.differences(
-                _main_reply(outcome), reply, f"{name} against the main pass")
-            outcome.passes.append(PassRun(name, label, p.recorded, p.order_seed, _light(reply), bool(diff),
+            if retry and safety_net.met_safety_net(reply):
+                diff = [Mismatch(f"{name}: response", "an answer, as in the main pass",
+                                 safety_net.hang_detail(settings), "timeout")]
+            elif _same(outcome, by_id[reply.vector_id], reply):
+                diff = []
+            else:
+                diff = determinism.differences(_main_reply(outcome), reply, f"{name} against the main pass")
+            shown = f"{label}; run again with {safety_net.retry_settings(settings).timeout:g} s " \
+                    "after meeting the wall-clock safety net" if retry else label
+            outcome.passes.append(PassRun(name, shown, p.recorded, p.order_seed, light(reply), bool(diff),
                                           determinism.describe(determinism.reply_signature(reply))))
             if diff:
-                outcome.passes[-1].reply.message = _small(reply.message)
+                outcome.passes[-1].reply.message = small(reply.message)
                 outcome.status = "fail"
                 outcome.failures = capped(outcome.failures + diff)
+
+        def on_again(reply: Reply, pending=pending, judge=judge) -> None:
+            if safety_net.met_safety_net(reply):
+                pending.append(reply.vector_id)     # not compared: it is run again below
+            else:
+                judge(reply, False)
             if progress:
                 progress(command, reply)
-        again = Pool(argv, _pass_settings(settings, f"pass{k + 1}", run.name, p.env)).run(
+        pass_settings = _pass_settings(settings, f"pass{k + 1}", run.name, p.env)
+        again = Pool(argv, pass_settings).run(
             prepared.jobs([by_id[i] for i in order], options.seed, f"pass{k + 1}"),
             on_again, keep=False)
         run.passes.append(label)
         run.restarts += again.restarts
+        if pending:
+            replies, restarts = safety_net.collect(argv, replace(pass_settings, log_label=pass_settings.log_label + "_retry"),
+                                                   prepared.jobs([by_id[i] for i in pending], options.seed,
+                                                                 f"pass{k + 1}-retry"))
+            run.restarts += restarts
+            run.retried += len(pending)
+            for vid in pending:
+                judge(replies.get(vid) or Reply(vid, None, "unavailable", "no reply to the retry"), True)
         run.issues.extend(f"{label}: {i}" for i in again.issues)
 
     _classify_known(run, listed)
@@ -346,6 +253,25 @@ def run_implementation(command: str, vectors: Sequence[Mapping[str, Any]], known
         _check_traces(run, argv, _pass_settings(settings, "traces", run.name), by_id, options)
     run.total_seconds = time.perf_counter() - started
     return run
+
+
+def _settle(run: ImplementationRun, vector: Mapping[str, Any], reply: Reply | None, keeper: "Keeper",
+            env: dict[str, str | None], settings: Settings) -> None:
+    """The main-pass verdict of a vector that met the safety net, from its second attempt."""
+    first = run.outcomes[vector["id"]]
+    label = (f"{determinism.MAIN_PASS}; run again with {safety_net.retry_settings(settings).timeout:g} s "
+             "after meeting the wall-clock safety net")
+    if reply is None or safety_net.met_safety_net(reply):
+        first.reason = safety_net.hang_detail(settings)
+        if reply is not None:
+            first.passes.append(PassRun("main pass, run again", label, env, None, light(reply)))
+        return
+    outcome = evaluate(vector, reply)
+    outcome.seconds, outcome.signature = reply.seconds, "" if outcome.correct else signature(reply)
+    keeper.keep(outcome, vector, reply)
+    outcome.passes = [PassRun("main pass", label, env, None, light(reply)),
+                      replace(first.passes[0], name="main pass, first attempt (met the wall-clock safety net)")]
+    run.outcomes[vector["id"]] = outcome
 
 
 def _same(outcome: Outcome, vector: Mapping[str, Any], reply: Reply) -> bool:
@@ -356,19 +282,6 @@ def _same(outcome: Outcome, vector: Mapping[str, Any], reply: Reply) -> bool:
                 and message.get("result") == vector["expected"]["result"]
                 and message.get("stage") == (outcome.reply or {}).get("stage"))
     return signature(reply) == outcome.signature
-
-
-def _small(message: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
-    if message is None:
-        return None
-    text = json.dumps(message, default=str)
-    return message if len(text) <= 16384 else {"type": message.get("type"), "truncated": text[:2000]}
-
-
-def _light(reply: Reply) -> Reply:
-    """The reply as a pass record keeps it: without its message (the outcome holds it)."""
-    return Reply(reply.vector_id, None, reply.failure, reply.detail[:2000], reply.history, reply.position,
-                 reply.log_path, reply.seconds, reply.size)
 
 
 def _main_reply(outcome: Outcome) -> Reply:

@@ -109,6 +109,51 @@ def test_hang_is_a_timeout(subset):
     assert o.categories == ["timeout"] and "hang" in o.reason
 
 
+def _stalling(*extra: str, target: str = TARGET) -> str:
+    return faulty("hang", target) + " " + shlex.join(list(extra))
+
+
+def test_a_hang_is_run_again_before_it_fails(subset):
+    """The wall clock is a safety net: a hang fails only after a second attempt with four
+    times the limit (1.5 s, then 6 s), and the determinism pass does not run it a third time."""
+    small = select(subset, ["arithmetic/ADD/one__*"])
+    (run,) = _run([faulty("hang")], small, repeat=1, timeout=1.5).runs
+    o = run.outcomes[TARGET]
+    assert o.status == "fail" and o.categories == ["timeout"]
+    assert o.reason == ("no answer within 1.5 s, nor within 6 s when run again in a fresh "
+                        "process (a hang)")
+    assert [p.name for p in o.passes] == ["main pass", "main pass, run again"]
+    assert run.retried == 1 and run.count("fail") == 1
+
+
+def test_a_one_off_stall_is_not_a_failure(subset, tmp_path):
+    """A vector that meets the safety net once (a load spike) and then answers passes; the
+    first attempt stays on record."""
+    small = select(subset, ["arithmetic/ADD/one__*"])
+    result = _run([_stalling("--once", str(tmp_path / "stalled"))], small, repeat=1, timeout=1.5)
+    (run,) = result.runs
+    o = run.outcomes[TARGET]
+    assert (tmp_path / "stalled").exists(), "the stall happened"
+    assert o.status == "pass" and o.failures == [] and result.ok
+    assert [p.name for p in o.passes] == ["main pass", "main pass, first attempt (met the wall-clock "
+                                          "safety net)", "determinism pass 1"]
+    assert o.passes[1].reply.failure == "timeout" and run.retried == 1
+
+
+def test_a_stall_in_a_determinism_pass_is_retried_not_called_nondeterminism(subset, tmp_path):
+    small = select(subset, ["arithmetic/ADD/one__*"])
+    once = _run([_stalling("--perturbed-only", "--once", str(tmp_path / "s"))], small, repeat=1,
+                timeout=1.5)
+    o = once.runs[0].outcomes[TARGET]
+    assert (tmp_path / "s").exists() and o.status == "pass" and once.ok
+    assert once.runs[0].retried == 1 and "after meeting the wall-clock safety net" in o.passes[1].label
+    # Hanging in the perturbed environment every time: a hang there, not a different answer.
+    always = _run([_stalling("--perturbed-only")], small, repeat=1, timeout=1.5)
+    o = always.runs[0].outcomes[TARGET]
+    assert o.status == "fail" and o.categories == ["timeout"], [str(m) for m in o.failures]
+    assert o.failures[0].field == "determinism pass 1: response"
+
+
 @pytest.mark.parametrize("fault,category", [("garbage", "garbage"), ("extra-line", "extra_output"),
                                             ("wrong-id", "wrong_id")])
 def test_protocol_faults_are_named(subset, fault, category):

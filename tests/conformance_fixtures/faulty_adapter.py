@@ -11,7 +11,9 @@ opaque ids, so the fixture finds the targeted vectors by their input in the corp
   exit-70           on the vector: closes stdout, logs a traceback to stderr, exits with status 70
                     a moment later (the runner must wait for the exit status)
   killed            on the vector: closes stdout, then dies of SIGTERM a moment later
-  hang              the process sleeps forever on the vector
+  hang              the process sleeps forever on the vector; with --once FILE only while
+                    FILE does not exist (it creates it: a one-off stall, as under a load spike),
+                    with --perturbed-only only outside UTC (in the runner's determinism passes)
   garbage           a non-protocol line is printed before the response
   extra-line        the response is written twice
   wrong-id          the response carries another id
@@ -165,7 +167,7 @@ class FaultyAdapter(Adapter):
             if self.fault == "killed":
                 os.kill(os.getpid(), signal.SIGTERM)
             os._exit(70)
-        if self.fault == "hang":
+        if self.fault == "hang" and self._stalls():
             time.sleep(3600)
         if self.fault == "miscount-compute":
             return self._miscount(vector_id, vector_input, trace)
@@ -180,6 +182,20 @@ class FaultyAdapter(Adapter):
         elif self.fault == "bad-stage":
             reply["stage"] = "executing" if reply["stage"] != "executing" else "validated"
         return reply
+
+    once: str | None = None
+    perturbed_only = False
+
+    def _stalls(self) -> bool:
+        if self.perturbed_only and time.timezone == 0:
+            return False
+        if self.once is None:
+            return True
+        try:
+            os.close(os.open(self.once, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return False
+        return True
 
     def _miscount(self, vector_id, vector_input, trace):
         # Run traced, then charge one more unit after every executed --op, as a VM with a
@@ -247,8 +263,12 @@ def main() -> int:
     parser.add_argument("--pidfile", default=None)
     parser.add_argument("--request-id", default=None,
                         help="also require the request's wire id to match this glob")
+    parser.add_argument("--once", default=None, help="hang: only while this file does not exist")
+    parser.add_argument("--perturbed-only", action="store_true", help="hang: only outside UTC")
     args = parser.parse_args()
-    return FaultyAdapter(args.fault, args.target, args.op, args.pidfile, args.request_id).serve(sys.stdin.buffer, sys.stdout.buffer)
+    adapter = FaultyAdapter(args.fault, args.target, args.op, args.pidfile, args.request_id)
+    adapter.once, adapter.perturbed_only = args.once, args.perturbed_only
+    return adapter.serve(sys.stdin.buffer, sys.stdout.buffer)
 
 
 if __name__ == "__main__":
