@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from conformance import determinism
+from conformance import determinism, safety_net
 from conformance.protocol import loads_bounded
 from conformance.report import BUNDLE_FORMATS
 from conformance.runner import Pool, Settings, StartError
@@ -124,6 +124,11 @@ def replay(plan: Plan, corpus: Mapping[str, Mapping[str, Any]], settings: Settin
         first = None
         for k, record in enumerate(plan.passes):
             reply, line = _run_pass(argv, settings, vector, record, corpus, k)
+            if safety_net.met_safety_net(reply):   # a safety net, as in a run (chapter 11.5)
+                reply, _ = _run_pass(argv, safety_net.retry_settings(settings), vector, record, corpus, k)
+                line += (f"; met the {settings.timeout:g} s safety net and ran again with "
+                         f"{safety_net.retry_settings(settings).timeout:g} s")
+                run.retried += 1
             run.passes.append(line)
             name = record.get("name") or f"pass {k}"
             if reply is not None and reply.log_path:
