@@ -311,10 +311,19 @@ def _check_traces(run: ImplementationRun, argv, settings: Settings, by_id, optio
     if not wanted and not sample:
         return
 
-    def on_trace(reply: Reply) -> None:
+    pending: list[str] = []
+
+    def on_trace(reply: Reply, retry: bool = False) -> None:
         outcome = run.outcomes[reply.vector_id]
         passed = outcome.status in ("pass", "xpass")
-        divergence, found = traces.judge(by_id[reply.vector_id], reply.message, passed)
+        if safety_net.met_safety_net(reply) and not retry:
+            pending.append(reply.vector_id)     # the safety net: judged after a second attempt
+            return
+        if safety_net.met_safety_net(reply):
+            divergence, found = None, [Mismatch("trace", "a traced response",
+                                                safety_net.hang_detail(settings), "timeout")]
+        else:
+            divergence, found = traces.judge(by_id[reply.vector_id], reply.message, passed)
         outcome.divergence = divergence
         if not passed and (reply.message is None or not isinstance(reply.message.get("trace"), list)):
             outcome.reason = (outcome.reason + "; " if outcome.reason else "") + "no trace returned"
@@ -325,6 +334,14 @@ def _check_traces(run: ImplementationRun, argv, settings: Settings, by_id, optio
                 outcome.status = "xfail"
     Pool(argv, settings).run(jobs([by_id[i] for i in wanted + sample], trace=True, seed=options.seed,
                                   label="traces", settings=settings), on_trace, keep=False)
+    if pending:
+        replies, restarts = safety_net.collect(argv, settings, jobs(
+            [by_id[i] for i in pending], trace=True, seed=options.seed, label="traces-retry",
+            settings=settings))
+        run.restarts += restarts
+        run.retried += len(pending)
+        for vid in pending:
+            on_trace(replies.get(vid) or Reply(vid, None, "unavailable", "no reply to the retry"), True)
 
 
 def _labels(runs: Sequence[ImplementationRun]) -> dict[int, str]:

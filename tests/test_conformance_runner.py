@@ -154,6 +154,18 @@ def test_a_stall_in_a_determinism_pass_is_retried_not_called_nondeterminism(subs
     assert o.failures[0].field == "determinism pass 1: response"
 
 
+def test_a_stall_while_tracing_is_retried_and_a_hang_there_is_a_timeout(subset, tmp_path):
+    small = select(subset, ["arithmetic/ADD/one__*"])
+    traced = "arithmetic/ADD/one__min"   # the one vector of `small` whose trace is checked
+    once = _run([_stalling("--traced-only", "--once", str(tmp_path / "t"), target=traced)], small,
+                repeat=0, timeout=1.5)
+    assert (tmp_path / "t").exists() and once.ok and once.runs[0].retried == 1
+    always = _run([_stalling("--traced-only", target=traced)], small, repeat=0, timeout=1.5)
+    o = always.runs[0].outcomes[traced]
+    assert o.status == "fail" and o.categories == ["timeout"], [str(m) for m in o.failures]
+    assert o.failures[0].field == "trace" and "(a hang)" in str(o.failures[0].actual)
+
+
 @pytest.mark.parametrize("fault,category", [("garbage", "garbage"), ("extra-line", "extra_output"),
                                             ("wrong-id", "wrong_id")])
 def test_protocol_faults_are_named(subset, fault, category):

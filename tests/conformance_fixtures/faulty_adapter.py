@@ -13,7 +13,8 @@ opaque ids, so the fixture finds the targeted vectors by their input in the corp
   killed            on the vector: closes stdout, then dies of SIGTERM a moment later
   hang              the process sleeps forever on the vector; with --once FILE only while
                     FILE does not exist (it creates it: a one-off stall, as under a load spike),
-                    with --perturbed-only only outside UTC (in the runner's determinism passes)
+                    with --perturbed-only only outside UTC (in the runner's determinism passes),
+                    with --traced-only only when a trace is asked for
   garbage           a non-protocol line is printed before the response
   extra-line        the response is written twice
   wrong-id          the response carries another id
@@ -167,7 +168,7 @@ class FaultyAdapter(Adapter):
             if self.fault == "killed":
                 os.kill(os.getpid(), signal.SIGTERM)
             os._exit(70)
-        if self.fault == "hang" and self._stalls():
+        if self.fault == "hang" and (trace or not self.traced_only) and self._stalls():
             time.sleep(3600)
         if self.fault == "miscount-compute":
             return self._miscount(vector_id, vector_input, trace)
@@ -185,6 +186,7 @@ class FaultyAdapter(Adapter):
 
     once: str | None = None
     perturbed_only = False
+    traced_only = False
 
     def _stalls(self) -> bool:
         if self.perturbed_only and time.timezone == 0:
@@ -265,9 +267,11 @@ def main() -> int:
                         help="also require the request's wire id to match this glob")
     parser.add_argument("--once", default=None, help="hang: only while this file does not exist")
     parser.add_argument("--perturbed-only", action="store_true", help="hang: only outside UTC")
+    parser.add_argument("--traced-only", action="store_true", help="hang: only when tracing")
     args = parser.parse_args()
     adapter = FaultyAdapter(args.fault, args.target, args.op, args.pidfile, args.request_id)
     adapter.once, adapter.perturbed_only = args.once, args.perturbed_only
+    adapter.traced_only = args.traced_only
     return adapter.serve(sys.stdin.buffer, sys.stdout.buffer)
 
 
