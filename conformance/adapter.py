@@ -22,7 +22,7 @@ from conformance.constants import PROTOCOL, SPEC_VERSION
 from conformance.protocol import EXIT_OK, EXIT_UNSUPPORTED, PROTOCOL_MAJOR, encode, loads_bounded
 from conformance.vector import error_stage, request_of
 from reference_vm import execute
-from reference_vm.trace import JsonLinesTracer
+from reference_vm.trace import FORMATS as TRACE_FORMATS, tracer_for
 
 NAME = "rtwo-reference"
 VERSION = "1.0.0"
@@ -35,7 +35,8 @@ MAX_REQUEST = 16 << 20
 class Adapter:
     name = NAME
     version = VERSION
-    capabilities = ("trace",)
+    capabilities = ("trace", "trace_eip3155")
+    trace_format = "native"          # of the request being answered (11.5.5), set by handle
     engine = staticmethod(execute)   # the execute function: the reference, or compiled_vm's
 
     def __init__(self, log: Any = sys.stderr, verbose: bool = False):
@@ -62,7 +63,7 @@ class Adapter:
     def execute(self, vector_id: str, vector_input: Mapping[str, Any], trace: bool) -> dict[str, Any]:
         """Run one vector input on the reference interpreter; the result response."""
         request = request_of(vector_input)
-        tracer = JsonLinesTracer(io.StringIO()) if trace else None
+        tracer = tracer_for(self.trace_format, io.StringIO()) if trace else None
         result = self.engine(request.state, request.message, request.context, request.policy,
                              request.limits, tracer=tracer)
         reply = {"type": "result", "id": vector_id, "result": result.to_json(),
@@ -85,6 +86,11 @@ class Adapter:
                 return self.error(request_id, "BAD_MESSAGE", "execute before hello"), True
             if not isinstance(request_id, str) or not isinstance(request.get("input"), dict):
                 return self.error(request_id, "BAD_MESSAGE", "execute needs a string id and an input object"), True
+            trace_format = request.get("trace_format", "native")
+            if trace_format not in TRACE_FORMATS:
+                return self.error(request_id, "BAD_MESSAGE",
+                                  f"trace_format must be one of {', '.join(TRACE_FORMATS)}"), True
+            self.trace_format = trace_format
             try:
                 return self.execute(request_id, request["input"], bool(request.get("trace"))), True
             except (KeyError, TypeError, ValueError, AttributeError) as err:

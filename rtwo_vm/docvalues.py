@@ -35,13 +35,16 @@ def _strength(digest: str) -> dict[str, str]:
         score = json.loads(SCORE_FILE.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {"strength": "not measured", "strength_corpus": "none", **{f"strength_{k}": "-" for k in (
-            "killed", "judged", "equivalent", "survived", "curated")}}
+            "killed", "judged", "equivalent", "unreachable", "with_unreachable", "survived", "curated")}}
     same = score["corpus"]["digest"] == digest
     return {"strength": f"{100 * score['score']:.1f}%" if score.get("score") is not None else "not measured",
             "strength_killed": str(score["totals"].get("killed", 0)),
             "strength_judged": str(score["totals"].get("killed", 0) + score["totals"].get("survived", 0)),
             "strength_equivalent": str(score["totals"].get("equivalent", 0)),
             "strength_survived": str(score["totals"].get("survived", 0)),
+            "strength_unreachable": str(score["totals"].get("unreachable", 0)),
+            "strength_with_unreachable": (f"{100 * score['score_with_unreachable']:.1f}%"
+                                          if score.get("score_with_unreachable") is not None else "-"),
             "strength_curated": f"{score['curated_ok']}/{score['curated_total']}",
             "strength_corpus": "this corpus" if same else f"corpus {score['corpus']['digest'][:12]} (not the current one)"}
 

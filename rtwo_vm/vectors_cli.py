@@ -30,6 +30,8 @@ def register(vs, add_dir) -> None:
     s.add_argument("--timeout", type=float, default=120.0, help="seconds per mutant before it counts as killed (hang)")
     s.add_argument("--no-confirm", action="store_true", help="skip confirming survivors through the adapter protocol")
     s.add_argument("--redundant", action="store_true", help="also say which vectors kill nothing others do not")
+    s.add_argument("--reasons", metavar="DIR",
+                   help="folder of equivalent.toml and unreachable.toml (default: conformance/strength)")
     s.add_argument("--json", metavar="FILE", help="write the full report as JSON")
     s.add_argument("--record", action="store_true",
                    help="record the score in conformance/strength/score.json (quoted by the docs; whole runs only)")

@@ -69,6 +69,10 @@ def cases():
         "seed_33_bytes": {"random_seed": bytes(33)},
         "seed_empty": {"random_seed": b""},
         "missing_contract_too": {"policy": {"forbidden_operations": ["FROB"]}, "deploy_entry": False},
+        # The pre-state's words are checked too (check 1): an address, a slot key, a slot value.
+        "state_address_too_large": {"contracts": {1 << 64: "stop\n"}},
+        "state_key_too_large": {"storage": {1 << 64: 1}},
+        "state_value_too_large": {"storage": {1: 1 << 64}},
     }
     for name, kw in bad.items():
         yield case(f"request/INVALID_REQUEST/{name}", f"Malformed request: {name.replace('_', ' ')}.",

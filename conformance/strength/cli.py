@@ -15,6 +15,10 @@ def run(args, corpus_dir: Path, out: TextIO) -> int:
     from conformance.strength import backend, mutants as mut, report as rep, run as runner, worker
     from rtwo_vm.progress import Progress
 
+    if args.record and (args.module or args.limit is not None or args.filter or args.curated_only
+                        or args.no_curated or args.reasons):
+        raise CliError("--record needs a whole run: no --module, --limit, --filter, --curated-only, --no-curated"
+                       " or --reasons")
     if args.backend not in backend.BACKENDS:
         raise CliError(f"--backend must be one of {', '.join(backend.BACKENDS)}")
     try:
@@ -29,9 +33,19 @@ def run(args, corpus_dir: Path, out: TextIO) -> int:
     try:
         generated = [] if args.curated_only else mut.select(tuple(args.module), args.limit)
         curated = [] if args.no_curated else mut.curated()
-        reasons = mut.equivalent()
+        folder = Path(args.reasons) if args.reasons else None
+        reasons = mut.equivalent(folder / "equivalent.toml" if folder else None)
+        unreachable = mut.unreachable(folder / "unreachable.toml" if folder else None)
     except (ValueError, OSError) as err:
-        raise CliError(str(err)) from None
+        raise CliError(f"cannot read the mutant reasons: {err}") from None
+    both = sorted(set(reasons) & set(unreachable))
+    if both:
+        raise CliError(f"mutant {both[0]} is listed as equivalent and as unreachable; it is one or the other")
+    if not args.curated_only:
+        gone = mut.stale({**reasons, **unreachable}, tuple(args.module))
+        if gone:
+            raise CliError(f"{len(gone)} stale reasons in equivalent.toml/unreachable.toml name no mutant "
+                           f"(the code changed; review them): {', '.join(gone[:3])}{' ...' if len(gone) > 3 else ''}")
     everything = generated + curated
     verdicts = {m.id: {"mutant": m.id, "status": "equivalent", "how": "", "killers": [], "detail": reasons[m.id],
                        "seconds": 0.0, "shortest": None} for m in generated if m.id in reasons}
@@ -51,6 +65,11 @@ def run(args, corpus_dir: Path, out: TextIO) -> int:
                 progress.advance(failed=verdict["status"] == "survived")
     except backend.BackendUnavailable as err:
         raise CliError(str(err)) from None
+    # An unreachable mutant is run like any other: if the corpus kills it, it is killed (and its
+    # reason is contradicted, which the report says); if it survives, it is unreachable.
+    for m in todo:
+        if m.id in unreachable and verdicts[m.id]["status"] == "survived":
+            verdicts[m.id] = {**verdicts[m.id], "status": "unreachable", "detail": unreachable[m.id], "shortest": None}
     if not args.no_confirm:
         for m in todo:
             if verdicts[m.id]["status"] == "survived":
@@ -60,7 +79,8 @@ def run(args, corpus_dir: Path, out: TextIO) -> int:
     ordered = {m.id: m for m in everything}
     redundant = (rep.redundant_vectors([verdicts[m] for m in ordered], [v["id"] for v in vectors])
                  if args.redundant else None)
-    report = rep.Report(ordered, verdicts, len(vectors), manifest["digest"], reasons, redundant)
+    report = rep.Report(ordered, verdicts, len(vectors), manifest["digest"], {**reasons, **unreachable}, redundant,
+                        contradicted=sorted(m for m in unreachable if m in verdicts and verdicts[m]["status"] == "killed"))
     print(rep.render(report), file=out)
     if args.json:
         try:
@@ -68,8 +88,6 @@ def run(args, corpus_dir: Path, out: TextIO) -> int:
         except OSError as err:
             raise CliError(f"cannot write {args.json}: {err.strerror or err}") from None
     if args.record:
-        if args.module or args.limit is not None or args.filter or args.curated_only or args.no_curated:
-            raise CliError("--record needs a whole run: no --module, --limit, --filter, --curated-only or --no-curated")
         rep.SCORE_FILE.write_text(json.dumps(report.summary(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return 0 if report.ok else 1
 

@@ -3,9 +3,15 @@
 A generated mutant changes one node: a binary operator (``+`` to ``-``, ``<<`` to ``>>``, ...),
 a comparison (``<`` to ``<=``, ``==`` to ``!=``, ...), a boolean operator or ``not``, an
 integer or boolean constant, or a statement (removed, replaced by ``pass``). Docstrings,
-annotations, strings and the messages of raised errors are never mutated. A mutant's id names
-its module, enclosing function, kind and an ordinal within that function, so it stays the
-same when unrelated code moves; equivalent.toml refers to mutants by id.
+annotations, strings and the messages of raised errors are never mutated.
+
+A mutant's id is ``module:function:kind:key``, where key is a short hash of the mutated line
+as it was and as the mutant has it (the first line of the enclosing statement, before and
+after), followed by ``.n`` only for the n-th (n >= 2) mutant of the same function and kind
+with identical lines. The id therefore names the mutated source text, not its position: an
+edit elsewhere in the module, even in the same function, leaves it alone, and a reason in
+equivalent.toml (which refers to mutants by id) cannot land on a different mutant. An entry
+there that names no mutant is stale (``stale_equivalents``) and ``strength`` refuses to run.
 """
 
 from __future__ import annotations
@@ -43,7 +49,7 @@ SYMBOL = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod
 
 @dataclass(frozen=True)
 class Mutant:
-    id: str              # module:function:kind:ordinal, or curated:<name>
+    id: str              # module:function:kind:key (see above), or curated:<name>
     module: str          # path under reference_vm/, e.g. "instructions/arithmetic.py"
     kind: str            # binop, compare, boolop, not, constant, statement, curated
     description: str
@@ -182,20 +188,31 @@ def _unparse(node: ast.AST) -> str:
     return text if len(text) <= 400 else text[:400] + " ..."
 
 
-def generated(module: str) -> Iterator[Mutant]:
-    """Every generated mutant of reference_vm/<module>, in source order."""
-    source = (PACKAGE / module).read_text(encoding="utf-8")
+def _header(statement: ast.AST) -> str:
+    """The first line of a statement's source (a compound statement's header, ``if x < y:``)."""
+    return ast.unparse(statement).split("\n", 1)[0]
+
+
+def _key(kind: str, before: str, after: str) -> str:
+    return hashlib.sha256(f"{kind}\0{before}\0{after}".encode()).hexdigest()[:8]
+
+
+def generated(module: str, source: str | None = None) -> Iterator[Mutant]:
+    """Every generated mutant of reference_vm/<module> (or of ``source`` given as that module's
+    text), in source order."""
+    if source is None:
+        source = (PACKAGE / module).read_text(encoding="utf-8")
     tree = ast.parse(source)
     points = _Points(_skipped(tree))
     points.visit(tree)
-    counts: dict[tuple[str, str], int] = {}
+    counts: dict[tuple[str, str, str], int] = {}
     order = {id(n): i for i, n in enumerate(ast.walk(tree))}
     for function, statement, node, kind, new in points.points:
         where, at = order[id(statement)], order[id(node)]
         work = ast.parse(source)  # a fresh tree; ast.walk visits it in the same order
         nodes: list[Any] = list(ast.walk(work))
         statement, node = nodes[where], nodes[at]
-        before = _unparse(statement)
+        before, header_before = _unparse(statement), _header(statement)
         if kind == "statement":
             description = f"remove `{_unparse(statement).splitlines()[0][:60]}`"
             _Replace(node, ast.Pass()).visit(work)
@@ -210,9 +227,10 @@ def generated(module: str) -> Iterator[Mutant]:
         if after == before:
             continue
         ast.fix_missing_locations(work)
-        ordinal = counts.get((function, kind), 0)
-        counts[(function, kind)] = ordinal + 1
-        yield Mutant(id=f"{module}:{function}:{kind}:{ordinal}", module=module, kind=kind,
+        key = _key(kind, header_before, "pass" if kind == "statement" else _header(statement))
+        seen = counts.get((function, kind, key), 0) + 1
+        counts[(function, kind, key)] = seen
+        yield Mutant(id=f"{module}:{function}:{kind}:{key}" + (f".{seen}" if seen > 1 else ""), module=module, kind=kind,
                      description=description, line=statement.lineno, before=before, after=after,
                      source=ast.unparse(work))
 
@@ -235,15 +253,39 @@ def curated() -> list[Mutant]:
     return out
 
 
-def equivalent(path: Path | None = None) -> dict[str, str]:
-    """Mutant id -> the written reason it cannot change any result (equivalent.toml)."""
-    data = tomllib.loads((path or HERE / "equivalent.toml").read_text(encoding="utf-8"))
+def reasons(path: Path) -> dict[str, str]:
+    """Mutant id -> its written reason, from a list of ``[[mutant]]`` entries (id, reason)."""
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
     out = {}
     for entry in data.get("mutant", []):
         if not entry.get("reason", "").strip():
-            raise ValueError(f"equivalent mutant {entry.get('id')}: a reason is required")
+            raise ValueError(f"{path.name}: mutant {entry.get('id')}: a reason is required")
+        if entry.get("id") in out:
+            raise ValueError(f"{path.name}: mutant {entry.get('id')} is listed twice")
         out[entry["id"]] = entry["reason"].strip()
     return out
+
+
+def equivalent(path: Path | None = None) -> dict[str, str]:
+    """Mutant id -> the written reason it cannot change any behaviour (equivalent.toml)."""
+    return reasons(path or HERE / "equivalent.toml")
+
+
+def unreachable(path: Path | None = None) -> dict[str, str]:
+    """Mutant id -> the written reason no protocol input reaches it (unreachable.toml)."""
+    return reasons(path or HERE / "unreachable.toml")
+
+
+def stale(listed: dict[str, str], modules: tuple[str, ...] = ()) -> list[str]:
+    """The listed ids of the given modules (default every module) that name no generated
+    mutant: a reason written for code that has changed since."""
+    names = {m if m.endswith(".py") else m + ".py" for m in modules}
+    wanted = [i for i in listed if not names or i.split(":", 1)[0] in names]
+    ids: set[str] = set()
+    for module in sorted({i.split(":", 1)[0] for i in wanted}):
+        if (PACKAGE / module).is_file() and module.endswith(".py"):
+            ids.update(m.id for m in generated(module))
+    return [i for i in wanted if i not in ids]
 
 
 def select(modules: tuple[str, ...] = (), limit: int | None = None) -> list[Mutant]:

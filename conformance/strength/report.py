@@ -1,6 +1,15 @@
-"""The strength report: killed, survived and equivalent mutants per module, the curated bugs
-with the number of vectors that kill each, every survivor with its diff and the shortest
-vector that would kill it, and (when measured) the vectors that kill nothing others do not."""
+"""The strength report: killed, survived, equivalent and unreachable mutants per module, the
+curated bugs with the number of vectors that kill each, every survivor with its diff and the
+shortest vector that would kill it, and (when measured) the vectors that kill nothing others
+do not.
+
+What the score counts: killed / (killed + survived) over the generated mutants. Not counted:
+*equivalent* mutants (equivalent.toml: no caller of the reference can observe them, each with
+a reason) and *unreachable* ones (unreachable.toml: a real change of behaviour, but only
+through the reference's Python API or tools, never through a protocol request, so no vector
+can kill it; each with a reason). An unreachable mutant is still run against the corpus; one
+the corpus kills is counted killed and its reason reported as contradicted (the run fails).
+The report also gives the score that counts every unreachable mutant as a survivor."""
 
 from __future__ import annotations
 
@@ -25,6 +34,7 @@ class Report:
     corpus_digest: str
     equivalent_reasons: Mapping[str, str] = field(default_factory=dict)
     redundant: list[str] | None = None            # vectors that are no mutant's only killer
+    contradicted: list[str] = field(default_factory=list)   # unreachable.toml entries the corpus kills
 
     def generated(self) -> list[str]:
         return [i for i, m in self.mutants.items() if m.kind != "curated"]
@@ -51,13 +61,24 @@ class Report:
         return [m for m in self.curated() if len(self.verdicts[m]["killers"]) < CURATED_KILLS]
 
     @property
+    def score_with_unreachable(self) -> float | None:
+        """The score if every unreachable mutant counted as a survivor."""
+        t = self.totals()
+        judged = t["killed"] + t["survived"] + t["unreachable"]
+        return t["killed"] / judged if judged else None
+
+    @property
     def ok(self) -> bool:
-        return (self.score is None or self.score >= SCORE_TARGET) and not self.curated_weak()
+        return ((self.score is None or self.score >= SCORE_TARGET) and not self.curated_weak()
+                and not self.contradicted)
 
     def summary(self) -> dict[str, Any]:
         """The small record the docs quote (--record): score, totals, per module, curated."""
         return {"corpus": {"vectors": self.vector_count, "digest": self.corpus_digest},
-                "score": self.score, "target": SCORE_TARGET, "totals": dict(sorted(self.totals().items())),
+                "score": self.score, "score_with_unreachable": self.score_with_unreachable, "target": SCORE_TARGET,
+                "counts": "killed / (killed + survived) of the generated mutants; equivalent and unreachable"
+                          " (through the protocol) are not counted",
+                "totals": dict(sorted(self.totals().items())),
                 "modules": {m: dict(sorted(c.items())) for m, c in self.by_module().items()},
                 "curated_total": len(self.curated()), "curated_ok": len(self.curated()) - len(self.curated_weak()),
                 "survivors": sorted(m for m in self.generated() if self.verdicts[m]["status"] == "survived")}
@@ -65,7 +86,8 @@ class Report:
     def to_json(self) -> dict[str, Any]:
         return {
             "corpus": {"vectors": self.vector_count, "digest": self.corpus_digest},
-            "score": self.score, "target": SCORE_TARGET, "curated_kills_required": CURATED_KILLS,
+            "score": self.score, "score_with_unreachable": self.score_with_unreachable, "target": SCORE_TARGET,
+            "curated_kills_required": CURATED_KILLS, "contradicted": self.contradicted,
             "totals": dict(self.totals()),
             "modules": {m: dict(c) for m, c in self.by_module().items()},
             "how_killed": dict(Counter(v["how"] for v in self.verdicts.values() if v["status"] == "killed")),
@@ -81,15 +103,15 @@ def _pct(x: float | None) -> str:
 
 def render(report: Report, show_survivors: int = 50) -> str:
     lines = [f"corpus: {report.vector_count} vectors, digest {report.corpus_digest[:12]}", ""]
-    head = f"{'module':<28} {'mutants':>7} {'killed':>7} {'survived':>8} {'equiv.':>6} {'score':>7}"
+    head = f"{'module':<28} {'mutants':>7} {'killed':>7} {'survived':>8} {'equiv.':>6} {'unreach.':>8} {'score':>7}"
     lines += [head, "-" * len(head)]
     for module, c in report.by_module().items():
         judged = c["killed"] + c["survived"]
         lines.append(f"{module:<28} {sum(c.values()):>7} {c['killed']:>7} {c['survived']:>8} "
-                     f"{c['equivalent']:>6} {_pct(c['killed'] / judged if judged else None):>7}")
+                     f"{c['equivalent']:>6} {c['unreachable']:>8} {_pct(c['killed'] / judged if judged else None):>7}")
     t = report.totals()
     lines.append(f"{'all generated':<28} {sum(t.values()):>7} {t['killed']:>7} {t['survived']:>8} "
-                 f"{t['equivalent']:>6} {_pct(report.score):>7}")
+                 f"{t['equivalent']:>6} {t['unreachable']:>8} {_pct(report.score):>7}")
     how = Counter(report.verdicts[m]["how"] for m in report.generated() if report.verdicts[m]["status"] == "killed")
     if how:
         lines.append("killed by: " + ", ".join(f"{n} {k}" for k, n in sorted(how.items())))
@@ -114,9 +136,14 @@ def render(report: Report, show_survivors: int = 50) -> str:
     if report.redundant is not None:
         lines += ["", f"{len(report.redundant)} of {report.vector_count} vectors are no mutant's only killer"
                   " (each kills nothing that other vectors do not)"]
+    for mid in report.contradicted:
+        lines.append(f"CONTRADICTED: {mid} is listed as unreachable through the protocol, but vector "
+                     f"{report.verdicts[mid]['killers'][0]} kills it: correct unreachable.toml")
     target = "meets" if report.ok else "does not meet"
-    lines += ["", f"strength {_pct(report.score)} of non-equivalent generated mutants killed "
-              f"({t['killed']}/{t['killed'] + t['survived']}, {t['equivalent']} equivalent); "
+    lines += ["", f"strength {_pct(report.score)} of the counted generated mutants killed "
+              f"({t['killed']}/{t['killed'] + t['survived']}; not counted: {t['equivalent']} equivalent, "
+              f"{t['unreachable']} unreachable through the protocol; counting those as survivors "
+              f"{_pct(report.score_with_unreachable)}); "
               f"{len(report.curated()) - len(report.curated_weak())}/{len(report.curated())} curated bugs killed "
               f"at least {CURATED_KILLS} times: {target} the targets ({_pct(SCORE_TARGET)}, {CURATED_KILLS})"]
     return "\n".join(lines)
