@@ -67,17 +67,33 @@ def corpus_cells(vectors: Iterable[Mapping[str, Any]]) -> set[str]:
     return out
 
 
+_CLEARS: tuple[int, list] = (-1, [])      # (modules loaded when found, the cache_clear functions)
+
+
+def _reference_cache_clears() -> list:
+    """The cache_clear of every functools cache defined in reference_vm/, found once (again
+    only when more modules were imported since)."""
+    global _CLEARS
+    loaded = len(sys.modules)
+    if _CLEARS[0] != loaded:
+        found = []
+        for name, module in list(sys.modules.items()):
+            if name != "reference_vm" and not name.startswith("reference_vm."):
+                continue
+            for value in list(vars(module).values()):
+                clear = getattr(value, "cache_clear", None)
+                if callable(clear) and getattr(value, "__module__", None) == name:
+                    found.append(clear)
+        _CLEARS = (loaded, found)
+    return _CLEARS[1]
+
+
 def _clear_reference_caches() -> None:
     """Empty every functools cache of reference_vm/ (prepared programs, policy refusals, ...),
     so that the arcs of a traced request depend on the request alone, never on what the same
     worker process happened to run before it (the campaign is a function of its seed)."""
-    for name, module in list(sys.modules.items()):
-        if name != "reference_vm" and not name.startswith("reference_vm."):
-            continue
-        for value in list(vars(module).values()):
-            clear = getattr(value, "cache_clear", None)
-            if callable(clear) and getattr(value, "__module__", None) == name:
-                clear()
+    for clear in _reference_cache_clears():
+        clear()
 
 
 class ArcTracer:

@@ -126,8 +126,8 @@ class Worker:
                 limits[rid] = bound
             if idx in any_traced:
                 ref_traces[idx] = trace = reference_trace(vi)
-                tb = 2 * len(json.dumps(trace, separators=(",", ":"))) + (bound or self.settings.max_line)
-                if tb > self.settings.max_line:
+                tb = self._trace_bound(rj, trace, bound)
+                if tb is not None:
                     trace_limits[rid] = tb
             ref_seconds += time.perf_counter() - t0
             outcomes[rj["error"] or rj["status"]] += 1
@@ -194,6 +194,13 @@ class Worker:
                 "vector_id": vector_id(self.seed, idx), "size": inp.size(),
                 "vector": make_vector(inp, self.seed, idx, SAFETY_NET_CLASS, name, description=text)}
 
+    def _trace_bound(self, rj: Mapping[str, Any], trace: list, bound: int | None) -> int | None:
+        """The bound of a traced response when above the default: twice the reference's trace
+        and result plus 8 KiB (as conformance.requests bounds a traced vector)."""
+        result = bound if bound is not None else 2 * len(json.dumps(rj, separators=(",", ":"))) + SLACK
+        size = 2 * len(json.dumps(trace, separators=(",", ":"))) + result
+        return size if size > self.settings.max_line else None
+
     def _bound(self, rj: Mapping[str, Any]) -> int | None:
         """The response bound of a request whose expected result may need more than the default
         line (spec 11.5.1: twice the expected result plus 8 KiB); None for the default. A cheap
@@ -219,8 +226,8 @@ class Worker:
         ref_trace = reference_trace(vi) if want_trace else None
         traced_limits = limits
         if ref_trace is not None:
-            tb = 2 * len(json.dumps(ref_trace, separators=(",", ":"))) + (bound or self.settings.max_line)
-            traced_limits = {"fuzz/shrink": tb} if tb > self.settings.max_line else limits
+            tb = self._trace_bound(expected["result"], ref_trace, bound)
+            traced_limits = {"fuzz/shrink": tb} if tb is not None else limits
         answer = session.run([("fuzz/shrink", vi, want_trace)], traced_limits)["fuzz/shrink"]
         div = compare(expected, vi, answer, ref_trace)
         if div is None and kind.startswith("nondeterministic:"):
