@@ -118,20 +118,22 @@ class ArcTracer:
     def run(self, fn, *args):
         """(fn(*args), arcs) with the arcs fn took through reference_vm/."""
         _clear_reference_caches()
-        arcs: set[str] = set()
+        raw: set[tuple[str, int, int]] = set()     # (file, line, next line): formatted once, at the end
+        add = raw.add
         short = self._short
 
         def global_trace(frame, event, arg):
             name = short(frame.f_code.co_filename)
             if name is None:
                 return None
-            last = [frame.f_lineno]
+            prev = frame.f_lineno
 
             def local(frame, event, arg):
+                nonlocal prev
                 if event == "line":
                     line = frame.f_lineno
-                    arcs.add(f"{name}:{last[0]}>{line}")
-                    last[0] = line
+                    add((name, prev, line))
+                    prev = line
                 return local
             return local
 
@@ -141,4 +143,4 @@ class ArcTracer:
             value = fn(*args)
         finally:
             sys.settrace(previous)
-        return value, arcs
+        return value, {f"{n}:{a}>{b}" for n, a, b in raw}
