@@ -190,6 +190,16 @@ def test_hostile_state_files_exit_2_in_one_line(tmp_path, content):
     assert not (tmp_path / "findings").exists()
 
 
+@pytest.mark.parametrize("kind", ["directory", "fifo"])
+def test_a_state_that_is_not_a_regular_file_is_refused(tmp_path, kind):
+    import os
+    path = tmp_path / "state.json"
+    os.mkdir(path) if kind == "directory" else os.mkfifo(path)
+    done = cli("fuzz", "--resume", str(tmp_path), "--runs", "32", timeout=60)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.strip() == f"rtwo-vm: error: cannot resume from {path}: not a regular file"
+
+
 def test_a_damaged_pool_entry_exits_2_through_the_cli(hang_campaign, tmp_path):
     out, _ = hang_campaign
     state = _damage(json.loads((out / "state.json").read_text()), "pool entry with an unknown mnemonic")

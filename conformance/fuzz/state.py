@@ -188,8 +188,12 @@ def check_state(state: Any) -> None:
 def load_state(out: Path) -> dict[str, Any]:
     """The checked state of the campaign in ``out``; StateError with a one-line reason if it is
     missing, too large, not JSON, nested too deeply, or damaged anywhere."""
+    import os
+    import stat
     path = out / STATE
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):      # a FIFO or a device would block or never end
+            raise StateError(f"cannot resume from {path}: not a regular file")
         with open(path, "rb") as f:
             raw = f.read(MAX_STATE_BYTES + 1)
     except OSError as err:
