@@ -89,6 +89,22 @@ def test_a_resumed_campaign_keeps_its_safety_net(hang_campaign, tmp_path):
     assert report["executions"] == 96 and report["safety_net"]["count"] == 1
 
 
+def test_a_hang_that_the_retry_clears_is_judged_like_any_answer(tmp_path):
+    """The adapter hangs the first time it meets request 5 and answers it right on the retry:
+    nothing is reported, neither a divergence nor a safety-net entry."""
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    impl = shlex.join([sys.executable, str(ROOT / "tests" / "fuzz_fixtures" / "hang_once_adapter.py"),
+                       "--request-id", "fuzz/5", "--marker-dir", str(markers)])
+    done = cli("fuzz", "--impl", impl, "--runs", "32", "--timeout", "1.5", "--seed", "2",
+               "--out", str(tmp_path / "out"), "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    assert [p.name for p in markers.iterdir()] == ["fuzz_5"]          # it did hang once
+    assert report["buckets"] == [] and report["safety_net"]["count"] == 0
+    assert report["executions"] == 32
+
+
 # -- response bounds ---------------------------------------------------------------------------
 def _recursive_input(compute: int):
     """A contract that calls itself twice per frame: a binary call tree bounded by the compute
