@@ -105,6 +105,25 @@ def test_a_hang_that_the_retry_clears_is_judged_like_any_answer(tmp_path):
     assert report["executions"] == 32
 
 
+def test_shrinking_stops_after_candidates_that_hang(tmp_path):
+    """Request 3 diverges (fee); every shrink candidate hangs: the shrinker gives up after
+    SHRINK_TIMEOUTS of them and the finding keeps the request as it is, with its real diff."""
+    from conformance.fuzz.worker import SHRINK_TIMEOUTS
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    impl = shlex.join([sys.executable, str(ROOT / "tests" / "fuzz_fixtures" / "hang_once_adapter.py"),
+                       "--request-id", "fuzz/shrink", "--always", "--wrong-fee", "fuzz/3",
+                       "--marker-dir", str(markers)])
+    done = cli("fuzz", "--impl", impl, "--runs", "32", "--timeout", "1", "--seed", "2",
+               "--out", str(tmp_path / "out"), "--json")
+    assert done.returncode == 1, done.stdout + done.stderr
+    [bucket] = json.loads(done.stdout)["buckets"]
+    assert bucket["class"] == "fee" and bucket["first_index"] == 3
+    finding = bucket["finding"]
+    assert finding["tests"] == SHRINK_TIMEOUTS and finding["size"] == finding["original_size"]
+    assert finding["diff"][0].startswith("fee:")
+
+
 # -- response bounds ---------------------------------------------------------------------------
 def _recursive_input(compute: int):
     """A contract that calls itself twice per frame: a binary call tree bounded by the compute

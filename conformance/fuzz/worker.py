@@ -35,6 +35,7 @@ EXPOSE = [("PUSH1", 0), ("SWAP1", 0), ("MSTORE", 0), ("PUSH1", 0), ("PUSH1", 8),
 DEFAULTS = {"timeout": 10.0, "window": 32, "perturb_share": 4, "trace_share": 16, "arc_share": 32,
             "shrink_budget": 1500}
 RETRY_FACTOR = 4      # a request that met the wall-clock limit runs once more with this many times the limit
+SHRINK_TIMEOUTS = 3   # shrink candidates that may meet the wall-clock limit before the shrinker stops
 
 
 def _every(index: int, share: int, salt: int) -> bool:
@@ -281,11 +282,24 @@ class Worker:
         budget = int(self.config["shrink_budget"])
         if kind.startswith("reference:"):
             budget = 0
-        shrinker = Shrinker(lambda cand: (lambda d: d is not None and d.kind == kind)(self.check(impl, cand, kind)),
-                            budget)
+        timeouts = 0
+
+        def keeps(cand: FuzzInput) -> bool:
+            # A candidate that meets the wall-clock limit does not keep the class; after
+            # SHRINK_TIMEOUTS of them the shrinker stops with what it has (each costs the limit).
+            nonlocal timeouts
+            d = self.check(impl, cand, kind)
+            if d is not None and d.kind == "process:timeout":
+                timeouts += 1
+                if timeouts >= SHRINK_TIMEOUTS:
+                    shrinker.budget = shrinker.tests
+            return d is not None and d.kind == kind
+        shrinker = Shrinker(keeps, budget)
         t0 = time.perf_counter()
         small = shrinker.shrink(inp) if budget else inp
-        final = self.check(impl, small, kind, trace=True) or div
+        final = self.check(impl, small, kind, trace=True)
+        if final is None or final.kind == "process:timeout":        # a wall-clock event is no diff
+            final = div
         trace_line = ""
         session = self.sessions[impl]
         if session.can_trace and not kind.startswith("process:"):

@@ -2,9 +2,11 @@
 answers it correctly when asked again (by a fresh process): a hang that a retry clears.
 
     python tests/fuzz_fixtures/hang_once_adapter.py --request-id GLOB --marker-dir DIR
+                                                    [--always] [--wrong-fee GLOB]
 
 The first process to meet a matching request id creates DIR/<id> and hangs; a request whose
-marker exists is answered as the reference answers it.
+marker exists is answered as the reference answers it. With --always it hangs on every
+matching request. --wrong-fee answers matching requests with the fee off by one (a divergence).
 """
 
 from __future__ import annotations
@@ -22,9 +24,9 @@ from conformance.adapter import Adapter  # noqa: E402
 
 
 class HangOnce(Adapter):
-    def __init__(self, pattern: str, markers: Path):
+    def __init__(self, pattern: str, markers: Path, always: bool = False, wrong_fee: str | None = None):
         super().__init__()
-        self.pattern, self.markers = pattern, markers
+        self.pattern, self.markers, self.always, self.wrong_fee = pattern, markers, always, wrong_fee
         self.name = "hang-once-reference"
 
     def execute(self, vector_id, vector_input, trace):
@@ -33,18 +35,25 @@ class HangOnce(Adapter):
             try:
                 marker.open("x").close()
             except FileExistsError:
-                pass
+                if self.always:
+                    time.sleep(3600)
             else:
                 time.sleep(3600)       # the hang (the runner kills the process)
-        return super().execute(vector_id, vector_input, trace)
+        reply = super().execute(vector_id, vector_input, trace)
+        if self.wrong_fee is not None and fnmatch.fnmatchcase(str(vector_id), self.wrong_fee):
+            reply["result"]["fee"] += 1
+        return reply
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--request-id", required=True)
     parser.add_argument("--marker-dir", required=True)
+    parser.add_argument("--always", action="store_true")
+    parser.add_argument("--wrong-fee", default=None)
     args = parser.parse_args()
-    return HangOnce(args.request_id, Path(args.marker_dir)).serve(sys.stdin.buffer, sys.stdout.buffer)
+    adapter = HangOnce(args.request_id, Path(args.marker_dir), args.always, args.wrong_fee)
+    return adapter.serve(sys.stdin.buffer, sys.stdout.buffer)
 
 
 if __name__ == "__main__":
