@@ -196,6 +196,7 @@ class AdapterProcess:
         self.eof = False
         self.hello: dict[str, Any] | None = None
         self.closed = False
+        self._sel: selectors.BaseSelector | None = None
         self._hello_sent = self._shutdown_sent = False
 
     # -- raw I/O -----------------------------------------------------------------------------
@@ -290,28 +291,39 @@ class AdapterProcess:
         self.outbuf += data
 
     # -- lifecycle ---------------------------------------------------------------------------
+    def _selector(self) -> selectors.BaseSelector:
+        """The process's own selector on its stdout and stderr, made once (not once per line)
+        and closed with the process."""
+        sel = self._sel
+        if sel is None:
+            sel = self._sel = selectors.DefaultSelector()
+            sel.register(self.out_fd, selectors.EVENT_READ, "out")
+            if not self.err_eof:
+                sel.register(self.err_fd, selectors.EVENT_READ, "err")
+        return sel
+
     def wait_line(self, deadline: float) -> bytes | None:
         """Block (with the selector) until one line arrives, or None at EOF, at an oversized
         line or at the deadline."""
-        with selectors.DefaultSelector() as sel:
-            sel.register(self.out_fd, selectors.EVENT_READ, "out")
-            sel.register(self.err_fd, selectors.EVENT_READ, "err")
-            while True:
-                for line in self.lines():
-                    return line
-                if self.eof or self.oversized:
-                    return None
-                self.flush()
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return None
-                for key, _ in sel.select(min(left, 0.05)):
-                    if key.data == "out":
-                        self.read_available()
-                    else:
-                        self.read_stderr()
-                        if self.err_eof:
-                            sel.unregister(self.err_fd)
+        for line in self.lines():
+            return line
+        sel = self._selector()
+        while True:
+            if self.eof or self.oversized:
+                return None
+            self.flush()
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            for key, _ in sel.select(min(left, 0.05)):
+                if key.data == "out":
+                    self.read_available()
+                else:
+                    self.read_stderr()
+                    if self.err_eof:
+                        sel.unregister(self.err_fd)
+            for line in self.lines():
+                return line
 
     def begin_handshake(self) -> None:
         """Send the hello without waiting (``handshake`` then reads the answer)."""
@@ -392,6 +404,9 @@ class AdapterProcess:
             pass
         if not self.err_eof:
             self.read_stderr()
+        if self._sel is not None:
+            self._sel.close()
+            self._sel = None
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             try:
                 stream.close()

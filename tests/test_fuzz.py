@@ -133,6 +133,8 @@ def test_seeded_bug_found_shrunk_and_replayable(sstore_campaign, tmp_path):
     findings = out / "findings"
     vectors = corpus.load(findings)
     assert len(vectors) == len(r["buckets"]) and vectors[0]["tags"]["source"] == "fuzz"
+    from conformance.fuzz.state import load_state
+    assert load_state(out)["buckets"]          # a state with findings passes the resume checks
     assert "seed_1" in vectors[0]["tags"]["categories"]
     # the finding passes the reference and fails the buggy adapter, through conformance run as it is
     ok = cli("conformance", "run", "--dir", str(findings), "--out", str(tmp_path / "c1"), "--quiet")

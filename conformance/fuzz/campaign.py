@@ -10,27 +10,34 @@ request order, sends the additions to every worker, records buckets and writes D
 
 ``--runs N`` ends the campaign after N requests (a reproducible verdict); ``--seconds S`` is a
 wall-clock bound, checked between epochs, and reported as such.
+
+The per-request wall-clock limit (``--timeout``) is a safety net, not a verdict: how long a
+request takes depends on the machine's load. A request that meets it runs once more on a fresh
+process with RETRY_FACTOR times the limit (its answer then is judged like any other); one that
+meets that too goes to the safety-net list (DIR/safety-net/, a corpus directory to reproduce it
+with ``conformance run --dir``), which is reported apart, never counted as a divergence, never
+shrunk, never stops a ``--stop-on-finding`` campaign and is refused by ``vectors promote``.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from conformance.fuzz.backend import make_backend
-from conformance.fuzz.findings import FINDINGS, bucket_text, write_findings
+from conformance.fuzz.findings import FINDINGS, SAFETY_NET, bucket_text, write_findings
 from conformance.fuzz.pool import Pool, corpus_seeds
 from conformance.fuzz.program import FuzzInput
+from conformance.fuzz.state import STATE_VERSION, StateError, load_state, save_state
+
+__all__ = ["Options", "StateError", "load_state", "report_json", "report_text", "run_campaign"]
 
 EPOCH = 256
 TASK = 32
-STATE = "state.json"
-STATE_VERSION = 1
 SAVE_SECONDS = 5.0            # the state is written at most this often (and at the end)
+SAFETY_NET_KEEP = 64          # safety-net entries kept with their vectors (all are counted)
 
 
 @dataclass
@@ -48,10 +55,6 @@ class Options:
     worker_config: dict[str, Any] = field(default_factory=dict)
 
 
-class StateError(Exception):
-    """DIR/state.json is missing or unreadable (for --resume)."""
-
-
 def _new_state(options: Options) -> dict[str, Any]:
     from conformance import corpus
     from conformance.fuzz.feedback import corpus_cells
@@ -61,35 +64,12 @@ def _new_state(options: Options) -> dict[str, Any]:
             "next_index": 0, "pool": [s.to_json() for s in seeds], "pool_added": 0,
             "corpus_cells": len(corpus_cells(vectors)), "cells": sorted(corpus_cells(vectors)), "arcs": [],
             "classes": [], "buckets": {}, "executions": 0, "seconds": 0.0, "outcomes": {}, "workers": {},
-            "growth": [], "divergent": 0, "sessions": 0}
-
-
-def load_state(out: Path) -> dict[str, Any]:
-    path = out / STATE
-    try:
-        state = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
-        raise StateError(f"cannot resume from {path}: {err}") from None
-    if not isinstance(state, dict) or state.get("version") != STATE_VERSION:
-        raise StateError(f"cannot resume from {path}: not a campaign state of version {STATE_VERSION}")
-    kinds = {"seed": int, "impls": list, "next_index": int, "pool": list, "pool_added": int, "corpus_cells": int,
-             "cells": list, "arcs": list, "buckets": dict, "executions": int, "seconds": (int, float),
-             "outcomes": dict, "workers": dict, "growth": list, "divergent": int, "sessions": int}
-    wrong = [k for k, t in kinds.items() if not isinstance(state.get(k), t)]
-    if wrong or not state["impls"] or not all(isinstance(c, str) for c in state["impls"]):
-        raise StateError(f"cannot resume from {path}: damaged state ({', '.join(wrong) or 'impls'})")
-    return state
-
-
-def _save(out: Path, state: dict[str, Any]) -> None:
-    tmp = out / (STATE + ".tmp")
-    tmp.write_text(json.dumps(state, sort_keys=True), encoding="utf-8")
-    os.replace(tmp, out / STATE)
+            "growth": [], "divergent": 0, "sessions": 0, "safety_net": [], "safety_net_count": 0}
 
 
 def _merge(state: dict[str, Any], pool: Pool, cells: set, arcs: set, results: list[dict], elapsed: float) -> dict:
     """Fold one epoch's results in request order; the additions every worker must apply."""
-    added_pool, added_cells, added_arcs, added_classes = [], [], [], []
+    added_pool, added_cells, added_arcs, added_classes, added_net = [], [], [], [], []
     news = sorted((n for r in results for n in r["new"]), key=lambda n: n[0])
     for _idx, c, a, inp in news:
         fresh_c = [x for x in c if x not in cells]
@@ -117,6 +97,12 @@ def _merge(state: dict[str, Any], pool: Pool, cells: set, arcs: set, results: li
         found = findings.get((impl, kind))
         if found is not None and buckets[key]["finding"] is None:
             buckets[key]["finding"] = found
+    net = state["safety_net"]
+    for entry in sorted((e for r in results for e in r.get("safety_net", ())), key=lambda e: (e["index"], e["impl"])):
+        state["safety_net_count"] += 1
+        if len(net) < SAFETY_NET_KEEP:
+            net.append(entry)
+            added_net.append(entry["vector_id"])
     for r in results:
         state["executions"] += r["count"]
         for k, v in r["outcomes"].items():
@@ -124,7 +110,8 @@ def _merge(state: dict[str, Any], pool: Pool, cells: set, arcs: set, results: li
         w = state["workers"].setdefault(str(r["worker"]), {"requests": 0, "busy_seconds": 0.0})
         w["requests"] += r["count"]
         w["busy_seconds"] += r["seconds"]
-    return {"pool": added_pool, "cells": added_cells, "arcs": added_arcs, "classes": added_classes}
+    return {"pool": added_pool, "cells": added_cells, "arcs": added_arcs, "classes": added_classes,
+            "safety_net": added_net}
 
 
 def run_campaign(options: Options, on_epoch: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
@@ -166,6 +153,7 @@ def run_campaign(options: Options, on_epoch: Callable[[dict[str, Any]], None] | 
                 break
             elapsed = base + time.perf_counter() - started
             additions = _merge(state, pool, cells, arcs, results, elapsed)
+            net = additions.pop("safety_net")
             if any(additions.values()):
                 backend.broadcast(additions)
             state["next_index"] = end
@@ -175,11 +163,13 @@ def run_campaign(options: Options, on_epoch: Callable[[dict[str, Any]], None] | 
                                     "cells": len(cells), "arcs": len(arcs), "pool": len(pool),
                                     "buckets": len(state["buckets"])})
             found = bool(additions["classes"] or any(r["findings"] for r in results))
-            if found or time.perf_counter() - saved >= SAVE_SECONDS:
+            if found or net or time.perf_counter() - saved >= SAVE_SECONDS:
                 _snapshot(state, pool, cells, arcs)
                 if found:
                     write_findings(out / FINDINGS, _vectors(state), state["seed"])
-                _save(out, state)
+                if net:
+                    write_findings(out / SAFETY_NET, _net_vectors(state), state["seed"])
+                save_state(out, state)
                 saved = time.perf_counter()
             if on_epoch:
                 on_epoch(state)
@@ -187,7 +177,9 @@ def run_campaign(options: Options, on_epoch: Callable[[dict[str, Any]], None] | 
         backend.close()
     _snapshot(state, pool, cells, arcs)
     write_findings(out / FINDINGS, _vectors(state), state["seed"])
-    _save(out, state)
+    if state["safety_net"]:
+        write_findings(out / SAFETY_NET, _net_vectors(state), state["seed"])
+    save_state(out, state)
     return state
 
 
@@ -198,6 +190,10 @@ def _snapshot(state: dict[str, Any], pool: Pool, cells: set, arcs: set) -> None:
 
 def _vectors(state: dict[str, Any]) -> list[dict[str, Any]]:
     return [b["finding"]["vector"] for b in state["buckets"].values() if b.get("finding")]
+
+
+def _net_vectors(state: dict[str, Any]) -> list[dict[str, Any]]:
+    return [e["vector"] for e in state["safety_net"]]
 
 
 def report_json(state: dict[str, Any], out: Path) -> dict[str, Any]:
@@ -225,6 +221,9 @@ def report_json(state: dict[str, Any], out: Path) -> dict[str, Any]:
         "growth": state["growth"], "outcomes": dict(sorted(state["outcomes"].items())),
         "divergent_requests": state["divergent"], "buckets": buckets,
         "findings": str(out / FINDINGS),
+        "safety_net": {"count": state["safety_net_count"], "directory": str(out / SAFETY_NET),
+                       "note": "requests that met the wall-clock limit twice: not divergences, not in the exit status",
+                       "entries": [{k: v for k, v in e.items() if k != "vector"} for e in state["safety_net"]]},
         "note": "each request is a function of the seed and its index; --seconds only bounds how many ran",
     }
 
@@ -244,4 +243,14 @@ def report_text(report: dict[str, Any]) -> str:
         lines.append(f"{len(report['buckets'])} divergence buckets from {report['divergent_requests']} divergent "
                      f"requests (findings in {report['findings']}):")
         lines += ["", *("\n".join([b["text"], ""]) for b in report["buckets"])]
+    net = report["safety_net"]
+    if net["count"]:
+        names = {i: (impl["name"] or impl["command"]) for i, impl in enumerate(report["implementations"])}
+        lines.append(f"safety net (wall clock, not a verdict): {net['count']} request(s) met the limit twice; "
+                     f"not counted as divergences (reproduce with rtwo-vm conformance run --dir {net['directory']} "
+                     "--impl CMD --timeout SECONDS):")
+        lines += [f"  request {e['index']} on {names.get(e['impl'], e['impl'])} ({e['run']}): "
+                  f"{e['detail']} -> {e['vector_id']}" for e in net["entries"]]
+        if net["count"] > len(net["entries"]):
+            lines.append(f"  ... and {net['count'] - len(net['entries'])} more (not kept)")
     return "\n".join(lines)

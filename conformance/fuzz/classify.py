@@ -5,7 +5,7 @@ run under a perturbed environment with the first; and the *class* of a divergenc
 shrinker preserves and the buckets are keyed by.
 
 The class names what differs, not the values: field paths without list indices ("usage.compute,
-fee", "calls[].memory_pages"), the process failure ("process:crash"), the error response code
+fee", "calls[].memory_pages"; a list of another length is "events.length" alone), the process failure ("process:crash"), the error response code
 ("error:ADAPTER_FAILURE"), "nondeterministic:<fields>" or "trace:<field>".
 """
 
@@ -38,7 +38,14 @@ class Divergence:
 
 
 def _fields(mismatches) -> str:
-    return ",".join(sorted({_INDEX.sub("[]", m.field) for m in mismatches}))
+    """The class of field mismatches: their paths without list indices; a list whose length
+    differs is named by its length alone (its elements then differ as a consequence, and which
+    of them do depends on the program more than on the bug — keeping them in the class would
+    keep the shrinker from removing what makes them differ)."""
+    names = {_INDEX.sub("[]", m.field) for m in mismatches}
+    lengths = tuple(n[:-len("length")] for n in names if n.endswith(".length"))
+    cut = tuple(p[:-1] + "[]" for p in lengths)
+    return ",".join(sorted(n for n in names if not n.startswith(cut) or n.endswith(".length")))
 
 
 def compare(expected: Mapping[str, Any], vector_input: Mapping[str, Any], answer,

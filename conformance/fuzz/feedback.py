@@ -67,17 +67,33 @@ def corpus_cells(vectors: Iterable[Mapping[str, Any]]) -> set[str]:
     return out
 
 
+_CLEARS: tuple[int, list] = (-1, [])      # (modules loaded when found, the cache_clear functions)
+
+
+def _reference_cache_clears() -> list:
+    """The cache_clear of every functools cache defined in reference_vm/, found once (again
+    only when more modules were imported since)."""
+    global _CLEARS
+    loaded = len(sys.modules)
+    if _CLEARS[0] != loaded:
+        found = []
+        for name, module in list(sys.modules.items()):
+            if name != "reference_vm" and not name.startswith("reference_vm."):
+                continue
+            for value in list(vars(module).values()):
+                clear = getattr(value, "cache_clear", None)
+                if callable(clear) and getattr(value, "__module__", None) == name:
+                    found.append(clear)
+        _CLEARS = (loaded, found)
+    return _CLEARS[1]
+
+
 def _clear_reference_caches() -> None:
     """Empty every functools cache of reference_vm/ (prepared programs, policy refusals, ...),
     so that the arcs of a traced request depend on the request alone, never on what the same
     worker process happened to run before it (the campaign is a function of its seed)."""
-    for name, module in list(sys.modules.items()):
-        if name != "reference_vm" and not name.startswith("reference_vm."):
-            continue
-        for value in list(vars(module).values()):
-            clear = getattr(value, "cache_clear", None)
-            if callable(clear) and getattr(value, "__module__", None) == name:
-                clear()
+    for clear in _reference_cache_clears():
+        clear()
 
 
 class ArcTracer:
@@ -102,20 +118,22 @@ class ArcTracer:
     def run(self, fn, *args):
         """(fn(*args), arcs) with the arcs fn took through reference_vm/."""
         _clear_reference_caches()
-        arcs: set[str] = set()
+        raw: set[tuple[str, int, int]] = set()     # (file, line, next line): formatted once, at the end
+        add = raw.add
         short = self._short
 
         def global_trace(frame, event, arg):
             name = short(frame.f_code.co_filename)
             if name is None:
                 return None
-            last = [frame.f_lineno]
+            prev = frame.f_lineno
 
             def local(frame, event, arg):
+                nonlocal prev
                 if event == "line":
                     line = frame.f_lineno
-                    arcs.add(f"{name}:{last[0]}>{line}")
-                    last[0] = line
+                    add((name, prev, line))
+                    prev = line
                 return local
             return local
 
@@ -125,4 +143,4 @@ class ArcTracer:
             value = fn(*args)
         finally:
             sys.settrace(previous)
-        return value, arcs
+        return value, {f"{n}:{a}>{b}" for n, a, b in raw}

@@ -19,6 +19,10 @@ from conformance.vector import Case, content_hash, expected_of, run_reference, t
 
 GENERATOR = "rtwo-vm fuzz"
 FINDINGS = "findings"
+SAFETY_NET = "safety-net"               # DIR/safety-net: requests that met the wall-clock limit twice
+SAFETY_NET_CLASS = "safety-net:timeout"
+# Vectors of these classes are wall-clock events, not divergences: never promoted.
+NOT_VERDICTS = ("class_safety_net", "class_process_timeout")
 
 
 def vector_id(seed: int, index: int) -> str:
@@ -29,7 +33,8 @@ def categories(seed: int, kind: str) -> tuple[str, ...]:
     return ("fuzz", f"seed_{seed}", f"class_{slug(kind)}")
 
 
-def make_vector(inp: FuzzInput, seed: int, index: int, kind: str, impl: str) -> dict[str, Any]:
+def make_vector(inp: FuzzInput, seed: int, index: int, kind: str, impl: str,
+                description: str | None = None) -> dict[str, Any]:
     """The vector of a (shrunk) request, expected result from the reference."""
     from conformance.constants import SPEC_VERSION
     from conformance.constants import GENERATOR_VERSION
@@ -40,8 +45,8 @@ def make_vector(inp: FuzzInput, seed: int, index: int, kind: str, impl: str) -> 
                 categories=categories(seed, kind), source="fuzz")
     vector = {
         "id": case.id,
-        "description": (f"Fuzz finding: request {index} of campaign seed {seed}, shrunk; "
-                        f"divergence class {kind} of {impl}."),
+        "description": description or (f"Fuzz finding: request {index} of campaign seed {seed}, shrunk; "
+                                       f"divergence class {kind} of {impl}."),
         "tags": tags_of(case, result_json),
         "input": vi,
         "expected": expected_of(result),

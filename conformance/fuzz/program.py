@@ -30,11 +30,21 @@ class Code:
     rows: list[tuple[str, int]] | None = None
     data: bytes = b""
     raw: bytes | None = None
+    # The last container built and the rows and data it was built from: a request's code is
+    # encoded several times (generation, limit tuning, the request line); rows may be edited
+    # in place, so the memo is used only while they are equal to what it was built from.
+    _memo: tuple[tuple, bytes, bytes] | None = field(default=None, repr=False, compare=False)
 
     def container(self) -> bytes:
         if self.raw is not None:
             return self.raw
-        return build(encode_rows(self.rows or []), self.data)
+        rows = tuple(self.rows or ())
+        memo = self._memo
+        if memo is not None and memo[1] == self.data and memo[0] == rows:
+            return memo[2]
+        blob = build(encode_rows(self.rows or []), self.data)
+        self._memo = (rows, self.data, blob)
+        return blob
 
     def to_json(self) -> Any:
         if self.raw is not None:
@@ -48,7 +58,7 @@ class Code:
         return cls(rows=[(str(m), int(i)) for m, i in value["rows"]], data=bytes.fromhex(value["data"]))
 
     def copy(self) -> "Code":
-        return Code(None if self.rows is None else list(self.rows), self.data, self.raw)
+        return Code(None if self.rows is None else list(self.rows), self.data, self.raw, self._memo)
 
 
 def encode_rows(rows: list[tuple[str, int]]) -> bytes:

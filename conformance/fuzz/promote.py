@@ -15,6 +15,7 @@ from typing import Any, Iterable, Sequence
 
 from conformance import corpus
 from conformance.fuzz import source as fuzz_source
+from conformance.fuzz.findings import NOT_VERDICTS
 from conformance.vector import SOURCES
 from reference_vm.result import canonical
 
@@ -55,6 +56,9 @@ def promote(findings_dir: Path, ids: Sequence[str] = (), *, promoted: Path = fuz
     for v in chosen:
         if v["tags"]["source"] != "fuzz":
             raise PromoteError(f"{v['id']}: not a fuzz finding (source {v['tags']['source']})")
+        if any(c.startswith(NOT_VERDICTS) for c in v["tags"]["categories"]):
+            raise PromoteError(f"{v['id']}: a wall-clock safety-net entry (the request met the time limit), "
+                               "not a divergence; it cannot be promoted")
         entries[v["id"]] = entry_of(v)
     new_cases = [fuzz_source.case_of(e) for e in entries.values()]
     fuzz_vectors = [fill_checked(c) for c in sorted(new_cases, key=lambda c: c.id)]

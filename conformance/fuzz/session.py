@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from conformance.process import Job
 from conformance.protocol import ProtocolError, decode, encode, execute_request, reply_problems
 from conformance.runner import AdapterProcess, Settings, StartError
 
@@ -26,8 +27,9 @@ from conformance.runner import AdapterProcess, Settings, StartError
 @dataclass
 class Answer:
     message: dict[str, Any] | None
-    failure: str | None = None        # crash, timeout, garbage, wrong_id, protocol
+    failure: str | None = None        # crash, timeout, oversized, garbage, wrong_id, protocol
     detail: str = ""
+    seconds: float = 0.0              # the wall-clock limit it ran under (a timeout is reported with it)
 
 
 class Session:
@@ -42,6 +44,7 @@ class Session:
         self.hello: dict[str, Any] | None = None
         self.restarts = 0
         self.starts = 0
+        self._limits: dict[str, int | None] = {}
         self._logs = Path(tempfile.mkdtemp(prefix="rtwo-fuzz-")) if settings.log_dir is None else Path(settings.log_dir)
 
     @property
@@ -76,10 +79,11 @@ class Session:
         self.proc = None
         self.restarts += 1
 
-    def run(self, items: Sequence[tuple[str, Mapping[str, Any], bool]]) -> dict[str, Answer]:
+    def run(self, items: Sequence[tuple[str, Mapping[str, Any], bool]], limits: Mapping[str, int] | None = None,
+            timeout: float | None = None) -> dict[str, Answer]:
         """Answers to (id, vector input, trace) requests, by id."""
         self.submit(items)
-        return self.collect()
+        return self.collect(limits, timeout)
 
     def submit(self, items: Sequence[tuple[str, Mapping[str, Any], bool]]) -> None:
         """Start a batch: the first window of requests goes out now, so the adapter works while
@@ -88,6 +92,7 @@ class Session:
         self._lines = {rid: encode(execute_request(rid, vi, trace)) for rid, vi, trace in items}
         self._traced = {rid: trace for rid, _, trace in items}
         self._sent = 0
+        self._limits = {}
         if self.proc is None:
             self.start()
         self._send_up_to(0)
@@ -95,12 +100,23 @@ class Session:
 
     def _send_up_to(self, head: int) -> None:
         while self._sent < len(self._queue) and self._sent - head < self.settings.window:
-            self.proc.send(self._lines[self._queue[self._sent]])
+            rid = self._queue[self._sent]
+            self.proc.send(self._lines[rid])
+            if self._limits:
+                self.proc.in_flight.append(Job(rid, b"", rid, self._limits.get(rid)))
             self._sent += 1
 
-    def collect(self) -> dict[str, Answer]:
+    def collect(self, limits: Mapping[str, int] | None = None, timeout: float | None = None) -> dict[str, Answer]:
+        """The answers of the batch, by id. ``limits`` bounds the response line of some requests
+        (spec 11.5.1: twice the expected result plus 8 KiB, when that is above the default
+        bound); ``timeout`` replaces the settings' wall-clock limit per request (a retry)."""
         answers: dict[str, Answer] = {}
         queue, head = self._queue, 0
+        timeout = self.settings.timeout if timeout is None else timeout
+        self._limits = dict(limits) if limits else {}
+        if self._limits and self.proc is not None:
+            self.proc.in_flight.clear()
+            self.proc.in_flight.extend(Job(rid, b"", rid, self._limits.get(rid)) for rid in queue[:self._sent])
         while head < len(queue):
             if self.proc is None:
                 self.start()
@@ -108,13 +124,16 @@ class Session:
             proc = self.proc
             self._send_up_to(head)
             rid = queue[head]
-            line = proc.wait_line(time.monotonic() + self.settings.timeout)
+            line = proc.wait_line(time.monotonic() + timeout)
             failure = None
             if line is None:
-                if proc.eof:
+                if proc.oversized:
+                    failure = Answer(None, "oversized", f"a response line longer than {proc.line_limit()} bytes "
+                                                        "(the largest result the request allows)")
+                elif proc.eof:
                     failure = Answer(None, "crash", f"adapter crashed ({proc.exit_description()}){proc.stderr_tail()}")
                 else:
-                    failure = Answer(None, "timeout", f"no answer within {self.settings.timeout:g} s")
+                    failure = Answer(None, "timeout", f"no answer within {timeout:g} s (wall clock)", timeout)
             else:
                 try:
                     message = decode(line)
@@ -128,9 +147,12 @@ class Session:
                 head += 1
                 self._restart()
                 continue
+            if self._limits and proc.in_flight:
+                proc.in_flight.popleft()
             problems = reply_problems(message, rid, self._traced[rid])
             answers[rid] = Answer(message, "protocol" if problems else None, "; ".join(problems))
             head += 1
+        self._limits = {}
         return answers
 
     def close(self) -> None:

@@ -10,6 +10,7 @@ depends on the task only, never on which worker ran it or how many there are.
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
 from typing import Any, Mapping
@@ -17,13 +18,14 @@ from typing import Any, Mapping
 from conformance import determinism
 from conformance.fuzz.classify import Divergence, compare, compare_runs
 from conformance.fuzz.feedback import ArcTracer, cells
-from conformance.fuzz.findings import make_vector, program_text, vector_id
+from conformance.fuzz.findings import SAFETY_NET_CLASS, make_vector, program_text, vector_id
 from conformance.fuzz.generate import generate, has_loop
 from conformance.fuzz.pool import Pool
 from conformance.fuzz.mutate import _shift_targets
 from conformance.fuzz.program import TABLE, Code, FuzzInput
 from conformance.fuzz.session import Session
 from conformance.fuzz.shrink import Shrinker
+from conformance.requests import SLACK
 from conformance.runner import Settings
 from conformance.tracediff import first_divergence, reference_trace
 from conformance.vector import expected_of, run_reference
@@ -32,6 +34,8 @@ from conformance.vector import expected_of, run_reference
 EXPOSE = [("PUSH1", 0), ("SWAP1", 0), ("MSTORE", 0), ("PUSH1", 0), ("PUSH1", 8), ("RETURN", 0)]
 DEFAULTS = {"timeout": 10.0, "window": 32, "perturb_share": 4, "trace_share": 16, "arc_share": 32,
             "shrink_budget": 1500}
+RETRY_FACTOR = 4      # a request that met the wall-clock limit runs once more with this many times the limit
+SHRINK_TIMEOUTS = 3   # shrink candidates that may meet the wall-clock limit before the shrinker stops
 
 
 def _every(index: int, share: int, salt: int) -> bool:
@@ -102,7 +106,11 @@ class Worker:
             if second is not None:
                 second.submit([(rid, by_id[rid], False) for rid in order])
             second_sessions.append(second)
+        any_traced = set().union(*traced) if traced else set()
         requests, new, outcomes = [], [], Counter()
+        ref_traces: dict[int, list] = {}        # the reference trace of a request, once for every implementation
+        limits: dict[str, int] = {}             # response bounds above the default (11.5.1)
+        trace_limits: dict[str, int] = {}
         arc_runs, ref_seconds = 0, 0.0
         for idx, inp, vi in inputs:
             t0 = time.perf_counter()
@@ -111,29 +119,52 @@ class Worker:
                 arc_runs += 1
             else:
                 result, arcs = run_reference(vi), set()
-            ref_seconds += time.perf_counter() - t0
             expected = expected_of(result)
             rj = expected["result"]
+            rid = f"fuzz/{idx}"
+            bound = self._bound(rj)
+            if bound is not None:
+                limits[rid] = bound
+            if idx in any_traced:
+                ref_traces[idx] = trace = reference_trace(vi)
+                tb = self._trace_bound(rj, trace, bound)
+                if tb is not None:
+                    trace_limits[rid] = tb
+            ref_seconds += time.perf_counter() - t0
             outcomes[rj["error"] or rj["status"]] += 1
             fresh_cells = cells(inp.mnemonics(), rj, vi["sandbox"]["limits"]) - self.known_cells
             fresh_arcs = arcs - self.known_arcs
             if fresh_cells or fresh_arcs:
                 new.append([idx, sorted(fresh_cells), sorted(fresh_arcs), inp.to_json()])
             requests.append((idx, inp, vi, expected))
-        divergences, findings = [], []
+        divergences, findings, safety = [], [], []
         shrunk_here: set[str] = set()
         for impl, session in enumerate(self.sessions):
-            answers = session.collect()
-            second = second_sessions[impl].collect() if second_sessions[impl] is not None else {}
+            wanted = traced[impl]
+            bounds = {**limits, **{r: b for r, b in trace_limits.items() if int(r[5:]) in wanted}}
+            answers = session.collect(bounds)
+            second_session = second_sessions[impl]
+            second = second_session.collect(limits) if second_session is not None else {}
             for idx, inp, vi, expected in requests:
                 rid = f"fuzz/{idx}"
                 if expected["result"]["status"] == "internal":
                     div = Divergence("reference:INTERNAL_ERROR", detail="the reference itself failed")
                 else:
-                    ref_trace = reference_trace(vi) if idx in traced[impl] else None
-                    div = compare(expected, vi, answers[rid], ref_trace)
+                    answer = answers[rid]
+                    if answer.failure == "timeout":
+                        answer = self._retry(session, rid, vi, idx in wanted, bounds.get(rid))
+                        if answer.failure == "timeout":
+                            safety.append(self._safety(impl, idx, inp, answer, "main run"))
+                            continue
+                    div = compare(expected, vi, answer, ref_traces.get(idx) if idx in wanted else None)
                     if div is None and rid in second:
-                        div = compare_runs(_untraced(answers[rid]), second[rid])
+                        again = second[rid]
+                        if again.failure == "timeout":
+                            again = self._retry(second_session, rid, vi, False, limits.get(rid))
+                            if again.failure == "timeout":
+                                safety.append(self._safety(impl, idx, inp, again, "perturbed run"))
+                                continue
+                        div = compare_runs(_untraced(answer), again)
                 if div is None:
                     continue
                 key = f"{impl}|{div.kind}"
@@ -143,9 +174,44 @@ class Worker:
                 shrunk_here.add(key)
                 findings.append(self._finding(impl, idx, inp, div))
         return {"start": start, "count": count, "worker": self.index, "new": new, "divergences": divergences,
-                "findings": findings, "outcomes": dict(outcomes), "arc_runs": arc_runs,
+                "findings": findings, "safety_net": safety, "outcomes": dict(outcomes), "arc_runs": arc_runs,
                 "ref_seconds": ref_seconds, "seconds": time.perf_counter() - started,
                 "restarts": sum(s.restarts for s in self.sessions)}
+
+    # -- the wall-clock safety net ---------------------------------------------------------------
+    def _retry(self, session: Session, rid: str, vi: Mapping[str, Any], trace: bool, bound: int | None):
+        """A request that met the wall-clock limit, once more on a fresh process with RETRY_FACTOR
+        times the limit: an answer then is judged like any other; a second timeout is not."""
+        limits = {rid: bound} if bound is not None else None
+        return session.run([(rid, vi, trace)], limits, timeout=RETRY_FACTOR * self.settings.timeout)[rid]
+
+    def _safety(self, impl: int, idx: int, inp: FuzzInput, answer, run: str) -> dict[str, Any]:
+        """A safety-net entry: reported with what reproduces it, never a verdict."""
+        name = self.sessions[impl].name
+        limit = self.settings.timeout
+        text = (f"Safety-net entry, not a divergence: request {idx} of campaign seed {self.seed} met the "
+                f"wall-clock limit twice ({limit:g} s, then {answer.seconds:g} s) on {name} ({run}).")
+        return {"index": idx, "impl": impl, "run": run, "seconds": [limit, answer.seconds], "detail": answer.detail,
+                "vector_id": vector_id(self.seed, idx), "size": inp.size(),
+                "vector": make_vector(inp, self.seed, idx, SAFETY_NET_CLASS, name, description=text)}
+
+    def _trace_bound(self, rj: Mapping[str, Any], trace: list, bound: int | None) -> int | None:
+        """The bound of a traced response when above the default: twice the reference's trace
+        and result plus 8 KiB (as conformance.requests bounds a traced vector)."""
+        result = bound if bound is not None else 2 * len(json.dumps(rj, separators=(",", ":"))) + SLACK
+        size = 2 * len(json.dumps(trace, separators=(",", ":"))) + result
+        return size if size > self.settings.max_line else None
+
+    def _bound(self, rj: Mapping[str, Any]) -> int | None:
+        """The response bound of a request whose expected result may need more than the default
+        line (spec 11.5.1: twice the expected result plus 8 KiB); None for the default. A cheap
+        overestimate first, the exact size only when it passes the default."""
+        items = len(rj["calls"]) + len(rj["events"]) + len(rj["state_changes"])
+        guess = len(rj["output"]) + sum(len(e["data"]) for e in rj["events"]) + 1024 * items + 4096
+        if 2 * guess + SLACK <= self.settings.max_line:
+            return None
+        exact = 2 * len(json.dumps(rj, separators=(",", ":"))) + SLACK
+        return exact if exact > self.settings.max_line else None
 
     # -- a divergence: shrink it and describe it -----------------------------------------------
     def check(self, impl: int, inp: FuzzInput, kind: str, trace: bool = False) -> Divergence | None:
@@ -156,13 +222,19 @@ class Worker:
         expected = expected_of(result)
         session = self.sessions[impl]
         want_trace = (trace or kind.startswith("trace:")) and session.can_trace
-        answer = session.run([("fuzz/shrink", vi, want_trace)])["fuzz/shrink"]
+        bound = self._bound(expected["result"])
+        limits = {"fuzz/shrink": bound} if bound is not None else None
         ref_trace = reference_trace(vi) if want_trace else None
+        traced_limits = limits
+        if ref_trace is not None:
+            tb = self._trace_bound(expected["result"], ref_trace, bound)
+            traced_limits = {"fuzz/shrink": tb} if tb is not None else limits
+        answer = session.run([("fuzz/shrink", vi, want_trace)], traced_limits)["fuzz/shrink"]
         div = compare(expected, vi, answer, ref_trace)
         if div is None and kind.startswith("nondeterministic:"):
             answer = _untraced(answer)
             for which in range(len(determinism.PERTURBATIONS)):
-                again = self._perturbed(impl, which).run([("fuzz/shrink", vi, False)])["fuzz/shrink"]
+                again = self._perturbed(impl, which).run([("fuzz/shrink", vi, False)], limits)["fuzz/shrink"]
                 div = compare_runs(answer, again)
                 if div is not None:
                     break
@@ -208,15 +280,26 @@ class Worker:
                 finding.update({"class": kind, "exposed_as": exposed[1].kind, "original_size": inp.size()})
                 return finding
         budget = int(self.config["shrink_budget"])
-        if kind.startswith("process:timeout"):
-            budget = min(budget, 12)
         if kind.startswith("reference:"):
             budget = 0
-        shrinker = Shrinker(lambda cand: (lambda d: d is not None and d.kind == kind)(self.check(impl, cand, kind)),
-                            budget)
+        timeouts = 0
+
+        def keeps(cand: FuzzInput) -> bool:
+            # A candidate that meets the wall-clock limit does not keep the class; after
+            # SHRINK_TIMEOUTS of them the shrinker stops with what it has (each costs the limit).
+            nonlocal timeouts
+            d = self.check(impl, cand, kind)
+            if d is not None and d.kind == "process:timeout":
+                timeouts += 1
+                if timeouts >= SHRINK_TIMEOUTS:
+                    shrinker.budget = shrinker.tests
+            return d is not None and d.kind == kind
+        shrinker = Shrinker(keeps, budget)
         t0 = time.perf_counter()
         small = shrinker.shrink(inp) if budget else inp
-        final = self.check(impl, small, kind, trace=True) or div
+        final = self.check(impl, small, kind, trace=True)
+        if final is None or final.kind == "process:timeout":        # a wall-clock event is no diff
+            final = div
         trace_line = ""
         session = self.sessions[impl]
         if session.can_trace and not kind.startswith("process:"):

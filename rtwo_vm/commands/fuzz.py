@@ -1,7 +1,8 @@
 """``rtwo-vm fuzz``: a differential fuzzing campaign against one or more implementations.
 
 Exit status: 0 nothing diverged, 1 something did (findings in DIR/findings), 2 usage error,
-3 the campaign could not run (an adapter that does not start, Ray unavailable).
+3 the campaign could not run (an adapter that does not start, Ray unavailable). Safety-net
+entries (requests that met the wall-clock limit twice, DIR/safety-net) do not count.
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ def register(sub) -> None:
     p.add_argument("--ray", metavar="local|ADDRESS", default=None,
                    help="run the workers as Ray actors: 'local' starts a cluster on 127.0.0.1, else join ADDRESS")
     p.add_argument("--resume", metavar="DIR", default=None, help="continue the campaign saved in DIR")
-    p.add_argument("--timeout", type=float, default=10.0, help="seconds per request before a hang (default 10)")
+    p.add_argument("--timeout", type=float, default=10.0,
+                   help="wall-clock safety net per request (default 10): a request that meets it runs once more "
+                        "with 4 times the limit, then is listed apart, never a divergence")
     p.add_argument("--stop-on-finding", action="store_true", help="stop after the epoch of the first divergence")
     p.add_argument("--json", action="store_true", help="print the final report as JSON")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
