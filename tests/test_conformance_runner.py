@@ -300,3 +300,16 @@ def test_two_implementations_with_one_name_get_separate_bundles():
     prefixes = bundle_prefixes(runs)
     assert len(set(prefixes)) == 3 and prefixes[1] == "other"
     assert bundle_name(prefixes[0], "a/B/c") != bundle_name(prefixes[2], "a/B/c")
+
+
+def test_a_correct_answer_longer_than_max_line_is_not_oversized(vectors):
+    """Chapter 11.5.1: a vector's bound is twice its expected result plus 8 KiB, whatever
+    --max-line says (that bounds only requests without an expected result)."""
+    big = "smt/CALL/16_memory_covers_range_call_depth_exceeded_compute_limit_reached_exactly"
+    chosen = select(vectors, [big])
+    size = len(json.dumps(chosen[0]["expected"]["result"], separators=(",", ":")))
+    assert size > 8192   # the answer is longer than the max_line below
+    options = Options(repeat=0, settings=Settings(timeout=30.0, workers=1, max_line=8192))
+    result = run_suite([reference_command()], chosen, [], options)
+    (run,) = result.runs
+    assert run.outcomes[big].status == "pass", [str(m) for m in run.outcomes[big].failures]

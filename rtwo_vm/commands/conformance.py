@@ -84,7 +84,10 @@ def register(sub) -> None:
     r.add_argument("--max-bundles", type=nonnegative_int, default=50, metavar="N",
                    help="replay bundles written at most, most telling failures first (default 50)")
     r.add_argument("--max-line", type=positive_int, default=None, metavar="BYTES",
-                   help="longest response line accepted (default: the largest result the default limits allow)")
+                   help="longest response line accepted to a request without an expected result, and "
+                        "the least a traced one may take (default: the largest result the "
+                        "default limits allow); a vector's answer may take twice its expected "
+                        "result plus 8 KiB")
     r.add_argument("--keep-logs", nargs="?", const="", default=None, metavar="DIR",
                    help="keep the end of the stderr of every adapter process in DIR (default when given "
                         "without DIR: <out>/logs); off by default")
