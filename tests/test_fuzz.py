@@ -239,3 +239,17 @@ def test_backend_maps_in_task_order_and_broadcasts(workers):
         assert [value for value, _ in backend.map([1, 2, 3])] == [101, 102, 103]
     finally:
         backend.close()
+
+
+def test_a_request_without_contracts_can_be_mutated():
+    """A pool entry whose pre-state holds no contract (CONTRACT_NOT_FOUND vectors) is mutated
+    like any other: every mutation kind is drawn over 400 seeds, and the result is a request."""
+    import random
+    from conformance.fuzz.mutate import mutate_once
+    grown = 0
+    for seed in range(400):
+        inp = FuzzInput(contracts={})
+        mutate_once(random.Random(seed), inp, [])
+        assert set(inp.vector_input()["pre_state"]["contracts"]) == {f"0x{a:x}" for a in inp.contracts}
+        grown += bool(inp.contracts)
+    assert grown > 0   # some seeds add a contract (the callee branch)

@@ -113,7 +113,7 @@ def mutate_once(rng: random.Random, inp: FuzzInput, pool: Sequence[FuzzInput]) -
             inp.call_data = bytes(data[:len(data) + rng.choice((-1, 0, 0, 1))])
         else:
             inp.call_data = _call_data(rng)
-    elif kind == 14:
+    elif kind == 14 and inp.contracts:             # a storage slot of a contract
         address = rng.choice(sorted(inp.contracts))
         code, storage = inp.contracts[address]
         storage = dict(storage)
@@ -122,7 +122,7 @@ def mutate_once(rng: random.Random, inp: FuzzInput, pool: Sequence[FuzzInput]) -
         else:
             storage[_pick(rng, KEYS)] = rng.choice(EDGE_WORDS[1:]) or 1
         inp.contracts[address] = (code, storage)
-    else:                                               # add or replace a callee contract
+    else:                           # add or replace a callee contract (also: no contract yet)
         address = ENTRY + 1 + rng.randrange(3)
         addresses = sorted(set(inp.contracts) | {address})
         rows = fresh_rows(rng, addresses, len(inp.call_data), 0, callee=True) if rng.random() < 0.8 \
