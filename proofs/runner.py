@@ -156,61 +156,101 @@ def _premises(query, budgets) -> str:
     solver = z3.Solver()
     solver.add(*query.assumptions)
     answer = solvers.check(budgets.configs["z3"], solver.to_smt2(), budgets.wall_seconds)
-    return {solvers.SAT: "satisfiable", solvers.UNSAT: "unsatisfiable"}.get(
-        answer.status, answer.status)
+    return _premise_word(answer.status)
+
+
+def _premise_word(status: str) -> str:
+    return {solvers.SAT: "satisfiable", solvers.UNSAT: "unsatisfiable"}.get(status, status)
+
+
+def _solve(config, texts: list[str], ks: list[int], wall: float, stop_at_sat: bool):
+    """Claims ``ks`` by ``config``: {k: Answer}, and the premises' Answer when the
+    configuration solves the row as one script (smtlib.script: the assumptions, a check of
+    the premises, then each claim between push and pop, all in one fresh solver). Otherwise
+    each claim is solved from its own text in a fresh solver (stopping at a refutation if
+    asked)."""
+    if config.script:
+        answers = solvers.check_script(config, smtlib.script([texts[k] for k in ks]), wall)
+        return dict(zip(ks, answers[1:])), answers[0]
+    out = {}
+    for k in ks:
+        out[k] = solvers.check(config, texts[k], wall)
+        if stop_at_sat and out[k].status == solvers.SAT:
+            break
+    return out, None
 
 
 def _check_claims(th, bits, query) -> tuple[str, dict]:
     budgets = solvers.load(_OPTIONS.budgets)
     wall = _OPTIONS.wall_seconds or budgets.wall_seconds
-    profile = budgets.profile(th.name, th.profile)
+    profile = budgets.profile(th.name, th.profile, th.opcode)
     provers = [budgets.configs[c] for c in profile.prove]
     recheckers = [budgets.configs[c] for c in _rechecking(profile)]
-    statuses, second, cex = [], [], None
-    proved_by: dict[str, int] = {}
-    rechecked_by: dict[str, int] = {}
     resources: dict[str, int] = {}
+    texts = []
     for k, claim in enumerate(query.claims):
         text = smtlib.export(query.assumptions, claim)
+        texts.append(text)
         if _OPTIONS.export_dir:
             name = f"{th.name}__{th.opcode}__w{bits}__{k:03d}.smt2".replace("-", "all")
             with open(os.path.join(_OPTIONS.export_dir, name), "w") as f:
                 f.write(text)
-        answer, prover, timed_out = solvers.Answer(solvers.UNKNOWN), None, False
-        for config in provers:
-            answer = solvers.check(config, text, wall)
+    premise_answers = []
+    last: dict[int, solvers.Answer] = {}
+    prover_of: dict[int, object] = {}
+    timed: set[int] = set()
+    for config in provers:
+        todo = [k for k in range(len(texts)) if k not in prover_of]
+        if not todo or any(a.status == solvers.SAT for a in last.values()):
+            break
+        got, premise = _solve(config, texts, todo, wall, stop_at_sat=True)
+        if premise is not None:
+            premise_answers.append((config, premise))
+            _spend(resources, config, premise)
+        for k, answer in got.items():
             _spend(resources, config, answer)
-            timed_out = timed_out or answer.status == solvers.TIMEOUT
+            last[k] = answer
+            if answer.status == solvers.TIMEOUT:
+                timed.add(k)
             if answer.status in solvers.DECIDED:
-                prover = config
-                break
-        # Undecided after any prover met the wall-clock safety net: the answer depended on
-        # time, so it is a timeout, never a budget-spent unknown.
-        statuses.append(solvers.TIMEOUT if prover is None and timed_out else answer.status)
-        if prover is not None:
-            proved_by[prover.label] = proved_by.get(prover.label, 0) + 1
-        if answer.status == solvers.SAT and cex is None:
-            cex = _counterexample(query, claim, answer.model, budgets, wall)
-        if prover is None or not recheckers:
-            if cex is not None:
-                break   # refuted: the remaining claims cannot change the verdict
+                prover_of[k] = config
+    # Claims in order up to the first refutation (the rest cannot change the verdict).
+    checked = sorted(last)
+    refuted = [k for k in checked if last[k].status == solvers.SAT]
+    if refuted:
+        checked = [k for k in checked if k <= refuted[0]]
+    # Undecided after any prover met the wall-clock safety net: the answer depended on
+    # time, so it is a timeout, never a budget-spent unknown.
+    statuses = [solvers.TIMEOUT if k not in prover_of and k in timed else last[k].status
+                for k in checked]
+    proved_by: dict[str, int] = {}
+    for k in checked:
+        if k in prover_of:
+            proved_by[prover_of[k].label] = proved_by.get(prover_of[k].label, 0) + 1
+    cex = None
+    if refuted:
+        cex = _counterexample(query, query.claims[refuted[0]], last[refuted[0]].model,
+                              budgets, wall)
+    verdict = {k: solvers.UNKNOWN for k in checked if k in prover_of}
+    rechecked_by: dict[str, int] = {}
+    for config in recheckers:
+        ks = [k for k in sorted(verdict) if verdict[k] not in solvers.DECIDED
+              and prover_of[k] != config]
+        if not ks:
             continue
-        verdict = solvers.UNKNOWN
-        for config in recheckers:
-            if config == prover:
-                continue
-            again = solvers.check(config, text, wall)
+        got, premise = _solve(config, texts, ks, wall, stop_at_sat=False)
+        if premise is not None:
+            premise_answers.append((config, premise))
+            _spend(resources, config, premise)
+        for k, again in got.items():
             _spend(resources, config, again)
             if again.status in solvers.DECIDED:
-                verdict = again.status
+                verdict[k] = again.status
                 rechecked_by[config.label] = rechecked_by.get(config.label, 0) + 1
-                break
-            if again.status == solvers.TIMEOUT:
-                verdict = solvers.TIMEOUT
-        second.append((k, answer.status, verdict))
-        if cex is not None:
-            break   # refuted (and the refutation re-checked): the rest cannot change it
-    premises = _premises(query, budgets)
+            elif again.status == solvers.TIMEOUT:
+                verdict[k] = solvers.TIMEOUT
+    second = [(k, last[k].status, verdict[k]) for k in sorted(verdict)] if recheckers else []
+    premises, premises_by = _premise_status(query, budgets, premise_answers)
     if COUNTEREXAMPLE_ANSWER in statuses:
         status = COUNTEREXAMPLE
     elif all(s == solvers.UNSAT for s in statuses):
@@ -221,9 +261,9 @@ def _check_claims(th, bits, query) -> tuple[str, dict]:
         status = UNKNOWN
     disagreements = [k for k, a, b in second if {a, b} == {solvers.SAT, solvers.UNSAT}]
     extra = {"claims": len(query.claims), "note": th.note, "premises": premises,
-             "budget_profile": profile.name, "proved_by": proved_by,
-             "resources": resources}
-    undecided = [k for k, s in enumerate(statuses) if s not in solvers.DECIDED]
+             "premises_by": premises_by, "budget_profile": profile.name,
+             "proved_by": proved_by, "resources": resources}
+    undecided = [k for k, s in zip(checked, statuses) if s not in solvers.DECIDED]
     if undecided:
         extra["undecided_claims"] = undecided
     if recheckers:
@@ -244,6 +284,17 @@ def _check_claims(th, bits, query) -> tuple[str, dict]:
     elif not premises.startswith("satisfiable") and status == PROVED:
         status = TIMEOUT if premises == solvers.TIMEOUT else UNKNOWN
     return status, extra
+
+
+def _premise_status(query, budgets, answers) -> tuple[str, str]:
+    """The premises' status: from the first script that decided it (its first check-sat),
+    otherwise from a z3 query of its own."""
+    if not query.assumptions:
+        return "satisfiable (none)", "-"
+    for config, answer in answers:
+        if answer.status in solvers.DECIDED:
+            return _premise_word(answer.status), config.label
+    return _premises(query, budgets), budgets.configs["z3"].label
 
 
 COUNTEREXAMPLE_ANSWER = solvers.SAT
@@ -378,7 +429,7 @@ def run_suite(options: Options, progress=None) -> list[dict]:
     _THEOREMS = theorems(options)
     solvers.load(options.budgets)   # a bad budgets file fails before any task runs
     for th in _THEOREMS:
-        solvers.load(options.budgets).profile(th.name, th.profile)
+        solvers.load(options.budgets).profile(th.name, th.profile, th.opcode)
     if options.export_dir:
         os.makedirs(options.export_dir, exist_ok=True)
     tasks = plan(options, _THEOREMS)

@@ -26,6 +26,57 @@ def export(assumptions: list, claim) -> str:
     return "(set-logic ALL)\n" + text
 
 
+def toplevel(text: str) -> list[str]:
+    """The top-level s-expressions of an SMT-LIB text (comments at top level skipped)."""
+    out, depth, start, comment, quoted = [], 0, 0, False, False
+    for i, ch in enumerate(text):
+        if comment:
+            comment = ch != "\n"
+        elif quoted:
+            quoted = ch != "|"
+        elif ch == "|":
+            quoted = True
+        elif ch == ";" and depth == 0:
+            comment = True
+        elif ch == "(":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                out.append(text[start:i + 1])
+    return out
+
+
+def script(texts: list[str]) -> str:
+    """One SMT-LIB 2 script for a row's claims, from their ``export`` texts (which share the
+    assumptions): the declarations, the assumptions and a ``(check-sat)`` of the premises
+    alone, then per claim ``(push 1) (assert (not claim)) (check-sat) (pop 1)``. Its answers
+    (premises first, then the claims in order) depend on this text alone; an incremental
+    solver re-uses its work on the shared assumptions between the claims."""
+    declarations: list[str] = []
+    seen: set[str] = set()
+    assumptions: list[str] | None = None
+    negated = []
+    for text in texts:
+        blocks = toplevel(text)
+        for block in blocks:
+            if block.startswith("(declare-") and block not in seen:
+                seen.add(block)
+                declarations.append(block)
+        asserts = [b for b in blocks if b.startswith("(assert")]
+        if assumptions is None:
+            assumptions = asserts[:-1]
+        elif asserts[:-1] != assumptions:
+            raise ValueError("claims of one script must share their assumptions")
+        negated.append(asserts[-1])
+    out = ["(set-logic ALL)", *declarations, *(assumptions or []), "(check-sat)"]
+    for block in negated:
+        out += ["(push 1)", block, "(check-sat)", "(pop 1)"]
+    return "\n".join(out) + "\n"
+
+
 def available(name: str) -> bool:
     return solvers.available(name)
 
