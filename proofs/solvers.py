@@ -164,11 +164,18 @@ def _z3(config: Config, text: str, wall_seconds: float) -> Answer:
     used = stats.get_key_value("rlimit count") if "rlimit count" in stats.keys() else None
     model = None
     if answer == "unknown":
-        reason = solver.reason_unknown()
-        answer = TIMEOUT if ("timeout" in reason or "canceled" in reason) else UNKNOWN
+        answer = _z3_undecided(config, solver.reason_unknown(), used)
     elif answer == SAT:
         model = solver.model().translate(z3.main_ctx())
     return Answer(answer, used, model)
+
+
+def _z3_undecided(config: Config, reason: str, used: int | None) -> str:
+    """z3 reports a spent rlimit as "max. resource limit exceeded" or as "canceled" (as it
+    does the wall clock): a check that used its whole budget is unknown, never a timeout."""
+    if used is not None and used >= config.rlimit:
+        return UNKNOWN
+    return TIMEOUT if ("timeout" in reason or "canceled" in reason) else UNKNOWN
 
 
 def _cvc5(config: Config, text: str, wall_seconds: float) -> Answer:
@@ -219,8 +226,8 @@ def _z3_script(config: Config, text: str, wall_seconds: float) -> list[Answer]:
                 total = (stats.get_key_value("rlimit count") if "rlimit count" in stats.keys()
                          else None)
                 if answer == "unknown":
-                    reason = solver.reason_unknown()
-                    answer = TIMEOUT if ("timeout" in reason or "canceled" in reason) else UNKNOWN
+                    answer = _z3_undecided(config, solver.reason_unknown(),
+                                           None if total is None else total - spent)
                 # A counterexample's model is produced again in the main context on demand.
                 answers.append(Answer(answer, None if total is None else total - spent))
                 spent = total if total is not None else spent
