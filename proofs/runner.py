@@ -187,11 +187,9 @@ def _check_claims(th, bits, query) -> tuple[str, dict]:
     provers = [budgets.configs[c] for c in profile.prove]
     recheckers = [budgets.configs[c] for c in _rechecking(profile)]
     resources: dict[str, int] = {}
-    texts = []
-    for k, claim in enumerate(query.claims):
-        text = smtlib.export(query.assumptions, claim)
-        texts.append(text)
-        if _OPTIONS.export_dir:
+    texts = [smtlib.export(query.assumptions, claim) for claim in query.claims]
+    if _OPTIONS.export_dir:
+        for k, text in enumerate(texts):
             name = f"{th.name}__{th.opcode}__w{bits}__{k:03d}.smt2".replace("-", "all")
             with open(os.path.join(_OPTIONS.export_dir, name), "w") as f:
                 f.write(text)
@@ -348,6 +346,18 @@ def _word_counterexample(model, query) -> dict:
     return {"inputs": inputs, "operand_values": values,
             "differences": compare(inputs, _OPTIONS.handler_overrides.get(query.mnemonic),
                                    _OPTIONS.model_overrides.get(query.mnemonic))}
+
+
+def task_texts(task: tuple) -> list[str]:
+    """The SMT-LIB texts a theorem task solves: each claim's own text, then the row's
+    script. z3 names shared subterms by term ids, which depend on the terms built before in
+    the process: each task runs in a fresh process forked from the warmed parent, so the
+    texts (and so the answers) do not depend on which tasks ran before (tests pin it)."""
+    kind, key, bits = task
+    th = _THEOREMS[key]
+    query = th.build(bits)
+    texts = [smtlib.export(query.assumptions, claim) for claim in query.claims]
+    return texts + [smtlib.script(texts)]
 
 
 def run_task(task: tuple) -> dict:
