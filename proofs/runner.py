@@ -163,14 +163,15 @@ def _premise_word(status: str) -> str:
     return {solvers.SAT: "satisfiable", solvers.UNSAT: "unsatisfiable"}.get(status, status)
 
 
-def _solve(config, texts: list[str], ks: list[int], wall: float, stop_at_sat: bool):
+def _solve(config, query, texts: list[str], ks: list[int], wall: float, stop_at_sat: bool):
     """Claims ``ks`` by ``config``: {k: Answer}, and the premises' Answer when the
     configuration solves the row as one script (smtlib.script: the assumptions, a check of
     the premises, then each claim between push and pop, all in one fresh solver). Otherwise
     each claim is solved from its own text in a fresh solver (stopping at a refutation if
     asked)."""
     if config.script:
-        answers = solvers.check_script(config, smtlib.script([texts[k] for k in ks]), wall)
+        text = smtlib.script(query.assumptions, [query.claims[k] for k in ks])
+        answers = solvers.check_script(config, text, wall)
         return dict(zip(ks, answers[1:])), answers[0]
     out = {}
     for k in ks:
@@ -201,7 +202,7 @@ def _check_claims(th, bits, query) -> tuple[str, dict]:
         todo = [k for k in range(len(texts)) if k not in prover_of]
         if not todo or any(a.status == solvers.SAT for a in last.values()):
             break
-        got, premise = _solve(config, texts, todo, wall, stop_at_sat=True)
+        got, premise = _solve(config, query, texts, todo, wall, stop_at_sat=True)
         if premise is not None:
             premise_answers.append((config, premise))
             _spend(resources, config, premise)
@@ -236,7 +237,7 @@ def _check_claims(th, bits, query) -> tuple[str, dict]:
               and prover_of[k] != config]
         if not ks:
             continue
-        got, premise = _solve(config, texts, ks, wall, stop_at_sat=False)
+        got, premise = _solve(config, query, texts, ks, wall, stop_at_sat=False)
         if premise is not None:
             premise_answers.append((config, premise))
             _spend(resources, config, premise)
@@ -357,7 +358,7 @@ def task_texts(task: tuple) -> list[str]:
     th = _THEOREMS[key]
     query = th.build(bits)
     texts = [smtlib.export(query.assumptions, claim) for claim in query.claims]
-    return texts + [smtlib.script(texts)]
+    return texts + [smtlib.script(query.assumptions, query.claims)]
 
 
 def run_task(task: tuple) -> dict:

@@ -49,30 +49,24 @@ def toplevel(text: str) -> list[str]:
     return out
 
 
-def script(texts: list[str]) -> str:
-    """One SMT-LIB 2 script for a row's claims, from their ``export`` texts (which share the
-    assumptions): the declarations, the assumptions and a ``(check-sat)`` of the premises
-    alone, then per claim ``(push 1) (assert (not claim)) (check-sat) (pop 1)``. Its answers
-    (premises first, then the claims in order) depend on this text alone; an incremental
-    solver re-uses its work on the shared assumptions between the claims."""
-    declarations: list[str] = []
-    seen: set[str] = set()
-    assumptions: list[str] | None = None
-    negated = []
-    for text in texts:
-        blocks = toplevel(text)
-        for block in blocks:
-            if block.startswith("(declare-") and block not in seen:
-                seen.add(block)
-                declarations.append(block)
-        asserts = [b for b in blocks if b.startswith("(assert")]
-        if assumptions is None:
-            assumptions = asserts[:-1]
-        elif asserts[:-1] != assumptions:
-            raise ValueError("claims of one script must share their assumptions")
-        negated.append(asserts[-1])
-    out = ["(set-logic ALL)", *declarations, *(assumptions or []), "(check-sat)"]
-    for block in negated:
+def script(assumptions: list, claims: list) -> str:
+    """One SMT-LIB 2 script for a row's claims: the declarations, the assumptions and a
+    ``(check-sat)`` of the premises alone, then per claim ``(push 1) (assert (not claim))
+    (check-sat) (pop 1)``. Its answers (premises first, then the claims in order) depend on
+    this text alone; an incremental solver re-uses its work on the shared assumptions
+    between the claims. (z3 names the subterms that assertions share, so a claim's assertion
+    here may read differently from its own ``export``, with the same meaning.)"""
+    solver = z3.Solver()
+    solver.add(*assumptions)
+    for claim in claims:
+        solver.add(z3.Not(claim))
+    blocks = toplevel(solver.to_smt2())
+    declarations = [b for b in blocks if b.startswith("(declare-")]
+    asserts = [b for b in blocks if b.startswith("(assert")]
+    if len(asserts) != len(assumptions) + len(claims):
+        raise ValueError("script: z3 exported another number of assertions than it was given")
+    out = ["(set-logic ALL)", *declarations, *asserts[:len(assumptions)], "(check-sat)"]
+    for block in asserts[len(assumptions):]:
         out += ["(push 1)", block, "(check-sat)", "(pop 1)"]
     return "\n".join(out) + "\n"
 

@@ -24,7 +24,7 @@ def _claims():
 def test_a_script_answers_the_premises_then_each_claim_as_alone():
     assumptions, claims = _claims()
     texts = [smtlib.export(assumptions, c) for c in claims]
-    text = smtlib.script(texts)
+    text = smtlib.script(assumptions, claims)
     assert text.count("(check-sat)") == 4 and text.count("(push 1)") == 3
     budgets = solvers.load()
     for name in ("z3-script", "cvc5"):
@@ -36,22 +36,11 @@ def test_a_script_answers_the_premises_then_each_claim_as_alone():
         assert alone == answers[1:], name
 
 
-def test_a_script_refuses_claims_with_other_assumptions():
-    assumptions, claims = _claims()
-    texts = [smtlib.export(assumptions, claims[0]), smtlib.export([], claims[2])]
-    try:
-        smtlib.script(texts)
-    except ValueError as err:
-        assert "share their assumptions" in str(err)
-    else:
-        raise AssertionError("a script of claims with different assumptions was built")
-
-
 def test_each_check_of_a_script_has_its_own_budget():
     # Two claims each cheaper than the limit: both decided although together they spend more.
     a, b, c = z3.BitVecs("a b c", 8)
     claims = [a * (b + c) == a * b + a * c, (a + b) * c == a * c + b * c]
-    text = smtlib.script([smtlib.export([], x) for x in claims])
+    text = smtlib.script([], claims)
     config = solvers.load().configs["z3-script"]
     answers = solvers.check_script(config, text, 60)
     spent = [x.resources for x in answers]
