@@ -163,15 +163,18 @@ def _premise_word(status: str) -> str:
     return {solvers.SAT: "satisfiable", solvers.UNSAT: "unsatisfiable"}.get(status, status)
 
 
-def _solve(config, query, texts: list[str], ks: list[int], wall: float, stop_at_sat: bool):
+def _solve(config, query, texts, ks: list[int], wall: float, stop_at_sat: bool,
+           premises: bool = True):
     """Claims ``ks`` by ``config``: {k: Answer}, and the premises' Answer when the
     configuration solves the row as one script (smtlib.script: the assumptions, a check of
-    the premises, then each claim between push and pop, all in one fresh solver). Otherwise
-    each claim is solved from its own text in a fresh solver (stopping at a refutation if
-    asked)."""
+    the premises unless already decided, then each claim between push and pop, all in one
+    fresh solver). Otherwise each claim is solved from its own text in a fresh solver
+    (stopping at a refutation if asked)."""
     if config.script:
-        text = smtlib.script(query.assumptions, [query.claims[k] for k in ks])
+        text = smtlib.script(query.assumptions, [query.claims[k] for k in ks], premises)
         answers = solvers.check_script(config, text, wall)
+        if not premises:
+            return dict(zip(ks, answers)), None
         return dict(zip(ks, answers[1:])), answers[0]
     out = {}
     for k in ks:
@@ -181,6 +184,24 @@ def _solve(config, query, texts: list[str], ks: list[int], wall: float, stop_at_
     return out, None
 
 
+class _Texts:
+    """Each claim's own SMT-LIB text, exported when first asked for (a row solved only by
+    scripts never needs them), and written to the export directory when one is given."""
+
+    def __init__(self, th, bits, query):
+        self.query, self.cache = query, {}
+        if _OPTIONS.export_dir:
+            for k in range(len(query.claims)):
+                name = f"{th.name}__{th.opcode}__w{bits}__{k:03d}.smt2".replace("-", "all")
+                with open(os.path.join(_OPTIONS.export_dir, name), "w") as f:
+                    f.write(self[k])
+
+    def __getitem__(self, k: int) -> str:
+        if k not in self.cache:
+            self.cache[k] = smtlib.export(self.query.assumptions, self.query.claims[k])
+        return self.cache[k]
+
+
 def _check_claims(th, bits, query) -> tuple[str, dict]:
     budgets = solvers.load(_OPTIONS.budgets)
     wall = _OPTIONS.wall_seconds or budgets.wall_seconds
@@ -188,18 +209,14 @@ def _check_claims(th, bits, query) -> tuple[str, dict]:
     provers = [budgets.configs[c] for c in profile.prove]
     recheckers = [budgets.configs[c] for c in _rechecking(profile)]
     resources: dict[str, int] = {}
-    texts = [smtlib.export(query.assumptions, claim) for claim in query.claims]
-    if _OPTIONS.export_dir:
-        for k, text in enumerate(texts):
-            name = f"{th.name}__{th.opcode}__w{bits}__{k:03d}.smt2".replace("-", "all")
-            with open(os.path.join(_OPTIONS.export_dir, name), "w") as f:
-                f.write(text)
+    texts = _Texts(th, bits, query)
+    count = len(query.claims)
     premise_answers = []
     last: dict[int, solvers.Answer] = {}
     prover_of: dict[int, object] = {}
     timed: set[int] = set()
     for config in provers:
-        todo = [k for k in range(len(texts)) if k not in prover_of]
+        todo = [k for k in range(count) if k not in prover_of]
         if not todo or any(a.status == solvers.SAT for a in last.values()):
             break
         got, premise = _solve(config, query, texts, todo, wall, stop_at_sat=True)
@@ -237,7 +254,9 @@ def _check_claims(th, bits, query) -> tuple[str, dict]:
               and prover_of[k] != config]
         if not ks:
             continue
-        got, premise = _solve(config, query, texts, ks, wall, stop_at_sat=False)
+        decided = any(a.status in solvers.DECIDED for _, a in premise_answers)
+        got, premise = _solve(config, query, texts, ks, wall, stop_at_sat=False,
+                              premises=not decided)
         if premise is not None:
             premise_answers.append((config, premise))
             _spend(resources, config, premise)

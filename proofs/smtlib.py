@@ -49,13 +49,14 @@ def toplevel(text: str) -> list[str]:
     return out
 
 
-def script(assumptions: list, claims: list) -> str:
+def script(assumptions: list, claims: list, premises: bool = True) -> str:
     """One SMT-LIB 2 script for a row's claims: the declarations, the assumptions and a
     ``(check-sat)`` of the premises alone, then per claim ``(push 1) (assert (not claim))
     (check-sat) (pop 1)``. Its answers (premises first, then the claims in order) depend on
     this text alone; an incremental solver re-uses its work on the shared assumptions
     between the claims. (z3 names the subterms that assertions share, so a claim's assertion
-    here may read differently from its own ``export``, with the same meaning.)"""
+    here may read differently from its own ``export``, with the same meaning.) Without
+    ``premises`` (the premises already decided), the claims' checks alone."""
     solver = z3.Solver()
     solver.add(*assumptions)
     for claim in claims:
@@ -65,7 +66,9 @@ def script(assumptions: list, claims: list) -> str:
     asserts = [b for b in blocks if b.startswith("(assert")]
     if len(asserts) != len(assumptions) + len(claims):
         raise ValueError("script: z3 exported another number of assertions than it was given")
-    out = ["(set-logic ALL)", *declarations, *asserts[:len(assumptions)], "(check-sat)"]
+    out = ["(set-logic ALL)", *declarations, *asserts[:len(assumptions)]]
+    if premises:
+        out.append("(check-sat)")
     for block in asserts[len(assumptions):]:
         out += ["(push 1)", block, "(check-sat)", "(pop 1)"]
     return "\n".join(out) + "\n"
