@@ -173,7 +173,7 @@ def _z3(config: Config, text: str, wall_seconds: float) -> Answer:
 def _z3_undecided(config: Config, reason: str, used: int | None) -> str:
     """z3 reports a spent rlimit as "max. resource limit exceeded" or as "canceled" (as it
     does the wall clock): a check that used its whole budget is unknown, never a timeout."""
-    if used is not None and used >= config.rlimit:
+    if used is not None and config.rlimit is not None and used >= config.rlimit:
         return UNKNOWN
     return TIMEOUT if ("timeout" in reason or "canceled" in reason) else UNKNOWN
 
