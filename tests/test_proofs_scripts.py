@@ -8,6 +8,7 @@ import multiprocessing
 import z3
 
 from proofs import runner, smtlib, solvers
+from proofs.runner import Options, run_suite
 from proofs.words import width
 
 
@@ -62,9 +63,11 @@ def test_a_tasks_texts_do_not_depend_on_the_tasks_before_it():
     options = runner.Options()
     runner._OPTIONS = options
     runner._THEOREMS = runner.theorems(options)
-    tasks = [t for t in runner.plan(options, runner._THEOREMS) if t[0] == "theorem"]
-    pick = {(runner._THEOREMS[t[1]].name, runner._THEOREMS[t[1]].opcode): t for t in tasks}
-    meters, cost = pick[("meters", "MSTORE")], pick[("cost", "LOG1")]
+    tasks = runner.plan(options, runner._THEOREMS)
+    groups = {runner._THEOREMS[t[1][0]].opcode: t for t in tasks if t[0] == "group"}
+    # MSTORE's stack_effect, cost, halts_exactly, charges_before_effect and meters, one task
+    meters, cost = groups["MSTORE"], groups["LOG1"]
+    assert sorted(runner._THEOREMS[i].name for i in meters[1]) == sorted(runner.GROUPED)
     runner._warm(options)
     context = multiprocessing.get_context("fork")
     with context.Pool(1, maxtasksperchild=1) as pool:   # as the runner: a process per task
@@ -77,3 +80,18 @@ def test_a_tasks_texts_do_not_depend_on_the_tasks_before_it():
     with context.Pool(1, maxtasksperchild=1) as pool:
         shared = pool.apply(_texts_after, ([cost, meters],))
     assert shared != alone
+
+
+def test_a_group_gives_each_row_what_it_gets_alone():
+    def key(r):
+        return (r["theorem"], r["status"], r.get("second_status"), r["claims"], r["premises"],
+                r["proved_by"], r.get("rechecked_by"))
+    together = run_suite(Options(opcodes=("SSTORE",), agreement=False, jobs=1))
+    grouped = [r for r in together if "solved_with" in r]
+    assert sorted(r["theorem"] for r in grouped) == sorted(runner.GROUPED)
+    alone = [r for name in runner.GROUPED
+             for r in run_suite(Options(opcodes=("SSTORE",), names=(name,), agreement=False,
+                                        jobs=1))]
+    assert all("solved_with" not in r for r in alone)
+    assert sorted(map(key, grouped)) == sorted(map(key, alone))
+    assert all(r["status"] == runner.PROVED for r in alone)
