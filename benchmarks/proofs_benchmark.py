@@ -1,6 +1,6 @@
 """Speed of the whole proof suite, as a ratio to a plain CPython loop timed in the same run.
 
-    python benchmarks/proofs_benchmark.py            # ratio (target <= 30) and slowest rows
+    python benchmarks/proofs_benchmark.py            # ratio (target <= 30), CPU estimate, slowest rows
     python benchmarks/proofs_benchmark.py --budgets  # also the most work units any claim set spent
 
 The reference workload is ``a = (a*31 + i) & (2**64-1)`` over 2*10^7 iterations (best of 3),
