@@ -168,8 +168,8 @@ def observe(x: dict, branch, probe_keys=(), extra_probes=()) -> Observed:
     size = value(s.memory.pages) * PAGE_SIZE
     probes = sorted(set(memory_probes(x, size)) | {i for i in extra_probes if i < size})
     memory = bytearray(size)
-    for i in probes:
-        memory[i] = value(s.memory.read(w.cval(i)))
+    for i, byte in zip(probes, read_at(w, s.memory.read, probes)):
+        memory[i] = byte
     keys = set(x["storage"]) | set(probe_keys)
     events = [(value(e.address), tuple(value(t) for t in e.topics), read_bytes(w, e.data))
               for e in s.events]
@@ -210,7 +210,19 @@ def return_stack_view(s: State) -> list:
 
 def read_bytes(w: Width, data: Bytes) -> tuple:
     n = value(data.length)
-    return n, tuple(value(data.read(w.cval(j))) for j in sample_indices(n))
+    return n, tuple(read_at(w, data.read, sample_indices(n)))
+
+
+def read_at(w: Width, read, indices) -> list[int]:
+    """``value(read(i))`` for every index: the read term is built once at a symbolic index
+    and simplified, then evaluated at each index (building the term per index in Python is
+    what made observing a state slow)."""
+    indices = list(indices)
+    if len(indices) < 4:
+        return [value(read(w.cval(i))) for i in indices]
+    j = z3.BitVec("concrete_probe_index", w.counter_bits)
+    term = z3.simplify(read(j))
+    return [value(z3.substitute(term, (j, w.cval(i)))) for i in indices]
 
 
 def memory_probes(x: dict, size: int) -> list[int]:

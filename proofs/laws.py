@@ -92,6 +92,9 @@ def _divs(bits, op):
     smag = lambda v: z3.If(slt(v, 0), -v, v)  # noqa: E731
     for sign_a in (False, True):
         for sign_b in (False, True):
+            if (sign_a, sign_b) == (False, True):
+                claims += _divs_nonnegative_by_negative(a, b, q_, r_, big, bigb, q, r)
+                continue
             case = z3.And(b != 0, ring, slt(a, 0) == sign_a, slt(b, 0) == sign_b)
             claims.append(z3.Implies(case, a == q * b + r))
     not_min = z3.Not(z3.And(a == 1 << (bits - 1), b == -1))
@@ -100,6 +103,18 @@ def _divs(bits, op):
                z3.Implies(z3.And(b != 0, floor, not_min), mag(q) == q_),
                z3.Implies(z3.And(b != 0, floor, not_min), z3.Or(q == 0, slt(q, 0) == negative))]
     return claims
+
+
+def _divs_nonnegative_by_negative(a, b, q_, r_, big, bigb, q, r):
+    """The sign case a >= 0, b < 0 of _divs's identity claim, split so that integer blasting
+    closes it (as one claim it does not, and only z3 did): (i) in this case |a| = a,
+    |b| = -b, q = -Q and r = R (no multiplication); (ii) from a == Q*(-b) + R (the unsigned
+    identity for |a|, |b|, rewritten by i) and the ring-law instances (-Q)*b == -(Q*b) and
+    Q*(-b) == -(Q*b) (claim 3 at x = Q, y = b), a == (-Q)*b + R, which is a == q*b + r by i."""
+    case = z3.And(b != 0, z3.Not(slt(a, 0)), slt(b, 0))
+    return [z3.Implies(case, z3.And(big == a, bigb == -b, q == -q_, r == r_)),
+            z3.Implies(z3.And(a == q_ * (-b) + r_, (-q_) * b == -(q_ * b),
+                              q_ * (-b) == -(q_ * b)), a == (-q_) * b + r_)]
 
 
 def _division_edges(bits, op):

@@ -32,9 +32,8 @@ import os
 import time
 from dataclasses import dataclass, field
 
-import z3
 
-from proofs import smtlib, solvers
+from proofs import claims, smtlib, solvers
 
 PROVED, COUNTEREXAMPLE, UNKNOWN, TIMEOUT = "proved", "counterexample", "unknown", "timeout"
 VACUOUS = "vacuous"
@@ -114,7 +113,30 @@ def plan(options: Options, registered: list | None = None) -> list[tuple]:
         tasks.append(("crosshair", "-", 64))
     if named:
         tasks = [t for t in tasks if t[0] == "theorem" or f"agreement_{t[0]}" in options.names]
-    return tasks
+    return _grouped(tasks, registered, options)
+
+
+# Generic theorems of one opcode and width that share their assumptions (a well-formed
+# pre-state) are solved as one task when they share their budget profile too
+# (claims.py): one script per configuration for all their claims.
+GROUPED = ("stack_effect", "cost", "halts_exactly", "charges_before_effect", "meters")
+
+
+def _grouped(tasks: list[tuple], registered: list, options: Options) -> list[tuple]:
+    budgets = solvers.load(options.budgets)
+    groups: dict[tuple, list[int]] = {}
+    out: list[tuple] = []
+    for task in tasks:
+        th = registered[task[1]] if task[0] == "theorem" else None
+        if th is None or th.name not in GROUPED or th.source != "proofs.theorems":
+            out.append(task)
+            continue
+        key = (th.opcode, task[2], budgets.profile(th.name, th.profile, th.opcode).name)
+        if key not in groups:
+            groups[key] = []
+            out.append(("group", key, task[2]))
+        groups[key].append(task[1])
+    return [("group", tuple(groups[t[1]]), t[2]) if t[0] == "group" else t for t in out]
 
 
 def expected_rows(options: Options | None = None) -> set[tuple[str, str, str]]:
@@ -124,6 +146,9 @@ def expected_rows(options: Options | None = None) -> set[tuple[str, str, str]]:
     out = set()
     for kind, key, bits in plan(options, registered):
         if kind == "crosshair":
+            continue
+        if kind == "group":
+            out.update((registered[i].name, registered[i].opcode, str(bits)) for i in key)
             continue
         name, opcode = ((registered[key].name, registered[key].opcode) if kind == "theorem"
                         else (f"agreement_{kind}", key))
@@ -149,173 +174,54 @@ def _rechecking(profile) -> tuple[str, ...]:
     return profile.recheck
 
 
-def _premises(query, budgets) -> str:
-    """Whether the query's assumptions can hold at all (sat), by a query of its own."""
-    if not query.assumptions:
-        return "satisfiable (none)"
-    solver = z3.Solver()
-    solver.add(*query.assumptions)
-    answer = solvers.check(budgets.configs["z3"], solver.to_smt2(), budgets.wall_seconds)
-    return {solvers.SAT: "satisfiable", solvers.UNSAT: "unsatisfiable"}.get(
-        answer.status, answer.status)
+def task_texts(task: tuple) -> list[str]:
+    """The SMT-LIB texts a theorem task (or group) solves: each claim's own text, then the
+    script of all its claims. z3 names shared subterms by term ids, which depend on the
+    terms built before in the process: each task runs in a fresh process forked from the
+    warmed parent, so the texts (and so the answers) do not depend on which tasks ran
+    before (tests pin it)."""
+    kind, key, bits = task
+    queries = [_THEOREMS[i].build(bits) for i in (key if kind == "group" else (key,))]
+    all_claims = [c for q in queries for c in q.claims]
+    texts = [smtlib.export(queries[0].assumptions, c) for c in all_claims]
+    return texts + [smtlib.script(queries[0].assumptions, all_claims)]
 
 
-def _check_claims(th, bits, query) -> tuple[str, dict]:
-    budgets = solvers.load(_OPTIONS.budgets)
-    wall = _OPTIONS.wall_seconds or budgets.wall_seconds
-    profile = budgets.profile(th.name, th.profile)
-    provers = [budgets.configs[c] for c in profile.prove]
-    recheckers = [budgets.configs[c] for c in _rechecking(profile)]
-    statuses, second, cex = [], [], None
-    proved_by: dict[str, int] = {}
-    rechecked_by: dict[str, int] = {}
-    resources: dict[str, int] = {}
-    for k, claim in enumerate(query.claims):
-        text = smtlib.export(query.assumptions, claim)
-        if _OPTIONS.export_dir:
-            name = f"{th.name}__{th.opcode}__w{bits}__{k:03d}.smt2".replace("-", "all")
-            with open(os.path.join(_OPTIONS.export_dir, name), "w") as f:
-                f.write(text)
-        answer, prover, timed_out = solvers.Answer(solvers.UNKNOWN), None, False
-        for config in provers:
-            answer = solvers.check(config, text, wall)
-            _spend(resources, config, answer)
-            timed_out = timed_out or answer.status == solvers.TIMEOUT
-            if answer.status in solvers.DECIDED:
-                prover = config
-                break
-        # Undecided after any prover met the wall-clock safety net: the answer depended on
-        # time, so it is a timeout, never a budget-spent unknown.
-        statuses.append(solvers.TIMEOUT if prover is None and timed_out else answer.status)
-        if prover is not None:
-            proved_by[prover.label] = proved_by.get(prover.label, 0) + 1
-        if answer.status == solvers.SAT and cex is None:
-            cex = _counterexample(query, claim, answer.model, budgets, wall)
-        if prover is None or not recheckers:
-            if cex is not None:
-                break   # refuted: the remaining claims cannot change the verdict
-            continue
-        verdict = solvers.UNKNOWN
-        for config in recheckers:
-            if config == prover:
-                continue
-            again = solvers.check(config, text, wall)
-            _spend(resources, config, again)
-            if again.status in solvers.DECIDED:
-                verdict = again.status
-                rechecked_by[config.label] = rechecked_by.get(config.label, 0) + 1
-                break
-            if again.status == solvers.TIMEOUT:
-                verdict = solvers.TIMEOUT
-        second.append((k, answer.status, verdict))
-        if cex is not None:
-            break   # refuted (and the refutation re-checked): the rest cannot change it
-    premises = _premises(query, budgets)
-    if COUNTEREXAMPLE_ANSWER in statuses:
-        status = COUNTEREXAMPLE
-    elif all(s == solvers.UNSAT for s in statuses):
-        status = PROVED
-    elif solvers.TIMEOUT in statuses:
-        status = TIMEOUT
-    else:
-        status = UNKNOWN
-    disagreements = [k for k, a, b in second if {a, b} == {solvers.SAT, solvers.UNSAT}]
-    extra = {"claims": len(query.claims), "note": th.note, "premises": premises,
-             "budget_profile": profile.name, "proved_by": proved_by,
-             "resources": resources}
-    undecided = [k for k, s in enumerate(statuses) if s not in solvers.DECIDED]
-    if undecided:
-        extra["undecided_claims"] = undecided
-    if recheckers:
-        extra["second_solver"] = ", ".join(c.label for c in recheckers)
-        extra["rechecked_by"] = rechecked_by
-        extra["second_status"] = (DISAGREES if disagreements else AGREES if second and all(
-            a == b for _, a, b in second) and len(second) == len(statuses) else UNKNOWN)
-    if len(statuses) < len(query.claims):
-        extra["claims_checked"] = len(statuses)   # stopped at the first counterexample
-        if disagreements:
-            extra["disagreeing_claims"] = disagreements
-    if cex is not None:
-        extra["counterexample"] = cex
-    if disagreements and status != COUNTEREXAMPLE:
-        status = DISAGREES
-    if premises == "unsatisfiable":
-        status = VACUOUS
-    elif not premises.startswith("satisfiable") and status == PROVED:
-        status = TIMEOUT if premises == solvers.TIMEOUT else UNKNOWN
-    return status, extra
+def _build(th, bits):
+    model = _OPTIONS.model_overrides.get(th.opcode)
+    return th.build(bits, model) if model is not None else th.build(bits)
 
 
-COUNTEREXAMPLE_ANSWER = solvers.SAT
-
-
-def _spend(resources: dict, config, answer) -> None:
-    if answer.resources is not None:
-        resources[config.name] = resources.get(config.name, 0) + answer.resources
-
-
-def _counterexample(query, claim, model, budgets, wall: float) -> dict:
-    """Concrete inputs of a counterexample, replayed on the interpreter (and on the model).
-    ``model`` is z3's (translated to the main context); when another solver decided the
-    claim, z3 solves it again within its budget only to produce one."""
-    if model is None:
-        solver = z3.Solver()
-        solver.set("rlimit", budgets.configs["z3"].rlimit)
-        solver.set("timeout", int(wall * 1000))
-        solver.add(*query.assumptions)
-        solver.add(z3.Not(claim))
-        if solver.check() != z3.sat:
-            return {"model": "not reproduced by z3 (the deciding solver found one)"}
-        model = solver.model()
-    if query.operands and query.mnemonic:
-        return _word_counterexample(model, query)
-    if query.pre is None or query.mnemonic is None:
-        return {"model": str(model)[:2000]}
-    from proofs.agreement import compare
-    from proofs.branches import inputs_from_model
-    from proofs.replay import complete, run_interpreter
-    inputs = inputs_from_model(model, query.pre, query.mnemonic, query.imm)
-    out = {"inputs": inputs}
-    try:
-        observed = run_interpreter(complete(inputs))
-        out["interpreter"] = {"outcome": observed.status, "stack_top": observed.stack[-4:],
-                              "meters": observed.meters}
-        out["differences"] = compare(inputs, _OPTIONS.handler_overrides.get(query.mnemonic),
-                                     _OPTIONS.model_overrides.get(query.mnemonic))
-    except Exception as err:  # noqa: BLE001 - a replay failure is reported, not raised
-        out["replay_error"] = f"{type(err).__name__}: {err}"
-    return out
-
-
-def _word_counterexample(model, query) -> dict:
-    """A word law's operand values, replayed as the law's instruction on both sides."""
-    from proofs.agreement import compare
-    from proofs.words import SPEC
-    values = [model.eval(v, model_completion=True).as_long() for v in query.operands]
-    arity = SPEC.by_mnemonic[query.mnemonic].inputs
-    inputs = {"mnemonic": query.mnemonic, "width": query.width, "stack": values[:arity]}
-    return {"inputs": inputs, "operand_values": values,
-            "differences": compare(inputs, _OPTIONS.handler_overrides.get(query.mnemonic),
-                                   _OPTIONS.model_overrides.get(query.mnemonic))}
-
-
-def run_task(task: tuple) -> dict:
+def run_task(task: tuple) -> list[dict]:
+    """The rows of one task (one row, or a group's rows)."""
     kind, key, bits = task
     start = time.perf_counter()
     try:
-        if kind == "theorem":
-            th = _THEOREMS[key]
-            model = _OPTIONS.model_overrides.get(th.opcode)
-            query = th.build(bits, model) if model is not None else th.build(bits)
-            status, extra = _check_claims(th, bits, query)
-            return _row(th.name, th.opcode, bits, status, time.perf_counter() - start, **extra)
-        return _agreement(kind, key, bits, start)
+        if kind in ("theorem", "group"):
+            ths = [_THEOREMS[i] for i in (key if kind == "group" else (key,))]
+            items = [(th, _build(th, bits)) for th in ths]
+            if any(not _same(q.assumptions, items[0][1].assumptions) for _, q in items):
+                results = [r for item in items for r in claims.check_rows([item], bits)]
+            else:
+                results = claims.check_rows(items, bits)
+            elapsed = time.perf_counter() - start
+            # A group's time is shared by its rows in proportion to their work units.
+            return [_row(th.name, th.opcode, bits, status, elapsed * share, **extra)
+                    for th, (status, extra, share) in zip(ths, results)]
+        return [_agreement(kind, key, bits, start)]
     except Exception as err:  # noqa: BLE001 - a crashing task is a failure row, not a crash
-        name = (f"agreement_{kind}" if kind != "theorem" else
-                _THEOREMS[key].name if key < len(_THEOREMS) else f"theorem #{key}")
-        opcode = _THEOREMS[key].opcode if kind == "theorem" and key < len(_THEOREMS) else key
-        return _row(name, str(opcode), bits, ERROR, time.perf_counter() - start,
-                    error=f"{type(err).__name__}: {err}")
+        elapsed = time.perf_counter() - start
+        if kind in ("theorem", "group"):
+            keys = key if kind == "group" else (key,)
+            return [_row(_THEOREMS[i].name if i < len(_THEOREMS) else f"theorem #{i}",
+                         _THEOREMS[i].opcode if i < len(_THEOREMS) else "-", bits, ERROR,
+                         elapsed, error=f"{type(err).__name__}: {err}") for i in keys]
+        return [_row(f"agreement_{kind}", str(key), bits, ERROR, elapsed,
+                     error=f"{type(err).__name__}: {err}")]
+
+
+def _same(a: list, b: list) -> bool:
+    return len(a) == len(b) and all(x.eq(y) for x, y in zip(a, b))
 
 
 def _agreement(kind, key, bits, start) -> dict:
@@ -370,6 +276,11 @@ def _warm(options: Options) -> None:
     solvers.load(options.budgets)
     if options.agreement:
         _word_ops()
+        if options.samples:
+            # hypothesis's first run in a process pays for its own set-up (derandomized:
+            # the examples of every later run do not depend on it).
+            from proofs import sampled
+            sampled.check("NOP", 1)
 
 
 def run_suite(options: Options, progress=None) -> list[dict]:
@@ -378,22 +289,24 @@ def run_suite(options: Options, progress=None) -> list[dict]:
     _THEOREMS = theorems(options)
     solvers.load(options.budgets)   # a bad budgets file fails before any task runs
     for th in _THEOREMS:
-        solvers.load(options.budgets).profile(th.name, th.profile)
+        solvers.load(options.budgets).profile(th.name, th.profile, th.opcode)
     if options.export_dir:
         os.makedirs(options.export_dir, exist_ok=True)
     tasks = plan(options, _THEOREMS)
     # Heavy tasks first so the workers finish together.
-    weight = {"hypothesis": 5, "crosshair": 9, "branches": 4, "validate": 3}
+    weight = {"hypothesis": 5, "crosshair": 9, "branches": 4, "validate": 3, "group": 4}
     tasks.sort(key=lambda t: -(weight.get(t[0], 1) + (3 if t[1] == "CALL" else 0)))
     _warm(options)
     rows = []
     context = multiprocessing.get_context("fork")
     # One fresh process per task (maxtasksperchild=1): no task sees another's z3 terms.
+    total = sum(len(t[1]) if t[0] == "group" else 1 for t in tasks)
     with context.Pool(options.jobs, maxtasksperchild=1) as pool:
-        for k, row in enumerate(pool.imap_unordered(run_task, tasks)):
-            rows.append(row)
-            if progress:
-                progress(k + 1, len(tasks), row)
+        for done in pool.imap_unordered(run_task, tasks):
+            for row in done:
+                rows.append(row)
+                if progress:
+                    progress(len(rows), total, row)
     rows.sort(key=lambda r: (r["theorem"].startswith("agreement"), str(r["opcode"]),
                              r["theorem"], str(r["width"])))
     return rows

@@ -26,6 +26,54 @@ def export(assumptions: list, claim) -> str:
     return "(set-logic ALL)\n" + text
 
 
+def toplevel(text: str) -> list[str]:
+    """The top-level s-expressions of an SMT-LIB text (comments at top level skipped)."""
+    out, depth, start, comment, quoted = [], 0, 0, False, False
+    for i, ch in enumerate(text):
+        if comment:
+            comment = ch != "\n"
+        elif quoted:
+            quoted = ch != "|"
+        elif ch == "|":
+            quoted = True
+        elif ch == ";" and depth == 0:
+            comment = True
+        elif ch == "(":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                out.append(text[start:i + 1])
+    return out
+
+
+def script(assumptions: list, claims: list, premises: bool = True) -> str:
+    """One SMT-LIB 2 script for a row's claims: the declarations, the assumptions and a
+    ``(check-sat)`` of the premises alone, then per claim ``(push 1) (assert (not claim))
+    (check-sat) (pop 1)``. Its answers (premises first, then the claims in order) depend on
+    this text alone; an incremental solver re-uses its work on the shared assumptions
+    between the claims. (z3 names the subterms that assertions share, so a claim's assertion
+    here may read differently from its own ``export``, with the same meaning.) Without
+    ``premises`` (the premises already decided), the claims' checks alone."""
+    solver = z3.Solver()
+    solver.add(*assumptions)
+    for claim in claims:
+        solver.add(z3.Not(claim))
+    blocks = toplevel(solver.to_smt2())
+    declarations = [b for b in blocks if b.startswith("(declare-")]
+    asserts = [b for b in blocks if b.startswith("(assert")]
+    if len(asserts) != len(assumptions) + len(claims):
+        raise ValueError("script: z3 exported another number of assertions than it was given")
+    out = ["(set-logic ALL)", *declarations, *asserts[:len(assumptions)]]
+    if premises:
+        out.append("(check-sat)")
+    for block in asserts[len(assumptions):]:
+        out += ["(push 1)", block, "(check-sat)", "(pop 1)"]
+    return "\n".join(out) + "\n"
+
+
 def available(name: str) -> bool:
     return solvers.available(name)
 

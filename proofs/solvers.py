@@ -29,15 +29,18 @@ class Config:
     solver: str                     # z3 | cvc5 | bitwuzla
     rlimit: int | None              # resource units (None: bitwuzla, wall clock only)
     options: tuple = ()             # (option, value) pairs, in file order
+    script: bool = False            # a row's claims in one incremental script (smtlib.script)
 
     @property
     def label(self) -> str:
         """How the report names it: the solver and every non-default setting."""
-        opts = ", ".join(f"{k}={v}" for k, v in self.options)
+        opts = ", ".join([f"{k}={v}" for k, v in self.options]
+                         + (["incremental script"] if self.script else []))
         return f"{self.solver} ({opts})" if opts else self.solver
 
     def to_json(self) -> dict:
-        return {"solver": self.solver, "options": dict(self.options), "rlimit": self.rlimit}
+        return {"solver": self.solver, "options": dict(self.options), "rlimit": self.rlimit,
+                "script": self.script}
 
 
 @dataclass(frozen=True)
@@ -55,8 +58,12 @@ class Budgets:
     theorems: dict = field(default_factory=dict)   # theorem name -> profile name
     source: str = ""
 
-    def profile(self, theorem_name: str, declared: str | None = None) -> Profile:
-        name = self.theorems.get(theorem_name) or declared or "default"
+    def profile(self, theorem_name: str, declared: str | None = None,
+                opcode: str | None = None) -> Profile:
+        """The profile of a theorem row: ``[theorem]`` "name@OPCODE", then "name", then the
+        declaration's own, then "default"."""
+        name = (self.theorems.get(f"{theorem_name}@{opcode}") or self.theorems.get(theorem_name)
+                or declared or "default")
         if name not in self.profiles:
             raise ValueError(f"theorem {theorem_name!r}: no budget profile {name!r} in "
                              f"{self.source}")
@@ -101,7 +108,11 @@ def load(path: str | None = None) -> Budgets:
             rlimit = None if solver == "bitwuzla" else _positive_int(
                 c.get("rlimit"), f"{file}: config {name}.rlimit")
             options = tuple((str(k), str(v)) for k, v in c.get("options", {}).items())
-            configs[name] = Config(name, solver, rlimit, options)
+            script = c.get("script", False)
+            if not isinstance(script, bool) or (script and solver == "bitwuzla"):
+                raise BudgetError(f"{file}: config {name}.script must be true or false "
+                                  "(z3 and cvc5 only)")
+            configs[name] = Config(name, solver, rlimit, options, script)
         profiles = {}
         for name, p in data["profile"].items():
             prove, recheck = tuple(p["prove"]), tuple(p.get("recheck", ()))
@@ -153,16 +164,84 @@ def _z3(config: Config, text: str, wall_seconds: float) -> Answer:
     used = stats.get_key_value("rlimit count") if "rlimit count" in stats.keys() else None
     model = None
     if answer == "unknown":
-        reason = solver.reason_unknown()
-        answer = TIMEOUT if ("timeout" in reason or "canceled" in reason) else UNKNOWN
+        answer = _z3_undecided(config, solver.reason_unknown(), used)
     elif answer == SAT:
         model = solver.model().translate(z3.main_ctx())
     return Answer(answer, used, model)
 
 
+def _z3_undecided(config: Config, reason: str, used: int | None) -> str:
+    """z3 reports a spent rlimit as "max. resource limit exceeded" or as "canceled" (as it
+    does the wall clock): a check that used its whole budget is unknown, never a timeout."""
+    if used is not None and config.rlimit is not None and used >= config.rlimit:
+        return UNKNOWN
+    return TIMEOUT if ("timeout" in reason or "canceled" in reason) else UNKNOWN
+
+
 def _cvc5(config: Config, text: str, wall_seconds: float) -> Answer:
+    return _cvc5_answers(config, text, wall_seconds, incremental=False)[-1]
+
+
+def check_script(config: Config, text: str, wall_seconds: float) -> list[Answer]:
+    """Solve every ``(check-sat)`` of the script ``text`` (smtlib.script) in one fresh,
+    incremental solver of ``config``, each within the configuration's resource limit (cvc5's
+    ``rlimit-per`` counts per check) and the wall-clock safety net: the answers in order,
+    each with the work units that check spent (an incremental solver shares the work on
+    the assumptions between a row's claims). z3 and cvc5; z3's ``rlimit`` and cvc5's
+    ``rlimit-per`` both bound each check on its own."""
+    if config.solver == "z3":
+        return _z3_script(config, text, wall_seconds)
+    if config.solver != "cvc5":
+        raise ValueError(f"{config.name}: scripts are solved by z3 or cvc5 only")
+    return _cvc5_answers(config, text, wall_seconds, incremental=True)
+
+
+def _z3_script(config: Config, text: str, wall_seconds: float) -> list[Answer]:
+    import z3
+
+    from proofs.smtlib import toplevel
+    ctx = z3.Context()
+    solver = z3.Solver(ctx=ctx)
+    solver.set("rlimit", config.rlimit)
+    solver.set("timeout", int(wall_seconds * 1000))
+    for key, value in config.options:
+        solver.set(key, value)
+    answers: list[Answer] = []
+    pending: list[str] = []
+    spent = 0
+    for block in toplevel(text):
+        if block.startswith("(set-logic") or block.startswith("(set-info"):
+            continue
+        if block in ("(check-sat)", "(push 1)", "(pop 1)"):
+            if pending:
+                solver.from_string("\n".join(pending))
+                pending = []
+            if block == "(push 1)":
+                solver.push()
+            elif block == "(pop 1)":
+                solver.pop()
+            else:
+                answer = str(solver.check())
+                stats = solver.statistics()
+                total = (stats.get_key_value("rlimit count") if "rlimit count" in stats.keys()
+                         else None)
+                if answer == "unknown":
+                    answer = _z3_undecided(config, solver.reason_unknown(),
+                                           None if total is None else total - spent)
+                # A counterexample's model is produced again in the main context on demand.
+                answers.append(Answer(answer, None if total is None else total - spent))
+                spent = total if total is not None else spent
+            continue
+        pending.append(block)
+    return answers or [Answer(UNKNOWN)]
+
+
+def _cvc5_answers(config: Config, text: str, wall_seconds: float,
+                  incremental: bool) -> list[Answer]:
     import cvc5
     solver = cvc5.Solver()
+    if incremental:
+        solver.setOption("incremental", "true")
     for key, value in config.options:
         solver.setOption(key, value)
     solver.setOption("rlimit-per", str(config.rlimit))
@@ -170,7 +249,8 @@ def _cvc5(config: Config, text: str, wall_seconds: float) -> Answer:
     parser = cvc5.InputParser(solver)
     parser.setStringInput(cvc5.InputLanguage.SMT_LIB_2_6, text, "query")
     symbols = parser.getSymbolManager()
-    answer = UNKNOWN
+    answers: list[Answer] = []
+    spent = 0
     while True:
         command = parser.nextCommand()
         if command.isNull():
@@ -184,15 +264,17 @@ def _cvc5(config: Config, text: str, wall_seconds: float) -> Answer:
             else:
                 answer = (TIMEOUT if result.getUnknownExplanation()
                           == cvc5.UnknownExplanation.TIMEOUT else UNKNOWN)
+            try:
+                total = solver.getStatistics()["resource::resourceUnitsUsed"]["value"]
+            except (KeyError, TypeError, RuntimeError):
+                total = None
+            answers.append(Answer(answer, None if total is None else total - spent))
+            spent = total if total is not None else spent
             continue
         out = command.invoke(solver, symbols).strip()
         if out.startswith("(error"):
             raise RuntimeError(f"cvc5: {out}")   # an export problem must not pass silently
-    try:
-        used = solver.getStatistics()["resource::resourceUnitsUsed"]["value"]
-    except (KeyError, TypeError, RuntimeError):
-        used = None
-    return Answer(answer, used)
+    return answers or [Answer(UNKNOWN)]
 
 
 def _bitwuzla(config: Config, text: str, wall_seconds: float) -> Answer:

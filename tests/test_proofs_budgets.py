@@ -14,7 +14,8 @@ from proofs.runner import PROVED, TIMEOUT, UNKNOWN, Options, run_suite
 from rtwo_vm.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
-HEAVY = Options(opcodes=("CALL",), names=("cost", "meters"), agreement=False, solver="z3", jobs=2)
+# CALL's rows: z3 claim by claim; LOG2's: z3's and cvc5's incremental scripts (budgets.toml).
+HEAVY = Options(opcodes=("CALL", "LOG2"), names=("cost", "meters"), agreement=False, jobs=2)
 SPIN = "import sys\nprint('spinning', flush=True)\nwhile True:\n    pass\n"
 
 
@@ -25,7 +26,8 @@ def verdicts(rows):
 
 def test_the_same_statuses_and_solver_work_quiet_and_beside_four_busy_processes():
     quiet = verdicts(run_suite(HEAVY))
-    assert [v[3] for v in quiet] == [PROVED, PROVED]
+    assert [v[3] for v in quiet] == [PROVED] * 4 and all(v[4] == "agrees" for v in quiet)
+    assert {label for v in quiet for label in v[5]} == {"z3", "z3 (incremental script)"}
     spinners = [subprocess.Popen([sys.executable, "-c", SPIN], stdout=subprocess.PIPE, text=True)
                 for _ in range(4)]
     try:

@@ -16,13 +16,13 @@ def test_full_suite_proves_everything_and_agrees():
     failures = [r for r in rows if r["status"] not in (PROVED, "agrees")]
     assert failures == []
     theorems = [r for r in rows if not r["theorem"].startswith("agreement")]
-    # Every claim re-checked by a second configuration, but for one: the sign case
-    # a >= 0, b < 0 of the signed division identity, which only z3 closes (docs/guides).
+    # Every claim of every row re-checked by a second configuration, the signed division
+    # identity at every width included (its sign case a >= 0, b < 0 is split, see _divs).
     signed = [r for r in theorems if r["theorem"] == "divs_rems_identity_and_truncation"]
     assert {r["width"] for r in signed} == {8, 16, 32, 64}
     for r in signed:
-        assert r["second_status"] == "unknown" and sum(r["rechecked_by"].values()) == r["claims"] - 1
-    assert all(r.get("second_status") == "agrees" for r in theorems if r not in signed)
+        assert sum(r["rechecked_by"].values()) == r["claims"]
+    assert [r for r in theorems if r.get("second_status") != "agrees"] == []
     assert all(r["premises"].startswith("satisfiable") for r in theorems)
     widths = {}
     for r in theorems:

@@ -110,7 +110,7 @@ def _options(args):
             if th.opcode != "-" and th.opcode not in known:
                 raise CliError(f"--theorems: {th.name}: no instruction {th.opcode!r}")
             try:
-                solvers.load(args.budgets).profile(th.name, th.profile)
+                solvers.load(args.budgets).profile(th.name, th.profile, th.opcode)
             except ValueError as err:
                 raise CliError(f"--theorems: {err}") from None
     return options

@@ -1,0 +1,296 @@
+"""Solving a task's claims under the budget profile: provers, re-checkers, premises, rows.
+
+A task is one theorem row, or a group of rows of one opcode and width that share their
+assumptions and their budget profile (the generic theorems but ``deterministic``, see
+runner.plan): a group's claims are solved together — one script per configuration — and
+the answers are then split into the rows, each with its own statuses, provers, re-checkers,
+work units and counterexample, exactly as if it had been solved alone; the premises'
+check is shared (the same assumptions). What a task solves is fixed by the plan, so its
+texts, and so its answers, depend on the task alone (runner.py).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import z3
+
+from proofs import smtlib, solvers
+from proofs.registry import Query
+
+
+def _r():
+    from proofs import runner
+    return runner
+
+
+def _premises(query, budgets) -> str:
+    """Whether the query's assumptions can hold at all (sat), by a query of its own."""
+    if not query.assumptions:
+        return "satisfiable (none)"
+    solver = z3.Solver()
+    solver.add(*query.assumptions)
+    answer = solvers.check(budgets.configs["z3"], solver.to_smt2(), budgets.wall_seconds)
+    return _premise_word(answer.status)
+
+
+def _premise_word(status: str) -> str:
+    return {solvers.SAT: "satisfiable", solvers.UNSAT: "unsatisfiable"}.get(status, status)
+
+
+def _solve(config, query, texts, ks: list[int], wall: float, stop_at_sat: bool,
+           premises: bool = True):
+    """Claims ``ks`` by ``config``: {k: Answer}, and the premises' Answer when the
+    configuration solves the claims as one script (smtlib.script: the assumptions, a check
+    of the premises unless already decided, then each claim between push and pop, all in
+    one fresh solver). Otherwise each claim is solved from its own text in a fresh solver
+    (stopping at a refutation if asked)."""
+    if config.script:
+        text = smtlib.script(query.assumptions, [query.claims[k] for k in ks], premises)
+        answers = solvers.check_script(config, text, wall)
+        if not premises:
+            return dict(zip(ks, answers)), None
+        return dict(zip(ks, answers[1:])), answers[0]
+    out = {}
+    for k in ks:
+        out[k] = solvers.check(config, texts[k], wall)
+        if stop_at_sat and out[k].status == solvers.SAT:
+            break
+    return out, None
+
+
+class _Texts:
+    """Each claim's own SMT-LIB text, exported when first asked for (claims solved only by
+    scripts never need them), and written to the export directory when one is given."""
+
+    def __init__(self, query, names: list[str]):
+        self.query, self.cache = query, {}
+        export_dir = _r()._OPTIONS.export_dir
+        if export_dir:
+            for k, name in enumerate(names):
+                with open(os.path.join(export_dir, name), "w") as f:
+                    f.write(self[k])
+
+    def __getitem__(self, k: int) -> str:
+        if k not in self.cache:
+            self.cache[k] = smtlib.export(self.query.assumptions, self.query.claims[k])
+        return self.cache[k]
+
+
+@dataclass
+class _Decided:
+    """Per claim (index into the combined claims): the last prover answer, who decided it,
+    the re-check verdict and who gave it, the work units spent on it, and the seconds of
+    its checks."""
+    last: dict = field(default_factory=dict)
+    prover_of: dict = field(default_factory=dict)
+    timed: set = field(default_factory=set)
+    verdict: dict = field(default_factory=dict)
+    rechecker_of: dict = field(default_factory=dict)
+    spent: dict = field(default_factory=dict)
+    premise_answers: list = field(default_factory=list)
+    premise_spent: dict = field(default_factory=dict)
+
+
+def _spend(into: dict, config, answer) -> None:
+    if answer.resources is not None:
+        into[config.name] = into.get(config.name, 0) + answer.resources
+
+
+def _decide(query, texts, provers, recheckers, wall, stop_at_sat) -> _Decided:
+    d = _Decided()
+    count = len(query.claims)
+    for config in provers:
+        todo = [k for k in range(count) if k not in d.prover_of]
+        if not todo or (stop_at_sat and any(a.status == solvers.SAT for a in d.last.values())):
+            break
+        got, premise = _solve(config, query, texts, todo, wall, stop_at_sat)
+        if premise is not None:
+            d.premise_answers.append((config, premise))
+            _spend(d.premise_spent, config, premise)
+        for k, answer in got.items():
+            _spend(d.spent.setdefault(k, {}), config, answer)
+            d.last[k] = answer
+            if answer.status == solvers.TIMEOUT:
+                d.timed.add(k)
+            if answer.status in solvers.DECIDED:
+                d.prover_of[k] = config
+    d.verdict = {k: solvers.UNKNOWN for k in d.prover_of}
+    for config in recheckers:
+        ks = [k for k in sorted(d.verdict) if d.verdict[k] not in solvers.DECIDED
+              and d.prover_of[k] != config]
+        if not ks:
+            continue
+        decided = any(a.status in solvers.DECIDED for _, a in d.premise_answers)
+        got, premise = _solve(config, query, texts, ks, wall, stop_at_sat=False,
+                              premises=not decided)
+        if premise is not None:
+            d.premise_answers.append((config, premise))
+            _spend(d.premise_spent, config, premise)
+        for k, again in got.items():
+            _spend(d.spent.setdefault(k, {}), config, again)
+            if again.status in solvers.DECIDED:
+                d.verdict[k] = again.status
+                d.rechecker_of[k] = config
+            elif again.status == solvers.TIMEOUT:
+                d.verdict[k] = solvers.TIMEOUT
+    return d
+
+
+def check_rows(items: list, bits: int) -> list[tuple[str, dict, float]]:
+    """(status, extra, share of the task's solving) of each (theorem, query) of ``items``:
+    one row, or a group sharing assumptions and profile."""
+    R = _r()
+    budgets = solvers.load(R._OPTIONS.budgets)
+    wall = R._OPTIONS.wall_seconds or budgets.wall_seconds
+    th0, q0 = items[0]
+    profile = budgets.profile(th0.name, th0.profile, th0.opcode)
+    provers = [budgets.configs[c] for c in profile.prove]
+    recheckers = [budgets.configs[c] for c in R._rechecking(profile)]
+    claims, names, spans = [], [], []
+    for th, q in items:
+        spans.append(range(len(claims), len(claims) + len(q.claims)))
+        claims += q.claims
+        names += [f"{th.name}__{th.opcode}__w{bits}__{k:03d}.smt2".replace("-", "all")
+                  for k in range(len(q.claims))]
+    combined = Query(claims, q0.assumptions)
+    d = _decide(combined, _Texts(combined, names), provers, recheckers, wall,
+                stop_at_sat=len(items) == 1)
+    premises, premises_by = _premise_status(q0, budgets, d.premise_answers)
+    units = [sum(sum(d.spent.get(k, {}).values()) for k in span) for span in spans]
+    out = []
+    for i, ((th, q), span) in enumerate(zip(items, spans)):
+        status, extra = _assemble(th, q, list(span), d, budgets, wall, profile, recheckers,
+                                  premises, premises_by)
+        if i == 0:
+            for name, used in d.premise_spent.items():
+                extra["resources"][name] = extra["resources"].get(name, 0) + used
+        if len(items) > 1:
+            extra["solved_with"] = [t.name for t, _ in items if t is not th]
+        out.append((status, extra, units[i] / (sum(units) or 1)))
+    return out
+
+
+def _assemble(th, query, ks, d, budgets, wall, profile, recheckers, premises, premises_by):
+    """One row from the combined answers ``d`` at the row's claims ``ks``."""
+    R = _r()
+    local = {k: j for j, k in enumerate(ks)}
+    checked = [k for k in ks if k in d.last]
+    refuted = [k for k in checked if d.last[k].status == solvers.SAT]
+    if refuted:   # claims in order up to the first refutation (the rest cannot change it)
+        checked = [k for k in checked if k <= refuted[0]]
+    # Undecided after any prover met the wall-clock safety net: the answer depended on
+    # time, so it is a timeout, never a budget-spent unknown.
+    statuses = [solvers.TIMEOUT if k not in d.prover_of and k in d.timed else d.last[k].status
+                for k in checked]
+    proved_by: dict[str, int] = {}
+    rechecked_by: dict[str, int] = {}
+    resources: dict[str, int] = {}
+    for k in checked:
+        if k in d.prover_of:
+            label = d.prover_of[k].label
+            proved_by[label] = proved_by.get(label, 0) + 1
+        if k in d.rechecker_of:
+            label = d.rechecker_of[k].label
+            rechecked_by[label] = rechecked_by.get(label, 0) + 1
+    for k in ks:
+        for name, used in d.spent.get(k, {}).items():
+            resources[name] = resources.get(name, 0) + used
+    cex = None
+    if refuted:
+        k = refuted[0]
+        cex = _counterexample(query, query.claims[local[k]], d.last[k].model, budgets, wall)
+    second = ([(local[k], d.last[k].status, d.verdict[k]) for k in checked if k in d.verdict]
+              if recheckers else [])
+    if solvers.SAT in statuses:
+        status = R.COUNTEREXAMPLE
+    elif all(s == solvers.UNSAT for s in statuses):
+        status = R.PROVED
+    elif solvers.TIMEOUT in statuses:
+        status = R.TIMEOUT
+    else:
+        status = R.UNKNOWN
+    disagreements = [k for k, a, b in second if {a, b} == {solvers.SAT, solvers.UNSAT}]
+    extra = {"claims": len(query.claims), "note": th.note, "premises": premises,
+             "premises_by": premises_by, "budget_profile": profile.name,
+             "proved_by": proved_by, "resources": resources}
+    undecided = [local[k] for k, s in zip(checked, statuses) if s not in solvers.DECIDED]
+    if undecided:
+        extra["undecided_claims"] = undecided
+    if recheckers:
+        extra["second_solver"] = ", ".join(c.label for c in recheckers)
+        extra["rechecked_by"] = rechecked_by
+        extra["second_status"] = (R.DISAGREES if disagreements else R.AGREES if second and all(
+            a == b for _, a, b in second) and len(second) == len(statuses) else R.UNKNOWN)
+    if len(statuses) < len(query.claims):
+        extra["claims_checked"] = len(statuses)   # stopped at the first counterexample
+        if disagreements:
+            extra["disagreeing_claims"] = disagreements
+    if cex is not None:
+        extra["counterexample"] = cex
+    if disagreements and status != R.COUNTEREXAMPLE:
+        status = R.DISAGREES
+    if premises == "unsatisfiable":
+        status = R.VACUOUS
+    elif not premises.startswith("satisfiable") and status == R.PROVED:
+        status = R.TIMEOUT if premises == solvers.TIMEOUT else R.UNKNOWN
+    return status, extra
+
+
+def _premise_status(query, budgets, answers) -> tuple[str, str]:
+    """The premises' status: from the first script that decided it (its first check-sat),
+    otherwise from a z3 query of its own."""
+    if not query.assumptions:
+        return "satisfiable (none)", "-"
+    for config, answer in answers:
+        if answer.status in solvers.DECIDED:
+            return _premise_word(answer.status), config.label
+    return _premises(query, budgets), budgets.configs["z3"].label
+
+
+def _counterexample(query, claim, model, budgets, wall: float) -> dict:
+    """Concrete inputs of a counterexample, replayed on the interpreter (and on the model).
+    ``model`` is z3's (translated to the main context); when another solver decided the
+    claim, z3 solves it again within its budget only to produce one."""
+    if model is None:
+        solver = z3.Solver()
+        solver.set("rlimit", budgets.configs["z3"].rlimit)
+        solver.set("timeout", int(wall * 1000))
+        solver.add(*query.assumptions)
+        solver.add(z3.Not(claim))
+        if solver.check() != z3.sat:
+            return {"model": "not reproduced by z3 (the deciding solver found one)"}
+        model = solver.model()
+    if query.operands and query.mnemonic:
+        return _word_counterexample(model, query)
+    if query.pre is None or query.mnemonic is None:
+        return {"model": str(model)[:2000]}
+    from proofs.agreement import compare
+    from proofs.branches import inputs_from_model
+    from proofs.replay import complete, run_interpreter
+    inputs = inputs_from_model(model, query.pre, query.mnemonic, query.imm)
+    out = {"inputs": inputs}
+    try:
+        observed = run_interpreter(complete(inputs))
+        out["interpreter"] = {"outcome": observed.status, "stack_top": observed.stack[-4:],
+                              "meters": observed.meters}
+        out["differences"] = compare(inputs, _r()._OPTIONS.handler_overrides.get(query.mnemonic),
+                                     _r()._OPTIONS.model_overrides.get(query.mnemonic))
+    except Exception as err:  # noqa: BLE001 - a replay failure is reported, not raised
+        out["replay_error"] = f"{type(err).__name__}: {err}"
+    return out
+
+
+def _word_counterexample(model, query) -> dict:
+    """A word law's operand values, replayed as the law's instruction on both sides."""
+    from proofs.agreement import compare
+    from proofs.words import SPEC
+    values = [model.eval(v, model_completion=True).as_long() for v in query.operands]
+    arity = SPEC.by_mnemonic[query.mnemonic].inputs
+    inputs = {"mnemonic": query.mnemonic, "width": query.width, "stack": values[:arity]}
+    return {"inputs": inputs, "operand_values": values,
+            "differences": compare(inputs, _r()._OPTIONS.handler_overrides.get(query.mnemonic),
+                                   _r()._OPTIONS.model_overrides.get(query.mnemonic))}
+
+
