@@ -29,8 +29,7 @@ def _premises(query, budgets) -> str:
     """Whether the query's assumptions can hold at all (sat), by a query of its own."""
     if not query.assumptions:
         return "satisfiable (none)"
-    solver = z3.Solver()
-    solver.add(*query.assumptions)
+    solver = smtlib.fresh_solver(list(query.assumptions))
     answer = solvers.check(budgets.configs["z3"], solver.to_smt2(), budgets.wall_seconds)
     return _premise_word(answer.status)
 

@@ -2,10 +2,11 @@
 
 Tasks: every (theorem, width) of the registry, and the agreement checks per opcode (branch
 replays, hypothesis at 64 bits, exhaustive at 8 bits) plus policy, validation and lifecycle
-agreement (and, on request, the CrossHair supplement). Every task runs in a process of its
-own, forked from the same warmed-up parent, and every proof claim is solved from its
-SMT-LIB 2 text in a fresh solver under the deterministic budgets of ``proofs/budgets.toml``:
-a verdict depends on the query alone, never on the machine's load or on the task order.
+agreement (and, on request, the CrossHair supplement). Tasks run in processes forked from
+the same warmed-up parent: a few to a process those whose rows do not depend on what ran
+before (``BATCHED``), one to a process the branch replays; every proof claim is solved from
+its SMT-LIB 2 text (printed from a z3 context of its own) in a fresh solver under the
+deterministic budgets of ``proofs/budgets.toml``: a verdict depends on the query alone, never on the machine's load or on the task order.
 
 Statuses of a theorem row:
 
@@ -176,15 +177,35 @@ def _rechecking(profile) -> tuple[str, ...]:
 
 def task_texts(task: tuple) -> list[str]:
     """The SMT-LIB texts a theorem task (or group) solves: each claim's own text, then the
-    script of all its claims. z3 names shared subterms by term ids, which depend on the
-    terms built before in the process: each task runs in a fresh process forked from the
-    warmed parent, so the texts (and so the answers) do not depend on which tasks ran
-    before (tests pin it)."""
+    script of all its claims. z3 names shared subterms by term ids, which in the main
+    context depend on the terms built before in the process: the texts are printed from a
+    fresh context (smtlib.fresh_solver), so they (and so the answers) do not depend on
+    which tasks ran before in the process (tests pin it)."""
     kind, key, bits = task
     queries = [_THEOREMS[i].build(bits) for i in (key if kind == "group" else (key,))]
     all_claims = [c for q in queries for c in q.claims]
     texts = [smtlib.export(queries[0].assumptions, c) for c in all_claims]
     return texts + [smtlib.script(queries[0].assumptions, all_claims)]
+
+
+# Tasks whose rows do not depend on what ran before them in the process: theorem tasks
+# (every SMT-LIB text is printed from a z3 context of its own, smtlib.fresh_solver, and
+# solved by a fresh solver), and the agreement checks on fixed concrete cases
+# (derandomized hypothesis examples, every 8-bit operand, seeded random codes, fixed
+# paths), compared by value. They run BATCH_SIZE to a process (tests pin that texts and
+# rows equal those of one process per task, in any order). Branch replays stay one to a
+# process: their inputs are z3 models found in the main context, whose term ids depend on
+# the terms the process built before.
+BATCHED = ("theorem", "group", "hypothesis", "exhaustive", "policy", "validate", "lifecycle")
+BATCH_SIZE = 8
+
+
+def batched(tasks: list[tuple]) -> list[tuple]:
+    """``tasks`` with the BATCHED kinds gathered, in order, into ("batch", tasks, 0)."""
+    single = [t for t in tasks if t[0] not in BATCHED]
+    many = [t for t in tasks if t[0] in BATCHED]
+    return single + [("batch", tuple(many[i:i + BATCH_SIZE]), 0)
+                     for i in range(0, len(many), BATCH_SIZE)]
 
 
 def _build(th, bits):
@@ -195,6 +216,8 @@ def _build(th, bits):
 def run_task(task: tuple) -> list[dict]:
     """The rows of one task (one row, or a group's rows)."""
     kind, key, bits = task
+    if kind == "batch":
+        return [row for t in key for row in run_task(t)]
     start = time.perf_counter()
     try:
         if kind in ("theorem", "group"):
@@ -292,15 +315,24 @@ def run_suite(options: Options, progress=None) -> list[dict]:
         solvers.load(options.budgets).profile(th.name, th.profile, th.opcode)
     if options.export_dir:
         os.makedirs(options.export_dir, exist_ok=True)
-    tasks = plan(options, _THEOREMS)
     # Heavy tasks first so the workers finish together.
     weight = {"hypothesis": 5, "crosshair": 9, "branches": 4, "validate": 3, "group": 4}
-    tasks.sort(key=lambda t: -(weight.get(t[0], 1) + (3 if t[1] == "CALL" else 0)))
+
+    def heavy(t: tuple) -> int:
+        if t[0] == "batch":
+            return sum(heavy(u) for u in t[1])
+        return weight.get(t[0], 1) + (3 if t[1] == "CALL" else 0)
+    tasks = batched(sorted(plan(options, _THEOREMS), key=lambda t: -heavy(t)))
+    tasks.sort(key=lambda t: -heavy(t))
     _warm(options)
     rows = []
     context = multiprocessing.get_context("fork")
-    # One fresh process per task (maxtasksperchild=1): no task sees another's z3 terms.
-    total = sum(len(t[1]) if t[0] == "group" else 1 for t in tasks)
+    # One fresh process per task or batch (maxtasksperchild=1).
+    def rows_of(t: tuple) -> int:
+        if t[0] == "batch":
+            return sum(rows_of(u) for u in t[1])
+        return len(t[1]) if t[0] == "group" else 1
+    total = sum(rows_of(t) for t in tasks)
     with context.Pool(options.jobs, maxtasksperchild=1) as pool:
         for done in pool.imap_unordered(run_task, tasks):
             for row in done:

@@ -17,10 +17,22 @@ from proofs import solvers
 SOLVERS = solvers.SOLVERS
 
 
+def fresh_solver(terms: list) -> z3.Solver:
+    """A solver holding ``terms`` translated into a z3 context of its own, for printing.
+
+    z3 names the subterms that assertions share by term ids, which in the main context
+    depend on every term the process built before; a fresh context numbers the translated
+    terms in the order of a walk of their structure, so the printed text depends on the
+    terms alone, whatever ran before in the process (tests pin it, byte for byte)."""
+    ctx = z3.Context()
+    solver = z3.Solver(ctx=ctx)
+    for term in terms:
+        solver.add(term.translate(ctx))
+    return solver
+
+
 def export(assumptions: list, claim) -> str:
-    solver = z3.Solver()
-    solver.add(*assumptions)
-    solver.add(z3.Not(claim))
+    solver = fresh_solver([*assumptions, z3.Not(claim)])
     text = solver.to_smt2()
     text = text.replace("(set-info :status unknown)", "(set-info :status unsat)", 1)
     return "(set-logic ALL)\n" + text
@@ -57,10 +69,7 @@ def script(assumptions: list, claims: list, premises: bool = True) -> str:
     between the claims. (z3 names the subterms that assertions share, so a claim's assertion
     here may read differently from its own ``export``, with the same meaning.) Without
     ``premises`` (the premises already decided), the claims' checks alone."""
-    solver = z3.Solver()
-    solver.add(*assumptions)
-    for claim in claims:
-        solver.add(z3.Not(claim))
+    solver = fresh_solver([*assumptions, *(z3.Not(claim) for claim in claims)])
     blocks = toplevel(solver.to_smt2())
     declarations = [b for b in blocks if b.startswith("(declare-")]
     asserts = [b for b in blocks if b.startswith("(assert")]

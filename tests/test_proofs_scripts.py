@@ -52,11 +52,27 @@ def test_each_check_of_a_script_has_its_own_budget():
 
 
 def _texts_after(tasks):
-    """In a fresh process forked from the warmed parent, as the runner's workers: the texts
-    of the last task after building every earlier one."""
+    """In one process forked from the warmed parent, as the runner's workers: the texts of
+    the last task after building every earlier one."""
     for task in tasks[:-1]:
         runner.task_texts(task)
     return runner.task_texts(tasks[-1])
+
+
+def _main_context_text(task):
+    """The first claim's text printed by z3 in the main context (without smtlib's fresh
+    context): names of shared subterms follow the process's term ids."""
+    kind, key, bits = task
+    query = runner._THEOREMS[key[0] if kind == "group" else key].build(bits)
+    solver = z3.Solver()
+    solver.add(*query.assumptions, z3.Not(query.claims[0]))
+    return solver.to_smt2()
+
+
+def _main_context_after(tasks):
+    for task in tasks[:-1]:
+        runner.task_texts(task)
+    return _main_context_text(tasks[-1])
 
 
 def test_a_tasks_texts_do_not_depend_on_the_tasks_before_it():
@@ -66,20 +82,24 @@ def test_a_tasks_texts_do_not_depend_on_the_tasks_before_it():
     tasks = runner.plan(options, runner._THEOREMS)
     groups = {runner._THEOREMS[t[1][0]].opcode: t for t in tasks if t[0] == "group"}
     # MSTORE's stack_effect, cost, halts_exactly, charges_before_effect and meters, one task
-    meters, cost = groups["MSTORE"], groups["LOG1"]
+    meters, cost, call = groups["MSTORE"], groups["LOG1"], groups["CALL"]
+    single = next(t for t in tasks if t[0] == "theorem")
     assert sorted(runner._THEOREMS[i].name for i in meters[1]) == sorted(runner.GROUPED)
     runner._warm(options)
     context = multiprocessing.get_context("fork")
-    with context.Pool(1, maxtasksperchild=1) as pool:   # as the runner: a process per task
-        alone = pool.apply(runner.task_texts, (meters,))
-        pool.apply(runner.task_texts, (cost,))
-        after = pool.apply(runner.task_texts, (meters,))
-    assert alone == after and len(alone) > 2
-    # Built after another task in the same process, the text differs (z3 names shared
-    # subterms by term ids): why every task gets a fresh process.
+    with context.Pool(1, maxtasksperchild=1) as pool:   # one process per task
+        alone = {t: pool.apply(runner.task_texts, (t,)) for t in (meters, cost, call, single)}
+        main_alone = pool.apply(_main_context_text, (meters,))
+    assert all(len(v) > 1 for v in alone.values())
+    # Built after other tasks in the same process, in either order, byte for byte the same
+    # texts (smtlib prints from a fresh context): why theorem tasks may share a process.
+    for order in ([cost, call, single, meters], [single, meters, call, cost],
+                  [meters, cost, single, call], [call, cost, meters, single]):
+        with context.Pool(1, maxtasksperchild=1) as pool:
+            assert pool.apply(_texts_after, (order,)) == alone[order[-1]]
+    # Printed in the main context instead, the text does depend on what was built before.
     with context.Pool(1, maxtasksperchild=1) as pool:
-        shared = pool.apply(_texts_after, ([cost, meters],))
-    assert shared != alone
+        assert pool.apply(_main_context_after, ([cost, meters],)) != main_alone
 
 
 def test_a_group_gives_each_row_what_it_gets_alone():

@@ -1,0 +1,90 @@
+"""Theorem tasks and agreement checks on fixed concrete cases run several to a process:
+their rows do not depend on the batching or on the order within a batch. Branch-input
+searches are bounded by z3 work units; the wall clock is only a safety net, and hitting it
+is an error."""
+
+from __future__ import annotations
+
+import multiprocessing
+
+import pytest
+import z3
+
+from proofs import branches, runner
+from proofs.machine import fresh_state
+from proofs.runner import Options, run_suite
+from proofs.words import SPEC, width
+
+OPCODES = ("ADD", "DIVS", "SHRS", "MSTORE", "SLOAD")
+NAMES = ("agreement_hypothesis", "agreement_exhaustive")
+
+
+def _key(rows):
+    return sorted(tuple(sorted((k, repr(v)) for k, v in r.items() if k != "seconds"))
+                  for r in rows)
+
+
+def test_batched_agreement_rows_equal_one_process_per_check(monkeypatch):
+    options = Options(opcodes=OPCODES, names=NAMES, jobs=1)
+    planned = runner.plan(options, runner.theorems(options))
+    # ADD, DIVS and SHRS have both checks, MSTORE and SLOAD hypothesis only
+    assert sorted((t[0], t[1]) for t in planned) == sorted(
+        [("hypothesis", m) for m in OPCODES] + [("exhaustive", m) for m in OPCODES[:3]])
+    assert [t[0] for t in runner.batched(planned)] == ["batch"]
+    monkeypatch.setattr(runner, "BATCH_SIZE", 1)
+    alone = run_suite(options)
+    monkeypatch.setattr(runner, "BATCH_SIZE", 100)
+    together = run_suite(options)
+    assert len(alone) == 8 and {r["status"] for r in alone} == {"agrees"}
+    assert _key(together) == _key(alone)
+    # and in the reverse order, in one process
+    runner._OPTIONS = options
+    runner._warm(options)
+    context = multiprocessing.get_context("fork")
+    with context.Pool(1, maxtasksperchild=1) as pool:
+        reverse = pool.apply(runner.run_task, (("batch", tuple(reversed(planned)), 0),))
+    assert _key(reverse) == _key(alone)
+
+
+def test_branch_searches_stay_one_to_a_process():
+    tasks = [("branches", "ADD", 64), ("hypothesis", "ADD", 64), ("group", (0, 1), 64),
+             ("branches", "SUB", 64)]
+    assert runner.batched(tasks) == [
+        ("branches", "ADD", 64), ("branches", "SUB", 64),
+        ("batch", (("hypothesis", "ADD", 64), ("group", (0, 1), 64)), 0)]
+
+
+def test_batched_theorem_rows_equal_one_process_per_task(monkeypatch):
+    options = Options(opcodes=("MSTORE8", "ISZERO"), agreement=False, jobs=1)
+    planned = runner.plan(options, runner.theorems(options))
+    assert len(planned) >= 4    # per opcode its group and its deterministic row, at least
+    monkeypatch.setattr(runner, "BATCH_SIZE", 1)
+    alone = run_suite(options)
+    monkeypatch.setattr(runner, "BATCH_SIZE", 100)
+    together = run_suite(options)
+    assert {r["status"] for r in alone} == {"proved"} and len(alone) >= 12
+    assert _key(together) == _key(alone)
+
+
+def _divu_case():
+    s = fresh_state(width(64))
+    ins = SPEC.by_mnemonic["DIVU"]
+    return s, ins, s.stack[1] == 0   # a zero divisor: easy for any budget
+
+
+def test_a_spent_work_budget_passes_over_the_tiers_deterministically(monkeypatch):
+    s, ins, cond = _divu_case()
+    assert branches.solve(cond, s, ins) is not None
+    monkeypatch.setattr(branches, "RLIMIT", 1)
+    assert branches.solve(cond, s, ins) is None      # every tier undecided within 1 unit
+
+
+def test_the_wall_clock_safety_net_is_an_error_not_a_skipped_tier(monkeypatch):
+    s, ins, _ = _divu_case()
+    x, y = s.stack[0], s.stack[1]
+    hard = z3.And(x * y == 0x9E3779B97F4A7C15 * 0xC2B2AE3D27D4EB4F & (2**64 - 1),
+                  z3.UGT(x, 1), z3.UGT(y, 1), z3.ULT(x, y))   # 64-bit factoring
+    monkeypatch.setattr(branches, "RLIMIT", 10**12)
+    monkeypatch.setattr(branches, "WALL_MS", 1)
+    with pytest.raises(branches.SafetyNetHit):
+        branches.solve(hard, s, ins)
