@@ -24,7 +24,7 @@ from proofs.words import SPEC, width
 
 SMALL_BYTES = 40
 # Work units (z3 rlimit) of one branch-input check: the most any check of the 95 opcodes
-# spends is about 0.54 million (measured with z3 4.x); ten times that.
+# spends is about 0.50 million (1,104 checks, each in a context of its own); ten times that.
 RLIMIT = 5_000_000
 WALL_MS = 20_000   # safety net only
 
@@ -58,8 +58,8 @@ def _tiers(s, ins):
             [ule(s.memory.pages, cv(64)), ule(s.pages_live, cv(64))] + small_env]
 
 
-def _solver():
-    solver = z3.Solver()
+def _solver(ctx):
+    solver = z3.Solver(ctx=ctx)
     solver.set("random_seed", 0)
     solver.set("rlimit", RLIMIT)
     solver.set("timeout", WALL_MS)
@@ -67,12 +67,21 @@ def _solver():
 
 
 def solve(cond, s, ins):
+    """A model (in the main context) of ``cond`` on a well-formed ``s``, from the first tier
+    that has one. Each check is solved, like every proof query, from its SMT-LIB text
+    (printed from a fresh context, smtlib.fresh_solver) in a z3 context of its own: the
+    main context numbers terms in creation order, which depends on what the process built
+    before and can steer z3 to another model, so solving there would make the inputs found
+    depend on the searches before; from the text they depend on the query alone (tests pin
+    it)."""
+    from proofs.smtlib import fresh_solver
     for tier in _tiers(s, ins):
-        solver = _solver()
-        solver.add(well_formed(s), cond, *tier)
+        text = fresh_solver([well_formed(s), cond, *tier]).to_smt2()
+        solver = _solver(z3.Context())
+        solver.from_string(text)
         answer = solver.check()
         if answer == z3.sat:
-            return solver.model()
+            return solver.model().translate(z3.main_ctx())
         if answer == z3.unknown and "timeout" in solver.reason_unknown():
             raise SafetyNetHit(f"branch input search hit the {WALL_MS} ms safety net")
     return None

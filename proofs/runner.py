@@ -4,7 +4,7 @@ Tasks: every (theorem, width) of the registry, and the agreement checks per opco
 replays, hypothesis at 64 bits, exhaustive at 8 bits) plus policy, validation and lifecycle
 agreement (and, on request, the CrossHair supplement). Tasks run in processes forked from
 the same warmed-up parent: a few to a process those whose rows do not depend on what ran
-before (``BATCHED``), one to a process the branch replays; every proof claim is solved from
+before (``BATCHED``: all but the CrossHair supplement); every proof claim is solved from
 its SMT-LIB 2 text (printed from a z3 context of its own) in a fresh solver under the
 deterministic budgets of ``proofs/budgets.toml``: a verdict depends on the query alone, never on the machine's load or on the task order.
 
@@ -192,11 +192,12 @@ def task_texts(task: tuple) -> list[str]:
 # (every SMT-LIB text is printed from a z3 context of its own, smtlib.fresh_solver, and
 # solved by a fresh solver), and the agreement checks on fixed concrete cases
 # (derandomized hypothesis examples, every 8-bit operand, seeded random codes, fixed
-# paths), compared by value. They run BATCH_SIZE to a process (tests pin that texts and
-# rows equal those of one process per task, in any order). Branch replays stay one to a
-# process: their inputs are z3 models found in the main context, whose term ids depend on
-# the terms the process built before.
-BATCHED = ("theorem", "group", "hypothesis", "exhaustive", "policy", "validate", "lifecycle")
+# paths), compared by value, and the branch replays (their inputs are z3 models of queries
+# solved from their text, branches.solve). They run BATCH_SIZE to a process (tests pin that
+# texts, inputs and rows equal those of one process per task, in any order). Only the
+# CrossHair supplement keeps a process of its own.
+BATCHED = ("theorem", "group", "branches", "hypothesis", "exhaustive", "policy", "validate",
+           "lifecycle")
 BATCH_SIZE = 8
 
 

@@ -25,7 +25,7 @@ def _key(rows):
 
 
 def test_batched_agreement_rows_equal_one_process_per_check(monkeypatch):
-    options = Options(opcodes=OPCODES, names=NAMES, jobs=1)
+    options = Options(opcodes=OPCODES, names=NAMES, jobs=1)   # branch replays: below
     planned = runner.plan(options, runner.theorems(options))
     # ADD, DIVS and SHRS have both checks, MSTORE and SLOAD hypothesis only
     assert sorted((t[0], t[1]) for t in planned) == sorted(
@@ -46,12 +46,14 @@ def test_batched_agreement_rows_equal_one_process_per_check(monkeypatch):
     assert _key(reverse) == _key(alone)
 
 
-def test_branch_searches_stay_one_to_a_process():
-    tasks = [("branches", "ADD", 64), ("hypothesis", "ADD", 64), ("group", (0, 1), 64),
-             ("branches", "SUB", 64)]
+def test_only_the_crosshair_supplement_keeps_a_process_of_its_own(monkeypatch):
+    monkeypatch.setattr(runner, "BATCH_SIZE", 3)
+    tasks = [("branches", "ADD", 64), ("hypothesis", "ADD", 64), ("crosshair", "-", 64),
+             ("group", (0, 1), 64), ("branches", "SUB", 64)]
     assert runner.batched(tasks) == [
-        ("branches", "ADD", 64), ("branches", "SUB", 64),
-        ("batch", (("hypothesis", "ADD", 64), ("group", (0, 1), 64)), 0)]
+        ("crosshair", "-", 64),
+        ("batch", (("branches", "ADD", 64), ("hypothesis", "ADD", 64), ("group", (0, 1), 64)), 0),
+        ("batch", (("branches", "SUB", 64),), 0)]
 
 
 def test_batched_theorem_rows_equal_one_process_per_task(monkeypatch):
@@ -88,3 +90,24 @@ def test_the_wall_clock_safety_net_is_an_error_not_a_skipped_tier(monkeypatch):
     monkeypatch.setattr(branches, "WALL_MS", 1)
     with pytest.raises(branches.SafetyNetHit):
         branches.solve(hard, s, ins)
+
+
+def _inputs_after(mnemonics):
+    """Branch inputs of the last opcode after finding every earlier one's, in one process."""
+    for m in mnemonics[:-1]:
+        branches.branch_inputs(m)
+    return branches.branch_inputs(mnemonics[-1])
+
+
+def test_branch_inputs_do_not_depend_on_the_searches_before_them():
+    runner._OPTIONS = Options()
+    runner._warm(runner._OPTIONS)
+    context = multiprocessing.get_context("fork")
+    targets = ("DIVS", "MSTORE", "SSTORE")
+    with context.Pool(1, maxtasksperchild=1) as pool:
+        alone = {m: pool.apply(branches.branch_inputs, (m,)) for m in targets}
+    assert all(len(v) >= 3 for v in alone.values())
+    for order in (("MSTORE", "SSTORE", "DIVS"), ("DIVS", "SSTORE", "MSTORE"),
+                  ("SHL", "DIVS", "MSTORE", "SSTORE")):
+        with context.Pool(1, maxtasksperchild=1) as pool:
+            assert pool.apply(_inputs_after, (order,)) == alone[order[-1]], order
