@@ -198,7 +198,7 @@ def task_texts(task: tuple) -> list[str]:
 # CrossHair supplement keeps a process of its own.
 BATCHED = ("theorem", "group", "branches", "hypothesis", "exhaustive", "policy", "validate",
            "lifecycle")
-BATCH_SIZE = 8
+BATCH_SIZE = 24
 
 
 def batched(tasks: list[tuple]) -> list[tuple]:
