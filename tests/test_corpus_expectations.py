@@ -304,8 +304,14 @@ def test_return_stack_overflow_and_call_depth_by_hand():
     # base cost is charged (chapter 5.2.3).
     result = VECTORS["control/CALLSUB/return_stack_limit+1"]["expected"]["result"]
     assert (result["status"], result["error"]) == ("fault", "RETURN_STACK_OVERFLOW")
-    callsubs = [m for _, m, _ in entry_code(VECTORS["control/CALLSUB/return_stack_limit+1"])].count("CALLSUB")
-    assert callsubs >= 1 and result["fee"] == fee(result["usage"]["compute"])
+    # push2 1025; callsub L; stop; L: push1 1; sub; dup1; jumpi M; stop; M: callsub L; retsub.
+    # CALLSUB 1 enters L with 1025; each pass through L subtracts 1 and calls again while the
+    # counter is not 0, so passes 1..1024 (counter 1024..1) make CALLSUBs 2..1025, and the
+    # 1025th faults once charged: the return stack holds RETURN_STACK_DEPTH = 1024 entries.
+    assert [m for _, m, _ in entry_code(VECTORS["control/CALLSUB/return_stack_limit+1"])] == [
+        "PUSH2", "CALLSUB", "STOP", "PUSH1", "SUB", "DUP1", "JUMPI", "STOP", "CALLSUB", "RETSUB"]
+    compute = cost("PUSH2", "CALLSUB") + RETURN_STACK_DEPTH * cost("PUSH1", "SUB", "DUP1", "JUMPI", "CALLSUB")
+    assert result["usage"]["compute"] == compute and result["fee"] == fee(compute)
     # CALL_DEPTH_EXCEEDED is only ever a call record's status, at depth CALL_DEPTH + 1.
     records = [c for v in VECTORS.values() for c in v["expected"]["result"]["calls"]
                if c["error"] == "CALL_DEPTH_EXCEEDED"]
