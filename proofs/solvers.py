@@ -150,14 +150,20 @@ def check(config: Config, text: str, wall_seconds: float) -> Answer:
     return _bitwuzla(config, text, wall_seconds)
 
 
-def _z3(config: Config, text: str, wall_seconds: float) -> Answer:
+def _z3_solver(config: Config, wall_seconds: float):
+    """A solver of ``config`` in a fresh z3 context: its budget, the safety net, its options."""
     import z3
-    ctx = z3.Context()
-    solver = z3.Solver(ctx=ctx)
+    solver = z3.Solver(ctx=z3.Context())
     solver.set("rlimit", config.rlimit)
     solver.set("timeout", int(wall_seconds * 1000))
     for key, value in config.options:
         solver.set(key, value)
+    return solver
+
+
+def _z3(config: Config, text: str, wall_seconds: float) -> Answer:
+    import z3
+    solver = _z3_solver(config, wall_seconds)
     solver.from_string(text)
     answer = str(solver.check())
     stats = solver.statistics()
@@ -197,15 +203,9 @@ def check_script(config: Config, text: str, wall_seconds: float) -> list[Answer]
 
 
 def _z3_script(config: Config, text: str, wall_seconds: float) -> list[Answer]:
-    import z3
 
     from proofs.smtlib import toplevel
-    ctx = z3.Context()
-    solver = z3.Solver(ctx=ctx)
-    solver.set("rlimit", config.rlimit)
-    solver.set("timeout", int(wall_seconds * 1000))
-    for key, value in config.options:
-        solver.set(key, value)
+    solver = _z3_solver(config, wall_seconds)
     answers: list[Answer] = []
     pending: list[str] = []
     spent = 0
