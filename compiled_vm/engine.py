@@ -24,12 +24,13 @@ import dataclasses
 
 from reference_vm import policy as policy_mod
 from reference_vm.execute import (
-    Execution, Tracer, _before_execution, execute as reference_execute, run_entry,
+    Execution, Tracer, _before_execution, admit, execute as reference_execute, program_at,
+    run_entry, with_defaults,
 )
-from reference_vm.errors import RequestRejected, VMError
-from reference_vm.program import Program, load_program
+from reference_vm.errors import VMError
+from reference_vm.program import Program
 from reference_vm.machine import Frame
-from reference_vm.request import Context, Limits, Message, check_limits, check_request, check_state
+from reference_vm.request import Context, Limits, Message
 from reference_vm.result import ExecutionResult
 from reference_vm.state import WorldState
 from reference_vm.words import word as word_of
@@ -125,18 +126,16 @@ class Engine:
 
     def bound_program(self, state: WorldState, address: int, policy: policy_mod.Policy,
                       word) -> Program:
-        """``policy.check()`` then ``reference_vm.execute.bound_program``, remembering what
-        passed: both are pure functions of the policy's fields (and the code), and for the
-        short programs run again and again they cost more than running the code."""
+        """``reference_vm.execute.checked_program`` (the policy's check, then the program at
+        ``address`` bound to the policy), remembering what passed: both are pure functions of
+        the policy's fields (and the code), and for the short programs run again and again
+        they cost more than running the code."""
         key = _policy_key(policy)
         if key is None or key not in self.checked:
             policy.check()
             if key is not None:
                 _remember(self.checked, key)
-        contract = state.contracts.get(address)
-        if contract is None:
-            raise RequestRejected("CONTRACT_NOT_FOUND", hex(address))
-        program = load_program(contract.code, word)
+        program = program_at(state, address, word)
         bound = None if key is None else (program.code.code, key)
         if bound is None or bound not in self.bound:
             policy_mod.bind(program.code, policy)
@@ -157,18 +156,11 @@ class Engine:
         if tracer is not None:
             return reference_execute(state, message, context, policy, limits,
                                      word_bits=word_bits, tracer=tracer)
-        context = Context() if context is None else context
-        policy = policy_mod.Policy() if policy is None else policy
-        limits = Limits() if limits is None else limits
+        context, policy, limits = with_defaults(context, policy, limits)
         try:
             word = word_of(word_bits)
             try:
-                check_request(message, context, word)
-                check_state(state, word)
-                if not isinstance(policy, policy_mod.Policy):
-                    raise RequestRejected("INVALID_REQUEST", "policy must be a Policy")
-                program = self.bound_program(state, message.to, policy, word)
-                check_limits(limits)
+                program = admit(state, message, context, policy, limits, word, self.bound_program)
             except VMError as err:
                 return _before_execution(err.kind, err.code)
             return run_entry(CompiledExecution(self, state, context, policy, limits, word, None),

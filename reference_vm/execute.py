@@ -16,7 +16,7 @@ InternalInvariantError or any unexpected exception ends the whole execution as I
 from __future__ import annotations
 
 import hashlib
-from typing import Protocol
+from typing import Callable, Protocol
 
 import spec
 from reference_vm import policy as policy_mod
@@ -53,15 +53,53 @@ class FrameOutcome:
         self.status, self.error, self.error_pc, self.output = status, error, error_pc, output
 
 
+def program_at(state: WorldState, address: int, word: Word) -> Program:
+    """The validated, prepared program of the contract at address (stage validated). Raises
+    RequestRejected or InvalidCode."""
+    contract = state.contracts.get(address)
+    if contract is None:
+        raise RequestRejected("CONTRACT_NOT_FOUND", hex(address))
+    return load_program(contract.code, word)
+
+
 def bound_program(state: WorldState, address: int, policy: policy_mod.Policy,
                   word: Word) -> Program:
     """The validated, policy-bound program of the contract at address (stages validated and
     policy_bound). Raises RequestRejected, InvalidCode or PolicyViolation."""
-    contract = state.contracts.get(address)
-    if contract is None:
-        raise RequestRejected("CONTRACT_NOT_FOUND", hex(address))
-    program = load_program(contract.code, word)
+    program = program_at(state, address, word)
     policy_mod.bind(program.code, policy)
+    return program
+
+
+def checked_program(state: WorldState, address: int, policy: policy_mod.Policy,
+                    word: Word) -> Program:
+    """The entry program: the policy's own check (stage requested), then bound_program."""
+    policy.check()
+    return bound_program(state, address, policy, word)
+
+
+Bind = Callable[[WorldState, int, policy_mod.Policy, Word], Program]
+
+
+def with_defaults(context: Context | None, policy: policy_mod.Policy | None,
+                  limits: Limits | None) -> tuple[Context, policy_mod.Policy, Limits]:
+    """The arguments a Python caller left out, as their defaults."""
+    return (Context() if context is None else context,
+            policy_mod.Policy() if policy is None else policy,
+            Limits() if limits is None else limits)
+
+
+def admit(state: WorldState, message: Message, context: Context, policy: policy_mod.Policy,
+          limits: Limits, word: Word, bind: Bind = checked_program) -> Program:
+    """Stages requested .. sandbox_provisioned, in the spec's order: the request, the state,
+    the policy and the entry program (``bind``: the policy's check, validation and binding),
+    then the limits. Nothing runs and nothing is charged. Raises VMError."""
+    check_request(message, context, word)
+    check_state(state, word)
+    if not isinstance(policy, policy_mod.Policy):
+        raise RequestRejected("INVALID_REQUEST", "policy must be a Policy")
+    program = bind(state, message.to, policy, word)
+    check_limits(limits)
     return program
 
 
@@ -228,20 +266,11 @@ def execute(state: WorldState, message: Message, context: Context | None = None,
             policy: policy_mod.Policy | None = None, limits: Limits | None = None, *,
             word_bits: int | None = None, tracer: Tracer | None = None) -> ExecutionResult:
     """Run ``message`` against ``state`` and return the result. Never raises."""
-    context = Context() if context is None else context
-    policy = policy_mod.Policy() if policy is None else policy
-    limits = Limits() if limits is None else limits
+    context, policy, limits = with_defaults(context, policy, limits)
     try:
         word = word_of(word_bits)
-        # Stages requested .. sandbox_provisioned: nothing runs, nothing is charged.
         try:
-            check_request(message, context, word)
-            check_state(state, word)
-            if not isinstance(policy, policy_mod.Policy):
-                raise RequestRejected("INVALID_REQUEST", "policy must be a Policy")
-            policy.check()
-            program = bound_program(state, message.to, policy, word)
-            check_limits(limits)
+            program = admit(state, message, context, policy, limits, word)
         except VMError as err:
             return _before_execution(err.kind, err.code)
         return run_entry(Execution(state, context, policy, limits, word, tracer), program,
