@@ -43,6 +43,11 @@ def _storage_rank(value: str) -> int:
     return order.index(value) if value in order else len(order)
 
 
+def default_isolation() -> str:
+    """The isolation level a sandbox gets when none is named (sandbox.toml)."""
+    return spec.raw("sandbox")["sandbox"]["default_isolation"]
+
+
 def level_for(storage_access: str, external_call: str) -> str:
     """The narrowest isolation level under which the chapter 4 policy keeps exactly this
     storage access and external call value; the default level when none is narrower."""
@@ -51,7 +56,7 @@ def level_for(storage_access: str, external_call: str) -> str:
         if (_storage_rank(level["max_storage_access"]) >= _storage_rank(storage_access)
                 and (level["external_call"] != "forbidden" or external_call == "forbidden")):
             return name
-    return spec.raw("sandbox")["sandbox"]["default_isolation"]
+    return default_isolation()
 
 
 def bound_policy_fields(policy: Mapping[str, Any], sandbox: Mapping[str, Any]) -> tuple[str, str]:

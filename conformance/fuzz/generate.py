@@ -24,7 +24,7 @@ from typing import Sequence
 
 import spec
 from conformance.fuzz.program import ACCESS_ORDER, TABLE, Code, FuzzInput, default_limits, default_policy
-from conformance.vector import isolation_levels
+from conformance.vector import default_isolation, isolation_levels
 from reference_vm.container import HEADER_SIZE, MAGIC
 
 MASK = (1 << 64) - 1
@@ -286,7 +286,7 @@ def random_policy(rng: random.Random, mnemonics: Sequence[str]) -> tuple[dict, s
     policy["storage_access"] = "read_write" if r < 0.8 else "read_only" if r < 0.9 else "none"
     levels = [n for n, lv in isolation_levels().items()
               if ACCESS_ORDER.index(lv["max_storage_access"]) >= ACCESS_ORDER.index(policy["storage_access"])]
-    isolation = "standard" if rng.random() < 0.6 else rng.choice(sorted(levels))
+    isolation = default_isolation() if rng.random() < 0.6 else rng.choice(sorted(levels))
     names = list(mnemonics) + sorted(TABLE.instruction_types)
     if rng.random() < 0.04:
         policy["allowed"] = sorted({rng.choice(names) for _ in range(1 + rng.randrange(6))})

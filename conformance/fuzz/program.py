@@ -13,7 +13,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 import spec
-from conformance.vector import DETERMINISM_FIELDS, bytes_hex, isolation_levels, parse_bytes, parse_word, word_hex
+from conformance.vector import (
+    DETERMINISM_FIELDS, bytes_hex, default_isolation, isolation_levels, parse_bytes, parse_word, word_hex,
+)
 from reference_vm.container import build, parse
 from reference_vm.decode import decode
 from reference_vm.errors import InvalidCode
@@ -117,7 +119,7 @@ class FuzzInput:
     block_time: int = 0
     random_seed: bytes = bytes(32)
     policy: dict[str, Any] = field(default_factory=default_policy)
-    isolation: str = "standard"
+    isolation: str = field(default_factory=default_isolation)
     limits: dict[str, int] = field(default_factory=default_limits)
 
     def copy(self) -> "FuzzInput":
@@ -130,8 +132,8 @@ class FuzzInput:
         """The same request with a storage access no wider than its isolation level allows."""
         level = isolation_levels().get(self.isolation)
         if level is None:
-            self.isolation = "standard"
-            level = isolation_levels()["standard"]
+            self.isolation = default_isolation()
+            level = isolation_levels()[self.isolation]
         top = ACCESS_ORDER.index(level["max_storage_access"])
         if ACCESS_ORDER.index(self.policy["storage_access"]) > top:
             self.policy["storage_access"] = ACCESS_ORDER[top]

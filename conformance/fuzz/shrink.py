@@ -17,6 +17,7 @@ from typing import Callable
 
 from conformance.fuzz.generate import CALLER, has_loop
 from conformance.fuzz.program import TABLE, Code, FuzzInput, default_limits, default_policy
+from conformance.vector import default_isolation
 
 
 class Shrinker:
@@ -187,9 +188,9 @@ class Shrinker:
                 cand.policy[name] = defaults[name]
                 if self._try(cand):
                     improved = cand
-        if (improved or inp).isolation != "standard":
+        if (improved or inp).isolation != default_isolation():
             cand = (improved or inp).copy()
-            cand.isolation = "standard"
+            cand.isolation = default_isolation()
             if self._try(cand):
                 improved = cand
         return improved
