@@ -152,6 +152,17 @@ def _tagged(token: bytes) -> list[int]:
     return found
 
 
+def _read_chunk(fd: int) -> bytes | None:
+    """One read of a non-blocking pipe: None when nothing is waiting, b"" at its end (or
+    when reading it failed, which ends it as well)."""
+    try:
+        return os.read(fd, READ_SIZE)
+    except BlockingIOError:
+        return None
+    except OSError:
+        return b""
+
+
 class AdapterProcess:
     """One running adapter: pipes, buffers, the requests in flight."""
 
@@ -218,12 +229,9 @@ class AdapterProcess:
         consumed (and judged) between reads instead of piling up in the buffer."""
         limit = self.partial_limit()
         while not self.oversized and budget > 0:
-            try:
-                chunk = os.read(self.out_fd, READ_SIZE)
-            except BlockingIOError:
+            chunk = _read_chunk(self.out_fd)
+            if chunk is None:
                 return
-            except OSError:
-                chunk = b""
             if not chunk:
                 self.eof = True
                 return
@@ -237,12 +245,9 @@ class AdapterProcess:
 
     def read_stderr(self, budget: int = READ_BUDGET) -> None:
         while budget > 0:
-            try:
-                chunk = os.read(self.err_fd, READ_SIZE)
-            except BlockingIOError:
+            chunk = _read_chunk(self.err_fd)
+            if chunk is None:
                 return
-            except OSError:
-                chunk = b""
             if not chunk:
                 self.err_eof = True
                 return
