@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import sys
 
-from rtwo_vm.commands.services import _common, _guard, _need_id, _open, _print_json, _table
+from rtwo_vm.commands.services import (
+    _common, _guard, _need_id, _open, _print_json, _table, refuse_unread_options,
+)
 from rtwo_vm.inputs import CliError, parse_count
 from rtwo_vm.sink_options import COMMON_OPTIONS, KIND_OPTIONS
 
@@ -67,13 +69,7 @@ _ACTION_OPTIONS = {
 
 
 def _check_options(args) -> None:
-    allowed = set(_ACTION_OPTIONS.get(args.action, ()))
-    for name in sorted({n for names in _ACTION_OPTIONS.values() for n in names} - allowed):
-        value = getattr(args, name, None)
-        if value is not None and value is not False:
-            users = [a for a, names in _ACTION_OPTIONS.items() if name in names]
-            raise CliError(f"events {args.action} takes no --{name.replace('_', '-')}; it is "
-                           f"for events {' and '.join(users)}")
+    refuse_unread_options(args, "events", _ACTION_OPTIONS)
 
 
 @_guard

@@ -293,15 +293,28 @@ _POLICY_OPTIONS = {"create": ("allow_time", "allow_randomness", "forbid_calls", 
                    "check": ("file", "isolation", "storage_access")}
 
 
+def refuse_unread_options(args, command: str, table, shown=None, hints=None) -> None:
+    """Refuse an option given to an action of ``command`` that does not read it (it would be
+    silently ignored). ``table``: action -> the options it reads; ``shown``: how an option is
+    written when not as --NAME; ``hints``: more to say about an option."""
+    allowed = set(table.get(args.action, ()))
+    for name in sorted({n for names in table.values() for n in names} - allowed):
+        value = getattr(args, name, None)
+        if value is None or value is False:
+            continue
+        users = [a for a, names in table.items() if name in names]
+        option = (shown or {}).get(name) or "--" + name.replace("_", "-")
+        raise CliError(f"{command} {args.action} takes no {option}; it is for {command} "
+                       f"{' and '.join(users)}{(hints or {}).get(name, '')}")
+
+
+_SANDBOX_HINT = (" and call: isolation and storage access belong to the sandbox, not the "
+                 "policy")
+
+
 def _policy_options(args) -> None:
-    for action, names in _POLICY_OPTIONS.items():
-        given = [n for n in names if getattr(args, n) and args.action != action]
-        if given:
-            option = "FILE" if given[0] == "file" else "--" + given[0].replace("_", "-")
-            hint = (" and call: isolation and storage access belong to the sandbox, not the "
-                    "policy" if given[0] in ("isolation", "storage_access") else "")
-            raise CliError(f"policy {args.action} takes no {option}; it is for policy "
-                           f"{action}{hint}")
+    refuse_unread_options(args, "policy", _POLICY_OPTIONS, shown={"file": "FILE"},
+                          hints={"isolation": _SANDBOX_HINT, "storage_access": _SANDBOX_HINT})
 
 
 @_guard
