@@ -265,6 +265,28 @@ def test_no_thread_or_event_loop_is_left_behind(rt, server):
         asyncio.get_running_loop()  # no loop left running in this thread
 
 
+def test_tail_skips_a_message_that_is_not_an_event(rt, server):
+    """A message published to the stream by someone else (here 100,000 nested arrays, which
+    no JSON parser can take recursively) is skipped; the events around it are printed."""
+    rt.events.add_sink("nats", server.url)
+    rt.call(to=0x100)
+    rt.events.deliver()
+
+    async def publish():
+        nc = await nats.connect(server.url)
+        try:
+            await nc.jetstream().publish("rtwo.vm.events.x.y", b"[" * 100_000)
+        finally:
+            await nc.close()
+    asyncio.run(publish())
+    rt.call(to=0x100)
+    rt.events.deliver()
+    out = cli("events", "tail", "--nats", server.url, "--no-follow", db=rt.store.path)
+    assert out.returncode == 0, out.stderr
+    assert [json.loads(line) for line in out.stdout.splitlines()] == \
+        [e.to_json() for e in rt.events.list()]
+
+
 def test_tail_ends_with_one_line_when_the_server_dies(rt, server):
     rt.events.add_sink("nats", server.url)
     rt.call(to=0x100)

@@ -376,9 +376,9 @@ async def _tail(url, stream, subject, context, type_, limit, follow, durable, ti
                     raise SinkUnavailable(f"lost the connection to {url}") from None
                 raise SinkUnavailable(f"{url}: {_reason(err)}") from None
             for msg in messages:
-                try:
+                try:    # anyone may publish to the stream: not every message is an event
                     doc = json.loads(msg.data)
-                except ValueError:
+                except (ValueError, RecursionError):
                     doc = None
                 if isinstance(doc, dict) and (context is None or doc.get("stream") == context) \
                         and (type_ is None or doc.get("type") == type_):
