@@ -137,8 +137,11 @@ def render(report: Report, show_survivors: int = 50) -> str:
         lines += ["", f"{len(report.redundant)} of {report.vector_count} vectors are no mutant's only killer"
                   " (each kills nothing that other vectors do not)"]
     for mid in report.contradicted:
-        lines.append(f"CONTRADICTED: {mid} is listed as unreachable through the protocol, but vector "
-                     f"{report.verdicts[mid]['killers'][0]} kills it: correct unreachable.toml")
+        verdict = report.verdicts[mid]
+        by = (f"vector {verdict['killers'][0]} kills it" if verdict.get("killers")
+              else f"the corpus kills it ({verdict.get('how') or 'killed'}: {verdict.get('detail', '')})")
+        lines.append(f"CONTRADICTED: {mid} is listed as unreachable through the protocol, but {by}: "
+                     "correct unreachable.toml")
     target = "meets" if report.ok else "does not meet"
     lines += ["", f"strength {_pct(report.score)} of the counted generated mutants killed "
               f"({t['killed']}/{t['killed'] + t['survived']}; not counted: {t['equivalent']} equivalent, "
