@@ -147,3 +147,15 @@ def test_the_ray_backend_gives_the_verdicts_of_the_local_one(tmp_path):
     by_id = {m["id"]: m for m in json.loads(out.read_text())["mutants"]}
     assert by_id["curated:sub_operands_swapped"]["status"] == "killed"
     assert by_id["curated:log_topics_reversed"]["status"] == "survived"
+
+
+def test_a_timeout_kills_a_mutant_only_after_a_second_attempt_with_four_times_the_limit(tmp_path):
+    # A limit no mutant can meet (1 ms, against about a second for the corpus): each runs again
+    # with 4 ms, and only then is killed.
+    out = tmp_path / "strength.json"
+    subprocess.run([*CLI, "--no-curated", "--module", "words", "--limit", "2", "--no-confirm",
+                    "--timeout", "0.001", "--json", str(out)],
+                   capture_output=True, text=True, timeout=300)
+    doc = json.loads(out.read_text())
+    assert [(m["status"], m["how"], m["detail"]) for m in doc["mutants"]] == [
+        ("killed", "timeout", "still running after 0.004 s (wall-clock safety net)")] * 2

@@ -27,6 +27,7 @@ from conformance.fuzz.session import Session
 from conformance.fuzz.shrink import Shrinker
 from conformance.requests import SLACK
 from conformance.runner import Settings
+from conformance.safety_net import RETRY_FACTOR  # a request that met the limit runs once more
 from conformance.tracediff import first_divergence, reference_trace
 from conformance.vector import expected_of, run_reference
 
@@ -34,7 +35,6 @@ from conformance.vector import expected_of, run_reference
 EXPOSE = [("PUSH1", 0), ("SWAP1", 0), ("MSTORE", 0), ("PUSH1", 0), ("PUSH1", 8), ("RETURN", 0)]
 DEFAULTS = {"timeout": 10.0, "window": 32, "perturb_share": 4, "trace_share": 16, "arc_share": 32,
             "shrink_budget": 1500}
-RETRY_FACTOR = 4      # a request that met the wall-clock limit runs once more with this many times the limit
 SHRINK_TIMEOUTS = 3   # shrink candidates that may meet the wall-clock limit before the shrinker stops
 
 

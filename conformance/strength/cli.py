@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
 
@@ -12,6 +13,7 @@ from rtwo_vm.inputs import CliError
 def run(args, corpus_dir: Path, out: TextIO) -> int:
     from conformance import corpus
     from conformance.selection import SelectionError, select
+    from conformance.safety_net import RETRY_FACTOR
     from conformance.strength import backend, mutants as mut, report as rep, run as runner, worker
     from rtwo_vm.progress import Progress
 
@@ -52,17 +54,27 @@ def run(args, corpus_dir: Path, out: TextIO) -> int:
     todo = [m for m in everything if m.id not in verdicts]
     exhaustive = frozenset(m.id for m in (todo if args.redundant else curated))
     plan = runner.Plan(todo, vectors, runner.candidates(), exhaustive, args.timeout, runner.reference_traces(vectors))
-    runner.set_plan(plan)
     workers = args.workers or backend.default_workers()
+
+    def prescreen(mutants, timeout: float, progress=None) -> None:
+        runner.set_plan(replace(plan, mutants=mutants, timeout=timeout))
+        results = (backend.local_map(runner.prescreen, range(len(mutants)), workers) if args.backend == "local"
+                   else backend.ray_map([worker.task(m, corpus_dir, args.filter, m.id in exhaustive, timeout)
+                                         for m in mutants], workers))
+        for verdict in results:
+            verdicts[verdict["mutant"]] = verdict
+            if progress is not None:
+                progress.advance(failed=verdict["status"] == "survived")
+
     progress = Progress(len(todo), "strength", enabled=args.progress)
     try:
         with progress:
-            results = (backend.local_map(runner.prescreen, range(len(todo)), workers) if args.backend == "local"
-                       else backend.ray_map([worker.task(m, corpus_dir, args.filter, m.id in exhaustive, args.timeout)
-                                             for m in todo], workers))
-            for verdict in results:
-                verdicts[verdict["mutant"]] = verdict
-                progress.advance(failed=verdict["status"] == "survived")
+            prescreen(todo, args.timeout, progress)
+        # The time limit is a safety net, not a verdict: a mutant that met it runs once more
+        # with RETRY_FACTOR times the limit, and only a second timeout kills it (as a hang).
+        timed_out = [m for m in todo if verdicts[m.id].get("how") == "timeout"]
+        if timed_out:
+            prescreen(timed_out, args.timeout * RETRY_FACTOR)
     except backend.BackendUnavailable as err:
         raise CliError(str(err)) from None
     # An unreachable mutant is run like any other: if the corpus kills it, it is killed (and its
