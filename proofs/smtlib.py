@@ -1,7 +1,8 @@
 """Export proof queries as standard SMT-LIB 2 and re-check them with a second solver.
 
-Each query is exported *before* z3 checks it (z3's ``to_smt2``), with ``(set-logic ALL)``
-and ``(set-info :status unsat)`` — the status a proof expects. The model uses only standard
+Each query is exported *before* z3 checks it (z3's ``to_smt2``), with the smallest standard
+logic that holds it (``QF_BV``, else ``QF_AUFBV``, else ``ALL``: z3's own probes decide, see
+``logic``) and ``(set-info :status unsat)`` — the status a proof expects. The model uses only standard
 SMT-LIB operators (QF_ABV plus uninterpreted functions: no z3-only rotate, no lambda, no
 quantifier), so cvc5 (or bitwuzla, when installed) parses the same text. A second solver
 answering sat where z3 proved unsat, or the reverse, is a disagreement and fails the suite.
@@ -31,11 +32,24 @@ def fresh_solver(terms: list) -> z3.Solver:
     return solver
 
 
+def logic(solver: z3.Solver) -> str:
+    """The smallest of QF_BV, QF_AUFBV and ALL that holds every assertion of ``solver``, as
+    z3's probes ``is-qfbv`` and ``is-qfaufbv`` judge it. A logic tells the second solver which
+    theories it needs: cvc5 bit-blasts a QF_BV script without setting up arrays,
+    uninterpreted functions or arithmetic (the same answers, less work)."""
+    goal = z3.Goal(ctx=solver.ctx)
+    goal.add(*solver.assertions())
+    for name, probe in (("QF_BV", "is-qfbv"), ("QF_AUFBV", "is-qfaufbv")):
+        if z3.Probe(probe, solver.ctx)(goal):
+            return name
+    return "ALL"
+
+
 def export(assumptions: list, claim) -> str:
     solver = fresh_solver([*assumptions, z3.Not(claim)])
     text = solver.to_smt2()
     text = text.replace("(set-info :status unknown)", "(set-info :status unsat)", 1)
-    return "(set-logic ALL)\n" + text
+    return f"(set-logic {logic(solver)})\n" + text
 
 
 def toplevel(text: str) -> list[str]:
@@ -75,7 +89,7 @@ def script(assumptions: list, claims: list, premises: bool = True) -> str:
     asserts = [b for b in blocks if b.startswith("(assert")]
     if len(asserts) != len(assumptions) + len(claims):
         raise ValueError("script: z3 exported another number of assertions than it was given")
-    out = ["(set-logic ALL)", *declarations, *asserts[:len(assumptions)]]
+    out = [f"(set-logic {logic(solver)})", *declarations, *asserts[:len(assumptions)]]
     if premises:
         out.append("(check-sat)")
     for block in asserts[len(assumptions):]:

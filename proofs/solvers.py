@@ -30,17 +30,25 @@ class Config:
     rlimit: int | None              # resource units (None: bitwuzla, wall clock only)
     options: tuple = ()             # (option, value) pairs, in file order
     script: bool = False            # a row's claims in one incremental script (smtlib.script)
+    logic: str | None = None        # the logic the solver is told instead of the text's own
 
     @property
     def label(self) -> str:
         """How the report names it: the solver and every non-default setting."""
         opts = ", ".join([f"{k}={v}" for k, v in self.options]
-                         + (["incremental script"] if self.script else []))
+                         + (["incremental script"] if self.script else [])
+                         + ([f"logic {self.logic}"] if self.logic else []))
         return f"{self.solver} ({opts})" if opts else self.solver
 
     def to_json(self) -> dict:
         return {"solver": self.solver, "options": dict(self.options), "rlimit": self.rlimit,
-                "script": self.script}
+                "script": self.script, "logic": self.logic}
+
+    def told(self, text: str) -> str:
+        """``text`` with its ``(set-logic …)`` replaced by the configuration's logic, if any."""
+        if self.logic is None or not text.startswith("(set-logic "):
+            return text
+        return f"(set-logic {self.logic})" + text[text.index(")") + 1:]
 
 
 @dataclass(frozen=True)
@@ -112,7 +120,11 @@ def load(path: str | None = None) -> Budgets:
             if not isinstance(script, bool) or (script and solver == "bitwuzla"):
                 raise BudgetError(f"{file}: config {name}.script must be true or false "
                                   "(z3 and cvc5 only)")
-            configs[name] = Config(name, solver, rlimit, options, script)
+            logic = c.get("logic")
+            if logic is not None and not (isinstance(logic, str) and logic.replace("_", "")
+                                          .isalnum() and len(logic) <= 16):
+                raise BudgetError(f"{file}: config {name}.logic must be an SMT-LIB logic name")
+            configs[name] = Config(name, solver, rlimit, options, script, logic)
         profiles = {}
         for name, p in data["profile"].items():
             prove, recheck = tuple(p["prove"]), tuple(p.get("recheck", ()))
@@ -142,7 +154,7 @@ class Answer:
 
 def check(config: Config, text: str, wall_seconds: float) -> Answer:
     """Solve the SMT-LIB 2 ``text`` (its ``:status`` is ignored) with ``config``."""
-    text = text.replace("(set-info :status unsat)", "(set-info :status unknown)", 1)
+    text = config.told(text.replace("(set-info :status unsat)", "(set-info :status unknown)", 1))
     if config.solver == "z3":
         return _z3(config, text, wall_seconds)
     if config.solver == "cvc5":
@@ -195,6 +207,7 @@ def check_script(config: Config, text: str, wall_seconds: float) -> list[Answer]
     each with the work units that check spent (an incremental solver shares the work on
     the assumptions between a row's claims). z3 and cvc5; z3's ``rlimit`` and cvc5's
     ``rlimit-per`` both bound each check on its own."""
+    text = config.told(text)
     if config.solver == "z3":
         return _z3_script(config, text, wall_seconds)
     if config.solver != "cvc5":

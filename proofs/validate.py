@@ -23,10 +23,17 @@ TERMINAL = {"halt", "jump", "return_sub"}
 TARGET_BYTES = 4
 
 
-def _size(opcode) -> z3.ArithRef:
-    term = z3.IntVal(0)
+# Sizes and offsets are 8-bit words: every value (at most CODE_BYTES + the largest size) is
+# far below 2^7, so their sums and comparisons (signed or not) are those of the integers,
+# and the queries stay bit-vector only (no integer arithmetic for the solvers to mix in).
+SIZE_BITS = 8
+LONGEST = max(ins.size for ins in SPEC.instructions)
+
+
+def _size(opcode) -> z3.BitVecRef:
+    term = z3.BitVecVal(0, SIZE_BITS)
     for ins in SPEC.instructions:
-        term = z3.If(opcode == ins.opcode, ins.size, term)
+        term = z3.If(opcode == ins.opcode, z3.BitVecVal(ins.size, SIZE_BITS), term)
     return term
 
 
@@ -40,7 +47,7 @@ def symbolic_code(n: int = CODE_BYTES):
     boundary = [z3.BoolVal(True)]
     for k in range(1, n):
         boundary.append(z3.Or([z3.And(boundary[j], sizes[j] == k - j)
-                               for j in range(max(0, k - 9), k)]))
+                               for j in range(max(0, k - LONGEST), k)]))
     targets = [z3.Concat(*reversed(code[k + 1:k + 1 + TARGET_BYTES]))
                if k + 1 + TARGET_BYTES <= n else None for k in range(n)]
     return code, sizes, boundary, targets

@@ -145,3 +145,41 @@ def test_the_docs_show_statuses_only_from_a_complete_current_report(tmp_path):
     report.write_text(json.dumps(doc))
     page = docgen.instruction_reference()
     assert "| `cost` | 64 | proved |" in page and "refused" not in page
+
+
+def test_each_query_names_the_smallest_logic_and_a_configuration_can_override_it():
+    import dataclasses
+
+    import z3
+
+    from proofs import smtlib
+    x, y = z3.BitVecs("x y", 8)
+    memory = z3.Array("memory", z3.BitVecSort(8), z3.BitVecSort(8))
+    n = z3.Int("n")
+    bv = smtlib.export([z3.ULT(x, 10)], z3.ULT(x + 1, 12))
+    arrays = smtlib.export([], z3.Store(memory, x, y)[x] == y)
+    ints = smtlib.export([n > 1], n > 0)
+    assert [t.splitlines()[0] for t in (bv, arrays, ints)] == [
+        "(set-logic QF_BV)", "(set-logic QF_AUFBV)", "(set-logic ALL)"]
+    cvc5 = solvers.load().configs["cvc5"]
+    for text in (bv, arrays, ints):
+        assert solvers.check(dataclasses.replace(cvc5, script=False), text, 60).status == "unsat"
+    # A configuration's logic replaces the query's own, and the report's label names it.
+    told = solvers.load().configs["cvc5-int"]
+    assert told.logic == "ALL" and told.told(bv).startswith("(set-logic ALL)\n; ")
+    assert "logic ALL" in told.label
+    assert solvers.check(told, bv, 60).status == "unsat"
+    # QF_BV leaves out the integer theories that integer blasting solves in: told ALL, it
+    # proves a 64-bit division law.
+    a, b = z3.BitVecs("a b", 64)
+    law = smtlib.export([b != 0], z3.UDiv(a, b) * b + z3.URem(a, b) == a)
+    assert law.startswith("(set-logic QF_BV)")
+    assert solvers.check(told, law, 60).status == "unsat"
+
+
+def test_a_budgets_logic_must_be_a_logic_name(tmp_path, capsys):
+    text = solvers.BUDGETS_FILE.read_text().replace('logic = "ALL"', 'logic = "ALL) (exit"', 1)
+    (tmp_path / "b.toml").write_text(text)
+    assert main(["prove", "--budgets", str(tmp_path / "b.toml"), "--opcode", "NOP"]) == 2
+    err = capsys.readouterr().err
+    assert "logic must be an SMT-LIB logic name" in err and err.count("\n") == 1
