@@ -39,14 +39,19 @@ def _premise_word(status: str) -> str:
 
 
 def _solve(config, query, texts, ks: list[int], wall: float, stop_at_sat: bool,
-           premises: bool = True):
+           premises: bool = True, scripts: dict | None = None):
     """Claims ``ks`` by ``config``: {k: Answer}, and the premises' Answer when the
     configuration solves the claims as one script (smtlib.script: the assumptions, a check
     of the premises unless already decided, then each claim between push and pop, all in
     one fresh solver). Otherwise each claim is solved from its own text in a fresh solver
     (stopping at a refutation if asked)."""
     if config.script:
-        text = smtlib.script(query.assumptions, [query.claims[k] for k in ks], premises)
+        # One text per set of claims (the prover's and the re-checker's scripts differ only
+        # in the premises' check): printed once, from its own fresh context.
+        scripts = {} if scripts is None else scripts
+        if tuple(ks) not in scripts:
+            scripts[tuple(ks)] = smtlib.script(query.assumptions, [query.claims[k] for k in ks])
+        text = scripts[tuple(ks)] if premises else smtlib.without_premises(scripts[tuple(ks)])
         answers = solvers.check_script(config, text, wall)
         if not premises:
             return dict(zip(ks, answers)), None
@@ -99,12 +104,13 @@ def _spend(into: dict, config, answer) -> None:
 
 def _decide(query, texts, provers, recheckers, wall, stop_at_sat) -> _Decided:
     d = _Decided()
+    scripts: dict = {}
     count = len(query.claims)
     for config in provers:
         todo = [k for k in range(count) if k not in d.prover_of]
         if not todo or (stop_at_sat and any(a.status == solvers.SAT for a in d.last.values())):
             break
-        got, premise = _solve(config, query, texts, todo, wall, stop_at_sat)
+        got, premise = _solve(config, query, texts, todo, wall, stop_at_sat, scripts=scripts)
         if premise is not None:
             d.premise_answers.append((config, premise))
             _spend(d.premise_spent, config, premise)
@@ -123,7 +129,7 @@ def _decide(query, texts, provers, recheckers, wall, stop_at_sat) -> _Decided:
             continue
         decided = any(a.status in solvers.DECIDED for _, a in d.premise_answers)
         got, premise = _solve(config, query, texts, ks, wall, stop_at_sat=False,
-                              premises=not decided)
+                              premises=not decided, scripts=scripts)
         if premise is not None:
             d.premise_answers.append((config, premise))
             _spend(d.premise_spent, config, premise)

@@ -11,6 +11,8 @@ The solvers themselves, with their deterministic budgets, are in solvers.py.
 
 from __future__ import annotations
 
+import re
+
 import z3
 
 from proofs import solvers
@@ -52,26 +54,33 @@ def export(assumptions: list, claim) -> str:
     return f"(set-logic {logic(solver)})\n" + text
 
 
+_SPECIAL = re.compile(r"[()|;]")
+
+
 def toplevel(text: str) -> list[str]:
-    """The top-level s-expressions of an SMT-LIB text (comments at top level skipped)."""
-    out, depth, start, comment, quoted = [], 0, 0, False, False
-    for i, ch in enumerate(text):
-        if comment:
-            comment = ch != "\n"
-        elif quoted:
-            quoted = ch != "|"
-        elif ch == "|":
-            quoted = True
-        elif ch == ";" and depth == 0:
-            comment = True
-        elif ch == "(":
+    """The top-level s-expressions of an SMT-LIB text (comments at top level skipped).
+    Only parentheses, quoted symbols ``|…|`` and top-level ``;`` comments matter: the scan
+    jumps from one of those characters to the next."""
+    out, depth, start, pos, end = [], 0, 0, 0, len(text)
+    search = _SPECIAL.search
+    while (found := search(text, pos)) is not None:
+        i = found.start()
+        ch = text[i]
+        pos = i + 1
+        if ch == "(":
             if depth == 0:
                 start = i
             depth += 1
         elif ch == ")":
             depth -= 1
             if depth == 0:
-                out.append(text[start:i + 1])
+                out.append(text[start:pos])
+        elif ch == "|":
+            close = text.find("|", pos)
+            pos = end if close < 0 else close + 1
+        elif depth == 0:        # a comment, to the end of its line
+            newline = text.find("\n", pos)
+            pos = end if newline < 0 else newline + 1
     return out
 
 
@@ -83,15 +92,29 @@ def script(assumptions: list, claims: list, premises: bool = True) -> str:
     between the claims. (z3 names the subterms that assertions share, so a claim's assertion
     here may read differently from its own ``export``, with the same meaning.) Without
     ``premises`` (the premises already decided), the claims' checks alone."""
+    text = _script(assumptions, claims)
+    return text if premises else without_premises(text)
+
+
+PREMISES_CHECK = "\n(check-sat)\n(push 1)\n"
+
+
+def without_premises(text: str) -> str:
+    """A ``script`` text without its premises' check: the same claims' checks alone."""
+    if PREMISES_CHECK not in text:      # no claims: the premises' check is the last line
+        return text.removesuffix("(check-sat)\n")
+    return text.replace(PREMISES_CHECK, "\n(push 1)\n", 1)
+
+
+def _script(assumptions: list, claims: list) -> str:
     solver = fresh_solver([*assumptions, *(z3.Not(claim) for claim in claims)])
     blocks = toplevel(solver.to_smt2())
     declarations = [b for b in blocks if b.startswith("(declare-")]
     asserts = [b for b in blocks if b.startswith("(assert")]
     if len(asserts) != len(assumptions) + len(claims):
         raise ValueError("script: z3 exported another number of assertions than it was given")
-    out = [f"(set-logic {logic(solver)})", *declarations, *asserts[:len(assumptions)]]
-    if premises:
-        out.append("(check-sat)")
+    out = [f"(set-logic {logic(solver)})", *declarations, *asserts[:len(assumptions)],
+           "(check-sat)"]
     for block in asserts[len(assumptions):]:
         out += ["(push 1)", block, "(check-sat)", "(pop 1)"]
     return "\n".join(out) + "\n"
