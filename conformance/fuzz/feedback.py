@@ -134,7 +134,10 @@ class ArcTracer:
                     line = frame.f_lineno
                     add((name, prev, line))
                     prev = line
-                return local
+                # The frame's own trace function, which is this one: returning ``local`` by
+                # name would make it a cell of itself, a reference cycle per traced frame
+                # left for the garbage collector.
+                return frame.f_trace
             return local
 
         previous = sys.gettrace()
