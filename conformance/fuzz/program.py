@@ -63,20 +63,29 @@ class Code:
         return Code(None if self.rows is None else list(self.rows), self.data, self.raw, self._memo)
 
 
+# Per mnemonic: (encoded size, opcode, is a jump, immediate size, immediate mask), so that
+# encoding a row is one lookup (encoding is done for every generated request).
+_ENCODING = {m: (ins.size, ins.opcode, ins.immediate_kind == "jump_target", ins.immediate_size,
+                 (1 << (8 * ins.immediate_size)) - 1) for m, ins in TABLE.by_mnemonic.items()}
+# Mnemonic -> opcode, the order of ``FuzzInput.mnemonics``.
+_OPCODE = {m: ins.opcode for m, ins in TABLE.by_mnemonic.items()}
+
+
 def encode_rows(rows: list[tuple[str, int]]) -> bytes:
     """The code section of rows; a jump immediate names a row index (taken modulo the count)."""
+    encoding = _ENCODING
     offsets, pc = [], 0
     for mnemonic, _ in rows:
         offsets.append(pc)
-        pc += TABLE.by_mnemonic[mnemonic].size
+        pc += encoding[mnemonic][0]
     out = bytearray()
     for mnemonic, imm in rows:
-        ins = TABLE.by_mnemonic[mnemonic]
-        out.append(ins.opcode)
-        if ins.immediate_kind == "jump_target":
-            out += offsets[imm % len(rows)].to_bytes(ins.immediate_size, "little")
-        elif ins.immediate_size:
-            out += (imm % (1 << (8 * ins.immediate_size))).to_bytes(ins.immediate_size, "little")
+        _, opcode, jump, size, mask = encoding[mnemonic]
+        out.append(opcode)
+        if jump:
+            out += offsets[imm % len(rows)].to_bytes(size, "little")
+        elif size:
+            out += (imm & mask).to_bytes(size, "little")      # imm modulo 2 ** (8 * size)
     return bytes(out)
 
 
@@ -191,7 +200,7 @@ class FuzzInput:
     def mnemonics(self) -> list[str]:
         """Every mnemonic in the (row form) contracts, in opcode order."""
         found = {m for code, _ in self.contracts.values() for m, _ in (code.rows or [])}
-        return sorted(found, key=lambda m: TABLE.by_mnemonic[m].opcode)
+        return sorted(found, key=_OPCODE.__getitem__)
 
     def size(self) -> int:
         """Instructions in all contracts (raw containers count their code bytes)."""
