@@ -105,7 +105,7 @@ class Worker:
             session.submit([(f"fuzz/{idx}", vi, idx in wanted) for idx, _, vi in inputs])
             second = self._perturbed(impl, start // max(1, count)) if checks else None
             if second is not None:
-                second.submit([(rid, by_id[rid], False) for rid in order])
+                second.submit([(rid, by_id[rid], False) for rid in order], session.untraced_lines())
             second_sessions.append(second)
         any_traced = set().union(*traced) if traced else set()
         requests, new, outcomes = [], [], Counter()
