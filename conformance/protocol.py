@@ -73,8 +73,13 @@ def loads_bounded(line: bytes | str, max_depth: int = MAX_DEPTH) -> Any:
         raise ValueError(f"nested too deeply (at most {max_depth} levels allowed)") from None
 
 
+# json.dumps(message, separators=(",", ":"), ensure_ascii=False), without building the
+# encoder again for every message (json.dumps does, for any non-default option).
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+
+
 def encode(message: Mapping[str, Any]) -> bytes:
-    return (json.dumps(message, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+    return (_ENCODER.encode(message) + "\n").encode()
 
 
 def decode(line: bytes) -> dict[str, Any]:
