@@ -50,10 +50,7 @@ def cells(mnemonics: Iterable[str], result: Mapping[str, Any], limits: Mapping[s
     outcomes = {outcome_of(result), *(outcome_of(c) for c in result["calls"])}
     column = boundary_column(result, limits)
     columns = outcomes | ({column} if column else set())
-    out = {f"*|{c}" for c in columns}
-    for m in mnemonics:
-        out.update(f"{m}|{c}" for c in columns)
-    return out
+    return {f"{m}|{c}" for m in ("*", *mnemonics) for c in columns}
 
 
 def corpus_cells(vectors: Iterable[Mapping[str, Any]]) -> set[str]:

@@ -9,7 +9,7 @@ campaign state and Ray tasks carry it), and is what the mutators and the shrinke
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import spec
@@ -132,10 +132,11 @@ class FuzzInput:
     limits: dict[str, int] = field(default_factory=default_limits)
 
     def copy(self) -> "FuzzInput":
-        return replace(self, contracts={a: (c.copy(), dict(s)) for a, (c, s) in self.contracts.items()},
-                       policy={**self.policy, "forbidden": list(self.policy["forbidden"]),
-                               "allowed": None if self.policy["allowed"] is None else list(self.policy["allowed"])},
-                       limits=dict(self.limits))
+        p = self.policy
+        return FuzzInput({a: (c.copy(), dict(s)) for a, (c, s) in self.contracts.items()}, self.to, self.caller,
+                         self.call_data, self.block_time, self.random_seed,
+                         {**p, "forbidden": list(p["forbidden"]), "allowed": None if p["allowed"] is None else list(p["allowed"])},
+                         self.isolation, dict(self.limits))
 
     def fixed_isolation(self) -> "FuzzInput":
         """The same request with a storage access no wider than its isolation level allows."""
