@@ -10,8 +10,9 @@ Branch arcs are (file, line, next line) transitions inside ``reference_vm/``, re
 ``sys.settrace`` (this project runs on Python 3.11, before ``sys.monitoring``). Tracing makes
 the reference run roughly 10-30 times slower, so only a fraction of requests is traced
 (``ArcTracer.share``, chosen by index so the choice does not depend on the worker count), and
-the program cache of the reference is cleared before a traced run so that the arcs of a request
-never depend on what the same process ran before.
+the caches of the reference are emptied before a traced run so that the arcs of a request
+never depend on what the same process ran before (the word and its handler table, which no
+request decides, are kept built and the arcs of building them added: ``ArcTracer.run``).
 """
 
 from __future__ import annotations
