@@ -37,7 +37,7 @@ from conformance import corpus  # noqa: E402
 from conformance.fuzz.campaign import Options, run_campaign  # noqa: E402
 from conformance.fuzz.feedback import corpus_cells  # noqa: E402
 from conformance.fuzz.pool import corpus_seeds  # noqa: E402
-from conformance.fuzz.worker import Worker  # noqa: E402
+from conformance.fuzz.worker import make_worker  # noqa: E402
 from conformance.suite import reference_command  # noqa: E402
 
 SEEDED = ROOT / "tests" / "fuzz_fixtures" / "seeded_bug_adapter.py"
@@ -53,7 +53,7 @@ def throughput(requests: int) -> None:
     vectors = corpus.load()
     config = {"seed": 1, "impls": [reference_command()], "pool": [s.to_json() for s in corpus_seeds(vectors)],
               "cells": sorted(corpus_cells(vectors))}
-    worker = Worker(0, config)
+    worker = make_worker(0, config)     # as every backend builds its workers
     worker.run({"start": 0, "count": 32, "pool_size": len(worker.pool)})      # warm-up
     self0, children0 = cpu(resource.RUSAGE_SELF), cpu(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()

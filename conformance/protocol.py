@@ -41,8 +41,9 @@ RESULT_FIELDS = ("status", "error", "error_pc", "output", "state_changes", "even
 # record, state change), a traced result 4 (trace, step, stack); anything deeper is refused
 # before it is parsed, so no line can make a decoder recurse without bound (chapter 11.5.1).
 MAX_DEPTH = 32
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')     # a string: '"', then characters or escapes, '"'
 _NOT_BRACKET = re.compile(rb"[^\[\]{}]+")
+_STEP = tuple(1 if c in b"[{" else -1 if c in b"]}" else 0 for c in range(256))   # a byte's change of depth
 
 
 class ProtocolError(Exception):
@@ -53,8 +54,11 @@ def nesting_depth(line: bytes) -> int:
     """The deepest nesting of arrays and objects in a JSON text (strings skipped)."""
     if line.count(b"[") + line.count(b"{") <= MAX_DEPTH:    # the common case: too few to matter
         return MAX_DEPTH
-    brackets = _NOT_BRACKET.sub(b"", _STRING.sub(b"", line))
-    return max(itertools.accumulate(1 if c in (91, 123) else -1 for c in brackets), default=0)
+    if b"\\" not in line and line.count(b'"') % 2 == 0:
+        outside = b"".join(line.split(b'"')[::2])   # no escapes: strings end at the next quote
+    else:
+        outside = _STRING.sub(b"", line)
+    return max(itertools.accumulate(map(_STEP.__getitem__, _NOT_BRACKET.sub(b"", outside))), default=0)
 
 
 def loads_bounded(line: bytes | str, max_depth: int = MAX_DEPTH) -> Any:
@@ -69,8 +73,13 @@ def loads_bounded(line: bytes | str, max_depth: int = MAX_DEPTH) -> Any:
         raise ValueError(f"nested too deeply (at most {max_depth} levels allowed)") from None
 
 
+# json.dumps(message, separators=(",", ":"), ensure_ascii=False), without building the
+# encoder again for every message (json.dumps does, for any non-default option).
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+
+
 def encode(message: Mapping[str, Any]) -> bytes:
-    return (json.dumps(message, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+    return (_ENCODER.encode(message) + "\n").encode()
 
 
 def decode(line: bytes) -> dict[str, Any]:

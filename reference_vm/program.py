@@ -52,16 +52,19 @@ def _ends_segment(d: Decoded) -> bool:
 
 def _segment(run: list[Decoded], handlers: dict[int, Handler]) -> Segment:
     height = need = peak = 0
+    cost = 0
+    bound = []
     for d in run:
         ins = d.instruction
         need = max(need, ins.inputs - height)
         height += ins.outputs - ins.inputs
         peak = max(peak, height)
-    bound = [(handlers[d.instruction.opcode], d.immediate) for d in run]
+        cost += ins.cost
+        bound.append((handlers[ins.opcode], d.immediate))
     return Segment(start=run[0].offset, end=run[-1].end, last_pc=run[-1].offset,
-                   cost=sum(d.instruction.cost for d in run), need=need, peak=peak,
+                   cost=cost, need=need, peak=peak,
                    body=tuple(bound[:-1]), last=bound[-1],
-                   steps=tuple(zip(run, (h for h, _ in bound))))
+                   steps=tuple(zip(run, [h for h, _ in bound])))
 
 
 def prepare(code: ValidCode, word: Word) -> Program:

@@ -10,8 +10,9 @@ Branch arcs are (file, line, next line) transitions inside ``reference_vm/``, re
 ``sys.settrace`` (this project runs on Python 3.11, before ``sys.monitoring``). Tracing makes
 the reference run roughly 10-30 times slower, so only a fraction of requests is traced
 (``ArcTracer.share``, chosen by index so the choice does not depend on the worker count), and
-the program cache of the reference is cleared before a traced run so that the arcs of a request
-never depend on what the same process ran before.
+the caches of the reference are emptied before a traced run so that the arcs of a request
+never depend on what the same process ran before (the word and its handler table, which no
+request decides, are kept built and the arcs of building them added: ``ArcTracer.run``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import reference_vm
+from reference_vm.instructions import table as handler_table
+from reference_vm.program import load_program
+from reference_vm.words import word as word_of
 from conformance.coverage import SANDBOX
 from conformance.vector import outcome_of
 
@@ -47,10 +51,7 @@ def cells(mnemonics: Iterable[str], result: Mapping[str, Any], limits: Mapping[s
     outcomes = {outcome_of(result), *(outcome_of(c) for c in result["calls"])}
     column = boundary_column(result, limits)
     columns = outcomes | ({column} if column else set())
-    out = {f"*|{c}" for c in columns}
-    for m in mnemonics:
-        out.update(f"{m}|{c}" for c in columns)
-    return out
+    return {f"{m}|{c}" for m in ("*", *mnemonics) for c in columns}
 
 
 def corpus_cells(vectors: Iterable[Mapping[str, Any]]) -> set[str]:
@@ -88,12 +89,15 @@ def _reference_cache_clears() -> list:
     return _CLEARS[1]
 
 
-def _clear_reference_caches() -> None:
-    """Empty every functools cache of reference_vm/ (prepared programs, policy refusals, ...),
-    so that the arcs of a traced request depend on the request alone, never on what the same
-    worker process happened to run before it (the campaign is a function of its seed)."""
+def _clear_reference_caches(keep: tuple = ()) -> None:
+    """Empty every functools cache of reference_vm/ (prepared programs, policy refusals, ...)
+    but those of the functions in ``keep``, so that the arcs of a traced request depend on the
+    request alone, never on what the same worker process happened to run before it (the
+    campaign is a function of its seed)."""
+    kept = {f.cache_clear for f in keep}
     for clear in _reference_cache_clears():
-        clear()
+        if clear not in kept:
+            clear()
 
 
 class ArcTracer:
@@ -104,6 +108,17 @@ class ArcTracer:
     def __init__(self, share: int = 16):
         self.share = share            # one request in ``share`` is traced (0: none)
         self._names: dict[str, str] = {}
+        self._built: tuple[set[str], set[str]] | None = None
+
+    def _building_arcs(self) -> tuple[set[str], set[str]]:
+        """The arcs of building, from empty caches, the word (vector inputs have one word
+        width) and then its handler table: what a traced run with every cache emptied takes
+        in words.word (always, execute starts there) and in instructions.table (when a
+        program is prepared, which starts there). Found once per process."""
+        if self._built is None:
+            _clear_reference_caches()
+            self._built = (self._traced(word_of, None)[1], self._traced(lambda: handler_table(word_of(None)))[1])
+        return self._built
 
     def wanted(self, index: int) -> bool:
         return self.share > 0 and (index * 2654435761 >> 7) % self.share == 0
@@ -116,8 +131,21 @@ class ArcTracer:
         return name or None
 
     def run(self, fn, *args):
-        """(fn(*args), arcs) with the arcs fn took through reference_vm/."""
-        _clear_reference_caches()
+        """(fn(*args), arcs) with the arcs fn took through reference_vm/ with every reference
+        cache emptied first. The word and the handler table, which no request decides, are
+        kept (rebuilding the table under the tracer was about a third of a traced run) and
+        the arcs of building them added where the run would have built them: the word always,
+        the table when the run prepared a program (the emptied program cache holds one)."""
+        word_arcs, table_arcs = self._building_arcs()
+        _clear_reference_caches(keep=(word_of, handler_table))
+        handler_table(word_of(None))         # warm, whatever emptied them since
+        value, arcs = self._traced(fn, *args)
+        arcs |= word_arcs
+        if load_program.cache_info().currsize:
+            arcs |= table_arcs
+        return value, arcs
+
+    def _traced(self, fn, *args):
         raw: set[tuple[str, int, int]] = set()     # (file, line, next line): formatted once, at the end
         add = raw.add
         short = self._short
@@ -134,7 +162,10 @@ class ArcTracer:
                     line = frame.f_lineno
                     add((name, prev, line))
                     prev = line
-                return local
+                # The frame's own trace function, which is this one: returning ``local`` by
+                # name would make it a cell of itself, a reference cycle per traced frame
+                # left for the garbage collector.
+                return frame.f_trace
             return local
 
         previous = sys.gettrace()

@@ -74,6 +74,9 @@ BY_TYPE = {t: [i for i in TABLE.instructions if i.type == t and i.flow != "halt"
 BODY = [i for t, w in TYPE_WEIGHT.items() for i in BY_TYPE[t] for _ in range(w * 60 // max(1, len(BY_TYPE[t])))]
 CALL_OBSERVERS = ("RETURNDATASIZE", "RETURNDATACOPY", "RETURNDATACOPY", "RANDOM", "SLOAD", "MSIZE", "COMPUTELEFT",
                   "CALL")
+# Mnemonics whose immediate is a jump target (a row index in the rows); PUSHn by n.
+JUMPS = frozenset(i.mnemonic for i in TABLE.instructions if i.immediate_kind == "jump_target")
+PUSH_OF_SIZE = {n: f"PUSH{n}" for n in (1, 2, 4, 8)}
 MALFORMED_SHARE = 0.08
 FRESH_SHARE = 0.35
 
@@ -125,7 +128,7 @@ class Builder:
         size = 1 if value < 1 << 8 else 2 if value < 1 << 16 else 4 if value < 1 << 32 else 8
         if self.rng.random() < 0.2:
             size = 8
-        self.rows.append((f"PUSH{size}", value))
+        self.rows.append((PUSH_OF_SIZE[size], value))
         self.height += 1
 
     def operands(self, mnemonic: str) -> None:
@@ -210,13 +213,13 @@ class Builder:
     def finish(self) -> list[tuple[str, int]]:
         """Clamp forward jump targets to the rows, append the subroutine for CALLSUBs."""
         n = len(self.rows)
-        self.rows = [(m, min(t, n - 1)) if TABLE.by_mnemonic[m].immediate_kind == "jump_target" else (m, t)
+        self.rows = [(m, min(t, n - 1)) if m in JUMPS else (m, t)
                      for m, t in self.rows]
         if self.subs:
             start = len(self.rows)
             for _ in range(1 + self.rng.randrange(4)):
                 self.emit(self.rng.choice(BODY).mnemonic) if self.rng.random() < 0.5 else self.emit("ADD")
-            self.rows = [(m, min(t, len(self.rows) - 1)) if TABLE.by_mnemonic[m].immediate_kind == "jump_target"
+            self.rows = [(m, min(t, len(self.rows) - 1)) if m in JUMPS
                          and i >= start else (m, t) for i, (m, t) in enumerate(self.rows)]
             self.rows.append(("RETSUB", 0))
             for i in self.subs:
@@ -302,7 +305,7 @@ def random_policy(rng: random.Random, mnemonics: Sequence[str]) -> tuple[dict, s
 def has_loop(inp: FuzzInput) -> bool:
     for code, _ in inp.contracts.values():
         for i, (m, t) in enumerate(code.rows or []):
-            if TABLE.by_mnemonic[m].immediate_kind == "jump_target" and t % len(code.rows) <= i:
+            if m in JUMPS and t % len(code.rows) <= i:
                 return True
     return False
 

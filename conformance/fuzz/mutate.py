@@ -9,7 +9,7 @@ import random
 from typing import Sequence
 
 from conformance.fuzz.generate import (
-    EDGE_WORDS, ENTRY, KEYS, LIMIT_CHOICES, MASK, Builder, _call_data, _pick, fresh_rows, random_policy,
+    EDGE_WORDS, ENTRY, JUMPS, KEYS, LIMIT_CHOICES, MASK, Builder, _call_data, _pick, fresh_rows, random_policy,
     recursive_rows, request_bound, snippet,
 )
 from conformance.fuzz.program import TABLE, Code, FuzzInput
@@ -29,7 +29,7 @@ def _shift_targets(rows, at: int, by: int):
     """Jump targets after inserting (by > 0) or deleting (by < 0) rows at index ``at``."""
     out = []
     for m, t in rows:
-        if TABLE.by_mnemonic[m].immediate_kind == "jump_target" and t >= at:
+        if m in JUMPS and t >= at:
             t = max(at, t + by) if by < 0 else t + by
         out.append((m, t))
     return out

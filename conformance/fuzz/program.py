@@ -9,7 +9,7 @@ campaign state and Ray tasks carry it), and is what the mutators and the shrinke
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import spec
@@ -63,20 +63,29 @@ class Code:
         return Code(None if self.rows is None else list(self.rows), self.data, self.raw, self._memo)
 
 
+# Per mnemonic: (encoded size, opcode, is a jump, immediate size, immediate mask), so that
+# encoding a row is one lookup (encoding is done for every generated request).
+_ENCODING = {m: (ins.size, ins.opcode, ins.immediate_kind == "jump_target", ins.immediate_size,
+                 (1 << (8 * ins.immediate_size)) - 1) for m, ins in TABLE.by_mnemonic.items()}
+# Mnemonic -> opcode, the order of ``FuzzInput.mnemonics``.
+_OPCODE = {m: ins.opcode for m, ins in TABLE.by_mnemonic.items()}
+
+
 def encode_rows(rows: list[tuple[str, int]]) -> bytes:
     """The code section of rows; a jump immediate names a row index (taken modulo the count)."""
+    encoding = _ENCODING
     offsets, pc = [], 0
     for mnemonic, _ in rows:
         offsets.append(pc)
-        pc += TABLE.by_mnemonic[mnemonic].size
+        pc += encoding[mnemonic][0]
     out = bytearray()
     for mnemonic, imm in rows:
-        ins = TABLE.by_mnemonic[mnemonic]
-        out.append(ins.opcode)
-        if ins.immediate_kind == "jump_target":
-            out += offsets[imm % len(rows)].to_bytes(ins.immediate_size, "little")
-        elif ins.immediate_size:
-            out += (imm % (1 << (8 * ins.immediate_size))).to_bytes(ins.immediate_size, "little")
+        _, opcode, jump, size, mask = encoding[mnemonic]
+        out.append(opcode)
+        if jump:
+            out += offsets[imm % len(rows)].to_bytes(size, "little")
+        elif size:
+            out += (imm & mask).to_bytes(size, "little")      # imm modulo 2 ** (8 * size)
     return bytes(out)
 
 
@@ -123,10 +132,11 @@ class FuzzInput:
     limits: dict[str, int] = field(default_factory=default_limits)
 
     def copy(self) -> "FuzzInput":
-        return replace(self, contracts={a: (c.copy(), dict(s)) for a, (c, s) in self.contracts.items()},
-                       policy={**self.policy, "forbidden": list(self.policy["forbidden"]),
-                               "allowed": None if self.policy["allowed"] is None else list(self.policy["allowed"])},
-                       limits=dict(self.limits))
+        p = self.policy
+        return FuzzInput({a: (c.copy(), dict(s)) for a, (c, s) in self.contracts.items()}, self.to, self.caller,
+                         self.call_data, self.block_time, self.random_seed,
+                         {**p, "forbidden": list(p["forbidden"]), "allowed": None if p["allowed"] is None else list(p["allowed"])},
+                         self.isolation, dict(self.limits))
 
     def fixed_isolation(self) -> "FuzzInput":
         """The same request with a storage access no wider than its isolation level allows."""
@@ -191,7 +201,7 @@ class FuzzInput:
     def mnemonics(self) -> list[str]:
         """Every mnemonic in the (row form) contracts, in opcode order."""
         found = {m for code, _ in self.contracts.values() for m, _ in (code.rows or [])}
-        return sorted(found, key=lambda m: TABLE.by_mnemonic[m].opcode)
+        return sorted(found, key=_OPCODE.__getitem__)
 
     def size(self) -> int:
         """Instructions in all contracts (raw containers count their code bytes)."""

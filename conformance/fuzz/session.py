@@ -85,11 +85,15 @@ class Session:
         self.submit(items)
         return self.collect(limits, timeout)
 
-    def submit(self, items: Sequence[tuple[str, Mapping[str, Any], bool]]) -> None:
+    def submit(self, items: Sequence[tuple[str, Mapping[str, Any], bool]],
+               lines: Mapping[str, bytes] | None = None) -> None:
         """Start a batch: the first window of requests goes out now, so the adapter works while
-        the caller does something else (the campaign runs the reference meanwhile)."""
+        the caller does something else (the campaign runs the reference meanwhile). ``lines``
+        holds request lines already encoded for another session (``untraced_lines``), by id."""
         self._queue = [rid for rid, _, _ in items]
-        self._lines = {rid: encode(execute_request(rid, vi, trace)) for rid, vi, trace in items}
+        known = lines or {}
+        self._lines = {rid: (None if trace else known.get(rid)) or encode(execute_request(rid, vi, trace))
+                       for rid, vi, trace in items}
         self._traced = {rid: trace for rid, _, trace in items}
         self._sent = 0
         self._limits = {}
@@ -97,6 +101,10 @@ class Session:
             self.start()
         self._send_up_to(0)
         self.proc.flush()
+
+    def untraced_lines(self) -> dict[str, bytes]:
+        """The request lines of the current batch that ask for no trace, by id."""
+        return {rid: line for rid, line in self._lines.items() if not self._traced[rid]}
 
     def _send_up_to(self, head: int) -> None:
         while self._sent < len(self._queue) and self._sent - head < self.settings.window:
