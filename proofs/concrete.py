@@ -11,6 +11,7 @@ import dataclasses
 import z3
 
 from proofs import execute
+from proofs.exhaustive import compile_term
 from proofs.machine import (
     RUNNING, WINDOW, Bytes, CallOracle, Env, State, array_bytes, base_memory,
 )
@@ -215,14 +216,21 @@ def read_bytes(w: Width, data: Bytes) -> tuple:
 
 def read_at(w: Width, read, indices) -> list[int]:
     """``value(read(i))`` for every index: the read term is built once at a symbolic index
-    and simplified, then evaluated at each index (building the term per index in Python is
-    what made observing a state slow)."""
+    and simplified, then compiled to a Python function of the index (exhaustive.compile_term,
+    SMT-LIB's semantics) evaluated at each index. Building the term, or substituting into
+    it, per index is what made observing a state slow. A term the compiler does not handle
+    (an uninterpreted function, a free constant) is evaluated by z3 at each index, so a read
+    that is not constant is still a ModelError (tests check both paths agree)."""
     indices = list(indices)
     if len(indices) < 4:
         return [value(read(w.cval(i))) for i in indices]
     j = z3.BitVec("concrete_probe_index", w.counter_bits)
     term = z3.simplify(read(j))
-    return [value(z3.substitute(term, (j, w.cval(i)))) for i in indices]
+    try:
+        evaluate = compile_term(term, [j])
+    except NotImplementedError:
+        return [value(z3.substitute(term, (j, w.cval(i)))) for i in indices]
+    return [evaluate(i) for i in indices]
 
 
 def memory_probes(x: dict, size: int) -> list[int]:
