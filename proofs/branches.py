@@ -17,7 +17,9 @@ from __future__ import annotations
 import functools
 
 import z3
+from z3.z3util import get_vars
 
+from proofs.exhaustive import compile_term
 from proofs.execute import immediate, step
 from proofs.machine import RUNNING, WINDOW, fresh_state, well_formed
 from proofs.words import SPEC, width
@@ -133,15 +135,35 @@ def _read(model, term) -> int:
     return 1 if z3.is_true(v) else 0 if z3.is_false(v) else v.as_long()
 
 
+def _read_at(model, read, bits: int, indices) -> list[int]:
+    """``_read(model, read(i))`` for every index: the read term is built once at a symbolic
+    index, the model's values (with completion, as ``_read`` evaluates) put in for its
+    constants, and the result compiled (exhaustive.compile_term) and run at each index.
+    A term beyond the compiler (an array the model gives as a function) is evaluated by the
+    model at each index."""
+    indices = list(indices)
+    if len(indices) >= 4:
+        j = z3.BitVec("branch_input_index", bits)
+        term = read(j)
+        values = [(c, model.eval(c, model_completion=True)) for c in get_vars(term)
+                  if not c.eq(j)]
+        try:
+            evaluate = compile_term(z3.simplify(z3.substitute(term, *values)), [j])
+        except NotImplementedError:
+            pass
+        else:
+            return [evaluate(i) for i in indices]
+    return [_read(model, read(z3.BitVecVal(i, bits))) for i in indices]
+
+
 def _bytes(model, data, limit: int = 4096) -> str:
     n = min(_read(model, data.length), limit)
-    w_counter = data.length.size()
-    return bytes(_read(model, data.read(z3.BitVecVal(j, w_counter))) for j in range(n)).hex()
+    return bytes(_read_at(model, data.read, data.length.size(), range(n))).hex()
 
 
 def inputs_from_model(model, s, mnemonic: str, imm=None) -> dict:
     """The concrete pre-state a z3 model assigns to fresh_state ``s`` (replay.py format)."""
-    w, cv = s.w, s.w.cval
+    w = s.w
     r = functools.partial(_read, model)
     height = r(s.height)
     window = [r(v) for v in s.stack]
@@ -152,7 +174,8 @@ def inputs_from_model(model, s, mnemonic: str, imm=None) -> dict:
     for v in window[:6]:
         if v < size:
             interesting.update(range(v, min(size, v + 80)))
-    memory = {i: r(s.memory.read(cv(i))) for i in sorted(interesting)}
+    probes = sorted(interesting)
+    memory = dict(zip(probes, _read_at(model, s.memory.read, w.counter_bits, probes)))
     last = max((i for i, b in memory.items() if b), default=-1)
     keys = sorted(set(window[:2]))
     storage = {k: r(s.storage[w.wval(k)]) for k in keys}
