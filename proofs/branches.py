@@ -9,7 +9,9 @@ empty and growing memory ranges, new and existing storage slots, each CALL outco
 seed on the same queries, each check bounded by z3's own work units (``RLIMIT``, never the
 clock: a tier left undecided within it is passed over the same way on any machine; the
 wall clock is only a safety net, and a check stopped by it is an error, never a silently
-skipped tier), and results are sorted by label.
+skipped tier), and results are sorted by label. A stack check's halt is first checked
+satisfiable at all (``unsatisfiable``): when it is not, no tier can have it and the four
+searches are skipped, with the same result.
 """
 
 from __future__ import annotations
@@ -68,6 +70,33 @@ def _solver(ctx):
     return solver
 
 
+_PREMISES: list = []
+
+
+def _premises(s, ins) -> tuple:
+    """well_formed(s) and the tiers, built once for the searches of one state and row."""
+    if not (_PREMISES and _PREMISES[0] is s and _PREMISES[1] is ins):
+        _PREMISES[:] = [s, ins, well_formed(s), _tiers(s, ins)]
+    return _PREMISES[2], _PREMISES[3]
+
+
+# The stack checks' halts are infeasible for many rows (an instruction that pushes no more
+# than it pops cannot overflow, one that pops nothing cannot underflow).
+STACK_HALTS = ("STACK_UNDERFLOW", "STACK_OVERFLOW")
+
+
+def unsatisfiable(cond, s, ins) -> bool:
+    """Whether ``cond`` has no well-formed ``s`` at all: then no tier has one (each tier only
+    adds constraints) and ``solve`` would return None. Only an unsat answer is used, which
+    does not depend on the context the check runs in; sat or undecided (within the same
+    work units) leaves the search to ``solve``."""
+    solver = z3.Solver()
+    solver.set("rlimit", RLIMIT)
+    solver.set("timeout", WALL_MS)
+    solver.add(_premises(s, ins)[0], cond)
+    return solver.check() == z3.unsat
+
+
 def solve(cond, s, ins):
     """A model (in the main context) of ``cond`` on a well-formed ``s``, from the first tier
     that has one. Each check is solved, like every proof query, from its SMT-LIB text
@@ -77,8 +106,9 @@ def solve(cond, s, ins):
     depend on the searches before; from the text they depend on the query alone (tests pin
     it)."""
     from proofs.smtlib import fresh_solver
-    for tier in _tiers(s, ins):
-        text = fresh_solver([well_formed(s), cond, *tier]).to_smt2()
+    premise, tiers = _premises(s, ins)
+    for tier in tiers:
+        text = fresh_solver([premise, cond, *tier]).to_smt2()
         solver = _solver(z3.Context())
         solver.from_string(text)
         answer = solver.check()
@@ -115,6 +145,8 @@ def _branch_inputs(mnemonic: str, bits: int) -> tuple:
         if branch.status == RUNNING:
             for name, extra in _exact_limits(branch, pre).items():
                 cases[f"{branch.label} [{name}]"] = z3.And(branch.cond, extra)
+        if branch.status in STACK_HALTS and unsatisfiable(branch.cond, pre, ins):
+            continue
         for label, cond in cases.items():
             model = solve(cond, pre, ins)
             if model is not None:

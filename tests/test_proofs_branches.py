@@ -7,8 +7,9 @@ from __future__ import annotations
 import z3
 
 from proofs import branches
-from proofs.machine import array_bytes, base_memory
-from proofs.words import width
+from proofs.execute import immediate, step
+from proofs.machine import array_bytes, base_memory, fresh_state
+from proofs.words import SPEC, width
 
 W = width(64)
 C = W.counter_bits
@@ -62,3 +63,23 @@ def test_an_array_given_as_a_lambda_or_a_function_symbol_reads_as_the_model_says
     g = z3.Function("g", z3.BitVecSort(C), z3.BitVecSort(8))
     model = model_of(*[g(z3.BitVecVal(k, C)) == 2 * k + 1 for k in range(6)])
     assert branches._read_at(model, g, C, range(6)) == [1, 3, 5, 7, 9, 11]
+
+
+def test_stack_halts_skipped_as_unsatisfiable_are_exactly_those_no_tier_can_reach():
+    skipped = set()
+    for mnemonic in ("NOP", "SWAP2", "ADD", "PUSH1"):
+        ins = SPEC.by_mnemonic[mnemonic]
+        pre = fresh_state(W)
+        for b in step(pre, mnemonic, immediate(W, ins)):
+            if b.status in branches.STACK_HALTS:
+                if branches.unsatisfiable(b.cond, pre, ins):
+                    skipped.add((mnemonic, b.status))
+                    assert branches.solve(b.cond, pre, ins) is None
+                else:
+                    assert branches.solve(b.cond, pre, ins) is not None
+    # Pops nothing: no underflow; pushes no more than it pops: no overflow.
+    assert skipped == {("NOP", "STACK_UNDERFLOW"), ("NOP", "STACK_OVERFLOW"),
+                       ("SWAP2", "STACK_OVERFLOW"), ("ADD", "STACK_OVERFLOW"),
+                       ("PUSH1", "STACK_UNDERFLOW")}
+    labels = {x["branch"] for x in branches.branch_inputs("PUSH1")}
+    assert "stack overflow" in labels and "stack underflow" not in labels
