@@ -80,3 +80,27 @@ def test_a_read_that_is_not_constant_is_still_a_model_error():
     digest = z3.Function("h", z3.BitVecSort(W.counter_bits), z3.BitVecSort(8))
     with pytest.raises(concrete.ModelError):
         concrete.read_at(W, digest, range(8))
+
+
+def test_value_reads_constants_and_refuses_the_rest():
+    assert concrete.value(z3.BitVecVal(250, 8) + 9) == 3                # wraps at 8 bits
+    assert concrete.value(z3.ULT(W.cval(1), W.cval(2))) == 1
+    assert concrete.value(z3.And(z3.BoolVal(True), z3.BoolVal(False))) == 0
+    assert concrete.value(z3.BitVecVal(1, 256) << 255) == 1 << 255
+    with pytest.raises(concrete.ModelError, match="does not evaluate to a constant: x"):
+        concrete.value(z3.BitVec("x", 8) + 0)
+    with pytest.raises(concrete.ModelError):
+        concrete.value(z3.Bool("p"))
+
+
+def test_arrays_of_constants_are_the_store_chains_z3_builds():
+    data = bytes([0, 7, 0, 0, 255, 1])
+    expected = z3.K(z3.BitVecSort(W.counter_bits), z3.BitVecVal(0, 8))
+    for k in (1, 4, 5):
+        expected = z3.Store(expected, W.cval(k), z3.BitVecVal(data[k], 8))
+    assert concrete.byte_array(W, data).eq(expected)
+    storage = z3.Store(z3.Store(z3.K(z3.BitVecSort(64), W.wval(0)), W.wval(2), W.wval(-1)),
+                       W.wval(9), W.wval(3))
+    assert concrete.word_array(W, {9: 3, 2: (1 << 64) - 1}).eq(storage)
+    with pytest.raises(ValueError):
+        concrete.counter(W, -1)
