@@ -19,9 +19,9 @@ from __future__ import annotations
 import functools
 
 import z3
-from z3.z3util import get_vars
+from z3 import z3core
 
-from proofs.exhaustive import compile_term
+from proofs.evaluate import compile_term, constant
 from proofs.execute import immediate, step
 from proofs.machine import RUNNING, WINDOW, fresh_state, well_formed
 from proofs.words import SPEC, width
@@ -85,6 +85,13 @@ def _premises(s, ins) -> tuple:
 STACK_HALTS = ("STACK_UNDERFLOW", "STACK_OVERFLOW")
 
 
+def _likely_unreachable(status: str, ins) -> bool:
+    """Which stack halts get the check for no well-formed state at all: those the table's
+    counts say cannot happen (z3 decides; a wrong guess only costs or saves a check)."""
+    return ((status == "STACK_UNDERFLOW" and ins.inputs == 0)
+            or (status == "STACK_OVERFLOW" and ins.outputs <= ins.inputs))
+
+
 def unsatisfiable(cond, s, ins) -> bool:
     """Whether ``cond`` has no well-formed ``s`` at all: then no tier has one (each tier only
     adds constraints) and ``solve`` would return None. Only an unsat answer is used, which
@@ -145,7 +152,7 @@ def _branch_inputs(mnemonic: str, bits: int) -> tuple:
         if branch.status == RUNNING:
             for name, extra in _exact_limits(branch, pre).items():
                 cases[f"{branch.label} [{name}]"] = z3.And(branch.cond, extra)
-        if branch.status in STACK_HALTS and unsatisfiable(branch.cond, pre, ins):
+        if _likely_unreachable(branch.status, ins) and unsatisfiable(branch.cond, pre, ins):
             continue
         for label, cond in cases.items():
             model = solve(cond, pre, ins)
@@ -163,24 +170,29 @@ def branch_inputs(mnemonic: str, width: int = 64) -> list[dict]:
 
 
 def _read(model, term) -> int:
-    v = model.eval(term, model_completion=True)
+    """The model's value of ``term`` (with completion; true / false as 1 / 0), through
+    z3's C API (evaluate.constant)."""
+    ctx, out = model.ctx, (z3.Ast * 1)()
+    if z3core.Z3_model_eval(ctx.ref(), model.model, term.as_ast(), True, out):
+        v = constant(ctx, out[0])
+        if v is not None:
+            return v
+    v = model.eval(term, model_completion=True)   # not a constant: fails as it always did
     return 1 if z3.is_true(v) else 0 if z3.is_false(v) else v.as_long()
 
 
 def _read_at(model, read, bits: int, indices) -> list[int]:
-    """``_read(model, read(i))`` for every index: the read term is built once at a symbolic
-    index, the model's values (with completion, as ``_read`` evaluates) put in for its
-    constants, and the result compiled (exhaustive.compile_term) and run at each index.
-    A term beyond the compiler (an array the model gives as a function) is evaluated by the
-    model at each index."""
+    """``_read(model, read(i))`` for every index: the read term is built once at a bound
+    variable in place of the index, evaluated by the model (with completion, as ``_read``
+    evaluates: the variable stays), then compiled (evaluate.compile_term) and run at each
+    index. A term beyond the compiler (a function symbol) is evaluated by the model at
+    each index."""
     indices = list(indices)
     if len(indices) >= 4:
-        j = z3.BitVec("branch_input_index", bits)
-        term = read(j)
-        values = [(c, model.eval(c, model_completion=True)) for c in get_vars(term)
-                  if not c.eq(j)]
+        j = z3.Var(0, z3.BitVecSort(bits))
         try:
-            evaluate = compile_term(z3.simplify(z3.substitute(term, *values)), [j])
+            evaluate = compile_term(z3.simplify(model.eval(read(j), model_completion=True)),
+                                    [j])
         except NotImplementedError:
             pass
         else:

@@ -13,7 +13,7 @@ import z3
 from z3 import z3core
 
 from proofs import execute
-from proofs.exhaustive import compile_term
+from proofs.evaluate import compile_term, constant
 from proofs.machine import (
     RUNNING, WINDOW, Bytes, CallOracle, Env, State, array_bytes, base_memory,
 )
@@ -29,22 +29,12 @@ class ModelError(Exception):
 
 def value(term) -> int:
     """The constant ``term`` simplifies to (true / false as 1 / 0), read through z3's C
-    API: a Python object per simplified term is what made reading states slow."""
-    r = term.ctx.ref()
-    v = z3core.Z3_simplify(r, term.as_ast())
-    z3core.Z3_inc_ref(r, v)   # kept while the calls below make other terms
-    try:
-        if (z3core.Z3_get_ast_kind(r, v) == z3.Z3_NUMERAL_AST
-                and z3core.Z3_get_sort_kind(r, z3core.Z3_get_sort(r, v)) == z3.Z3_BV_SORT):
-            return int(z3core.Z3_get_numeral_string(r, v))
-        truth = z3core.Z3_get_bool_value(r, v)
-    finally:
-        z3core.Z3_dec_ref(r, v)
-    if truth == z3.Z3_L_TRUE:
-        return 1
-    if truth == z3.Z3_L_FALSE:
-        return 0
-    raise ModelError(f"term does not evaluate to a constant: {z3.simplify(term)}")
+    API (evaluate.constant): a Python object per simplified term is what made reading
+    states slow."""
+    v = constant(term.ctx, z3core.Z3_simplify(term.ctx.ref(), term.as_ast()))
+    if v is None:
+        raise ModelError(f"term does not evaluate to a constant: {z3.simplify(term)}")
+    return v
 
 
 @functools.lru_cache(maxsize=1 << 14)
@@ -257,7 +247,7 @@ def read_bytes(w: Width, data: Bytes) -> tuple:
 
 def read_at(w: Width, read, indices) -> list[int]:
     """``value(read(i))`` for every index: the read term is built once at a symbolic index
-    and simplified, then compiled to a Python function of the index (exhaustive.compile_term,
+    and simplified, then compiled to a Python function of the index (evaluate.compile_term,
     SMT-LIB's semantics) evaluated at each index. Building the term, or substituting into
     it, per index is what made observing a state slow. A term the compiler does not handle
     (an uninterpreted function, a free constant) is evaluated by z3 at each index, so a read

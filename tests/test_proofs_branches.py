@@ -4,9 +4,11 @@ the array, leaves it to completion, or gives it as a function."""
 
 from __future__ import annotations
 
+import pytest
 import z3
 
 from proofs import branches
+from proofs.evaluate import compile_term
 from proofs.execute import immediate, step
 from proofs.machine import array_bytes, base_memory, fresh_state
 from proofs.words import SPEC, width
@@ -59,10 +61,15 @@ def test_an_array_given_as_a_lambda_or_a_function_symbol_reads_as_the_model_says
     read = lambda j: array[j]  # noqa: E731
     assert branches._read_at(model, read, C, range(6)) == per_byte(model, read, range(6))
     assert branches._read_at(model, read, C, range(6)) == [0, 1, 2, 3, 4, 5]
-    # A function symbol is beyond the compiler: read byte by byte, by the model.
     g = z3.Function("g", z3.BitVecSort(C), z3.BitVecSort(8))
     model = model_of(*[g(z3.BitVecVal(k, C)) == 2 * k + 1 for k in range(6)])
     assert branches._read_at(model, g, C, range(6)) == [1, 3, 5, 7, 9, 11]
+    # An operator beyond the compiler (bvsmod): read byte by byte, by the model.
+    read = lambda j: (z3.Extract(7, 0, j) + g(j)) % z3.BitVecVal(5, 8)  # noqa: E731
+    with pytest.raises(NotImplementedError):
+        compile_term(z3.simplify(model.eval(read(z3.Var(0, z3.BitVecSort(C))), True)),
+                     [z3.Var(0, z3.BitVecSort(C))])
+    assert branches._read_at(model, read, C, range(6)) == [1, 4, 2, 0, 3, 1]
 
 
 def test_stack_halts_skipped_as_unsatisfiable_are_exactly_those_no_tier_can_reach():
