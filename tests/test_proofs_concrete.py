@@ -104,3 +104,10 @@ def test_arrays_of_constants_are_the_store_chains_z3_builds():
     assert concrete.word_array(W, {9: 3, 2: (1 << 64) - 1}).eq(storage)
     with pytest.raises(ValueError):
         concrete.counter(W, -1)
+
+
+def test_nonzero_lists_every_written_byte_of_the_interpreters_memory():
+    from proofs.agreement import nonzero
+    assert nonzero(b"") == [] and nonzero(bytes(4096)) == []
+    assert nonzero(b"\x00\x05\x00\x00\xff" + bytes(100) + b"\x01") == [1, 4, 105]
+    assert nonzero(b"\x07" + bytes(3)) == [0]
