@@ -111,3 +111,32 @@ def test_nonzero_lists_every_written_byte_of_the_interpreters_memory():
     assert nonzero(b"") == [] and nonzero(bytes(4096)) == []
     assert nonzero(b"\x00\x05\x00\x00\xff" + bytes(100) + b"\x01") == [1, 4, 105]
     assert nonzero(b"\x07" + bytes(3)) == [0]
+
+
+def _real_handler(mnemonic):
+    from reference_vm.instructions import table
+    from reference_vm.words import word
+    return table(word(64))[concrete.SPEC.by_mnemonic[mnemonic].opcode]
+
+
+def test_one_wrong_byte_in_memory_or_an_event_is_caught_through_the_fast_reads():
+    from proofs.agreement import compare
+    mcopy, log1 = _real_handler("MCOPY"), _real_handler("LOG1")
+
+    def mcopy_last_byte_flipped(frame, imm):
+        length, dst = frame.stack[-1], frame.stack[-3]
+        mcopy(frame, imm)
+        if length:
+            frame.memory[dst + length - 1] ^= 1
+
+    def log1_last_byte_flipped(frame, imm):
+        log1(frame, imm)
+        address, topics, data = frame.events[-1]
+        if data:
+            frame.events[-1] = (address, topics, data[:-1] + bytes([data[-1] ^ 1]))
+
+    for mnemonic, handler, what in [("MCOPY", mcopy_last_byte_flipped, "memory["),
+                                    ("LOG1", log1_last_byte_flipped, "events")]:
+        caught = [d for x in branches.branch_inputs(mnemonic) for d in compare(x, handler)]
+        assert any(d.startswith(what) for d in caught), (mnemonic, caught)
+        assert all(compare(x) == [] for x in branches.branch_inputs(mnemonic))
