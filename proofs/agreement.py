@@ -41,7 +41,7 @@ def compare(inputs: dict, handler=None, model=None) -> list[str]:
     keys = tuple(v for v in x["stack"][-4:])
     got = run_interpreter(x, handler, keys)
     # Every byte the interpreter holds non-zero is probed on the model too.
-    written = [i for i, b in enumerate(got.memory) if b]
+    written = nonzero(got.memory)
     try:
         expected = observe(x, model_outcome(x, model), keys, written)
     except ModelError as err:
@@ -67,7 +67,7 @@ def compare(inputs: dict, handler=None, model=None) -> list[str]:
         check("return stack height", len(expected.return_stack), len(got.return_stack))
         known = [(m, i) for m, i in zip(expected.return_stack, got.return_stack) if m is not None]
         check("return stack top", [m for m, _ in known], [i for _, i in known])
-        mismatch = [i for i in _probe_set(x, len(got.memory), got.memory)
+        mismatch = [i for i in _probe_set(x, len(got.memory), written)
                     if expected.memory[i] != got.memory[i]]
         if mismatch:
             i = mismatch[0]
@@ -79,9 +79,17 @@ def compare(inputs: dict, handler=None, model=None) -> list[str]:
     return diffs
 
 
-def _probe_set(x: dict, size: int, interpreter_memory: bytes) -> list[int]:
+def nonzero(data: bytes) -> list[int]:
+    """The indices of the non-zero bytes (memory is mostly zeros: only the span between the
+    first and the last non-zero byte is looked at byte by byte)."""
+    end = len(data.rstrip(b"\0"))
+    start = end - len(data[:end].lstrip(b"\0"))
+    return [i for i in range(start, end) if data[i]]
+
+
+def _probe_set(x: dict, size: int, written: list[int]) -> list[int]:
     probes = set(memory_probes(x, size))
-    probes.update(i for i, b in enumerate(interpreter_memory) if b)
+    probes.update(written)
     return sorted(probes)
 
 

@@ -7,10 +7,13 @@ model, which is how a CALL replay gets its call oracle without asking the interp
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import z3
+from z3 import z3core
 
 from proofs import execute
+from proofs.evaluate import compile_term, constant
 from proofs.machine import (
     RUNNING, WINDOW, Bytes, CallOracle, Env, State, array_bytes, base_memory,
 )
@@ -25,53 +28,82 @@ class ModelError(Exception):
 
 
 def value(term) -> int:
-    v = z3.simplify(term)
-    if z3.is_true(v):
-        return 1
-    if z3.is_false(v):
-        return 0
-    if not z3.is_bv_value(v):
-        raise ModelError(f"term does not evaluate to a constant: {v}")
-    return v.as_long()
+    """The constant ``term`` simplifies to (true / false as 1 / 0), read through z3's C
+    API (evaluate.constant): a Python object per simplified term is what made reading
+    states slow."""
+    v = constant(term.ctx, z3core.Z3_simplify(term.ctx.ref(), term.as_ast()))
+    if v is None:
+        raise ModelError(f"term does not evaluate to a constant: {z3.simplify(term)}")
+    return v
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def numeral(bits: int, v: int) -> z3.BitVecRef:
+    """z3.BitVecVal(v, bits), made once (states of constants use the same ones often)."""
+    return z3.BitVecVal(v, bits)
+
+
+def stores(array: z3.ArrayRef, items) -> z3.ArrayRef:
+    """z3.Store(...z3.Store(array, i, v)..., ...) over (index, value) terms in order, built
+    through z3's C API (the same terms, without a Python object for each store)."""
+    ctx = array.ctx
+    r, current, owned = ctx.ref(), array.as_ast(), False
+    for index, byte in items:
+        made = z3core.Z3_mk_store(r, current, index.as_ast(), byte.as_ast())
+        z3core.Z3_inc_ref(r, made)
+        if owned:
+            z3core.Z3_dec_ref(r, current)
+        current, owned = made, True
+    out = z3.ArrayRef(current, ctx)
+    if owned:
+        z3core.Z3_dec_ref(r, current)
+    return out
+
+
+def counter(w: Width, v: int) -> z3.BitVecRef:
+    """w.cval(v), from the numeral cache (w.cval refuses a value out of range)."""
+    return numeral(w.counter_bits, v) if 0 <= v < 1 << w.counter_bits else w.cval(v)
+
+
+def word(w: Width, v: int) -> z3.BitVecRef:
+    """w.wval(v), from the numeral cache."""
+    return numeral(w.bits, v & w.mask)
 
 
 def byte_array(w: Width, data: bytes) -> z3.ArrayRef:
-    array = z3.K(z3.BitVecSort(w.counter_bits), z3.BitVecVal(0, 8))
-    for k, b in enumerate(data):
-        if b:
-            array = z3.Store(array, w.cval(k), z3.BitVecVal(b, 8))
-    return array
+    array = z3.K(z3.BitVecSort(w.counter_bits), numeral(8, 0))
+    c = w.counter_bits
+    return stores(array, ((numeral(c, k), numeral(8, b)) for k, b in enumerate(data) if b))
 
 
 def concrete_bytes(w: Width, data: bytes) -> Bytes:
-    return array_bytes(w.cval(len(data)), byte_array(w, data))
+    return array_bytes(counter(w, len(data)), byte_array(w, data))
 
 
 def word_array(w: Width, mapping: dict[int, int]) -> z3.ArrayRef:
-    array = z3.K(z3.BitVecSort(w.bits), w.wval(0))
-    for k in sorted(mapping):
-        array = z3.Store(array, w.wval(k), w.wval(mapping[k]))
-    return array
+    array = z3.K(z3.BitVecSort(w.bits), word(w, 0))
+    return stores(array, ((word(w, k), word(w, mapping[k])) for k in sorted(mapping)))
 
 
 def no_call(w: Width, storage) -> CallOracle:
-    zero = w.cval(0)
+    zero = counter(w, 0)
     return CallOracle(z3.BoolVal(False), z3.BoolVal(False), z3.BoolVal(False), zero, zero,
                       zero, zero, zero, zero, zero, storage, concrete_bytes(w, b""))
 
 
 def concrete_state(x: dict) -> State:
     w = width(x["width"])
-    cv = w.cval
+    cv = functools.partial(counter, w)
+    wv = functools.partial(word, w)
     stack = [0] * (x["height"] - len(x["stack"])) + list(x["stack"])
-    window = tuple(w.wval(v) for v in reversed(stack[-WINDOW:]))
-    window += tuple(w.wval(0) for _ in range(WINDOW - len(window)))  # below the stack
+    window = tuple(wv(v) for v in reversed(stack[-WINDOW:]))
+    window += tuple(wv(0) for _ in range(WINDOW - len(window)))  # below the stack
     rs = list(reversed(x["return_stack"][-2:])) + [0, 0]
     storage = word_array(w, x["storage"])
-    env = Env(caller=w.wval(x["caller"]), address=w.wval(x["address"]),
+    env = Env(caller=wv(x["caller"]), address=wv(x["address"]),
               call_data=concrete_bytes(w, bytes.fromhex(x["call_data"])),
               data=concrete_bytes(w, bytes.fromhex(x["data"])),
-              block_time=w.wval(x["block_time"]),
+              block_time=wv(x["block_time"]),
               seed=z3.BitVecVal(int.from_bytes(bytes.fromhex(x["seed"]), "little"), 256),
               depth=cv(x["depth"]), oracle=no_call(w, storage))
     return State(
@@ -215,14 +247,21 @@ def read_bytes(w: Width, data: Bytes) -> tuple:
 
 def read_at(w: Width, read, indices) -> list[int]:
     """``value(read(i))`` for every index: the read term is built once at a symbolic index
-    and simplified, then evaluated at each index (building the term per index in Python is
-    what made observing a state slow)."""
+    and simplified, then compiled to a Python function of the index (evaluate.compile_term,
+    SMT-LIB's semantics) evaluated at each index. Building the term, or substituting into
+    it, per index is what made observing a state slow. A term the compiler does not handle
+    (an uninterpreted function, a free constant) is evaluated by z3 at each index, so a read
+    that is not constant is still a ModelError (tests check both paths agree)."""
     indices = list(indices)
     if len(indices) < 4:
         return [value(read(w.cval(i))) for i in indices]
     j = z3.BitVec("concrete_probe_index", w.counter_bits)
     term = z3.simplify(read(j))
-    return [value(z3.substitute(term, (j, w.cval(i)))) for i in indices]
+    try:
+        evaluate = compile_term(term, [j])
+    except NotImplementedError:
+        return [value(z3.substitute(term, (j, w.cval(i)))) for i in indices]
+    return [evaluate(i) for i in indices]
 
 
 def memory_probes(x: dict, size: int) -> list[int]:

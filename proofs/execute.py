@@ -9,6 +9,7 @@ is the pre-instruction stack: an instruction never fails half-way through its st
 from __future__ import annotations
 
 import z3
+from z3 import z3core
 
 from proofs.accounting import charge, halt, then
 from proofs.instructions import Model, models
@@ -45,5 +46,15 @@ def step(state: State, mnemonic: str, imm=None, model: Model | None = None) -> l
         elif b.status != RUNNING:
             s = s.replace(stack=state.stack, height=state.height, rstack=state.rstack,
                           rheight=state.rheight, pc=state.pc)
-        out.append(Branch(b.label or "ok", b.status, z3.And(checked, b.cond), s))
+        out.append(Branch(b.label or "ok", b.status, conjunction(checked, b.cond), s))
     return out
+
+
+def conjunction(a: z3.BoolRef, b: z3.BoolRef) -> z3.BoolRef:
+    """z3.And(a, b) of two Boolean terms, made through z3's C API: the same term, without
+    z3.And's coercion of each argument (most of its cost when models run on concrete
+    states, step after step)."""
+    ctx = a.ctx
+    if not (z3.is_bool(a) and z3.is_bool(b)) or b.ctx is not ctx:
+        return z3.And(a, b)
+    return z3.BoolRef(z3core.Z3_mk_and(ctx.ref(), 2, (z3.Ast * 2)(a.as_ast(), b.as_ast())), ctx)

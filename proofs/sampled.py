@@ -7,6 +7,8 @@ exercise the limits. Runs are derandomized: the same examples every run.
 
 from __future__ import annotations
 
+import functools
+
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 from proofs.agreement import compare
@@ -23,42 +25,59 @@ def operand():
     return st.one_of(st.integers(0, MASK), st.sampled_from(EDGES), st.integers(0, 300))
 
 
+# The strategies that do not depend on earlier draws, made once (a strategy is validated
+# on its first draw; making them per example was most of the cost of drawing).
+OPERAND = operand()
+LIMIT_MARGIN = st.one_of(st.integers(0, 600), st.just(10_000_000))
+RETURN_STACK = st.lists(st.integers(0, 1000), max_size=3)
+MEMORY = st.binary(max_size=64)
+BYTES = st.binary(max_size=40)
+SEED = st.binary(min_size=32, max_size=32)
+WORD = st.integers(0, MASK)
+CALLEE = st.sampled_from(sorted(CALLEES))
+
+
+@functools.cache
+def ints(low: int, high: int):
+    """st.integers(low, high), made once per range."""
+    return st.integers(low, high)
+
+
 @st.composite
 def inputs(draw, mnemonic: str) -> dict:
     ins = SPEC.by_mnemonic[mnemonic]
-    stack = [draw(operand()) for _ in range(ins.inputs)]
-    extra = draw(st.integers(0, 3))
-    pages = draw(st.integers(0, 2))
-    live = pages + draw(st.integers(0, 2))
-    used = draw(st.integers(0, 5_000))
-    units = draw(st.integers(0, 200))
-    keys = stack[-2:] + [draw(operand())]
+    stack = [draw(OPERAND) for _ in range(ins.inputs)]
+    extra = draw(ints(0, 3))
+    pages = draw(ints(0, 2))
+    live = pages + draw(ints(0, 2))
+    used = draw(ints(0, 5_000))
+    units = draw(ints(0, 200))
+    keys = stack[-2:] + [draw(OPERAND)]
     x = {
         "mnemonic": mnemonic, "width": BITS,
-        "immediate": draw(st.integers(0, (1 << (8 * ins.immediate_size)) - 1)),
+        "immediate": draw(ints(0, (1 << (8 * ins.immediate_size)) - 1)),
         "stack": stack, "height": len(stack) + extra,
-        "return_stack": draw(st.lists(st.integers(0, 1000), max_size=3)),
-        "pc": draw(st.integers(0, 1000)),
+        "return_stack": draw(RETURN_STACK),
+        "pc": draw(ints(0, 1000)),
         "compute_used": used,
-        "compute_limit": used + draw(st.one_of(st.integers(0, 600), st.just(10_000_000))),
+        "compute_limit": used + draw(LIMIT_MARGIN),
         "memory_pages": pages,
-        "memory": draw(st.binary(max_size=64)).hex() if pages else "",
-        "pages_live": live, "pages_peak": live + draw(st.integers(0, 2)),
-        "memory_limit": live + draw(st.integers(0, 4)),
-        "storage_units": units, "storage_limit": units + draw(st.integers(0, 40)),
-        "storage": draw(st.dictionaries(st.sampled_from(keys), st.integers(0, MASK),
-                                        max_size=2)),
-        "call_data": draw(st.binary(max_size=40)).hex(),
-        "data": draw(st.binary(max_size=40)).hex(),
-        "return_data": draw(st.binary(max_size=40)).hex(),
-        "block_time": draw(st.integers(0, MASK)),
-        "seed": draw(st.binary(min_size=32, max_size=32)).hex(),
-        "random_counter": draw(st.integers(0, 1000)), "depth": draw(st.integers(1, 64)),
+        "memory": draw(MEMORY).hex() if pages else "",
+        "pages_live": live, "pages_peak": live + draw(ints(0, 2)),
+        "memory_limit": live + draw(ints(0, 4)),
+        "storage_units": units, "storage_limit": units + draw(ints(0, 40)),
+        "storage": draw(st.dictionaries(st.sampled_from(keys), WORD, max_size=2)),
+        "call_data": draw(BYTES).hex(),
+        "data": draw(BYTES).hex(),
+        "return_data": draw(BYTES).hex(),
+        "block_time": draw(WORD),
+        "seed": draw(SEED).hex(),
+        "random_counter": draw(ints(0, 1000)), "depth": draw(ints(1, 64)),
     }
     if mnemonic == "CALL":
-        x["callee"] = draw(st.sampled_from(sorted(CALLEES)))
+        x["callee"] = draw(CALLEE)
         if x["callee"] == "spin":  # keep the callee's loop short
-            x["stack"][1] = draw(st.integers(0, 300))
+            x["stack"][1] = draw(ints(0, 300))
         if x["stack"][0] == 0x100:
             x["stack"][0] = 0x200
         x["address"] = 0x100
