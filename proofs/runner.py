@@ -294,7 +294,9 @@ def _agreement(kind, key, bits, start) -> dict:
 def _warm(options: Options) -> None:
     """Build, in the parent, every cache a task reads, so that each forked task starts from
     the same state (z3 numbers terms in creation order, which the SMT-LIB text reflects)."""
+    from proofs.branches import keep_freed_memory
     from proofs.instructions import models
+    keep_freed_memory()     # inherited by every forked task: z3 contexts' memory is reused
     for bits in (8, 16, 32, 64):
         models(bits)
     solvers.load(options.budgets)

@@ -14,7 +14,8 @@ from proofs.runner import PROVED, TIMEOUT, UNKNOWN, Options, run_suite
 from rtwo_vm.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
-# CALL's rows: z3 claim by claim; LOG2's: z3's and cvc5's incremental scripts (budgets.toml).
+# CALL's rows: cvc5's integer blasting claim by claim, re-checked by z3 within a small budget
+# and by cvc5's script; LOG2's: z3's and cvc5's incremental scripts (budgets.toml).
 HEAVY = Options(opcodes=("CALL", "LOG2"), names=("cost", "meters"), agreement=False, jobs=2)
 SPIN = "import sys\nprint('spinning', flush=True)\nwhile True:\n    pass\n"
 
@@ -27,7 +28,9 @@ def verdicts(rows):
 def test_the_same_statuses_and_solver_work_quiet_and_beside_four_busy_processes():
     quiet = verdicts(run_suite(HEAVY))
     assert [v[3] for v in quiet] == [PROVED] * 4 and all(v[4] == "agrees" for v in quiet)
-    assert {label for v in quiet for label in v[5]} == {"z3", "z3 (incremental script)"}
+    assert {label for v in quiet for label in v[5]} == {
+        "cvc5 (solve-bv-as-int=sum, logic ALL)", "z3 (incremental script)"}
+    assert {label for v in quiet for label in v[6]} == {"z3", "cvc5 (incremental script)"}
     spinners = [subprocess.Popen([sys.executable, "-c", SPIN], stdout=subprocess.PIPE, text=True)
                 for _ in range(4)]
     try:
@@ -51,13 +54,14 @@ def budgets_file(tmp_path, z3_rlimit):
 
 
 def test_a_spent_budget_is_unknown_a_hit_safety_net_is_timeout_and_both_name_the_rerun(tmp_path, capsys):
-    args = ["prove", "--opcode", "CALL", "--theorem", "cost", "--no-agreement", "--solver", "z3",
-            "--no-table"]
+    # A row proved by z3 claim by claim (budgets.toml: per-claim), with z3's budget cut.
+    args = ["prove", "--opcode", "CALL", "--theorem", "call_flag_limit_and_undo", "--no-agreement",
+            "--solver", "z3", "--no-table"]
     code = main(args + ["--budgets", str(budgets_file(tmp_path, 1000)), "--report", "a.json"])
     err = capsys.readouterr().err
     row = json.loads(Path("a.json").read_text())["results"][0]
     assert code == 1 and row["status"] == UNKNOWN and row["undecided_claims"]
-    assert "rerun: rtwo-vm prove --theorem cost --opcode CALL --width 64" in err
+    assert "rerun: rtwo-vm prove --theorem call_flag_limit_and_undo --opcode CALL --width 64" in err
     assert "left undecided within its resource budget" in err
     code = main(args + ["--timeout", "0.001", "--report", "b.json"])
     err = capsys.readouterr().err
