@@ -23,17 +23,21 @@ TERMINAL = {"halt", "jump", "return_sub"}
 TARGET_BYTES = 4
 
 
-# Sizes and offsets are 8-bit words: every value (at most CODE_BYTES + the largest size) is
-# far below 2^7, so their sums and comparisons (signed or not) are those of the integers,
-# and the queries stay bit-vector only (no integer arithmetic for the solvers to mix in).
-SIZE_BITS = 8
 LONGEST = max(ins.size for ins in SPEC.instructions)
 
 
-def _size(opcode) -> z3.BitVecRef:
-    term = z3.BitVecVal(0, SIZE_BITS)
+def size_bits(n: int) -> int:
+    """The width of the size and offset words of an n-byte code: every value they take (an
+    offset plus an instruction's size, at most n + LONGEST) stays below 2^(bits-1), so their
+    sums and comparisons, signed or not, are those of the integers, and the queries stay
+    bit-vector only (no integer arithmetic for the solvers to mix in)."""
+    return max(8, (n + LONGEST).bit_length() + 1)
+
+
+def _size(opcode, bits: int) -> z3.BitVecRef:
+    term = z3.BitVecVal(0, bits)
     for ins in SPEC.instructions:
-        term = z3.If(opcode == ins.opcode, z3.BitVecVal(ins.size, SIZE_BITS), term)
+        term = z3.If(opcode == ins.opcode, z3.BitVecVal(ins.size, bits), term)
     return term
 
 
@@ -43,7 +47,7 @@ def _is(opcode, predicate) -> z3.BoolRef:
 
 def symbolic_code(n: int = CODE_BYTES):
     code = [z3.BitVec(f"code{k}", 8) for k in range(n)]
-    sizes = [_size(c) for c in code]
+    sizes = [_size(c, size_bits(n)) for c in code]
     boundary = [z3.BoolVal(True)]
     for k in range(1, n):
         boundary.append(z3.Or([z3.And(boundary[j], sizes[j] == k - j)

@@ -101,3 +101,23 @@ def test_export_is_standard_smtlib_and_cvc5_agrees():
     x, y = z3.BitVecs("x y", 8)
     false_claim = smtlib.export([], width(8).divs(x, y) == x / y)  # bvsdiv differs at y = 0
     assert smtlib.check_cvc5(false_claim, 5000) == "sat"
+
+
+def test_symbolic_validation_holds_past_the_8_bit_offsets():
+    # Offsets plus sizes past 127 would wrap a signed 8-bit word: longer codes get wider
+    # size words, and the symbolic rules still agree with the interpreter's validation.
+    from proofs import validate
+    nop, stop, jump, push8 = (validate.SPEC.by_mnemonic[m].opcode
+                              for m in ("NOP", "STOP", "JUMP", "PUSH8"))
+    assert validate.size_bits(validate.CODE_BYTES) == 8 and validate.size_bits(200) == 9
+    ends_in_stop = bytes([nop] * 199 + [stop])                      # valid
+    no_terminal = bytes([nop] * 200)                                # last flow is not terminal
+    push_cut = bytes([nop] * 195 + [push8] + [0] * 4)               # immediate past the end
+    back_jump = bytes([nop] * 195) + bytes([jump]) + (3).to_bytes(4, "little")   # to offset 3
+    off_boundary = bytes([push8] + [0] * 8 + [nop] * 186) + bytes([jump]) + (4).to_bytes(4, "little")
+    expected = {ends_in_stop: True, no_terminal: False, push_cut: False, back_jump: True,
+                off_boundary: False}
+    for code, accepted in expected.items():
+        assert len(code) == 200
+        assert validate.model_accepts(code) is accepted, code.hex()
+        assert validate.interpreter_accepts(code) is accepted, code.hex()
