@@ -253,3 +253,24 @@ def test_a_request_without_contracts_can_be_mutated():
         assert set(inp.vector_input()["pre_state"]["contracts"]) == {f"0x{a:x}" for a in inp.contracts}
         grown += bool(inp.contracts)
     assert grown > 0   # some seeds add a contract (the callee branch)
+
+
+def test_a_fuzz_input_copy_keeps_every_field_and_shares_nothing_mutable():
+    from conformance.fuzz.program import Code, FuzzInput
+    original = FuzzInput(
+        contracts={0x100: (Code(rows=[("PUSH1", 7), ("SSTORE", 0), ("STOP", 0)], data=b"\x01"), {3: 4})},
+        to=0x100, caller=0xBEEF, call_data=b"\x02\x03", block_time=99, random_seed=bytes(range(32)),
+        policy={"forbidden": ["CALL"], "allowed": ["STOP", "SSTORE"], "gate": None},
+        isolation="read", limits={"compute": 1234, "memory_pages": 3, "storage_units": 40})
+    copy = original.copy()
+    assert copy == original      # every field (a field the copy forgot would take its default)
+    code, storage = copy.contracts[0x100]
+    code.rows.append(("NOP", 0))
+    storage[5] = 6
+    copy.policy["forbidden"].append("SHA256")
+    copy.policy["allowed"].append("NOP")
+    copy.limits["compute"] = 1
+    assert original.contracts[0x100][0].rows == [("PUSH1", 7), ("SSTORE", 0), ("STOP", 0)]
+    assert original.contracts[0x100][1] == {3: 4}
+    assert original.policy == {"forbidden": ["CALL"], "allowed": ["STOP", "SSTORE"], "gate": None}
+    assert original.limits["compute"] == 1234

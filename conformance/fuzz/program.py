@@ -133,10 +133,13 @@ class FuzzInput:
 
     def copy(self) -> "FuzzInput":
         p = self.policy
-        return FuzzInput({a: (c.copy(), dict(s)) for a, (c, s) in self.contracts.items()}, self.to, self.caller,
-                         self.call_data, self.block_time, self.random_seed,
-                         {**p, "forbidden": list(p["forbidden"]), "allowed": None if p["allowed"] is None else list(p["allowed"])},
-                         self.isolation, dict(self.limits))
+        return FuzzInput(
+            contracts={a: (c.copy(), dict(s)) for a, (c, s) in self.contracts.items()}, to=self.to,
+            caller=self.caller, call_data=self.call_data, block_time=self.block_time,
+            random_seed=self.random_seed,
+            policy={**p, "forbidden": list(p["forbidden"]),
+                    "allowed": None if p["allowed"] is None else list(p["allowed"])},
+            isolation=self.isolation, limits=dict(self.limits))
 
     def fixed_isolation(self) -> "FuzzInput":
         """The same request with a storage access no wider than its isolation level allows."""
