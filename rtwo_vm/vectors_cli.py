@@ -4,11 +4,10 @@ from rtwo_vm/commands/conformance.py, which owns the ``vectors`` command."""
 
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 
-from rtwo_vm.inputs import CliError
+from rtwo_vm.inputs import CliError, nonnegative_int, positive_float, positive_int
 
 
 def register(vs, add_dir) -> None:
@@ -21,13 +20,13 @@ def register(vs, add_dir) -> None:
     add_dir(s)
     s.add_argument("--module", action="append", default=[], metavar="NAME",
                    help="mutate only these reference_vm modules (e.g. instructions/arithmetic, accounting)")
-    s.add_argument("--limit", type=int, default=None, metavar="N", help="at most N generated mutants (a sample)")
+    s.add_argument("--limit", type=nonnegative_int, default=None, metavar="N", help="at most N generated mutants (a sample)")
     s.add_argument("--curated-only", action="store_true", help="only the curated realistic bugs")
     s.add_argument("--no-curated", action="store_true", help="only generated mutants")
     s.add_argument("--filter", action="append", default=[], metavar="EXPR", help="run only these vectors")
-    s.add_argument("--workers", type=int, default=None, help="parallel processes (default: the local cores)")
+    s.add_argument("--workers", type=positive_int, default=None, help="parallel processes (default: the local cores)")
     s.add_argument("--backend", default="local", help="parallel map: local (processes) or ray")
-    s.add_argument("--timeout", type=float, default=120.0, help="seconds per mutant before it counts as killed (hang)")
+    s.add_argument("--timeout", type=positive_float, default=120.0, help="seconds per mutant before it counts as killed (hang)")
     s.add_argument("--no-confirm", action="store_true", help="skip confirming survivors through the adapter protocol")
     s.add_argument("--redundant", action="store_true", help="also say which vectors kill nothing others do not")
     s.add_argument("--reasons", metavar="DIR",
@@ -61,12 +60,6 @@ def _cmd_release(args) -> int:
 
 def _cmd_strength(args) -> int:
     from conformance.strength.cli import run
-    if args.workers is not None and args.workers < 1:
-        raise CliError("--workers must be at least 1")
-    if args.limit is not None and args.limit < 0:
-        raise CliError("--limit must not be negative")
-    if not math.isfinite(args.timeout) or args.timeout <= 0:
-        raise CliError("--timeout must be a positive number")
     if args.curated_only and args.no_curated:
         raise CliError("--curated-only and --no-curated exclude each other")
     return run(args, _corpus(args), sys.stdout)

@@ -84,3 +84,32 @@ def test_the_score_counts_neither_equivalent_nor_unreachable_and_a_contradiction
                       contradicted=["c"])
     assert r.score == 1.0 and not r.ok
     assert "CONTRADICTED: c is listed as unreachable through the protocol, but vector v1 kills it" in report.render(r)
+
+
+def test_hostile_reasons_files_are_refused_in_one_line(tmp_path):
+    import os
+    cases = {
+        "fifo": None,                                            # would block a plain read
+        "oversized": "#" * (mutants.MAX_REASONS + 1),
+        "not a list": 'mutant = "x"\n',
+        "entry not a table": "mutant = [1, 2]\n",
+        "id not a string": "[[mutant]]\nid = 5\nreason = \"r\"\n",
+        "reason not a string": "[[mutant]]\nid = \"a\"\nreason = [1]\n",
+        "not utf-8": b"\xff\xfe[[mutant]]",
+        "not toml": "[[mutant\n",
+    }
+    for name, content in cases.items():
+        folder = tmp_path / name.replace(" ", "_")
+        folder.mkdir()
+        target = folder / "equivalent.toml"
+        if content is None:
+            os.mkfifo(target)
+        elif isinstance(content, bytes):
+            target.write_bytes(content)
+        else:
+            target.write_text(content)
+        (folder / "unreachable.toml").write_text("")
+        proc = subprocess.run([*CLI, "--reasons", str(folder), "--module", "instructions/hash", "--no-curated",
+                               "--filter", "hash/*"], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, (name, proc.stderr)
+        assert "cannot read the mutant reasons" in proc.stderr, (name, proc.stderr)

@@ -253,15 +253,32 @@ def curated() -> list[Mutant]:
     return out
 
 
+MAX_REASONS = 4 << 20      # bytes of one reasons file (the committed ones are below 100 KiB)
+
+
 def reasons(path: Path) -> dict[str, str]:
-    """Mutant id -> its written reason, from a list of ``[[mutant]]`` entries (id, reason)."""
-    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    """Mutant id -> its written reason, from a list of ``[[mutant]]`` entries (id, reason).
+    The file (``--reasons DIR`` may name any) is read only when it is a regular file, at most
+    MAX_REASONS bytes; anything malformed is a ValueError naming the file."""
+    if not path.is_file():
+        raise ValueError(f"{path}: not a regular file")
+    with path.open("rb") as f:
+        blob = f.read(MAX_REASONS + 1)
+    if len(blob) > MAX_REASONS:
+        raise ValueError(f"{path.name}: larger than {MAX_REASONS} bytes")
+    data = tomllib.loads(blob.decode("utf-8"))
+    entries = data.get("mutant", [])
+    if not isinstance(entries, list):
+        raise ValueError(f"{path.name}: 'mutant' must be a list of [[mutant]] entries")
     out = {}
-    for entry in data.get("mutant", []):
+    for entry in entries:
+        if not (isinstance(entry, dict) and isinstance(entry.get("id"), str)
+                and isinstance(entry.get("reason", ""), str)):
+            raise ValueError(f"{path.name}: every [[mutant]] entry needs an id and a reason (strings)")
         if not entry.get("reason", "").strip():
-            raise ValueError(f"{path.name}: mutant {entry.get('id')}: a reason is required")
-        if entry.get("id") in out:
-            raise ValueError(f"{path.name}: mutant {entry.get('id')} is listed twice")
+            raise ValueError(f"{path.name}: mutant {entry['id']}: a reason is required")
+        if entry["id"] in out:
+            raise ValueError(f"{path.name}: mutant {entry['id']} is listed twice")
         out[entry["id"]] = entry["reason"].strip()
     return out
 

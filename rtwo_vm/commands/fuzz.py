@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 
-from rtwo_vm.inputs import CliError
+from rtwo_vm.inputs import CliError, positive_float, positive_int
 
 EXIT_COULD_NOT_RUN = 3
 
@@ -23,15 +22,15 @@ def register(sub) -> None:
     p.add_argument("--impl", action="append", metavar="CMD",
                    help="adapter command line (repeatable; default: the reference's own adapter)")
     stop = p.add_mutually_exclusive_group()
-    stop.add_argument("--seconds", type=float, default=None, help="wall-clock bound (default 60 without --runs)")
-    stop.add_argument("--runs", type=int, default=None, help="number of requests (reproducible)")
+    stop.add_argument("--seconds", type=positive_float, default=None, help="wall-clock bound (default 60 without --runs)")
+    stop.add_argument("--runs", type=positive_int, default=None, help="number of requests (reproducible)")
     p.add_argument("--seed", type=int, default=1, help="campaign seed (default 1)")
     p.add_argument("--out", default="build/fuzz", help="campaign directory (default build/fuzz)")
-    p.add_argument("--workers", type=int, default=1, help="worker processes or Ray actors (default 1)")
+    p.add_argument("--workers", type=positive_int, default=1, help="worker processes or Ray actors (default 1)")
     p.add_argument("--ray", metavar="local|ADDRESS", default=None,
                    help="run the workers as Ray actors: 'local' starts a cluster on 127.0.0.1, else join ADDRESS")
     p.add_argument("--resume", metavar="DIR", default=None, help="continue the campaign saved in DIR")
-    p.add_argument("--timeout", type=float, default=10.0,
+    p.add_argument("--timeout", type=positive_float, default=10.0,
                    help="wall-clock safety net per request (default 10): a request that meets it runs once more "
                         "with 4 times the limit, then is listed apart, never a divergence")
     p.add_argument("--stop-on-finding", action="store_true", help="stop after the epoch of the first divergence")
@@ -49,13 +48,7 @@ def _cmd_fuzz(args) -> int:
     from rtwo_vm.progress import Progress
     import shlex
 
-    for name in ("seconds", "timeout"):
-        value = getattr(args, name)
-        if value is not None and (not math.isfinite(value) or value <= 0):
-            raise CliError(f"--{name} must be a finite positive number")
-    if args.runs is not None and args.runs < 1:
-        raise CliError("--runs must be at least 1")
-    if args.workers < 1 or args.workers > 256:
+    if args.workers > 256:
         raise CliError("--workers must be between 1 and 256")
     if args.ray is not None and not args.ray.strip():
         raise CliError("--ray needs 'local' or a cluster address")
