@@ -13,9 +13,10 @@ TABLE = spec.load()
 MACHINE = TABLE.limits["machine"]
 SCHEDULE = TABLE.schedule
 PAGE = SCHEDULE["memory"]["page_size"]
-MASK = 2 ** 64 - 1
-MIN = 2 ** 63
-SMAX = 2 ** 63 - 1
+BITS = MACHINE["word_bits"]
+MASK = 2 ** BITS - 1
+MIN = 2 ** (BITS - 1)
+SMAX = 2 ** (BITS - 1) - 1
 OTHER = 0x101
 THIRD = 0x102
 # A policy that opens every gate, for definitions that are not about the policy.

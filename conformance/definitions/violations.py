@@ -62,17 +62,17 @@ def cases():
         "time_access_value": {"policy": {"time_access": "sometimes"}},
         "randomness_value": {"policy": {"randomness": "allowed"}},
         "external_call_value": {"policy": {"external_call": "yes"}},
-        "to_too_large": {"to": 1 << 64, "deploy_entry": False},
-        "caller_too_large": {"caller": 1 << 64},
-        "block_time_too_large": {"block_time": 1 << 64},
+        "to_too_large": {"to": MASK + 1, "deploy_entry": False},
+        "caller_too_large": {"caller": MASK + 1},
+        "block_time_too_large": {"block_time": MASK + 1},
         "seed_31_bytes": {"random_seed": bytes(31)},
         "seed_33_bytes": {"random_seed": bytes(33)},
         "seed_empty": {"random_seed": b""},
         "missing_contract_too": {"policy": {"forbidden_operations": ["FROB"]}, "deploy_entry": False},
         # The pre-state's words are checked too (check 1): an address, a slot key, a slot value.
-        "state_address_too_large": {"contracts": {1 << 64: "stop\n"}},
-        "state_key_too_large": {"storage": {1 << 64: 1}},
-        "state_value_too_large": {"storage": {1: 1 << 64}},
+        "state_address_too_large": {"contracts": {MASK + 1: "stop\n"}},
+        "state_key_too_large": {"storage": {MASK + 1: 1}},
+        "state_value_too_large": {"storage": {1: MASK + 1}},
     }
     for name, kw in bad.items():
         yield case(f"request/INVALID_REQUEST/{name}", f"Malformed request: {name.replace('_', ' ')}.",
