@@ -59,7 +59,7 @@ def _cmd_release(args) -> int:
 
 
 def _cmd_strength(args) -> int:
-    from conformance.strength.cli import run
+    from rtwo_vm.strength_cli import run
     if args.curated_only and args.no_curated:
         raise CliError("--curated-only and --no-curated exclude each other")
     return run(args, _corpus(args), sys.stdout)

@@ -1,4 +1,5 @@
-"""The ``rtwo-vm vectors strength`` command body (argument checks are in rtwo_vm/vectors_cli.py)."""
+"""The ``rtwo-vm vectors strength`` command body (its options are declared in rtwo_vm/vectors_cli.py;
+the mutation testing itself is conformance/strength/, which does not import the CLI)."""
 
 from __future__ import annotations
 
