@@ -8,6 +8,11 @@ every pass whose result differed from it, each in a fresh process under the reco
 environment and after the recorded preceding vectors (read from the corpus), then judges the
 vector as ``conformance run`` does: the main pass against the expected result, the others
 against the main pass. A determinism failure therefore fails its replay as it failed the run.
+
+A bundle is data from whoever sent it (conformance.inputs checks it against its schema): its
+command and directory are never used. A replay runs only the adapter its user names, from
+the user's directory, in the user's environment with at most the four determinism variables
+set to the recorded values.
 """
 
 from __future__ import annotations
@@ -20,15 +25,14 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from conformance import determinism, safety_net
-from conformance.protocol import loads_bounded
-from conformance.report import BUNDLE_FORMATS
+from conformance.inputs import MAX_REPEAT, one_line, read_bundle
 from conformance.runner import Pool, Settings, StartError
 from conformance.suite import (
     ImplementationRun, Outcome, PassRun, SuiteResult, evaluate, jobs, probe, slug,
 )
 
 STDERR_LINES = 20
-BUNDLE_LIMIT = 64 << 20     # bytes of a bundle file read at most
+__all__ = ["MAX_REPEAT", "Plan", "impl_required", "plan_bundle", "plan_vector", "read_bundle", "replay"]
 
 
 @dataclass
@@ -36,8 +40,7 @@ class Plan:
     """What to replay: one vector, one adapter, and the passes to run it in (main first)."""
 
     vector: Mapping[str, Any]
-    command: str
-    cwd: str | None = None                       # run the adapter here (None: the current directory)
+    command: str                                 # the user's adapter (never a bundle's)
     passes: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -57,28 +60,24 @@ def _perturbed(count: int, seed: int) -> list[dict[str, Any]]:
     return out
 
 
-def read_bundle(path: Path) -> dict[str, Any]:
-    """The bundle at ``path``; ValueError when it is not one."""
-    try:
-        if path.stat().st_size > BUNDLE_LIMIT:
-            raise ValueError(f"larger than {BUNDLE_LIMIT} bytes")
-        bundle = loads_bounded(path.read_bytes(), 64)
-    except (OSError, ValueError) as err:
-        raise ValueError(f"{path}: not a replay bundle ({err})") from None
-    if not isinstance(bundle, dict) or bundle.get("bundle") not in BUNDLE_FORMATS:
-        found = bundle.get("bundle") if isinstance(bundle, dict) else None
-        raise ValueError(f"{path}: not a replay bundle (format {found!r})")
-    try:
-        bundle["vector"]["id"], bundle["vector"]["input"], bundle["implementation"]["command"]
-    except (KeyError, TypeError) as err:
-        raise ValueError(f"{path}: not a replay bundle (missing {err})") from None
-    return bundle
+def impl_required(bundle: Mapping[str, Any]) -> str:
+    """The one-line refusal of a bundle replayed without ``--impl``, with the recorded command
+    (quoted, escaped) for the user to read and copy."""
+    implementation = bundle["implementation"]
+    where = f" in {one_line(implementation['cwd'], 200)}" if implementation.get("cwd") else ""
+    return ("replay runs only the adapter you name: give --impl CMD (the bundle recorded "
+            f"--impl {one_line(shlex.quote(implementation['command']), 400)}{where}; "
+            "a bundle's command is never run)")
 
 
-def plan_bundle(bundle: Mapping[str, Any], impl: str | None = None, repeat: int = 0, seed: int = 1) -> Plan:
-    """The passes of a bundle to replay: its main pass and every pass that differed from it,
-    plus ``repeat`` standard perturbed passes. With ``impl`` another adapter runs them, from the
-    current directory; else the bundle's command runs in its recorded directory."""
+def plan_bundle(bundle: Mapping[str, Any], impl: str, repeat: int = 0, seed: int = 1) -> Plan:
+    """The passes of a bundle (read by :func:`read_bundle`) to replay with the adapter ``impl``,
+    run from the current directory: its main pass and every pass that differed from it, plus
+    ``repeat`` standard perturbed passes."""
+    if not impl:
+        raise ValueError(impl_required(bundle))
+    if not 0 <= repeat <= MAX_REPEAT:
+        raise ValueError(f"--repeat must be between 0 and {MAX_REPEAT}")
     recorded = [p for p in bundle.get("passes") or [] if isinstance(p, dict)]
     main = next((p for p in recorded if p.get("name") == "main pass"), None)
     notes = []
@@ -87,17 +86,11 @@ def plan_bundle(bundle: Mapping[str, Any], impl: str | None = None, repeat: int 
         notes.append("the bundle records no environment (format 1): replayed in the current environment")
     passes = [main] + [p for p in recorded if p is not main and p.get("differs")]
     passes += _perturbed(repeat, seed)
-    implementation = bundle["implementation"]
-    cwd = None if impl else implementation.get("cwd")
-    if cwd and not Path(cwd).is_dir():
-        notes.append(f"the recorded working directory {cwd} does not exist here: the command runs from "
-                     "the current directory")
-        cwd = None
-    return Plan(bundle["vector"], impl or implementation["command"], cwd, passes, notes)
+    return Plan(bundle["vector"], impl, passes, notes)
 
 
 def plan_vector(vector: Mapping[str, Any], command: str, repeat: int = 1, seed: int = 1) -> Plan:
-    return Plan(vector, command, None, [_main_record()] + _perturbed(repeat, seed))
+    return Plan(vector, command, [_main_record()] + _perturbed(repeat, seed))
 
 
 def replay(plan: Plan, corpus: Mapping[str, Mapping[str, Any]], settings: Settings,
@@ -106,8 +99,8 @@ def replay(plan: Plan, corpus: Mapping[str, Mapping[str, Any]], settings: Settin
     stderr from the process that ran the vector."""
     started = time.perf_counter()
     vector, vid = plan.vector, plan.vector["id"]
-    run = ImplementationRun(plan.command, cwd=plan.cwd or str(Path.cwd()))
-    settings = replace(settings, workers=1, cwd=plan.cwd)
+    run = ImplementationRun(plan.command, cwd=str(Path.cwd()))
+    settings = replace(settings, workers=1, cwd=None)
     argv = shlex.split(plan.command)
     stderr: list[tuple[str, str]] = []
     with tempfile.TemporaryDirectory(prefix="rtwo-replay-") as tmp:
@@ -152,7 +145,9 @@ def _run_pass(argv: list[str], settings: Settings, vector, record: Mapping[str, 
     vid = vector["id"]
     wanted = [i for i in record.get("preceded_by") or [] if i != vid]
     before = [corpus[i] for i in wanted if i in corpus]
-    env = determinism.apply(record.get("environment") or {})
+    # Only the determinism variables, whatever the record holds (read_bundle refuses others).
+    env = determinism.apply({k: v for k, v in (record.get("environment") or {}).items()
+                             if k in determinism.ENV_KEYS})
     pool = Pool(argv, replace(settings, env=env, log_label=f"replay__{index}_{slug(record.get('name', ''))}"))
     report = pool.run(jobs([*before, vector]))
     reply = report.replies.get(vid)

@@ -1,13 +1,16 @@
 """Reporting a conformance run: progress bar, text summary by category and opcode, the JSON
-report, JUnit XML, and one replay bundle per failing vector."""
+report, JUnit XML, and one replay bundle per failing vector (written atomically; the bundles
+of an earlier run are removed only once they are recognised as bundles, never through a
+link). conformance.report_files writes them all into the run's output folder."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shlex
-import xml.etree.ElementTree as ET
+import stat
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any, Mapping
@@ -15,20 +18,19 @@ from typing import Any, Mapping
 import spec
 from conformance.constants import PROTOCOL, SPEC_VERSION
 from conformance.compare import bounded
+from conformance.inputs import BUNDLE_FORMAT, BUNDLE_FORMATS, MAX_DEPTH, printable
+from conformance.report_junit import JUNIT_BYTES, NOW_PASSING, junit_xml
 from conformance.suite import (
     KINDS, STATUSES, UNSUPPORTED, WRONG_ANSWERS, ImplementationRun, Outcome, SuiteResult, slug,
 )
 
-BUNDLE_FORMAT = "rtwo-conformance replay bundle/2"
-BUNDLE_FORMATS = ("rtwo-conformance replay bundle/1", BUNDLE_FORMAT)   # what replay reads
+# Re-exported: the bundle formats (conformance.inputs) and the JUnit XML (conformance.report_junit).
+__all__ = ["BUNDLE_FORMAT", "BUNDLE_FORMATS", "JUNIT_BYTES", "NOW_PASSING", "junit_xml"]
 TABLE = spec.load()
-NOW_PASSING = "now passing: remove it from the known-failure list"
 MAX_BUNDLES = 50                 # replay bundles written per run (--max-bundles)
 BUNDLE_BYTES = 512 << 10         # bytes of one bundle
 REPORT_BYTES = 16 << 20          # bytes of report.json
-JUNIT_BYTES = 16 << 20           # bytes of junit.xml
 REPORT_FAILURES = 1000           # failure entries per implementation in report.json
-CASE_TEXT = 4000                 # characters of one JUnit failure text
 
 
 def plural(n: int, word: str, words: str | None = None) -> str:
@@ -77,28 +79,23 @@ def _shrunk(doc: dict[str, Any], limit: int) -> str:
     return json.dumps(doc, indent=1, sort_keys=True, default=str)
 
 
-def write_bundles(result: SuiteResult, directory: Path, max_bundles: int = MAX_BUNDLES,
-                  max_bytes: int = BUNDLE_BYTES) -> dict[tuple[str, str], Path]:
-    """One self-contained JSON file per failing vector and implementation, in triage order,
-    at most ``max_bundles`` in all: the vector, the response, the failures, the adapter
-    command and its working directory, and every pass the vector ran in with its environment
-    and the vectors the same process ran before it."""
-    directory.mkdir(parents=True, exist_ok=True)
-    for stale in directory.glob("*.json"):  # bundles of an earlier run would mislead
-        try:
-            if stale.stat().st_size <= 64 << 20 and json.loads(stale.read_bytes()).get("bundle") in BUNDLE_FORMATS:
-                stale.unlink()
-        except (OSError, ValueError, AttributeError, RecursionError):
-            pass
-    written: dict[tuple[str, str], Path] = {}
+def bundle_texts(result: SuiteResult, directory: Path, max_bundles: int = MAX_BUNDLES,
+                 max_bytes: int = BUNDLE_BYTES) -> dict[tuple[str, str], tuple[Path, str]]:
+    """The bundles of a run, rendered, not written: (command, id) -> (path in ``directory``,
+    JSON text), one per failing vector and implementation, in triage order, at most
+    ``max_bundles`` in all: the vector, the response, the failures, the adapter command and
+    its working directory (information, never run by a replay), and every pass the vector
+    ran in with its environment and the vectors the same process ran before it."""
+    out: dict[tuple[str, str], tuple[Path, str]] = {}
     for run, prefix in zip(result.runs, bundle_prefixes(result.runs)):
         for o in ranked(run, ("fail", "xfail")):
             # A vector never sent (the adapter would not start) has nothing to replay.
             if "unavailable" in o.categories:
                 continue
-            if len(written) >= max_bundles:
-                return written
-            path = (directory / bundle_name(prefix, o.vector_id)).resolve()
+            if len(out) >= max_bundles:
+                return out
+            # The folder resolved, the name not: a link planted under the name is not followed.
+            path = directory.resolve() / bundle_name(prefix, o.vector_id)
             doc = {
                 "bundle": BUNDLE_FORMAT,
                 "implementation": {"command": run.command, "cwd": run.cwd, "name": run.name,
@@ -110,11 +107,51 @@ def write_bundles(result: SuiteResult, directory: Path, max_bundles: int = MAX_B
                 "known_failure": o.known or None,
                 "divergence": o.divergence.to_json() if o.divergence else None,
                 "passes": [p.to_json() for p in o.passes],
-                "replay": f"rtwo-vm conformance replay {shlex.quote(str(path))}",
+                "replay": f"rtwo-vm conformance replay {shlex.quote(str(path))} --impl {shlex.quote(run.command)}",
             }
-            path.write_text(_shrunk(doc, max_bytes) + "\n", encoding="utf-8")
-            written[(run.command, o.vector_id)] = path
+            out[(run.command, o.vector_id)] = (path, _shrunk(doc, max_bytes) + "\n")
+    return out
+
+
+def write_bundles(result: SuiteResult, directory: Path, max_bundles: int = MAX_BUNDLES,
+                  max_bytes: int = BUNDLE_BYTES, remove_stale: bool = True) -> dict[tuple[str, str], Path]:
+    """Write :func:`bundle_texts` into ``directory`` (created; never a link), each file
+    atomically, then (``remove_stale``) remove the bundles of an earlier run."""
+    from spec.files import atomic_write, output_dir
+    output_dir(directory, "bundle folder")
+    texts = bundle_texts(result, directory, max_bundles, max_bytes)
+    for path, text in texts.values():
+        atomic_write(path, text)
+    written = {key: path for key, (path, _) in texts.items()}
+    if remove_stale:
+        remove_stale_bundles(directory, set(written.values()))
     return written
+
+
+_BUNDLE_NAME = re.compile(r"[A-Za-z0-9_.+=-]{1,150}-[0-9a-f]{12}\.json")
+
+
+def remove_stale_bundles(directory: Path, keep: set[Path]) -> list[Path]:
+    """Remove the bundles of an earlier run from ``directory`` (they would mislead): only
+    regular files (never a link, never what a link names) with a bundle's file name whose
+    content is a bundle. Anything else is left alone. Returns what was removed."""
+    from spec.files import FileRefused, read_json
+    removed = []
+    keep_names = {p.name for p in keep}
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            if entry.name in keep_names or not _BUNDLE_NAME.fullmatch(entry.name):
+                continue
+            try:
+                if not stat.S_ISREG(os.lstat(entry.path).st_mode):
+                    continue
+                doc = read_json(entry.path, 64 << 20, MAX_DEPTH, "replay bundle")
+                if isinstance(doc, dict) and doc.get("bundle") in BUNDLE_FORMATS:
+                    os.unlink(entry.path)          # unlink never follows a link
+                    removed.append(Path(entry.path))
+            except (OSError, FileRefused):
+                continue
+    return removed
 
 
 def _group(vector_id: str) -> str:
@@ -207,83 +244,6 @@ def encode_report(doc: Mapping[str, Any]) -> str:
     return json.dumps(doc, indent=1, sort_keys=True, default=str) + "\n"
 
 
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-
-
-def _x(text: Any) -> str:
-    """``text`` without the characters XML 1.0 cannot hold (an id or a message may have them)."""
-    return _NOT_XML.sub("\ufffd", str(text))
-
-
-def junit_xml(result: SuiteResult, bundles: Mapping[tuple[str, str], Path] | None = None,
-              properties: Mapping[str, Any] | None = None, limit: int = JUNIT_BYTES) -> str:
-    """JUnit XML as pytest writes it: real times per vector, properties of the run, a wrong
-    answer is a failure, a process-level fault (crash, hang, garbage, ...) an error, an
-    expected failure is skipped, a strict unexpected pass is a failure. Texts are cut to
-    CASE_TEXT characters, and left out (with a marker) once ``limit`` bytes are used."""
-    bundles = bundles or {}
-    root = ET.Element("testsuites", name="rtwo-vm conformance")
-    totals = Counter()
-    budget = [limit - min(200_000, limit // 4)]     # the rest: properties, issues, attributes
-    for run in result.runs:
-        suite = ET.SubElement(root, "testsuite", name=_x(run.name), time=f"{run.total_seconds:.3f}")
-        props = ET.SubElement(suite, "properties")
-        for key, value in {**dict(properties or {}), "implementation.name": run.name,
-                           "implementation.version": run.version, "implementation.command": run.command,
-                           "seed": run.seed}.items():
-            ET.SubElement(props, "property", name=_x(key), value=_x(str(value)[:500]))
-        counts = Counter()
-        for o in sorted(run.outcomes.values(), key=lambda o: o.vector_id):
-            case = ET.SubElement(suite, "testcase", classname=_x(f"{slug(run.name)}.{slug(_group(o.vector_id))}"),
-                                 name=_x(o.vector_id), time=f"{o.seconds:.6f}")
-            counts["tests"] += 1
-            budget[0] -= 200 + len(o.vector_id)
-            if o.status == "xfail":
-                counts["skipped"] += 1
-                skipped = ET.SubElement(case, "skipped", type="xfail", message=_x(f"known failure: {o.known}"[:300]))
-                skipped.text = _x(_budgeted(_details(o, bundles.get((run.command, o.vector_id))), budget))
-            elif o.status == "xpass":
-                counts["failures"] += 1
-                ET.SubElement(case, "failure", type="xpass", message=_x(f"{NOW_PASSING} (listed: {o.known})"[:300]))
-            elif o.status == "fail":
-                error = o.kind not in WRONG_ANSWERS and o.kind != UNSUPPORTED
-                counts["errors" if error else "failures"] += 1
-                first = str(o.failures[0]) if o.failures else o.reason
-                element = ET.SubElement(case, "error" if error else "failure", message=_x(first[:300]),
-                                        type=",".join(o.categories))
-                element.text = _x(_budgeted(_details(o, bundles.get((run.command, o.vector_id))), budget))
-        for issue in run.issues[:100]:
-            counts["errors"] += 1
-            counts["tests"] += 1
-            ET.SubElement(ET.SubElement(suite, "testcase", classname=f"{slug(run.name)}.adapter",
-                                        name="adapter protocol", time="0"), "error", message=_x(issue[:300]))
-        for key in ("tests", "failures", "errors", "skipped"):
-            suite.set(key, str(counts[key]))
-        totals.update(counts)
-    for key in ("tests", "failures", "errors", "skipped"):
-        root.set(key, str(totals[key]))
-    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
-
-
-def _budgeted(text: str, budget: list[int]) -> str:
-    text = text if len(text) <= CASE_TEXT else text[:CASE_TEXT] + f"\n... [cut: {len(text)} characters]"
-    if budget[0] - len(text) < 0:
-        return "[left out: junit.xml size limit]"
-    budget[0] -= len(text)
-    return text
-
-
-def _details(o: Outcome, bundle: Path | None = None) -> str:
-    lines = [f"{m.category}: {m}" for m in o.failures]
-    if o.reason:
-        lines.append(o.reason[:2000])
-    if o.divergence:
-        lines.append(str(o.divergence)[:2000])
-    if bundle is not None:
-        lines.append(f"replay bundle: {bundle}")
-    return "\n".join(lines)
-
-
 def _more(total: int, shown: int, indent: str = "     ") -> list[str]:
     return [f"{indent}… and {total - shown} more"] if total > shown else []
 
@@ -341,7 +301,7 @@ def _beside(left: list[str], right: list[str], width: int = 66, indent: str = " 
 def _vector_lines(o: Outcome, run: ImplementationRun, bundles, vector: Mapping[str, Any]) -> list[str]:
     tags = vector.get("tags", {})
     lines = [f"     {o.vector_id}  [{', '.join(o.categories)}]",
-             f"       {str(vector.get('description', ''))[:200]}",
+             f"       {printable(str(vector.get('description', ''))[:200])}",
              f"       spec {', '.join(tags.get('sections', [])) or '-'}; opcodes {', '.join(tags.get('opcodes', [])) or '-'}"]
     diff = [str(m) for m in o.failures[:8]] + _more(len(o.failures), 8, "")
     lines += _beside(diff, disassembly(vector))

@@ -115,7 +115,7 @@ def test_cli_run_fails_a_faulty_adapter_and_its_bundle_replays(tmp_path):
                "--out", str(tmp_path))
     assert done.returncode == 1 and "NOT CONFORMING" in done.stdout
     (bundle,) = (tmp_path / "bundles").glob("*.json")
-    replay = cli("conformance", "replay", str(bundle))
+    replay = cli("conformance", "replay", str(bundle), "--impl", impl)
     assert replay.returncode == 1 and "output: expected" in replay.stdout
     fixed = cli("conformance", "replay", str(bundle), "--impl", reference_command())
     assert fixed.returncode == 0, fixed.stdout

@@ -1,6 +1,7 @@
 """Replay bundles and adapter logs: a bundle records the command, its working directory and
-the environment and preceding vectors of every pass, and a replay reproduces them, so a
-determinism failure fails its replay; adapter stderr can be kept for reading."""
+the environment and preceding vectors of every pass, and a replay reproduces the passes with
+the adapter its user names (--impl; the recorded command is never run), so a determinism
+failure fails its replay; adapter stderr can be kept for reading."""
 
 from __future__ import annotations
 
@@ -47,7 +48,9 @@ def test_a_determinism_failure_is_recorded_with_its_environment_and_fails_its_re
     monkeypatch.setenv("TZ", "UTC0")   # the main pass in UTC, where the fault hides
     result = run_suite([faulty("nondeterministic")], hashes, [], Options(repeat=1))
     bundles = report.write_bundles(result, tmp_path)
-    bundle = json.loads(bundles[(result.runs[0].command, TARGET)].read_text())
+    path = bundles[(result.runs[0].command, TARGET)]
+    bundle = json.loads(path.read_text())
+    assert rp.read_bundle(path) == bundle       # what a run writes passes the bundle schema
     main, perturbed = bundle["passes"]
     assert main["name"] == "main pass" and main["environment"]["TZ"] == "UTC0" and not main["differs"]
     assert perturbed["differs"] and perturbed["environment"]["TZ"] == "XST+11"
@@ -57,7 +60,7 @@ def test_a_determinism_failure_is_recorded_with_its_environment_and_fails_its_re
 
     monkeypatch.delenv("TZ")   # the replay sets the recorded values itself
     by_id = {v["id"]: v for v in vectors}
-    replayed, _ = rp.replay(rp.plan_bundle(bundle), by_id, Settings())
+    replayed, _ = rp.replay(rp.plan_bundle(bundle, faulty("nondeterministic")), by_id, Settings())
     o = replayed.runs[0].outcomes[TARGET]
     assert not replayed.ok and o.categories == ["nondeterministic"], [str(m) for m in o.failures]
     assert o.failures[0].field == "determinism pass 1 against the main pass: usage.compute"
@@ -76,7 +79,8 @@ def test_replaying_a_vector_id_runs_a_perturbed_pass_too(hashes, vectors):
 
 
 def test_a_bundle_replays_from_any_directory_and_shows_the_adapter_stderr(tmp_path):
-    # A relative script path, as a user types it in the repository; the replay runs elsewhere.
+    # A relative script path, as a user types it in the repository; the replay runs elsewhere,
+    # with the adapter the user names there.
     impl = faulty("wrong-result", script="tests/conformance_fixtures/faulty_adapter.py")
     done = cli("conformance", "run", "--impl", impl, "--filter", "hash/SHA256/length_*", "--repeat", "0",
                "--fresh", "0", "--out", str(tmp_path / "out"), "--no-progress")
@@ -85,7 +89,11 @@ def test_a_bundle_replays_from_any_directory_and_shows_the_adapter_stderr(tmp_pa
     (bundle,) = (tmp_path / "out" / "bundles").glob("*.json")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    replayed = cli("conformance", "replay", str(bundle), cwd=elsewhere)
+    refused = cli("conformance", "replay", str(bundle), cwd=elsewhere)
+    assert refused.returncode == 2 and refused.stdout == "", refused.stdout + refused.stderr
+    assert refused.stderr.count("\n") == 1 and "--impl" in refused.stderr
+    assert shlex.quote(impl) in refused.stderr      # the recorded command, to copy
+    replayed = cli("conformance", "replay", str(bundle), "--impl", faulty("wrong-result"), cwd=elsewhere)
     assert replayed.returncode == 1 and "output: expected" in replayed.stdout, replayed.stdout + replayed.stderr
     assert "could not start" not in replayed.stdout
     noisy = cli("conformance", "replay", str(bundle), "--impl",

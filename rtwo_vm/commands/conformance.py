@@ -10,6 +10,7 @@ import signal
 import sys
 from pathlib import Path
 
+from rtwo_vm.conformance_files import fresh_count, repeat_count, seed_value
 from rtwo_vm.inputs import CliError, nonnegative_int, positive_float, positive_int
 
 EXIT_OK, EXIT_NOT_CONFORMING, EXIT_USAGE, EXIT_COULD_NOT_RUN = 0, 1, 2, 3
@@ -70,11 +71,11 @@ def register(sub) -> None:
     r.add_argument("--timeout", type=positive_float, default=10.0, help="seconds per vector before a hang (default 10)")
     r.add_argument("--max-failures", type=positive_int, default=3, metavar="K",
                    help="after K consecutive crashes, hangs or protocol failures the remaining vectors are unavailable (default 3)")
-    r.add_argument("--repeat", type=nonnegative_int, default=1,
+    r.add_argument("--repeat", type=repeat_count, default=1,
                    help="determinism passes in fresh, perturbed processes (default 1; 0 disables)")
-    r.add_argument("--seed", type=nonnegative_int, default=None,
+    r.add_argument("--seed", type=seed_value, default=None,
                    help="seed of the run: fresh sample, request ids, shuffled orders (default: a new one, printed)")
-    r.add_argument("--fresh", type=nonnegative_int, default=100, metavar="N",
+    r.add_argument("--fresh", type=fresh_count, default=100, metavar="N",
                    help="vectors of the fresh sample generated for this run (default 100; 0 disables it)")
     r.add_argument("--known-failures", action="append", default=[], metavar="FILE",
                    help="extra known-failure list (conformance/known_failures/*.toml always apply)")
@@ -112,12 +113,12 @@ def register(sub) -> None:
     _dir(s)
     s.add_argument("target", help="a replay bundle file, or a vector id")
     s.add_argument("--impl", metavar="CMD",
-                   help="adapter command line, run from the current directory (default: the bundle's "
-                        "command, run from the directory it was run from)")
-    s.add_argument("--repeat", type=nonnegative_int, default=None,
+                   help="adapter command line, run from the current directory (needed for a bundle, "
+                        "whose recorded command is never run; default for a vector id: the reference's)")
+    s.add_argument("--repeat", type=repeat_count, default=None,
                    help="extra determinism passes in perturbed environments (default: 1 for a vector id, "
                         "0 for a bundle, which replays the passes it recorded)")
-    s.add_argument("--seed", type=nonnegative_int, default=1, help="seed of the extra passes' orders")
+    s.add_argument("--seed", type=seed_value, default=1, help="seed of the extra passes' orders")
     s.add_argument("--keep-logs", default=None, metavar="DIR", help="keep the adapter's stderr in DIR")
     s.add_argument("--timeout", type=positive_float, default=10.0, help="seconds per request (default 10)")
     s.set_defaults(func=_cmd_replay)
@@ -338,26 +339,11 @@ def _terminated_as_interrupt():
         signal.signal(signal.SIGTERM, previous)
 
 
-def _previous_failures(out: Path) -> tuple[set[str], dict]:
-    from conformance.protocol import loads_bounded
-    path = out / "report.json"
-    try:
-        if path.stat().st_size > 64 << 20:   # the runner writes at most 16 MiB
-            raise ValueError("larger than 64 MiB")
-        doc = loads_bounded(path.read_bytes(), 64)
-        failed = {i for run in doc["implementations"] for i in run["failed_ids"]}
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        raise CliError(f"--last-failed: cannot read the previous report {path}: {str(err)[:200]}") from None
-    if not failed:
-        raise CliError(f"--last-failed: the previous report {path} has no failures")
-    return failed, doc
-
-
 def _run(args) -> int:
     from conformance import fresh
     from conformance import report as rep
     from conformance.constants import KNOWN_FAILURES_DIR
-    from conformance.report_html import render
+    from rtwo_vm import conformance_files as files
     from conformance.runner import DEFAULT_MAX_LINE, Settings
     from conformance.selection import SelectionError, load_known_failures
     from conformance.suite import Options, reference_command, run_suite
@@ -368,17 +354,18 @@ def _run(args) -> int:
     tune_gc()                  # the corpus stays loaded: keep the collector off it
     vectors = _select(args, vectors)
     out = Path(args.out)
+    files.check_outputs(out)     # a link where the reports go: refused before the run
     seed, count = args.seed, args.fresh
     selected, wanted_fresh = vectors, None
     if args.last_failed:
-        failed, previous = _previous_failures(out)
-        vectors = [v for v in selected if v["id"] in failed]
-        wanted_fresh = {i for i in failed if fresh.is_fresh(i)}
+        previous = files.previous_failures(out)
+        vectors = [v for v in selected if v["id"] in previous.failed]
+        wanted_fresh = {i for i in previous.failed if fresh.is_fresh(i)}
         if wanted_fresh:
             # The same sample as the previous run: its seed and size, from the same selection
             # (run --last-failed with the filters of the run it repeats).
-            seed = previous.get("seed") if seed is None else seed
-            count = int(previous.get("fresh_requested") or previous.get("fresh") or 0)
+            seed = previous.seed if seed is None else seed
+            count = previous.fresh
         if not vectors and not wanted_fresh:
             raise CliError("--last-failed: none of the previous failures is in the selection")
     seed = fresh.new_seed() if seed is None else seed
@@ -393,7 +380,7 @@ def _run(args) -> int:
     _check_commands(commands)
     logs = None if args.keep_logs is None else Path(args.keep_logs or out / "logs")
     if logs is not None:
-        _clear_logs(logs)
+        files.clear_logs(logs)
     settings = Settings(timeout=args.timeout, window=args.window, workers=args.workers, log_dir=logs,
                         handshake_timeout=2 * args.timeout,
                         max_line=args.max_line or DEFAULT_MAX_LINE, max_failures=args.max_failures)
@@ -413,14 +400,8 @@ def _run(args) -> int:
             else EXIT_OK if result.ok else EXIT_NOT_CONFORMING)
     properties = {"corpus.digest": manifest.get("digest"), "spec.version": manifest.get("spec_version"),
                   "fresh": len(sample)}
-    try:
-        bundles = rep.write_bundles(result, out / "bundles", max_bundles=args.max_bundles)
-        (out / "report.json").write_text(rep.encode_report(rep.to_json(result, manifest, bundles, args.filter,
-                                                                       run_info)), encoding="utf-8")
-        (out / "junit.xml").write_text(rep.junit_xml(result, bundles, properties), encoding="utf-8")
-        (out / "report.html").write_text(render(result, manifest, bundles, run_info), encoding="utf-8")
-    except OSError as err:
-        raise CliError(f"cannot write the report to {out}: {err.strerror or err}") from None
+    bundles = files.write_reports(out, result, manifest, args.filter, run_info, properties,
+                                  max_bundles=args.max_bundles)
     failing = sum(1 for r in result.runs for o in r.outcomes.values() if o.failed and "unavailable" not in o.categories)
     paths = {"json": str(out / "report.json"), "junit": str(out / "junit.xml"), "html": str(out / "report.html"),
              "bundles": str(out / "bundles"), "bundles_written": len(bundles),
@@ -442,18 +423,6 @@ def _run(args) -> int:
 
 def plural(n: int, word: str) -> str:
     return f"{n} {word if n == 1 else word + 's'}"
-
-
-def _clear_logs(directory: Path) -> None:
-    """Remove the adapter logs of an earlier run (only files the runner names), so that the
-    directory holds this run's only."""
-    from conformance.runner import LOG_SUFFIX
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        for stale in directory.glob(f"*{LOG_SUFFIX}"):
-            stale.unlink()
-    except OSError as err:
-        raise CliError(f"--keep-logs {directory}: {err.strerror or err}") from None
 
 
 def _check_commands(commands) -> None:
@@ -488,49 +457,8 @@ def _cmd_selftest(args) -> int:
 
 
 def _cmd_replay(args) -> int:
-    from conformance import replay as rp
-    from conformance import report as rep
-    from conformance.runner import Settings
-    from conformance.suite import reference_command
-    target = Path(args.target)
-    vectors = None
-    if target.exists():
-        try:
-            plan = rp.plan_bundle(rp.read_bundle(target), args.impl, args.repeat or 0, args.seed)
-        except ValueError as err:
-            raise CliError(str(err)) from None
-    else:
-        _, vectors = _load(args)
-        found = [v for v in vectors if v["id"] == args.target]
-        if not found:
-            raise CliError(f"{args.target}: neither a bundle file nor a vector id")
-        plan = rp.plan_vector(found[0], args.impl or reference_command(),
-                              1 if args.repeat is None else args.repeat, args.seed)
-    _check_commands([plan.command])
-    if any(p.get("preceded_by") for p in plan.passes) and vectors is None:
-        try:
-            _, vectors = _load(args)
-        except CliError as err:
-            print(f"note: {err}; preceding vectors are not replayed", file=sys.stderr)
-            vectors = []
-    for note in plan.notes:
-        print(f"note: {note}")
-    from conformance.runner import kill_all
-    with _terminated_as_interrupt():
-        try:
-            result, stderr = rp.replay(plan, {v["id"]: v for v in vectors or []}, Settings(timeout=args.timeout),
-                                       Path(args.keep_logs) if args.keep_logs else None)
-        finally:
-            kill_all()
-    title = f"replay of {plan.vector['id']} in {rep.plural(len(plan.passes), 'pass', 'passes')}"
-    print(rep.summary(result, {}, title=title))
-    for name, text in stderr:
-        if text:
-            print(f"\nadapter stderr ({name}, last {rp.STDERR_LINES} lines):")
-            print("\n".join(f"  {line}" for line in text.splitlines()))
-    if any(r.start_error for r in result.runs):
-        return EXIT_COULD_NOT_RUN
-    return EXIT_OK if result.ok else EXIT_NOT_CONFORMING
+    from rtwo_vm.conformance_files import replay
+    return replay(args, lambda: _load(args)[1], _check_commands, _terminated_as_interrupt)
 
 
 def _cmd_adapter(args) -> int:

@@ -1,0 +1,158 @@
+"""Files the conformance tools read back from outside: a replay bundle (the normative schema
+``spec/schemas/replay-bundle.schema.json``, chapter 11.6) and the members of a previous
+``report.json`` that ``run --last-failed`` uses (the tool format ``last-failed.schema.json``
+beside this module).
+
+Both are hostile: read through :mod:`spec.files` (regular files only, the size capped while
+reading, nesting capped), checked against their schema with jsonschema, and every number
+used checked again against its range (jsonschema calls 5.0 an integer). Each refusal is a
+:class:`spec.files.FileRefused` with one line naming the file and the first problem.
+
+The runner's own maxima live in these schemas, so that a run never writes a report or a
+bundle that cannot be read back: the largest ``--repeat`` (a bundle's passes, less the main
+pass), ``--fresh`` and ``--seed``.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import spec
+from spec.files import FileRefused, check_int, read_json
+
+BUNDLE_SCHEMA = "replay-bundle"                     # spec/schemas/replay-bundle.schema.json
+REPORT_SCHEMA = Path(__file__).with_name("last-failed.schema.json")
+BUNDLE_LIMIT = 16 << 20     # bytes of a bundle read at most (written below 512 KiB, the vector whole)
+REPORT_LIMIT = 64 << 20     # bytes of a report.json read at most (the runner writes at most 16 MiB)
+MAX_DEPTH = 64              # nesting of either file
+PYTHONHASHSEED_MAX = (1 << 32) - 1   # Python's own range for PYTHONHASHSEED
+SHOWN = 200                 # characters of a problem shown
+
+
+@functools.cache
+def _report_schema() -> dict[str, Any]:
+    return json.loads(REPORT_SCHEMA.read_text(encoding="utf-8"))
+
+
+_BUNDLE = spec.schema(BUNDLE_SCHEMA)
+BUNDLE_FORMATS: tuple[str, ...] = tuple(_BUNDLE["properties"]["bundle"]["enum"])
+BUNDLE_FORMAT = BUNDLE_FORMATS[-1]                   # what a run writes
+MAX_PASSES: int = _BUNDLE["properties"]["passes"]["maxItems"]
+MAX_REPEAT = MAX_PASSES - 1                         # --repeat of a run or a replay
+_PASS = _BUNDLE["$defs"]["pass"]["properties"]
+MAX_ORDER_SEED: int = _PASS["order_seed"]["oneOf"][1]["maximum"]
+MAX_PRECEDED: int = _PASS["preceded_count"]["maximum"]
+MAX_SEED: int = _report_schema()["$defs"]["seed"]["maximum"]
+MAX_FRESH: int = _report_schema()["$defs"]["fresh"]["maximum"]
+
+
+def printable(text: str) -> str:
+    """``text`` with its control and other unprintable characters escaped (\\x1b, \\n)."""
+    return text if text.isprintable() else "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
+def one_line(text: Any, limit: int = SHOWN) -> str:
+    """``text`` on one line, printable (control characters escaped), at most ``limit`` characters."""
+    whole = str(text)
+    shown = printable(whole[:2 * limit])
+    return shown if len(shown) <= limit and len(whole) <= 2 * limit else shown[:limit] + "…"
+
+
+def _validator(schema: dict[str, Any]):
+    import jsonschema  # only the readers of outside files need it
+    from referencing import Registry, Resource
+
+    vector = spec.schema("vector")
+    registry = Registry().with_resource(vector["$id"], Resource.from_contents(vector))
+    return jsonschema.Draft202012Validator(schema, registry=registry)
+
+
+@functools.cache
+def _bundle_validator():
+    return _validator(dict(_BUNDLE))
+
+
+@functools.cache
+def _report_validator():
+    return _validator(_report_schema())
+
+
+def _first_problem(validator, document: Any) -> str | None:
+    from jsonschema.exceptions import best_match
+    error = best_match(itertools.islice(validator.iter_errors(document), 100))
+    if error is None:
+        return None
+    where = "/".join(str(p) for p in error.absolute_path) or "(top)"
+    return f"{one_line(where, 80)}: {one_line(error.message)}"
+
+
+def bundle_problem(bundle: Any) -> str | None:
+    """The first reason ``bundle`` is not a replay bundle (None when it is one)."""
+    if not isinstance(bundle, dict):
+        return f"a JSON {type(bundle).__name__}, not an object"
+    if bundle.get("bundle") not in BUNDLE_FORMATS:
+        return f"format {one_line(repr(bundle.get('bundle')), 80)}, not one of {', '.join(BUNDLE_FORMATS)}"
+    found = _first_problem(_bundle_validator(), bundle)
+    if found:
+        return found
+    try:
+        for k, record in enumerate(bundle.get("passes") or []):
+            where = f"passes/{k}"
+            if record.get("order_seed") is not None:
+                check_int(record["order_seed"], 0, MAX_ORDER_SEED, f"{where}/order_seed")
+            preceded = record.get("preceded_by") or []
+            if "preceded_count" in record:
+                check_int(record["preceded_count"], len(preceded), MAX_PRECEDED, f"{where}/preceded_count")
+            seed = (record.get("environment") or {}).get("PYTHONHASHSEED")
+            if seed not in (None, "random") and int(seed) > PYTHONHASHSEED_MAX:
+                return f"{where}/environment/PYTHONHASHSEED: must be \"random\" or at most {PYTHONHASHSEED_MAX}"
+    except FileRefused as err:
+        return str(err)
+    return None
+
+
+def read_bundle(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The replay bundle in the regular file ``path``; FileRefused (one line) when it is not one."""
+    name = os.fspath(path)
+    bundle = read_json(name, BUNDLE_LIMIT, MAX_DEPTH, "replay bundle")
+    problem = bundle_problem(bundle)
+    if problem:
+        raise FileRefused(f"{one_line(name, 300)}: not a replay bundle ({problem})")
+    return bundle
+
+
+@dataclass(frozen=True)
+class Previous:
+    """What ``--last-failed`` takes from the previous report."""
+
+    failed: frozenset[str]     # every implementation's failing ids
+    seed: int | None           # the run's seed
+    fresh: int                 # the size of its fresh sample
+
+
+def read_previous(path: str | os.PathLike[str]) -> Previous:
+    """The previous ``report.json`` at ``path``; FileRefused (one line) when it is not one."""
+    name = os.fspath(path)
+    doc = read_json(name, REPORT_LIMIT, MAX_DEPTH, "conformance report")
+    if not isinstance(doc, dict):
+        raise FileRefused(f"{one_line(name, 300)}: not a conformance report (a JSON {type(doc).__name__})")
+    problem = _first_problem(_report_validator(), doc)
+    try:
+        if problem is None:
+            seed = doc.get("seed")
+            if seed is not None:
+                check_int(seed, 0, MAX_SEED, "seed")
+            fresh = doc["fresh_requested"] if "fresh_requested" in doc else doc.get("fresh", 0)
+            check_int(fresh, 0, MAX_FRESH, "fresh_requested" if "fresh_requested" in doc else "fresh")
+    except FileRefused as err:
+        problem = str(err)
+    if problem:
+        raise FileRefused(f"{one_line(name, 300)}: not a conformance report ({problem})")
+    failed = frozenset(i for run in doc["implementations"] for i in run["failed_ids"])
+    return Previous(failed, seed, fresh)
