@@ -354,7 +354,6 @@ def _run(args) -> int:
     tune_gc()                  # the corpus stays loaded: keep the collector off it
     vectors = _select(args, vectors)
     out = Path(args.out)
-    files.check_outputs(out)     # a link where the reports go: refused before the run
     seed, count = args.seed, args.fresh
     selected, wanted_fresh = vectors, None
     if args.last_failed:
@@ -368,6 +367,7 @@ def _run(args) -> int:
             count = previous.fresh
         if not vectors and not wanted_fresh:
             raise CliError("--last-failed: none of the previous failures is in the selection")
+    files.check_outputs(out)     # a link where the reports go: refused before the run
     seed = fresh.new_seed() if seed is None else seed
     sample = fresh.sample(seed, count, selected, bool(args.filter)) if count else []
     if wanted_fresh is not None:
