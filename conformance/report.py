@@ -18,7 +18,7 @@ from typing import Any, Mapping
 import spec
 from conformance.constants import PROTOCOL, SPEC_VERSION
 from conformance.compare import bounded
-from conformance.inputs import BUNDLE_FORMAT, BUNDLE_FORMATS, MAX_DEPTH, printable
+from conformance.inputs import BUNDLE_FORMAT, BUNDLE_FORMATS, BUNDLE_LIMIT, MAX_DEPTH, printable
 from conformance.report_junit import JUNIT_BYTES, NOW_PASSING, junit_xml
 from conformance.suite import (
     KINDS, STATUSES, UNSUPPORTED, WRONG_ANSWERS, ImplementationRun, Outcome, SuiteResult, slug,
@@ -145,7 +145,7 @@ def remove_stale_bundles(directory: Path, keep: set[Path]) -> list[Path]:
             try:
                 if not stat.S_ISREG(os.lstat(entry.path).st_mode):
                     continue
-                doc = read_json(entry.path, 64 << 20, MAX_DEPTH, "replay bundle")
+                doc = read_json(entry.path, BUNDLE_LIMIT, MAX_DEPTH, "replay bundle")
                 if isinstance(doc, dict) and doc.get("bundle") in BUNDLE_FORMATS:
                     os.unlink(entry.path)          # unlink never follows a link
                     removed.append(Path(entry.path))

@@ -77,7 +77,8 @@ def write_reports(out: Path, *report_args: Any, **report_kwargs: Any):
 
 def clear_logs(directory: Path) -> None:
     """Remove the adapter logs of an earlier run from ``directory`` (created; never a link):
-    only regular files with the runner's log suffix, never through a link."""
+    only regular files and links with the runner's log suffix (unlinking a link removes the
+    link, never what it names, and leaves no link where the runner will write a log)."""
     import stat
 
     from conformance.runner import LOG_SUFFIX
@@ -86,7 +87,8 @@ def clear_logs(directory: Path) -> None:
         output_dir(directory, "log folder")
         with os.scandir(directory) as entries:
             for entry in entries:
-                if entry.name.endswith(LOG_SUFFIX) and stat.S_ISREG(os.lstat(entry.path).st_mode):
+                mode = os.lstat(entry.path).st_mode
+                if entry.name.endswith(LOG_SUFFIX) and (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
                     os.unlink(entry.path)
     except FileRefused as err:
         raise CliError(f"--keep-logs: {err}") from None

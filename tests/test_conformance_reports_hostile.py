@@ -174,6 +174,19 @@ def test_keep_logs_never_follows_a_link(tmp_path, capsys):
     assert (elsewhere / "mine.adapter.log").read_text() == "keep me"
 
 
+def test_clearing_old_logs_removes_links_never_what_they_name(tmp_path):
+    from rtwo_vm.conformance_files import clear_logs
+    logs, victim = tmp_path / "logs", tmp_path / "victim.adapter.log"
+    logs.mkdir()
+    victim.write_text("keep me")
+    (logs / "old.adapter.log").write_text("an earlier run's log")
+    (logs / "planted.adapter.log").symlink_to(victim)
+    (logs / "mine.txt").write_text("mine")
+    (logs / "sub.adapter.log").mkdir()
+    clear_logs(logs)
+    assert sorted(os.listdir(logs)) == ["mine.txt", "sub.adapter.log"] and victim.read_text() == "keep me"
+
+
 @pytest.fixture(scope="module")
 def failing():
     from conformance import corpus
