@@ -343,10 +343,10 @@ def _run(args) -> int:
     from conformance import fresh
     from conformance import report as rep
     from conformance.constants import KNOWN_FAILURES_DIR
-    from rtwo_vm import conformance_files as files
     from conformance.runner import DEFAULT_MAX_LINE, Settings
     from conformance.selection import SelectionError, load_known_failures
     from conformance.suite import Options, reference_command, run_suite
+    from rtwo_vm import conformance_files as files
     from rtwo_vm.progress import Progress
 
     from conformance.adapter import tune_gc
