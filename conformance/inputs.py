@@ -44,7 +44,8 @@ _BUNDLE = spec.schema(BUNDLE_SCHEMA)
 BUNDLE_FORMATS: tuple[str, ...] = tuple(_BUNDLE["properties"]["bundle"]["enum"])
 BUNDLE_FORMAT = BUNDLE_FORMATS[-1]                   # what a run writes
 MAX_PASSES: int = _BUNDLE["properties"]["passes"]["maxItems"]
-MAX_REPEAT = MAX_PASSES - 1                         # --repeat of a run or a replay
+# The main pass, its second attempt after the safety net, one record per determinism pass.
+MAX_REPEAT = MAX_PASSES - 2                         # --repeat of a run or a replay
 _PASS = _BUNDLE["$defs"]["pass"]["properties"]
 MAX_ORDER_SEED: int = _PASS["order_seed"]["oneOf"][1]["maximum"]
 MAX_PRECEDED: int = _PASS["preceded_count"]["maximum"]
