@@ -72,8 +72,6 @@ def _delegate(args, project: Path, argv: list[str]) -> int:
     if args.in_checkout:
         raise CliError(f"the packages imported are not those of the checkout {project} even with it first "
                        f"on the path; install it with {EDITABLE} (in {project}) and run the command again")
-    print(f"note: the installed rtwo-vm is not the checkout {project}; running the checkout's own "
-          f"code ({EDITABLE} makes this direct)", file=sys.stderr)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(project), *filter(None, [os.environ.get("PYTHONPATH")])])}
     sys.stdout.flush()
@@ -88,7 +86,11 @@ def _checkout(args):
     from conformance.constants import runs_from
     from rtwo_vm.commands.conformance import _project
     project = _project(args)
-    return project, project is not None and runs_from(project)
+    here = project is not None and runs_from(project)
+    if here and args.in_checkout:      # the child of _delegate, now running the checkout's code
+        print(f"note: the installed rtwo-vm is not the checkout {project}; ran the checkout's own code "
+              f"({EDITABLE} makes this direct)", file=sys.stderr)
+    return project, here
 
 
 def _one_line(err: Exception) -> str:
