@@ -23,8 +23,8 @@ MANIFEST = "manifest.json"
 # what is read of it is bounded. The committed corpus is far below these (a 3 KiB manifest,
 # group files of at most about 1 MiB, 6 MiB in all).
 MAX_MANIFEST_BYTES = 1 << 20
-MAX_GROUP_BYTES = 64 << 20
-MAX_CORPUS_BYTES = 256 << 20
+MAX_GROUP_BYTES = 32 << 20
+MAX_CORPUS_BYTES = 64 << 20
 MAX_DEPTH = 64               # JSON nesting of a manifest or a vector line
 
 
