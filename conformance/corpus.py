@@ -90,17 +90,32 @@ def _stored(path: Path) -> bytes | None:
 
 
 def read_manifest(directory: Path = VECTORS_DIR) -> dict[str, Any]:
-    """The manifest of the corpus in ``directory``, read bounded (spec.files.read_json) and
-    checked against its schema (so its file names are plain names inside the folder).
-    FileNotFoundError when there is none; FileRefused (a ValueError, one line) otherwise."""
-    from conformance.schema import schema_problems
+    """The manifest of the corpus in ``directory``, read bounded (spec.files.read_json), with
+    the shape reading the corpus needs: "files", a list of entries whose "path" names a file
+    in the folder. FileNotFoundError when there is none; FileRefused (a ValueError, one line)
+    otherwise. :func:`checked_manifest` checks the whole schema."""
     path = directory / MANIFEST
     if not path.exists() and not path.is_symlink():
         raise FileNotFoundError(f"no corpus in {directory} (run: rtwo-vm vectors fill)")
     manifest = read_json(path, MAX_MANIFEST_BYTES, MAX_DEPTH, "corpus manifest")
+    files = manifest.get("files") if isinstance(manifest, dict) else None
+    if not isinstance(files, list) or not all(isinstance(e, dict) and _plain(e.get("path")) for e in files):
+        raise FileRefused(f"{path}: not a corpus manifest (it needs \"files\", a list of entries whose "
+                          "\"path\" names a file in its folder)")
+    return manifest
+
+
+def _plain(name: Any) -> bool:
+    return isinstance(name, str) and name not in ("", ".", "..") and Path(name).name == name
+
+
+def checked_manifest(directory: Path = VECTORS_DIR) -> dict[str, Any]:
+    """read_manifest, and the manifest checked against its schema (vector-manifest)."""
+    from conformance.schema import schema_problems
+    manifest = read_manifest(directory)
     found = schema_problems("vector-manifest", manifest)
     if found:
-        raise FileRefused(f"{path}: not a corpus manifest ({found[0]})")
+        raise FileRefused(f"{directory / MANIFEST}: not a corpus manifest ({found[0]})")
     return manifest
 
 
@@ -158,6 +173,8 @@ def problems(directory: Path = VECTORS_DIR, vectors: list[Mapping[str, Any]] | N
 
     manifest = read_manifest(directory)
     found = schema_problems("vector-manifest", manifest)
+    if found:                          # the checks below rely on the manifest's shape
+        return [f"manifest.json: {p}" for p in found]
     listed = {e["path"] for e in manifest["files"]}
     for path in sorted(p.name for p in directory.glob("*.jsonl")):
         if path not in listed:

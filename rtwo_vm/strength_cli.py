@@ -94,7 +94,7 @@ def run(args, corpus_dir: Path, out: TextIO, checked: Checked | None = None) -> 
     checked = checked or check_arguments(args)
     reasons, unreachable = checked.reasons, checked.unreachable
     try:
-        manifest, vectors = corpus.read_manifest(corpus_dir), corpus.load(corpus_dir)
+        manifest, vectors = corpus.checked_manifest(corpus_dir), corpus.load(corpus_dir)
         vectors = select(vectors, args.filter) if args.filter else vectors
     except SelectionError as err:
         raise CliError(str(err)) from None

@@ -41,6 +41,7 @@ def entry_of(vector: dict[str, Any]) -> dict[str, Any]:
 def findings_of(findings_dir: Path) -> list[dict[str, Any]]:
     """The vectors of a findings folder, read bounded; PromoteError (one line) otherwise."""
     try:
+        corpus.checked_manifest(findings_dir)
         return corpus.load(findings_dir)
     except FileNotFoundError:
         raise PromoteError(f"{findings_dir}: no findings here (no manifest.json; "
