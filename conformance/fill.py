@@ -151,7 +151,7 @@ def fill(sources: Iterable[str] = SOURCES, *, validate: bool = True, refresh_smt
         from conformance.schema import corpus_problems
         problems = corpus_problems(vectors)
         if problems:
-            raise ValueError("invalid vectors:\n" + "\n".join(problems[:20]))
+            raise ValueError(f"{len(problems)} problems in the filled vectors; first: {problems[0]}")
     seconds = time.perf_counter() - started
     extra = {"random_seed": random_source.SEED, "smt_inputs": None}
     if smt:

@@ -14,6 +14,10 @@ The tarball holds, under one top directory ``rtwo-vm-vectors-<spec release>/``:
 The archive is byte-identical on every build from the same corpus: members in sorted order,
 mtime 0, uid/gid 0, no user or group names, modes 0644/0755, a gzip header without a file
 name or time (PAX/USTAR, no extended attributes).
+
+The corpus (``--dir`` may name any folder) is read bounded and validated before anything is
+written; the tarball is written atomically (spec.files.atomic_writer: a fresh temporary name in
+the output folder, synced and renamed), never through a symbolic link.
 """
 
 from __future__ import annotations
@@ -21,15 +25,13 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
-import json
-import os
 import tarfile
-import tempfile
 from pathlib import Path
 
 import spec
 from conformance.constants import PROTOCOL, VECTORS_DIR
 from conformance.schema import SCHEMAS
+from spec.files import FileRefused, atomic_writer, output_dir
 
 SCHEMA_DIR = Path(spec.__file__).resolve().parent / "schemas"
 CHAPTER = Path(spec.__file__).resolve().parent / "chapters" / "11-conformance.md"
@@ -82,14 +84,15 @@ def members(directory: Path = VECTORS_DIR) -> dict[str, bytes]:
     try:
         manifest = corpus.read_manifest(directory)
         problems = corpus.problems(directory)
-    except (FileNotFoundError, json.JSONDecodeError, KeyError, OSError) as err:
-        raise ReleaseError(f"cannot read the corpus in {directory}: {err}") from None
+        out = {corpus.MANIFEST: corpus.read_group(directory, corpus.MANIFEST)}
+        for entry in manifest["files"]:
+            out[entry["path"]] = corpus.read_group(directory, entry["path"])
+    except (ValueError, KeyError, OSError) as err:   # FileNotFoundError, FileRefused, a malformed vector
+        detail = str(err).splitlines()[0][:200] if str(err) else type(err).__name__
+        raise ReleaseError(f"cannot read the corpus in {directory}: {detail}") from None
     if problems:
         raise ReleaseError(f"the corpus in {directory} is not valid ({len(problems)} problems; "
                            f"first: {problems[0]}); run rtwo-vm vectors check")
-    out = {"manifest.json": (directory / "manifest.json").read_bytes()}
-    for entry in manifest["files"]:
-        out[entry["path"]] = (directory / entry["path"]).read_bytes()
     for name in SCHEMAS:
         out[f"schemas/{name}.schema.json"] = (SCHEMA_DIR / f"{name}.schema.json").read_bytes()
     out["protocol.md"] = CHAPTER.read_bytes()
@@ -124,18 +127,13 @@ def _info(name: str, kind: bytes, mode: int, size: int) -> tarfile.TarInfo:
 
 def build(out_dir: Path, directory: Path = VECTORS_DIR) -> tuple[Path, str]:
     """Write the release tarball into out_dir; return its path and SHA-256. The file is written
-    under a temporary name and renamed, so a failure leaves no partial tarball."""
+    under a fresh temporary name and renamed (spec.files.atomic_writer), so a failure leaves
+    no partial tarball and the previous one whole."""
     data = tarball(members(directory))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{top_dir()}.tar.gz"
-    # A fresh temporary name per build: two builds into one directory never share one.
-    fd, name = tempfile.mkstemp(dir=out_dir, prefix=f".{path.name}.", suffix=".partial")
-    partial = Path(name)
     try:
-        with os.fdopen(fd, "wb") as f:
+        path = output_dir(out_dir, "release folder") / f"{top_dir()}.tar.gz"
+        with atomic_writer(path) as f:
             f.write(data)
-        os.chmod(partial, 0o644)
-        partial.replace(path)
-    finally:
-        partial.unlink(missing_ok=True)
+    except FileRefused as err:
+        raise ReleaseError(str(err)) from None
     return path, hashlib.sha256(data).hexdigest()

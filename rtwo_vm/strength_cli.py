@@ -1,49 +1,112 @@
 """The ``rtwo-vm vectors strength`` command body (its options are declared in rtwo_vm/vectors_cli.py;
-the mutation testing itself is conformance/strength/, which does not import the CLI)."""
+the mutation testing itself is conformance/strength/, which does not import the CLI).
+
+Every argument is checked before any work (:func:`check_arguments`): the option combinations,
+the filters' syntax, the module names, the reasons files (read bounded and parsed) and the
+output paths; only then are the corpus read and the mutants generated."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
 from rtwo_vm.inputs import CliError
 
 
-def run(args, corpus_dir: Path, out: TextIO) -> int:
-    from conformance import corpus
-    from conformance.selection import SelectionError, select
-    from conformance.safety_net import RETRY_FACTOR
-    from conformance.strength import backend, mutants as mut, report as rep, run as runner, worker
-    from rtwo_vm.progress import Progress
+@dataclass(frozen=True)
+class Checked:
+    """What check_arguments read: the equivalent and unreachable mutants with their reasons."""
 
+    reasons: dict[str, str]
+    unreachable: dict[str, str]
+
+
+def check_arguments(args) -> Checked:
+    """Refuse a bad argument in one line before anything is generated or run."""
+    from conformance.selection import SelectionError, compile_filter
+    from conformance.strength import backend, mutants as mut
+    from spec.files import FileRefused, read_bounded, refuse_link
+
+    if args.curated_only and args.no_curated:
+        raise CliError("--curated-only and --no-curated exclude each other")
     if args.record and (args.module or args.limit is not None or args.filter or args.curated_only
                         or args.no_curated or args.reasons):
         raise CliError("--record needs a whole run: no --module, --limit, --filter, --curated-only, --no-curated"
                        " or --reasons")
+    if args.record:
+        _check_record(args)
     if args.backend not in backend.BACKENDS:
         raise CliError(f"--backend must be one of {', '.join(backend.BACKENDS)}")
     try:
-        manifest, vectors = corpus.read_manifest(corpus_dir), corpus.load(corpus_dir)
-        vectors = select(vectors, args.filter) if args.filter else vectors
-    except (FileNotFoundError, json.JSONDecodeError, KeyError) as err:
-        raise CliError(f"cannot read the corpus: {err}") from None
+        for expression in args.filter:
+            compile_filter(expression)
     except SelectionError as err:
         raise CliError(str(err)) from None
-    if not vectors:
-        raise CliError("the filters select no vector")
+    names = [m if m.endswith(".py") else m + ".py" for m in args.module]
+    unknown = [m for m in names if not (mut.PACKAGE / m).is_file()]
+    if unknown:
+        raise CliError(f"--module: no module reference_vm/{unknown[0]}")
+    folder = Path(args.reasons) if args.reasons else None
+    if folder is not None and not folder.is_dir():
+        raise CliError(f"cannot read the mutant reasons: --reasons {folder}: not a folder")
     try:
-        generated = [] if args.curated_only else mut.select(tuple(args.module), args.limit)
-        curated = [] if args.no_curated else mut.curated()
-        folder = Path(args.reasons) if args.reasons else None
-        reasons = mut.equivalent(folder / "equivalent.toml" if folder else None)
-        unreachable = mut.unreachable(folder / "unreachable.toml" if folder else None)
+        files = {"equivalent": None, "unreachable": None} if folder is None else {
+            name: folder / f"{name}.toml" for name in ("equivalent", "unreachable")}
+        for path in filter(None, files.values()):
+            read_bounded(path, mut.MAX_REASONS, "mutant reasons file")   # a FIFO or a device: refused here
+        reasons, unreachable = mut.equivalent(files["equivalent"]), mut.unreachable(files["unreachable"])
     except (ValueError, OSError) as err:
         raise CliError(f"cannot read the mutant reasons: {err}") from None
     both = sorted(set(reasons) & set(unreachable))
     if both:
         raise CliError(f"mutant {both[0]} is listed as equivalent and as unreachable; it is one or the other")
+    if args.json:
+        try:
+            target = refuse_link(args.json, "report")
+        except FileRefused as err:
+            raise CliError(str(err)) from None
+        if target.is_dir() or not target.parent.is_dir():
+            raise CliError(f"cannot write {args.json}: " + ("a folder" if target.is_dir() else "no such folder"))
+    return Checked(reasons, unreachable)
+
+
+def _check_record(args) -> None:
+    """--record writes conformance/strength/score.json of the checkout being measured: only
+    when the running package is that checkout's (never into an installed copy)."""
+    from conformance.constants import runs_from
+    from rtwo_vm.commands.conformance import _project
+    project = _project(args)
+    if project is None or not runs_from(project):
+        raise CliError("--record writes conformance/strength/score.json of a checkout: run it inside the "
+                       "checkout, installed with pip install -e . (the installed package is read only)")
+
+
+def run(args, corpus_dir: Path, out: TextIO, checked: Checked | None = None) -> int:
+    from conformance import corpus
+    from conformance.selection import SelectionError, select
+    from conformance.safety_net import RETRY_FACTOR
+    from conformance.strength import backend, mutants as mut, report as rep, run as runner, worker
+    from rtwo_vm.progress import Progress
+    from spec.files import FileRefused, atomic_write
+
+    checked = checked or check_arguments(args)
+    reasons, unreachable = checked.reasons, checked.unreachable
+    try:
+        manifest, vectors = corpus.checked_manifest(corpus_dir), corpus.load(corpus_dir)
+        vectors = select(vectors, args.filter) if args.filter else vectors
+    except SelectionError as err:
+        raise CliError(str(err)) from None
+    except (FileNotFoundError, ValueError, KeyError) as err:
+        raise CliError(f"cannot read the corpus: {str(err).splitlines()[0][:200] if str(err) else err}") from None
+    if not vectors:
+        raise CliError("the filters select no vector")
+    try:
+        generated = [] if args.curated_only else mut.select(tuple(args.module), args.limit)
+        curated = [] if args.no_curated else mut.curated()
+    except (ValueError, OSError) as err:
+        raise CliError(f"cannot generate the mutants: {err}") from None
     if not args.curated_only:
         gone = mut.stale({**reasons, **unreachable}, tuple(args.module))
         if gone:
@@ -95,12 +158,12 @@ def run(args, corpus_dir: Path, out: TextIO) -> int:
     report = rep.Report(ordered, verdicts, len(vectors), manifest["digest"], {**reasons, **unreachable}, redundant,
                         contradicted=sorted(m for m in unreachable if m in verdicts and verdicts[m]["status"] == "killed"))
     print(rep.render(report), file=out)
-    if args.json:
-        try:
-            Path(args.json).write_text(json.dumps(report.to_json(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        except OSError as err:
-            raise CliError(f"cannot write {args.json}: {err.strerror or err}") from None
-    if args.record:
-        rep.SCORE_FILE.write_text(json.dumps(report.summary(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    try:
+        if args.json:
+            atomic_write(args.json, json.dumps(report.to_json(), indent=1, sort_keys=True) + "\n")
+        if args.record:
+            atomic_write(rep.SCORE_FILE, json.dumps(report.summary(), indent=1, sort_keys=True) + "\n")
+    except (FileRefused, OSError) as err:
+        raise CliError(f"cannot write the report: {getattr(err, 'strerror', None) or err}") from None
     return 0 if report.ok else 1
 

@@ -1,13 +1,30 @@
-"""The ``rtwo-vm vectors`` subcommands of issue 12: ``release`` (a reproducible tarball of the
+"""The ``rtwo-vm vectors`` subcommands that author and ship the corpus: ``fill`` and ``promote``
+(which write the corpus of a project checkout), ``release`` (a reproducible tarball of the
 corpus) and ``strength`` (mutation testing of the corpus against the reference). Registered
-from rtwo_vm/commands/conformance.py, which owns the ``vectors`` command."""
+from rtwo_vm/commands/conformance.py, which owns the ``vectors`` command.
+
+Which checkout: ``fill`` and ``promote`` write the corpus (and ``promote`` the fuzz source,
+conformance/fuzz/promoted.jsonl) of one checkout — the one ``--project DIR`` names, else the one
+holding the working directory — and fill it with that checkout's own definitions. When the
+running ``conformance`` package is another copy (``pip install .`` rather than ``-e``, or
+another checkout's editable install), the command runs again in a child process with the
+checkout's packages first on the path; if even there the packages imported are not the
+checkout's, it is refused in one line. Outside any checkout they write only into folders and
+files the user names (``--dir``, and ``--promoted`` for promote), never into the installed
+package.
+"""
 
 from __future__ import annotations
 
+import argparse
+import os
+import subprocess
 import sys
 from pathlib import Path
 
 from rtwo_vm.inputs import CliError, nonnegative_int, positive_float, positive_int
+
+EDITABLE = "pip install -e ."
 
 
 def register(vs, add_dir) -> None:
@@ -38,6 +55,121 @@ def register(vs, add_dir) -> None:
     s.set_defaults(func=_cmd_strength)
 
 
+def add_in_checkout(parser) -> None:
+    """The hidden flag of the child process that runs a command with the checkout's packages."""
+    parser.add_argument("--in-checkout", action="store_true", help=argparse.SUPPRESS)
+
+
+# -- the checkout a writing command works on ------------------------------------------------
+
+def _absolute(path: str) -> str:
+    return os.path.abspath(path)
+
+
+def _delegate(args, project: Path, argv: list[str]) -> int:
+    """Run ``rtwo-vm ARGV`` with the checkout's own packages (a child process whose path starts
+    with the checkout); refused when this process already is that child."""
+    if args.in_checkout:
+        raise CliError(f"the packages imported are not those of the checkout {project} even with it first "
+                       f"on the path; install it with {EDITABLE} (in {project}) and run the command again")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(project), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return subprocess.run([sys.executable, "-m", "rtwo_vm.cli", *argv, "--project", str(project), "--in-checkout"],
+                          env=env, cwd=project).returncode
+
+
+def _checkout(args):
+    """(project, here): the checkout the command works on (None outside any) and whether the
+    running ``conformance`` package is that checkout's."""
+    from conformance.constants import runs_from
+    from rtwo_vm.commands.conformance import _project
+    project = _project(args)
+    here = project is not None and runs_from(project)
+    if here and args.in_checkout:      # the child of _delegate, now running the checkout's code
+        print(f"note: the installed rtwo-vm is not the checkout {project}; ran the checkout's own code "
+              f"({EDITABLE} makes this direct)", file=sys.stderr)
+    return project, here
+
+
+def _one_line(err: Exception) -> str:
+    lines = str(err).splitlines()
+    text = lines[0][:300] if lines else type(err).__name__
+    return text + (f" (and {len(lines) - 1} more lines)" if len(lines) > 1 else "")
+
+
+def cmd_fill(args) -> int:
+    from rtwo_vm.commands.conformance import _corpus_dir
+    project, here = _checkout(args)
+    if project is None:
+        if not (args.check or args.dir):
+            raise CliError("vectors fill writes the corpus of a project checkout: run it inside one "
+                           "or give --project DIR (the installed package is read only); to author "
+                           f"vectors, install the checkout with {EDITABLE}")
+    elif not here:
+        argv = ["vectors", "fill"] + (["--check"] if args.check else []) + (["--refresh-smt"] if args.refresh_smt else [])
+        argv += [f"--source={s}" for s in args.source or ()] + (["--dir", _absolute(args.dir)] if args.dir else [])
+        return _delegate(args, project, argv)
+    from conformance import corpus
+    from conformance.fill import fill
+    from conformance.vector import SOURCES
+    from spec.files import FileRefused
+    directory = _corpus_dir(args)
+    try:
+        filled = fill(args.source or SOURCES, refresh_smt=args.refresh_smt)
+        for note in filled.notes:
+            print(f"note: {note}", file=sys.stderr)
+        if args.check:
+            diff = corpus.differences(corpus.render(filled.vectors, filled.manifest_extra), directory)
+            for line in diff:
+                print(line)
+            print(f"filled {len(filled.vectors)} vectors in {filled.seconds:.2f} s ({filled.rate:,.0f} vectors/s); "
+                  + ("stored corpus is identical" if not diff else f"stored corpus differs in {len(diff)} files"))
+            return 0 if not diff else 1
+        manifest = corpus.write(filled.vectors, directory, filled.manifest_extra)
+    except (FileRefused, ValueError) as err:
+        raise CliError(_one_line(err)) from None
+    except OSError as err:
+        raise CliError(f"cannot write the corpus to {directory}: {err.strerror or err}") from None
+    print(f"filled {manifest['vector_count']} vectors in {filled.seconds:.2f} s ({filled.rate:,.0f} vectors/s) "
+          f"into {directory}: " + ", ".join(f"{n} {s}" for s, n in manifest["sources"].items()))
+    print(f"digest {manifest['digest']}")
+    return 0
+
+
+def cmd_promote(args) -> int:
+    from rtwo_vm.commands.conformance import _corpus_dir
+    if bool(args.dir) != bool(args.promoted):
+        raise CliError("--dir and --promoted go together: promoting into one corpus and another fuzz source "
+                       "would leave the next fill of either without the finding; give both, or neither "
+                       "(the checkout's own)")
+    project, here = _checkout(args)
+    if project is None and not args.dir:
+        raise CliError("vectors promote writes the corpus and conformance/fuzz/promoted.jsonl of a project "
+                       "checkout: run it inside one or give --project DIR (the installed package is read "
+                       "only), or name both --dir and --promoted")
+    if project is not None and not here:
+        argv = ["vectors", "promote", _absolute(args.findings), *args.ids]
+        argv += ["--dir", _absolute(args.dir), "--promoted", _absolute(args.promoted)] if args.dir else []
+        return _delegate(args, project, argv)
+    from conformance.fuzz import source as fuzz_source
+    from conformance.fuzz.promote import PromoteError, promote
+    promoted = Path(args.promoted) if args.promoted else fuzz_source.PROMOTED
+    directory = _corpus_dir(args)
+    try:
+        manifest = promote(Path(args.findings), args.ids, promoted=promoted, corpus_dir=directory)
+    except (PromoteError, ValueError) as err:
+        raise CliError(_one_line(err)) from None
+    except OSError as err:
+        raise CliError(f"cannot promote: {err.strerror or err}") from None
+    print(f"promoted into {promoted}; corpus {directory}: {manifest['vector_count']} vectors ("
+          + ", ".join(f"{n} {s}" for s, n in manifest["sources"].items()) + f"), digest {manifest['digest']}")
+    return 0
+
+
+# -- release and strength -------------------------------------------------------------------
+
 def _corpus(args) -> Path:
     """The corpus directory (--dir, else the project's), refused with a one-line error when
     its manifest or vectors are malformed, as in every other vectors command."""
@@ -59,7 +191,6 @@ def _cmd_release(args) -> int:
 
 
 def _cmd_strength(args) -> int:
-    from rtwo_vm.strength_cli import run
-    if args.curated_only and args.no_curated:
-        raise CliError("--curated-only and --no-curated exclude each other")
-    return run(args, _corpus(args), sys.stdout)
+    from rtwo_vm.strength_cli import check_arguments, run
+    checked = check_arguments(args)        # every argument, before any work
+    return run(args, _corpus(args), sys.stdout, checked)

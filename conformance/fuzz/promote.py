@@ -6,6 +6,13 @@ result, which the filler recomputes. Then the corpus is filled from every source
 ``rtwo-vm vectors fill`` does and written with its manifest and digest, so ``vectors fill
 --check`` stays clean and the fill stays deterministic. Promoting the same finding twice
 changes nothing.
+
+A findings folder is a corpus folder from outside: its manifest and group files are read
+bounded (conformance.corpus), every chosen finding is a valid vector, and its entry is checked
+(conformance.fuzz.source.entry_problems: limits a fill can afford) before the reference runs
+anything. Nothing is written before everything is filled and valid and every output path is
+checked; then each corpus file and promoted.jsonl are replaced atomically (spec.files), never
+through a symbolic link.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from conformance.fuzz import source as fuzz_source
 from conformance.fuzz.findings import NOT_VERDICTS
 from conformance.vector import SOURCES
 from reference_vm.result import canonical
+from spec.files import FileRefused, atomic_write, output_dir, refuse_link
 
 
 class PromoteError(ValueError):
@@ -30,6 +38,52 @@ def entry_of(vector: dict[str, Any]) -> dict[str, Any]:
             "input": vector["input"]}
 
 
+def findings_of(findings_dir: Path) -> list[dict[str, Any]]:
+    """The vectors of a findings folder, read bounded; PromoteError (one line) otherwise."""
+    try:
+        corpus.checked_manifest(findings_dir)
+        return corpus.load(findings_dir)
+    except FileNotFoundError:
+        raise PromoteError(f"{findings_dir}: no findings here (no manifest.json; "
+                           "give the findings folder of a campaign, DIR/findings)") from None
+    except (ValueError, OSError) as err:
+        detail = str(err).splitlines()[0][:200] if str(err) else type(err).__name__
+        raise PromoteError(f"cannot read the findings in {findings_dir}: {detail}") from None
+
+
+def chosen_entries(found: list[dict[str, Any]], ids: Sequence[str], where: Path) -> list[dict[str, Any]]:
+    """The promoted entries of the chosen findings (all when ``ids`` is empty), each checked
+    before anything runs."""
+    from conformance.fill import MAX_GENERATED_BYTES
+    from conformance.schema import corpus_problems
+    by_id = {v["id"]: v for v in found}
+    unknown = [i for i in ids if i not in by_id]
+    if unknown:
+        raise PromoteError(f"no finding {unknown[0]!r} in {where}")
+    chosen = [by_id[i] for i in (ids or sorted(by_id))]
+    if not chosen:
+        raise PromoteError(f"{where} holds no findings")
+    problems = corpus_problems(chosen)
+    if problems:
+        raise PromoteError("invalid finding: " + problems[0])
+    out = []
+    for v in chosen:
+        if v["tags"]["source"] != "fuzz":
+            raise PromoteError(f"{v['id']}: not a fuzz finding (source {v['tags']['source']})")
+        if any(c.startswith(NOT_VERDICTS) for c in v["tags"]["categories"]):
+            raise PromoteError(f"{v['id']}: a wall-clock safety-net entry (the request met the time limit), "
+                               "not a divergence; it cannot be promoted")
+        size = len(canonical(v["input"]))
+        if size > MAX_GENERATED_BYTES:     # the filled vector holds the input: a fill would leave it out
+            raise PromoteError(f"{v['id']}: its input alone takes {size:,} bytes, more than the "
+                               f"{MAX_GENERATED_BYTES // 1024} KiB a generated vector may take")
+        try:
+            out.append(fuzz_source.check_entry(entry_of(v), str(where)))
+        except FileRefused as err:
+            raise PromoteError(str(err)) from None
+    return out
+
+
 def promote(findings_dir: Path, ids: Sequence[str] = (), *, promoted: Path = fuzz_source.PROMOTED,
             corpus_dir: Path | None = None, sources: Iterable[str] = SOURCES) -> dict[str, Any]:
     """Promote findings (all when ``ids`` is empty); returns the new manifest."""
@@ -38,28 +92,15 @@ def promote(findings_dir: Path, ids: Sequence[str] = (), *, promoted: Path = fuz
     from conformance.schema import corpus_problems
     from conformance.vector import vector_line
 
+    target = corpus_dir or VECTORS_DIR
     try:
-        found = corpus.load(findings_dir)
-    except (FileNotFoundError, ValueError, KeyError) as err:
-        raise PromoteError(f"cannot read the findings in {findings_dir}: {err}") from None
-    by_id = {v["id"]: v for v in found}
-    unknown = [i for i in ids if i not in by_id]
-    if unknown:
-        raise PromoteError(f"no finding {unknown[0]!r} in {findings_dir}")
-    chosen = [by_id[i] for i in (ids or sorted(by_id))]
-    if not chosen:
-        raise PromoteError(f"{findings_dir} holds no findings")
-    problems = corpus_problems(chosen)
-    if problems:
-        raise PromoteError("invalid finding: " + problems[0])
-    entries = {e["id"]: e for e in fuzz_source.read(promoted)}
-    for v in chosen:
-        if v["tags"]["source"] != "fuzz":
-            raise PromoteError(f"{v['id']}: not a fuzz finding (source {v['tags']['source']})")
-        if any(c.startswith(NOT_VERDICTS) for c in v["tags"]["categories"]):
-            raise PromoteError(f"{v['id']}: a wall-clock safety-net entry (the request met the time limit), "
-                               "not a divergence; it cannot be promoted")
-        entries[v["id"]] = entry_of(v)
+        refuse_link(promoted, "promoted-findings file")
+        refuse_link(target, "corpus folder")
+        entries = {e["id"]: e for e in fuzz_source.read(promoted)}
+    except FileRefused as err:
+        raise PromoteError(str(err)) from None
+    for entry in chosen_entries(findings_of(findings_dir), ids, findings_dir):
+        entries[entry["id"]] = entry
     new_cases = [fuzz_source.case_of(e) for e in entries.values()]
     fuzz_vectors = [fill_checked(c) for c in sorted(new_cases, key=lambda c: c.id)]
     too_big = [v["id"] for v in fuzz_vectors if len(vector_line(v)) > MAX_GENERATED_BYTES]
@@ -70,6 +111,10 @@ def promote(findings_dir: Path, ids: Sequence[str] = (), *, promoted: Path = fuz
     problems = corpus_problems(vectors)
     if problems:
         raise PromoteError("the promoted corpus would be invalid: " + problems[0])
-    promoted.parent.mkdir(parents=True, exist_ok=True)
-    promoted.write_text("".join(canonical(entries[k]) + "\n" for k in sorted(entries)), encoding="utf-8")
-    return corpus.write(vectors, corpus_dir or VECTORS_DIR, filled.manifest_extra)
+    try:
+        output_dir(promoted.parent, "folder of the promoted-findings file")
+        manifest = corpus.write(vectors, target, filled.manifest_extra)
+        atomic_write(promoted, "".join(canonical(entries[k]) + "\n" for k in sorted(entries)))
+        return manifest
+    except FileRefused as err:
+        raise PromoteError(str(err)) from None

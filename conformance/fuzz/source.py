@@ -5,25 +5,102 @@ by id): its id, description, categories, opcodes and vector input. ``vectors fil
 into a Case and runs it through the reference, so the expected results are recomputed by the
 filler (never copied from a campaign) and a fill stays deterministic: the file is committed and
 read in order.
+
+The file (and a ``--promoted FILE`` naming another) is read bounded and every entry is checked
+before anything runs (:func:`entry_problems`): its shape against the vector schema's, an id in
+the ``fuzz/`` group and limits a fill can afford. A request whose limits lie inside the spec's request range runs until one of them is
+used up, so a promoted finding may ask for at most the spec's default sandbox (limits.toml
+[default]) in the dimensions that bound the work and the memory of that run; a limit outside the
+range is rejected with INVALID_LIMITS before anything executes, and stays promotable.
 """
 
 from __future__ import annotations
 
-import json
+import functools
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
+import spec
 from conformance.constants import PACKAGE_DIR
-from conformance.vector import Case, parse_bytes, parse_word
+from conformance.corpus import MAX_GROUP_BYTES
+from conformance.vector import Case, json_integer, parse_bytes, parse_word
+from spec.files import FileRefused, loads_json, read_bounded
 
 PROMOTED = PACKAGE_DIR / "fuzz" / "promoted.jsonl"
+LIMITS = spec.load().limits
+# The dimensions whose limit bounds how long (compute) and how large (memory) the reference's
+# run of a request may grow; storage is charged compute as well.
+BOUNDED = ("compute", "memory_pages")
+ENTRY_KEYS = ("id", "description", "categories", "opcodes", "input")
+GROUP = "fuzz/"
+MAX_DEPTH = 64
+
+
+def most(name: str) -> int:
+    """The largest in-range limit a promoted finding may ask for in dimension ``name``."""
+    return LIMITS["default"][name] if name in BOUNDED else LIMITS["maximum"][name]
+
+
+@functools.cache
+def _entry_check() -> Callable[[Any], list[str]]:
+    """A validator of one entry, made of the vector schema's own definitions."""
+    from conformance.fastschema import compile_schema
+    vector = spec.schema("vector")
+    tags = vector["$defs"]["tags"]["properties"]
+    return compile_schema({
+        "$defs": vector["$defs"], "type": "object", "additionalProperties": False,
+        "required": list(ENTRY_KEYS),
+        "properties": {"id": vector["properties"]["id"], "description": vector["properties"]["description"],
+                       "categories": tags["categories"], "opcodes": tags["opcodes"],
+                       "input": {"$ref": "#/$defs/input"}}})
+
+
+def entry_problems(entry: Any) -> list[str]:
+    """What keeps ``entry`` out of the fuzz source (empty when nothing does), checked without
+    running anything: the shape, the id's group and the limits."""
+    found = _entry_check()(entry)
+    if found:
+        return found
+    out = []
+    if not entry["id"].startswith(GROUP):
+        out.append(f"id {entry['id']!r} is not in the {GROUP} group")
+    for name, value in entry["input"]["sandbox"]["limits"].items():
+        number = json_integer(value)
+        if isinstance(number, bool) or not isinstance(number, int):
+            continue                 # not an integer: INVALID_LIMITS before anything runs
+        if LIMITS["minimum"][name] <= number <= LIMITS["maximum"][name] and number > most(name):
+            out.append(f"its {name} limit {number} is above the {most(name)} a promoted finding may ask "
+                       f"for (the spec's default sandbox, limits.toml [default]): the reference would "
+                       f"run it until that much is used")
+    return out
+
+
+def check_entry(entry: Any, where: str) -> dict[str, Any]:
+    """``entry`` when it may enter the fuzz source, else FileRefused naming ``where``."""
+    found = entry_problems(entry)
+    if found:
+        name = entry.get("id") if isinstance(entry, dict) and isinstance(entry.get("id"), str) else None
+        raise FileRefused(f"{where}: " + (f"{name}: " if name else "") + found[0])
+    return entry
 
 
 def read(path: Path = PROMOTED) -> list[dict[str, Any]]:
-    if not path.exists():
+    """The entries of a promoted-findings file, in id order; FileRefused (one line) for a file
+    that is not a bounded regular file of valid entries with distinct ids. A missing file is
+    an empty source."""
+    if not path.exists() and not path.is_symlink():
         return []
-    entries = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return sorted(entries, key=lambda e: e["id"])
+    blob = read_bounded(path, MAX_GROUP_BYTES, "promoted-findings file")
+    entries: dict[str, dict[str, Any]] = {}
+    for number, line in enumerate(blob.split(b"\n"), 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        entry = check_entry(loads_json(line, MAX_DEPTH, where, "promoted finding"), where)
+        if entry["id"] in entries:
+            raise FileRefused(f"{where}: {entry['id']} is listed twice")
+        entries[entry["id"]] = entry
+    return [entries[k] for k in sorted(entries)]
 
 
 def case_of(entry: Mapping[str, Any]) -> Case:

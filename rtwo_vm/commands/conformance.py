@@ -28,7 +28,9 @@ def register(sub) -> None:
     f.add_argument("--refresh-smt", action="store_true", help="ask proofs.branches (z3) again for branch inputs")
     f.add_argument("--source", action="append", choices=["definition", "smt", "random", "fuzz"],
                    help="fill only these sources (default: all)")
-    f.set_defaults(func=_cmd_fill)
+    from rtwo_vm import vectors_cli  # fill, promote (issue 20), release and strength (issue 12)
+    vectors_cli.add_in_checkout(f)
+    f.set_defaults(func=vectors_cli.cmd_fill)
     c = vs.add_parser("check", help="validate the stored corpus: schema (jsonschema), manifest, digest")
     _dir(c)
     c.set_defaults(func=_cmd_check)
@@ -53,8 +55,8 @@ def register(sub) -> None:
     _dir(c)
     c.add_argument("--promoted", default=None, metavar="FILE",
                    help="the fuzz source file (default conformance/fuzz/promoted.jsonl)")
-    c.set_defaults(func=_cmd_promote)
-    from rtwo_vm import vectors_cli  # issue 12: vectors release and vectors strength
+    vectors_cli.add_in_checkout(c)
+    c.set_defaults(func=vectors_cli.cmd_promote)
     vectors_cli.register(vs, _dir)
 
     p = sub.add_parser("conformance", help="validate VM implementations against the vectors")
@@ -153,35 +155,6 @@ def _corpus_dir(args) -> Path:
     return project / "conformance" / "vectors" if project is not None else VECTORS_DIR
 
 
-def _fill_in_project(args) -> int | None:
-    """Fill with the definitions and filler of the user's checkout. When the running package
-    is another copy (pip install . rather than -e), the checkout's code is run in a child
-    process; outside any checkout a fill that would write is refused (the installed
-    package's corpus is read only). None: fill here."""
-    import os
-    import subprocess
-
-    from conformance.constants import runs_from
-    project = _project(args)
-    if project is None:
-        if args.check or args.dir:
-            return None
-        raise CliError("vectors fill writes the corpus of a project checkout: run it inside one "
-                       "or give --project DIR (the installed package is read only); to author "
-                       "vectors, install the checkout with pip install -e .")
-    if runs_from(project):
-        return None
-    argv = ["vectors", "fill", "--project", str(project)]
-    argv += (["--check"] if args.check else []) + (["--refresh-smt"] if args.refresh_smt else [])
-    argv += [f"--source={s}" for s in args.source or ()] + (["--dir", args.dir] if args.dir else [])
-    print(f"note: the installed rtwo-vm is not the checkout {project}; filling with the "
-          "checkout's definitions (pip install -e . makes this direct)", file=sys.stderr)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(project), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    sys.stdout.flush()
-    return subprocess.run([sys.executable, "-m", "rtwo_vm.cli", *argv], env=env, cwd=project).returncode
-
-
 def _load(args):
     from conformance import corpus
     directory = _corpus_dir(args)
@@ -215,34 +188,6 @@ def _check_manifest(manifest) -> None:
         name = entry.get("path") if isinstance(entry, dict) else None
         if not isinstance(name, str) or Path(name).name != name or name in ("", ".", ".."):
             raise ValueError(f"manifest.json: bad file entry {str(entry)[:60]}")
-
-
-def _cmd_fill(args) -> int:
-    delegated = _fill_in_project(args)
-    if delegated is not None:
-        return delegated
-    from conformance import corpus
-    from conformance.fill import fill
-    from conformance.vector import SOURCES
-    try:
-        filled = fill(args.source or SOURCES, refresh_smt=args.refresh_smt)
-    except ValueError as err:
-        raise CliError(str(err)) from None
-    for note in filled.notes:
-        print(f"note: {note}", file=sys.stderr)
-    directory = _corpus_dir(args)
-    if args.check:
-        diff = corpus.differences(corpus.render(filled.vectors, filled.manifest_extra), directory)
-        for line in diff:
-            print(line)
-        print(f"filled {len(filled.vectors)} vectors in {filled.seconds:.2f} s ({filled.rate:,.0f} vectors/s); "
-              + ("stored corpus is identical" if not diff else f"stored corpus differs in {len(diff)} files"))
-        return 0 if not diff else 1
-    manifest = corpus.write(filled.vectors, directory, filled.manifest_extra)
-    print(f"filled {manifest['vector_count']} vectors in {filled.seconds:.2f} s ({filled.rate:,.0f} vectors/s) "
-          f"into {directory}: " + ", ".join(f"{n} {s}" for s, n in manifest["sources"].items()))
-    print(f"digest {manifest['digest']}")
-    return 0
 
 
 def _cmd_check(args) -> int:
@@ -293,21 +238,6 @@ def _cmd_show(args) -> int:
     if not found:
         raise CliError(f"no vector {args.id!r}")
     print(json.dumps(found[0], indent=2, sort_keys=True))
-    return 0
-
-
-def _cmd_promote(args) -> int:
-    from conformance.fuzz import source as fuzz_source
-    from conformance.fuzz.promote import PromoteError, promote
-    promoted = Path(args.promoted) if args.promoted else fuzz_source.PROMOTED
-    try:
-        manifest = promote(Path(args.findings), args.ids, promoted=promoted, corpus_dir=_corpus_dir(args))
-    except (PromoteError, ValueError) as err:
-        raise CliError(str(err)) from None
-    except OSError as err:
-        raise CliError(f"cannot promote: {err.strerror or err}") from None
-    print(f"promoted into {promoted}; corpus {_corpus_dir(args)}: {manifest['vector_count']} vectors ("
-          + ", ".join(f"{n} {s}" for s, n in manifest["sources"].items()) + f"), digest {manifest['digest']}")
     return 0
 
 
