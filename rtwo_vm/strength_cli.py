@@ -19,9 +19,12 @@ def run(args, corpus_dir: Path, out: TextIO) -> int:
     from rtwo_vm.progress import Progress
 
     if args.record and (args.module or args.limit is not None or args.filter or args.curated_only
-                        or args.no_curated or args.reasons):
-        raise CliError("--record needs a whole run: no --module, --limit, --filter, --curated-only, --no-curated"
-                       " or --reasons")
+                        or args.no_curated or args.reasons or args.operator):
+        raise CliError("--record needs a whole run: no --module, --limit, --operator, --filter, --curated-only,"
+                       " --no-curated or --reasons")
+    unknown = [k for k in args.operator if k not in mut.KINDS]
+    if unknown:
+        raise CliError(f"--operator {unknown[0]!r}: the kinds are {', '.join(mut.KINDS)}")
     if args.backend not in backend.BACKENDS:
         raise CliError(f"--backend must be one of {', '.join(backend.BACKENDS)}")
     try:
@@ -34,7 +37,7 @@ def run(args, corpus_dir: Path, out: TextIO) -> int:
     if not vectors:
         raise CliError("the filters select no vector")
     try:
-        generated = [] if args.curated_only else mut.select(tuple(args.module), args.limit)
+        generated = [] if args.curated_only else mut.select(tuple(args.module), args.limit, tuple(args.operator))
         curated = [] if args.no_curated else mut.curated()
         folder = Path(args.reasons) if args.reasons else None
         reasons = mut.equivalent(folder / "equivalent.toml" if folder else None)
