@@ -187,3 +187,23 @@ def test_cli_vectors_commands():
 def test_cli_selftest_of_the_reference():
     done = cli("conformance", "selftest")
     assert done.returncode == 0 and "19/19 checks passed" in done.stdout
+
+
+def test_the_eip3155_example_of_11_5_5_is_what_the_reference_writes():
+    # The example in the spec text is written by hand (11.5.5); the reference must agree with it.
+    import io
+    import re
+
+    from conformance.definitions.common import case
+    from conformance.vector import input_of, run_reference
+    from reference_vm.trace import Eip3155Tracer
+
+    text = (ROOT / "spec" / "chapters" / "11-conformance.md").read_text()
+    step = re.search(r'`(\{"depth":1,"gas":"0x64"[^`]*\})`', text).group(1)
+    summary = re.search(r'`(\{"gasUsed":[^`]*\})`', text).group(1)
+    out = io.StringIO()
+    run_reference(input_of(case("x", "x", "push1 1\nstop\n", limits={"compute": 100})), Eip3155Tracer(out))
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 3 and lines[0] == step and lines[2] == summary
+    assert json.loads(lines[1]) == {**json.loads(step), "pc": 2, "op": 0, "opName": "STOP", "gas": "0x63",
+                                    "gasCost": "0x0", "stack": ["0x1"]}
