@@ -20,9 +20,10 @@ from typing import Any, BinaryIO, Mapping
 
 from conformance.constants import PROTOCOL, SPEC_VERSION
 from conformance.protocol import EXIT_OK, EXIT_UNSUPPORTED, PROTOCOL_MAJOR, encode, loads_bounded
+from conformance.schema import execute_problems
 from conformance.vector import error_stage, request_of
 from reference_vm import execute
-from reference_vm.trace import FORMATS as TRACE_FORMATS, tracer_for
+from reference_vm.trace import tracer_for
 
 NAME = "rtwo-reference"
 VERSION = "1.0.0"
@@ -72,6 +73,20 @@ class Adapter:
             reply["trace"] = [json.loads(line) for line in tracer.out.getvalue().splitlines()]
         return reply
 
+    @staticmethod
+    def request_problem(request: Mapping[str, Any]) -> str | None:
+        """Why an execute request does not have the execute form of runner-message.schema.json
+        (None when it does)."""
+        problems = execute_problems(request)
+        return problems[0] if problems else None
+
+    def unsupported(self, request: Mapping[str, Any]) -> str | None:
+        """Why this adapter cannot answer a well-formed execute request (UNSUPPORTED_INPUT): an
+        EIP-3155 trace asked of an adapter without the capability trace_eip3155 (11.5.5)."""
+        if request.get("trace") is True and self.trace_format == "eip3155" and "trace_eip3155" not in self.capabilities:
+            return "this adapter has no capability trace_eip3155"
+        return None
+
     def handle(self, line: bytes) -> tuple[dict[str, Any] | None, bool]:
         """The response to one request line (None: no response), and whether to go on."""
         try:
@@ -84,15 +99,18 @@ class Adapter:
         if kind == "execute":
             if not self.greeted:
                 return self.error(request_id, "BAD_MESSAGE", "execute before hello"), True
-            if not isinstance(request_id, str) or not isinstance(request.get("input"), dict):
-                return self.error(request_id, "BAD_MESSAGE", "execute needs a string id and an input object"), True
-            trace_format = request.get("trace_format", "native")
-            if trace_format not in TRACE_FORMATS:
-                return self.error(request_id, "BAD_MESSAGE",
-                                  f"trace_format must be one of {', '.join(TRACE_FORMATS)}"), True
-            self.trace_format = trace_format
+            # 11.5.4: a request that does not have the execute form of runner-message.schema.json
+            # (its input a vector input, trace a boolean, trace_format one of its values, no other
+            # member) is answered BAD_MESSAGE, whatever the rest of it says (spec 1.0.2, D4, D7, D8).
+            problem = self.request_problem(request)
+            if problem:
+                return self.error(request_id, "BAD_MESSAGE", f"not an execute request: {problem[:200]}"), True
+            self.trace_format = request.get("trace_format", "native")
+            unsupported = self.unsupported(request)
+            if unsupported:
+                return self.error(request_id, "UNSUPPORTED_INPUT", unsupported), True
             try:
-                return self.execute(request_id, request["input"], bool(request.get("trace"))), True
+                return self.execute(request_id, request["input"], request["trace"]), True
             except (KeyError, TypeError, ValueError, AttributeError) as err:
                 return self.error(request_id, "BAD_MESSAGE", f"malformed input: {err!r}"), True
             except Exception as err:  # noqa: BLE001 - report, never die on one request

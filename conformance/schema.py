@@ -106,3 +106,21 @@ def corpus_problems(vectors: Iterable[Mapping[str, Any]], authoritative: bool = 
         seen.add(vid)
         out.extend(f"{vid}: {p}" for p in vector_problems(vector, authoritative))
     return out
+
+
+@functools.cache
+def execute_validator():
+    """The runner-message schema's execute message (chapter 11.5.2), compiled by fastschema:
+    its reference to the vector schema's input is resolved to a local one. An execute request
+    with a problem here is not a vector input's request and is answered BAD_MESSAGE (11.5.4)."""
+    import json
+
+    from conformance.fastschema import compile_schema
+    execute = json.loads(json.dumps(spec.schema("runner-message")["$defs"]["execute"])
+                         .replace('"vector.schema.json#/$defs/input"', '"#/$defs/input"'))
+    return compile_schema({**execute, "$defs": spec.schema("vector")["$defs"]})
+
+
+def execute_problems(request: Any) -> list[str]:
+    """Problems of an execute request against runner-message.schema.json (its execute form)."""
+    return execute_validator()(request)

@@ -1,11 +1,14 @@
 """``rtwo-vm conformance selftest``: checks an adapter against the protocol before any vector
 (spec chapter 11.5). An implementer runs this first; every check names what it expects.
 
-Checks: handshake, a handful of vectors of every outcome kind, pipelined requests answered in
-order, error responses to malformed and unknown requests (and staying alive after them),
-traces when the capability is claimed (on vectors with jumps, subroutine calls, nested
-subroutine calls and nested calls as well as the samples), shutdown and end-of-input exit behaviour, refusing an
-unknown protocol version.
+Checks (every adapter rule of 11.5): handshake, a handful of vectors of every outcome kind,
+pipelined requests answered in order, error responses to malformed and unknown requests (and
+staying alive after them), the nesting bound (32 levels read, 33 refused), an execute before
+the hello, execute requests that are not a vector input's (BAD_MESSAGE), an unknown
+trace_format with trace true and false, a limit written with a fraction (its binary64 value), traces when the capability is claimed (on vectors with
+jumps, subroutine calls, nested subroutine calls and nested calls as well as the samples), the
+EIP-3155 form when trace_eip3155 is claimed and UNSUPPORTED_INPUT for it otherwise, shutdown
+and end-of-input exit behaviour, refusing an unknown protocol version and spec version.
 
 Each check runs in its own adapter process (started and handshaken afresh), so a stray line
 or a lost response in one check never shows up as another check's failure; a failing check
@@ -16,6 +19,8 @@ from __future__ import annotations
 
 import secrets
 import shlex
+
+import spec
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +28,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from conformance.compare import compare_reply
 from conformance.protocol import (
-    EXIT_UNSUPPORTED, ProtocolError, decode, encode, execute_request, hello_problems,
+    EXIT_UNSUPPORTED, MAX_DEPTH, ProtocolError, decode, encode, execute_request, hello_problems,
 )
 from conformance.runner import AdapterProcess, Settings, StartError, describe_exit
 from conformance.suite import request_id
@@ -145,12 +150,32 @@ def run_selftest(command: str, vectors: Mapping[str, Mapping[str, Any]], timeout
                lambda s: _error_then_alive(s, {"type": "frobnicate", "id": "x-1"}, "UNKNOWN_TYPE", samples, "x-1"))
     checks.run("answers an execute without input with an error BAD_MESSAGE (id echoed)",
                lambda s: _error_then_alive(s, {"type": "execute", "id": "x-2"}, "BAD_MESSAGE", samples, "x-2"))
-    if "trace" in state["hello"].get("capabilities", []):
+    checks.run(f"answers a line nested {MAX_DEPTH} levels deep as usual and one nested {MAX_DEPTH + 1} levels deep "
+               "with an error BAD_MESSAGE", lambda s: _nesting_bound(s, samples))
+    checks.run("answers an execute before the hello with an error BAD_MESSAGE (id echoed), then the hello "
+               "and executes", lambda s: _execute_before_hello(s, samples), handshake=False)
+    checks.run(f"answers {len(NOT_VECTOR_INPUTS)} execute requests that do not have the schema's form "
+               "(upper-case hex, trace not a boolean or missing, null or string limit, unknown level, "
+               "unknown member) with an error BAD_MESSAGE each", lambda s: _not_vector_inputs(s, samples))
+    checks.run("answers an unknown trace_format with an error BAD_MESSAGE, with trace true and false",
+               lambda s: _unknown_trace_format(s, samples))
+    checks.run("reads a compute limit written 1000000000000.00000001 as its binary64 value 10^12 (7.3.2)",
+               lambda s: _binary64_limit(s, samples))
+    capabilities = state["hello"].get("capabilities", [])
+    if "trace" in capabilities:
         checks.run("capability trace: step traces equal the reference's (jumps, subroutine calls, "
                    "nested calls)", lambda s: _traces(s, traced, token))
+    if "trace_eip3155" in capabilities:
+        checks.run("capability trace_eip3155: EIP-3155 traces equal the reference's",
+                   lambda s: _traces(s, traced, token, "eip3155"))
+    else:
+        checks.run("without capability trace_eip3155: answers trace_format eip3155 with an error UNSUPPORTED_INPUT",
+                   lambda s: _eip3155_unsupported(s, samples))
     checks.run("shutdown: answers bye and exits with status 0", _shutdown)
     checks.run("end of input: exits with status 0 without output", _eof)
     checks.run("unknown protocol version: error UNSUPPORTED_PROTOCOL, exit status 3", _bad_protocol,
+               handshake=False)
+    checks.run("unknown spec version: error UNSUPPORTED_SPEC_VERSION, exit status 3", _bad_spec_version,
                handshake=False)
     return checks.results
 
@@ -209,15 +234,147 @@ def _error_then_alive(session: _Session, message, code: str, samples, echoed: st
     return None
 
 
-def _traces(session: _Session, samples, token: str) -> str | None:
+def _traces(session: _Session, samples, token: str, trace_format: str = "native") -> str | None:
     for v in samples:
-        reply = session.ask(execute_request(_rid(token, v["id"]), v["input"], trace=True), f"{v['id']} (traced)")
+        request = execute_request(_rid(token, v["id"]), v["input"], trace=True)
+        if trace_format != "native":
+            request["trace_format"] = trace_format
+        reply = session.ask(request, f"{v['id']} (traced)")
         if reply is None or not isinstance(reply.get("trace"), list):
             return f"{v['id']}: no trace list in the result"
+        if trace_format != "native":
+            expected = eip3155_trace(v["input"])
+            if reply["trace"] != expected:
+                step = next((i for i, (a, b) in enumerate(zip(expected, reply["trace"])) if a != b),
+                            min(len(expected), len(reply["trace"])))
+                return (f"{v['id']}: the EIP-3155 trace differs at line {step}: expected "
+                        f"{str(expected[step:step + 1])[:160]}, got {str(reply['trace'][step:step + 1])[:160]}")
+            continue
         divergence = first_divergence(reference_trace(v["input"]), reply["trace"])
         if divergence is not None:
             return f"{v['id']}: {divergence}"
     return None
+
+
+def eip3155_trace(vector_input: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The reference's EIP-3155 trace of a vector input (chapter 11.5.5)."""
+    import io
+    import json
+
+    from conformance.vector import run_reference
+    from reference_vm.trace import Eip3155Tracer
+
+    out = io.StringIO()
+    run_reference(vector_input, Eip3155Tracer(out))
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def _expect_error(session: _Session, message, code: str, what: str, echoed: str | None = None) -> str | None:
+    reply = session.ask(message, what)
+    if reply is None or reply.get("type") != "error" or reply.get("code") != code:
+        return f"{what}: expected an error {code}, got {str(reply)[:200]}"
+    if echoed is not None and reply.get("id") != echoed:
+        return f"{what}: the error must echo id {echoed!r}, got {reply.get('id')!r}"
+    return None
+
+
+def _answers(session: _Session, samples, probe: str) -> str | None:
+    after = session.ask(execute_request(probe, samples[0]["input"]), f"{probe!r}")
+    if after is None or after.get("type") != "result" or after.get("id") != probe:
+        return f"did not answer {probe!r} with a result (got {str(after)[:200]})"
+    return None
+
+
+def _nesting_bound(session: _Session, samples) -> str | None:
+    # An object holding MAX_DEPTH - 1 (then MAX_DEPTH) nested arrays: MAX_DEPTH levels may be
+    # read (an unknown type), one more must be refused unread (11.5.1).
+    for depth, code in ((MAX_DEPTH, "UNKNOWN_TYPE"), (MAX_DEPTH + 1, "BAD_MESSAGE")):
+        line = b'{"type":"frobnicate","id":"deep","x":' + b"[" * (depth - 1) + b"]" * (depth - 1) + b"}\n"
+        problem = _expect_error(session, line, code, f"the line nested {depth} levels deep")
+        if problem:
+            return problem
+    return _answers(session, samples, "alive-after-nesting")
+
+
+def _execute_before_hello(session: _Session, samples) -> str | None:
+    problem = _expect_error(session, execute_request("early", samples[0]["input"]), "BAD_MESSAGE",
+                            "an execute sent before the hello", "early")
+    if problem:
+        return problem
+    session.proc.handshake()
+    return _answers(session, samples, "after-hello")
+
+
+def _changed(vector_input: Mapping[str, Any], path: tuple[str, ...], value: Any) -> dict[str, Any]:
+    import copy
+    out = copy.deepcopy(dict(vector_input))
+    target = out
+    for key in path[:-1]:
+        target = target[key]
+    if value is _DELETE:
+        del target[path[-1]]
+    else:
+        target[path[-1]] = value
+    return out
+
+
+_DELETE = object()
+# (what, path in the execute request, value): each makes the request leave the execute form of
+# runner-message.schema.json, so it is not a vector input's request (11.5.4).
+NOT_VECTOR_INPUTS = (
+    ("a to in upper-case hex", ("input", "message", "to"), "0x1AB"),
+    ("trace \"yes\"", ("trace",), "yes"),
+    ("no trace member", ("trace",), _DELETE),
+    ("a null compute limit", ("input", "sandbox", "limits", "compute"), None),
+    ("a string compute limit", ("input", "sandbox", "limits", "compute"), "1000"),
+    ("an unknown isolation level", ("input", "sandbox", "isolation_level"), "sealed"),
+    ("an unknown member of the input", ("input", "extra"), 1),
+)
+
+
+def _not_vector_inputs(session: _Session, samples) -> str | None:
+    base = execute_request("x", samples[0]["input"])
+    for i, (what, path, value) in enumerate(NOT_VECTOR_INPUTS):
+        rid = f"not-a-vector-input-{i}"
+        request = _changed({**base, "id": rid}, path, value)
+        problem = _expect_error(session, request, "BAD_MESSAGE", f"an execute with {what}", rid)
+        if problem:
+            return problem
+    return _answers(session, samples, "alive-after-bad-inputs")
+
+
+def _unknown_trace_format(session: _Session, samples) -> str | None:
+    for trace in (True, False):
+        rid = f"trace-format-{str(trace).lower()}"
+        request = {**execute_request(rid, samples[0]["input"], trace=trace), "trace_format": "json"}
+        problem = _expect_error(session, request, "BAD_MESSAGE", f"trace_format \"json\" with trace {trace}", rid)
+        if problem:
+            return problem
+    return _answers(session, samples, "alive-after-trace-format")
+
+
+def _binary64_limit(session: _Session, samples) -> str | None:
+    import copy
+
+    from conformance.vector import run_reference
+    maximum = spec.load().limits["maximum"]["compute"]
+    vector_input = copy.deepcopy(dict(samples[0]["input"]))
+    vector_input["sandbox"]["limits"]["compute"] = maximum
+    expected = run_reference(vector_input).to_json()
+    line = encode(execute_request("binary64", vector_input))
+    written = line.replace(f'"compute":{maximum},'.encode(), f'"compute":{maximum}.00000001,'.encode())
+    if written == line:
+        return "internal: the compute limit was not found in the request line"
+    reply = session.ask(written, "the request with a compute limit of 1000000000000.00000001")
+    if reply is None or reply.get("type") != "result" or reply.get("result") != expected:
+        return f"expected the result of compute limit {maximum} ({expected['status']}), got {str(reply)[:200]}"
+    return None
+
+
+def _eip3155_unsupported(session: _Session, samples) -> str | None:
+    request = {**execute_request("eip3155", samples[0]["input"], trace=True), "trace_format": "eip3155"}
+    return (_expect_error(session, request, "UNSUPPORTED_INPUT", "trace_format eip3155", "eip3155")
+            or _answers(session, samples, "alive-after-eip3155"))
 
 
 def _shutdown(session: _Session) -> str | None:
@@ -235,6 +392,16 @@ def _eof(session: _Session) -> str | None:
         return f"unexpected output after end of input: {line[:120]!r}"
     code = proc.proc.wait(timeout=session.settings.timeout)
     return None if code == 0 else describe_exit(code)
+
+
+def _bad_spec_version(session: _Session) -> str | None:
+    proc = session.proc
+    reply = session.ask({"type": "hello", "protocol": "rtwo-conformance/1", "spec_version": "9.9"},
+                        "the hello of spec version 9.9")
+    if reply is None or reply.get("type") != "error" or reply.get("code") != "UNSUPPORTED_SPEC_VERSION":
+        return f"expected an error UNSUPPORTED_SPEC_VERSION, got {str(reply)[:200]}"
+    code = proc.proc.wait(timeout=session.settings.timeout)
+    return None if code == EXIT_UNSUPPORTED else f"{describe_exit(code)}, expected exit status {EXIT_UNSUPPORTED}"
 
 
 def _bad_protocol(session: _Session) -> str | None:

@@ -32,9 +32,12 @@ def check_arguments(args) -> Checked:
     if args.curated_only and args.no_curated:
         raise CliError("--curated-only and --no-curated exclude each other")
     if args.record and (args.module or args.limit is not None or args.filter or args.curated_only
-                        or args.no_curated or args.reasons):
-        raise CliError("--record needs a whole run: no --module, --limit, --filter, --curated-only, --no-curated"
-                       " or --reasons")
+                        or args.no_curated or args.reasons or args.operator):
+        raise CliError("--record needs a whole run: no --module, --limit, --operator, --filter, --curated-only,"
+                       " --no-curated or --reasons")
+    unknown_kinds = [k for k in args.operator if k not in mut.KINDS]
+    if unknown_kinds:
+        raise CliError(f"--operator {unknown_kinds[0]!r}: the kinds are {', '.join(mut.KINDS)}")
     if args.record:
         _check_record(args)
     if args.backend not in backend.BACKENDS:
@@ -103,7 +106,7 @@ def run(args, corpus_dir: Path, out: TextIO, checked: Checked | None = None) -> 
     if not vectors:
         raise CliError("the filters select no vector")
     try:
-        generated = [] if args.curated_only else mut.select(tuple(args.module), args.limit)
+        generated = [] if args.curated_only else mut.select(tuple(args.module), args.limit, tuple(args.operator))
         curated = [] if args.no_curated else mut.curated()
     except (ValueError, OSError) as err:
         raise CliError(f"cannot generate the mutants: {err}") from None

@@ -38,6 +38,9 @@ def register(vs, add_dir) -> None:
     s.add_argument("--module", action="append", default=[], metavar="NAME",
                    help="mutate only these reference_vm modules (e.g. instructions/arithmetic, accounting)")
     s.add_argument("--limit", type=nonnegative_int, default=None, metavar="N", help="at most N generated mutants (a sample)")
+    s.add_argument("--operator", action="append", default=[], metavar="KIND",
+                   help="only generated mutants of these kinds (binop, compare, boolop, not, constant, statement, "
+                        "order, zerofill, stale, signed)")
     s.add_argument("--curated-only", action="store_true", help="only the curated realistic bugs")
     s.add_argument("--no-curated", action="store_true", help="only generated mutants")
     s.add_argument("--filter", action="append", default=[], metavar="EXPR", help="run only these vectors")

@@ -18,7 +18,7 @@ from typing import Any, Mapping
 SPEC_VERSION = "1.0"
 # The release of the specification text: patch releases (1.0.x) only clarify it, so vectors,
 # data files and adapters keep naming SPEC_VERSION (spec/CHANGELOG.md).
-SPEC_RELEASE = "1.0.1"
+SPEC_RELEASE = "1.0.2"
 
 
 def _data_files() -> tuple[str, ...]:

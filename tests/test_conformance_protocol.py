@@ -59,7 +59,7 @@ def test_request_messages_pass_the_runner_schema(vectors):
 def test_selftest_passes_on_the_reference(vectors):
     checks = run_selftest(reference_command(), vectors)
     assert [c.name for c in checks if not c.ok] == []
-    assert len(checks) == 12
+    assert len(checks) == 19
 
 
 @pytest.mark.parametrize("fault,failing_check", [
@@ -73,6 +73,47 @@ def test_selftest_names_what_a_broken_adapter_gets_wrong(vectors, fault, failing
     assert any(failing_check in c.name and not c.ok for c in checks), [(c.name, c.ok) for c in checks]
 
 
+# Each adapter rule of 11.5 added in spec 1.0.1 and 1.0.2, broken by a real adapter process:
+# exactly the check of that rule fails (the message says what was expected and what came).
+@pytest.mark.parametrize("fault,failing,detail", [
+    ("execute-before-hello", ["answers an execute before the hello"], "expected an error BAD_MESSAGE, got {'type': 'result'"),
+    ("any-spec-version", ["unknown spec version"], "expected an error UNSUPPORTED_SPEC_VERSION, got {'type': 'hello'"),
+    ("no-depth-bound", ["answers a line nested 100,000 levels deep", "answers a line nested 32 levels deep"],
+     "the line nested 33 levels deep: expected an error BAD_MESSAGE, got {'type': 'error', 'id': 'deep', 'code': 'UNKNOWN_TYPE'"),
+    ("traced-format-only", ["answers an unknown trace_format"],
+     "trace_format \"json\" with trace False: expected an error BAD_MESSAGE, got {'type': 'result'"),
+    ("lenient-input", ["answers 7 execute requests that do not have the schema's form"],
+     "an execute with a to in upper-case hex: expected an error BAD_MESSAGE"),
+    ("eip3155-native", ["capability trace_eip3155"], "the EIP-3155 trace differs at line 0"),
+    ("no-eip3155", ["without capability trace_eip3155"], "expected an error UNSUPPORTED_INPUT, got {'type': 'result'"),
+    ("exact-decimal", ["reads a compute limit written 1000000000000.00000001"],
+     "expected the result of compute limit 1000000000000 (success), got {'type': 'error'"),
+])
+def test_selftest_fails_an_adapter_that_breaks_a_rule_of_11_5(vectors, fault, failing, detail):
+    command = shlex.join([sys.executable, str(FAULTY), "--fault", fault])
+    checks = run_selftest(command, vectors, timeout=5)
+    failed = [c for c in checks if not c.ok]
+    assert [next((p for p in failing if c.name.startswith(p)), c.name) for c in failed] == failing, failed
+    assert detail in failed[-1].detail, failed[-1].detail
+
+
+def test_the_reference_adapter_answers_inputs_outside_the_schema_bad_message():
+    # Spec 1.0.2, D7 and D8: 1.0.1's reference ran "to": "0x1AB" and took "trace": "yes" as true.
+    adapter = Adapter()
+    adapter.handle(encode(hello_request()))
+    v = corpus.load()[0]
+    for change in ({"trace": "yes"}, {"trace": None}, {"trace_format": "json", "trace": False},
+                   {"input": {**v["input"], "message": {**v["input"]["message"], "to": "0x1AB"}}}):
+        request = {**execute_request("r", v["input"]), **change}
+        if request["trace"] is None:
+            del request["trace"]
+        reply, go_on = adapter.handle(encode(request))
+        assert (reply["type"], reply["id"], reply["code"], go_on) == ("error", "r", "BAD_MESSAGE", True), change
+    # trace_format eip3155 with trace false: no trace, no error.
+    reply, _ = adapter.handle(encode({**execute_request("r", v["input"]), "trace_format": "eip3155"}))
+    assert reply["type"] == "result" and "trace" not in reply
+
+
 def test_each_selftest_check_reports_its_own_problem(vectors):
     # A stray line before one sample's response: only the checks that send that vector's
     # input fail, each naming the stray line; the lost response does not leak into later checks.
@@ -81,18 +122,19 @@ def test_each_selftest_check_reports_its_own_problem(vectors):
     checks = run_selftest(command, vectors, timeout=5)
     failing = {c.name: c.detail for c in checks if not c.ok}
     trace_check = "capability trace: step traces equal the reference's (jumps, subroutine calls, nested calls)"
-    assert sorted(failing) == ["answers 40 pipelined requests in order with their ids", trace_check,
+    eip3155_check = "capability trace_eip3155: EIP-3155 traces equal the reference's"
+    assert sorted(failing) == ["answers 40 pipelined requests in order with their ids", trace_check, eip3155_check,
                                "executes 12 sample vectors of every outcome kind exactly"], failing
     assert all("panic: unexpected state" in d for d in failing.values())
     assert f"response to {target}" in failing[trace_check]
-    assert len(checks) == 12
+    assert len(checks) == 19
 
 
 def test_selftest_of_an_adapter_that_dies_names_its_exit_status_and_stderr(vectors):
     command = shlex.join([sys.executable, str(FAULTY), "--fault", "exit-70", "--target", "control/TRAP/alone"])
     checks = run_selftest(command, vectors, timeout=5)
     failing = [c for c in checks if not c.ok]
-    assert [c.name.split(":")[0].split(" ")[0] for c in failing] == ["executes", "answers", "capability"]
+    assert [c.name.split(":")[0].split(" ")[0] for c in failing] == ["executes", "answers", "capability", "capability"]
     for c in failing:
         assert "closed its stdout (exit status 70)" in c.detail, c.detail
         assert "stderr: Traceback: internal error on " in c.detail and "TRAP" not in c.detail.split("stderr:")[1]
@@ -144,4 +186,24 @@ def test_cli_vectors_commands():
 
 def test_cli_selftest_of_the_reference():
     done = cli("conformance", "selftest")
-    assert done.returncode == 0 and "12/12 checks passed" in done.stdout
+    assert done.returncode == 0 and "19/19 checks passed" in done.stdout
+
+
+def test_the_eip3155_example_of_11_5_5_is_what_the_reference_writes():
+    # The example in the spec text is written by hand (11.5.5); the reference must agree with it.
+    import io
+    import re
+
+    from conformance.definitions.common import case
+    from conformance.vector import input_of, run_reference
+    from reference_vm.trace import Eip3155Tracer
+
+    text = (ROOT / "spec" / "chapters" / "11-conformance.md").read_text()
+    step = re.search(r'`(\{"depth":1,"gas":"0x64"[^`]*\})`', text).group(1)
+    summary = re.search(r'`(\{"gasUsed":[^`]*\})`', text).group(1)
+    out = io.StringIO()
+    run_reference(input_of(case("x", "x", "push1 1\nstop\n", limits={"compute": 100})), Eip3155Tracer(out))
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 3 and lines[0] == step and lines[2] == summary
+    assert json.loads(lines[1]) == {**json.loads(step), "pc": 2, "op": 0, "opName": "STOP", "gas": "0x63",
+                                    "gasCost": "0x0", "stack": ["0x1"]}

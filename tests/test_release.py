@@ -29,15 +29,15 @@ def test_release_is_reproducible_and_usable(tmp_path):
     b = next((tmp_path / "b").glob("*.tar.gz")).read_bytes()
     assert a == b
     # nothing but the tarball is left (no temporary file), readable by everyone
-    assert [p.name for p in (tmp_path / "a").iterdir()] == ["rtwo-vm-vectors-1.0.1.tar.gz"]
-    assert (tmp_path / "a" / "rtwo-vm-vectors-1.0.1.tar.gz").stat().st_mode & 0o777 == 0o644
+    assert [p.name for p in (tmp_path / "a").iterdir()] == ["rtwo-vm-vectors-1.0.2.tar.gz"]
+    assert (tmp_path / "a" / "rtwo-vm-vectors-1.0.2.tar.gz").stat().st_mode & 0o777 == 0o644
     assert hashlib.sha256(a).hexdigest() in first.stdout
-    with tarfile.open(tmp_path / "a" / "rtwo-vm-vectors-1.0.1.tar.gz") as tar:
+    with tarfile.open(tmp_path / "a" / "rtwo-vm-vectors-1.0.2.tar.gz") as tar:
         names = tar.getnames()
-        assert names[0] == "rtwo-vm-vectors-1.0.1" and len(names) == len(set(names))
+        assert names[0] == "rtwo-vm-vectors-1.0.2" and len(names) == len(set(names))
         assert all(m.mtime == 0 and m.uid == 0 and m.uname == "" for m in tar.getmembers())
         tar.extractall(tmp_path / "x", filter="data")
-    top = tmp_path / "x" / "rtwo-vm-vectors-1.0.1"
+    top = tmp_path / "x" / "rtwo-vm-vectors-1.0.2"
     manifest = json.loads((top / "manifest.json").read_text())
     stored = json.loads((VECTORS_DIR / "manifest.json").read_text())
     assert manifest == stored
@@ -46,7 +46,7 @@ def test_release_is_reproducible_and_usable(tmp_path):
     assert {p.name.removesuffix(".schema.json") for p in (top / "schemas").iterdir()} == SCHEMAS
     assert (top / "protocol.md").read_text().startswith("# 11 Conformance")
     text = (top / "README.md").read_text()
-    assert manifest["digest"] in text and "1.0.1" in text and str(manifest["vector_count"]) in text
+    assert manifest["digest"] in text and "1.0.2" in text and str(manifest["vector_count"]) in text
     run = subprocess.run([*CLI, "conformance", "run", "--dir", str(top), "--filter", "arithmetic/ADD/*",
                           "--repeat", "0", "--quiet", "--out", str(tmp_path / "out")],
                          capture_output=True, text=True, timeout=300)

@@ -14,7 +14,7 @@ from conformance.vector import Case
 
 MODULES = ("arithmetic", "comparison", "bitwise", "stack", "control", "memory", "storage",
            "environment", "hash", "event", "call", "context", "generic", "boundaries",
-           "violations", "policies", "validation", "clarifications", "beneath", "details")
+           "violations", "policies", "validation", "clarifications", "beneath", "details", "classes")
 
 
 def all_cases() -> Iterator[Case]:

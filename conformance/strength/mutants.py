@@ -2,7 +2,9 @@
 
 A generated mutant changes one node: a binary operator (``+`` to ``-``, ``<<`` to ``>>``, ...),
 a comparison (``<`` to ``<=``, ``==`` to ``!=``, ...), a boolean operator or ``not``, an
-integer or boolean constant, or a statement (removed, replaced by ``pass``). Docstrings,
+integer or boolean constant, or a statement (removed, replaced by ``pass``); or it plants one of
+the bug classes of operators.py (a result list reordered, a copy's zero fill dropped, stale
+return data, size fields read as signed). Docstrings,
 annotations, strings and the messages of raised errors are never mutated.
 
 A mutant's id is ``module:function:kind:key``, where key is a short hash of the mutated line
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import reference_vm
+from conformance.strength import operators
 
 PACKAGE = Path(reference_vm.__file__).resolve().parent
 HERE = Path(__file__).resolve().parent
@@ -34,6 +37,8 @@ DEFAULT_MODULES = (
     "execute.py", "program.py", "state.py", "result.py", "words.py",
 )
 
+# Every kind of generated mutant (curated bugs are kind "curated").
+KINDS = ("binop", "compare", "boolop", "not", "constant", "statement", *operators.KINDS)
 BINOPS = {ast.Add: (ast.Sub,), ast.Sub: (ast.Add,), ast.Mult: (ast.Add,), ast.FloorDiv: (ast.Mult,),
           ast.Mod: (ast.FloorDiv,), ast.BitAnd: (ast.BitOr,), ast.BitOr: (ast.BitAnd,),
           ast.BitXor: (ast.BitOr,), ast.LShift: (ast.RShift,), ast.RShift: (ast.LShift,),
@@ -109,13 +114,16 @@ class _Points(ast.NodeVisitor):
         self.skipped = skipped
         self.function = "<module>"
         self.statement: ast.stmt | None = None
+        self.frames: list[str] = []      # the enclosing function's Frame arguments
         self.points: list[tuple[str, ast.stmt, ast.AST, str, object]] = []
 
     def _scoped(self, node):
-        outer = self.function
+        outer, frames = self.function, self.frames
         self.function = node.name if outer == "<module>" else f"{outer}.{node.name}"
+        if isinstance(node, ast.FunctionDef):
+            self.frames = operators.frame_arguments(node)
         self.generic_visit(node)
-        self.function = outer
+        self.function, self.frames = outer, frames
 
     visit_FunctionDef = visit_ClassDef = _scoped
 
@@ -154,6 +162,8 @@ class _Points(ast.NodeVisitor):
         if isinstance(node, (ast.Expr, ast.Assign, ast.AugAssign, ast.Return, ast.Raise, ast.If)) \
                 and not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
             add("statement", None)
+        for kind, variant in operators.points(node, self.statement, self.frames):
+            add(kind, variant)
 
 
 def _apply(node: Any, kind: str, new) -> str:
@@ -213,6 +223,7 @@ def generated(module: str, source: str | None = None) -> Iterator[Mutant]:
         nodes: list[Any] = list(ast.walk(work))
         statement, node = nodes[where], nodes[at]
         before, header_before = _unparse(statement), _header(statement)
+        header_after = ""
         if kind == "statement":
             description = f"remove `{_unparse(statement).splitlines()[0][:60]}`"
             _Replace(node, ast.Pass()).visit(work)
@@ -221,13 +232,18 @@ def generated(module: str, source: str | None = None) -> Iterator[Mutant]:
             description = "drop `not`"
             _Replace(node, node.operand).visit(work)
             after = _unparse(statement)
+        elif kind in operators.KINDS:
+            replacement, description = operators.rewrite(node, kind, new)
+            _Replace(node, replacement).visit(work)
+            changed = replacement if node is statement else statement
+            after, header_after = _unparse(changed), _header(changed)
         else:
             description = _apply(node, kind, new)
             after = _unparse(statement)
         if after == before:
             continue
         ast.fix_missing_locations(work)
-        key = _key(kind, header_before, "pass" if kind == "statement" else _header(statement))
+        key = _key(kind, header_before, "pass" if kind == "statement" else header_after or _header(statement))
         seen = counts.get((function, kind, key), 0) + 1
         counts[(function, kind, key)] = seen
         yield Mutant(id=f"{module}:{function}:{kind}:{key}" + (f".{seen}" if seen > 1 else ""), module=module, kind=kind,
@@ -305,14 +321,15 @@ def stale(listed: dict[str, str], modules: tuple[str, ...] = ()) -> list[str]:
     return [i for i in wanted if i not in ids]
 
 
-def select(modules: tuple[str, ...] = (), limit: int | None = None) -> list[Mutant]:
-    """The generated mutants of the given modules (default DEFAULT_MODULES). With a limit, an
-    evenly spread, deterministic sample of that many (chosen by the hash of their ids)."""
+def select(modules: tuple[str, ...] = (), limit: int | None = None, kinds: tuple[str, ...] = ()) -> list[Mutant]:
+    """The generated mutants of the given modules (default DEFAULT_MODULES), of the given kinds
+    (default every kind). With a limit, an evenly spread, deterministic sample of that many
+    (chosen by the hash of their ids)."""
     names = [m if m.endswith(".py") else m + ".py" for m in modules] or list(DEFAULT_MODULES)
     unknown = [m for m in names if not (PACKAGE / m).is_file()]
     if unknown:
         raise ValueError(f"no module reference_vm/{unknown[0]}")
-    found = [m for name in names for m in generated(name)]
+    found = [m for name in names for m in generated(name) if not kinds or m.kind in kinds]
     if limit is not None and limit < len(found):
         found = sorted(found, key=lambda m: hashlib.sha256(m.id.encode()).hexdigest())[:limit]
         found.sort(key=lambda m: (m.module, m.line, m.id))

@@ -37,6 +37,16 @@ opaque ids, so the fixture finds the targeted vectors by their input in the corp
                     a wrong output on the vectors of --target
   impostor          calls itself rtwo-reference, with a wrong output on --target
   hello-pid         writes its pid to --pidfile after the hello and hangs on every request
+  execute-before-hello  executes a request that comes before the hello (the 1.0 reference)
+  any-spec-version  accepts a hello of any spec version
+  no-depth-bound    reads lines nested deeper than 32 levels (and answers them)
+  traced-format-only    checks trace_format only when trace is true (spec 1.0.1's text)
+  lenient-input     runs execute requests outside the schema's form: "0x1AB", "trace": "yes",
+                    no trace member, ... (the 1.0.1 reference)
+  eip3155-native    claims trace_eip3155 but answers it with native traces
+  no-eip3155        claims no trace_eip3155 and answers it with native traces
+  exact-decimal     reads JSON numbers by their exact decimal value (1000000000000.00000001 is
+                    no integer), not by their binary64 value
 """
 
 from __future__ import annotations
@@ -60,7 +70,8 @@ from conformance.protocol import EXIT_UNSUPPORTED, encode  # noqa: E402
 FAULTS = ("wrong-result", "miscount-compute", "nondeterministic", "crash", "exit-70", "killed", "hang", "garbage",
           "extra-line", "wrong-id", "exceed-limit", "bad-stage", "bad-hello", "noisy", "nested", "nested-hello",
           "huge-line", "endless-line", "blank-flood", "stderr-flood", "setsid-crash", "lookup", "lose-jumps", "partial", "impostor",
-          "hello-pid")
+          "hello-pid", "execute-before-hello", "any-spec-version", "no-depth-bound", "traced-format-only",
+          "lenient-input", "eip3155-native", "no-eip3155", "exact-decimal")
 PARTIAL = {"PUSH8", "PUSH1", "ADD", "SUB", "MUL", "STOP", "RETURN", "REVERT", "POP", "DUP1", "SWAP1", "MSTORE",
            "MLOAD", "TRAP", "JUMP"}
 NESTED = b"[" * 200_000 + b"\n"
@@ -97,6 +108,9 @@ class FaultyAdapter(Adapter):
             self.name = "rtwo-reference"
         if fault == "lookup":
             self.capabilities = ()          # it has no VM to trace
+        if fault == "no-eip3155":
+            self.capabilities = ("trace",)
+        self.greeted = fault == "execute-before-hello"
         vectors = corpus.load() if target != "*" or fault == "lookup" else []
         self.targets = None if target == "*" else {
             _key(v["input"]) for v in vectors if fnmatch.fnmatchcase(v["id"], target)}
@@ -117,7 +131,19 @@ class FaultyAdapter(Adapter):
             self.current = False
         return super().handle(line)
 
+    def request_problem(self, request):
+        if self.fault == "lenient-input":
+            return None if request.get("trace_format", "native") in ("native", "eip3155") else "trace_format"
+        if self.fault == "traced-format-only" and request.get("trace") is not True:
+            request = {k: v for k, v in request.items() if k != "trace_format"}
+        return super().request_problem(request)
+
+    def unsupported(self, request):
+        return None if self.fault == "no-eip3155" else super().unsupported(request)
+
     def hello(self, request):
+        if self.fault == "any-spec-version":
+            request = {**request, "spec_version": "1.0"}
         reply, go_on = super().hello(request)
         if self.fault == "bad-hello":
             reply["protocol"] = "rtwo-conformance/0"
@@ -126,6 +152,8 @@ class FaultyAdapter(Adapter):
         return reply, go_on
 
     def execute(self, vector_id, vector_input, trace):
+        if self.fault in ("eip3155-native", "no-eip3155"):
+            self.trace_format = "native"
         if self.fault == "noisy":
             print(f"executing {vector_id}", file=sys.stderr, flush=True)
         if self.fault == "stderr-flood":
@@ -269,6 +297,23 @@ def main() -> int:
     parser.add_argument("--perturbed-only", action="store_true", help="hang: only outside UTC")
     parser.add_argument("--traced-only", action="store_true", help="hang: only when tracing")
     args = parser.parse_args()
+    if args.fault == "no-depth-bound":
+        import conformance.adapter
+        conformance.adapter.loads_bounded = json.loads   # type: ignore[assignment]
+    if args.fault == "exact-decimal":
+        import conformance.adapter
+        from decimal import Decimal
+        from fractions import Fraction
+
+        def exact(text):
+            value = Decimal(text)
+            return int(value) if value == value.to_integral_value() else Fraction(value)
+        bounded = conformance.adapter.loads_bounded
+
+        def loads(line):
+            bounded(line)                  # the nesting bound as before
+            return json.loads(line, parse_float=exact)
+        conformance.adapter.loads_bounded = loads  # type: ignore[assignment]
     adapter = FaultyAdapter(args.fault, args.target, args.op, args.pidfile, args.request_id)
     adapter.once, adapter.perturbed_only = args.once, args.perturbed_only
     adapter.traced_only = args.traced_only
