@@ -324,7 +324,7 @@ def _forked(context, tasks: list[tuple], jobs: int):
     """The rows of each task, run in a process of its own forked from this one, ``jobs`` at a
     time, as they finish. A process that ends without sending its rows (a crash, a kill, or a
     user's theorem calling ``os._exit``) gives ERROR rows for all of them, never a hang."""
-    from multiprocessing.connection import wait
+    from multiprocessing.connection import Connection, wait
     pending = list(reversed(tasks))
     running: dict = {}                # connection -> (process, task, start)
     try:
@@ -336,16 +336,19 @@ def _forked(context, tasks: list[tuple], jobs: int):
                 process.start()
                 send.close()
                 running[receive] = (process, task, time.perf_counter())
-            for conn in wait(list(running)):
-                process, task, start = running.pop(conn)
+            for ready in wait(list(running)):
+                conn = ready if isinstance(ready, Connection) else None
+                process, task, start = running.pop(ready)
                 try:
-                    done = conn.recv()
+                    done = conn.recv() if conn is not None else None
+                    if done is None:
+                        raise EOFError
                 except Exception:  # noqa: BLE001 - EOF, or a message cut short by the process's end
                     process.join()
                     done = error_rows(task, time.perf_counter() - start,
                                       f"the task's process ended (exit code {process.exitcode}) "
                                       "before it reported its rows")
-                conn.close()
+                ready.close()
                 process.join()
                 yield done
     finally:
