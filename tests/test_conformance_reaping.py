@@ -18,8 +18,10 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from conformance import corpus
-from conformance.runner import Settings
+from conformance.runner import AdapterProcess, Settings, StartError
 from conformance.selection import select
 from conformance.suite import Options, run_suite
 
@@ -140,3 +142,17 @@ def test_the_daemon_escapes_without_its_keeper(tmp_path):
         for pid in daemons(tmp_path):
             if alive(pid, tmp_path):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_a_command_that_cannot_start_is_a_start_error_and_leaves_no_keeper(tmp_path):
+    missing = tmp_path / "no-such-adapter"
+    with pytest.raises(StartError, match=r"cannot start '.*no-such-adapter': No such file or directory"):
+        AdapterProcess([str(missing)], Settings(), None, 0)
+    left = []
+    for name in os.listdir("/proc"):
+        try:
+            if name.isdigit() and str(missing).encode() in Path(f"/proc/{name}/cmdline").read_bytes():
+                left.append(int(name))
+        except OSError:
+            pass
+    assert left == [], "the keeper of a command that could not start survived"
