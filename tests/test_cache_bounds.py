@@ -123,3 +123,13 @@ def test_the_compiled_engines_profiles_stay_under_their_bound():
         assert cache.bytes <= cache.max_bytes
         assert cache.bytes == sum(cache.entry_bytes(c, v) for t in cache.tables.values() for c, v in t.items())
     assert 0 < len(engine.cache.profiles()) < 6
+
+
+def test_64_kib_codes_of_the_worst_shape_stay_under_the_compiled_engines_default_bound():
+    engine = Engine(threshold=1, cold_segments=0)      # a profile from the first execution on
+    for i in range(3):          # each profile about 30 MB: the third empties the table first
+        code = build(op("NOP") * i + op("STOP") * (CODE_SIZE - i))
+        assert engine.execute(WorldState({1: Contract(code)}), Message(1, 1)).status == "success"
+        assert engine.cache.bytes <= MAX_BYTES
+        assert engine.cache.bytes > 25 * MIB        # the profile just made is charged
+    assert len(engine.cache.profiles()) == 1       # two fit (59 MB), the third emptied the table
