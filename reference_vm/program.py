@@ -145,13 +145,16 @@ class ProgramCache:
         (the policy is bound separately, from refusals computed once per policy:
         policy.refusals)."""
         key = (blob, word)
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is not None:
-                self._entries.move_to_end(key)
-                self._hits += 1
-                return entry[0]
-            self._misses += 1
+        entries = self._entries
+        entry = entries.get(key)         # the hit path takes no lock: each step is atomic
+        if entry is not None:
+            try:
+                entries.move_to_end(key)
+            except KeyError:             # another thread evicted it meanwhile
+                pass
+            self._hits += 1
+            return entry[0]
+        self._misses += 1
         program = prepare(validate(blob), word)
         size = program_bytes(program, len(blob))
         if size > self.max_bytes:
