@@ -51,17 +51,20 @@ class CompiledExecution(Execution):
     def _run(self, frame: Frame) -> None:
         program = frame.program
         code = program.code.code
-        table = self.engine.cache.table(self.word.bits)
+        cache = self.engine.cache
+        table = cache.table(self.word.bits)
         profile = table.get(code)
         pc = 0
         if profile is None:     # first sight of this code: interpret, unless the frame runs long
-            table[code] = COLD
+            cache.put(table, code, COLD)
             pc = self._run_cold(frame) if self.engine.cold_segments else 0
             profile = table.get(code)   # a nested call of the same code may have profiled it
             if profile is None or profile is COLD:
-                profile = table[code] = Profile(program)
+                profile = Profile(program)
+                cache.put(table, code, profile)
         elif profile is COLD:
-            profile = table[code] = Profile(program)
+            profile = Profile(program)
+            cache.put(table, code, profile)
         self._run_profiled(frame, profile, pc)  # type: ignore[arg-type]
 
     def _run_cold(self, frame: Frame) -> int:
@@ -144,10 +147,13 @@ class Engine:
         return program
 
     def compile(self, profile, head: int, word) -> None:
+        before = profile.size
         try:
             profile.compile_at(head, word)
         except Exception:  # noqa: BLE001 - a region that cannot be compiled stays interpreted
             self.compile_failures += 1
+        if profile.size != before:
+            self.cache.grew(profile, profile.size - before)
 
     def execute(self, state: WorldState, message: Message, context: Context | None = None,
                 policy: policy_mod.Policy | None = None, limits: Limits | None = None, *,

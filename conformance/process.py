@@ -1,8 +1,10 @@
 """One adapter process, bounded in every direction (spec chapter 11.5.1, 11.6).
 
-- It runs in its own session and process group, with a per-process token in its environment;
-  killing it kills the group and every process that still carries the token (a grandchild
-  that called setsid included), so no process outlives the run.
+- It runs under a keeper (conformance.keeper), a child subreaper: every process the adapter
+  starts stays the keeper's descendant whatever it does to its environment, session or
+  process group, and killing the adapter (closing the keeper's lifeline, or the runner's
+  death) kills and reaps that whole tree, so no process outlives the run. A per-process token
+  in its environment is an extra net: ``kill`` also kills every process that still carries it.
 - Its stdout is read in chunks into a buffer that never holds more than ``max_line`` bytes
   of one line: a longer line, or one that never ends, is an ``oversized`` failure as soon as
   the limit is passed, not when the line is complete.
@@ -27,11 +29,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from conformance.keeper import KeeperError, start, sweep
 from conformance.protocol import SHUTDOWN, ProtocolError, decode, encode, hello_problems, hello_request
 
 READ_SIZE = 1 << 16
 READ_BUDGET = 1 << 20     # bytes read from one pipe before the loop looks at everything else
 EXIT_GRACE = 1.0          # seconds to wait for a process that closed its stdout to exit
+KEEPER_GRACE = 10.0       # seconds the keeper has to kill and reap the adapter's tree
 LOG_SUFFIX = ".adapter.log"
 TOKEN_VARIABLE = "RTWO_CONFORMANCE_ADAPTER"
 _LOG_SEQUENCE = itertools.count(1)
@@ -122,36 +126,6 @@ def describe_exit(code: int | None) -> str:
     return f"exit status {code}"
 
 
-def _sweep(tokens: set[bytes]) -> None:
-    """SIGKILL every process whose environment carries one of ``tokens``."""
-    for token in tokens:
-        for pid in _tagged(token):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-
-
-def _tagged(token: bytes) -> list[int]:
-    """Processes of this user whose environment carries ``token`` (Linux /proc; else none)."""
-    found = []
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return found
-    me = os.getpid()
-    for name in entries:
-        if not name.isdigit() or int(name) == me:
-            continue
-        try:
-            with open(f"/proc/{name}/environ", "rb") as f:
-                if token in f.read():
-                    found.append(int(name))
-        except OSError:
-            continue
-    return found
-
-
 def _read_chunk(fd: int) -> bytes | None:
     """One read of a non-blocking pipe: None when nothing is waiting, b"" at its end (or
     when reading it failed, which ends it as well)."""
@@ -180,13 +154,12 @@ class AdapterProcess:
         # still finds it (kill_all sweeps every token not yet retired).
         _TOKENS.add(self.token.encode())
         try:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.PIPE, env=env, cwd=settings.cwd,
-                                         start_new_session=True)
-        except OSError as err:
+            self.proc, self.adapter_pid, self.lifeline = start(argv, env, settings.cwd, settings.handshake_timeout)
+        except (OSError, KeeperError) as err:
             _TOKENS.discard(self.token.encode())
             where = f" (in {settings.cwd})" if settings.cwd else ""
-            raise StartError(f"cannot start {argv[0]!r}{where}: {err.strerror or err}") from None
+            reason = (err.strerror or err) if isinstance(err, OSError) else err
+            raise StartError(f"cannot start {argv[0]!r}{where}: {reason}") from None
         _LIVE.add(self)
         self.out_fd, self.in_fd, self.err_fd = (self.proc.stdout.fileno(), self.proc.stdin.fileno(),
                                                 self.proc.stderr.fileno())
@@ -390,15 +363,21 @@ class AdapterProcess:
         return ("; stderr: " + " | ".join(t[:200] for t in text[-lines:])) if text else ""
 
     def kill(self) -> None:
-        """Kill the process, its group and every process carrying its token; reap; close."""
+        """Kill the process and every process it started (its keeper kills and reaps the whole
+        tree when its lifeline closes), then every process carrying its token; reap; close."""
         if self.closed:
             return
+        if self.lifeline >= 0:
+            os.close(self.lifeline)
+            self.lifeline = -1
         try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError, OSError):
-            if self.proc.poll() is None:
+            self.proc.wait(timeout=KEEPER_GRACE)
+        except subprocess.TimeoutExpired:          # a keeper that does not end: the net below
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except OSError:
                 self.proc.kill()
-        _sweep({self.token.encode()})
+        sweep({self.token.encode()})
         self._reap()
         _TOKENS.discard(self.token.encode())
 
@@ -492,7 +471,7 @@ def kill_all() -> None:
         except Exception:  # noqa: BLE001 - best effort on the way out
             pass
     if _TOKENS:                      # started but never registered (interrupted in between)
-        _sweep(set(_TOKENS))
+        sweep(set(_TOKENS))
         _TOKENS.clear()
 
 

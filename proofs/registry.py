@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-import importlib.util
 import pkgutil
 import sys
 from dataclasses import dataclass, field
@@ -167,31 +166,146 @@ class TheoremFileError(ValueError):
     """A user's theorem file that cannot be loaded (one line, for the CLI)."""
 
 
+MAX_FILE = 1 << 20          # bytes of a user's theorem file
+LOAD_SECONDS = 300.0        # how long loading it (in a child process) may take
+WIDTHS = (8, 16, 32, 64, 0)
+
+
 def load_file(path: str | Path) -> list[Theorem]:
-    """Run a user's Python file of theorem declarations and return what it declared."""
+    """What a user's Python file of theorem declarations declares (any file name: it is read
+    as Python source, at most ``MAX_FILE`` bytes, through spec.files.read_bounded).
+
+    The file's code never runs in this process: it is run in a forked child, which reports
+    what it declared (name, opcode, widths, note, profile); a child that ends without its
+    report (``os._exit(0)`` in the file, a crash, a kill) is a TheoremFileError, and so are
+    two theorems of one name. Each returned Theorem's ``build`` runs the file again in the
+    process that calls it (a proof task's own process) and builds that theorem there."""
+    from spec.files import FileRefused, read_bounded
     file = Path(path)
-    if not file.is_file():
-        raise TheoremFileError(f"--theorems: no file {file}")
-    if file.stat().st_size > 1 << 20:
-        raise TheoremFileError(f"--theorems: {file} is larger than 1 MiB")
+    try:
+        source = read_bounded(file, MAX_FILE, "theorem file")
+    except FileRefused as err:
+        raise TheoremFileError(f"--theorems: {err}") from None
     digest = hashlib.sha256(str(file.resolve()).encode()).hexdigest()[:12]
     module_name = f"rtwo_user_theorems_{digest}"
-    spec = importlib.util.spec_from_file_location(module_name, file)
-    module = importlib.util.module_from_spec(spec)
-    _DECLARED.pop(module_name, None)
-    sys.modules[module_name] = module
-    try:
-        spec.loader.exec_module(module)
-    except (Exception, SystemExit) as err:  # noqa: BLE001 - a broken file: a one-line error
-        sys.modules.pop(module_name, None)
-        raise TheoremFileError(f"--theorems: {file}: {type(err).__name__}: {err}") from None
-    declared = _DECLARED.get(module_name, [])
+    declared = _declared_in_child(file, source, module_name)
     if not declared:
         raise TheoremFileError(f"--theorems: {file} declares no theorem "
                                "(use proofs.registry.declare, theorem, word_law or state_law)")
-    widths = {8, 16, 32, 64, 0}
-    for th in declared:
-        if not th.widths or not set(th.widths) <= widths:
-            raise TheoremFileError(f"--theorems: {th.name}: widths must be among 8, 16, 32, "
-                                   f"64 (or 0 for width-free), not {th.widths}")
-    return list(declared)
+    seen: set[str] = set()
+    out = []
+    for name, opcode, widths, note, profile in declared:
+        if name in seen:
+            raise TheoremFileError(f"--theorems: {file}: two theorems are named {name!r} "
+                                   "(each theorem needs a name of its own)")
+        seen.add(name)
+        if not widths or not set(widths) <= set(WIDTHS):
+            raise TheoremFileError(f"--theorems: {name}: widths must be among 8, 16, 32, "
+                                   f"64 (or 0 for width-free), not {tuple(widths)}")
+        out.append(Theorem(name, opcode, tuple(widths), _Deferred(str(file), source, module_name, name),
+                           note, profile, module_name))
+    return out
+
+
+def _run_source(file: str, source: bytes, module_name: str) -> list[Theorem]:
+    """Run the file's source as module ``module_name`` in this process; what it declared."""
+    import types
+    module = types.ModuleType(module_name)
+    module.__file__ = file
+    _DECLARED.pop(module_name, None)
+    sys.modules[module_name] = module
+    try:
+        exec(compile(source, file, "exec"), module.__dict__)  # noqa: S102 - the user's own theorems
+    except BaseException:
+        sys.modules.pop(module_name, None)
+        raise
+    return list(_DECLARED.get(module_name, []))
+
+
+def _declaration(th: Theorem) -> list:
+    """A declared theorem as plain data, its fields' types checked."""
+    widths = th.widths
+    if not (isinstance(th.name, str) and isinstance(th.opcode, str) and isinstance(th.note, str)
+            and (th.profile is None or isinstance(th.profile, str))
+            and isinstance(widths, tuple) and all(type(w) is int for w in widths)):
+        raise TypeError(f"theorem {str(th.name)[:80]!r}: name, opcode, note and profile must be "
+                        "strings and widths a tuple of integers")
+    return [th.name, th.opcode, list(widths), th.note, th.profile]
+
+
+def _declared_in_child(file: Path, source: bytes, module_name: str) -> list:
+    """Run the file in a forked child; the declarations it reports, or TheoremFileError."""
+    import json
+    import os
+    import select
+    import time
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:                      # the child: report, then end without running anything else
+        code = 1
+        try:
+            os.close(read_end)
+            try:
+                doc: dict = {"declared": [_declaration(th) for th in _run_source(str(file), source, module_name)]}
+            except BaseException as err:  # noqa: BLE001 - SystemExit and KeyboardInterrupt included
+                doc = {"error": f"{type(err).__name__}: {err}".splitlines()[0][:500] if str(err)
+                       else type(err).__name__}
+            data = json.dumps(doc).encode()
+            while data:
+                data = data[os.write(write_end, data):]
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    chunks, total, deadline, late = [], 0, time.monotonic() + LOAD_SECONDS, False
+    try:
+        while total <= MAX_FILE:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([read_end], [], [], left)[0]:
+                os.kill(pid, 9)
+                late = True
+                break
+            chunk = os.read(read_end, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+    finally:
+        os.close(read_end)
+        if total > MAX_FILE:
+            os.kill(pid, 9)
+        _, status = os.waitpid(pid, 0)
+    try:
+        doc = json.loads(b"".join(chunks)) if total <= MAX_FILE else None
+    except ValueError:
+        doc = None
+    if late:
+        raise TheoremFileError(f"--theorems: {file}: loading the file took more than {LOAD_SECONDS:g} s")
+    if not isinstance(doc, dict):
+        ended = (f"killed by signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status)
+                 else f"exit status {os.waitstatus_to_exitcode(status)}")
+        raise TheoremFileError(f"--theorems: {file}: loading the file ended its process ({ended}) "
+                               "before it reported its theorems")
+    if "error" in doc:
+        raise TheoremFileError(f"--theorems: {file}: {doc['error']}")
+    return [tuple(d) for d in doc["declared"]]
+
+
+_LOADED: dict[str, list[Theorem]] = {}     # module name -> what the file declared, in this process
+
+
+class _Deferred:
+    """The ``build`` of a user's theorem: runs the file in this process (once) and builds."""
+
+    def __init__(self, file: str, source: bytes, module_name: str, name: str):
+        self.file, self.source, self.module_name, self.name = file, source, module_name, name
+
+    def __call__(self, bits: int, *model) -> Query:
+        declared = _LOADED.get(self.module_name)
+        if declared is None:
+            declared = _LOADED[self.module_name] = _run_source(self.file, self.source, self.module_name)
+        found = [th for th in declared if th.name == self.name]
+        if len(found) != 1:
+            raise TheoremFileError(f"--theorems: {self.file}: theorem {self.name!r} is not declared "
+                                   "when the file runs again")
+        return found[0].build(bits, *model)

@@ -234,14 +234,20 @@ def run_task(task: tuple) -> list[dict]:
                     for th, (status, extra, share) in zip(ths, results)]
         return [_agreement(kind, key, bits, start)]
     except Exception as err:  # noqa: BLE001 - a crashing task is a failure row, not a crash
-        elapsed = time.perf_counter() - start
-        if kind in ("theorem", "group"):
-            keys = key if kind == "group" else (key,)
-            return [_row(_THEOREMS[i].name if i < len(_THEOREMS) else f"theorem #{i}",
-                         _THEOREMS[i].opcode if i < len(_THEOREMS) else "-", bits, ERROR,
-                         elapsed, error=f"{type(err).__name__}: {err}") for i in keys]
-        return [_row(f"agreement_{kind}", str(key), bits, ERROR, elapsed,
-                     error=f"{type(err).__name__}: {err}")]
+        return error_rows(task, time.perf_counter() - start, f"{type(err).__name__}: {err}")
+
+
+def error_rows(task: tuple, elapsed: float, error: str) -> list[dict]:
+    """The rows of ``task`` (every row of a batch or a group) as ERROR rows saying ``error``."""
+    kind, key, bits = task
+    if kind == "batch":
+        return [row for t in key for row in error_rows(t, 0.0, error)]
+    if kind in ("theorem", "group"):
+        keys = key if kind == "group" else (key,)
+        return [_row(_THEOREMS[i].name if i < len(_THEOREMS) else f"theorem #{i}",
+                     _THEOREMS[i].opcode if i < len(_THEOREMS) else "-", bits, ERROR,
+                     elapsed, error=error) for i in keys]
+    return [_row(f"agreement_{kind}", str(key), bits, ERROR, elapsed, error=error)]
 
 
 def _same(a: list, b: list) -> bool:
@@ -309,6 +315,49 @@ def _warm(options: Options) -> None:
             sampled.check("NOP", 1)
 
 
+def _task_child(conn, task: tuple) -> None:
+    conn.send(run_task(task))
+    conn.close()
+
+
+def _forked(context, tasks: list[tuple], jobs: int):
+    """The rows of each task, run in a process of its own forked from this one, ``jobs`` at a
+    time, as they finish. A process that ends without sending its rows (a crash, a kill, or a
+    user's theorem calling ``os._exit``) gives ERROR rows for all of them, never a hang."""
+    from multiprocessing.connection import Connection, wait
+    pending = list(reversed(tasks))
+    running: dict = {}                # connection -> (process, task, start)
+    try:
+        while pending or running:
+            while pending and len(running) < jobs:
+                task = pending.pop()
+                receive, send = context.Pipe(duplex=False)
+                process = context.Process(target=_task_child, args=(send, task), daemon=True)
+                process.start()
+                send.close()
+                running[receive] = (process, task, time.perf_counter())
+            for ready in wait(list(running)):
+                conn = ready if isinstance(ready, Connection) else None
+                process, task, start = running.pop(ready)
+                try:
+                    done = conn.recv() if conn is not None else None
+                    if done is None:
+                        raise EOFError
+                except Exception:  # noqa: BLE001 - EOF, or a message cut short by the process's end
+                    process.join()
+                    done = error_rows(task, time.perf_counter() - start,
+                                      f"the task's process ended (exit code {process.exitcode}) "
+                                      "before it reported its rows")
+                ready.close()
+                process.join()
+                yield done
+    finally:
+        for conn, (process, _, _) in running.items():
+            process.kill()
+            process.join()
+            conn.close()
+
+
 def run_suite(options: Options, progress=None) -> list[dict]:
     global _OPTIONS, _THEOREMS
     _OPTIONS = options
@@ -336,12 +385,11 @@ def run_suite(options: Options, progress=None) -> list[dict]:
             return sum(rows_of(u) for u in t[1])
         return len(t[1]) if t[0] == "group" else 1
     total = sum(rows_of(t) for t in tasks)
-    with context.Pool(options.jobs, maxtasksperchild=1) as pool:
-        for done in pool.imap_unordered(run_task, tasks):
-            for row in done:
-                rows.append(row)
-                if progress:
-                    progress(len(rows), total, row)
+    for done in _forked(context, tasks, options.jobs):
+        for row in done:
+            rows.append(row)
+            if progress:
+                progress(len(rows), total, row)
     rows.sort(key=lambda r: (r["theorem"].startswith("agreement"), str(r["opcode"]),
                              r["theorem"], str(r["width"])))
     return rows

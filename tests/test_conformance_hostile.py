@@ -158,7 +158,9 @@ def test_a_crash_is_a_crash_even_when_a_setsid_grandchild_holds_stdout(tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     found = failures(out)[TARGET]
     assert found["kind"] == "crash" and "exit status 70" in found["reason"], found
-    assert "held open by another process" in found["reason"]
+    # The adapter's keeper kills what the adapter left the moment the adapter exits, so the
+    # grandchild no longer holds its stdout open (the crash is seen at once, not at a timeout).
+    assert "held open by another process" not in found["reason"]
     grandchild = int((tmp_path / "adapter.pid").read_text())
     assert not alive(grandchild), "the grandchild in its own session survived"
 
