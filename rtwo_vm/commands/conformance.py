@@ -161,7 +161,7 @@ def _fill_in_project(args) -> int | None:
     import os
     import subprocess
 
-    from conformance.constants import runs_from
+    from conformance.constants import runs_from, same_code
     project = _project(args)
     if project is None:
         if args.check or args.dir:
@@ -174,8 +174,11 @@ def _fill_in_project(args) -> int | None:
     argv = ["vectors", "fill", "--project", str(project)]
     argv += (["--check"] if args.check else []) + (["--refresh-smt"] if args.refresh_smt else [])
     argv += [f"--source={s}" for s in args.source or ()] + (["--dir", args.dir] if args.dir else [])
-    print(f"note: the installed rtwo-vm is not the checkout {project}; filling with the "
-          "checkout's definitions (pip install -e . makes this direct)", file=sys.stderr)
+    if not same_code(project):
+        # Only when the code really differs: a plain pip install . of this very checkout
+        # (the README's own command) runs the same definitions and needs no note.
+        print(f"note: the installed rtwo-vm is not the checkout {project}; filling with the "
+              "checkout's definitions (pip install -e . makes this direct)", file=sys.stderr)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(project), *filter(None, [os.environ.get("PYTHONPATH")])])}
     sys.stdout.flush()
