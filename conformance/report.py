@@ -377,7 +377,7 @@ def _run_lines(run: ImplementationRun, result: SuiteResult, bundles, shown: int,
         # Wrong answers and adapter failures by tagged opcode: unsupported vectors say nothing
         # about an opcode (what they lack is in "what to implement next").
         worst = sorted(((m, c) for m, c in by_opcode_counts.items() if c["fail"] - c["unsupported"]),
-                       key=lambda mc: (-(mc[1]["fail"] - mc[1]["unsupported"]), mc[0]))
+                       key=lambda mc: -(mc[1]["fail"] - mc[1]["unsupported"]))
         if worst:
             lines.append("   opcodes with failures: " + ", ".join(
                 f"{m} {c['fail'] - c['unsupported']}/{sum(c[s] for s in STATUSES)}" for m, c in worst[:20]) + (
