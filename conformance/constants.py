@@ -45,3 +45,65 @@ def runs_from(project: Path) -> bool:
     """Whether this conformance package is the one in ``project`` (an editable install or a
     run from the checkout), rather than an installed copy."""
     return PACKAGE_DIR.parent == project.resolve()
+
+
+# The corpus is read from the project itself (vectors fill --check and --dir default to the
+# project's conformance/vectors), so a checkout whose corpus alone differs runs the same code.
+_NOT_CODE = ("conformance/vectors",)
+_CODE_FILE_LIMIT = 16 << 20
+
+
+def _packages(project: Path) -> tuple[str, ...] | None:
+    """The top-level packages ``pip install`` copies from ``project`` (its pyproject.toml's
+    ``[tool.setuptools.packages.find] include``); None when that cannot be read."""
+    import tomllib
+
+    from spec.files import FileRefused, read_bounded
+    try:
+        data = tomllib.loads(read_bounded(project / "pyproject.toml", 1 << 20, "pyproject.toml").decode())
+        include = data["tool"]["setuptools"]["packages"]["find"]["include"]
+    except (FileRefused, UnicodeDecodeError, tomllib.TOMLDecodeError, KeyError, TypeError):
+        return None
+    if not isinstance(include, list) or not all(isinstance(p, str) for p in include):
+        return None
+    names = {p.rstrip("*").rstrip(".") for p in include}
+    return tuple(sorted(n for n in names if n.isidentifier()))
+
+
+def _code_files(root: Path, package: str) -> set[str]:
+    """Paths (relative to ``root``) of the files of ``package`` under ``root``, without
+    byte-code caches and without the corpus."""
+    import os
+    found: set[str] = set()
+    for directory, subdirs, files in os.walk(root / package):
+        relative = Path(directory).relative_to(root).as_posix()
+        subdirs[:] = [d for d in subdirs if d != "__pycache__" and f"{relative}/{d}" not in _NOT_CODE]
+        found.update(f"{relative}/{f}" for f in files if not f.endswith((".pyc", ".pyo")))
+    return found
+
+
+def same_code(project: Path) -> bool:
+    """Whether the running packages, although not the ones in ``project`` (a ``pip install .``
+    rather than ``-e``), hold the same code as the checkout: the same Python modules, and
+    every installed file byte for byte equal to the checkout's file of the same path. A file
+    that cannot be read counts as a difference."""
+    from spec.files import FileRefused, read_bounded
+    project = project.resolve()
+    installed = PACKAGE_DIR.parent
+    packages = _packages(project)
+    if not packages:
+        return False
+    for package in packages:
+        ours, theirs = _code_files(installed, package), _code_files(project, package)
+        if {p for p in ours if p.endswith(".py")} != {p for p in theirs if p.endswith(".py")}:
+            return False
+        if not ours <= theirs:
+            return False
+        for relative in sorted(ours):
+            try:
+                if (read_bounded(installed / relative, _CODE_FILE_LIMIT, "package file")
+                        != read_bounded(project / relative, _CODE_FILE_LIMIT, "package file")):
+                    return False
+            except FileRefused:
+                return False
+    return True

@@ -135,6 +135,9 @@ class Previous:
     failed: frozenset[str]     # every implementation's failing ids
     seed: int | None           # the run's seed
     fresh: int                 # the size of its fresh sample
+    # id -> the failure kinds and categories it had in any implementation; None for a
+    # report without failure summaries (written before they existed)
+    kinds: dict[str, frozenset[str]] | None = None
 
 
 def read_previous(path: str | os.PathLike[str]) -> Previous:
@@ -156,4 +159,10 @@ def read_previous(path: str | os.PathLike[str]) -> Previous:
     if problem:
         raise FileRefused(f"{one_line(name, 300)}: not a conformance report ({problem})")
     failed = frozenset(i for run in doc["implementations"] for i in run["failed_ids"])
-    return Previous(failed, seed, fresh)
+    kinds: dict[str, frozenset[str]] | None = None
+    if doc["implementations"] and all("failure_summaries" in run for run in doc["implementations"]):
+        kinds = {}
+        for run in doc["implementations"]:
+            for entry in run["failure_summaries"]:
+                kinds[entry["id"]] = kinds.get(entry["id"], frozenset()) | {entry["kind"], *entry["categories"]}
+    return Previous(failed, seed, fresh, kinds)

@@ -20,6 +20,7 @@ from conformance.constants import PROTOCOL, SPEC_VERSION
 from conformance.compare import bounded
 from conformance.inputs import BUNDLE_FORMAT, BUNDLE_FORMATS, BUNDLE_LIMIT, MAX_DEPTH, printable
 from conformance.report_junit import JUNIT_BYTES, NOW_PASSING, junit_xml
+from conformance.triage import text_lines as triage_lines, triage
 from conformance.suite import (
     KINDS, STATUSES, UNSUPPORTED, WRONG_ANSWERS, ImplementationRun, Outcome, SuiteResult, slug,
 )
@@ -159,13 +160,24 @@ def _group(vector_id: str) -> str:
 
 
 def _tables(run: ImplementationRun, vectors: Mapping[str, Mapping[str, Any]]):
+    """Counts by category and by tagged opcode: each status, and "unsupported" (failing
+    vectors answered UNSUPPORTED_INPUT, also counted in "fail")."""
     by_group: dict[str, Counter] = defaultdict(Counter)
     by_opcode: dict[str, Counter] = defaultdict(Counter)
     for o in run.outcomes.values():
+        unsupported = o.status == "fail" and o.categories == [UNSUPPORTED]
         by_group[_group(o.vector_id)][o.status] += 1
+        by_group[_group(o.vector_id)]["unsupported"] += unsupported
         for m in vectors[o.vector_id]["tags"]["opcodes"]:
             by_opcode[m][o.status] += 1
+            by_opcode[m]["unsupported"] += unsupported
     return by_group, by_opcode
+
+
+def failure_summary(o: Outcome) -> dict[str, Any]:
+    """The few fields of a failure kept for every failing vector in report.json (never cut):
+    what --last-failed --kind selects by."""
+    return {"id": o.vector_id, "status": o.status, "kind": o.kind, "categories": o.categories}
 
 
 def _logs(o: Outcome) -> list[str]:
@@ -194,7 +206,9 @@ def to_json(result: SuiteResult, corpus: Mapping[str, Any], bundles: Mapping[tup
             limit: int = REPORT_BYTES) -> dict[str, Any]:
     """The report as a JSON document, at most ``limit`` bytes once encoded: failure entries
     beyond REPORT_FAILURES per implementation (then fewer, until it fits) are left out and
-    counted in ``failures_left_out``; ``failed_ids`` always lists every failing id."""
+    counted in ``failures_left_out``; ``failed_ids`` and ``failure_summaries`` (id, status,
+    kind and categories) always list every failing vector, and ``what_to_implement_next``
+    holds the triage of conformance.triage."""
     bundles = bundles or {}
     runs = []
     for run in result.runs:
@@ -213,12 +227,14 @@ def to_json(result: SuiteResult, corpus: Mapping[str, Any], bundles: Mapping[tup
             "failed_ids": [o.vector_id for o in ranked(run, ("fail", "xfail", "xpass"))],
             "failures": [_entry(o, result, run, bundles) for o in failing[:REPORT_FAILURES]],
             "failures_left_out": max(0, len(failing) - REPORT_FAILURES),
+            "failure_summaries": [failure_summary(o) for o in ranked(run, ("fail", "xfail"))],
+            "what_to_implement_next": triage(run.outcomes.values(), result.vectors),
             "known_failures": [{**_entry(o, result, run, bundles), "known_failure": o.known}
                                for o in ranked(run, ("xfail",))[:REPORT_FAILURES]],
             "now_passing": [{"id": o.vector_id, "known_failure": o.known, "action": NOW_PASSING}
                             for o in run.outcomes.values() if o.status == "xpass"],
-            "by_category": {g: dict(c) for g, c in sorted(by_group.items())},
-            "by_opcode": {m: dict(c) for m, c in sorted(by_opcode.items())},
+            "by_category": {g: _nonzero(c) for g, c in sorted(by_group.items())},
+            "by_opcode": {m: _nonzero(c) for m, c in sorted(by_opcode.items())},
         })
     doc = {"report": "rtwo-vm conformance run", "protocol": PROTOCOL, "spec_version": SPEC_VERSION,
            "ok": result.ok, "seconds": round(result.seconds, 3),
@@ -238,6 +254,10 @@ def to_json(result: SuiteResult, corpus: Mapping[str, Any], bundles: Mapping[tup
         doc["disagreements"] = doc["disagreements"][:keep]
         doc["truncated"] = f"failure entries cut to fit {limit} bytes (failed_ids lists them all)"
     return doc
+
+
+def _nonzero(counts: Counter) -> dict[str, int]:
+    return {k: n for k, n in counts.items() if n}
 
 
 def encode_report(doc: Mapping[str, Any]) -> str:
@@ -269,7 +289,8 @@ def _counts_line(run: ImplementationRun, fresh: bool = False) -> str:
 def _table(title: str, rows, columns: list[str], width: int) -> list[str]:
     out = [f"   {title:<{width}} " + " ".join(f"{c:>6}" for c in columns)]
     for name, c in rows:
-        out.append(f"   {name:<{width}} " + " ".join(f"{c[col]:>6}" for col in columns))
+        out.append(f"   {name:<{width}} " + " ".join(f"{c['unsupported' if col == 'unsup' else col]:>6}"
+                                                     for col in columns))
     return out
 
 
@@ -342,8 +363,9 @@ def _run_lines(run: ImplementationRun, result: SuiteResult, bundles, shown: int,
     columns = ["pass", "fail"] + [s for s in ("xfail", "xpass") if run.count(s)]
     lines += _table("category", sorted(by_group.items()), columns, 12)
     if by_opcode:
+        # "unsup": of the failing vectors, those answered UNSUPPORTED_INPUT (also in "fail").
         lines += _table("opcode", ((i.mnemonic, by_opcode_counts.get(i.mnemonic, Counter()))
-                                   for i in TABLE.instructions), columns, 15)
+                                   for i in TABLE.instructions), columns + ["unsup"], 15)
     failing = ranked(run)
     unavailable = [o for o in failing if o.categories == ["unavailable"]]
     failing = [o for o in failing if o.categories != ["unavailable"]]
@@ -352,11 +374,15 @@ def _run_lines(run: ImplementationRun, result: SuiteResult, bundles, shown: int,
         lines.append("   failure kinds: " + ", ".join(f"{k} {n}" for k, n in
                                                      sorted(kind_counts.items(), key=lambda kn: KINDS.index(kn[0])
                                                             if kn[0] in KINDS else 99)))
-        worst = sorted(((m, c) for m, c in by_opcode_counts.items() if c["fail"]), key=lambda mc: -mc[1]["fail"])
+        # Wrong answers and adapter failures by tagged opcode: unsupported vectors say nothing
+        # about an opcode (what they lack is in "what to implement next").
+        worst = sorted(((m, c) for m, c in by_opcode_counts.items() if c["fail"] - c["unsupported"]),
+                       key=lambda mc: -(mc[1]["fail"] - mc[1]["unsupported"]))
         if worst:
             lines.append("   opcodes with failures: " + ", ".join(
-                f"{m} {c['fail']}/{sum(c.values())}" for m, c in worst[:20]) + (
+                f"{m} {c['fail'] - c['unsupported']}/{sum(c[s] for s in STATUSES)}" for m, c in worst[:20]) + (
                 f" … and {len(worst) - 20} more" if len(worst) > 20 else ""))
+        lines += triage_lines(triage(run.outcomes.values(), result.vectors))
     if kinds:
         failing = [o for o in failing if o.kind in kinds or set(o.categories) & set(kinds)]
     wrong = [o for o in failing if o.kind in WRONG_ANSWERS]

@@ -12,6 +12,7 @@ from typing import Any, Mapping
 from conformance.constants import PROTOCOL, SPEC_VERSION
 from conformance.report import _counts, disassembly, ranked
 from conformance.suite import SuiteResult
+from conformance.triage import html_rows, triage
 
 HTML_FAILURES = 300
 
@@ -50,6 +51,7 @@ def render(result: SuiteResult, corpus: Mapping[str, Any], bundles: Mapping[tupl
             out.append(f"<tr><th>{label}</th><td>{c['pass']}</td><td>{c['fail'] - c['unsupported']}</td>"
                        f"<td>{c['unsupported']}</td><td>{c['xfail']}</td><td>{c['xpass']}</td></tr>")
         out.append("</table>")
+        out.append(html_rows(triage(run.outcomes.values(), result.vectors), _e))
         failing = ranked(run, ("fail", "xfail"))
         if not failing:
             continue

@@ -172,7 +172,7 @@ def _entry(i: spec.Instruction, results: list[dict], vector_count: int | None,
     sig = i.signature.replace("|", "\\|")
     gate = f" (gate `{i.gate}`)" if i.gate else ""
     out = [f"### {i.mnemonic} {{#{anchor(i.mnemonic)}}}", "", i.meaning, "",
-           "| | |", "| --- | --- |",
+           "| property | value |", "| --- | --- |",
            f"| encoding | `0x{i.opcode:02x}`" + (f" + {i.immediate_size}-byte little-endian {i.immediate_kind.replace('_', ' ')}" if i.immediate_size else "") + " |",
            f"| stack | `{sig}` — {i.inputs} in, {i.outputs} out |",
            f"| compute | {i.cost} base" + (f" + rule `{i.cost_rule}`" if i.cost_rule else "") + " |",
@@ -330,8 +330,11 @@ def coverage_page() -> str:
         row = matrix.get(ins.mnemonic, {})
         rows.append(f'<tr><th><a href="instructions.html#{anchor(ins.mnemonic)}">{ins.mnemonic}</a></th>'
                     + "".join(cell(row.get(c, 0)) for c in columns) + "</tr>")
-    style = ("<style>.cov{border-collapse:collapse;font-size:10px}.cov td{width:18px;height:16px;"
-             "text-align:center;border:1px solid #eee;color:#123}.cov th{font-weight:normal;"
+    # The grid scrolls inside its own frame, its opcode names and outcome headers sticky
+    # (docs/stylesheets/extra.css: .cov-scroll); borders stay separate so that the sticky
+    # cells keep theirs.
+    style = ("<style>.cov{border-collapse:separate;border-spacing:0;font-size:10px}.cov td{width:18px;"
+             "height:16px;text-align:center;border:1px solid #eee;color:#123}.cov th{font-weight:normal;"
              "text-align:right;padding-right:4px;white-space:nowrap}.cov thead th{height:170px;"
              "vertical-align:bottom}.cov thead th span{writing-mode:vertical-rl;transform:rotate(180deg)}"
              ".cov0{background:#fafafa}</style>")
@@ -345,5 +348,5 @@ def coverage_page() -> str:
         "resource boundary at limit − 1, limit or limit + 1); a cell counts the vectors of that "
         "opcode with that outcome. `rtwo-vm vectors coverage` prints the same matrix.", "",
         summary, "", style,
-        f'<div class="cov-scroll"><table class="cov"><thead><tr><th></th>{header}</tr></thead>'
+        f'<div class="cov-scroll"><table class="cov"><thead><tr><th>opcode</th>{header}</tr></thead>'
         f'<tbody>{"".join(rows)}</tbody></table></div>', ""])

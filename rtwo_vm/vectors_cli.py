@@ -61,6 +61,7 @@ def register(vs, add_dir) -> None:
 def add_in_checkout(parser) -> None:
     """The hidden flag of the child process that runs a command with the checkout's packages."""
     parser.add_argument("--in-checkout", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--code-differs", action="store_true", help=argparse.SUPPRESS)
 
 
 # -- the checkout a writing command works on ------------------------------------------------
@@ -75,12 +76,17 @@ def _delegate(args, project: Path, argv: list[str]) -> int:
     if args.in_checkout:
         raise CliError(f"the packages imported are not those of the checkout {project} even with it first "
                        f"on the path; install it with {EDITABLE} (in {project}) and run the command again")
+    from conformance.constants import same_code
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(project), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    # The child notes the hand-off only when the installed code really differs from the
+    # checkout's: a plain pip install . of this very checkout (the README's own command)
+    # runs the same definitions and needs no note.
+    differs = [] if same_code(project) else ["--code-differs"]
     sys.stdout.flush()
     sys.stderr.flush()
-    return subprocess.run([sys.executable, "-m", "rtwo_vm.cli", *argv, "--project", str(project), "--in-checkout"],
-                          env=env, cwd=project).returncode
+    return subprocess.run([sys.executable, "-m", "rtwo_vm.cli", *argv, "--project", str(project), "--in-checkout",
+                           *differs], env=env, cwd=project).returncode
 
 
 def _checkout(args):
@@ -90,7 +96,7 @@ def _checkout(args):
     from rtwo_vm.commands.conformance import _project
     project = _project(args)
     here = project is not None and runs_from(project)
-    if here and args.in_checkout:      # the child of _delegate, now running the checkout's code
+    if here and args.in_checkout and args.code_differs:   # the child of _delegate, on the checkout's code
         print(f"note: the installed rtwo-vm is not the checkout {project}; ran the checkout's own code "
               f"({EDITABLE} makes this direct)", file=sys.stderr)
     return project, here

@@ -36,17 +36,80 @@ def test_fill_in_a_checkout_uses_that_checkouts_definitions_not_the_installed_on
     # A second checkout; for it, the running package (this checkout's) is an installed copy.
     other = tmp_path / "other"
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for name in ("spec", "reference_vm", "rtwo_vm", "conformance", "proofs"):
+    for name in ("spec", "reference_vm", "compiled_vm", "rtwo_vm", "conformance", "proofs"):
         shutil.copytree(ROOT / name, other / name, ignore=ignore)
     shutil.copy(ROOT / "pyproject.toml", other / "pyproject.toml")
     monkeypatch.chdir(other / "conformance")
     assert project_root() == other.resolve() and not runs_from(other)
-    assert run_cli("vectors", "fill", "--check")[0] == 0  # identical: same definitions
+    code, _, err = run_cli("vectors", "fill", "--check")
+    assert code == 0  # identical: same definitions
+    assert "not the checkout" not in err  # a pip install . of the same code: no note (issue 23, 9)
     constants = other / "conformance" / "constants.py"
     constants.write_text(constants.read_text().replace('GENERATOR_VERSION = "', 'GENERATOR_VERSION = "9'))
     ours = _digest(MANIFEST)
-    assert run_cli("vectors", "fill", "--check")[0] == 1  # the edit in that checkout is seen
+    code, _, err = run_cli("vectors", "fill", "--check")
+    assert code == 1  # the edit in that checkout is seen
+    assert "installed rtwo-vm is not the checkout" in err  # and named: the code differs
     assert run_cli("vectors", "fill")[0] == 0            # and written into that checkout
     assert _digest(other / "conformance" / "vectors" / "manifest.json") != ours
     assert _digest(MANIFEST) == ours                     # not into the running package
     assert run_cli("vectors", "fill", "--check", "--project", str(other))[0] == 0
+
+
+PACKAGES = ("spec", "reference_vm", "compiled_vm", "rtwo_vm", "proofs", "conformance")
+
+
+def _installed_copy(tmp_path: Path) -> tuple[Path, Path]:
+    """A non-editable install (the packages alone, as pip copies them into site-packages)
+    and a checkout of the same tree, both under tmp_path."""
+    site, checkout = tmp_path / "site", tmp_path / "checkout"
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "vectors")
+    for name in PACKAGES:
+        shutil.copytree(ROOT / name, site / name, ignore=ignore)
+        shutil.copytree(ROOT / name, checkout / name, ignore=ignore)
+    shutil.copy(ROOT / "pyproject.toml", checkout / "pyproject.toml")
+    return site, checkout
+
+
+def _same_code_seen_by_installed(site: Path, checkout: Path) -> str:
+    import subprocess
+    import sys
+    code = ("import sys; from pathlib import Path; import conformance.constants as c; "
+            "assert c.PACKAGE_DIR.parent == Path(sys.argv[1]).resolve(), c.PACKAGE_DIR; "
+            "print(c.runs_from(Path(sys.argv[2])), c.same_code(Path(sys.argv[2])))")
+    done = subprocess.run([sys.executable, "-c", code, str(site), str(checkout)], cwd=site.parent,
+                          env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-800:]
+    return done.stdout.strip()
+
+
+def test_an_installed_copy_of_the_same_code_is_the_checkouts_code_and_any_difference_is_seen(tmp_path):
+    """Issue 23, item 9: the README's pip install . (not -e) then rtwo-vm check must not warn
+    about itself; the installed packages run from another directory but hold the same code."""
+    import os
+    site, checkout = _installed_copy(tmp_path)
+    assert _same_code_seen_by_installed(site, checkout) == "False True"
+    (checkout / "conformance" / "vectors").mkdir()  # the corpus is not code: read from the project
+    (checkout / "conformance" / "vectors" / "x.jsonl").write_text("{}\n")
+    (checkout / "conformance" / "NOTES.md").write_text("a checkout-only file that pip does not copy\n")
+    assert _same_code_seen_by_installed(site, checkout) == "False True"
+    # Planted differences, each seen: an edited definition, a new module, a missing data file,
+    # a module replaced by a FIFO (read without blocking, counted as different).
+    edited = checkout / "conformance" / "definitions" / "stack.py"
+    original = edited.read_bytes()
+    edited.write_bytes(original + b"# edited\n")
+    assert _same_code_seen_by_installed(site, checkout) == "False False"
+    edited.write_bytes(original)
+    (checkout / "rtwo_vm" / "extra.py").write_text("X = 1\n")
+    assert _same_code_seen_by_installed(site, checkout) == "False False"
+    (checkout / "rtwo_vm" / "extra.py").unlink()
+    data = checkout / "proofs" / "budgets.toml"
+    kept = data.read_bytes()
+    data.unlink()
+    assert _same_code_seen_by_installed(site, checkout) == "False False"
+    data.write_bytes(kept)
+    assert _same_code_seen_by_installed(site, checkout) == "False True"
+    edited.unlink()
+    os.mkfifo(edited)
+    assert _same_code_seen_by_installed(site, checkout) == "False False"

@@ -135,7 +135,33 @@ def test_the_home_page_links_the_guides(site):
 def test_code_names_stay_whole_and_the_coverage_grid_scrolls(site):
     css = (site / "stylesheets" / "extra.css").read_text(encoding="utf-8")
     assert re.search(r"\.md-typeset code \{[^}]*word-break: normal", css)
-    assert re.search(r"\.cov-scroll \{[^}]*overflow-x: auto", css)
+    # The grid scrolls within its frame (both ways, its height bounded so that the horizontal
+    # scrollbar is in sight), with sticky opcode names and outcome headers (issue 23, item 8).
+    frame = re.search(r"\.md-typeset \.cov-scroll \{([^}]*)\}", css)
+    assert frame and "overflow: auto" in frame.group(1) and re.search(r"max-height: \d+vh", frame.group(1))
+    for cells, edge in (("thead th", "top: 0"), ("tbody th", "left: 0")):
+        rule = re.search(r"\.cov-scroll \.cov " + cells + r" \{([^}]*)\}", css)
+        assert rule and "position: sticky" in rule.group(1) and edge in rule.group(1), cells
+        assert "background" in rule.group(1)      # sticky cells hide what scrolls beneath them
     grid = (site / "reference" / "coverage.html").read_text(encoding="utf-8")
     assert '<div class="cov-scroll"><table class="cov">' in grid
+    assert "border-collapse:separate" in grid     # collapsed borders vanish from sticky cells
     assert "stylesheets/extra.css" in grid
+
+
+def _header_rows(markdown: str) -> list[str]:
+    """The header line of every Markdown table (the line above a | --- | delimiter row)."""
+    lines = markdown.splitlines()
+    return [lines[n - 1] for n in range(1, len(lines))
+            if re.fullmatch(r"\|( *:?-{3,}:? *\|)+", lines[n].strip())]
+
+
+def test_every_generated_table_has_a_real_header():
+    """No headerless table (an empty grey header row): issue 23, item 8."""
+    pages = docgen.pages()
+    assert any("| property | value |" in row for row in _header_rows(pages["reference/instructions.md"]))
+    for name, page in pages.items():
+        for row in _header_rows(page):
+            cells = [c.strip() for c in row.strip().strip("|").split("|")]
+            assert all(cells), (name, row)
+    assert _header_rows("| | |\n| --- | --- |\n| a | b |") == ["| | |"]    # the check sees one

@@ -17,6 +17,7 @@ EXIT_OK, EXIT_NOT_CONFORMING, EXIT_USAGE, EXIT_COULD_NOT_RUN = 0, 1, 2, 3
 KINDS = ("result", "resource", "resource_bound", "stage", "internal", "nondeterministic", "trace", "disagreement",
          "crash", "timeout", "garbage", "oversized", "wrong_id", "extra_output", "protocol", "unavailable",
          "adapter_error", "unsupported")    # conformance.suite.KINDS, listed here to keep --help import-free
+WRONG = "wrong"     # --kind wrong: every wrong answer (conformance.suite.WRONG_ANSWERS), no unsupported input
 
 
 def register(sub) -> None:
@@ -100,8 +101,10 @@ def register(sub) -> None:
     r.add_argument("--json", action="store_true", help="print a JSON summary on stdout instead of the text")
     r.add_argument("--by-opcode", action="store_true", help="print the pass/fail table of every opcode")
     r.add_argument("--show", type=nonnegative_int, default=15, metavar="N", help="failures printed (default 15)")
-    r.add_argument("--kind", action="append", choices=KINDS, metavar="KIND",
-                   help="print only failures of this kind (repeatable): " + ", ".join(KINDS))
+    r.add_argument("--kind", action="append", choices=(WRONG, *KINDS), metavar="KIND",
+                   help="print only failures of this kind (repeatable); with --last-failed, run only "
+                        "the previous failures of this kind: wrong (every wrong answer: result ... "
+                        "disagreement, not unsupported), " + ", ".join(KINDS))
     r.add_argument("-x", "--exitfirst", action="store_true", help="stop at the first failure that is not listed")
     r.add_argument("--last-failed", action="store_true",
                    help="run only the vectors that failed in the previous report in --out (with its seed)")
@@ -288,15 +291,17 @@ def _run(args) -> int:
     selected, wanted_fresh = vectors, None
     if args.last_failed:
         previous = files.previous_failures(out)
-        vectors = [v for v in selected if v["id"] in previous.failed]
-        wanted_fresh = {i for i in previous.failed if fresh.is_fresh(i)}
+        failed = _of_kinds(previous, _kinds(args), out)
+        vectors = [v for v in selected if v["id"] in failed]
+        wanted_fresh = {i for i in failed if fresh.is_fresh(i)}
         if wanted_fresh:
             # The same sample as the previous run: its seed and size, from the same selection
             # (run --last-failed with the filters of the run it repeats).
             seed = previous.seed if seed is None else seed
             count = previous.fresh
         if not vectors and not wanted_fresh:
-            raise CliError("--last-failed: none of the previous failures is in the selection")
+            raise CliError("--last-failed: none of the previous failures"
+                           + (f" of kind {', '.join(args.kind)}" if args.kind else "") + " is in the selection")
     files.check_outputs(out)     # a link where the reports go: refused before the run
     seed = fresh.new_seed() if seed is None else seed
     sample = fresh.sample(seed, count, selected, bool(args.filter)) if count else []
@@ -340,7 +345,7 @@ def _run(args) -> int:
         print(json.dumps(rep.summary_json(result, manifest, code, paths, run_info), indent=1, sort_keys=True))
         return code
     text = rep.summary(result, manifest, bundles, shown=args.show, by_opcode=args.by_opcode,
-                       kinds=tuple(args.kind) if args.kind else None)
+                       kinds=_kinds(args))
     print(text.splitlines()[-1] if args.quiet else text)
     if not args.quiet:
         cut = (f" (… and {paths['bundles_left_out']} more failures without a bundle: --max-bundles)"
@@ -349,6 +354,24 @@ def _run(args) -> int:
               + (f", {rep.plural(len(bundles), 'replay bundle')} in {out / 'bundles'}{cut}" if bundles else "")
               + (f"; adapter stderr logs in {logs}" if logs is not None else ""))
     return code
+
+
+def _kinds(args) -> tuple[str, ...] | None:
+    """The failure kinds of --kind, ``wrong`` spelled out; None: every kind."""
+    if not args.kind:
+        return None
+    from conformance.suite import WRONG_ANSWERS
+    return tuple(dict.fromkeys(k for kind in args.kind for k in (WRONG_ANSWERS if kind == WRONG else (kind,))))
+
+
+def _of_kinds(previous, kinds: tuple[str, ...] | None, out: Path) -> frozenset[str]:
+    """The previous failures to run again: all of them, or (--kind) those of these kinds."""
+    if kinds is None:
+        return previous.failed
+    if previous.kinds is None:
+        raise CliError(f"--last-failed --kind: the previous report {out / 'report.json'} has no failure "
+                       "kinds (written by an older rtwo-vm): run once without --kind")
+    return frozenset(i for i in previous.failed if previous.kinds.get(i, frozenset()) & set(kinds))
 
 
 def plural(n: int, word: str) -> str:
