@@ -79,9 +79,9 @@ def _delegate(args, project: Path, argv: list[str]) -> int:
     from conformance.constants import same_code
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(project), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    # The child notes the hand-off only when the installed code really differs from the
-    # checkout's: a plain pip install . of this very checkout (the README's own command)
-    # runs the same definitions and needs no note.
+    # The child notes the hand-off once it runs the checkout's code (so that a refusal stays
+    # one line), and only when the installed code really differs from the checkout's: a plain
+    # pip install . of this very checkout (the README's own command) needs no note.
     differs = [] if same_code(project) else ["--code-differs"]
     sys.stdout.flush()
     sys.stderr.flush()
