@@ -51,8 +51,13 @@ def tune_limit(rng: random.Random, inp: FuzzInput) -> None:
     inp.limits[name] = max(low, value + rng.choice((-1, 0, 0, 1)))
 
 
-def mutate_once(rng: random.Random, inp: FuzzInput, pool: Sequence[FuzzInput]) -> None:
-    kind = rng.randrange(16)
+MUTATIONS = 16
+
+
+def mutate_once(rng: random.Random, inp: FuzzInput, pool: Sequence[FuzzInput], kind: int | None = None) -> None:
+    """One edit of ``inp`` in place; ``kind`` (0 .. MUTATIONS-1) forces the edit drawn (tests)."""
+    drawn = rng.randrange(MUTATIONS)
+    kind = drawn if kind is None else kind
     address = _rows_contract(rng, inp)
     if address is None or kind >= 10:
         kind = 10 + rng.randrange(6)
