@@ -120,6 +120,7 @@ class LocalProcesses:
         try:
             return self.conns[i].recv()
         except (EOFError, OSError):
+            self.procs[i].join(timeout=5)          # reaped, so that its exit code is known
             code = self.procs[i].exitcode
             raise BackendError(f"worker {i} exited unexpectedly (exit code {code})") from None
 

@@ -214,7 +214,7 @@ class Worker:
                     continue
                 shrunk_here.add(key)
                 findings.append(self._finding(impl, idx, inp, div))
-        return {"start": start, "count": count, "worker": self.index, "new": new, "divergences": divergences,
+        return {"start": start, "count": len(inputs), "worker": self.index, "new": new, "divergences": divergences,
                 "findings": findings, "safety_net": safety, "outcomes": dict(outcomes), "arc_runs": arc_runs,
                 "ref_seconds": ref_seconds, "seconds": time.perf_counter() - started,
                 "restarts": sum(s.restarts for s in self.sessions)}
