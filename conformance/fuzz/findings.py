@@ -137,10 +137,10 @@ def write_findings(directory: Path, vectors: Iterable[Mapping[str, Any]], seed: 
     nothing else touched (see _own_folder)."""
     folder = _own_folder(directory)
     files = corpus.render(sorted(vectors, key=lambda v: v["id"]), {"random_seed": seed, "smt_inputs": None})
-    for name in OWN_FILES:
-        if name not in files and (folder / name).is_file():
-            (folder / name).unlink()
-    for name, text in files.items():
-        if name not in OWN_FILES:
-            raise FileRefused(f"{folder}: a finding outside the fuzz group ({name})")
+    if set(files) - set(OWN_FILES):
+        raise FileRefused(f"{folder}: a finding outside the fuzz group ({sorted(set(files) - set(OWN_FILES))[0]})")
+    for name, text in files.items():        # the group file, then the manifest naming it
         atomic_write(folder / name, text)
+    for name in OWN_FILES:                  # only then a group file the manifest no longer names
+        if name not in files and (folder / name).is_file() and not (folder / name).is_symlink():
+            (folder / name).unlink()
