@@ -26,7 +26,7 @@ def cli(*args, timeout=240):
                           timeout=timeout)
 
 
-def snapshot(folder: Path) -> dict[str, bytes]:
+def snapshot(folder: Path) -> dict[str, bytes | None]:
     return {p.name: p.read_bytes() if p.is_file() else None for p in sorted(folder.iterdir())}
 
 

@@ -230,7 +230,7 @@ def _command(c: Any, where: str) -> None:
 # The state's members and the check of each (a member not listed is refused).
 def _members(impls: int) -> dict[str, Callable[[Any, str], Any]]:
     return {
-        "version": lambda v, w: v == STATE_VERSION or _fail(f"not a campaign state of version {STATE_VERSION}"),
+        "version": lambda v, w: None,                     # checked first
         "seed": lambda v, w: _int(v, w, -(1 << 63), (1 << 63) - 1),
         "impls": lambda v, w: None,                       # checked first (the others depend on it)
         "next_index": _int, "pool_added": _int, "executions": _int, "divergent": _int, "sessions": _int,
@@ -240,13 +240,13 @@ def _members(impls: int) -> dict[str, Callable[[Any, str], Any]]:
         "pool_size": lambda v, w: _int(v, w, 0, CAPACITY),
         "seconds": _number,
         "stopped": lambda v, w: v is None or _str(v, w),
-        "pool": lambda v, w: [_request(e, f"pool entry {i}") for i, e in enumerate(_list(v, w, longest=CAPACITY))],
+        "pool": _pool,
         "cells": lambda v, w: _list(v, w, _str, MAX_CELLS),
         "arcs": lambda v, w: _list(v, w, _str, MAX_CELLS),
         "classes": lambda v, w: _list(v, w, _str, MAX_BUCKETS),
         "buckets": lambda v, w: _buckets(v, w, impls),
         "outcomes": _outcomes,
-        "workers": lambda v, w: [_worker(k, x, f"{w}.{k[:40]}") for k, x in _dict(v, w, longest=1 << 16).items()],
+        "workers": _workers,
         "growth": lambda v, w: _list(v, w, _growth, GROWTH_KEEP),
         "hellos": lambda v, w: _list(v, w, _hello, impls),
         "safety_net": lambda v, w: _list(v, w, lambda e, x: _safety(e, x, impls), SAFETY_NET_KEEP),
@@ -262,8 +262,14 @@ def _outcomes(value: Any, where: str) -> None:
         _int(n, f"{where}.{k[:40]}")
 
 
-def _fail(message: str) -> None:
-    raise _Damaged(message)
+def _pool(value: Any, where: str) -> None:
+    for i, entry in enumerate(_list(value, where, longest=CAPACITY)):
+        _request(entry, f"pool entry {i}")
+
+
+def _workers(value: Any, where: str) -> None:
+    for k, x in _dict(value, where, longest=1 << 16).items():
+        _worker(k, x, f"{where}.{k[:40]}")
 
 
 def _buckets(value: Any, where: str, impls: int) -> None:

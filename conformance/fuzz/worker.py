@@ -60,7 +60,7 @@ class Worker:
         self.known_classes: set[str] = set(self.config.get("classes", ()))
         self.tracer = ArcTracer(int(self.config["arc_share"]))
         self.skip: frozenset[int] = frozenset(int(i) for i in self.config.get("skip", ()))
-        self._at = (0, None)
+        self._at: tuple[int, FuzzInput | None] = (0, None)
         try:
             for s in self.sessions:
                 s.start()
@@ -97,7 +97,7 @@ class Worker:
         or of the reference) is caught here, in the worker, and returned as the task's ``crash``
         with the request it happened at and its traceback, so the coordinator can save the
         campaign, report it and skip that request on ``--resume``."""
-        self._at: tuple[int, FuzzInput | None] = (int(task["start"]), None)
+        self._at = (int(task["start"]), None)
         started = time.perf_counter()
         try:
             return self._run(task, started)
