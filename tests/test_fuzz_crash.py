@@ -69,6 +69,20 @@ def test_a_crash_in_a_worker_is_saved_reported_and_skipped_on_resume(tmp_path, w
     assert load(out / "state.json")["sessions"] == 2
 
 
+def test_a_crash_after_generation_records_the_request_and_a_resume_accepts_it(tmp_path):
+    from conformance.fuzz.state import request_problem
+    out = tmp_path / "after"
+    done = planted("--crash-at", "40", "--after", "fuzz", "--runs", "64", "--seed", "5", "--out", str(out))
+    assert done.returncode == 3, done.stdout + done.stderr
+    [error] = load(out / "report.json")["internal_errors"]
+    assert error["index"] == 40 and error["exception"] == CRASH_LINE
+    [stored] = load(out / "state.json")["internal_errors"]
+    assert isinstance(stored["input"], dict) and request_problem(stored["input"]) is None
+    again = cli("fuzz", "--resume", str(out), "--runs", "64", "--json")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert json.loads(again.stdout)["executions"] == 63
+
+
 def test_a_lost_worker_process_is_saved_and_reported(tmp_path):
     """The worker process ends (os._exit) while generating request 300: no traceback, but the
     state of the last whole epoch and a report are saved, and the epoch runs again on --resume."""

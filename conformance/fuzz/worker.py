@@ -27,6 +27,7 @@ from conformance.fuzz.mutate import _shift_targets
 from conformance.fuzz.program import TABLE, Code, FuzzInput
 from conformance.fuzz.session import Session
 from conformance.fuzz.shrink import Shrinker
+from conformance.fuzz.state import request_problem
 from conformance.requests import SLACK
 from conformance.runner import Settings
 from conformance.safety_net import RETRY_FACTOR  # a request that met the limit runs once more
@@ -108,8 +109,11 @@ class Worker:
         index, inp = self._at
         for s in [*self.sessions, *self.perturbed.values()]:
             s.reset()            # a batch may be half read: the next task starts on fresh processes
+        request = None
         try:
-            request = inp.to_json() if inp is not None else None
+            # kept only when it is a request the campaign could hold (a resume checks it so)
+            if inp is not None and request_problem(inp.to_json()) is None:
+                request = inp.to_json()
         except Exception:  # noqa: BLE001 - the input itself may be what is broken
             request = None
         message = " ".join(f"{type(err).__name__}: {err}".split())[:500]

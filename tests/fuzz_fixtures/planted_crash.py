@@ -1,7 +1,10 @@
 """``rtwo-vm`` with a crash planted in the fuzzing workers: generating request N raises (or,
 with --exit, ends the worker process) inside the worker, wherever the worker runs.
 
-    python tests/fuzz_fixtures/planted_crash.py --crash-at N [--exit] fuzz ARGS...
+    python tests/fuzz_fixtures/planted_crash.py --crash-at N [--exit | --after] fuzz ARGS...
+
+With --after, request N is generated and the crash comes when the worker converts it to its
+vector input (so the crash record holds the request).
 
 The campaign's worker factory is replaced by ``planted``, which patches the worker module's
 ``generate`` in the process that builds the worker (this one with one worker, a spawned
@@ -22,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import conformance.fuzz.worker as worker_module  # noqa: E402
 
 
-def planted(index, config, crash_at, exit_process):
+def planted(index, config, crash_at, exit_process, after=False):
     import conformance.fuzz.worker as wm
     original = wm.generate
 
@@ -30,6 +33,10 @@ def planted(index, config, crash_at, exit_process):
         if idx == crash_at:
             if exit_process:
                 os._exit(9)
+            if after:
+                inp = original(seed, idx, pool)
+                inp.vector_input = lambda: random.Random(seed).choice([])     # this request only
+                return inp
             return random.Random(seed).choice([])     # a real IndexError, raised here in the worker
         return original(seed, idx, pool)
     wm.generate = generate
@@ -41,9 +48,10 @@ def main(argv: list[str]) -> int:
     from rtwo_vm import cli
     assert argv[0] == "--crash-at", "usage: planted_crash.py --crash-at N [--exit] fuzz ARGS..."
     crash_at, rest = int(argv[1]), argv[2:]
-    exit_process = rest[:1] == ["--exit"]
-    rest = rest[1:] if exit_process else rest
-    worker_module.make_worker = functools.partial(planted, crash_at=crash_at, exit_process=exit_process)
+    exit_process, after = rest[:1] == ["--exit"], rest[:1] == ["--after"]
+    rest = rest[1:] if exit_process or after else rest
+    worker_module.make_worker = functools.partial(planted, crash_at=crash_at, exit_process=exit_process,
+                                                  after=after)
     return cli.main(rest)
 
 
