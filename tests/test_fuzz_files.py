@@ -218,8 +218,9 @@ def test_a_state_larger_than_a_campaign_can_hold_is_refused_before_parsing(tmp_p
 
 
 def test_the_state_cap_follows_from_what_a_campaign_holds():
-    """The pool is the bulk of it: capacity times the largest entry; each other part has its
-    own bound (the campaign enforces every one when it records)."""
+    """Mostly the pool (capacity times the largest entry) and the kept findings and safety-net
+    vectors; each other part has its own small bound (the campaign enforces every one when it
+    records)."""
     from conformance.fuzz import state
     from conformance.fuzz.pool import CAPACITY, ENTRY_BYTES
     assert state.MAX_STATE_BYTES >= CAPACITY * ENTRY_BYTES + state.FINDING_BYTES * (state.FINDINGS_KEPT

@@ -11,7 +11,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from conformance.fuzz.program import FuzzInput
 
 CAPACITY = 2048
-ENTRY_BYTES = 16 << 10        # a pool entry's JSON at most (a larger request still counts its coverage)
+ENTRY_BYTES = 8 << 10         # a pool entry's JSON at most (a larger request still counts its coverage)
 SEED_LIMIT = 400              # corpus vectors taken as seeds
 SEED_MAX_BYTES = 4096         # ... each at most this large as JSON
 
