@@ -201,3 +201,20 @@ def test_shrinking_is_total(inp, seed):
     check_request(small)
     for code, _ in small.contracts.values():
         disassemble(code)
+
+
+def test_the_request_that_stopped_campaign_seed_1_is_malformed_without_a_crash():
+    """Request 95,077 of ``rtwo-vm fuzz --seed 1``: a pool entry with no contract whose entry
+    address is 2^64 (outside the word range), drawn for malformation, made the campaign die with
+    IndexError (``rng.choice`` of no contracts). Every malformation of such a request now makes
+    a contract at a word address and corrupts it."""
+    for kind in range(MALFORMATIONS):
+        for seed in range(20):
+            inp = FuzzInput(contracts={}, to=1 << 64)
+            malform(random.Random(seed), inp, kind)
+            assert list(inp.contracts) == [ENTRY] and inp.to == 1 << 64
+            assert inp.contracts[ENTRY][0].raw is not None        # a corrupted container
+            check_request(inp)
+    inp = FuzzInput(contracts={}, to=MISSING)
+    malform(random.Random(0), inp)
+    assert list(inp.contracts) == [MISSING]
