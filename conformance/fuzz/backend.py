@@ -53,7 +53,11 @@ class InProcess:
 
     def broadcast(self, message: Any) -> None:
         if hasattr(self.worker, "update"):
-            self.worker.update(message)
+            try:
+                self.worker.update(message)
+            except Exception as err:  # noqa: BLE001 - as a worker process reports it
+                raise BackendError(f"worker 0 failed: {type(err).__name__}: {err}"[:500],
+                                   traceback.format_exc()) from None
 
     def call(self, method: str) -> list[Any]:
         return [getattr(self.worker, method)()]

@@ -189,15 +189,14 @@ def run_campaign(options: Options, on_epoch: Callable[[dict[str, Any]], None] | 
             additions = _merge(state, pool, cells, arcs, results, elapsed)
             net = additions.pop("safety_net")
             if any(additions.values()):
-                backend.broadcast(additions)
-            state["next_index"] = end
-            state["seconds"] = elapsed
-            state["coverage_cells"], state["coverage_arcs"], state["pool_size"] = len(cells), len(arcs), len(pool)
-            state["growth"].append({"seconds": round(elapsed, 3), "executions": state["executions"],
-                                    "cells": len(cells), "arcs": len(arcs), "pool": len(pool),
-                                    "buckets": len(state["buckets"])})
-            if len(state["growth"]) > GROWTH_KEEP:            # thinned: every other point, and the last
-                state["growth"] = state["growth"][:-1:2] + state["growth"][-1:]
+                try:
+                    backend.broadcast(additions)
+                except BackendError as err:        # the epoch is merged: the next one is lost
+                    _record(state, [{"index": end, "last_index": end + EPOCH - 1, "worker": None,
+                                     "exception": str(err), "traceback": err.detail, "input": None}], skip=False)
+                    _finish_epoch(state, end, elapsed, pool, cells, arcs)
+                    break
+            _finish_epoch(state, end, elapsed, pool, cells, arcs)
             found = bool(additions["classes"] or any(r["findings"] for r in results))
             if found or net or time.perf_counter() - saved >= SAVE_SECONDS:
                 _snapshot(state, pool, cells, arcs)
@@ -217,6 +216,17 @@ def run_campaign(options: Options, on_epoch: Callable[[dict[str, Any]], None] | 
         write_findings(out / SAFETY_NET, _net_vectors(state), state["seed"])
     save_state(out, state)
     return state
+
+
+def _finish_epoch(state: dict[str, Any], end: int, elapsed: float, pool: Pool, cells: set, arcs: set) -> None:
+    state["next_index"] = end
+    state["seconds"] = elapsed
+    state["coverage_cells"], state["coverage_arcs"], state["pool_size"] = len(cells), len(arcs), len(pool)
+    state["growth"].append({"seconds": round(elapsed, 3), "executions": state["executions"],
+                            "cells": len(cells), "arcs": len(arcs), "pool": len(pool),
+                            "buckets": len(state["buckets"])})
+    if len(state["growth"]) > GROWTH_KEEP:            # thinned: every other point, and the last
+        state["growth"] = state["growth"][:-1:2] + state["growth"][-1:]
 
 
 def _record(state: dict[str, Any], crashes: list[dict[str, Any]], skip: bool = True) -> None:
