@@ -215,6 +215,8 @@ def _damage(state: dict, how: str):
         state["skip"] = ["95077"]
     elif how == "an internal error without its traceback":
         state["internal_errors"] = [{"index": 3, "worker": 0, "exception": "E: x", "input": None, "session": 1}]
+    elif how == "a hello whose implementation is not an object":
+        state["hellos"] = [{"implementation": "x"}]
     elif how == "a required member missing":
         del state["pool"]
     return state
@@ -227,7 +229,7 @@ DAMAGES = ["pool entry with an unknown mnemonic", "pool entry not an object", "p
            "more pool entries than the pool holds", "a pool entry larger than an entry may be", "a count beyond 2^53",
            "a growth curve longer than kept", "an implementation command too long",
            "a skipped request that is not an index", "an internal error without its traceback",
-           "a required member missing"]
+           "a hello whose implementation is not an object", "a required member missing"]
 
 
 @pytest.mark.parametrize("how", DAMAGES)

@@ -217,9 +217,15 @@ def _growth(g: Any, where: str) -> None:
 
 
 def _hello(v: Any, where: str) -> None:
+    """An implementation's hello as recorded: what the report reads of it is typed."""
     if v is not None:
         _dict(v, where)
         _sized(v, where, HELLO_BYTES)
+        impl = _dict(v.get("implementation", {}), f"{where}.implementation")
+        for k in ("name", "version"):
+            if impl.get(k) is not None:
+                _str(impl[k], f"{where}.implementation.{k}", MAX_COMMAND)
+        _list(v.get("capabilities", []), f"{where}.capabilities", _str)
 
 
 def _command(c: Any, where: str) -> None:
