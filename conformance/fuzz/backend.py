@@ -26,7 +26,18 @@ from typing import Any, Callable, Sequence
 
 
 class BackendError(Exception):
-    """A worker failed to start or to run a task (the message names it)."""
+    """A worker failed to start or to run a task: a one-line message naming it and its cause,
+    and ``detail``, the worker's traceback when there is one."""
+
+    def __init__(self, message: str, detail: str = ""):
+        super().__init__(message)
+        self.detail = detail
+
+
+def _cause(text: str) -> str:
+    """The last line of a traceback or of an error text: where the cause is named."""
+    lines = [line.strip() for line in str(text).strip().splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "no detail"
 
 
 class InProcess:
@@ -42,7 +53,11 @@ class InProcess:
 
     def broadcast(self, message: Any) -> None:
         if hasattr(self.worker, "update"):
-            self.worker.update(message)
+            try:
+                self.worker.update(message)
+            except Exception as err:  # noqa: BLE001 - as a worker process reports it
+                raise BackendError(f"worker 0 failed: {type(err).__name__}: {err}"[:500],
+                                   traceback.format_exc()) from None
 
     def call(self, method: str) -> list[Any]:
         return [getattr(self.worker, method)()]
@@ -109,6 +124,7 @@ class LocalProcesses:
         try:
             return self.conns[i].recv()
         except (EOFError, OSError):
+            self.procs[i].join(timeout=5)          # reaped, so that its exit code is known
             code = self.procs[i].exitcode
             raise BackendError(f"worker {i} exited unexpectedly (exit code {code})") from None
 
@@ -127,7 +143,7 @@ class LocalProcesses:
                 i = self.conns.index(conn)
                 kind, payload = self._recv(i)
                 if kind != "ok":
-                    raise BackendError(f"worker {i}: {payload}")
+                    raise BackendError(f"worker {i} failed: {_cause(payload)}", str(payload))
                 results[busy.pop(i)] = payload
                 if pending:
                     t = pending.pop()
@@ -145,7 +161,7 @@ class LocalProcesses:
             conn.send(("call", method))
             kind, payload = self._recv(i)
             if kind != "ok":
-                raise BackendError(f"worker {i}: {payload}")
+                raise BackendError(f"worker {i} failed: {_cause(payload)}", str(payload))
             out.append(payload)
         return out
 
@@ -225,7 +241,9 @@ class RayActors:
         try:
             return self.ray.get(refs)
         except Exception as err:  # noqa: BLE001 - a task or actor died
-            raise BackendError(f"Ray worker failed: {err}".splitlines()[0][:500]) from None
+            text = str(err)
+            first = text.strip().splitlines()[0][:200] if text.strip() else type(err).__name__
+            raise BackendError(f"Ray worker failed: {first}: {_cause(text)}", text[-8000:]) from None
 
     def map(self, tasks: Sequence[Any]) -> list[Any]:
         refs = [self.actors[i % len(self.actors)].run.remote(t) for i, t in enumerate(tasks)]

@@ -21,23 +21,26 @@ shrunk, never stops a ``--stop-on-finding`` campaign and is refused by ``vectors
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from conformance.fuzz.backend import make_backend
-from conformance.fuzz.findings import FINDINGS, SAFETY_NET, bucket_text, write_findings
-from conformance.fuzz.pool import Pool, corpus_seeds
+from conformance.fuzz.backend import BackendError, make_backend
+from conformance.fuzz.findings import FINDINGS, SAFETY_NET, bucket_text, check_outputs, write_findings
+from conformance.fuzz.pool import Pool, corpus_seeds, fits
 from conformance.fuzz.program import FuzzInput
-from conformance.fuzz.state import STATE_VERSION, StateError, load_state, save_state
+from conformance.fuzz.state import (
+    FINDING_BYTES, FINDINGS_KEPT, GROWTH_KEEP, HELLO_BYTES, INTERNAL_BYTES, INTERNAL_KEEP, MAX_BUCKETS,
+    MAX_CELLS, MAX_COMMAND, MAX_NAME, SAFETY_NET_KEEP, STATE_VERSION, StateError, load_state, save_state,
+)
 
-__all__ = ["Options", "StateError", "load_state", "report_json", "report_text", "run_campaign"]
+__all__ = ["Options", "StateError", "load_state", "report_json", "report_text", "run_campaign", "crashed_now"]
 
 EPOCH = 256
 TASK = 32
 SAVE_SECONDS = 5.0            # the state is written at most this often (and at the end)
-SAFETY_NET_KEEP = 64          # safety-net entries kept with their vectors (all are counted)
 
 
 @dataclass
@@ -53,6 +56,8 @@ class Options:
     resume: bool = False
     stop_on_finding: bool = False
     worker_config: dict[str, Any] = field(default_factory=dict)
+    factory: Callable | None = None     # the workers' factory (default conformance.fuzz.worker.make_worker)
+    state: dict[str, Any] | None = None  # the checked state to resume (else read from out)
 
 
 def _new_state(options: Options) -> dict[str, Any]:
@@ -64,7 +69,12 @@ def _new_state(options: Options) -> dict[str, Any]:
             "next_index": 0, "pool": [s.to_json() for s in seeds], "pool_added": 0,
             "corpus_cells": len(corpus_cells(vectors)), "cells": sorted(corpus_cells(vectors)), "arcs": [],
             "classes": [], "buckets": {}, "executions": 0, "seconds": 0.0, "outcomes": {}, "workers": {},
-            "growth": [], "divergent": 0, "sessions": 0, "safety_net": [], "safety_net_count": 0}
+            "growth": [], "divergent": 0, "sessions": 0, "safety_net": [], "safety_net_count": 0,
+            "internal_errors": [], "skip": []}
+
+
+def _size(value: Any) -> int:
+    return len(json.dumps(value))
 
 
 def _merge(state: dict[str, Any], pool: Pool, cells: set, arcs: set, results: list[dict], elapsed: float) -> dict:
@@ -72,15 +82,17 @@ def _merge(state: dict[str, Any], pool: Pool, cells: set, arcs: set, results: li
     added_pool, added_cells, added_arcs, added_classes, added_net = [], [], [], [], []
     news = sorted((n for r in results for n in r["new"]), key=lambda n: n[0])
     for _idx, c, a, inp in news:
-        fresh_c = [x for x in c if x not in cells]
-        fresh_a = [x for x in a if x not in arcs]
+        # at most MAX_CELLS of each are recorded (a name longer than MAX_NAME is not one we make)
+        fresh_c = [x for x in c if x not in cells and len(x) <= MAX_NAME][:MAX_CELLS - len(cells)]
+        fresh_a = [x for x in a if x not in arcs and len(x) <= MAX_NAME][:MAX_CELLS - len(arcs)]
         if fresh_c or fresh_a:
             cells.update(fresh_c)
             arcs.update(fresh_a)
             added_cells += fresh_c
             added_arcs += fresh_a
-            pool.add(FuzzInput.from_json(inp))
-            added_pool.append(inp)
+            if fits(inp):            # a larger request counts its coverage but is not mutated further
+                pool.add(FuzzInput.from_json(inp))
+                added_pool.append(inp)
     findings = {(f["impl"], f["class"]): f for r in sorted(results, key=lambda r: r["start"])[::-1]
                 for f in r["findings"]}
     buckets = state["buckets"]
@@ -88,19 +100,23 @@ def _merge(state: dict[str, Any], pool: Pool, cells: set, arcs: set, results: li
         key = f"{impl}|{kind}"
         state["divergent"] += 1
         if key not in buckets:
+            if len(buckets) >= MAX_BUCKETS or len(kind) > MAX_NAME:
+                continue              # counted in "divergent" only
             hello = (state.get("hellos") or [None] * len(state["impls"]))[impl] or {}
             name = (hello.get("implementation") or {}).get("name") or state["impls"][impl]
-            buckets[key] = {"impl": impl, "name": name, "command": state["impls"][impl], "class": kind, "count": 0,
-                            "first_index": idx, "first_seconds": round(elapsed, 3), "finding": None}
+            buckets[key] = {"impl": impl, "name": str(name)[:MAX_COMMAND], "command": state["impls"][impl],
+                            "class": kind, "count": 0, "first_index": idx, "first_seconds": round(elapsed, 3),
+                            "finding": None}
             added_classes.append(key)
         buckets[key]["count"] += 1
         found = findings.get((impl, kind))
-        if found is not None and buckets[key]["finding"] is None:
+        if found is not None and buckets[key]["finding"] is None and _size(found) <= FINDING_BYTES \
+                and sum(b["finding"] is not None for b in buckets.values()) < FINDINGS_KEPT:
             buckets[key]["finding"] = found
     net = state["safety_net"]
     for entry in sorted((e for r in results for e in r.get("safety_net", ())), key=lambda e: (e["index"], e["impl"])):
         state["safety_net_count"] += 1
-        if len(net) < SAFETY_NET_KEEP:
+        if len(net) < SAFETY_NET_KEEP and _size(entry) <= FINDING_BYTES:
             net.append(entry)
             added_net.append(entry["vector_id"])
     for r in results:
@@ -116,22 +132,32 @@ def _merge(state: dict[str, Any], pool: Pool, cells: set, arcs: set, results: li
 
 def run_campaign(options: Options, on_epoch: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Run (or resume) a campaign; returns the final state. Raises BackendError when the
-    workers cannot start (an implementation that does not start, Ray unavailable)."""
-    out = options.out
-    out.mkdir(parents=True, exist_ok=True)
-    state = load_state(out) if options.resume else _new_state(options)
+    workers cannot start (an implementation that does not start, Ray unavailable),
+    spec.files.FileRefused when an output path is a link or a folder holds files the campaign
+    did not write, StateError for a state that cannot be resumed or whose implementations are
+    not the ones given. An unexpected error in a worker stops the campaign with its state and
+    findings saved and the error recorded (``crashed_now``)."""
+    out = check_outputs(options.out)
+    if options.resume:
+        state = options.state if options.state is not None else load_state(out)
+        if state["impls"] != list(options.impls):
+            raise StateError(impls_differ(out, state["impls"], options.impls))
+    else:
+        state = _new_state(options)
+    options.state = None
     state["sessions"] += 1
     pool = Pool.from_json(state["pool"], state["pool_added"])
     cells, arcs = set(state["cells"]), set(state["arcs"])
-    config = {**options.worker_config, "seed": state["seed"], "impls": state["impls"], "timeout": options.timeout,
-              "pool": state["pool"], "pool_added": state["pool_added"], "cells": state["cells"],
-              "arcs": state["arcs"], "classes": list(state["buckets"])}
+    config = {**options.worker_config, "seed": state["seed"], "impls": list(options.impls),
+              "timeout": options.timeout, "pool": state["pool"], "pool_added": state["pool_added"],
+              "cells": state["cells"], "arcs": state["arcs"], "classes": list(state["buckets"]),
+              "skip": list(state["skip"])}
     from conformance.fuzz.worker import make_worker
     base = state["seconds"]
-    backend = make_backend(make_worker, (config,), options.workers, options.ray)
+    backend = make_backend(options.factory or make_worker, (config,), options.workers, options.ray)
     started = saved = time.perf_counter()      # worker (and cluster) start-up is not counted
     try:
-        state["hellos"] = backend.call("hellos")[0]
+        state["hellos"] = [h if h is None or _size(h) <= HELLO_BYTES else {} for h in backend.call("hellos")[0]]
         config.clear()
         while True:
             done = state["next_index"]
@@ -151,17 +177,26 @@ def run_campaign(options: Options, on_epoch: Callable[[dict[str, Any]], None] | 
             except KeyboardInterrupt:
                 state["stopped"] = "interrupted (the unfinished epoch is not counted)"
                 break
+            except BackendError as err:            # a worker process or actor lost with its task
+                _record(state, [{"index": done, "last_index": end - 1, "worker": None, "exception": str(err),
+                                 "traceback": getattr(err, "detail", "") or "", "input": None}], skip=False)
+                break
+            crashes = sorted((r["crash"] for r in results if r.get("crash")), key=lambda c: c["index"])
+            if crashes:                            # the epoch is not merged: it runs again on --resume,
+                _record(state, crashes)            # without the requests that crashed
+                break
             elapsed = base + time.perf_counter() - started
             additions = _merge(state, pool, cells, arcs, results, elapsed)
             net = additions.pop("safety_net")
             if any(additions.values()):
-                backend.broadcast(additions)
-            state["next_index"] = end
-            state["seconds"] = elapsed
-            state["coverage_cells"], state["coverage_arcs"], state["pool_size"] = len(cells), len(arcs), len(pool)
-            state["growth"].append({"seconds": round(elapsed, 3), "executions": state["executions"],
-                                    "cells": len(cells), "arcs": len(arcs), "pool": len(pool),
-                                    "buckets": len(state["buckets"])})
+                try:
+                    backend.broadcast(additions)
+                except BackendError as err:        # the epoch is merged: the next one is lost
+                    _record(state, [{"index": end, "last_index": end + EPOCH - 1, "worker": None,
+                                     "exception": str(err), "traceback": err.detail, "input": None}], skip=False)
+                    _finish_epoch(state, end, elapsed, pool, cells, arcs)
+                    break
+            _finish_epoch(state, end, elapsed, pool, cells, arcs)
             found = bool(additions["classes"] or any(r["findings"] for r in results))
             if found or net or time.perf_counter() - saved >= SAVE_SECONDS:
                 _snapshot(state, pool, cells, arcs)
@@ -181,6 +216,50 @@ def run_campaign(options: Options, on_epoch: Callable[[dict[str, Any]], None] | 
         write_findings(out / SAFETY_NET, _net_vectors(state), state["seed"])
     save_state(out, state)
     return state
+
+
+def _finish_epoch(state: dict[str, Any], end: int, elapsed: float, pool: Pool, cells: set, arcs: set) -> None:
+    state["next_index"] = end
+    state["seconds"] = elapsed
+    state["coverage_cells"], state["coverage_arcs"], state["pool_size"] = len(cells), len(arcs), len(pool)
+    state["growth"].append({"seconds": round(elapsed, 3), "executions": state["executions"],
+                            "cells": len(cells), "arcs": len(arcs), "pool": len(pool),
+                            "buckets": len(state["buckets"])})
+    if len(state["growth"]) > GROWTH_KEEP:            # thinned: every other point, and the last
+        state["growth"] = state["growth"][:-1:2] + state["growth"][-1:]
+
+
+def _record(state: dict[str, Any], crashes: list[dict[str, Any]], skip: bool = True) -> None:
+    """Record internal errors (a worker's crash at a request, or a worker lost with a task) in
+    the state; a crashed request is skipped from now on (--resume does not run it again)."""
+    errors = state["internal_errors"]
+    for crash in crashes:
+        entry = {**crash, "session": state["sessions"]}
+        if _size(entry) > INTERNAL_BYTES:
+            entry["input"] = None
+        if _size(entry) > INTERNAL_BYTES:
+            entry["traceback"] = entry["traceback"][-(INTERNAL_BYTES // 2):]
+            entry["exception"] = entry["exception"][:1000]
+        if len(errors) < INTERNAL_KEEP:
+            errors.append(entry)
+            if skip and entry["index"] not in state["skip"]:
+                state["skip"].append(entry["index"])
+    first = crashes[0]
+    where = f"request {first['index']}" if skip else f"requests {first['index']}..{first['last_index']}"
+    state["stopped"] = f"an internal error at {where}"
+
+
+def crashed_now(state: dict[str, Any]) -> list[dict[str, Any]]:
+    """The internal errors of the session that just ran."""
+    return [e for e in state.get("internal_errors", ()) if e["session"] == state["sessions"]]
+
+
+def impls_differ(out: Path, recorded: list[str], given: list[str], named: bool = True) -> str:
+    """The one-line refusal of a resume whose implementations are not the campaign's."""
+    ran = " ".join(f"--impl {c!r}" for c in recorded)
+    now = " ".join(f"--impl {c!r}" for c in given) if named else "none (the reference adapter)"
+    return (f"cannot resume from {out}: the campaign ran against {ran[:600]}, this resume names {now[:600]}; "
+            "give the same --impl options (the state never chooses what runs)")
 
 
 def _snapshot(state: dict[str, Any], pool: Pool, cells: set, arcs: set) -> None:
@@ -224,6 +303,10 @@ def report_json(state: dict[str, Any], out: Path) -> dict[str, Any]:
         "safety_net": {"count": state["safety_net_count"], "directory": str(out / SAFETY_NET),
                        "note": "requests that met the wall-clock limit twice: not divergences, not in the exit status",
                        "entries": [{k: v for k, v in e.items() if k != "vector"} for e in state["safety_net"]]},
+        "internal_errors": [{"seed": state["seed"], **{k: v for k, v in e.items() if k != "input"},
+                             "reproduce": "rtwo-vm fuzz --resume DIR skips it" if e.get("last_index") is None
+                             else "a worker was lost with these requests: --resume DIR runs them again"}
+                            for e in state.get("internal_errors", ())],
         "note": "each request is a function of the seed and its index; --seconds only bounds how many ran",
     }
 
@@ -253,4 +336,11 @@ def report_text(report: dict[str, Any]) -> str:
                   f"{e['detail']} -> {e['vector_id']}" for e in net["entries"]]
         if net["count"] > len(net["entries"]):
             lines.append(f"  ... and {net['count'] - len(net['entries'])} more (not kept)")
+    for e in report["internal_errors"]:
+        where = (f"request {e['index']}" if e.get("last_index") is None
+                 else f"requests {e['index']}..{e['last_index']}")
+        lines += ["", f"INTERNAL ERROR (a bug of the fuzzer, not a divergence) at {where} of campaign seed "
+                      f"{e['seed']}" + (f", worker {e['worker']}" if e.get("worker") is not None else "")
+                      + f", session {e['session']}: {e['exception']}  ({e['reproduce']})"]
+        lines += ["  " + line for line in e["traceback"].rstrip().splitlines()]
     return "\n".join(lines)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from conformance import corpus
+from spec.files import FileRefused, atomic_write, output_dir, refuse_link
 from conformance.fuzz.classify import slug
 from conformance.fuzz.program import FuzzInput, disassemble
 from conformance.vector import Case, content_hash, expected_of, run_reference, tags_of
@@ -95,8 +96,51 @@ def bucket_text(bucket: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+# The files a campaign writes into DIR/findings and DIR/safety-net (a corpus directory of the
+# "fuzz" id group), the only ones it ever replaces or removes there.
+OWN_FILES = (f"{corpus.group_of(vector_id(0, 0))}.jsonl", corpus.MANIFEST)
+OUTPUT_FILES = ("state.json", "report.json", "report.txt")
+
+
+def _own_folder(directory: Path) -> Path:
+    """``directory`` as a folder of the campaign's own: created if missing; refused when it is
+    a link, not a folder, or holds anything but OWN_FILES (and this module's temporary files),
+    or one of those is a link."""
+    folder = output_dir(directory, "findings folder")
+    for entry in sorted(folder.iterdir()):
+        name = entry.name
+        if name.startswith(".") and name.endswith(".tmp") and any(name.startswith(f".{own}.") for own in OWN_FILES):
+            continue                  # a temporary file of atomic_writer left by a kill
+        if name not in OWN_FILES:
+            raise FileRefused(f"{folder}: holds {name!r}, which a fuzz campaign does not write; the campaign "
+                              "writes only into a folder of its own")
+        if entry.is_symlink() or not entry.is_file():
+            raise FileRefused(f"{entry}: is a link or not a regular file; the campaign does not write through it")
+    return folder
+
+
+def check_outputs(out: Path) -> Path:
+    """The campaign folder, checked before anything runs: not a link, its report and state
+    files not links, its findings and safety-net folders its own (FileRefused otherwise)."""
+    folder = output_dir(out, "campaign folder")
+    for name in OUTPUT_FILES:
+        refuse_link(folder / name, name)
+    for name in (FINDINGS, SAFETY_NET):
+        if (folder / name).exists() or (folder / name).is_symlink():
+            _own_folder(folder / name)
+    return folder
+
+
 def write_findings(directory: Path, vectors: Iterable[Mapping[str, Any]], seed: int) -> None:
-    """Replace DIR/findings with these vectors (a corpus directory with its manifest)."""
-    vectors = sorted(vectors, key=lambda v: v["id"])
-    directory.mkdir(parents=True, exist_ok=True)
-    corpus.write(list(vectors), directory, {"random_seed": seed, "smt_inputs": None})
+    """Replace the vectors in DIR/findings (a corpus directory with its manifest): each file
+    written atomically (spec.files.atomic_write), a group file no longer needed removed, and
+    nothing else touched (see _own_folder)."""
+    folder = _own_folder(directory)
+    files = corpus.render(sorted(vectors, key=lambda v: v["id"]), {"random_seed": seed, "smt_inputs": None})
+    if set(files) - set(OWN_FILES):
+        raise FileRefused(f"{folder}: a finding outside the fuzz group ({sorted(set(files) - set(OWN_FILES))[0]})")
+    for name, text in files.items():        # the group file, then the manifest naming it
+        atomic_write(folder / name, text)
+    for name in OWN_FILES:                  # only then a group file the manifest no longer names
+        if name not in files and (folder / name).is_file() and not (folder / name).is_symlink():
+            (folder / name).unlink()

@@ -359,12 +359,20 @@ def fresh(rng: random.Random) -> FuzzInput:
     return inp
 
 
-def malform(rng: random.Random, inp: FuzzInput) -> None:
-    """Corrupt one contract's container (usually the entry's) for a validation rule."""
+MALFORMATIONS = 12
+
+
+def malform(rng: random.Random, inp: FuzzInput, kind: int | None = None) -> None:
+    """Corrupt one contract's container (usually the entry's) for a validation rule; a request
+    without contracts gets one, at its entry address when that is a word. ``kind`` (0 ..
+    MALFORMATIONS-1) forces the corruption drawn (tests)."""
+    if not inp.contracts:
+        inp.contracts[inp.to if 0 <= inp.to <= MASK else ENTRY] = (Code(rows=[("STOP", 0)]), {})
     address = inp.to if inp.to in inp.contracts and rng.random() < 0.8 else rng.choice(sorted(inp.contracts))
     code, storage = inp.contracts[address]
     blob = bytearray(code.container())
-    kind = rng.randrange(12) if len(blob) >= HEADER_SIZE else 99    # already shorter than a header: append
+    drawn = rng.randrange(MALFORMATIONS) if len(blob) >= HEADER_SIZE else 99    # shorter than a header: append
+    kind = drawn if kind is None or drawn == 99 else kind
     if kind == 0:
         blob[rng.randrange(len(MAGIC))] ^= 1 << rng.randrange(8)
     elif kind == 1:

@@ -51,11 +51,20 @@ def tune_limit(rng: random.Random, inp: FuzzInput) -> None:
     inp.limits[name] = max(low, value + rng.choice((-1, 0, 0, 1)))
 
 
-def mutate_once(rng: random.Random, inp: FuzzInput, pool: Sequence[FuzzInput]) -> None:
-    kind = rng.randrange(16)
+MUTATIONS = 16
+
+
+def mutate_once(rng: random.Random, inp: FuzzInput, pool: Sequence[FuzzInput], kind: int | None = None) -> None:
+    """One edit of ``inp`` in place; ``kind`` (0 .. MUTATIONS-1) forces the edit drawn (tests;
+    a row edit of a request without rows becomes another edit, as a drawn one does)."""
+    forced = kind
+    kind = rng.randrange(MUTATIONS)
+    if forced is not None:
+        kind = forced
     address = _rows_contract(rng, inp)
     if address is None or kind >= 10:
-        kind = 10 + rng.randrange(6)
+        redrawn = 10 + rng.randrange(6)
+        kind = forced if forced is not None and forced >= 10 else redrawn
     if kind < 10:
         code, storage = inp.contracts[address]
         rows = list(code.rows)

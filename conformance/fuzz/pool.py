@@ -11,6 +11,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from conformance.fuzz.program import FuzzInput
 
 CAPACITY = 2048
+ENTRY_BYTES = 8 << 10         # a pool entry's JSON at most (a larger request still counts its coverage)
 SEED_LIMIT = 400              # corpus vectors taken as seeds
 SEED_MAX_BYTES = 4096         # ... each at most this large as JSON
 
@@ -50,4 +51,11 @@ def corpus_seeds(vectors: Sequence[Mapping[str, Any]]) -> list[FuzzInput]:
     import json
     small = [v for v in vectors if len(json.dumps(v["input"])) <= SEED_MAX_BYTES]
     step = max(1, len(small) // SEED_LIMIT)
-    return [FuzzInput.from_vector_input(v["input"]) for v in small[::step][:SEED_LIMIT]]
+    seeds = [FuzzInput.from_vector_input(v["input"]) for v in small[::step][:SEED_LIMIT]]
+    return [s for s in seeds if fits(s.to_json())]
+
+
+def fits(entry: Mapping[str, Any]) -> bool:
+    """Whether a request (as JSON) is small enough to be a pool entry."""
+    import json
+    return len(json.dumps(entry)) <= ENTRY_BYTES

@@ -148,7 +148,8 @@ class FuzzInput:
             self.isolation = default_isolation()
             level = isolation_levels()[self.isolation]
         top = ACCESS_ORDER.index(level["max_storage_access"])
-        if ACCESS_ORDER.index(self.policy["storage_access"]) > top:
+        access = self.policy["storage_access"]
+        if access in ACCESS_ORDER and ACCESS_ORDER.index(access) > top:    # an unknown one stays: malformed
             self.policy["storage_access"] = ACCESS_ORDER[top]
         return self
 

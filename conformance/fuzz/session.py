@@ -73,6 +73,13 @@ class Session:
                 if failures >= self.settings.max_start_failures:
                     raise
 
+    def reset(self) -> None:
+        """Drop the current process and batch (the next batch starts a fresh process)."""
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc = None
+        self._queue, self._lines, self._traced, self._sent = [], {}, {}, 0
+
     def _restart(self) -> None:
         if self.proc is not None:
             self.proc.kill()

@@ -17,9 +17,33 @@ import math
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from conformance.fuzz.pool import CAPACITY, ENTRY_BYTES as POOL_ENTRY_BYTES
+from spec.files import FileRefused, atomic_write, output_dir, read_json
+
 STATE = "state.json"
 STATE_VERSION = 1
-MAX_STATE_BYTES = 256 << 20
+
+# What a campaign's state can legitimately hold; the campaign enforces each bound when it
+# records something (conformance.fuzz.campaign), so its own state always passes, and a resume
+# refuses a state beyond any of them before parsing more than MAX_STATE_BYTES.
+FINDINGS_KEPT = 32              # buckets whose shrunk finding (vector, input) is kept
+FINDING_BYTES = 256 << 10       # ... each at most this large as JSON (else the bucket keeps none)
+SAFETY_NET_KEEP = 64            # safety-net entries kept with their vectors (all are counted)
+MAX_BUCKETS = 1024              # divergence classes bucketed (later ones are counted only)
+MAX_CELLS = 32768               # grid cells and reference branch arcs recorded, each
+MAX_NAME = 160                  # characters of a cell, an arc, an outcome or a class
+MAX_COMMAND = 4096              # characters of an implementation's command line
+MAX_IMPLS = 16                  # implementations of one campaign
+GROWTH_KEEP = 1024              # points of the coverage-growth curve (thinned, first and last kept)
+INTERNAL_KEEP = 64              # internal errors recorded (each skipped on --resume)
+INTERNAL_BYTES = 64 << 10       # ... each at most this large as JSON (the input is dropped first)
+HELLO_BYTES = 16 << 10          # an implementation's hello as recorded
+MAX_COUNT = 1 << 53             # indices, counts and seconds (exact in a JSON number)
+STATE_DEPTH = 32                # nesting of the JSON (a vector's result is the deepest part)
+MAX_STATE_BYTES = (POOL_ENTRY_BYTES * CAPACITY + FINDING_BYTES * (FINDINGS_KEPT + SAFETY_NET_KEEP)
+                   + INTERNAL_BYTES * INTERNAL_KEEP + 2 * MAX_CELLS * (MAX_NAME + 4)
+                   + MAX_BUCKETS * (2 * MAX_COMMAND + 4 * MAX_NAME) + MAX_IMPLS * (MAX_COMMAND + HELLO_BYTES)
+                   + (1 << 20))
 
 
 class StateError(Exception):
@@ -30,37 +54,51 @@ class _Damaged(Exception):
     pass
 
 
-def _int(value: Any, where: str, low: int = 0) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise _Damaged(f"{where} is not an integer >= {low}")
+def _int(value: Any, where: str, low: int = 0, high: int = MAX_COUNT) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise _Damaged(f"{where} is not an integer between {low} and {high}")
     return value
 
 
 def _number(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise _Damaged(f"{where} is not a finite number >= 0")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not 0 <= value <= MAX_COUNT:
+        raise _Damaged(f"{where} is not a finite number between 0 and {MAX_COUNT}")
     return value
 
 
-def _str(value: Any, where: str) -> str:
-    if not isinstance(value, str):
-        raise _Damaged(f"{where} is not a string")
+def _str(value: Any, where: str, longest: int = MAX_NAME) -> str:
+    if not isinstance(value, str) or len(value) > longest:
+        raise _Damaged(f"{where} is not a string of at most {longest} characters")
     return value
 
 
-def _list(value: Any, where: str, item: Callable[[Any, str], Any] | None = None) -> list:
-    if not isinstance(value, list):
-        raise _Damaged(f"{where} is not a list")
+def _text(value: Any, where: str) -> str:
+    return _str(value, where, FINDING_BYTES)
+
+
+def _list(value: Any, where: str, item: Callable[[Any, str], Any] | None = None, longest: int = MAX_COUNT) -> list:
+    if not isinstance(value, list) or len(value) > longest:
+        raise _Damaged(f"{where} is not a list of at most {longest} items")
     if item is not None:
         for i, v in enumerate(value):
             item(v, f"{where}[{i}]")
     return value
 
 
-def _dict(value: Any, where: str) -> dict:
-    if not isinstance(value, dict):
-        raise _Damaged(f"{where} is not an object")
+def _dict(value: Any, where: str, keys: Callable[[str], bool] | None = None, longest: int = MAX_COUNT) -> dict:
+    if not isinstance(value, dict) or len(value) > longest:
+        raise _Damaged(f"{where} is not an object of at most {longest} members")
+    if keys is not None:
+        for k in value:
+            if not keys(k):
+                raise _Damaged(f"{where}: unexpected member {k[:40]!r}")
     return value
+
+
+def _sized(value: Any, where: str, limit: int) -> None:
+    if len(json.dumps(value)) > limit:
+        raise _Damaged(f"{where} is larger than the {limit} bytes it may hold")
 
 
 @functools.cache
@@ -88,10 +126,11 @@ def request_problem(value: Any) -> str | None:
     return f"its vector input is invalid ({problems[0][:120]})" if problems else None
 
 
-def _request(value: Any, where: str) -> None:
+def _request(value: Any, where: str, limit: int = POOL_ENTRY_BYTES) -> None:
     problem = request_problem(value)
     if problem is not None:
         raise _Damaged(f"{where}: {problem}")
+    _sized(value, where, limit)
 
 
 def _vector(value: Any, where: str) -> None:
@@ -101,111 +140,202 @@ def _vector(value: Any, where: str) -> None:
         raise _Damaged(f"{where}: not a valid vector ({problems[0][:120]})")
 
 
+def _impl(value: Any, where: str, impls: int) -> int:
+    return _int(value, where, 0, impls - 1)
+
+
 def _finding(f: Any, where: str, impls: int) -> None:
-    _dict(f, where)
+    _dict(f, where, {"index", "impl", "class", "vector_id", "vector", "input", "original_size", "size", "tests",
+                     "shrink_seconds", "program", "diff", "trace", "exposed_as"}.__contains__)
+    _sized(f, where, FINDING_BYTES)
     for k in ("index", "original_size", "size", "tests"):
         _int(f.get(k), f"{where}.{k}")
-    if _int(f.get("impl"), f"{where}.impl") >= impls:
-        raise _Damaged(f"{where}.impl names no implementation")
-    for k in ("class", "vector_id", "trace"):
+    _impl(f.get("impl"), f"{where}.impl", impls)
+    for k in ("class", "vector_id"):
         _str(f.get(k), f"{where}.{k}")
+    _text(f.get("trace"), f"{where}.trace")
     _number(f.get("shrink_seconds"), f"{where}.shrink_seconds")
     for k in ("program", "diff"):
-        _list(f.get(k), f"{where}.{k}", _str)
+        _list(f.get(k), f"{where}.{k}", _text)
     if "exposed_as" in f:
         _str(f["exposed_as"], f"{where}.exposed_as")
-    _request(f.get("input"), f"{where}.input")
+    _request(f.get("input"), f"{where}.input", FINDING_BYTES)
     _vector(f.get("vector"), f"{where}.vector")
 
 
-def _bucket(key: str, b: Any, impls: int) -> None:
+def _bucket(key: str, b: Any, impls: int) -> bool:
+    """Checks a bucket; whether it holds a finding."""
     where = f"bucket {key[:80]!r}"
-    _dict(b, where)
-    impl = _int(b.get("impl"), f"{where}.impl")
+    _dict(b, where, {"impl", "name", "command", "class", "count", "first_index", "first_seconds",
+                     "finding"}.__contains__)
+    impl = _impl(b.get("impl"), f"{where}.impl", impls)
     kind = _str(b.get("class"), f"{where}.class")
-    if impl >= impls or key != f"{impl}|{kind}":
+    if key != f"{impl}|{kind}":
         raise _Damaged(f"{where}: its key, implementation and class disagree")
-    for k in ("name", "command"):
-        _str(b.get(k), f"{where}.{k}")
+    _str(b.get("name"), f"{where}.name", MAX_COMMAND)
+    _str(b.get("command"), f"{where}.command", MAX_COMMAND)
     for k in ("count", "first_index"):
         _int(b.get(k), f"{where}.{k}")
     _number(b.get("first_seconds"), f"{where}.first_seconds")
     if b.get("finding") is not None:
         _finding(b["finding"], f"{where}.finding", impls)
+        return True
+    return False
 
 
 def _safety(e: Any, where: str, impls: int) -> None:
-    _dict(e, where)
+    _dict(e, where, {"index", "impl", "run", "seconds", "detail", "vector_id", "size", "vector"}.__contains__)
+    _sized(e, where, FINDING_BYTES)
     for k in ("index", "size"):
         _int(e.get(k), f"{where}.{k}")
-    if _int(e.get("impl"), f"{where}.impl") >= impls:
-        raise _Damaged(f"{where}.impl names no implementation")
-    for k in ("run", "detail", "vector_id"):
+    _impl(e.get("impl"), f"{where}.impl", impls)
+    for k in ("run", "vector_id"):
         _str(e.get(k), f"{where}.{k}")
-    _list(e.get("seconds"), f"{where}.seconds", _number)
+    _text(e.get("detail"), f"{where}.detail")
+    _list(e.get("seconds"), f"{where}.seconds", _number, longest=2)
     _vector(e.get("vector"), f"{where}.vector")
 
 
+def _internal(e: Any, where: str) -> None:
+    _dict(e, where, {"index", "worker", "exception", "traceback", "input", "session", "last_index"}.__contains__)
+    _sized(e, where, INTERNAL_BYTES)
+    _int(e.get("index"), f"{where}.index")
+    if e.get("last_index") is not None:       # a worker lost with a whole task (no request known)
+        _int(e["last_index"], f"{where}.last_index", e["index"])
+    if e.get("worker") is not None:
+        _int(e["worker"], f"{where}.worker", 0, 1 << 16)
+    _int(e.get("session"), f"{where}.session")
+    _text(e.get("exception"), f"{where}.exception")
+    _text(e.get("traceback"), f"{where}.traceback")
+    if e.get("input") is not None:
+        _request(e["input"], f"{where}.input", INTERNAL_BYTES)
+
+
+def _growth(g: Any, where: str) -> None:
+    for k, v in _dict(g, where, {"seconds", "executions", "cells", "arcs", "pool", "buckets"}.__contains__).items():
+        _number(v, f"{where}.{k}")
+
+
+def _hello(v: Any, where: str) -> None:
+    """An implementation's hello as recorded: what the report reads of it is typed."""
+    if v is not None:
+        _dict(v, where)
+        _sized(v, where, HELLO_BYTES)
+        impl = _dict(v.get("implementation", {}), f"{where}.implementation")
+        for k in ("name", "version"):
+            if impl.get(k) is not None:
+                _str(impl[k], f"{where}.implementation.{k}", MAX_COMMAND)
+        _list(v.get("capabilities", []), f"{where}.capabilities", _str)
+
+
+def _command(c: Any, where: str) -> None:
+    if not _str(c, where, MAX_COMMAND).strip():
+        raise _Damaged(f"{where} is an empty command")
+
+
+# The state's members and the check of each (a member not listed is refused).
+def _members(impls: int) -> dict[str, Callable[[Any, str], Any]]:
+    return {
+        "version": lambda v, w: None,                     # checked first
+        "seed": lambda v, w: _int(v, w, -(1 << 63), (1 << 63) - 1),
+        "impls": lambda v, w: None,                       # checked first (the others depend on it)
+        "next_index": _int, "pool_added": _int, "executions": _int, "divergent": _int, "sessions": _int,
+        "corpus_cells": lambda v, w: _int(v, w, 0, MAX_CELLS),
+        "coverage_cells": lambda v, w: _int(v, w, 0, MAX_CELLS),
+        "coverage_arcs": lambda v, w: _int(v, w, 0, MAX_CELLS),
+        "pool_size": lambda v, w: _int(v, w, 0, CAPACITY),
+        "seconds": _number,
+        "stopped": lambda v, w: v is None or _str(v, w),
+        "pool": _pool,
+        "cells": lambda v, w: _list(v, w, _str, MAX_CELLS),
+        "arcs": lambda v, w: _list(v, w, _str, MAX_CELLS),
+        "classes": lambda v, w: _list(v, w, _str, MAX_BUCKETS),
+        "buckets": lambda v, w: _buckets(v, w, impls),
+        "outcomes": _outcomes,
+        "workers": _workers,
+        "growth": lambda v, w: _list(v, w, _growth, GROWTH_KEEP),
+        "hellos": lambda v, w: _list(v, w, _hello, impls),
+        "safety_net": lambda v, w: _list(v, w, lambda e, x: _safety(e, x, impls), SAFETY_NET_KEEP),
+        "safety_net_count": _int,
+        "internal_errors": lambda v, w: _list(v, w, _internal, INTERNAL_KEEP),
+        "skip": lambda v, w: _list(v, w, _int, INTERNAL_KEEP),
+    }
+
+
+def _outcomes(value: Any, where: str) -> None:
+    for k, n in _dict(value, where, longest=1024).items():
+        _str(k, f"{where} name")
+        _int(n, f"{where}.{k[:40]}")
+
+
+def _pool(value: Any, where: str) -> None:
+    for i, entry in enumerate(_list(value, where, longest=CAPACITY)):
+        _request(entry, f"pool entry {i}")
+
+
+def _workers(value: Any, where: str) -> None:
+    for k, x in _dict(value, where, longest=1 << 16).items():
+        _worker(k, x, f"{where}.{k[:40]}")
+
+
+def _buckets(value: Any, where: str, impls: int) -> None:
+    kept = sum(_bucket(key, b, impls) for key, b in _dict(value, where, longest=MAX_BUCKETS).items())
+    if kept > FINDINGS_KEPT:
+        raise _Damaged(f"{where}: more than {FINDINGS_KEPT} findings kept")
+
+
+def _worker(key: str, value: Any, where: str) -> None:
+    if not key.isdigit() or len(key) > 6:
+        raise _Damaged(f"workers: {key[:40]!r} is not a worker number")
+    _dict(value, where, {"requests", "busy_seconds"}.__contains__)
+    _int(value.get("requests"), f"{where}.requests")
+    _number(value.get("busy_seconds"), f"{where}.busy_seconds")
+
+
+REQUIRED = ("version", "seed", "impls", "next_index", "pool", "pool_added", "corpus_cells", "cells", "arcs",
+            "buckets", "executions", "seconds", "outcomes", "workers", "growth", "divergent", "sessions")
+
+
 def check_state(state: Any) -> None:
-    """Raise _Damaged naming the first thing wrong with a parsed state."""
+    """Raise _Damaged naming the first thing wrong with a parsed state: every member typed and
+    range-checked against what a campaign can hold, no member unknown, none missing."""
     _dict(state, "the state")
     if state.get("version") != STATE_VERSION:
         raise _Damaged(f"not a campaign state of version {STATE_VERSION}")
-    _int(state.get("seed"), "seed", low=-(1 << 63))
-    impls = _list(state.get("impls"), "impls", _str)
-    if not impls or not all(c.strip() for c in impls):
-        raise _Damaged("impls is empty or holds an empty command")
-    for k in ("next_index", "pool_added", "corpus_cells", "executions", "divergent", "sessions"):
-        _int(state.get(k), k)
-    _number(state.get("seconds"), "seconds")
-    for i, entry in enumerate(_list(state.get("pool"), "pool")):
-        _request(entry, f"pool entry {i}")
-    _list(state.get("cells"), "cells", _str)
-    _list(state.get("arcs"), "arcs", _str)
-    for key, b in _dict(state.get("buckets"), "buckets").items():
-        _bucket(key, b, len(impls))
-    for k, v in _dict(state.get("outcomes"), "outcomes").items():
-        _int(v, f"outcomes.{k[:40]}")
-    for k, v in _dict(state.get("workers"), "workers").items():
-        if not k.isdigit():
-            raise _Damaged(f"workers: {k[:40]!r} is not a worker number")
-        _dict(v, f"workers.{k}")
-        _int(v.get("requests"), f"workers.{k}.requests")
-        _number(v.get("busy_seconds"), f"workers.{k}.busy_seconds")
-    for i, g in enumerate(_list(state.get("growth"), "growth")):
-        for k, v in _dict(g, f"growth[{i}]").items():
-            _number(v, f"growth[{i}].{k[:40]}")
-    if "hellos" in state:
-        _list(state["hellos"], "hellos", lambda v, w: v is None or _dict(v, w))
-    # Written since the safety net exists; a state from before has none.
+    impls = _list(state.get("impls"), "impls", _command, MAX_IMPLS)
+    if not impls:
+        raise _Damaged("impls is empty")
+    members = _members(len(impls))
+    for key in state:
+        if key not in members:
+            raise _Damaged(f"unexpected member {key[:40]!r}")
+    for key in REQUIRED:
+        if key not in state:
+            raise _Damaged(f"{key} is missing")
+    # Written since the safety net and the internal errors exist; a state from before has none.
     state.setdefault("safety_net", [])
     state.setdefault("safety_net_count", len(state["safety_net"]))
-    _list(state["safety_net"], "safety_net", lambda e, w: _safety(e, w, len(impls)))
-    if _int(state["safety_net_count"], "safety_net_count") < len(state["safety_net"]):
+    state.setdefault("internal_errors", [])
+    state.setdefault("skip", [])
+    state.setdefault("classes", [])
+    for key, check in members.items():
+        if key in state:
+            check(state[key], key)
+    if state["safety_net_count"] < len(state["safety_net"]):
         raise _Damaged("safety_net_count is below the entries kept")
 
 
 def load_state(out: Path) -> dict[str, Any]:
     """The checked state of the campaign in ``out``; StateError with a one-line reason if it is
-    missing, too large, not JSON, nested too deeply, or damaged anywhere."""
-    import os
-    import stat
+    missing, not a regular file, larger than a campaign's state can be, not JSON, nested too
+    deeply, or damaged anywhere."""
     path = out / STATE
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):      # a FIFO or a device would block or never end
-            raise StateError(f"cannot resume from {path}: not a regular file")
-        with open(path, "rb") as f:
-            raw = f.read(MAX_STATE_BYTES + 1)
-    except OSError as err:
-        raise StateError(f"cannot resume from {path}: {err.strerror or err}") from None
-    if len(raw) > MAX_STATE_BYTES:
-        raise StateError(f"cannot resume from {path}: larger than {MAX_STATE_BYTES >> 20} MiB")
-    try:
-        state = json.loads(raw.decode("utf-8"))
-    except RecursionError:
-        raise StateError(f"cannot resume from {path}: not a campaign state (nested too deeply)") from None
-    except ValueError as err:
-        raise StateError(f"cannot resume from {path}: not a campaign state ({str(err)[:120]})") from None
+        state = read_json(path, MAX_STATE_BYTES, STATE_DEPTH, "campaign state")
+    except FileRefused as err:
+        reason = str(err)
+        reason = reason[len(str(path)) + 2:] if reason.startswith(f"{path}: ") else reason
+        raise StateError(f"cannot resume from {path}: {reason}") from None
     try:
         check_state(state)
     except _Damaged as err:
@@ -214,8 +344,6 @@ def load_state(out: Path) -> dict[str, Any]:
 
 
 def save_state(out: Path, state: Mapping[str, Any]) -> None:
-    """Write the state whole or not at all (a temporary file renamed over the old one)."""
-    import os
-    tmp = out / (STATE + ".tmp")
-    tmp.write_text(json.dumps(state, sort_keys=True), encoding="utf-8")
-    os.replace(tmp, out / STATE)
+    """Write the state whole or not at all (spec.files.atomic_write: a fresh temporary name in
+    the same folder, synced, renamed; never through a link)."""
+    atomic_write(output_dir(out, "campaign folder") / STATE, json.dumps(state, sort_keys=True))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import time
+import traceback
 from collections import Counter
 from typing import Any, Mapping
 
@@ -26,6 +27,7 @@ from conformance.fuzz.mutate import _shift_targets
 from conformance.fuzz.program import TABLE, Code, FuzzInput
 from conformance.fuzz.session import Session
 from conformance.fuzz.shrink import Shrinker
+from conformance.fuzz.state import request_problem
 from conformance.requests import SLACK
 from conformance.runner import Settings
 from conformance.safety_net import RETRY_FACTOR  # a request that met the limit runs once more
@@ -36,6 +38,7 @@ from conformance.vector import expected_of, run_reference
 EXPOSE = [("PUSH1", 0), ("SWAP1", 0), ("MSTORE", 0), ("PUSH1", 0), ("PUSH1", 8), ("RETURN", 0)]
 DEFAULTS = {"timeout": 10.0, "window": 32, "perturb_share": 4, "trace_share": 16, "arc_share": 32,
             "shrink_budget": 1500}
+CRASH_TRACEBACK = 8000  # characters of a crash's traceback kept (its end: where it was raised)
 SHRINK_TIMEOUTS = 3   # shrink candidates that may meet the wall-clock limit before the shrinker stops
 
 
@@ -57,6 +60,8 @@ class Worker:
         self.known_arcs: set[str] = set(self.config.get("arcs", ()))
         self.known_classes: set[str] = set(self.config.get("classes", ()))
         self.tracer = ArcTracer(int(self.config["arc_share"]))
+        self.skip: frozenset[int] = frozenset(int(i) for i in self.config.get("skip", ()))
+        self._at: tuple[int, FuzzInput | None] = (0, None)
         try:
             for s in self.sessions:
                 s.start()
@@ -89,11 +94,48 @@ class Worker:
         return self.perturbed[key]
 
     def run(self, task: Mapping[str, Any]) -> dict[str, Any]:
+        """The results of one task; an unexpected exception anywhere in it (a bug of the fuzzer
+        or of the reference) is caught here, in the worker, and returned as the task's ``crash``
+        with the request it happened at and its traceback, so the coordinator can save the
+        campaign, report it and skip that request on ``--resume``."""
+        self._at = (int(task["start"]), None)
         started = time.perf_counter()
+        try:
+            return self._run(task, started)
+        except Exception as err:  # noqa: BLE001 - reported whole, with the request and traceback
+            return self._crashed(task, err, started)
+
+    def _crashed(self, task: Mapping[str, Any], err: Exception, started: float) -> dict[str, Any]:
+        index, inp = self._at
+        for s in [*self.sessions, *self.perturbed.values()]:
+            s.reset()            # a batch may be half read: the next task starts on fresh processes
+        request = None
+        try:
+            # kept only when it is a request the campaign could hold (a resume checks it so)
+            if inp is not None and request_problem(inp.to_json()) is None:
+                request = inp.to_json()
+        except Exception:  # noqa: BLE001 - the input itself may be what is broken
+            request = None
+        message = " ".join(f"{type(err).__name__}: {err}".split())[:500]
+        crash = {"index": index, "worker": self.index, "exception": message,
+                 "traceback": traceback.format_exc()[-CRASH_TRACEBACK:], "input": request}
+        return {"start": int(task["start"]), "count": 0, "worker": self.index, "new": [], "divergences": [],
+                "findings": [], "safety_net": [], "outcomes": {}, "arc_runs": 0, "ref_seconds": 0.0,
+                "seconds": time.perf_counter() - started, "restarts": sum(s.restarts for s in self.sessions),
+                "crash": crash}
+
+    def _run(self, task: Mapping[str, Any], started: float) -> dict[str, Any]:
         start, count = int(task["start"]), int(task["count"])
         view = self.pool.view(int(task["pool_size"]))
-        generated = [(idx, generate(self.seed, idx, view)) for idx in range(start, start + count)]
-        inputs = [(idx, inp, inp.vector_input()) for idx, inp in generated]
+        skip = self.skip
+        inputs = []
+        for idx in range(start, start + count):
+            if idx in skip:              # crashed in an earlier session: recorded, not run again
+                continue
+            self._at = (idx, None)
+            inp = generate(self.seed, idx, view)
+            self._at = (idx, inp)
+            inputs.append((idx, inp, inp.vector_input()))
         by_id = {f"fuzz/{idx}": vi for idx, _, vi in inputs}
         checks = [f"fuzz/{idx}" for idx, _, _ in inputs if _every(idx, int(self.config["perturb_share"]), 7)]
         order = determinism.shuffled(checks, self.seed + start)
@@ -114,6 +156,7 @@ class Worker:
         trace_limits: dict[str, int] = {}
         arc_runs, ref_seconds = 0, 0.0
         for idx, inp, vi in inputs:
+            self._at = (idx, inp)
             t0 = time.perf_counter()
             if self.tracer.wanted(idx):
                 result, arcs = self.tracer.run(run_reference, vi)
@@ -147,6 +190,7 @@ class Worker:
             second_session = second_sessions[impl]
             second = second_session.collect(limits) if second_session is not None else {}
             for idx, inp, vi, expected in requests:
+                self._at = (idx, inp)
                 rid = f"fuzz/{idx}"
                 if expected["result"]["status"] == "internal":
                     div = Divergence("reference:INTERNAL_ERROR", detail="the reference itself failed")
@@ -174,7 +218,7 @@ class Worker:
                     continue
                 shrunk_here.add(key)
                 findings.append(self._finding(impl, idx, inp, div))
-        return {"start": start, "count": count, "worker": self.index, "new": new, "divergences": divergences,
+        return {"start": start, "count": len(inputs), "worker": self.index, "new": new, "divergences": divergences,
                 "findings": findings, "safety_net": safety, "outcomes": dict(outcomes), "arc_runs": arc_runs,
                 "ref_seconds": ref_seconds, "seconds": time.perf_counter() - started,
                 "restarts": sum(s.restarts for s in self.sessions)}

@@ -1,7 +1,8 @@
 """``rtwo-vm fuzz``: a differential fuzzing campaign against one or more implementations.
 
 Exit status: 0 nothing diverged, 1 something did (findings in DIR/findings), 2 usage error,
-3 the campaign could not run (an adapter that does not start, Ray unavailable). Safety-net
+3 the campaign could not run (an adapter that does not start, Ray unavailable) or stopped on an
+internal error in a worker (state and report saved; ``--resume`` skips the request). Safety-net
 entries (requests that met the wall-clock limit twice, DIR/safety-net) do not count.
 """
 
@@ -29,7 +30,8 @@ def register(sub) -> None:
     p.add_argument("--workers", type=positive_int, default=1, help="worker processes or Ray actors (default 1)")
     p.add_argument("--ray", metavar="local|ADDRESS", default=None,
                    help="run the workers as Ray actors: 'local' starts a cluster on 127.0.0.1, else join ADDRESS")
-    p.add_argument("--resume", metavar="DIR", default=None, help="continue the campaign saved in DIR")
+    p.add_argument("--resume", metavar="DIR", default=None,
+                   help="continue the campaign saved in DIR, against the same --impl options it ran with")
     p.add_argument("--timeout", type=positive_float, default=10.0,
                    help="wall-clock safety net per request (default 10): a request that meets it runs once more "
                         "with 4 times the limit, then is listed apart, never a divergence")
@@ -43,36 +45,52 @@ def register(sub) -> None:
 def _cmd_fuzz(args) -> int:
     from conformance.fuzz.backend import BackendError
     from conformance.runner import StartError
-    from conformance.fuzz.campaign import Options, StateError, load_state, report_json, report_text, run_campaign
+    from conformance.fuzz.campaign import (
+        Options, StateError, crashed_now, impls_differ, load_state, report_json, report_text, run_campaign,
+    )
+    from conformance.fuzz.findings import check_outputs
+    from conformance.fuzz.state import MAX_COMMAND, MAX_IMPLS
     from conformance.suite import reference_command
     from rtwo_vm.progress import Progress
+    from spec.files import FileRefused, atomic_write, check_int
     import shlex
 
     if args.workers > 256:
         raise CliError("--workers must be between 1 and 256")
     if args.ray is not None and not args.ray.strip():
         raise CliError("--ray needs 'local' or a cluster address")
-    if args.resume and args.impl:
-        raise CliError("--resume continues with the campaign's own implementations; drop --impl")
-    out = Path(args.resume or args.out)
-    if args.resume:
+    try:
+        check_int(args.seed, -(1 << 63), (1 << 63) - 1, "--seed")
+    except FileRefused as err:
+        raise CliError(str(err)) from None
+    # What runs is named on the command line only, never by the state (a file is data).
+    impls = args.impl or [reference_command()]
+    if len(impls) > MAX_IMPLS:
+        raise CliError(f"at most {MAX_IMPLS} implementations (--impl) in one campaign")
+    for command in impls:
         try:
+            if len(command) > MAX_COMMAND:
+                raise ValueError(f"longer than {MAX_COMMAND} characters")
+            if not shlex.split(command):
+                raise ValueError("empty command")
+        except ValueError as err:
+            raise CliError(f"--impl {command[:80]!r}: {err}") from None
+    out = Path(args.resume or args.out)
+    state = None
+    try:
+        if not args.resume or out.is_dir() or out.is_symlink():    # a missing DIR to resume: load_state says so
+            check_outputs(out)
+        if args.resume:
             state = load_state(out)
-        except StateError as err:
-            raise CliError(str(err)) from None
-        impls = state["impls"]
-    else:
-        impls = args.impl or [reference_command()]
-        for command in impls:
-            try:
-                if not shlex.split(command):
-                    raise ValueError("empty command")
-            except ValueError as err:
-                raise CliError(f"--impl {command!r}: {err}") from None
+            if state["impls"] != impls:
+                raise StateError(impls_differ(out, state["impls"], impls, named=bool(args.impl)))
+    except (StateError, FileRefused) as err:
+        raise CliError(str(err)) from None
     seconds = args.seconds if args.seconds is not None or args.runs is not None else 60.0
     options = Options(impls=impls, out=out, seed=args.seed, seconds=seconds, runs=args.runs,
                       workers=args.workers, ray=args.ray, timeout=args.timeout, resume=bool(args.resume),
-                      stop_on_finding=args.stop_on_finding)
+                      stop_on_finding=args.stop_on_finding, state=state)
+    del state
     progress = Progress(args.runs, "fuzz", enabled=args.progress)
 
     def on_epoch(state) -> None:
@@ -81,22 +99,34 @@ def _cmd_fuzz(args) -> int:
                         f"buckets {len(state['buckets'])}")
     try:
         with progress:
-            state = run_campaign(options, on_epoch)
+            final = run_campaign(options, on_epoch)
     except (BackendError, StartError) as err:
         print(f"rtwo-vm fuzz: could not run: {err}", file=sys.stderr)
         return EXIT_COULD_NOT_RUN
+    except (StateError, FileRefused) as err:
+        raise CliError(str(err)) from None
     except OSError as err:
         print(f"rtwo-vm fuzz: could not run: {err}", file=sys.stderr)
         return EXIT_COULD_NOT_RUN
-    report = report_json(state, out)
-    code = 1 if report["buckets"] else 0
+    report = report_json(final, out)
+    crashes = crashed_now(final)
+    code = EXIT_COULD_NOT_RUN if crashes else 1 if report["buckets"] else 0
     report["exit"] = code
     text = report_text(report)
     try:
-        (out / "report.json").write_text(json.dumps(report, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        (out / "report.txt").write_text(text + "\n", encoding="utf-8")
+        atomic_write(out / "report.json", json.dumps(report, indent=1, sort_keys=True) + "\n")
+        atomic_write(out / "report.txt", text + "\n")
+    except FileRefused as err:
+        raise CliError(str(err)) from None
     except OSError as err:
         raise CliError(f"cannot write the report to {out}: {err.strerror or err}") from None
+    if crashes:
+        e = crashes[0]
+        where = f"request {e['index']}" if e.get("last_index") is None else f"requests {e['index']}..{e['last_index']}"
+        then = "--resume skips it" if e.get("last_index") is None else "--resume runs them again"
+        print(f"rtwo-vm fuzz: could not run: internal error at {where} of seed {final['seed']}: {e['exception']} "
+              f"(state saved, traceback in {out / 'report.txt'}; {then})", file=sys.stderr)
+        return code
     print(json.dumps(report, indent=1, sort_keys=True) if args.json else text)
     if not args.json:
         print(f"report: {out / 'report.json'}, {out / 'report.txt'}; campaign state {out / 'state.json'}")
