@@ -32,6 +32,10 @@ def register(vs, add_dir) -> None:
     add_dir(r)
     r.add_argument("-o", "--out", default="build/release", metavar="DIR",
                    help="directory for the tarball (default build/release)")
+    r.add_argument("--version", dest="release_version", default=None, metavar="VERSION",
+                   help="release a corpus that is not the committed one under this new version, later "
+                        "than the checkout's spec release (default: the spec release, which names the "
+                        "committed corpus only)")
     r.set_defaults(func=_cmd_release)
     s = vs.add_parser("strength", help="mutation testing: how many mutants of the reference the corpus kills")
     add_dir(s)
@@ -181,7 +185,7 @@ def _corpus(args) -> Path:
 def _cmd_release(args) -> int:
     from conformance.release import ReleaseError, build
     try:
-        path, digest = build(Path(args.out), _corpus(args))
+        path, digest = build(Path(args.out), _corpus(args), args.release_version)
     except ReleaseError as err:
         raise CliError(str(err)) from None
     except OSError as err:
