@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 from rtwo_vm.inputs import CliError, nonnegative_int, positive_float, positive_int
+from rtwo_vm.progress import add_option as add_progress_option
 
 EDITABLE = "pip install -e ."
 
@@ -55,7 +56,7 @@ def register(vs, add_dir) -> None:
     s.add_argument("--json", metavar="FILE", help="write the full report as JSON")
     s.add_argument("--record", action="store_true",
                    help="record the score in conformance/strength/score.json (quoted by the docs; whole runs only)")
-    s.add_argument("--progress", action="store_true", default=None, help="progress bar on stderr")
+    add_progress_option(s, "progress bars (mutants, retries, confirmations)")
     s.set_defaults(func=_cmd_strength)
 
 
