@@ -5,14 +5,17 @@ one version never names two corpora.
 The bytes compared are the very bytes the release packs (``manifest.json`` and the group
 files ``*.jsonl``); other files of the folder are not part of a release and not compared.
 
-- In a git work tree (a ``.git`` in the folder or above it): every corpus file must be exactly
-  as in ``HEAD`` — nothing added, changed or removed, staged or not. git runs as a child
-  process (``git -C FOLDER``) with a bounded time and output, a clean environment (no user or
-  system configuration, no prompt, no optional locks) and ``core.fsmonitor`` off; it is asked
-  only for ``HEAD``'s tree and blobs (``ls-tree``, ``cat-file``), never to look at the work
-  tree, so no filter or hook of a repository someone hands over ever runs. The files' object
-  ids are computed here from the bytes read (the repository's object format, sha1 or sha256).
-- Outside any git work tree, the committed corpus is the one installed with the running
+- In a git work tree (a ``.git`` in the folder or above it, the folder not ignored by it):
+  every corpus file must be exactly as in ``HEAD`` — nothing added, changed or removed, staged
+  or not. git runs as a child process (``git -C FOLDER``) with a bounded time and output, a
+  clean environment (no user or system configuration, no prompt, no optional locks) and
+  ``core.fsmonitor`` off; it is asked only for ``HEAD``'s tree and blobs (``ls-tree``,
+  ``cat-file``) and whether the folder is ignored (``check-ignore``, which reads the ignore
+  files), never to look at the work tree, so no filter or hook of a repository someone hands
+  over ever runs. The files' object ids are computed here from the bytes read (the
+  repository's object format, sha1 or sha256).
+- Outside any git work tree (or in a folder it ignores, such as a virtual environment's
+  site-packages inside a checkout), the committed corpus is the one installed with the running
   ``conformance`` package (no rtwo-vm command writes an installed package): that folder itself
   is accepted, and any other folder only when it is byte for byte that corpus (which must
   then pass this same check). A checkout without git cannot tell what was committed, so its
@@ -48,12 +51,13 @@ def check(directory: Path, files: Mapping[str, bytes]) -> None:
     """Refuse (NotCommitted) unless ``files`` (name -> bytes of the corpus in ``directory``, as
     packed) are the committed corpus."""
     from conformance.constants import PACKAGE_DIR, VECTORS_DIR, project_root
-    if in_git(directory):
+    if in_git(directory) and not _ignored(directory):
         _check_git(directory, files)
         return
     installed = VECTORS_DIR
     if _same_folder(directory, installed):
-        if project_root(PACKAGE_DIR.parent) is not None:
+        home = PACKAGE_DIR.parent.resolve()
+        if project_root(home) == home:    # the package is a checkout's own, not an installed copy
             raise NotCommitted(f"{directory} is in a checkout without git: what was committed cannot be told")
         return
     theirs = _installed_files(installed)
@@ -95,6 +99,16 @@ def _names(names: list[str]) -> str:
 
 
 # -- git ------------------------------------------------------------------------------------
+
+def _ignored(directory: Path) -> bool:
+    """Whether git ignores the folder (an installed package in a virtual environment inside a
+    checkout, say): then it is not part of the repository, and the rule outside git applies."""
+    code, _ = _run_git(directory, "check-ignore", "-q", ".")
+    if code not in (0, 1):
+        _git(directory, "rev-parse", "--show-object-format")     # raises with git's own reason
+        raise NotCommitted(f"git check-ignore in {directory}: exit status {code}")
+    return code == 0
+
 
 def _check_git(directory: Path, files: Mapping[str, bytes]) -> None:
     fmt = _git(directory, "rev-parse", "--show-object-format").decode(errors="replace").strip()
@@ -157,6 +171,20 @@ class _GitFailed(NotCommitted):
 def _git(directory: Path, *args: str) -> bytes:
     """The stdout of ``git -C directory ARGS``, bounded in time and size; NotCommitted when git
     is missing, too slow or too talkative, _GitFailed when it answers with a failure."""
+    code, out, said = _run_git_said(directory, *args)
+    if code != 0:
+        line = (said.decode(errors="replace").strip().splitlines() or [f"exit status {code}"])[0][:200]
+        raise _GitFailed(f"git {args[0]} in {directory}: {line}")
+    return out
+
+
+def _run_git(directory: Path, *args: str) -> tuple[int, bytes]:
+    code, out, _ = _run_git_said(directory, *args)
+    return code, out
+
+
+def _run_git_said(directory: Path, *args: str) -> tuple[int, bytes, bytes]:
+    """(exit status, stdout, the start of stderr) of ``git -C directory ARGS``."""
     env = {"PATH": os.environ.get("PATH", os.defpath), "LC_ALL": "C", "GIT_CONFIG_NOSYSTEM": "1",
            "GIT_CONFIG_GLOBAL": os.devnull, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0",
            "GIT_ATTR_NOSYSTEM": "1", "HOME": os.devnull}
@@ -190,7 +218,4 @@ def _git(directory: Path, *args: str) -> bytes:
         raise NotCommitted(f"git {args[0]} in {directory}: more than {MAX_LISTING} bytes of output")
     if code < 0:
         raise NotCommitted(f"git {args[0]} in {directory}: no answer within {GIT_SECONDS:.0f} s")
-    if code != 0:
-        line = (said.decode(errors="replace").strip().splitlines() or [f"exit status {code}"])[0][:200]
-        raise _GitFailed(f"git {args[0]} in {directory}: {line}")
-    return out
+    return code, out, said

@@ -249,3 +249,45 @@ def test_outside_git_only_the_installed_corpus_is_the_committed_one(tmp_path):
     done = release(tmp_path / "out2", "--dir", str(copy), "--version", "1.1.0-rc.1")
     assert done.returncode == 0, done.stderr
     assert [p.name for p in (tmp_path / "out2").iterdir()] == [f"rtwo-vm-vectors-1.1.0-rc.1-{digest[:12]}.tar.gz"]
+
+
+def test_an_installed_copy_in_a_folder_a_checkout_ignores_releases_its_own_corpus(tmp_path):
+    # pip install . into a virtual environment inside a git checkout: the installed corpus
+    # sits in the work tree, ignored; it is the installed package's, not the checkout's.
+    root = Path(__file__).resolve().parent.parent
+    repo = tmp_path / "checkout"
+    site = repo / ".venv" / "site-packages"
+    for name in ("spec", "reference_vm", "compiled_vm", "proofs", "conformance", "rtwo_vm"):
+        shutil.copytree(root / name, site / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(root / "pyproject.toml", repo / "pyproject.toml")
+    shutil.copytree(root / "conformance" / "definitions", repo / "conformance" / "definitions",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (repo / ".gitignore").write_text(".venv/\n")
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "a checkout")
+    done = subprocess.run([sys.executable, "-P", "-c",
+                           "import sys; from rtwo_vm.cli import main; sys.exit(main(sys.argv[1:]))",
+                           "vectors", "release", "-o", str(tmp_path / "out")],
+                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(site)},
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert str(site / "conformance" / "vectors") not in done.stderr
+    assert [p.name for p in (tmp_path / "out").iterdir()] == [f"{NAME}.tar.gz"]
+
+
+def test_a_checkout_without_git_cannot_tell_what_was_committed(tmp_path):
+    root = Path(__file__).resolve().parent.parent
+    checkout = tmp_path / "checkout"
+    for name in ("spec", "reference_vm", "compiled_vm", "proofs", "conformance", "rtwo_vm"):
+        shutil.copytree(root / name, checkout / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(root / "pyproject.toml", checkout / "pyproject.toml")
+    command = [sys.executable, "-P", "-c", "import sys; from rtwo_vm.cli import main; sys.exit(main(sys.argv[1:]))",
+               "vectors", "release", "-o", str(tmp_path / "out")]
+    env = {**os.environ, "PYTHONPATH": str(checkout)}
+    done = subprocess.run(command, cwd=checkout, env=env, capture_output=True, text=True, timeout=300)
+    refused(done, "is in a checkout without git")
+    done = subprocess.run([*command, "--version", "1.0.2"], cwd=checkout, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert [p.name for p in (tmp_path / "out").iterdir()] == [f"rtwo-vm-vectors-1.0.2-{STORED['digest'][:12]}.tar.gz"]
