@@ -4,13 +4,20 @@ It draws a single line on a terminal and nothing at all otherwise: a log file or
 receives carriage-return updates. The tools below the CLI (``proofs``, ``conformance``) report
 progress through plain callbacks and never import this module; the commands connect the two.
 
-A display is throttled (at most ten redraws a second) and always ends its line when finished.
-With an unknown total (``total=None``) it shows a count and a rate instead of a bar, which is
-what an open-ended campaign needs; ``status`` carries any extra text (coverage, buckets, ...).
+A display is drawn at once (so a long first item never leaves the terminal blank), then
+throttled (at most ten redraws a second), and always ends its line when finished. With a known
+total it shows a bar, the rate, the time spent and an estimate of the time left; with an
+unknown total (``total=None``) a count and a rate, which is what an open-ended campaign needs;
+``status`` carries any extra text (coverage, buckets, ...).
+
+Every long-running command takes the same option (:func:`add_option`): ``--progress`` and
+``--no-progress`` force the display on or off; without either it is on exactly when stderr is
+a terminal, and off for a command's quiet or machine-readable modes (:func:`wanted`).
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from typing import TextIO
@@ -27,6 +34,27 @@ def on_terminal(stream: TextIO) -> bool:
         return False
 
 
+def add_option(parser, what: str = "progress line") -> None:
+    """``--progress`` / ``--no-progress`` (dest ``progress``: True, False or None when neither)."""
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                        help=f"{what} on stderr (default: when stderr is a terminal)")
+
+
+def wanted(flag: bool | None, quiet: bool = False) -> bool | None:
+    """The ``enabled`` of a display: the flag when given, else off in a quiet mode, else None
+    (on exactly when the stream is a terminal)."""
+    if flag is not None:
+        return flag
+    return False if quiet else None
+
+
+def clock(seconds: float) -> str:
+    """1:05, 12:00, 1:02:03."""
+    whole = int(seconds)
+    hours, rest = divmod(whole, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
+
+
 class Progress:
     """One line of progress on ``stream`` (default: stderr), shown only on a terminal.
 
@@ -35,14 +63,15 @@ class Progress:
     """
 
     def __init__(self, total: int | None, label: str = "", stream: TextIO | None = None,
-                 enabled: bool | None = None, unit: str = "/s"):
+                 enabled: bool | None = None, unit: str = "/s", failed_label: str = "failed"):
         self.stream = sys.stderr if stream is None else stream
         self.enabled = on_terminal(self.stream) if enabled is None else bool(enabled)
-        self.total, self.label, self.unit = total, label, unit
+        self.total, self.label, self.unit, self.failed_label = total, label, unit, failed_label
         self.done = 0
         self.failed = 0
         self.status = ""
-        self.started = self._shown = time.perf_counter()
+        self.started = time.perf_counter()
+        self._shown = float("-inf")       # the first draw is never throttled
         self._drawn = False
 
     def advance(self, count: int = 1, *, failed: bool = False, status: str | None = None) -> None:
@@ -64,16 +93,20 @@ class Progress:
     def line(self) -> str:
         """The text of the display as it stands (without the carriage return)."""
         elapsed = max(1e-9, time.perf_counter() - self.started)
-        rate = f"{self.done / elapsed:,.0f}{self.unit}"
+        per_second = self.done / elapsed
+        rate = f"{per_second:,.1f}{self.unit}" if per_second < 10 else f"{per_second:,.0f}{self.unit}"
         head = f"{self.label} " if self.label else ""
+        times = f"  {clock(elapsed)}"
         if self.total:
             filled = min(BAR_WIDTH, BAR_WIDTH * self.done // self.total)
             head += f"[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {self.done}/{self.total}"
+            if 0 < self.done < self.total:
+                times += f", ~{clock(elapsed * (self.total - self.done) / self.done)} left"
         else:
             head += f"{self.done:,}"
-        tail = f"  failed {self.failed}" if self.failed else ""
+        tail = f"  {self.failed_label} {self.failed}" if self.failed else ""
         status = f"  {self.status}" if self.status else ""
-        return f"{head}  {rate}{tail}{status}"
+        return f"{head}  {rate}{times}{tail}{status}"
 
     def _draw(self, final: bool) -> None:
         if not self.enabled:
@@ -106,6 +139,7 @@ class Progress:
         self.enabled = False
 
     def __enter__(self) -> "Progress":
+        self._draw(final=False)          # at once: the command has started
         return self
 
     def __exit__(self, *exc) -> None:

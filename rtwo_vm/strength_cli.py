@@ -91,7 +91,7 @@ def run(args, corpus_dir: Path, out: TextIO, checked: Checked | None = None) -> 
     from conformance.selection import SelectionError, select
     from conformance.safety_net import RETRY_FACTOR
     from conformance.strength import backend, mutants as mut, report as rep, run as runner, worker
-    from rtwo_vm.progress import Progress
+    from rtwo_vm.progress import Progress, wanted
     from spec.files import FileRefused, atomic_write
 
     checked = checked or check_arguments(args)
@@ -133,15 +133,17 @@ def run(args, corpus_dir: Path, out: TextIO, checked: Checked | None = None) -> 
             if progress is not None:
                 progress.advance(failed=verdict["status"] == "survived")
 
-    progress = Progress(len(todo), "strength", enabled=args.progress)
+    show = wanted(args.progress)      # on a terminal unless --no-progress
     try:
-        with progress:
+        with Progress(len(todo), "strength", enabled=show, failed_label="survived") as progress:
             prescreen(todo, args.timeout, progress)
         # The time limit is a safety net, not a verdict: a mutant that met it runs once more
         # with RETRY_FACTOR times the limit, and only a second timeout kills it (as a hang).
         timed_out = [m for m in todo if verdicts[m.id].get("how") == "timeout"]
         if timed_out:
-            prescreen(timed_out, args.timeout * RETRY_FACTOR)
+            with Progress(len(timed_out), "strength: timed out, again", enabled=show,
+                          failed_label="survived") as again:
+                prescreen(timed_out, args.timeout * RETRY_FACTOR, again)
     except backend.BackendUnavailable as err:
         raise CliError(str(err)) from None
     # An unreachable mutant is run like any other: if the corpus kills it, it is killed (and its
@@ -149,12 +151,15 @@ def run(args, corpus_dir: Path, out: TextIO, checked: Checked | None = None) -> 
     for m in todo:
         if m.id in unreachable and verdicts[m.id]["status"] == "survived":
             verdicts[m.id] = {**verdicts[m.id], "status": "unreachable", "detail": unreachable[m.id], "shortest": None}
-    if not args.no_confirm:
-        for m in todo:
-            if verdicts[m.id]["status"] == "survived":
+    survivors = [] if args.no_confirm else [m for m in todo if verdicts[m.id]["status"] == "survived"]
+    if survivors:
+        with Progress(len(survivors), "strength: confirming survivors", enabled=show,
+                      failed_label="survived") as confirming:
+            for m in survivors:
                 killed = runner.confirm(m, vectors, args.timeout)
                 if killed is not None:
                     verdicts[m.id] = {**killed.to_json(), "seconds": verdicts[m.id]["seconds"]}
+                confirming.advance(failed=killed is None)
     ordered = {m.id: m for m in everything}
     redundant = (rep.redundant_vectors([verdicts[m] for m in ordered], [v["id"] for v in vectors])
                  if args.redundant else None)

@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 from rtwo_vm.inputs import CliError, nonnegative_int, positive_float, positive_int
+from rtwo_vm.progress import add_option as add_progress_option
 
 EDITABLE = "pip install -e ."
 
@@ -32,6 +33,10 @@ def register(vs, add_dir) -> None:
     add_dir(r)
     r.add_argument("-o", "--out", default="build/release", metavar="DIR",
                    help="directory for the tarball (default build/release)")
+    r.add_argument("--version", dest="release_version", default=None, metavar="VERSION",
+                   help="release a corpus that is not the committed one under this new version, later "
+                        "than the checkout's spec release (default: the spec release, which names the "
+                        "committed corpus only)")
     r.set_defaults(func=_cmd_release)
     s = vs.add_parser("strength", help="mutation testing: how many mutants of the reference the corpus kills")
     add_dir(s)
@@ -54,7 +59,7 @@ def register(vs, add_dir) -> None:
     s.add_argument("--json", metavar="FILE", help="write the full report as JSON")
     s.add_argument("--record", action="store_true",
                    help="record the score in conformance/strength/score.json (quoted by the docs; whole runs only)")
-    s.add_argument("--progress", action="store_true", default=None, help="progress bar on stderr")
+    add_progress_option(s, "progress bars (mutants, retries, confirmations)")
     s.set_defaults(func=_cmd_strength)
 
 
@@ -190,7 +195,7 @@ def _corpus(args) -> Path:
 def _cmd_release(args) -> int:
     from conformance.release import ReleaseError, build
     try:
-        path, digest = build(Path(args.out), _corpus(args))
+        path, digest = build(Path(args.out), _corpus(args), args.release_version)
     except ReleaseError as err:
         raise CliError(str(err)) from None
     except OSError as err:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import signal
@@ -12,6 +11,7 @@ from pathlib import Path
 
 from rtwo_vm.conformance_files import fresh_count, repeat_count, seed_value
 from rtwo_vm.inputs import CliError, nonnegative_int, positive_float, positive_int
+from rtwo_vm.progress import add_option as add_progress_option
 
 EXIT_OK, EXIT_NOT_CONFORMING, EXIT_USAGE, EXIT_COULD_NOT_RUN = 0, 1, 2, 3
 KINDS = ("result", "resource", "resource_bound", "stage", "internal", "nondeterministic", "trace", "disagreement",
@@ -95,8 +95,7 @@ def register(sub) -> None:
     r.add_argument("--keep-logs", nargs="?", const="", default=None, metavar="DIR",
                    help="keep the end of the stderr of every adapter process in DIR (default when given "
                         "without DIR: <out>/logs); off by default")
-    r.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="progress bar on stderr (default: when stderr is a terminal)")
+    add_progress_option(r, "progress bar (off with --quiet or --json unless given)")
     r.add_argument("--quiet", action="store_true", help="print only the final line")
     r.add_argument("--json", action="store_true", help="print a JSON summary on stdout instead of the text")
     r.add_argument("--by-opcode", action="store_true", help="print the pass/fail table of every opcode")
@@ -280,7 +279,7 @@ def _run(args) -> int:
     from conformance.selection import SelectionError, load_known_failures
     from conformance.suite import Options, reference_command, run_suite
     from rtwo_vm import conformance_files as files
-    from rtwo_vm.progress import Progress
+    from rtwo_vm.progress import Progress, wanted
 
     from conformance.adapter import tune_gc
     manifest, vectors = _load(args)
@@ -327,7 +326,7 @@ def _run(args) -> int:
               flush=True)
     everything = list(vectors) + sample
     progress = Progress(len(everything) * len(commands) * (1 + args.repeat), "conformance",
-                        enabled=False if args.quiet or args.json else args.progress)
+                        enabled=wanted(args.progress, quiet=args.quiet or args.json))
     with progress:
         result = run_suite(commands, everything, known, options,
                            lambda command, reply: progress.advance(failed=reply.failure is not None))
