@@ -27,6 +27,8 @@ SCHEMAS = {"vector", "vector-manifest", "adapter-message", "runner-message", "kn
 STORED = json.loads((VECTORS_DIR / "manifest.json").read_text())
 RELEASE = spec.SPEC_RELEASE
 NAME = f"rtwo-vm-vectors-{RELEASE}-{STORED['digest'][:12]}"
+_MAJOR, _MINOR, _PATCH = (int(n) for n in RELEASE.split("-")[0].split("."))
+NEXT = f"{_MAJOR}.{_MINOR}.{_PATCH + 1}"          # a later version than this checkout's release
 
 
 def release(out, *extra, cwd=None):
@@ -83,7 +85,7 @@ def test_release_is_reproducible_and_usable(tmp_path):
     assert json.dumps(report).count(manifest["digest"]) >= 1
 
 
-@pytest.mark.parametrize("version", [[], ["--version", "1.0.2"]])
+@pytest.mark.parametrize("version", [[], ["--version", NEXT]])
 def test_invalid_corpus_is_refused_and_leaves_nothing(tmp_path, version):
     # A vector edited by hand: the manifest no longer names the files (their SHA-256, the
     # digest). No version, new or not, packs it.
@@ -100,8 +102,8 @@ def test_invalid_corpus_is_refused_and_leaves_nothing(tmp_path, version):
     ("1.0.0", "earlier than this checkout's release"),
     (f"{RELEASE}-rc1", "earlier than this checkout's release"),   # a pre-release comes before it
     ("1.0", "not a version"),
-    ("../../1.0.2", "not a version"),
-    ("1.0.2/x", "not a version"),
+    (f"../../{NEXT}", "not a version"),
+    (f"{NEXT}/x", "not a version"),
 ])
 def test_a_version_that_is_not_new_or_not_a_version_is_refused(tmp_path, version, fragment):
     refused(release(tmp_path / "out", "--version", version), fragment)
@@ -184,15 +186,15 @@ def test_an_edited_corpus_is_refused_under_the_old_version_and_packed_under_a_ne
     # ... and "--version" with the release it already has is not a new version
     refused(release(out, "--dir", str(folder), "--version", RELEASE), "not the committed one")
     # a new version packs it, and its name, README and manifest carry the new digest
-    done = release(out, "--dir", str(folder), "--version", "1.0.2")
+    done = release(out, "--dir", str(folder), "--version", NEXT)
     assert done.returncode == 0, done.stderr
-    name = f"rtwo-vm-vectors-1.0.2-{digest[:12]}"
+    name = f"rtwo-vm-vectors-{NEXT}-{digest[:12]}"
     assert [p.name for p in out.iterdir()] == [f"{name}.tar.gz"]
     top = unpack(out / f"{name}.tar.gz", tmp_path / "x")
     assert top.name == name
     assert json.loads((top / "manifest.json").read_text())["digest"] == digest
     readme = (top / "README.md").read_text()
-    assert readme.startswith("# RTWO VM conformance vectors 1.0.2\n") and digest in readme
+    assert readme.startswith(f"# RTWO VM conformance vectors {NEXT}\n") and digest in readme
     assert f"Specification release: {RELEASE}" in readme
     assert (top / "hash.jsonl").read_bytes() == (folder / "hash.jsonl").read_bytes()
 
@@ -203,7 +205,7 @@ def test_once_committed_the_edit_is_the_release_but_one_folder_never_holds_two_o
     assert release(out, "--dir", str(folder)).returncode == 0
     digest = edit_a_vector(folder)
     git(folder.parent.parent, "commit", "-q", "-am", "edit a vector")
-    # committed: the release of this checkout's version, but not beside the other 1.0.1
+    # committed: the release of this checkout's version, but not beside the other of that version
     refused(release(out, "--dir", str(folder)), f"already holds {NAME}.tar.gz")
     assert [p.name for p in out.iterdir()] == [f"{NAME}.tar.gz"]
     done = release(tmp_path / "fresh", "--dir", str(folder))
@@ -288,7 +290,7 @@ def test_a_checkout_without_git_cannot_tell_what_was_committed(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(checkout)}
     done = subprocess.run(command, cwd=checkout, env=env, capture_output=True, text=True, timeout=300)
     refused(done, "is in a checkout without git")
-    done = subprocess.run([*command, "--version", "1.0.2"], cwd=checkout, env=env,
+    done = subprocess.run([*command, "--version", NEXT], cwd=checkout, env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert [p.name for p in (tmp_path / "out").iterdir()] == [f"rtwo-vm-vectors-1.0.2-{STORED['digest'][:12]}.tar.gz"]
+    assert [p.name for p in (tmp_path / "out").iterdir()] == [f"rtwo-vm-vectors-{NEXT}-{STORED['digest'][:12]}.tar.gz"]
