@@ -76,6 +76,10 @@ def register(sub) -> None:
                    help="seed of the run: fresh sample, request ids, shuffled orders (default: a new one, printed)")
     r.add_argument("--fresh", type=nonnegative_int, default=100, metavar="N",
                    help="vectors of the fresh sample generated for this run (default 100; 0 disables it)")
+    r.add_argument("--blind", action=argparse.BooleanOptionalAction, default=True,
+                   help="blind every corpus request for the run, judged against the reference's result "
+                        "for what was sent (default; --no-blind sends the published inputs, for "
+                        "debugging only: a lookup could pass)")
     r.add_argument("--known-failures", action="append", default=[], metavar="FILE",
                    help="extra known-failure list (conformance/known_failures/*.toml always apply)")
     r.add_argument("--max-traces", type=nonnegative_int, default=50, help="failing vectors whose traces are diffed")
@@ -360,6 +364,7 @@ def _run(args) -> int:
     from conformance.report_html import render
     from conformance.runner import DEFAULT_MAX_LINE, Settings
     from conformance.selection import SelectionError, load_known_failures
+    from conformance.blind import line as blind_line
     from conformance.suite import Options, reference_command, run_suite
     from rtwo_vm.progress import Progress
 
@@ -398,7 +403,7 @@ def _run(args) -> int:
                         handshake_timeout=2 * args.timeout,
                         max_line=args.max_line or DEFAULT_MAX_LINE, max_failures=args.max_failures)
     options = Options(repeat=args.repeat, seed=seed, max_traces=args.max_traces, settings=settings,
-                      exitfirst=args.exitfirst)
+                      exitfirst=args.exitfirst, blind=args.blind)
     run_info = {"seed": seed, "fresh": len(sample), "fresh_requested": count}
     if not args.quiet and not args.json:
         print(f"seed {seed}; fresh sample of {plural(len(sample), 'vector')} (reproduce with --seed {seed})",
@@ -409,6 +414,7 @@ def _run(args) -> int:
     with progress:
         result = run_suite(commands, everything, known, options,
                            lambda command, reply: progress.advance(failed=reply.failure is not None))
+    run_info["blinding"] = result.blinding
     code = (EXIT_COULD_NOT_RUN if any(r.start_error for r in result.runs)
             else EXIT_OK if result.ok else EXIT_NOT_CONFORMING)
     properties = {"corpus.digest": manifest.get("digest"), "spec.version": manifest.get("spec_version"),
@@ -430,6 +436,8 @@ def _run(args) -> int:
         return code
     text = rep.summary(result, manifest, bundles, shown=args.show, by_opcode=args.by_opcode,
                        kinds=tuple(args.kind) if args.kind else None)
+    if not args.quiet:
+        print(blind_line(result.blinding))
     print(text.splitlines()[-1] if args.quiet else text)
     if not args.quiet:
         cut = (f" (… and {paths['bundles_left_out']} more failures without a bundle: --max-bundles)"
