@@ -1,4 +1,4 @@
-"""Blinding of corpus requests (spec chapter 11.8.2): no implementation passes by recognising
+"""Blinding of corpus requests (spec chapter 11.8.4): no implementation passes by recognising
 the published corpus.
 
 Every corpus vector a run sends is *blinded* first: its input goes through transformations,
@@ -102,7 +102,7 @@ def line(doc: Mapping[str, Any]) -> str:
     if not doc.get("on"):
         return OFF_NOTE
     used = ", ".join(f"{name} {n:,}" for name, n in doc["applied"].items() if n)
-    text = (f"blinding: {doc['vectors']:,} corpus requests blinded for seed {doc['seed']} ({used}); "
+    text = (f"blinding: {doc['vectors']:,} requests blinded for seed {doc['seed']} ({used}); "
             f"expected results from the reference ({doc['reference_runs']:,} runs, {doc['seconds']:.1f} s)")
     if doc["verdicts"].get(UNBLINDED):
         text += f"; {doc['verdicts'][UNBLINDED]} sent as published"

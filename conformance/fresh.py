@@ -1,12 +1,16 @@
-"""The fresh sample of a conformance run (spec chapter 11.6): vectors generated at run time
+"""The fresh sample of a conformance run (spec chapter 11.8.2): vectors generated at run time
 from a seed, never stored, so that an implementation cannot pass by looking answers up in the
 published corpus.
 
 Half of a default sample are random valid programs (conformance.random_source.program), half
-are *variants* of selected corpus vectors: one push operand changed (which moves offsets,
-lengths and values), the call data changed, or a limit moved by a small step around its value
-(a boundary vector moves to the other side of its boundary). With a --filter the sample holds
-variants of the selected vectors only. Every expected result comes from the reference
+are *variants* of selected corpus vectors, which visit the selection's boundary classes in
+rounds (:func:`strata`: call depth, return stack, stack, memory pages, storage units and
+compute twice a round, every other boundary class once, vectors at no boundary once). A
+variant of a boundary vector mostly moves its demand by a small step to either side (the
+limit of a sandbox dimension, or the operand or call-data word nearest a machine limit's
+value); otherwise one push operand changes (which moves offsets, lengths and values), the
+call data changes, or a limit moves. With a --filter the sample holds variants of the
+selected vectors only. Every expected result comes from the reference
 interpreter in the same run. Ids are ``fresh/<seed>/<n>``.
 """
 
@@ -69,7 +73,11 @@ def _change_operand(rng: random.Random, blob: bytes) -> tuple[bytes, str] | None
 
 def _change_limit(rng: random.Random, vector_input: dict[str, Any], boundary) -> str:
     limits = vector_input["sandbox"]["limits"]
-    name = boundary["limit"] if boundary and boundary["limit"] in limits else rng.choice(sorted(limits))
+    numbers = sorted(k for k, v in limits.items() if type(v) is int and k in LIMITS["minimum"])
+    own = boundary["limit"].split(".")[0] if boundary else ""
+    if not numbers:
+        return "limits unchanged"
+    name = own if own in numbers else rng.choice(numbers)
     low, high = LIMITS["minimum"][name], LIMITS["maximum"][name]
     old = limits[name]
     new = min(high, max(low, old + rng.choice((-2, -1, 1, 2, 3))))
@@ -83,9 +91,16 @@ def _variant(rng: random.Random, base: Mapping[str, Any], seed: int, n: int) -> 
     vector_input = copy.deepcopy(base["input"])
     contracts = vector_input["pre_state"]["contracts"]
     entry = contracts.get(vector_input["message"]["to"])
+    boundary = base["tags"].get("boundary")
     what = None
     kind = rng.randrange(4)
-    if kind <= 1 and entry is not None:
+    if boundary and kind < 3:
+        # At a boundary: its demand or its limit moves by a small step, to either side.
+        if boundary["limit"].split(".")[0] in SANDBOX:
+            what = _change_limit(rng, vector_input, boundary)
+        else:
+            what = _demand_step(rng, vector_input, boundary["limit"])
+    elif kind <= 1 and entry is not None:
         changed = _change_operand(rng, parse_bytes(entry["code"]))
         if changed is not None:
             entry["code"], what = bytes_hex(changed[0]), changed[1]
@@ -95,7 +110,7 @@ def _variant(rng: random.Random, base: Mapping[str, Any], seed: int, n: int) -> 
         vector_input["message"]["call_data"] = bytes_hex(bytes(data[:LIMITS["machine"]["call_data_size"]]))
         what = "call data changed"
     if what is None:
-        what = _change_limit(rng, vector_input, base["tags"].get("boundary"))
+        what = _change_limit(rng, vector_input, boundary)
     result = run_reference(vector_input)
     if result.status == "internal":
         return None
@@ -106,8 +121,58 @@ def _variant(rng: random.Random, base: Mapping[str, Any], seed: int, n: int) -> 
             "tags": tags, "input": vector_input, "expected": expected_of(result)}
 
 
+# The boundary classes a sample aims at first (chapter 11.8.2): each is visited twice per
+# round, every other boundary class of the selection once, and vectors at no boundary once.
+PRIORITY = ("call_depth", "return_stack_depth", "stack_depth", "memory_pages", "storage_units", "compute")
+SANDBOX = frozenset(LIMITS["default"])
+
+
+def strata(selected: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[Mapping[str, Any]]]]:
+    """The selection by boundary class (tags.boundary.limit; "" for none), in the order one
+    round of the sample visits them."""
+    by: dict[str, list[Mapping[str, Any]]] = {}
+    for v in selected:
+        by.setdefault((v["tags"].get("boundary") or {}).get("limit", ""), []).append(v)
+    first = [c for c in PRIORITY if c in by]
+    rest = sorted(c for c in by if c not in PRIORITY and c)
+    order = first + first + rest + ([""] if "" in by else [])
+    return [(c, by[c]) for c in order]
+
+
+def _demand_step(rng: random.Random, vector_input: dict[str, Any], limit: str) -> str | None:
+    """Move the push operand or call-data word of the entry code nearest the machine limit's
+    value by one or two: for a vector at a machine limit, what sets its demand (a depth, a
+    count) moves across it."""
+    entry = vector_input["pre_state"]["contracts"].get(vector_input["message"]["to"])
+    found: list[tuple[int, str, int, int]] = []      # value, where, offset, size
+    if entry is not None:
+        try:
+            parsed = container.parse(parse_bytes(entry["code"]))
+            decoded = decode(parsed.code)
+        except Exception:  # noqa: BLE001 - invalid code has no operands to move
+            decoded, parsed = [], None
+        found += [(d.immediate, "code", d.offset + 1, d.instruction.immediate_size) for d in decoded
+                  if d.instruction.immediate_kind == "value"]
+    data = parse_bytes(vector_input["message"]["call_data"])
+    found += [(int.from_bytes(data[i:i + 8], "little"), "data", i, 8) for i in range(0, len(data) - 7, 8)]
+    if not found:
+        return None
+    target = LIMITS["machine"].get(limit, 0)
+    value, where, offset, size = min(found, key=lambda f: (abs(f[0] - target), rng.random()))
+    new = (value + rng.choice((-2, -1, 1, 2))) % (1 << 8 * size)
+    if where == "data":
+        vector_input["message"]["call_data"] = bytes_hex(data[:offset] + new.to_bytes(size, "little") + data[offset + size:])
+        return f"call data word at {offset}: {value} -> {new}"
+    assert entry is not None and parsed is not None
+    code = bytearray(parsed.code)
+    code[offset:offset + size] = new.to_bytes(size, "little")
+    entry["code"] = bytes_hex(container.build(bytes(code), parsed.data))
+    return f"operand at offset {offset - 1}: {value} -> {new}"
+
+
 def sample(seed: int, count: int, selected: Sequence[Mapping[str, Any]], filtered: bool) -> list[dict[str, Any]]:
-    """``count`` fresh vectors from ``seed`` (the same on every machine for the same inputs)."""
+    """``count`` fresh vectors from ``seed`` (the same on every machine for the same inputs).
+    The variants visit the selection's boundary classes in rounds (strata)."""
     rng = random.Random(seed)
     out: list[dict[str, Any]] = []
     randoms = 0 if filtered or not selected else count // 2
@@ -115,9 +180,11 @@ def sample(seed: int, count: int, selected: Sequence[Mapping[str, Any]], filtere
         out.append(_random_vector(rng, seed, n))
     n = randoms
     attempts = 0
+    rounds = strata(selected)
     while len(out) < count and selected and attempts < 4 * count:
+        cls, members = rounds[attempts % len(rounds)]
         attempts += 1
-        variant = _variant(rng, rng.choice(selected), seed, n)
+        variant = _variant(rng, rng.choice(members), seed, n)
         if variant is not None:
             out.append(variant)
             n += 1

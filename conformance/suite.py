@@ -9,7 +9,7 @@ trace checks (conformance.traces). With several implementations their results ar
 compared with each other.
 
 Every request carries an opaque id derived from the run's seed, never the corpus id, and every
-corpus input is blinded for the run (conformance.blind, spec 11.8.2): what an implementation
+corpus input is blinded for the run (conformance.blind, spec 11.8.4): what an implementation
 receives is never a published input, and its answers are judged against the reference's
 results for what it received. Replies
 are judged as they arrive and only what a report needs is kept: a correct result is not kept
@@ -29,7 +29,6 @@ from typing import Any, Callable, Mapping, Sequence
 
 from conformance import blind, determinism, safety_net, traces
 from conformance.compare import Mismatch, capped, compare_result
-from conformance.fresh import is_fresh
 from conformance.outcomes import (  # noqa: F401 - KINDS and the rest: names of suite, for its callers
     KINDS, PRECEDING_KEPT, PROCESS_FAILURES, STATUSES, UNSUPPORTED, WRONG_ANSWERS, Keeper, Outcome,
     PassRun, evaluate, light, signature, small,
@@ -51,7 +50,7 @@ class Options:
     settings: Settings = field(default_factory=Settings)
     trace_sample: bool = True        # check traces of passing vectors covering every opcode
     exitfirst: bool = False          # stop an implementation at its first unlisted failure
-    blind: bool = True               # blind every corpus request (conformance.blind, spec 11.8.2)
+    blind: bool = True               # blind every corpus request (conformance.blind, spec 11.8.4)
     prepared: Prepared | None = None     # encoded inputs, shared by the passes (run_suite makes it)
 
 
@@ -399,13 +398,13 @@ def _cross_check(runs: Sequence[ImplementationRun], result: SuiteResult) -> None
 def run_suite(commands: Sequence[str], vectors: Sequence[Mapping[str, Any]], known: Sequence[KnownFailure],
               options: Options, progress: Callable[[str, Reply], None] | None = None) -> SuiteResult:
     """Run every implementation over ``vectors``. With ``options.blind`` (the default) every
-    corpus vector is first blinded for the run's seed (conformance.blind): what is sent, judged,
-    reported and bundled is the blinded vector, whose expected result the reference computed;
-    the fresh sample is sent as generated."""
+    vector, the fresh sample's too, is first blinded for the run's seed (conformance.blind):
+    what is sent, judged, reported and bundled is the blinded vector, whose expected result
+    the reference computed."""
     started = time.perf_counter()
     blinding = dict(blind.OFF)
     if options.blind:
-        vectors, summary = blind.blind_all(vectors, options.seed, keep=lambda v: is_fresh(v["id"]))
+        vectors, summary = blind.blind_all(vectors, options.seed)
         blinding = summary.to_json()
         options = replace(options, prepared=None)   # inputs encoded from the blinded vectors
     if options.prepared is None:        # encode every input once, for every implementation and pass
