@@ -116,6 +116,8 @@ def _variant(rng: random.Random, base: Mapping[str, Any], seed: int, n: int) -> 
     if result.status == "internal":
         return None
     result_json = result.to_json()
+    if result_json == base["expected"]["result"]:
+        return None         # the change was not read (unread call data, a limit not reached): no new vector
     tags = dict(base["tags"], outcome=outcome_of(result_json),
                 call_outcomes=sorted({outcome_of(c) for c in result_json["calls"]}))
     return {"id": f"fresh/{seed}/{n:04d}", "description": f"Fresh variant of {base['id']} ({what}).",
