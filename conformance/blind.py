@@ -442,10 +442,7 @@ def blind_vector(vector: Mapping[str, Any], seed: int, summary: Summary | None =
             inp, applied, result, kept = last
     summary.vectors += 1
     if kept is None or result is None:
-        summary.verdicts[UNBLINDED] += 1
-        summary.unblinded.append(vector["id"])
-        return {k: v for k, v in vector.items() if k != "_meta"} | {
-            "blinding": {"seed": seed, "transformations": [], "verdict": UNBLINDED}}
+        return _unblinded(vector, seed, summary)
     summary.verdicts[kept] += 1
     for name in applied:
         summary.applied[name] += 1
@@ -454,16 +451,25 @@ def blind_vector(vector: Mapping[str, Any], seed: int, summary: Summary | None =
             "blinding": {"seed": seed, "transformations": applied, "verdict": kept}}
 
 
-def blind_all(vectors: Sequence[Mapping[str, Any]], seed: int,
-              keep: Callable[[Mapping[str, Any]], bool] = lambda v: False) -> tuple[list[dict[str, Any]], Summary]:
-    """Every vector blinded for ``seed`` except those ``keep`` says to send as they are (the
-    fresh sample: generated for this run, never published)."""
+def _unblinded(vector: Mapping[str, Any], seed: int, summary: Summary) -> dict[str, Any]:
+    """The vector as published (without its provenance), counted as sent unblinded."""
+    summary.verdicts[UNBLINDED] += 1
+    summary.unblinded.append(vector["id"])
+    return {k: v for k, v in vector.items() if k != "_meta"} | {
+        "blinding": {"seed": seed, "transformations": [], "verdict": UNBLINDED}}
+
+
+def blind_all(vectors: Sequence[Mapping[str, Any]], seed: int) -> tuple[list[dict[str, Any]], Summary]:
+    """Every vector blinded for ``seed``, and what the blinding did."""
     started = time.perf_counter()
     summary = Summary(seed)
-    out = [dict(v) if keep(v) else blind_vector(v, seed, summary) for v in vectors]
+    out = []
+    for v in vectors:
+        try:
+            out.append(blind_vector(v, seed, summary))
+        except Exception:  # noqa: BLE001 - a vector the transformations cannot read is sent as it is, and counted
+            summary.vectors += 1
+            out.append(_unblinded(v, seed, summary))
     summary.seconds = time.perf_counter() - started
     return out, summary
 
-
-def is_blinded(vector: Mapping[str, Any]) -> bool:
-    return bool((vector.get("blinding") or {}).get("transformations"))

@@ -81,6 +81,12 @@ def _change_limit(rng: random.Random, vector_input: dict[str, Any], boundary) ->
     name = own if own in numbers else rng.choice(numbers)
     low, high = LIMITS["minimum"][name], LIMITS["maximum"][name]
     old = limits[name]
+    if boundary and "." in boundary["limit"] and own == name:
+        # A request bound: two or three past it on either side, never a sibling's value
+        # (the bound's own vectors sit at one below, at and one above it).
+        bound = LIMITS[boundary["limit"].split(".")[1]][name]
+        limits[name] = bound + rng.choice((-3, -2, 2, 3))
+        return f"limit {name}: {old} -> {limits[name]}"
     new = min(high, max(low, old + rng.choice((-2, -1, 1, 2, 3))))
     if new == old:
         new = min(high, old + 1) if old < high else old - 1
@@ -99,6 +105,8 @@ def _variant(rng: random.Random, base: Mapping[str, Any], seed: int, n: int) -> 
         # At a boundary: its demand or its limit moves by a small step, to either side.
         if boundary["limit"].split(".")[0] in SANDBOX:
             what = _change_limit(rng, vector_input, boundary)
+        elif boundary["limit"] in SIZES:
+            what = _size_step(rng, vector_input, boundary["limit"])
         else:
             what = _demand_step(rng, vector_input, boundary["limit"])
     elif kind <= 1 and entry is not None:
@@ -140,6 +148,38 @@ def strata(selected: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[Mappin
     rest = sorted(c for c in by if c not in PRIORITY and c)
     order = first + first + rest + ([""] if "" in by else [])
     return [(c, by[c]) for c in order]
+
+
+SIZES = ("code_size", "data_size", "call_data_size")
+STOP = bytes([TABLE.by_mnemonic["STOP"].opcode])
+
+
+def _size_step(rng: random.Random, vector_input: dict[str, Any], limit: str) -> str | None:
+    """Move a size at its machine limit by a small step: the call data's length, or the code
+    or data section of the entry container (bytes appended or dropped at its end, the header
+    kept consistent)."""
+    step = rng.choice((-2, -1, 1, 2, 3))
+    if limit == "call_data_size":
+        data = parse_bytes(vector_input["message"]["call_data"])
+        new = data + rng.randbytes(step) if step > 0 else data[:step - 1] + rng.randbytes(1)
+        vector_input["message"]["call_data"] = bytes_hex(new)
+        return f"call data length: {len(data)} -> {len(new)}"
+    entry = vector_input["pre_state"]["contracts"].get(vector_input["message"]["to"])
+    if entry is None:
+        return None
+    blob = parse_bytes(entry["code"])
+    if len(blob) < container.HEADER_SIZE:
+        return None
+    code_size, data_size = int.from_bytes(blob[8:12], "little"), int.from_bytes(blob[12:16], "little")
+    code, data = blob[16:16 + code_size], blob[16 + code_size:]
+    if limit == "code_size":
+        code = code + STOP * step if step > 0 else code[:step]          # STOP bytes, or fewer
+    else:   # random bytes: a step must not land on a sibling vector's very container
+        data = data + rng.randbytes(step) if step > 0 else data[:step - 1] + rng.randbytes(1)
+    header = blob[:8] + len(code).to_bytes(4, "little") + len(data).to_bytes(4, "little")
+    entry["code"] = bytes_hex(header + code + data)
+    return f"{limit.replace('_', ' ')}: {code_size if limit == 'code_size' else data_size} -> " \
+           f"{len(code) if limit == 'code_size' else len(data)}"
 
 
 def _demand_step(rng: random.Random, vector_input: dict[str, Any], limit: str) -> str | None:
@@ -187,18 +227,20 @@ def sample(seed: int, count: int, selected: Sequence[Mapping[str, Any]], filtere
     for n in range(randoms):
         out.append(_random_vector(rng, seed, n))
     n = randoms
-    attempts = 0
+    visits = 0
     rounds = strata(selected)
     published = {_key(v["input"]) for v in selected}
-    while len(out) < count and selected and attempts < 4 * count:
-        cls, members = rounds[attempts % len(rounds)]
-        attempts += 1
-        variant = _variant(rng, rng.choice(members), seed, n)
-        # A variant that lands on a published input (a boundary step onto a sibling) is no
-        # fresh vector: a lookup would answer it.
-        if variant is not None and _key(variant["input"]) not in published:
-            out.append(variant)
-            n += 1
+    while len(out) < count and selected and visits < 4 * count:
+        cls, members = rounds[visits % len(rounds)]
+        visits += 1
+        for _ in range(8):          # a few draws per visit: a boundary step may change nothing
+            variant = _variant(rng, rng.choice(members), seed, n)
+            # A variant that lands on a published input (a boundary step onto a sibling) is
+            # no fresh vector: a lookup would answer it.
+            if variant is not None and _key(variant["input"]) not in published:
+                out.append(variant)
+                n += 1
+                break
     while len(out) < count:      # nothing selected to vary: random programs only
         out.append(_random_vector(rng, seed, n))
         n += 1

@@ -194,3 +194,50 @@ def test_a_bundle_holds_the_blinded_vector_and_replays_as_it_failed(tmp_path, ve
                             "--impl", shlex.join([sys.executable, "-m", "conformance.adapter"])],
                            cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+
+
+# ---- the fresh sample, aimed at the boundary classes ------------------------------------------
+
+def test_the_fresh_sample_visits_every_boundary_class(vectors):
+    from collections import Counter
+
+    from conformance import fresh
+    sample = fresh.sample(11, 100, vectors, False)
+    variants = [v for v in sample if v["description"].startswith("Fresh variant of ")]
+    assert len(sample) == 100 and len(variants) == 50
+    classes = Counter((v["tags"]["boundary"] or {}).get("limit", "") for v in variants)
+    present = {v["tags"]["boundary"]["limit"] for v in vectors if v["tags"]["boundary"]}
+    assert present <= set(classes), present - set(classes)
+    assert all(classes[c] >= 3 for c in fresh.PRIORITY), classes
+    published = {json.dumps(v["input"], sort_keys=True) for v in vectors}
+    assert not published & {json.dumps(v["input"], sort_keys=True) for v in sample}
+
+
+def test_a_call_depth_variant_moves_the_depth_across_the_limit(vectors):
+    """call/CALL/depth_limit* recurse as many times as their call data word says: with the
+    word w there are min(w, call_depth) call records, the last one CALL_DEPTH_EXCEEDED when
+    w >= call_depth (the entry frame is depth 1, limits.toml machine call_depth)."""
+    import re
+
+    import spec
+    from conformance import fresh
+    depth = spec.load().limits["machine"]["call_depth"]
+    selected = select(vectors, ["call/CALL/depth_limit*"])
+    moved = [(int(m.group(1)), v) for v in fresh.sample(11, 30, selected, True)
+             if (m := re.search(r"call data word at 0: \d+ -> (\d+)", v["description"]))]
+    assert len(moved) >= 10 and {w >= depth for w, _ in moved} == {True, False}
+    for w, v in moved:
+        calls = v["expected"]["result"]["calls"]
+        assert len(calls) == min(w, depth), (w, len(calls))
+        assert (calls[-1]["error"] == "CALL_DEPTH_EXCEEDED") == (w >= depth)
+        assert max(c["depth"] for c in calls) == min(w, depth) + 1
+
+
+def test_a_vector_the_transformations_cannot_read_is_sent_as_published_and_counted(vectors):
+    (good,) = select(vectors, ["arithmetic/ADD/one__one"])
+    broken = dict(good, id="broken/one", expected={"result": {"status": "success"}, "error_stage": None})
+    out, summary = blind.blind_all([good, broken], 11)
+    assert out[0]["input"] != good["input"] and out[1]["input"] == good["input"]
+    assert out[1]["blinding"]["verdict"] == blind.UNBLINDED and "_meta" not in out[1]
+    assert summary.unblinded == ["broken/one"] and summary.verdicts[blind.UNBLINDED] == 1
+    assert "1 sent as published" in blind.line(summary.to_json())
