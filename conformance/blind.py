@@ -49,6 +49,7 @@ from typing import Any, Callable, Mapping, Sequence
 import spec
 from conformance.vector import bytes_hex, expected_of, parse_bytes, parse_word, run_reference, word_hex
 from reference_vm import container
+from reference_vm.decode import Decoded
 from reference_vm.errors import InvalidCode
 from reference_vm.validate import ValidCode, validate
 
@@ -122,6 +123,7 @@ class _Facts:
     exhausted: bool                      # the stored result or a call record ran out of a limit
     sigma: dict[int, int]                # the address swaps (both ways)
     taken: set[int]                      # addresses in use: originals and their images
+    known: dict[str, ValidCode] = field(default_factory=dict)   # codes the transformations made
 
 
 @functools.lru_cache(maxsize=8192)
@@ -183,15 +185,31 @@ def _rng(seed: int, vector_id: str, name: str) -> random.Random:
 
 # ---- the transformations -----------------------------------------------------------------------
 
-def _rewrite_code(valid: ValidCode, sigma: Mapping[int, int]) -> bytes:
+def _code_of(facts: _Facts, code_hex: str) -> ValidCode | None:
+    """The validated container of a code text: one a transformation made, or validated."""
+    made = facts.known.get(code_hex)
+    return made if made is not None else _valid(code_hex)
+
+
+def _made(facts: _Facts, code: bytes, data: bytes, instructions: Sequence[Decoded]) -> str:
+    """The text of a container a transformation made from a valid one, remembered with its
+    instructions (which it knows: they need no second decoding)."""
+    text = bytes_hex(container.build(code, data))
+    facts.known[text] = ValidCode(code, data, tuple(instructions))
+    return text
+
+
+def _rewrite_code(facts: _Facts, valid: ValidCode, sigma: Mapping[int, int]) -> str:
     code = bytearray(valid.code)
-    for d in valid.instructions:
+    instructions = list(valid.instructions)
+    for i, d in enumerate(instructions):
         ins = d.instruction
         if ins.immediate_size and ins.immediate_kind != "jump_target" and d.immediate in sigma:
             new = sigma[d.immediate]
             if new >> 8 * ins.immediate_size == 0:
                 code[d.offset + 1:d.end] = new.to_bytes(ins.immediate_size, "little")
-    return container.build(bytes(code), valid.data)
+                instructions[i] = Decoded(d.offset, ins, new)
+    return _made(facts, bytes(code), valid.data, instructions)
 
 
 def _rewrite_words(data: bytes, sigma: Mapping[int, int]) -> bytes:
@@ -217,7 +235,7 @@ def _addresses(inp: dict[str, Any], facts: _Facts, rng: random.Random) -> bool:
     contracts = {}
     for address, body in inp["pre_state"]["contracts"].items():
         valid = facts.codes.get(address)
-        code = bytes_hex(_rewrite_code(valid, sigma)) if valid is not None else body["code"]
+        code = _rewrite_code(facts, valid, sigma) if valid is not None else body["code"]
         storage = {k: move(v) for k, v in body["storage"].items()}
         contracts[move(address)] = {"code": code, "storage": storage}
     inp["pre_state"]["contracts"] = contracts
@@ -232,18 +250,21 @@ def _code_tail(inp: dict[str, Any], facts: _Facts, rng: random.Random) -> bool:
         return False
     changed = False
     for body in inp["pre_state"]["contracts"].values():
-        valid = _valid(body["code"])
+        valid = _code_of(facts, body["code"])
         if valid is None or not valid.instructions:
             continue
-        tail = bytearray()
+        tail, added = bytearray(), []
         for d in rng.choices(valid.instructions, k=rng.randint(0, 3)) + [valid.instructions[-1]]:
-            raw = bytearray(valid.code[d.offset:d.end])
-            if d.instruction.immediate_size and d.instruction.immediate_kind != "jump_target":
-                raw[1:] = rng.getrandbits(8 * d.instruction.immediate_size).to_bytes(d.instruction.immediate_size, "little")
+            ins, raw = d.instruction, bytearray(valid.code[d.offset:d.end])
+            immediate = d.immediate
+            if ins.immediate_size and ins.immediate_kind != "jump_target":
+                immediate = rng.getrandbits(8 * ins.immediate_size)
+                raw[1:] = immediate.to_bytes(ins.immediate_size, "little")
+            added.append(Decoded(len(valid.code) + len(tail), ins, immediate))
             tail += raw
         if len(valid.code) + len(tail) > _MACHINE["code_size"]:
             continue
-        body["code"] = bytes_hex(container.build(valid.code + bytes(tail), valid.data))
+        body["code"] = _made(facts, valid.code + bytes(tail), valid.data, [*valid.instructions, *added])
         changed = True
     return changed
 
@@ -253,14 +274,14 @@ def _data_tail(inp: dict[str, Any], facts: _Facts, rng: random.Random) -> bool:
         return False
     changed = False
     for body in inp["pre_state"]["contracts"].values():
-        valid = _valid(body["code"])
+        valid = _code_of(facts, body["code"])
         if valid is None or "DATASIZE" in valid.mnemonics:
             continue
         size = rng.randint(1, 16)
         if len(valid.data) + size > _MACHINE["data_size"]:
             continue
         extra = bytes(size) if "DATACOPY" in valid.mnemonics else rng.randbytes(size)
-        body["code"] = bytes_hex(container.build(valid.code, valid.data + extra))
+        body["code"] = _made(facts, valid.code, valid.data + extra, valid.instructions)
         changed = True
     return changed
 
