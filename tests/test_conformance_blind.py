@@ -161,6 +161,10 @@ def test_without_blinding_the_same_lookup_passes_and_the_report_says_so(tmp_path
     assert done.returncode == 0 and failed(doc) == []
     assert "blinding off: a lookup could pass" in done.stdout
     assert doc["blinding"] == {"on": False, "note": "blinding off: a lookup could pass"}
+    import xml.etree.ElementTree as ET
+    suites = ET.fromstring((tmp_path / "out" / "junit.xml").read_text())
+    props = {p.get("name"): p.get("value") for p in suites.iter("property")}
+    assert props["blinding"] == "blinding off: a lookup could pass"
 
 
 @pytest.mark.parametrize("seed", SEEDS)

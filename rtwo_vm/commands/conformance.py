@@ -418,7 +418,7 @@ def _run(args) -> int:
     code = (EXIT_COULD_NOT_RUN if any(r.start_error for r in result.runs)
             else EXIT_OK if result.ok else EXIT_NOT_CONFORMING)
     properties = {"corpus.digest": manifest.get("digest"), "spec.version": manifest.get("spec_version"),
-                  "fresh": len(sample)}
+                  "fresh": len(sample), "blinding": blind_line(result.blinding)}
     try:
         bundles = rep.write_bundles(result, out / "bundles", max_bundles=args.max_bundles)
         (out / "report.json").write_text(rep.encode_report(rep.to_json(result, manifest, bundles, args.filter,
