@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import hashlib
 import random
 import time
 from dataclasses import dataclass, field
@@ -179,8 +180,16 @@ def _facts(vector: Mapping[str, Any], seed: int) -> _Facts:
                   None if entry_code is None else entry_code.mnemonics, exhausted, sigma, taken)
 
 
+@functools.lru_cache(maxsize=65536)
+def _stream_seed(seed: int, vector_id: str, name: str) -> int:
+    digest = hashlib.sha256(f"blind/{seed}/{vector_id}/{name}".encode()).digest()
+    return int.from_bytes(digest[:16], "little")
+
+
 def _rng(seed: int, vector_id: str, name: str) -> random.Random:
-    return random.Random(f"blind/{seed}/{vector_id}/{name}")
+    """The random stream of one transformation of one vector in a run (an integer seed: a
+    string one costs a SHA-512 every time)."""
+    return random.Random(_stream_seed(seed, vector_id, name))
 
 
 # ---- the transformations -----------------------------------------------------------------------
