@@ -8,23 +8,9 @@ the reference interpreter in the same run (the stored one is checked against the
 on the published input by ``vectors fill --check``); the implementation's answer is judged
 against that, exactly, as any vector (11.2.7).
 
-The transformations (TRANSFORMATIONS, in the order they are applied):
-
-- ``addresses``: every contract address, the entry address and the caller are exchanged for
-  fresh ones of the same byte width (a permutation of the word space made of swaps), in the
-  contracts map, the message, and wherever the programs hold them: push operands, 8-byte
-  call-data words and storage values equal to one of them;
-- ``code_tail``: unreachable instructions appended after a valid program's last (halting)
-  instruction, copied from the program itself (so the policy binds them alike);
-- ``data_tail``: bytes appended to a valid container's data section when its code has no
-  DATASIZE (zeros when it has DATACOPY, which reads zeros past the end);
-- ``call_data_tail``: bytes appended to the call data when the entry code has no CALLDATASIZE
-  and the vector is not at the call data boundary;
-- ``block_time`` and ``random_seed``: the context values changed (same length);
-- ``limits``: sandbox limits not at the vector's boundary raised, when nothing was exhausted
-  (and the compute limit only when no code reads COMPUTELEFT);
-- ``unread_slot``: a storage slot at a fresh key added to a contract;
-- ``decoy_contract``: a contract no execution reaches added at a fresh address.
+The transformations, in the order they are applied, are TRANSFORMATIONS (described in the
+spec's table, 11.8.4): addresses, code and data tails, call-data tail, block time, random
+seed, limits away from the vector's boundary, an unread slot and a decoy contract.
 
 A transformation is kept only when the reference's result of the blinded input still is the
 vector's: identical to the stored result once the addresses are mapped back (``preserved``),
