@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from conformance import determinism, safety_net
+from conformance import blind, determinism, safety_net
 from conformance.inputs import MAX_REPEAT, one_line, read_bundle
 from conformance.runner import Pool, Settings, StartError
 from conformance.suite import (
@@ -144,7 +144,10 @@ def _run_pass(argv: list[str], settings: Settings, vector, record: Mapping[str, 
               corpus: Mapping[str, Mapping[str, Any]], index: int):
     vid = vector["id"]
     wanted = [i for i in record.get("preceded_by") or [] if i != vid]
-    before = [corpus[i] for i in wanted if i in corpus]
+    # A blinded run sent the preceding vectors blinded too, for the same seed (spec 11.8.4).
+    blinding = vector.get("blinding")
+    seed = blinding.get("seed") if isinstance(blinding, dict) else None
+    before = [corpus[i] if seed is None else blind.blind_vector(corpus[i], seed) for i in wanted if i in corpus]
     # Only the determinism variables, whatever the record holds (read_bundle refuses others).
     env = determinism.apply({k: v for k, v in (record.get("environment") or {}).items()
                              if k in determinism.ENV_KEYS})

@@ -8,7 +8,10 @@ usage field by field, resource bounds, stage, determinism — and, when the adap
 trace checks (conformance.traces). With several implementations their results are also
 compared with each other.
 
-Every request carries an opaque id derived from the run's seed, never the corpus id. Replies
+Every request carries an opaque id derived from the run's seed, never the corpus id, and every
+corpus input is blinded for the run (conformance.blind, spec 11.8.4): what an implementation
+receives is never a published input, and its answers are judged against the reference's
+results for what it received. Replies
 are judged as they arrive and only what a report needs is kept: a correct result is not kept
 at all (it is the vector's expected one), a wrong one within a memory budget.
 """
@@ -24,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from conformance import determinism, safety_net, traces
+from conformance import blind, determinism, safety_net, traces
 from conformance.compare import Mismatch, capped, compare_result
 from conformance.outcomes import (  # noqa: F401 - KINDS and the rest: names of suite, for its callers
     KINDS, PRECEDING_KEPT, PROCESS_FAILURES, STATUSES, UNSUPPORTED, WRONG_ANSWERS, Keeper, Outcome,
@@ -47,6 +50,7 @@ class Options:
     settings: Settings = field(default_factory=Settings)
     trace_sample: bool = True        # check traces of passing vectors covering every opcode
     exitfirst: bool = False          # stop an implementation at its first unlisted failure
+    blind: bool = True               # blind every corpus request (conformance.blind, spec 11.8.4)
     prepared: Prepared | None = None     # encoded inputs, shared by the passes (run_suite makes it)
 
 
@@ -103,6 +107,7 @@ class SuiteResult:
     vectors: dict[str, Mapping[str, Any]]
     disagreements: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
+    blinding: dict[str, Any] = field(default_factory=lambda: dict(blind.OFF))   # blind.Summary.to_json()
 
     @property
     def ok(self) -> bool:
@@ -392,11 +397,20 @@ def _cross_check(runs: Sequence[ImplementationRun], result: SuiteResult) -> None
 
 def run_suite(commands: Sequence[str], vectors: Sequence[Mapping[str, Any]], known: Sequence[KnownFailure],
               options: Options, progress: Callable[[str, Reply], None] | None = None) -> SuiteResult:
+    """Run every implementation over ``vectors``. With ``options.blind`` (the default) every
+    vector, the fresh sample's too, is first blinded for the run's seed (conformance.blind):
+    what is sent, judged, reported and bundled is the blinded vector, whose expected result
+    the reference computed."""
     started = time.perf_counter()
+    blinding = dict(blind.OFF)
+    if options.blind:
+        vectors, summary = blind.blind_all(vectors, options.seed)
+        blinding = summary.to_json()
+        options = replace(options, prepared=None)   # inputs encoded from the blinded vectors
     if options.prepared is None:        # encode every input once, for every implementation and pass
         options = replace(options, prepared=Prepared(vectors, options.settings))
     runs = [run_implementation(c, vectors, known, options, progress) for c in commands]
-    result = SuiteResult(runs, {v["id"]: v for v in vectors})
+    result = SuiteResult(runs, {v["id"]: v for v in vectors}, blinding=blinding)
     if len(runs) > 1:
         _cross_check(runs, result)
     result.seconds = time.perf_counter() - started

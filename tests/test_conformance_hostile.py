@@ -193,19 +193,33 @@ def test_a_corpus_lookup_adapter_fails_a_default_run(tmp_path):
     assert done.returncode == 1, done.stdout
     doc = report(out)
     (impl,) = doc["implementations"]
+    # Every request is blinded (spec 11.8.4): not one is a published input, so nothing is found.
+    assert impl["counts"]["pass"] == 0 and impl["counts"]["unsupported"] == 6, impl["counts"]
+    assert impl["fresh_counts"]["pass"] == 0 and doc["seed"] == 5 and doc["fresh"] == 12
+    assert doc["blinding"]["on"] and doc["blinding"]["vectors"] == 18
+    # Without blinding it answers the published vectors, and the fresh sample is what catches it.
+    done, _ = run(tmp_path, "--impl", lookup, "--out", str(out), "--filter", SIX, "--fresh", "12", "--seed", "5",
+                  "--no-progress", "--no-blind")
+    assert done.returncode == 1, done.stdout
+    doc = report(out)
+    (impl,) = doc["implementations"]
     assert impl["counts"]["pass"] == 6 and impl["counts"]["fail"] == 0, "it answers the published vectors"
-    assert impl["fresh_counts"]["pass"] < 12 and doc["seed"] == 5 and doc["fresh"] == 12
+    assert impl["fresh_counts"]["pass"] < 12 and doc["blinding"]["on"] is False
     assert "fresh sample (seed 5)" in done.stdout and "seed 5" in done.stdout.splitlines()[0]
+    assert "blinding off: a lookup could pass" in done.stdout
     assert all(i.startswith("fresh/5/") for i in impl["failed_ids"])
     # --last-failed generates the same sample again and runs only its failing vectors.
-    again, _ = run(tmp_path, "--impl", lookup, "--out", str(out), "--filter", SIX, "--last-failed", "--no-progress")
+    again, _ = run(tmp_path, "--impl", lookup, "--out", str(out), "--filter", SIX, "--last-failed", "--no-progress",
+                   "--no-blind")
     assert again.returncode == 1 and "seed 5" in again.stdout
     rerun = report(out)["implementations"][0]
     assert sorted(rerun["failed_ids"]) == sorted(impl["failed_ids"]) and rerun["fresh_counts"]["pass"] == 0
     assert rerun["counts"]["pass"] == rerun["counts"]["fail"] == 0
-    # Offline reproduction of a corpus-only run: the lookup passes; the fresh sample is what catches it.
-    corpus_only, _ = run(tmp_path, "--impl", lookup, "--out", str(out), *BASE)
+    # Offline reproduction of a corpus-only run without blinding: the lookup passes.
+    corpus_only, _ = run(tmp_path, "--impl", lookup, "--out", str(out), *BASE, "--no-blind")
     assert corpus_only.returncode == 0
+    blinded, _ = run(tmp_path, "--impl", lookup, "--out", str(out), *BASE)
+    assert blinded.returncode == 1
 
 
 def test_a_tracer_that_loses_jumps_fails_on_passing_vectors(tmp_path):

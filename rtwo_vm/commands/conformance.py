@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import signal
@@ -80,6 +81,10 @@ def register(sub) -> None:
                    help="seed of the run: fresh sample, request ids, shuffled orders (default: a new one, printed)")
     r.add_argument("--fresh", type=fresh_count, default=100, metavar="N",
                    help="vectors of the fresh sample generated for this run (default 100; 0 disables it)")
+    r.add_argument("--blind", action=argparse.BooleanOptionalAction, default=True,
+                   help="blind every corpus request for the run, judged against the reference's result "
+                        "for what was sent (default; --no-blind sends the published inputs, for "
+                        "debugging only: a lookup could pass)")
     r.add_argument("--known-failures", action="append", default=[], metavar="FILE",
                    help="extra known-failure list (conformance/known_failures/*.toml always apply)")
     r.add_argument("--max-traces", type=nonnegative_int, default=50, help="failing vectors whose traces are diffed")
@@ -277,6 +282,7 @@ def _run(args) -> int:
     from conformance.constants import KNOWN_FAILURES_DIR
     from conformance.runner import DEFAULT_MAX_LINE, Settings
     from conformance.selection import SelectionError, load_known_failures
+    from conformance.blind import line as blind_line
     from conformance.suite import Options, reference_command, run_suite
     from rtwo_vm import conformance_files as files
     from rtwo_vm.progress import Progress, wanted
@@ -319,7 +325,7 @@ def _run(args) -> int:
                         handshake_timeout=2 * args.timeout,
                         max_line=args.max_line or DEFAULT_MAX_LINE, max_failures=args.max_failures)
     options = Options(repeat=args.repeat, seed=seed, max_traces=args.max_traces, settings=settings,
-                      exitfirst=args.exitfirst)
+                      exitfirst=args.exitfirst, blind=args.blind)
     run_info = {"seed": seed, "fresh": len(sample), "fresh_requested": count}
     if not args.quiet and not args.json:
         print(f"seed {seed}; fresh sample of {plural(len(sample), 'vector')} (reproduce with --seed {seed})",
@@ -330,10 +336,11 @@ def _run(args) -> int:
     with progress:
         result = run_suite(commands, everything, known, options,
                            lambda command, reply: progress.advance(failed=reply.failure is not None))
+    run_info["blinding"] = result.blinding
     code = (EXIT_COULD_NOT_RUN if any(r.start_error for r in result.runs)
             else EXIT_OK if result.ok else EXIT_NOT_CONFORMING)
     properties = {"corpus.digest": manifest.get("digest"), "spec.version": manifest.get("spec_version"),
-                  "fresh": len(sample)}
+                  "fresh": len(sample), "blinding": blind_line(result.blinding)}
     bundles = files.write_reports(out, result, manifest, args.filter, run_info, properties,
                                   max_bundles=args.max_bundles)
     failing = sum(1 for r in result.runs for o in r.outcomes.values() if o.failed and "unavailable" not in o.categories)
@@ -345,6 +352,8 @@ def _run(args) -> int:
         return code
     text = rep.summary(result, manifest, bundles, shown=args.show, by_opcode=args.by_opcode,
                        kinds=_kinds(args))
+    if not args.quiet:
+        print(blind_line(result.blinding))
     print(text.splitlines()[-1] if args.quiet else text)
     if not args.quiet:
         cut = (f" (… and {paths['bundles_left_out']} more failures without a bundle: --max-bundles)"

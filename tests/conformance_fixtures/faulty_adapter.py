@@ -3,7 +3,8 @@
     python tests/conformance_fixtures/faulty_adapter.py --fault KIND [--target GLOB] [--op MNEMONIC]
 
 Faults (applied to vectors whose id matches --target, default every vector; requests carry
-opaque ids, so the fixture finds the targeted vectors by their input in the corpus):
+opaque ids and blinded inputs, so the fixture recognises the targeted vectors by their input
+with recognise.Recogniser, as an implementation written to pass would):
   wrong-result      the output bytes are wrong
   miscount-compute  the instruction --op costs one compute unit more (usage, fee and trace)
   nondeterministic  usage.compute depends on the time zone (correct only in UTC)
@@ -66,6 +67,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from conformance import corpus  # noqa: E402
 from conformance.adapter import Adapter  # noqa: E402
 from conformance.protocol import EXIT_UNSUPPORTED, encode  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from recognise import Recogniser  # noqa: E402
 
 FAULTS = ("wrong-result", "miscount-compute", "nondeterministic", "crash", "exit-70", "killed", "hang", "garbage",
           "extra-line", "wrong-id", "exceed-limit", "bad-stage", "bad-hello", "noisy", "nested", "nested-hello",
@@ -112,19 +115,26 @@ class FaultyAdapter(Adapter):
             self.capabilities = ("trace",)
         self.greeted = fault == "execute-before-hello"
         vectors = corpus.load() if target != "*" or fault == "lookup" else []
-        self.targets = None if target == "*" else {
-            _key(v["input"]) for v in vectors if fnmatch.fnmatchcase(v["id"], target)}
+        self.targets = None if target == "*" else {v["id"] for v in vectors if fnmatch.fnmatchcase(v["id"], target)}
+        # Built before the hello, so that recognising a request costs no time of its own.
+        self.recogniser = None if self.targets is None else Recogniser(vectors)
         self.answers = {_key(v["input"]): v["expected"] for v in vectors} if fault == "lookup" else {}
         self.current = False
 
     def hit(self, vector_id: str) -> bool:
         return self.current
 
+    def targeted(self, vector_input) -> bool:
+        """Whether the request was made from a targeted vector (blinded or not)."""
+        if self.targets is None or self.recogniser is None:
+            return True
+        return any(v["id"] in self.targets for v in self.recogniser.candidates(vector_input))
+
     def handle(self, line):
         try:
             request = json.loads(line)
             self.current = (request.get("type") == "execute"
-                            and (self.targets is None or _key(request.get("input")) in self.targets)
+                            and self.targeted(request.get("input"))
                             and (self.request_id is None
                                  or fnmatch.fnmatchcase(str(request.get("id")), self.request_id)))
         except (ValueError, AttributeError, RecursionError):
