@@ -206,12 +206,13 @@ def test_a_bundle_holds_the_blinded_vector_and_replays_as_it_failed(tmp_path, ve
     assert sent["input"] != published["input"] and sent["blinding"]["seed"] == 13
     # The stack result of ADD one one is 2, whatever was blinded: the expected output still says so.
     assert sent["expected"]["result"]["output"] == published["expected"]["result"]["output"]
-    again = subprocess.run([sys.executable, "-m", "rtwo_vm.cli", "conformance", "replay", str(bundle_path)],
-                           cwd=ROOT, capture_output=True, text=True, timeout=300)
+    # Replay runs only the adapter the user names (a bundle's command is never run): the same one.
+    again = subprocess.run([sys.executable, "-m", "rtwo_vm.cli", "conformance", "replay", str(bundle_path),
+                            "--impl", impl], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert again.returncode == 1, again.stdout + again.stderr
     fixed = subprocess.run([sys.executable, "-m", "rtwo_vm.cli", "conformance", "replay", str(bundle_path),
                             "--impl", shlex.join([sys.executable, "-m", "conformance.adapter"])],
-                           cwd=ROOT, capture_output=True, text=True, timeout=300)
+                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
 
 
