@@ -51,3 +51,14 @@ def test_a_log_folder_swapped_for_a_link_gets_no_log(tmp_path):
     assert logs.is_symlink() and victim.read_text() == "keep me"
     assert [n for n in os.listdir(elsewhere) if not (elsewhere / n).is_symlink()] == []
     assert not [p for p in Path(f"{logs}.moved").iterdir() if not p.is_symlink()]
+
+
+def test_replay_reads_a_kept_log_bounded(tmp_path):
+    # A replay prints the end of each pass's log: a link the adapter put there to /dev/zero,
+    # or a FIFO, is read as no log (at once, no hang, no unbounded read); a log is its last lines.
+    from conformance.replay import _tail
+    (tmp_path / "zero.adapter.log").symlink_to("/dev/zero")
+    os.mkfifo(tmp_path / "fifo.adapter.log")
+    (tmp_path / "real.adapter.log").write_text("".join(f"line {i}\n" for i in range(100)))
+    assert _tail(tmp_path / "zero.adapter.log") == "" and _tail(tmp_path / "fifo.adapter.log") == ""
+    assert _tail(tmp_path / "real.adapter.log", 2) == "line 98\nline 99"
