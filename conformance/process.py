@@ -399,11 +399,25 @@ class AdapterProcess:
         self.closed = True
         _LIVE.discard(self)
         if self.keep_log:
-            try:
-                self.log_path.parent.mkdir(parents=True, exist_ok=True)
-                self.log_path.write_text(self.stderr_text(), encoding="utf-8")
-            except OSError:
-                pass
+            self._write_log()
+
+    def _write_log(self) -> None:
+        """The kept stderr, written never through a link: the log folder must be a folder (not
+        a link to one), a link planted at the log's name (the runner's own name in its own log
+        folder: the adapter may have put it there) is removed, and the log is written to a fresh
+        temporary file (O_EXCL) that is renamed over the name (``spec.files.atomic_write``). A
+        log that cannot be written so is not written; the run goes on."""
+        from spec.files import FileRefused, atomic_write, output_dir
+        path = self.log_path
+        if path is None:
+            return
+        try:
+            output_dir(path.parent, "log folder")
+            if path.is_symlink():
+                path.unlink()
+            atomic_write(path, self.stderr_text().encode("utf-8", "replace"))
+        except (OSError, FileRefused):
+            pass
 
     def begin_shutdown(self) -> None:
         """Send the shutdown without waiting (``shutdown`` then reads the bye)."""

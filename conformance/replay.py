@@ -172,8 +172,13 @@ def _run_pass(argv: list[str], settings: Settings, vector, record: Mapping[str, 
 
 
 def _tail(path: Path, lines: int = STDERR_LINES) -> str:
+    """The last lines of a kept log; "" for a log that is not a regular file of at most twice
+    the bytes a log keeps (a link the adapter planted to /dev/zero or a FIFO is never read)."""
+    from conformance.process import DEFAULT_MAX_LOG
+    from spec.files import FileRefused, read_bounded
     try:
-        text = path.read_text(encoding="utf-8", errors="replace").rstrip().splitlines()
-    except OSError:
+        blob = read_bounded(path, 2 * DEFAULT_MAX_LOG + 4096, "adapter log")
+    except FileRefused:
         return ""
+    text = blob.decode("utf-8", "replace").rstrip().splitlines()
     return "\n".join(text[-lines:])

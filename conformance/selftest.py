@@ -10,6 +10,12 @@ jumps, subroutine calls, nested subroutine calls and nested calls as well as the
 EIP-3155 form when trace_eip3155 is claimed and UNSUPPORTED_INPUT for it otherwise, shutdown
 and end-of-input exit behaviour, refusing an unknown protocol version and spec version.
 
+The protocol is checked apart from coverage: a partial VM passes. The protocol checks send a
+program of one STOP (``PROBE_ID``) and take a result or an error ``UNSUPPORTED_INPUT`` with the
+request's id as the answer that shows the adapter is alive; the sample and trace checks take a
+well-formed ``UNSUPPORTED_INPUT`` as no failure and count it in the check's note ("samples: 2
+answered, 10 unsupported (not failures)"), while a wrong answer still fails them.
+
 Each check runs in its own adapter process (started and handshaken afresh), so a stray line
 or a lost response in one check never shows up as another check's failure; a failing check
 names its own problem and ends with the tail of that process's stderr.
@@ -45,6 +51,10 @@ SAMPLE_IDS = (
     "memory/MLOAD/offset_max_word", "validation/BAD_MAGIC/zeros", "policy/TIME/gate_closed",
     "request/INVALID_REQUEST/seed_31_bytes", "request/compute.maximum/limit+1", "context/RANDOM/three_words_counting_seed",
 )
+# The protocol checks' probe: a program of one STOP, which even a VM that implements almost
+# nothing runs, so a protocol check never depends on how much of the instruction set a VM has.
+PROBE_ID = "control/STOP/happy"
+UNSUPPORTED = "UNSUPPORTED_INPUT"
 
 
 @dataclass
@@ -52,6 +62,7 @@ class Check:
     name: str
     ok: bool
     detail: str = ""
+    note: str = ""        # what a passing check did not judge (the samples answered UNSUPPORTED_INPUT)
 
 
 class _Ended(Exception):
@@ -64,6 +75,7 @@ class _Session:
     def __init__(self, argv: list[str], settings: Settings, logs: Path | None, index: int = 0):
         self.settings = settings
         self.proc = AdapterProcess(argv, settings, logs, index)
+        self.note = ""
 
     def ask(self, message: Mapping[str, Any] | bytes, waiting_for: str = "") -> dict[str, Any] | None:
         self.proc.send(message if isinstance(message, bytes) else encode(message))
@@ -119,7 +131,7 @@ class _Checks:
                 session.close()
         if problem and session is not None and "stderr:" not in problem:
             problem += session.proc.stderr_tail(3)
-        self.results.append(Check(name, problem is None, problem or ""))
+        self.results.append(Check(name, problem is None, problem or "", session.note if session is not None else ""))
 
 
 def run_selftest(command: str, vectors: Mapping[str, Mapping[str, Any]], timeout: float = 10.0) -> list[Check]:
@@ -127,6 +139,7 @@ def run_selftest(command: str, vectors: Mapping[str, Mapping[str, Any]], timeout
     settings = Settings(timeout=timeout, handshake_timeout=timeout)
     samples = [vectors[i] for i in SAMPLE_IDS if i in vectors]
     traced = samples + [vectors[i] for i in TRACE_IDS if i in vectors]
+    probe = [vectors[PROBE_ID]] if PROBE_ID in vectors else samples[:1]
     token = secrets.token_hex(6)
     checks = _Checks(argv, settings, None)
     state: dict[str, Any] = {}
@@ -143,24 +156,24 @@ def run_selftest(command: str, vectors: Mapping[str, Mapping[str, Any]], timeout
                lambda s: _samples(s, samples, token))
     checks.run("answers 40 pipelined requests in order with their ids", lambda s: _pipelined(s, samples))
     checks.run("answers a line that is not JSON with an error BAD_MESSAGE, and stays alive",
-               lambda s: _error_then_alive(s, b"{not json\n", "BAD_MESSAGE", samples))
+               lambda s: _error_then_alive(s, b"{not json\n", "BAD_MESSAGE", probe))
     checks.run("answers a line nested 100,000 levels deep with an error BAD_MESSAGE, and stays alive",
-               lambda s: _error_then_alive(s, b"[" * 100_000 + b"\n", "BAD_MESSAGE", samples))
+               lambda s: _error_then_alive(s, b"[" * 100_000 + b"\n", "BAD_MESSAGE", probe))
     checks.run("answers an unknown message type with an error UNKNOWN_TYPE (id echoed)",
-               lambda s: _error_then_alive(s, {"type": "frobnicate", "id": "x-1"}, "UNKNOWN_TYPE", samples, "x-1"))
+               lambda s: _error_then_alive(s, {"type": "frobnicate", "id": "x-1"}, "UNKNOWN_TYPE", probe, "x-1"))
     checks.run("answers an execute without input with an error BAD_MESSAGE (id echoed)",
-               lambda s: _error_then_alive(s, {"type": "execute", "id": "x-2"}, "BAD_MESSAGE", samples, "x-2"))
+               lambda s: _error_then_alive(s, {"type": "execute", "id": "x-2"}, "BAD_MESSAGE", probe, "x-2"))
     checks.run(f"answers a line nested {MAX_DEPTH} levels deep as usual and one nested {MAX_DEPTH + 1} levels deep "
-               "with an error BAD_MESSAGE", lambda s: _nesting_bound(s, samples))
+               "with an error BAD_MESSAGE", lambda s: _nesting_bound(s, probe))
     checks.run("answers an execute before the hello with an error BAD_MESSAGE (id echoed), then the hello "
-               "and executes", lambda s: _execute_before_hello(s, samples), handshake=False)
+               "and executes", lambda s: _execute_before_hello(s, probe), handshake=False)
     checks.run(f"answers {len(NOT_VECTOR_INPUTS)} execute requests that do not have the schema's form "
                "(upper-case hex, trace not a boolean or missing, null or string limit, unknown level, "
-               "unknown member) with an error BAD_MESSAGE each", lambda s: _not_vector_inputs(s, samples))
+               "unknown member) with an error BAD_MESSAGE each", lambda s: _not_vector_inputs(s, probe))
     checks.run("answers an unknown trace_format with an error BAD_MESSAGE, with trace true and false",
-               lambda s: _unknown_trace_format(s, samples))
+               lambda s: _unknown_trace_format(s, probe))
     checks.run("reads a compute limit written 1000000000000.00000001 as its binary64 value 10^12 (7.3.2)",
-               lambda s: _binary64_limit(s, samples))
+               lambda s: _binary64_limit(s, probe))
     capabilities = state["hello"].get("capabilities", [])
     if "trace" in capabilities:
         checks.run("capability trace: step traces equal the reference's (jumps, subroutine calls, "
@@ -170,7 +183,7 @@ def run_selftest(command: str, vectors: Mapping[str, Mapping[str, Any]], timeout
                    lambda s: _traces(s, traced, token, "eip3155"))
     else:
         checks.run("without capability trace_eip3155: answers trace_format eip3155 with an error UNSUPPORTED_INPUT",
-                   lambda s: _eip3155_unsupported(s, samples))
+                   lambda s: _eip3155_unsupported(s, probe))
     checks.run("shutdown: answers bye and exits with status 0", _shutdown)
     checks.run("end of input: exits with status 0 without output", _eof)
     checks.run("unknown protocol version: error UNSUPPORTED_PROTOCOL, exit status 3", _bad_protocol,
@@ -191,11 +204,20 @@ def _rid(token: str, vector_id: str) -> str:
 
 
 def _samples(session: _Session, samples: Sequence[Mapping[str, Any]], token: str) -> str | None:
+    """Each sample answered exactly, or answered an error UNSUPPORTED_INPUT with its id (a VM
+    that does not have an instruction yet says so: no failure, counted in the check's note)."""
+    unsupported: list[str] = []
     for v in samples:
         rid = _rid(token, v["id"])
         reply = session.ask(execute_request(rid, v["input"]), v["id"])
         if reply is None:
             return f"{v['id']}: no response"
+        problem = _unsupported_problem(reply, rid)
+        if problem == "":
+            unsupported.append(_unsupported_entry(v["id"], reply))
+            continue
+        if problem is not None:
+            return f"{v['id']}: {problem}"
         if reply.get("type") != "result" or reply.get("id") != rid:
             return f"{v['id']}: expected a result with its id, got {str(reply)[:200]}"
         mismatches = compare_reply(v, reply)
@@ -204,7 +226,38 @@ def _samples(session: _Session, samples: Sequence[Mapping[str, Any]], token: str
         problem = _schema_problem("adapter-message", reply)
         if problem:
             return f"{v['id']}: response does not pass the protocol schema: {problem}"
+    session.note = _coverage_note("samples", len(samples), unsupported)
     return None
+
+
+def _unsupported_problem(reply: Mapping[str, Any], rid: str) -> str | None:
+    """"" for a well-formed error UNSUPPORTED_INPUT answering ``rid``; what is wrong with an
+    error UNSUPPORTED_INPUT that is not well formed; None for any other reply."""
+    if reply.get("type") != "error" or reply.get("code") != UNSUPPORTED:
+        return None
+    if reply.get("id") != rid:
+        return f"an error {UNSUPPORTED} must echo the request's id {rid!r}, got {reply.get('id')!r}"
+    problem = _schema_problem("adapter-message", reply)
+    return f"the error {UNSUPPORTED} does not pass the protocol schema: {problem}" if problem else ""
+
+
+def _unsupported_entry(vector_id: str, reply: Mapping[str, Any]) -> tuple[str, str]:
+    return vector_id, " ".join(str(reply.get("message", "")).split())[:100]
+
+
+def _coverage_note(what: str, total: int, unsupported: list[tuple[str, str]], verb: str = "answered") -> str:
+    """"samples: 2 answered, 10 unsupported (not failures)", then one line per message the
+    adapter gave (most vectors first) with the vectors it gave it for. Empty when every one
+    was answered: a complete VM's output is unchanged."""
+    if not unsupported:
+        return ""
+    by_message: dict[str, list[str]] = {}
+    for vector_id, message in unsupported:
+        by_message.setdefault(message, []).append(vector_id)
+    lines = [f"{what}: {total - len(unsupported)} {verb}, {len(unsupported)} unsupported (not failures)"]
+    for message, ids in sorted(by_message.items(), key=lambda item: -len(item[1])):
+        lines.append(f"  {message or 'UNSUPPORTED_INPUT without a message'}: {', '.join(ids)}")
+    return "\n".join(lines)
 
 
 def _pipelined(session: _Session, samples: Sequence[Mapping[str, Any]]) -> str | None:
@@ -229,18 +282,35 @@ def _error_then_alive(session: _Session, message, code: str, samples, echoed: st
         return f"the error must echo id {echoed!r}, got {reply.get('id')!r}"
     probe = "alive-after-error"   # an id of its own: a fault tied to a sample vector stays in its own check
     after = session.ask(execute_request(probe, samples[0]["input"]), f"{probe!r} sent after the error")
-    if after is None or after.get("id") != probe:
+    if not _answered(after, probe):
         return f"did not answer the next request after the error (got {str(after)[:200]})"
     return None
 
 
+def _answered(reply: Mapping[str, Any] | None, rid: str) -> bool:
+    """A result with the id, or an error UNSUPPORTED_INPUT with it: either shows the adapter
+    read the request and answered it (how much of the VM it has is no protocol question)."""
+    return (reply is not None and reply.get("id") == rid
+            and (reply.get("type") == "result" or (reply.get("type") == "error" and reply.get("code") == UNSUPPORTED)))
+
+
 def _traces(session: _Session, samples, token: str, trace_format: str = "native") -> str | None:
+    unsupported: list[str] = []
     for v in samples:
-        request = execute_request(_rid(token, v["id"]), v["input"], trace=True)
+        rid = _rid(token, v["id"])
+        request = execute_request(rid, v["input"], trace=True)
         if trace_format != "native":
             request["trace_format"] = trace_format
         reply = session.ask(request, f"{v['id']} (traced)")
-        if reply is None or not isinstance(reply.get("trace"), list):
+        if reply is None:
+            return f"{v['id']}: no response"
+        problem = _unsupported_problem(reply, rid)
+        if problem == "":
+            unsupported.append(_unsupported_entry(v["id"], reply))
+            continue
+        if problem is not None:
+            return f"{v['id']}: {problem}"
+        if not isinstance(reply.get("trace"), list):
             return f"{v['id']}: no trace list in the result"
         if trace_format != "native":
             expected = eip3155_trace(v["input"])
@@ -253,6 +323,7 @@ def _traces(session: _Session, samples, token: str, trace_format: str = "native"
         divergence = first_divergence(reference_trace(v["input"]), reply["trace"])
         if divergence is not None:
             return f"{v['id']}: {divergence}"
+    session.note = _coverage_note("traces", len(samples), unsupported, "compared")
     return None
 
 
@@ -280,8 +351,8 @@ def _expect_error(session: _Session, message, code: str, what: str, echoed: str 
 
 def _answers(session: _Session, samples, probe: str) -> str | None:
     after = session.ask(execute_request(probe, samples[0]["input"]), f"{probe!r}")
-    if after is None or after.get("type") != "result" or after.get("id") != probe:
-        return f"did not answer {probe!r} with a result (got {str(after)[:200]})"
+    if not _answered(after, probe):
+        return f"did not answer {probe!r} with a result or an error {UNSUPPORTED} (got {str(after)[:200]})"
     return None
 
 
