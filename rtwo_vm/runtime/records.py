@@ -158,7 +158,7 @@ class ExecutionContextManager(_RecordService):
         error code), the facts ``list`` filters on, in one query."""
         roles = catalog().roles
         rows = self.store.all(
-            "SELECT r.context_id, h.stage, r.execution_status, r.error FROM results r "
+            "SELECT r.context_id, h.stage, r.execution_status, r.error, r.result_id FROM results r "
             "LEFT JOIN stage_history h ON h.context_id = r.context_id AND h.stage IN (?, ?)",
             (roles["commit"], roles["rollback"]))
         for r in rows:

@@ -35,7 +35,7 @@ def shown(value: Any) -> str:
 
 
 def damaged(table: str, key: Any, column: str, value: Any, wanted: str) -> DamagedRecord:
-    name = key if isinstance(key, str) and len(key) <= 80 else shown(key)
+    name = key if isinstance(key, str) and len(key) <= 300 else shown(key)
     return DamagedRecord(f"{table} {name}: {column} holds {shown(value)}, not {wanted} "
                          "(the database was changed outside the runtime)")
 
