@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -16,7 +17,7 @@ import pytest
 from rtwo_vm.cli import main
 from rtwo_vm.runtime import Runtime, StoreError
 from rtwo_vm.runtime import trust
-from rtwo_vm.runtime.schema import SCHEMA_VERSION, expected_objects
+from rtwo_vm.runtime.schema import SCHEMA_VERSION, columns, expected_objects
 from test_runtime_support import EXAMPLES, ROOT, dump
 
 COUNTER = str(EXAMPLES / "counter.rasm")
@@ -318,3 +319,58 @@ def test_damaged_delivery_rows_are_refused_in_one_line(tmp_path, db):
     sql(db, f"UPDATE sinks SET config = '{{\"timeout\": -1}}' WHERE name = '{name}'")
     refused("events", "sinks", "--db", str(db), fragment=f"sinks {name}: sink option timeout")
     assert not out.exists()
+
+
+# -- every column the runtime reads, damaged ---------------------------------------------------
+
+# The command that reads each table's rows (lifecycle_transitions is rewritten from the spec
+# on opening, deliveries is only looked up by key, sqlite_sequence is SQLite's).
+READERS = {"meta": ("call", "0x100"), "contracts": ("contracts", "list"),
+           "storage": ("contracts", "show", "0x101"), "vms": ("vm", "list"),
+           "policies": ("policy", "list"), "contexts": ("contexts", "list"),
+           "stage_history": ("contexts", "show", "CTX"), "sandboxes": ("sandboxes", "list"),
+           "accounting": ("accounting", "list"), "results": ("results", "list"),
+           "violations": ("violations", "list"), "outbox": ("events", "list"),
+           "sinks": ("events", "sinks"), "delivery_failures": ("events", "sinks")}
+# Columns a reader selects its rows by (a row with another value there is not one it reads),
+# and outbox.event_id, the rowid, which SQLite itself keeps an integer.
+LEFT_OUT = {("stage_history", "context_id"), ("storage", "address"), ("outbox", "event_id")}
+ONE_ROW = {"storage": "address = '0x101' AND key = '0x0'", "meta": "key = 'context_seq'",
+           "delivery_failures": "event_id = (SELECT min(event_id) FROM delivery_failures)"}
+
+
+@pytest.fixture(scope="module")
+def full_db(tmp_path_factory):
+    """A database with a row in every table the runtime reads."""
+    path = tmp_path_factory.mktemp("full") / "vm.db"
+    db = ("--db", str(path))
+    for args in (("deploy", str(EXAMPLES / "proxy.rasm"), "--address", "0x100"),
+                 ("deploy", COUNTER, "--address", "0x101", "--storage", "0=5"),
+                 ("policy", "create", "--forbid", "TIME"), ("call", "0x100", "--caller", "1"),
+                 ("call", "0x101", "--compute", "10"),
+                 ("events", "sink-add", "webhook", "http://127.0.0.1:9/h", "--max-attempts", "1"),
+                 ("events", "deliver", "--deadline", "2")):
+        assert run_cli(*args, *db)[0] in (0, 1), args
+    conn = sqlite3.connect(str(path))
+    counts = {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in READERS}
+    context = conn.execute("SELECT context_id FROM contexts WHERE depth = 1").fetchone()[0]
+    conn.close()
+    assert all(counts.values()), counts
+    return path, context
+
+
+@pytest.mark.parametrize("table, column", [
+    (t, c) for t in READERS for c in columns(t) if (t, c) not in LEFT_OUT])
+def test_every_column_read_back_is_checked(full_db, tmp_path, table, column):
+    """The declared type of each column (from the DDL, so a new column is covered) broken in one row: a blob where text,
+    a number or JSON belongs, text where the code's bytes belong; the command reading the
+    table refuses it in one line naming the table, never with an internal error."""
+    source, context = full_db
+    path = tmp_path / "damaged.db"
+    shutil.copy(source, path)
+    value = "'text'" if column == "code" else "x'00'"
+    where = ONE_ROW.get(table, f"rowid = (SELECT min(rowid) FROM {table})")
+    sql(path, "PRAGMA foreign_keys = OFF", "DROP TRIGGER stage_history_is_append_only",
+        f"UPDATE {table} SET {column} = {value} WHERE {where}")
+    args = [context if a == "CTX" else a for a in READERS[table]]
+    refused(*args, "--db", str(path), fragment=f"rtwo-vm: error: {table} ")
