@@ -183,3 +183,34 @@ def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> None:
     blob = data.encode() if isinstance(data, str) else data
     with atomic_writer(path) as f:
         f.write(blob)
+
+
+def read_prefix(path: str | os.PathLike[str], count: int, what: str = "file") -> bytes:
+    """The first ``count`` bytes (fewer if the file is shorter) of the regular file ``path``,
+    whatever its size; FileRefused for anything else, as :func:`read_bounded` refuses it
+    (a FIFO or a device is never read, and opening one never waits)."""
+    name = os.fspath(path)
+    try:
+        if _special(name):
+            raise FileRefused(f"{name}: not a regular file (a {what} is read only from a regular file)")
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+    except FileRefused:
+        raise
+    except (OSError, ValueError) as err:
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        raise FileRefused(f"cannot read {name!r}: {reason}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise FileRefused(f"{name}: not a regular file (a {what} is read only from a regular file)")
+        parts, total = [], 0
+        while total < count:
+            chunk = os.read(fd, count - total)
+            if not chunk:
+                break
+            parts.append(chunk)
+            total += len(chunk)
+        return b"".join(parts)
+    except OSError as err:
+        raise FileRefused(f"cannot read {name}: {err.strerror or err}") from None
+    finally:
+        os.close(fd)

@@ -142,7 +142,7 @@ def _cmd_events(args) -> int:
 
 def _events_tail(args) -> int:
     from rtwo_vm.runtime.catalog import catalog
-    from rtwo_vm.runtime.sinks import SinkUnavailable
+    from rtwo_vm.runtime.sinks import SinkUnavailable, redact
     from rtwo_vm.runtime.sinks import nats as nats_sink
     if not args.nats:
         raise CliError("events tail needs --nats URL")
@@ -156,7 +156,7 @@ def _events_tail(args) -> int:
                        durable=args.durable,
                        timeout=args.timeout or COMMON_OPTIONS["timeout"][0], out=sys.stdout)
     except (ValueError, SinkUnavailable) as err:
-        raise CliError(str(err).splitlines()[0]) from None
+        raise CliError(redact((str(err).splitlines() or [""])[0])) from None
     except KeyboardInterrupt:
         pass
     return 0

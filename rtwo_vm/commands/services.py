@@ -43,13 +43,13 @@ def _guard(func):
     """Run a command, turning the runtime's refusals into one-line CLI errors."""
     def wrapper(args) -> int:
         import sqlite3
-
+        from rtwo_vm.runtime.sinks import redact  # no credentials of a sink URL in a message
         from rtwo_vm.runtime import InvalidInput, ModelError, RuntimeBusy, StoreError, UnknownRecord
         try:
             return func(args)
         except (InvalidInput, UnknownRecord, ModelError, StoreError, RuntimeBusy) as err:
-            message = err.args[0] if err.args else str(err)
-            raise CliError(str(message).splitlines()[0] if str(message) else type(err).__name__) from None
+            text = redact(str(err.args[0] if err.args else err)).splitlines()
+            raise CliError(text[0] if text else type(err).__name__) from None
         except sqlite3.DatabaseError as err:  # a full disk, a file corrupted while in use
             raise CliError(f"{args.db}: database error: {err}") from None
     return wrapper
@@ -238,8 +238,8 @@ def _cmd_contexts(args) -> int:
                 return 0
             # Every context's status is the final stage: show how each one ended instead.
             ended = rt.contexts.outcomes()
-            _table([{**c.to_json(), "ended": ended[c.context_id][0],
-                     "result": " ".join(filter(None, ended[c.context_id][1:]))} for c in records],
+            _table([{**c.to_json(), "ended": ended.get(c.context_id, ("-",))[0],
+                     "result": " ".join(filter(None, ended.get(c.context_id, ())[1:]))} for c in records],
                    ["contextId", "contractId", "depth", "ended", "result", "parentContextId",
                     "createdAt"])
             return 0

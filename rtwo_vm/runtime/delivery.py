@@ -27,9 +27,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+from rtwo_vm.runtime import stored
 from rtwo_vm.runtime.events import VMEvent
 from rtwo_vm.runtime.sinks import (
-    NOT_SENT, DeadlineReached, Session, Sink, SinkUnavailable, one_line, remaining,
+    NOT_SENT, DeadlineReached, Session, Sink, SinkUnavailable, one_line, redact, remaining,
 )
 from rtwo_vm.runtime.store import Store
 
@@ -148,6 +149,7 @@ class Dispatcher:
             now = self.now()
             batch, attempts = [], {}
             for row in rows:
+                _check_failure(row, sink.name)
                 stream = row["stream"]
                 if stream in blocked:
                     continue
@@ -171,13 +173,13 @@ class Dispatcher:
                     return None, None
                 except Exception as err:  # noqa: BLE001 - SinkUnavailable, or any other
                     if not isinstance(err, SinkUnavailable):
-                        err = SinkUnavailable(f"{sink.name}: {one_line(err)}")
+                        err = SinkUnavailable(f"{redact(sink.name)}: {one_line(err)}")
                     self._failed(sink, batch[0], attempts[batch[0].event_id], err, report)
                     return None, None
             try:
                 results = session.send(batch, end)
             except Exception as err:  # noqa: BLE001 - a sink must not break the pass
-                results = [SinkUnavailable(f"{sink.name}: {one_line(err)}")]
+                results = [SinkUnavailable(f"{redact(sink.name)}: {one_line(err)}")]
                 results += [NOT_SENT] * (len(batch) - 1)
             acked = [e.event_id for e, r in zip(batch, results) if r is None]
             if acked:
@@ -211,7 +213,7 @@ class Dispatcher:
         """Record a failed attempt; returns when the event is due again (None: now dead)."""
         options = sink.options
         count = attempts + 1
-        reason = str(err)[:500] if isinstance(err, SinkUnavailable) else one_line(err)
+        reason = redact(str(err))[:500] if isinstance(err, SinkUnavailable) else one_line(err)
         dead = count >= options.get("max_attempts", 20)
         delay = min(options.get("backoff_cap", 300.0),
                     options.get("backoff", 0.5) * (2 ** min(count - 1, 60)))
@@ -251,8 +253,9 @@ class Dispatcher:
             "FROM delivery_failures f JOIN outbox o ON o.event_id = f.event_id "
             "WHERE f.dead_at IS NOT NULL AND (? IS NULL OR f.sink = ?) "
             "ORDER BY f.sink, f.event_id", (sink_name, sink_name))
-        return [{"sink": r["sink"], "eventId": r["event_id"], "stream": r["stream"],
-                 "type": r["type"], "attempts": r["attempts"], "reason": r["last_error"],
+        rows = [_failure_doc(r) for r in rows]
+        return [{"sink": redact(r["sink"]), "eventId": r["event_id"], "stream": r["stream"],
+                 "type": r["type"], "attempts": r["attempts"], "reason": redact(r["last_error"]),
                  "lastAt": r["last_at"], "deadAt": r["dead_at"], "heldBack": r["held_back"]}
                 for r in rows]
 
@@ -271,6 +274,20 @@ class Dispatcher:
                                     "AND event_id = ? AND (? IS NULL OR sink = ?)",
                                     (event_id, sink_name, sink_name)).rowcount
             return count
+
+
+def _check_failure(row, sink: str) -> None:
+    """The failure columns of a joined outbox row (NULL when the event never failed)."""
+    if row["attempts"] is not None:
+        key = f"{redact(sink)}/{row['event_id']}"
+        for column in ("attempts", "next_at", "dead_at"):
+            stored.check_value("delivery_failures", key, column, row[column])
+
+
+def _failure_doc(row: Any) -> Any:
+    stored.check_row("delivery_failures", row)
+    stored.check_row("outbox", row, ("stream", "type"))
+    return row
 
 
 class BackgroundDispatcher:

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
+from rtwo_vm.runtime import stored
 from rtwo_vm.runtime.catalog import catalog
 from rtwo_vm.runtime.store import Store
 
@@ -37,8 +38,12 @@ class VMEvent:
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> "VMEvent":
-        return cls(row["event_id"], row["stream"], row["type"], json.loads(row["payload"]),
-                   row["created_at"])
+        """The event of an outbox row, its columns checked (stored.py)."""
+        stored.check_row("outbox", row, ("event_id", "stream", "type", "payload", "created_at"))
+        key = stored.row_key("outbox", row)
+        stored.one_of(row["type"], catalog().values("event_type"), "outbox", key, "type")
+        payload = stored.json_value(row["payload"], "outbox", key, "payload", dict)
+        return cls(row["event_id"], row["stream"], row["type"], payload, row["created_at"])
 
 
 Subscriber = Callable[[VMEvent], None]

@@ -33,7 +33,7 @@ from rtwo_vm.runtime.models import (
     RTWOResourceAccounting, RTWOSandboxViolation, RTWOVirtualMachine,
 )
 from rtwo_vm.runtime.records import ResourceAccountingService, SandboxManager
-from rtwo_vm.runtime.store import Store, StoreError
+from rtwo_vm.runtime.store import DamagedRecord, Store, StoreError
 
 WORD = word()
 
@@ -126,7 +126,7 @@ class ExecutionRun:
         self.sandbox_status = "requested"
         self.accounting_status: str | None = None
         self.result: ExecutionResult | None = None
-        self.state_reference = service.store.meta("state_root")
+        self.state_reference = service.store.state_root()
         self.recorded: RecordedExecution | None = None
         self._program = None
         self._world = None
@@ -156,6 +156,9 @@ class ExecutionRun:
         try:
             self._work[self.stage]()
         except RuntimeBusy:
+            raise
+        except DamagedRecord:
+            self.abandon()  # a damaged record is refused, never recorded upon
             raise
         except Exception:  # noqa: BLE001 - a host failure is reported as INTERNAL_ERROR (8.3)
             if self.stage in (self._cat.roles["commit"], self._cat.roles["rollback"],
@@ -209,7 +212,7 @@ class ExecutionRun:
 
     def _load_state(self) -> None:
         self._lock()
-        self.state_reference = self._svc.store.meta("state_root")
+        self.state_reference = self._svc.store.state_root()
         # A view over the database, read (by primary key) only where the execution touches
         # it. Deploy admits only words and bytes; a stored entry that is not is a host failure
         # (INTERNAL_ERROR, chapter 8.3), not the request's fault: the view says so when read.

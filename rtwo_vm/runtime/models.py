@@ -341,6 +341,12 @@ class RTWOExecutionResult(Model):
     def check(self) -> None:
         if self.digest != hashlib.sha256(canonical(self.compared).encode()).hexdigest():
             _fail("RTWOExecutionResult", "digest", "is not the SHA-256 of the compared result")
+        # An entry context's output, state changes and events are the compared result's.
+        for name, key in (("output", "output"), ("state_changes", "state_changes"),
+                          ("emitted_events", "events")):
+            value = getattr(self, name)
+            if value is not None and _plain(value) != self.compared.get(key):
+                _fail("RTWOExecutionResult", name, "differs from the compared result")
         if self.error is not None and self.error not in spec.load().errors:
             _fail("RTWOExecutionResult", "error", f"is not a spec code: {self.error}")
 

@@ -11,7 +11,8 @@ from rtwo_vm.runtime.catalog import catalog
 from rtwo_vm.runtime.delivery import BackgroundDispatcher, DeliveryReport, Dispatcher
 from rtwo_vm.runtime.events import EventBus, RecordWriter, VMEvent
 from rtwo_vm.runtime.records import InvalidInput, UnknownRecord
-from rtwo_vm.runtime.sinks import Sink, make_sink
+from rtwo_vm.runtime import stored
+from rtwo_vm.runtime.sinks import Sink, make_sink, redact, sink_from_row
 from rtwo_vm.runtime.store import Store
 
 
@@ -79,32 +80,41 @@ class VMEventPublisher:
         return self._sink_row(sink.name)
 
     def remove_sink(self, name: str) -> None:
-        self._sink_row(name)
+        name = self._sink_row(name)["name"]
         with self.writer.transaction() as tx:
             tx.execute("DELETE FROM deliveries WHERE sink = ?", (name,))
             tx.execute("DELETE FROM delivery_failures WHERE sink = ?", (name,))
             tx.execute("DELETE FROM sinks WHERE name = ?", (name,))
 
     def sinks(self) -> builtins.list[dict[str, Any]]:
-        out = []
-        for row in self.store.all("SELECT * FROM sinks ORDER BY name"):
-            doc = _camel_row(row)
-            doc["config"] = make_sink(row["kind"], row["target"],
-                                      json.loads(row["config"])).options
-            out.append(doc)
-        return out
+        return [self._shown(row, sink_from_row(row).options)
+                for row in self.store.all("SELECT * FROM sinks ORDER BY name")]
 
     def _sink_row(self, name: str) -> dict[str, Any]:
+        """A registered sink by its name, or by the name as listings show it (credentials
+        in a URL redacted), when that names one sink."""
         row = self.store.one("SELECT * FROM sinks WHERE name = ?", (name,))
         if row is None:
-            raise UnknownRecord(f"no sink {name!r}")
+            rows = [r for r in self.store.all("SELECT * FROM sinks ORDER BY name")
+                    if redact(r["name"]) == name]
+            row = rows[0] if len(rows) == 1 else None
+        if row is None:
+            raise UnknownRecord(f"no sink {redact(name)!r}")
+        sink_from_row(row)  # checks the row
+        doc = self._shown(row, json.loads(row["config"]))  # the options as given
+        doc["name"] = row["name"]  # the identity, for the callers here
+        return doc
+
+    @staticmethod
+    def _shown(row, options: dict[str, Any]) -> dict[str, Any]:
+        """A sink row as listings show it: no credentials in its name or target."""
         doc = _camel_row(row)
-        doc["config"] = json.loads(row["config"])
+        doc.update(name=redact(row["name"]), target=redact(row["target"]), config=options)
         return doc
 
     @staticmethod
     def registered(store: Store) -> builtins.list[tuple[Sink, int]]:
-        return [(make_sink(r["kind"], r["target"], json.loads(r["config"])), r["start_after"])
+        return [(sink_from_row(r), r["start_after"])
                 for r in store.all("SELECT * FROM sinks ORDER BY name")]
 
     # -- delivery ---------------------------------------------------------------------------
@@ -116,25 +126,28 @@ class VMEventPublisher:
         reports = {}
         sinks = self.registered(self.store) + [(s, 0) for s in extra]
         for sink, start_after in sinks:
-            reports[sink.name] = self.dispatcher.deliver(sink, start_after, deadline)
+            reports[redact(sink.name)] = self.dispatcher.deliver(sink, start_after, deadline)
         return reports
 
     def undelivered_counts(self) -> dict[str, int]:
-        return {sink.name: self.dispatcher.undelivered_count(sink.name, start)
+        return {redact(sink.name): self.dispatcher.undelivered_count(sink.name, start)
                 for sink, start in self.registered(self.store)}
 
     def failures(self) -> builtins.list[dict[str, Any]]:
-        return [_camel_row(r) for r in self.store.all(
-            "SELECT * FROM delivery_failures ORDER BY sink, event_id")]
+        out = []
+        for r in self.store.all("SELECT * FROM delivery_failures ORDER BY sink, event_id"):
+            doc = _camel_row(stored.check_row("delivery_failures", r))
+            out.append({**doc, "sink": redact(r["sink"]), "lastError": redact(r["last_error"])})
+        return out
 
     def dead(self, sink: str | None = None) -> builtins.list[dict[str, Any]]:
         if sink is not None:
-            self._sink_row(sink)
+            sink = self._sink_row(sink)["name"]
         return self.dispatcher.dead(sink)
 
     def requeue(self, event_ids: Iterable[int] | None = None, sink: str | None = None) -> int:
         if sink is not None:
-            self._sink_row(sink)
+            sink = self._sink_row(sink)["name"]
         return self.dispatcher.requeue(event_ids, sink)
 
     def background(self, interval: float = 0.5) -> BackgroundDispatcher:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import builtins
 
-import json
 import sqlite3
 from typing import Any, Callable
 
@@ -18,11 +17,12 @@ from reference_vm.result import STATUSES
 from rtwo_vm.runtime.catalog import catalog
 from rtwo_vm.runtime.events import RecordWriter
 from rtwo_vm.runtime.lifecycle import StageEntry
+from rtwo_vm.runtime import stored
 from rtwo_vm.runtime.models import (
-    RTWOExecutionContext, RTWOExecutionResult, RTWOExecutionSandbox, RTWOResourceAccounting,
-    RTWOSandboxViolation, field_names,
+    ModelError, RTWOExecutionContext, RTWOExecutionResult, RTWOExecutionSandbox,
+    RTWOResourceAccounting, RTWOSandboxViolation, field_names,
 )
-from rtwo_vm.runtime.store import Store
+from rtwo_vm.runtime.store import DamagedRecord, Store
 
 
 class UnknownRecord(LookupError):
@@ -33,16 +33,27 @@ class InvalidInput(ValueError):
     """A request the runtime refuses before recording anything."""
 
 
-def _model(model, row: sqlite3.Row, json_fields: tuple[str, ...] = ()):
+def _model(model, row: sqlite3.Row, table: str, json_fields: tuple[str, ...] = ()):
+    """The domain model of a row read back: every column checked for its declared type, the
+    JSON ones parsed with a nesting cap, then the model's own validation (enumerations,
+    timestamps, cross-field rules); a row that fails any of it is a DamagedRecord naming the
+    table and the row's key."""
+    stored.check_row(table, row)
+    key = stored.row_key(table, row)
     values: dict[str, Any] = {}
     for name in field_names(model):
         value = row[name]
         if name in json_fields and value is not None:
-            value = json.loads(value)
+            value = stored.json_value(value, table, key, name)
             if isinstance(value, list):
                 value = tuple(value)
         values[name] = value
-    return model(**values)
+    try:
+        return model(**values)
+    except (ModelError, TypeError, ValueError, KeyError) as err:
+        text = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise DamagedRecord(f"{table} {key}: {text} (the database was changed outside the "
+                            "runtime)") from None
 
 
 class _RecordService:
@@ -57,7 +68,7 @@ class _RecordService:
         self.store = store
 
     def _from(self, row: sqlite3.Row):
-        return _model(self.MODEL, row, self.JSON_FIELDS)
+        return _model(self.MODEL, row, self.TABLE, self.JSON_FIELDS)
 
     def get(self, record_id: str):
         row = self.store.one(f"SELECT * FROM {self.TABLE} WHERE {self.KEY} = ?", (record_id,))
@@ -100,8 +111,16 @@ class ExecutionContextManager(_RecordService):
 
     def history(self, context_id: str) -> list[StageEntry]:
         self.get(context_id)
-        return [StageEntry(r["seq"], r["stage"], r["from_stage"], r["at"]) for r in self.store.all(
-            "SELECT * FROM stage_history WHERE context_id = ? ORDER BY seq", (context_id,))]
+        stages = catalog().stages
+        out = []
+        for r in self.store.all("SELECT * FROM stage_history WHERE context_id = ? ORDER BY seq",
+                                (context_id,)):
+            key = stored.row_key("stage_history", stored.check_row("stage_history", r))
+            stored.one_of(r["stage"], stages, "stage_history", key, "stage")
+            stored.one_of(r["from_stage"], stages, "stage_history", key, "from_stage",
+                          nullable=True)
+            out.append(StageEntry(r["seq"], r["stage"], r["from_stage"], r["at"]))
+        return out
 
     def children(self, context_id: str) -> list[RTWOExecutionContext]:
         return [self._from(r) for r in self.store.all(
@@ -139,9 +158,13 @@ class ExecutionContextManager(_RecordService):
         error code), the facts ``list`` filters on, in one query."""
         roles = catalog().roles
         rows = self.store.all(
-            "SELECT r.context_id, h.stage, r.execution_status, r.error FROM results r "
+            "SELECT r.context_id, h.stage, r.execution_status, r.error, r.result_id FROM results r "
             "LEFT JOIN stage_history h ON h.context_id = r.context_id AND h.stage IN (?, ?)",
             (roles["commit"], roles["rollback"]))
+        for r in rows:
+            key = stored.row_key("results", stored.check_row("results", r))
+            stored.one_of(r["execution_status"], STATUSES, "results", key, "execution_status")
+            stored.one_of(r["error"], spec.load().errors, "results", key, "error", nullable=True)
         return {r[0]: (r[1], r[2], r[3]) for r in rows}
 
     def incomplete(self) -> builtins.list[str]:
@@ -212,6 +235,11 @@ class ResourceAccountingService(_RecordService):
                 + storage_units * prices["storage_unit_price"])
 
     def totals(self) -> dict[str, int]:
+        for r in self.store.all("SELECT * FROM accounting WHERE status = 'charged' AND NOT ("
+                                + " AND ".join(f"typeof({c}) = 'integer' AND {c} >= 0" for c in
+                                               ("compute_units", "memory_units",
+                                                "storage_units", "fee")) + ") LIMIT 1"):
+            self._from(r)  # a charged record with a sum that is not a count: say which
         row = self.store.one(
             "SELECT count(*), coalesce(sum(compute_units), 0), coalesce(sum(memory_units), 0), "
             "coalesce(sum(storage_units), 0), coalesce(sum(fee), 0) FROM accounting "

@@ -22,6 +22,7 @@ from typing import Any, Callable, Mapping
 
 from reference_vm.errors import VMError
 from reference_vm.validate import validate
+from rtwo_vm.runtime import stored
 from rtwo_vm.runtime.events import EventBus, RecordWriter
 from rtwo_vm.runtime.execution import CallRequest, ExecutionLifecycleService, RecordedExecution
 from rtwo_vm.runtime.publisher import VMEventPublisher
@@ -146,7 +147,8 @@ class Runtime:
         code_hash = hashlib.sha256(code).hexdigest()
         with self.writer.transaction() as tx:
             if address is None:
-                used = {int(r[0], 16) for r in tx.execute("SELECT address FROM contracts")}
+                used = {stored.word(r[0], "contracts", r[0], "address")
+                        for r in tx.execute("SELECT address FROM contracts")}
                 address = next(a for a in range(FIRST_AUTO_ADDRESS, WORD_MASK + 1)
                                if a not in used)
             addr = word_text(address)
@@ -167,14 +169,22 @@ class Runtime:
         row = self.store.one("SELECT * FROM contracts WHERE address = ?", (addr,))
         if row is None:
             raise UnknownRecord(f"no contract at {addr}")
-        storage = {r["key"]: r["value"] for r in self.store.all(
-            "SELECT key, value FROM storage WHERE address = ? ORDER BY length(key), key", (addr,))}
+        stored.check_row("contracts", row)
+        stored.hex_digest(row["code_hash"], "contracts", addr, "code_hash")
+        storage = {}
+        for r in self.store.all("SELECT * FROM storage WHERE address = ? "
+                                "ORDER BY length(key), key", (addr,)):
+            key = stored.row_key("storage", stored.check_row("storage", r))
+            stored.word(r["key"], "storage", key, "key")
+            stored.word(r["value"], "storage", key, "value")
+            storage[r["key"]] = r["value"]
         return {"address": addr, "codeHash": row["code_hash"], "codeSize": len(row["code"]),
                 "deployedAt": row["deployed_at"], "storage": storage}
 
     def contracts(self) -> list[dict[str, Any]]:
-        return [self.contract(int(r[0], 16)) for r in self.store.all(
-            "SELECT address FROM contracts ORDER BY deployed_at, address")]
+        return [self.contract(stored.word(r[0], "contracts", r[0], "address"))
+                for r in self.store.all("SELECT address FROM contracts "
+                                        "ORDER BY deployed_at, address")]
 
     # -- executions -------------------------------------------------------------------------
 
@@ -188,4 +198,4 @@ class Runtime:
 
     @property
     def state_root(self) -> str:
-        return self.store.meta("state_root")
+        return self.store.state_root()

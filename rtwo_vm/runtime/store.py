@@ -3,7 +3,9 @@
 One file (or ``:memory:``) holds deployed contracts and their storage, VMs, policies, contexts
 with their stage history, sandboxes, accounting, results, violations and the event outbox
 with its delivery log. The schema version is SQLite's ``user_version``; :data:`MIGRATIONS`
-upgrades any older file in order, each step in its own transaction.
+(schema.py) upgrades any older file in order, each step in its own transaction. A file is
+used only when its schema is exactly the runtime's (trust.py), and the values read back are
+checked (stored.py).
 
 Words (addresses, keys, values) are 64-bit unsigned and SQLite integers are signed, so they
 are stored as the canonical hex text of chapter 7.5.2.
@@ -26,103 +28,17 @@ from typing import Any, Callable, Iterator
 from reference_vm import Contract, StateView, WorldState
 from reference_vm.errors import InternalInvariantError
 from reference_vm.result import canonical
+from rtwo_vm.runtime import stored, trust
 from rtwo_vm.runtime.catalog import catalog
+from rtwo_vm.runtime.schema import MIGRATIONS, SCHEMA_VERSION, statements
+from rtwo_vm.runtime.trust import DamagedRecord, StoreError
+
+__all__ = ["DamagedRecord", "GENESIS_STATE", "MIGRATIONS", "SCHEMA_VERSION", "Store",
+           "StoreError", "word_text"]
 
 GENESIS_STATE = "0" * 64
+SQLITE_MAX = (1 << 63) - 1
 
-_SCHEMA_1 = """
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE contracts (
-    address TEXT PRIMARY KEY, code BLOB NOT NULL, code_hash TEXT NOT NULL,
-    deployed_at TEXT NOT NULL);
-CREATE TABLE storage (
-    address TEXT NOT NULL REFERENCES contracts(address), key TEXT NOT NULL,
-    value TEXT NOT NULL, PRIMARY KEY (address, key)) WITHOUT ROWID;
-CREATE TABLE vms (
-    vm_id TEXT PRIMARY KEY, vm_name TEXT NOT NULL, vm_version TEXT NOT NULL,
-    runtime_compatibility TEXT NOT NULL, execution_mode TEXT NOT NULL, status TEXT NOT NULL,
-    created_at TEXT NOT NULL);
-CREATE TABLE policies (
-    policy_id TEXT PRIMARY KEY, allowed_operations TEXT, forbidden_operations TEXT NOT NULL,
-    time_access_policy TEXT NOT NULL, randomness_policy TEXT NOT NULL,
-    external_call_policy TEXT NOT NULL, status TEXT NOT NULL, created_at TEXT NOT NULL);
-CREATE TABLE contexts (
-    context_id TEXT PRIMARY KEY, contract_id TEXT NOT NULL, caller_reference TEXT NOT NULL,
-    transaction_reference TEXT NOT NULL, state_reference TEXT NOT NULL,
-    resource_policy_id TEXT NOT NULL REFERENCES policies(policy_id), status TEXT NOT NULL,
-    created_at TEXT NOT NULL, vm_id TEXT NOT NULL REFERENCES vms(vm_id), depth INTEGER NOT NULL,
-    parent_context_id TEXT REFERENCES contexts(context_id), call_index INTEGER,
-    seq INTEGER NOT NULL UNIQUE);
-CREATE TABLE lifecycle_transitions (
-    from_stage TEXT NOT NULL, to_stage TEXT NOT NULL, PRIMARY KEY (from_stage, to_stage));
-CREATE TABLE stage_history (
-    context_id TEXT NOT NULL REFERENCES contexts(context_id), seq INTEGER NOT NULL,
-    stage TEXT NOT NULL, from_stage TEXT, at TEXT NOT NULL, PRIMARY KEY (context_id, seq));
-CREATE TABLE sandboxes (
-    sandbox_id TEXT PRIMARY KEY, context_id TEXT NOT NULL UNIQUE REFERENCES contexts(context_id),
-    isolation_level TEXT NOT NULL, memory_limit_reference INTEGER,
-    compute_limit_reference INTEGER, storage_access_policy TEXT NOT NULL, status TEXT NOT NULL,
-    storage_limit_reference INTEGER, parent_sandbox_id TEXT REFERENCES sandboxes(sandbox_id));
-CREATE TABLE accounting (
-    accounting_id TEXT PRIMARY KEY, context_id TEXT NOT NULL UNIQUE REFERENCES contexts(context_id),
-    compute_units INTEGER NOT NULL, memory_units INTEGER, storage_units INTEGER, fee INTEGER,
-    status TEXT NOT NULL, storage_reads INTEGER, storage_writes INTEGER, storage_new_slots INTEGER);
-CREATE TABLE results (
-    result_id TEXT PRIMARY KEY, context_id TEXT NOT NULL UNIQUE REFERENCES contexts(context_id),
-    output TEXT, state_changes TEXT, emitted_events TEXT, execution_status TEXT NOT NULL,
-    created_at TEXT NOT NULL, error TEXT, error_pc INTEGER, compared TEXT NOT NULL,
-    digest TEXT NOT NULL);
-CREATE TABLE violations (
-    violation_id TEXT PRIMARY KEY, context_id TEXT NOT NULL REFERENCES contexts(context_id),
-    violation_type TEXT NOT NULL, severity TEXT NOT NULL, action_taken TEXT NOT NULL,
-    status TEXT NOT NULL, created_at TEXT NOT NULL, code TEXT NOT NULL, error_pc INTEGER);
-CREATE TABLE outbox (
-    event_id INTEGER PRIMARY KEY AUTOINCREMENT, stream TEXT NOT NULL, type TEXT NOT NULL,
-    payload TEXT NOT NULL, created_at TEXT NOT NULL);
-CREATE TABLE sinks (
-    name TEXT PRIMARY KEY, kind TEXT NOT NULL, target TEXT NOT NULL, created_at TEXT NOT NULL,
-    start_after INTEGER NOT NULL DEFAULT 0);
-CREATE TABLE deliveries (
-    sink TEXT NOT NULL, event_id INTEGER NOT NULL REFERENCES outbox(event_id),
-    delivered_at TEXT NOT NULL, PRIMARY KEY (sink, event_id)) WITHOUT ROWID;
-CREATE TABLE delivery_failures (
-    sink TEXT NOT NULL, event_id INTEGER NOT NULL, attempts INTEGER NOT NULL,
-    last_error TEXT NOT NULL, last_at TEXT NOT NULL, PRIMARY KEY (sink, event_id)) WITHOUT ROWID;
-CREATE TRIGGER stage_history_follows_lifecycle BEFORE INSERT ON stage_history
-WHEN NOT (
-    (NEW.seq = 0 AND NEW.from_stage IS NULL
-     AND NEW.stage = (SELECT value FROM meta WHERE key = 'initial_stage'))
-    OR (NEW.from_stage = (SELECT stage FROM stage_history
-                          WHERE context_id = NEW.context_id AND seq = NEW.seq - 1)
-        AND EXISTS (SELECT 1 FROM lifecycle_transitions
-                    WHERE from_stage = NEW.from_stage AND to_stage = NEW.stage)))
-BEGIN SELECT RAISE(ABORT, 'illegal lifecycle transition'); END;
-CREATE TRIGGER stage_history_is_append_only BEFORE UPDATE ON stage_history
-BEGIN SELECT RAISE(ABORT, 'stage history is append-only'); END;
-"""
-
-# Indexes for the list commands and the dispatcher (a second step, so that migrating a
-# version-1 file is exercised by the tests).
-_SCHEMA_2 = """
-CREATE INDEX contexts_by_parent ON contexts(parent_context_id);
-CREATE INDEX violations_by_context ON violations(context_id);
-CREATE INDEX outbox_by_stream ON outbox(stream, event_id);
-"""
-
-# Delivery with retry state (rtwo_vm/runtime/delivery.py): each sink's options as JSON, and
-# per failing event when it is due again and whether it was parked as dead.
-_SCHEMA_3_DELIVERY = """
-ALTER TABLE sinks ADD COLUMN config TEXT NOT NULL DEFAULT '{}';
-ALTER TABLE delivery_failures ADD COLUMN next_at REAL NOT NULL DEFAULT 0;
-ALTER TABLE delivery_failures ADD COLUMN dead_at TEXT;
-"""
-
-MIGRATIONS: tuple[str, ...] = (_SCHEMA_1, _SCHEMA_2, _SCHEMA_3_DELIVERY)
-SCHEMA_VERSION = len(MIGRATIONS)
-
-
-class StoreError(Exception):
-    """The database cannot be used (newer schema, not an RTWO VM database, locked...)."""
 
 
 def word_text(value: int) -> str:
@@ -137,8 +53,7 @@ class Store:
     def __init__(self, path: str | Path, *, create: bool = True, timeout: float = 30.0):
         self.path = str(path)
         self.timeout = timeout
-        if not create and self.path != ":memory:" and not Path(self.path).exists():
-            raise StoreError(f"no database at {self.path}")
+        trust.check_file(self.path, create=create)
         try:
             self.conn = sqlite3.connect(self.path, isolation_level=None, timeout=timeout,
                                         check_same_thread=False)
@@ -156,12 +71,20 @@ class Store:
 
     def _open(self) -> None:
         self.conn.row_factory = sqlite3.Row
+        # Before any statement that could run what the file holds (trust.py).
+        self.conn.execute("PRAGMA trusted_schema = OFF")
+        self.conn.execute("PRAGMA cell_size_check = ON")
         self.conn.execute("PRAGMA foreign_keys = ON")
+        trust.verify(self.conn, self.path)  # refuses a foreign schema before anything runs
         if self.path != ":memory:":
             # WAL: readers never block the writer; FULL: a commit is on disk when it returns.
             self.conn.execute("PRAGMA journal_mode = WAL")
         self.conn.execute("PRAGMA synchronous = FULL")
         self.migrate()
+        missing = trust.verify(self.conn, self.path)
+        if missing:
+            with self.transaction() as tx:
+                trust.repair(tx, missing)
         self._sync_lifecycle()
 
     def close(self) -> None:
@@ -187,7 +110,7 @@ class Store:
                     continue
                 if current == 0 and self._has_foreign_tables():
                     raise StoreError(f"{self.path} is not an RTWO VM database")
-                for statement in _statements(MIGRATIONS[number - 1]):
+                for statement in statements(MIGRATIONS[number - 1]):
                     tx.execute(statement)
                 if number == 1:
                     self._seed_lifecycle(tx)
@@ -207,16 +130,20 @@ class Store:
         the spec data changed since the file was last opened)."""
         cat = catalog()
         wanted = {(a, b) for a, targets in cat.transitions.items() for b in targets}
-        stored = {(r[0], r[1]) for r in self.all("SELECT * FROM lifecycle_transitions")}
-        if stored == wanted and self.meta("initial_stage") == cat.roles["initial"]:
+        if self._lifecycle_synced(wanted, cat.roles["initial"]):
             return
         with self.transaction() as tx:
-            stored = {(r[0], r[1]) for r in self.all("SELECT * FROM lifecycle_transitions")}
-            if stored == wanted and self.meta("initial_stage") == cat.roles["initial"]:
+            if self._lifecycle_synced(wanted, cat.roles["initial"]):
                 return
             tx.execute("DELETE FROM lifecycle_transitions")
             tx.executemany("INSERT INTO lifecycle_transitions VALUES (?, ?)", sorted(wanted))
-            self.set_meta(tx, "initial_stage", cat.roles["initial"])
+            tx.execute("INSERT INTO meta VALUES ('initial_stage', ?) ON CONFLICT(key) "
+                       "DO UPDATE SET value = excluded.value", (cat.roles["initial"],))
+
+    def _lifecycle_synced(self, wanted: set[tuple[str, str]], initial: str) -> bool:
+        present = {(r[0], r[1]) for r in self.all("SELECT * FROM lifecycle_transitions")}
+        row = self.one("SELECT value FROM meta WHERE key = 'initial_stage'")
+        return present == wanted and row is not None and row[0] == initial
 
     # -- transactions ---------------------------------------------------------------------
 
@@ -255,23 +182,28 @@ class Store:
         return self.conn.execute(sql, args).fetchall()
 
     def meta(self, key: str) -> str:
-        row = self.one("SELECT value FROM meta WHERE key = ?", (key,))
+        row = self.one("SELECT * FROM meta WHERE key = ?", (key,))
         if row is None:
-            raise StoreError(f"meta {key} missing")
-        return row[0]
+            raise DamagedRecord(f"meta {key}: missing")
+        return stored.check_row("meta", row)["value"]
+
+    def state_root(self) -> str:
+        """The state reference: 64 hex digits (chained by advance_state_root)."""
+        return stored.hex_digest(self.meta("state_root"), "meta", "state_root", "value")
 
     def set_meta(self, tx: sqlite3.Connection, key: str, value: str) -> None:
         tx.execute("UPDATE meta SET value = ? WHERE key = ?", (value, key))
 
     def next_context_seq(self, tx: sqlite3.Connection) -> int:
         """A number ordering contexts by commit (ids are random; this is not)."""
-        seq = int(self.meta("context_seq")) + 1
+        seq = stored.decimal(self.meta("context_seq"), 0, SQLITE_MAX - 1, "meta",
+                             "context_seq", "value") + 1
         self.set_meta(tx, "context_seq", str(seq))
         return seq
 
     def contract_code(self, address: int) -> bytes | None:
-        row = self.one("SELECT code FROM contracts WHERE address = ?", (word_text(address),))
-        return None if row is None else bytes(row[0])
+        row = self.one("SELECT * FROM contracts WHERE address = ?", (word_text(address),))
+        return None if row is None else stored.check_row("contracts", row)["code"]
 
     def world_state(self) -> WorldState:
         """The world state as a view over the database: a CALL may name any address (chapter
@@ -284,7 +216,7 @@ class Store:
 
     def advance_state_root(self, tx: sqlite3.Connection, change: Any) -> str:
         """Chain the state reference: SHA-256(previous root || canonical change)."""
-        root = hashlib.sha256((self.meta("state_root") + canonical(change)).encode()).hexdigest()
+        root = hashlib.sha256((self.state_root() + canonical(change)).encode()).hexdigest()
         self.set_meta(tx, "state_root", root)
         return root
 
@@ -409,15 +341,3 @@ def _column(value: Any) -> Any:
     if isinstance(value, (list, tuple, dict)):
         return json.dumps(value, sort_keys=True, separators=(",", ":"))
     return value
-
-
-def _statements(script: str) -> list[str]:
-    """Split a migration into statements (triggers hold ';' inside BEGIN ... END)."""
-    out, current = [], []
-    for line in script.strip().splitlines():
-        current.append(line)
-        text = "\n".join(current).strip()
-        if text.endswith(";") and sqlite3.complete_statement(text):
-            out.append(text)
-            current = []
-    return out

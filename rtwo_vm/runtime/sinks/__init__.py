@@ -23,10 +23,13 @@ from __future__ import annotations
 import importlib
 import json
 import math
+import re
 import time
 from typing import Any, Protocol, Sequence
 
+from rtwo_vm.runtime import stored
 from rtwo_vm.runtime.events import VMEvent
+from rtwo_vm.runtime.trust import DamagedRecord
 from rtwo_vm.sink_options import COMMON_OPTIONS
 
 
@@ -105,8 +108,19 @@ def make_sink(kind: str, target: str, options: dict[str, Any] | None = None) -> 
     return cls(target, check_options(getattr(cls, "OPTIONS", {}), dict(options or {})))
 
 
-def sink_from_row(kind: str, target: str, config: str) -> Sink:
-    return make_sink(kind, target, json.loads(config or "{}"))
+def sink_from_row(row: Any) -> Sink:
+    """The sink of a ``sinks`` row, its columns checked; named by the row (a sink's identity
+    is the name it was registered under)."""
+    stored.check_row("sinks", row)
+    name = redact(row["name"])
+    config = stored.json_value(row["config"], "sinks", name, "config", dict)
+    try:
+        sink = make_sink(row["kind"], row["target"], config)
+    except ValueError as err:
+        raise DamagedRecord(f"sinks {name}: {redact(str(err))} (the database was "
+                                   "changed outside the runtime)") from None
+    sink.name = row["name"]
+    return sink
 
 
 def remaining(deadline: float) -> float:
@@ -120,7 +134,17 @@ def canonical_line(event: VMEvent) -> bytes:
 
 def one_line(err: BaseException) -> str:
     text = str(err).strip().splitlines()
-    return (f"{type(err).__name__}: {text[0] if text else ''}")[:500]
+    return redact(f"{type(err).__name__}: {text[0] if text else ''}")[:500]
+
+
+# The user information of a URL (scheme://USER:PASSWORD@host): a sink's target may carry
+# credentials, which no message, listing or sink name shows.
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#@\s]*@")
+
+
+def redact(text: str) -> str:
+    """``text`` with the user information of every URL in it replaced by ``***``."""
+    return _USERINFO.sub(r"\1***@", text) if isinstance(text, str) else text
 
 
 def send_each(events: Sequence[VMEvent], deadline: float, send_one) -> list[BaseException | None]:

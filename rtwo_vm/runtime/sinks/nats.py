@@ -29,7 +29,7 @@ from typing import Any, Callable, Sequence, TextIO
 from rtwo_vm.runtime.events import VMEvent
 from rtwo_vm.sink_options import KIND_OPTIONS
 from rtwo_vm.runtime.sinks import (
-    NOT_SENT, DeadlineReached, SinkUnavailable, canonical_line, one_line, remaining,
+    NOT_SENT, DeadlineReached, SinkUnavailable, canonical_line, one_line, redact, remaining,
 )
 
 DEFAULT_STREAM = "RTWO_VM_EVENTS"
@@ -56,11 +56,11 @@ def _client():
 def check_url(target: str) -> str:
     url = urllib.parse.urlsplit(target)
     if url.scheme not in ("nats", "tls") or not url.hostname or url.path not in ("", "/"):
-        raise ValueError(f"NATS URL must look like nats://HOST:PORT, got {target!r}")
+        raise ValueError(f"NATS URL must look like nats://HOST:PORT, got {redact(target)!r}")
     try:
         url.port  # noqa: B018 - raises ValueError for a bad port
     except ValueError:
-        raise ValueError(f"NATS URL has a bad port: {target!r}") from None
+        raise ValueError(f"NATS URL has a bad port: {redact(target)!r}") from None
     return target.rstrip("/")
 
 
@@ -95,13 +95,14 @@ class NatsSink:
 
     def __init__(self, target: str, options: dict[str, Any] | None = None):
         self.target = check_url(target)
+        self.shown = redact(self.target)  # in messages and the name: no credentials
         self.options = options or {}
         self.stream = self.options.get("stream", DEFAULT_STREAM)
         if not _STREAM_NAME.match(self.stream):
             raise ValueError(f"bad JetStream stream name {self.stream!r}")
         self.subject = self.options.get("subject", DEFAULT_SUBJECT)
         self.filter = check_subject(self.subject)
-        self.name = f"nats:{self.target}/{self.stream}"
+        self.name = f"nats:{self.shown}/{self.stream}"
 
     def open(self, deadline: float) -> "_Session":
         _client()
@@ -134,7 +135,7 @@ class _Session:
         except SinkUnavailable:
             raise
         except Exception as err:  # noqa: BLE001 - whatever the client raised: one line
-            raise SinkUnavailable(f"{self.sink.target}: {_reason(err)}") from None
+            raise SinkUnavailable(f"{self.sink.shown}: {_reason(err)}") from None
 
     async def connect(self) -> None:
         nats = _client()
@@ -152,7 +153,7 @@ class _Session:
                 error_cb=on_error, disconnected_cb=on_lost, closed_cb=on_lost)
         except Exception as err:  # noqa: BLE001 - every connect failure is one line
             cause = self.last_error or err
-            raise SinkUnavailable(f"cannot connect to {self.sink.target}: "
+            raise SinkUnavailable(f"cannot connect to {self.sink.shown}: "
                                   f"{_reason(cause)}") from None
         self.js = self.nc.jetstream(timeout=self.timeout)
         await self._ensure_stream()
@@ -173,10 +174,10 @@ class _Session:
                 except errors.BadRequestError:
                     continue  # created meanwhile by another process: check it
             except (nats.errors.NoRespondersError, errors.ServiceUnavailableError):
-                raise SinkUnavailable(f"{self.sink.target} has no JetStream (start "
+                raise SinkUnavailable(f"{self.sink.shown} has no JetStream (start "
                                       "nats-server with -js)") from None
             except (asyncio.TimeoutError, nats.errors.TimeoutError):
-                raise SinkUnavailable(f"{self.sink.target}: no JetStream answer in "
+                raise SinkUnavailable(f"{self.sink.shown}: no JetStream answer in "
                                       f"{self.timeout:g} s") from None
             config = info.config
             if config.storage != api.StorageType.FILE:
@@ -218,7 +219,7 @@ class _Session:
                     stream=self.sink.stream, headers={"Nats-Msg-Id": str(event.event_id)},
                     wait_stall=self.timeout)
             except Exception as err:  # noqa: BLE001 - a connection that failed while sending
-                out[index] = SinkUnavailable(f"{self.sink.target}: {_reason(err)}")
+                out[index] = SinkUnavailable(f"{self.sink.shown}: {_reason(err)}")
                 break
         cut = remaining(deadline) < self.timeout  # a timeout is then the deadline's
         if futures:
@@ -237,7 +238,7 @@ class _Session:
                     elif cut:
                         out[index] = DeadlineReached()
                     else:
-                        out[index] = SinkUnavailable(f"{self.sink.target}: no acknowledgement "
+                        out[index] = SinkUnavailable(f"{self.sink.shown}: no acknowledgement "
                                                      f"in {self.timeout:g} s")
                     unavailable = True
                 future.cancel()
@@ -250,12 +251,12 @@ class _Session:
             elif isinstance(failure, nats.js.errors.APIError) and failure.code is not None:
                 out[index] = ValueError(f"JetStream refused it: {failure.description or failure}")
             else:
-                out[index] = SinkUnavailable(f"{self.sink.target}: {_reason(failure)}")
+                out[index] = SinkUnavailable(f"{self.sink.shown}: {_reason(failure)}")
                 unavailable = True
         return out
 
     def _lost_text(self) -> str:
-        return f"lost the connection to {self.sink.target}"
+        return f"lost the connection to {self.sink.shown}"
 
     def flush(self) -> None:
         pass
@@ -285,8 +286,8 @@ def _reason(err: BaseException) -> str:
     if isinstance(err, ConnectionRefusedError):
         return "connection refused"
     if isinstance(err, OSError) and err.strerror:
-        return err.strerror.lower()
-    return one_line(err)
+        return redact(err.strerror.lower())
+    return one_line(err)  # redacted
 
 
 # -- consuming: `rtwo-vm events tail` ---------------------------------------------------------
@@ -309,7 +310,7 @@ def tail(url: str, *, stream: str = DEFAULT_STREAM, subject: str = DEFAULT_SUBJE
     except (SinkUnavailable, KeyboardInterrupt):
         raise
     except Exception as err:  # noqa: BLE001 - the server refused something: one line
-        raise SinkUnavailable(f"{url}: {_reason(err)}") from None
+        raise SinkUnavailable(f"{redact(url)}: {_reason(err)}") from None
     finally:
         for task in [t for t in asyncio.all_tasks(loop) if not t.done()]:
             task.cancel()
@@ -343,7 +344,7 @@ async def _tail(url, stream, subject, context, type_, limit, follow, durable, ti
             max_reconnect_attempts=1, reconnect_time_wait=0.05, error_cb=on_error,
             connect_timeout=timeout), timeout + 1)
     except Exception as err:  # noqa: BLE001
-        raise SinkUnavailable(f"cannot connect to {url}: {_reason(last[-1] if last else err)}") \
+        raise SinkUnavailable(f"cannot connect to {redact(url)}: {_reason(last[-1] if last else err)}") \
             from None
     printed = 0
     try:
@@ -351,9 +352,9 @@ async def _tail(url, stream, subject, context, type_, limit, follow, durable, ti
         try:
             await js.stream_info(stream)
         except nats.js.errors.NotFoundError:
-            raise SinkUnavailable(f"no stream {stream} at {url}") from None
+            raise SinkUnavailable(f"no stream {stream} at {redact(url)}") from None
         except (nats.errors.NoRespondersError, nats.js.errors.ServiceUnavailableError):
-            raise SinkUnavailable(f"{url} has no JetStream") from None
+            raise SinkUnavailable(f"{redact(url)} has no JetStream") from None
         config = nats.js.api.ConsumerConfig(deliver_policy=nats.js.api.DeliverPolicy.ALL,
                                             ack_policy=nats.js.api.AckPolicy.EXPLICIT)
         sub = await js.pull_subscribe(_filter(subject, context, type_), durable=durable,
@@ -373,8 +374,8 @@ async def _tail(url, stream, subject, context, type_, limit, follow, durable, ti
                 continue
             except Exception as err:  # noqa: BLE001 - the server went away: one line
                 if nc.is_closed or not nc.is_connected:
-                    raise SinkUnavailable(f"lost the connection to {url}") from None
-                raise SinkUnavailable(f"{url}: {_reason(err)}") from None
+                    raise SinkUnavailable(f"lost the connection to {redact(url)}") from None
+                raise SinkUnavailable(f"{redact(url)}: {_reason(err)}") from None
             for msg in messages:
                 try:    # anyone may publish to the stream: not every message is an event
                     doc = json.loads(msg.data)

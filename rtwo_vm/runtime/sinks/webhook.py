@@ -19,7 +19,9 @@ import urllib.parse
 from typing import Any, Sequence
 
 from rtwo_vm.runtime.events import VMEvent
-from rtwo_vm.runtime.sinks import DeadlineReached, SinkUnavailable, remaining, send_each
+from rtwo_vm.runtime.sinks import (
+    DeadlineReached, SinkUnavailable, redact, remaining, send_each,
+)
 
 MAX_ANSWER = 64 * 1024  # bytes of an answer body read (and discarded) to keep the connection
 SIGNATURE_HEADER = "X-RTWO-Signature"
@@ -32,13 +34,15 @@ class WebhookSink:
     def __init__(self, target: str, options: dict[str, Any] | None = None):
         url = urllib.parse.urlsplit(target)
         if url.scheme not in ("http", "https") or not url.hostname:
-            raise ValueError(f"webhook URL must start with http:// or https://, got {target!r}")
+            raise ValueError("webhook URL must start with http:// or https://, got "
+                             f"{redact(target)!r}")
         try:
             url.port  # noqa: B018 - raises ValueError for a bad port
         except ValueError:
-            raise ValueError(f"webhook URL has a bad port: {target!r}") from None
+            raise ValueError(f"webhook URL has a bad port: {redact(target)!r}") from None
         self.url, self.target = url, target
-        self.name = f"webhook:{target}"
+        self.shown = redact(target)  # in messages and the name: no credentials
+        self.name = f"webhook:{self.shown}"
         self.options = options or {}
 
     def _secret(self) -> bytes | None:
@@ -89,7 +93,7 @@ class _Session:
             conn.connect()
         except (OSError, http.client.HTTPException) as err:
             conn.close()
-            raise self._unavailable(f"cannot connect to {self.sink.target}", err) from None
+            raise self._unavailable(f"cannot connect to {self.sink.shown}", err) from None
         self.connections += 1
         return conn
 
@@ -107,17 +111,17 @@ class _Session:
         except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
             self._drop()
             if not reused:
-                raise SinkUnavailable(f"{self.sink.target} closed the connection") from None
+                raise SinkUnavailable(f"{self.sink.shown} closed the connection") from None
             # An idle keep-alive connection the server closed: once more on a new one.
             self.conn = self._connect()
             try:
                 status = self._exchange(body, headers)
             except (OSError, http.client.HTTPException) as err:
                 self._drop()
-                raise self._unavailable(self.sink.target, err) from None
+                raise self._unavailable(self.sink.shown, err) from None
         except (OSError, http.client.HTTPException) as err:
             self._drop()
-            raise self._unavailable(self.sink.target, err) from None
+            raise self._unavailable(self.sink.shown, err) from None
         if not 200 <= status < 300:
             raise OSError(f"HTTP {status}")
 
@@ -154,5 +158,5 @@ def _reason(err: BaseException) -> str:
     if isinstance(err, (socket.timeout, TimeoutError)):
         return "no answer in time"
     if isinstance(err, OSError) and err.strerror:
-        return err.strerror.lower()
-    return str(err) or type(err).__name__
+        return redact(err.strerror.lower())
+    return redact(str(err)) or type(err).__name__
