@@ -107,7 +107,8 @@ def test_coverage_targets_met_by_the_corpus_and_by_the_hand_written_definitions_
 
 def test_every_source_contributes(vectors):
     sources = {v["tags"]["source"] for v in vectors}
-    assert sources == {"definition", "smt", "random"}, "the SMT cache or the random source is missing"
+    # fuzz: the promoted findings of conformance/fuzz/promoted.jsonl (docs/guides/fuzzing.md)
+    assert sources == {"definition", "smt", "random", "fuzz"}, "the SMT cache, the random or the fuzz source is missing"
     assert 2000 <= len(vectors) <= 6000
 
 
@@ -128,7 +129,7 @@ def test_expected_results_are_spec_consistent(vectors):
 
 
 def test_ids_are_meaningful_and_grouped(vectors):
-    groups = set(TABLE.instruction_types) | {"validation", "policy", "request", "smt", "random"}
+    groups = set(TABLE.instruction_types) | {"validation", "policy", "request", "smt", "random", "fuzz"}
     for v in vectors:
         group = v["id"].split("/")[0]
         assert group in groups, v["id"]

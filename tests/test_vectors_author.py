@@ -117,11 +117,13 @@ def test_promote_in_a_checkout_with_a_plain_install_writes_the_checkout_with_its
     done = installed_cli(installed, work, "vectors", "promote", str(found))
     assert done.returncode == 0, done.stdout + done.stderr
     assert tree_digest(installed) == site_before             # nothing written into site-packages
-    [entry] = fuzz_source.read(checkout / "conformance" / "fuzz" / "promoted.jsonl")
-    assert entry["id"] == wanted["id"] and entry["input"] == wanted["input"]
+    committed = fuzz_source.read(ROOT / "conformance" / "fuzz" / "promoted.jsonl")
+    entries = {e["id"]: e for e in fuzz_source.read(checkout / "conformance" / "fuzz" / "promoted.jsonl")}
+    assert sorted(entries) == sorted({e["id"] for e in committed} | {wanted["id"]})
+    assert entries[wanted["id"]]["input"] == wanted["input"]
     vectors = checkout / "conformance" / "vectors"
     manifest = json.loads((vectors / "manifest.json").read_text())
-    assert manifest["sources"]["fuzz"] == 1 and manifest["generator"] == f"rtwo-vm vectors fill {version}"
+    assert manifest["sources"]["fuzz"] == len(committed) + 1 and manifest["generator"] == f"rtwo-vm vectors fill {version}"
     [stored] = [v for v in corpus.load(vectors) if v["id"] == wanted["id"]]
     assert stored["expected"] == wanted["expected"]
     assert stored["_meta"]["generator"] == f"rtwo-vm vectors fill {version}"

@@ -100,6 +100,14 @@ def promote(findings_dir: Path, ids: Sequence[str] = (), *, promoted: Path = fuz
     except FileRefused as err:
         raise PromoteError(str(err)) from None
     for entry in chosen_entries(findings_of(findings_dir), ids, findings_dir):
+        earlier = entries.get(entry["id"])
+        if earlier is not None and earlier["input"] != entry["input"]:
+            # A finding's id is its campaign's seed and request index: another campaign with
+            # the same seed (another implementation) names another request so. Replacing the
+            # promoted one would silently drop a vector the corpus relies on.
+            raise PromoteError(f"{entry['id']}: already promoted with another input (a finding of another "
+                               f"campaign with the same seed and request index, in {promoted}); run the "
+                               "campaign again with another --seed to promote this one")
         entries[entry["id"]] = entry
     new_cases = [fuzz_source.case_of(e) for e in entries.values()]
     fuzz_vectors = [fill_checked(c) for c in sorted(new_cases, key=lambda c: c.id)]

@@ -3,8 +3,11 @@ of this process only — an implementation under test for the fuzzer.
 
     python tests/fuzz_fixtures/seeded_bug_adapter.py --bug NAME
 
-Every bug listed passes the whole committed corpus (``rtwo-vm conformance run --impl ...
---repeat 0`` conforms); the fuzzer has to find it. (Candidates the corpus caught — an MCOPY
+Every bug listed passed the whole committed corpus when it was planted (``rtwo-vm conformance
+run --impl ... --repeat 0`` conformed); the fuzzer has to find it. The corpus now kills those
+whose findings were promoted (docs/guides/fuzzing.md, "From a finding to the corpus"):
+calldataload-offset32 and memory-leak-fault; and sstore-rewrite-new and returndata-stale since
+vectors were written for them. (Candidates the corpus caught — an MCOPY
 that always copies upwards, RANDOM restarting per frame, refunded storage units of reverted
 callees, a JUMPI testing 32 bits, SHA256 charging floor blocks, and others — were dropped.)
 
