@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import z3
 
-from proofs import smtlib, solvers
+from proofs import smtlib, solvers, vacuity
 from proofs.registry import Query
 
 
@@ -147,6 +147,13 @@ def check_rows(items: list, bits: int) -> list[tuple[str, dict, float]]:
     """(status, extra, share of the task's solving) of each (theorem, query) of ``items``:
     one row, or a group sharing assumptions and profile."""
     R = _r()
+    if any(not q.claims for _, q in items):
+        # A row without claims would be proved by nothing: an error, and its group's other
+        # rows are solved on their own.
+        if len(items) == 1:
+            return [(R.ERROR, {"claims": 0, "note": items[0][0].note, "error": vacuity.EMPTY},
+                     1.0)]
+        return [row for item in items for row in check_rows([item], bits)]
     budgets = solvers.load(R._OPTIONS.budgets)
     wall = R._OPTIONS.wall_seconds or budgets.wall_seconds
     th0, q0 = items[0]
@@ -163,14 +170,24 @@ def check_rows(items: list, bits: int) -> list[tuple[str, dict, float]]:
     d = _decide(combined, _Texts(combined, names), provers, recheckers, wall,
                 stop_at_sat=len(items) == 1)
     premises, premises_by = _premise_status(q0, budgets, d.premise_answers)
+    # Every proved claim Implies(A, B): premises ∧ A must be satisfiable (vacuity.py).
+    proved = [k for k in range(len(claims)) if k in d.last and d.last[k].status == solvers.UNSAT]
+    antecedents, antecedent_units, antecedents_by = (
+        vacuity.check(q0.assumptions, claims, proved, budgets, wall)
+        if premises.startswith("satisfiable") else ({}, 0, "-"))
     units = [sum(sum(d.spent.get(k, {}).values()) for k in span) for span in spans]
     out = []
     for i, ((th, q), span) in enumerate(zip(items, spans)):
         status, extra = _assemble(th, q, list(span), d, budgets, wall, profile, recheckers,
                                   premises, premises_by)
+        status = _antecedents(status, extra, {k - span.start: antecedents[k] for k in span
+                                              if k in antecedents}, antecedents_by)
         if i == 0:
             for name, used in d.premise_spent.items():
                 extra["resources"][name] = extra["resources"].get(name, 0) + used
+            if antecedent_units:
+                name = vacuity.config(budgets).name
+                extra["resources"][name] = extra["resources"].get(name, 0) + antecedent_units
         if len(items) > 1:
             extra["solved_with"] = [t.name for t, _ in items if t is not th]
         out.append((status, extra, units[i] / (sum(units) or 1)))
@@ -241,6 +258,25 @@ def _assemble(th, query, ks, d, budgets, wall, profile, recheckers, premises, pr
     elif not premises.startswith("satisfiable") and status == R.PROVED:
         status = R.TIMEOUT if premises == solvers.TIMEOUT else R.UNKNOWN
     return status, extra
+
+
+def _antecedents(status: str, extra: dict, statuses: dict[int, str], by: str) -> str:
+    """The row's status once its claims' antecedents are known: vacuous when one cannot
+    hold with the premises, unproved when one was left undecided."""
+    R = _r()
+    word, bad = vacuity.verdict(statuses)
+    extra["antecedents"] = {"none": "none", solvers.SAT: f"satisfiable ({len(statuses)})"}.get(
+        word, _premise_word(word))
+    if statuses:
+        extra["antecedents_by"] = by
+    if word == solvers.UNSAT:
+        extra["vacuous_claims"] = bad
+        if status in (R.PROVED, R.UNKNOWN, R.TIMEOUT):
+            return R.VACUOUS
+    elif word in (solvers.UNKNOWN, solvers.TIMEOUT) and status == R.PROVED:
+        extra["undecided_antecedents"] = bad
+        return R.TIMEOUT if word == solvers.TIMEOUT else R.UNKNOWN
+    return status
 
 
 def _premise_status(query, budgets, answers) -> tuple[str, str]:

@@ -206,9 +206,12 @@ def _rotate(bits, op):
 def _mstore_mload(w, pre, run):
     off, val = pre.stack[1], pre.stack[0]
     claims = []
+    # One claim per MSTORE branch, over every MLOAD branch after it (some pairs cannot
+    # happen: the MLOAD never grows the memory the MSTORE covered; vacuity.py).
     for b in run(pre, "MSTORE"):
-        for c in run(b.state.push(off), "MLOAD"):
-            claims.append(z3.Implies(z3.And(b.cond, c.cond), c.state.stack[0] == val))
+        claims.append(z3.Implies(b.cond, z3.And([
+            z3.Implies(c.cond, c.state.stack[0] == val)
+            for c in run(b.state.push(off), "MLOAD")])))
     return claims
 
 
@@ -228,8 +231,9 @@ def _mstore8(w, pre, run):
     off, val = pre.stack[1], pre.stack[0]
     claims = _mstore_frame(w, pre, run, "MSTORE8", 1)
     for b in run(pre, "MSTORE8"):
-        for c in run(b.state.push(off), "MLOAD8"):
-            claims.append(z3.Implies(z3.And(b.cond, c.cond), c.state.stack[0] == val & 0xFF))
+        claims.append(z3.Implies(b.cond, z3.And([
+            z3.Implies(c.cond, c.state.stack[0] == val & 0xFF)
+            for c in run(b.state.push(off), "MLOAD8")])))
     return claims
 
 
@@ -246,9 +250,11 @@ def _mcopy(w, pre, run):
     for b in run(pre, "MCOPY"):
         m = b.state.memory
         inside = z3.And(z3.ULE(dst, i), z3.ULT(i, dst + length))
-        claims += [z3.Implies(z3.And(b.cond, z3.ULT(j, length)),
-                              m.read(dst + j) == pre.memory.read(src + j)),
-                   z3.Implies(z3.And(b.cond, z3.Not(inside)), m.read(i) == pre.memory.read(i))]
+        if b.label != "empty range":    # no byte j < 0 to copy (vacuity.py)
+            claims.append(z3.Implies(z3.And(b.cond, z3.ULT(j, length)),
+                                     m.read(dst + j) == pre.memory.read(src + j)))
+        claims.append(z3.Implies(z3.And(b.cond, z3.Not(inside)),
+                                 m.read(i) == pre.memory.read(i)))
     return claims
 
 
