@@ -294,6 +294,9 @@ def _counterexample(query, claim, model, budgets, wall: float) -> dict:
     """Concrete inputs of a counterexample, replayed on the interpreter (and on the model).
     ``model`` is z3's (translated to the main context); when another solver decided the
     claim, z3 solves it again within its budget only to produce one."""
+    small = _small_model(query, claim)
+    if small is not None:
+        model = small
     if model is None:
         solver = z3.Solver()
         solver.set("rlimit", budgets.configs["z3"].rlimit)
@@ -321,6 +324,22 @@ def _counterexample(query, claim, model, budgets, wall: float) -> dict:
     except Exception as err:  # noqa: BLE001 - a replay failure is reported, not raised
         out["replay_error"] = f"{type(err).__name__}: {err}"
     return out
+
+
+def _small_model(query, claim):
+    """A counterexample over a small state (branches.solve's tiers: few pages, short byte
+    strings, small meters) when there is one within the search's work units: readable, and
+    quick to replay (an arbitrary model may hold megabytes of memory). Solved from its text,
+    so it depends on the query alone."""
+    if query.pre is None or query.mnemonic is None or query.operands:
+        return None
+    from proofs import branches
+    from proofs.words import SPEC
+    try:
+        return branches.solve(z3.And(*query.assumptions, z3.Not(claim)), query.pre,
+                              SPEC.by_mnemonic[query.mnemonic])
+    except branches.SafetyNetHit:
+        return None
 
 
 def _word_counterexample(model, query) -> dict:

@@ -5,7 +5,9 @@ proved valid under assumptions, and the symbolic pre-state so that a counterexam
 read back as concrete inputs and replayed. Per opcode, at 64 bits:
 
 - stack_effect: a continuing step changes the height by outputs - inputs and leaves every
-  item below its inputs (and the return stack) as it was;
+  item below its inputs (and the return stack) as it was; a stack row's pushed items are
+  exactly those its signature names (DUP, SWAP, every PUSH), SELF's and CALLER's the frame's
+  address and caller (spec_rules.pushed_values);
 - cost: the compute and storage charged equal the row's cost plus its cost rule, with the
   rule's rounded quantities characterised (spec_rules.py); a halt charges no more;
 - halts_exactly: the outcome of every branch is the one spec 5.2.3/5.6 prescribes for the
@@ -68,6 +70,7 @@ def stack_effect(mnemonic: str, bits: int, model=None) -> Query:
                 parts.append(t.stack[ins.outputs + j] == pre.stack[ins.inputs + j])
         if not control:
             parts += [t.rheight == pre.rheight] + [x == y for x, y in zip(t.rstack, pre.rstack)]
+        parts += [t.stack[k] == v for k, v in spec_rules.pushed_values(pre, mnemonic, imm)]
         claims.append(z3.Implies(b.cond, _conj(parts)))
     return Query(_claims(claims), [well_formed(pre)], pre, mnemonic, imm)
 
