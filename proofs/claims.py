@@ -294,18 +294,16 @@ def _counterexample(query, claim, model, budgets, wall: float) -> dict:
     """Concrete inputs of a counterexample, replayed on the interpreter (and on the model).
     ``model`` is z3's (translated to the main context); when another solver decided the
     claim, z3 solves it again within its budget only to produce one."""
-    small = _small_model(query, claim)
-    if small is not None:
-        model = small
     if model is None:
-        solver = z3.Solver()
-        solver.set("rlimit", budgets.configs["z3"].rlimit)
-        solver.set("timeout", int(wall * 1000))
-        solver.add(*query.assumptions)
-        solver.add(z3.Not(claim))
-        if solver.check() != z3.sat:
+        model = _small_model(query, claim)
+    if model is None:
+        # From the claim's text in a context of its own (as every proof query): the model,
+        # and the time to find it, do not depend on the terms built before in the process.
+        answer = solvers.check(budgets.configs["z3"], smtlib.export(query.assumptions, claim),
+                               wall)
+        if answer.status != solvers.SAT or answer.model is None:
             return {"model": "not reproduced by z3 (the deciding solver found one)"}
-        model = solver.model()
+        model = answer.model
     if query.operands and query.mnemonic:
         return _word_counterexample(model, query)
     if query.pre is None or query.mnemonic is None:
@@ -327,19 +325,16 @@ def _counterexample(query, claim, model, budgets, wall: float) -> dict:
 
 
 def _small_model(query, claim):
-    """A counterexample over a small state (branches.solve's tiers: few pages, short byte
-    strings, small meters) when there is one within the search's work units: readable, and
-    quick to replay (an arbitrary model may hold megabytes of memory). Solved from its text,
-    so it depends on the query alone."""
+    """When the deciding solver gave no model: a counterexample over a small state (few
+    pages, short byte strings, small meters: branches.solve_small) when there is one within
+    one search's work units: readable, and quick to replay (an arbitrary model may hold
+    megabytes of memory). Solved from its text, so it depends on the query alone."""
     if query.pre is None or query.mnemonic is None or query.operands:
         return None
     from proofs import branches
     from proofs.words import SPEC
-    try:
-        return branches.solve(z3.And(*query.assumptions, z3.Not(claim)), query.pre,
-                              SPEC.by_mnemonic[query.mnemonic])
-    except branches.SafetyNetHit:
-        return None
+    return branches.solve_small(z3.And(*query.assumptions, z3.Not(claim)), query.pre,
+                                SPEC.by_mnemonic[query.mnemonic])
 
 
 def _word_counterexample(model, query) -> dict:

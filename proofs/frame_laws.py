@@ -1,5 +1,5 @@
 """Laws about what a frame hands on: RETURN's and REVERT's output bytes (spec 6.1), and
-CALL's outcome flag and return data for every outcome, with the depth rule (6.11).
+CALL's outcome flag, return data and storage for every outcome, with the depth rule (6.11).
 
 Each is stated from the spec's text over every branch of one step (halting branches
 included, unlike laws.state_law), against the pre-state: the output is memory[offset,
@@ -46,8 +46,10 @@ def _output(status: str):
 
 def _call(w, pre, branches):
     """After the call-data touch, with depth d and the callee oracle o: d + 1 > call_depth,
-    or o cannot run: ok 0 and empty return data; otherwise success: ok 1 and return data
-    the callee's output; reverted: ok 0 and its output; any error: ok 0 and empty."""
+    or o cannot run: ok 0 and empty return data; otherwise success: ok 1, return data the
+    callee's output and the storage as the callee left it (its re-entrant writes to the
+    caller's contract included); reverted: ok 0 and its output; any error: ok 0 and empty.
+    Storage is unchanged whenever ok is 0."""
     o = pre.env.oracle
     cv = w.cval
     too_deep = z3.UGT(pre.env.depth + cv(1), cv(CALL_DEPTH))
@@ -58,7 +60,10 @@ def _call(w, pre, branches):
         rd = t.return_data
         same = (rd.length == 0 if data is None else z3.And(
             rd.length == data.length, z3.Implies(z3.ULT(j, rd.length), rd.read(j) == data.read(j))))
-        return z3.And(t.stack[0] == w.wval(ok), same)
+        # Storage: the callee's writes (re-entrant ones to this contract included) stay on
+        # success, and are undone otherwise.
+        storage = t.storage == (o.storage_after if ok else pre.storage)
+        return z3.And(t.stack[0] == w.wval(ok), same, storage)
 
     claims = []
     for b in branches:

@@ -6,7 +6,8 @@ read policy.toml's tables, not the model's gate_open/listed_out). Lifecycle: an 
 validated -> finalized (roll-back over every path, not reachability). RANDOM hashing its
 counter big-endian (the law evaluates the model on concrete seeds and counters against
 hashlib). RETURN/REVERT output one byte late; CALL keeping stale return data when the
-callee cannot run, and refusing one frame too early; DUPn copying the wrong item; SELF
+callee cannot run, dropping the callee's storage writes on success, and refusing one frame
+too early; DUPn copying the wrong item; SELF
 pushing the caller. Each runs only the theorem that must notice, with real solvers.
 """
 
@@ -97,6 +98,12 @@ def call_keeps_return_data_when_callee_cannot_run(state, imm):
             for b in models(64)["CALL"](state, imm)]
 
 
+def call_drops_the_callees_writes(state, imm):
+    return [dataclasses.replace(b, state=b.state.replace(storage=state.storage))
+            if b.label.endswith("callee succeeded") else b
+            for b in models(64)["CALL"](state, imm)]
+
+
 def dup3_copies_the_fourth(state, imm):
     from proofs.accounting import running
     return [running(state.push(state.stack[3]))]
@@ -115,6 +122,8 @@ PLANTED = {
                                     _output_one_byte_late("REVERT", REVERTED)),
     "CALL keeps stale return data": ("call_outcome_and_return_data", "CALL",
                                      call_keeps_return_data_when_callee_cannot_run),
+    "CALL drops the callee's writes": ("call_outcome_and_return_data", "CALL",
+                                       call_drops_the_callees_writes),
     "DUP3 copies the 4th item": ("stack_effect", "DUP3", dup3_copies_the_fourth),
     "SELF pushes the caller": ("stack_effect", "SELF", self_pushes_the_caller),
 }
