@@ -30,7 +30,7 @@ def task_scripts(task: tuple, registered: list) -> list[str]:
             seen.add(a.get_id())
             antecedents.append(a)
     if antecedents:
-        out.append(smtlib.checks_script(assumptions, antecedents))
+        out.append(smtlib.without_premises(smtlib.checks_script(assumptions, antecedents)))
     return out
 
 

@@ -4,8 +4,8 @@ A claim ``Implies(A, B)`` holds trivially when ``A`` cannot hold together with t
 premises: such a claim proves nothing, and a row holding one is ``vacuous`` (a failure),
 exactly as a row whose premises are unsatisfiable. So for every proved claim of that form,
 ``premises ∧ A`` is checked satisfiable: the distinct antecedents of a task (in the order
-they first appear) as one incremental script (smtlib.checks_script: the assumptions, then
-each antecedent between push and pop), by z3 under the budget of the profile's z3 script
+they first appear) as one incremental script (smtlib.checks_script without its premises'
+check: the assumptions, then each antecedent between push and pop), by z3 under the budget of the profile's z3 script
 configuration — resource limits only, so the answer depends on the text alone. An
 antecedent left undecided within the budget leaves its row unproved (unknown, or timeout
 at the wall-clock safety net), never proved.
@@ -56,7 +56,9 @@ def check(assumptions: list, claims: list, ks: list[int], budgets, wall: float) 
         return {}, 0, "-"
     cfg = config(budgets)
     if cfg.script:
-        answers = solvers.check_script(cfg, smtlib.checks_script(assumptions, terms), wall)[1:]
+        # The premises are decided already (claims.py): no check of their own here.
+        text = smtlib.without_premises(smtlib.checks_script(assumptions, terms))
+        answers = solvers.check_script(cfg, text, wall)
     else:
         answers = [solvers.check(cfg, smtlib.satisfiable(assumptions, t), wall) for t in terms]
     spent = sum(a.resources or 0 for a in answers)
