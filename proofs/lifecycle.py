@@ -1,10 +1,12 @@
 """The execution lifecycle (lifecycle.toml, spec chapter 8): bounded model checking of the
 stage graph, and the stage paths the interpreter's outcomes imply.
 
-Stages are numbered in file order; a path is STEPS + 1 stages joined by allowed transitions,
-staying at finalized once there. Proved: every path from requested is at finalized after
-STEPS steps, visits no stage twice, commits only after executed and accounted, and every
-outcome code's stage (errors.toml) leads to rolled_back.
+Stages are numbered in file order; a path is STEPS + 1 stages joined by allowed transitions
+(iterated in sorted order, so the text does not depend on the hash seed), staying at
+finalized once there. Proved over every path from requested: it is at finalized after STEPS
+steps, visits no stage twice, commits only after executed and accounted, and an execution
+that fails at a stage errors.toml names (leaves it other than forward) never commits and
+reaches rolled_back before finalized — an SMT property of the paths, not a graph search.
 """
 
 from __future__ import annotations
@@ -146,7 +148,7 @@ def theorems() -> list[Theorem]:
         Theorem("lifecycle_commits_only_after_accounting", "-", (0,),
                 _commit_only_after_accounting, f"every path of {STEPS} steps"),
         Theorem("lifecycle_error_stages_roll_back", "-", (0,), _error_stages_roll_back,
-                "every stage named by errors.toml"),
+                f"every path of {STEPS} steps, failing at every stage errors.toml names"),
     ]
 
 
