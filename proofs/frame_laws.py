@@ -1,5 +1,6 @@
 """Laws about what a frame hands on: RETURN's and REVERT's output bytes (spec 6.1), and
-CALL's outcome flag, return data and storage for every outcome, with the depth rule (6.11).
+CALL's outcome flag, return data and storage for every outcome, with the depth rule, and
+its charge for the callee (6.11, 5.2.1).
 
 Each is stated from the spec's text over every branch of one step (halting branches
 included, unlike laws.state_law), against the pre-state: the output is memory[offset,
@@ -15,17 +16,20 @@ import z3
 from proofs.execute import step
 from proofs.machine import CALL_DEPTH, REVERTED, RUNNING, SUCCESS, fresh_state, well_formed
 from proofs.registry import Query, Theorem, declare
-from proofs.words import width
+from proofs.words import SPEC, width
+
+CALL_COST = SPEC.by_mnemonic["CALL"].cost
+PAGE_COST = SPEC.schedule["memory"]["page_cost"]
 
 
-def _law(name: str, opcode: str, make, note: str = "") -> Theorem:
+def _law(name: str, opcode: str, make, note: str = "", profile: str | None = None) -> Theorem:
     """A law ``make(w, pre, branches)`` over every branch of one ``opcode`` step at 64 bits."""
     def build(bits, model=None):
         w = width(bits)
         pre = fresh_state(w)
         claims = make(w, pre, step(pre, opcode, None, model))
         return Query(claims, [well_formed(pre)], pre, opcode)
-    return Theorem(name, opcode, (64,), build, note)
+    return Theorem(name, opcode, (64,), build, note, profile)
 
 
 def _output(status: str):
@@ -79,6 +83,27 @@ def _call(w, pre, branches):
     return claims
 
 
+def _call_charge(w, pre, branches):
+    """5.2.1 and 6.11 step 5: from the compute used when the call starts (after the base
+    cost and the call-data range's pages), the callee's usage stays charged, up to its limit
+    min(caller's limit, used + compute); a callee that never runs costs nothing more."""
+    o, cv = pre.env.oracle, w.cval
+    ran = z3.And(z3.Not(z3.UGT(pre.env.depth + cv(1), cv(CALL_DEPTH))), o.runnable)
+    compute = w.widen(pre.stack[2])
+    claims = []
+    for b in branches:
+        if b.status != RUNNING:
+            continue
+        t = b.state
+        start = pre.compute + cv(CALL_COST) + (t.memory.pages - pre.memory.pages) * cv(PAGE_COST)
+        limit = z3.If(z3.ULT(pre.compute_limit, start + compute), pre.compute_limit,
+                      start + compute)
+        used = start + o.compute
+        claims.append(z3.Implies(b.cond, t.compute == z3.If(
+            ran, z3.If(z3.ULT(used, limit), used, limit), start)))
+    return claims
+
+
 def theorems() -> list[Theorem]:
     return [
         _law("return_output_bytes", "RETURN", _output(SUCCESS),
@@ -87,6 +112,8 @@ def theorems() -> list[Theorem]:
              "output = memory[offset, offset + length), every byte"),
         _law("call_outcome_and_return_data", "CALL", _call,
              "every outcome: depth rule, callee cannot run, success, revert, error"),
+        _law("call_charges_callee_usage", "CALL", _call_charge,
+             "used + the callee's usage, capped by the callee's limit", "call-arithmetic"),
     ]
 
 

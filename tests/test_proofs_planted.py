@@ -6,8 +6,8 @@ read policy.toml's tables, not the model's gate_open/listed_out). Lifecycle: an 
 validated -> finalized (roll-back over every path, not reachability). RANDOM hashing its
 counter big-endian (the law evaluates the model on concrete seeds and counters against
 hashlib). RETURN/REVERT output one byte late; CALL keeping stale return data when the
-callee cannot run, dropping the callee's storage writes on success, and refusing one frame
-too early; DUPn copying the wrong item; SELF
+callee cannot run, dropping the callee's storage writes on success, charging nothing for
+the callee, and refusing one frame too early; DUPn copying the wrong item; SELF
 pushing the caller. Each runs only the theorem that must notice, with real solvers.
 """
 
@@ -104,6 +104,14 @@ def call_drops_the_callees_writes(state, imm):
             for b in models(64)["CALL"](state, imm)]
 
 
+def call_charges_nothing_for_the_callee(state, imm):
+    """CALL run as if the callee used no compute at all."""
+    oracle = dataclasses.replace(state.env.oracle, compute=state.w.cval(0))
+    at = state.replace(env=dataclasses.replace(state.env, oracle=oracle))
+    return [dataclasses.replace(b, state=b.state.replace(env=state.env))
+            for b in models(64)["CALL"](at, imm)]
+
+
 def dup3_copies_the_fourth(state, imm):
     from proofs.accounting import running
     return [running(state.push(state.stack[3]))]
@@ -124,6 +132,8 @@ PLANTED = {
                                      call_keeps_return_data_when_callee_cannot_run),
     "CALL drops the callee's writes": ("call_outcome_and_return_data", "CALL",
                                        call_drops_the_callees_writes),
+    "CALL charges nothing for its callee": ("call_charges_callee_usage", "CALL",
+                                            call_charges_nothing_for_the_callee),
     "DUP3 copies the 4th item": ("stack_effect", "DUP3", dup3_copies_the_fourth),
     "SELF pushes the caller": ("stack_effect", "SELF", self_pushes_the_caller),
 }
