@@ -52,7 +52,9 @@ def _conj(parts) -> z3.BoolRef:
 
 
 def _claims(claims) -> list:
-    return list(claims) or [z3.BoolVal(True)]
+    """The claims as a list: empty stays empty (a row with no claim is an error, never a
+    proof: vacuity.py)."""
+    return list(claims)
 
 
 def stack_effect(mnemonic: str, bits: int, model=None) -> Query:
@@ -72,6 +74,11 @@ def stack_effect(mnemonic: str, bits: int, model=None) -> Query:
             parts += [t.rheight == pre.rheight] + [x == y for x, y in zip(t.rstack, pre.rstack)]
         parts += [t.stack[k] == v for k, v in spec_rules.pushed_values(pre, mnemonic, imm)]
         claims.append(z3.Implies(b.cond, _conj(parts)))
+    if not claims:
+        # A row that never continues (STOP, RETURN, REVERT, TRAP): its halts leave the
+        # operand stack as it was (spec 2.5: no instruction fails half-way).
+        claims = [z3.Implies(b.cond, _conj([b.state.height == pre.height] + [
+            x == y for x, y in zip(b.state.stack, pre.stack)])) for b in branches]
     return Query(_claims(claims), [well_formed(pre)], pre, mnemonic, imm)
 
 
@@ -142,6 +149,10 @@ def charges_before_effect(mnemonic: str, bits: int, model=None) -> Query:
                  t.writes == pre.writes, t.new_slots == pre.new_slots,
                  t.height == pre.height, t.pc == pre.pc]
         claims.append(z3.Implies(b.cond, _conj(parts)))
+    if not claims:
+        # A row without an error branch (STOP): every pre-state takes a branch that is not
+        # an error, so there is nothing it could charge before failing.
+        claims = [z3.Or([b.cond for b in branches] + [z3.BoolVal(False)])]
     return Query(_claims(claims), [well_formed(pre)], pre, mnemonic, imm)
 
 
