@@ -151,6 +151,17 @@ def solve(cond, s, ins):
     return None
 
 
+def solve_small(cond, s, ins):
+    """A model of ``cond`` on a well-formed ``s`` within the small tier alone (few pages,
+    short byte strings, small meters and stack), or None: one check, under the same work
+    units as ``solve``'s, from its text."""
+    from proofs.smtlib import fresh_solver
+    premise, tiers = _premises(s, ins)
+    solver = _solver(z3.Context())
+    solver.from_string(fresh_solver([premise, cond, *tiers[1]]).to_smt2())
+    return solver.model().translate(z3.main_ctx()) if solver.check() == z3.sat else None
+
+
 def _exact_limits(branch, pre):
     """Extra coverage points: a charge that reaches its limit exactly (allowed, 5.1)."""
     t = branch.state

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import z3
 
-from proofs import smtlib, solvers
+from proofs import smtlib, solvers, vacuity
 from proofs.registry import Query
 
 
@@ -147,6 +147,13 @@ def check_rows(items: list, bits: int) -> list[tuple[str, dict, float]]:
     """(status, extra, share of the task's solving) of each (theorem, query) of ``items``:
     one row, or a group sharing assumptions and profile."""
     R = _r()
+    if any(not q.claims for _, q in items):
+        # A row without claims would be proved by nothing: an error, and its group's other
+        # rows are solved on their own.
+        if len(items) == 1:
+            return [(R.ERROR, {"claims": 0, "note": items[0][0].note, "error": vacuity.EMPTY},
+                     1.0)]
+        return [row for item in items for row in check_rows([item], bits)]
     budgets = solvers.load(R._OPTIONS.budgets)
     wall = R._OPTIONS.wall_seconds or budgets.wall_seconds
     th0, q0 = items[0]
@@ -163,14 +170,24 @@ def check_rows(items: list, bits: int) -> list[tuple[str, dict, float]]:
     d = _decide(combined, _Texts(combined, names), provers, recheckers, wall,
                 stop_at_sat=len(items) == 1)
     premises, premises_by = _premise_status(q0, budgets, d.premise_answers)
+    # Every proved claim Implies(A, B): premises ∧ A must be satisfiable (vacuity.py).
+    proved = [k for k in range(len(claims)) if k in d.last and d.last[k].status == solvers.UNSAT]
+    antecedents, antecedent_units, antecedents_by = (
+        vacuity.check(q0.assumptions, claims, proved, budgets, wall)
+        if premises.startswith("satisfiable") else ({}, 0, "-"))
     units = [sum(sum(d.spent.get(k, {}).values()) for k in span) for span in spans]
     out = []
     for i, ((th, q), span) in enumerate(zip(items, spans)):
         status, extra = _assemble(th, q, list(span), d, budgets, wall, profile, recheckers,
                                   premises, premises_by)
+        status = _antecedents(status, extra, {k - span.start: antecedents[k] for k in span
+                                              if k in antecedents}, antecedents_by)
         if i == 0:
             for name, used in d.premise_spent.items():
                 extra["resources"][name] = extra["resources"].get(name, 0) + used
+            if antecedent_units:
+                name = vacuity.config(budgets).name
+                extra["resources"][name] = extra["resources"].get(name, 0) + antecedent_units
         if len(items) > 1:
             extra["solved_with"] = [t.name for t, _ in items if t is not th]
         out.append((status, extra, units[i] / (sum(units) or 1)))
@@ -243,6 +260,25 @@ def _assemble(th, query, ks, d, budgets, wall, profile, recheckers, premises, pr
     return status, extra
 
 
+def _antecedents(status: str, extra: dict, statuses: dict[int, str], by: str) -> str:
+    """The row's status once its claims' antecedents are known: vacuous when one cannot
+    hold with the premises, unproved when one was left undecided."""
+    R = _r()
+    word, bad = vacuity.verdict(statuses)
+    extra["antecedents"] = {"none": "none", solvers.SAT: f"satisfiable ({len(statuses)})"}.get(
+        word, _premise_word(word))
+    if statuses:
+        extra["antecedents_by"] = by
+    if word == solvers.UNSAT:
+        extra["vacuous_claims"] = bad
+        if status in (R.PROVED, R.UNKNOWN, R.TIMEOUT):
+            return R.VACUOUS
+    elif word in (solvers.UNKNOWN, solvers.TIMEOUT) and status == R.PROVED:
+        extra["undecided_antecedents"] = bad
+        return R.TIMEOUT if word == solvers.TIMEOUT else R.UNKNOWN
+    return status
+
+
 def _premise_status(query, budgets, answers) -> tuple[str, str]:
     """The premises' status: from the first script that decided it (its first check-sat),
     otherwise from a z3 query of its own."""
@@ -259,14 +295,15 @@ def _counterexample(query, claim, model, budgets, wall: float) -> dict:
     ``model`` is z3's (translated to the main context); when another solver decided the
     claim, z3 solves it again within its budget only to produce one."""
     if model is None:
-        solver = z3.Solver()
-        solver.set("rlimit", budgets.configs["z3"].rlimit)
-        solver.set("timeout", int(wall * 1000))
-        solver.add(*query.assumptions)
-        solver.add(z3.Not(claim))
-        if solver.check() != z3.sat:
+        model = _small_model(query, claim)
+    if model is None:
+        # From the claim's text in a context of its own (as every proof query): the model,
+        # and the time to find it, do not depend on the terms built before in the process.
+        answer = solvers.check(budgets.configs["z3"], smtlib.export(query.assumptions, claim),
+                               wall)
+        if answer.status != solvers.SAT or answer.model is None:
             return {"model": "not reproduced by z3 (the deciding solver found one)"}
-        model = solver.model()
+        model = answer.model
     if query.operands and query.mnemonic:
         return _word_counterexample(model, query)
     if query.pre is None or query.mnemonic is None:
@@ -285,6 +322,19 @@ def _counterexample(query, claim, model, budgets, wall: float) -> dict:
     except Exception as err:  # noqa: BLE001 - a replay failure is reported, not raised
         out["replay_error"] = f"{type(err).__name__}: {err}"
     return out
+
+
+def _small_model(query, claim):
+    """When the deciding solver gave no model: a counterexample over a small state (few
+    pages, short byte strings, small meters: branches.solve_small) when there is one within
+    one search's work units: readable, and quick to replay (an arbitrary model may hold
+    megabytes of memory). Solved from its text, so it depends on the query alone."""
+    if query.pre is None or query.mnemonic is None or query.operands:
+        return None
+    from proofs import branches
+    from proofs.words import SPEC
+    return branches.solve_small(z3.And(*query.assumptions, z3.Not(claim)), query.pre,
+                                SPEC.by_mnemonic[query.mnemonic])
 
 
 def _word_counterexample(model, query) -> dict:

@@ -10,9 +10,11 @@ to the registry (proofs/registry.py) at import, as a user's file of theorems is.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+
 import z3
 
-from proofs.instructions.context import random_value
 from proofs.instructions.hash import sha256_symbol
 from proofs.machine import PAGE_SIZE
 from proofs.registry import (
@@ -206,9 +208,12 @@ def _rotate(bits, op):
 def _mstore_mload(w, pre, run):
     off, val = pre.stack[1], pre.stack[0]
     claims = []
+    # One claim per MSTORE branch, over every MLOAD branch after it (some pairs cannot
+    # happen: the MLOAD never grows the memory the MSTORE covered; vacuity.py).
     for b in run(pre, "MSTORE"):
-        for c in run(b.state.push(off), "MLOAD"):
-            claims.append(z3.Implies(z3.And(b.cond, c.cond), c.state.stack[0] == val))
+        claims.append(z3.Implies(b.cond, z3.And([
+            z3.Implies(c.cond, c.state.stack[0] == val)
+            for c in run(b.state.push(off), "MLOAD")])))
     return claims
 
 
@@ -228,8 +233,9 @@ def _mstore8(w, pre, run):
     off, val = pre.stack[1], pre.stack[0]
     claims = _mstore_frame(w, pre, run, "MSTORE8", 1)
     for b in run(pre, "MSTORE8"):
-        for c in run(b.state.push(off), "MLOAD8"):
-            claims.append(z3.Implies(z3.And(b.cond, c.cond), c.state.stack[0] == val & 0xFF))
+        claims.append(z3.Implies(b.cond, z3.And([
+            z3.Implies(c.cond, c.state.stack[0] == val & 0xFF)
+            for c in run(b.state.push(off), "MLOAD8")])))
     return claims
 
 
@@ -246,9 +252,11 @@ def _mcopy(w, pre, run):
     for b in run(pre, "MCOPY"):
         m = b.state.memory
         inside = z3.And(z3.ULE(dst, i), z3.ULT(i, dst + length))
-        claims += [z3.Implies(z3.And(b.cond, z3.ULT(j, length)),
-                              m.read(dst + j) == pre.memory.read(src + j)),
-                   z3.Implies(z3.And(b.cond, z3.Not(inside)), m.read(i) == pre.memory.read(i))]
+        if b.label != "empty range":    # no byte j < 0 to copy (vacuity.py)
+            claims.append(z3.Implies(z3.And(b.cond, z3.ULT(j, length)),
+                                     m.read(dst + j) == pre.memory.read(src + j)))
+        claims.append(z3.Implies(z3.And(b.cond, z3.Not(inside)),
+                                 m.read(i) == pre.memory.read(i)))
     return claims
 
 
@@ -320,13 +328,34 @@ def _sha256(w, pre, run):
     return claims
 
 
+# Concrete (seed, counter) instances of the random stream: seeds with distinct bytes and
+# counters whose byte orders differ, up to the counters' bound 2^40 (machine.SMALL_BITS).
+RANDOM_INSTANCES = ((bytes(32), 0), (bytes(range(32)), 1), (bytes(range(255, 223, -1)), 258),
+                    (bytes([7] * 31 + [0x80]), (1 << 39) + 5))
+
+
+def stream_word(seed: bytes, counter: int, bits: int) -> int:
+    """Chapter 6.12 with hashlib: the first W/8 bytes, read little-endian, of
+    SHA-256(seed || counter as schedule.toml counter_size bytes little-endian)."""
+    size = SPEC.schedule["randomness"]["counter_size"]
+    digest = hashlib.sha256(seed + counter.to_bytes(size, "little")).digest()
+    return int.from_bytes(digest[:bits // 8], "little")
+
+
 def _context(w, pre, run):
+    """TIME pushes the block time. RANDOM advances the counter by 1, and on concrete seeds
+    and counters (the model evaluated on them) pushes the stream word chapter 6.12 defines,
+    computed here by hashlib (the seed word holds the seed's 32 bytes little-endian)."""
     claims = [z3.Implies(b.cond, b.state.stack[0] == pre.env.block_time)
               for b in run(pre, "TIME")]
     for b in run(pre, "RANDOM"):
-        claims.append(z3.Implies(b.cond, z3.And(
-            b.state.stack[0] == random_value(w, pre.env.seed, pre.random_counter),
-            b.state.random_counter == pre.random_counter + w.cval(1))))
+        claims.append(z3.Implies(b.cond, b.state.random_counter == pre.random_counter + w.cval(1)))
+    for seed, counter in RANDOM_INSTANCES:
+        env = dataclasses.replace(pre.env, seed=z3.BitVecVal(int.from_bytes(seed, "little"), 256))
+        at = pre.replace(env=env, random_counter=w.cval(counter))
+        for b in run(at, "RANDOM"):
+            claims.append(z3.Implies(b.cond, b.state.stack[0] == w.wval(
+                stream_word(seed, counter, w.bits))))
     return claims
 
 

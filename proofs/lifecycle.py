@@ -1,10 +1,12 @@
 """The execution lifecycle (lifecycle.toml, spec chapter 8): bounded model checking of the
 stage graph, and the stage paths the interpreter's outcomes imply.
 
-Stages are numbered in file order; a path is STEPS + 1 stages joined by allowed transitions,
-staying at finalized once there. Proved: every path from requested is at finalized after
-STEPS steps, visits no stage twice, commits only after executed and accounted, and every
-outcome code's stage (errors.toml) leads to rolled_back.
+Stages are numbered in file order; a path is STEPS + 1 stages joined by allowed transitions
+(iterated in sorted order, so the text does not depend on the hash seed), staying at
+finalized once there. Proved over every path from requested: it is at finalized after STEPS
+steps, visits no stage twice, commits only after executed and accounted, and an execution
+that fails at a stage errors.toml names (leaves it other than forward) never commits and
+reaches rolled_back before finalized — an SMT property of the paths, not a graph search.
 """
 
 from __future__ import annotations
@@ -25,8 +27,10 @@ def _index(name: str) -> int:
 
 
 def _path():
+    """A path of STEPS + 1 stages from requested. The allowed moves are iterated in sorted
+    order: the text of the query must not depend on a set's (hash-seeded) order."""
     stages = [z3.BitVec(f"stage{k}", 4) for k in range(STEPS + 1)]
-    moves = [z3.Or([z3.And(a == _index(x), b == _index(y)) for x, y in ALLOWED]
+    moves = [z3.Or([z3.And(a == _index(x), b == _index(y)) for x, y in sorted(ALLOWED)]
                    + [z3.And(a == _index(FINAL), b == _index(FINAL))])
              for a, b in zip(stages, stages[1:])]
     return stages, z3.And([stages[0] == _index("requested")] + moves)
@@ -43,31 +47,50 @@ def _terminates_acyclic(bits=0, model=None) -> Query:
 
 
 def _commit_only_after_accounting(bits=0, model=None) -> Query:
+    """A path that commits (at any position) has executed and accounted before it: one
+    claim whose antecedent, "the path commits", is checked satisfiable like every other."""
     stages, path = _path()
-    claims = []
+    committed = _index("committed")
+    after = []
     for k, s in enumerate(stages):
         before = stages[:k]
-        claims.append(z3.Implies(s == _index("committed"), z3.And(
-            z3.Or([b == _index("executed") for b in before] or [False]),
-            z3.Or([b == _index("accounted") for b in before] or [False]))))
-    return Query(claims, [path])
+        after.append(z3.Implies(s == committed, z3.And(
+            z3.Or([b == _index("executed") for b in before] + [z3.BoolVal(False)]),
+            z3.Or([b == _index("accounted") for b in before] + [z3.BoolVal(False)]))))
+    return Query([z3.Implies(z3.Or([s == committed for s in stages]), z3.And(after))], [path])
+
+
+def error_stages() -> list[str]:
+    """The stages errors.toml names, in stage order."""
+    named = {e.stage for e in SPEC.errors.values()}
+    return [s for s in STAGES if s in named]
 
 
 def _error_stages_roll_back(bits=0, model=None) -> Query:
-    """For every outcome code, its stage is followed by rolled_back on every path through
-    it that does not commit (a code never leaves partial effects)."""
+    """On every path, an execution that fails at an error stage (leaves it by any move but
+    the forward one to the next stage in order) never commits afterwards, and reaches
+    rolled_back before finalized. One claim per stage named by errors.toml, over every
+    path and every position of the failure (``fail``, symbolic): its antecedent "the path
+    fails at this stage" is checked satisfiable."""
+    stages, path = _path()
+    fail = z3.BitVec("fail_at", 4)
     claims = []
-    for stage in sorted({e.stage for e in SPEC.errors.values()}):
-        reachable_rollback = {stage} | {b for a, b in ALLOWED if a == stage}
-        pending = list(reachable_rollback)
-        while pending:
-            here = pending.pop()
-            for a, b in ALLOWED:
-                if a == here and b not in reachable_rollback and b != "committed":
-                    reachable_rollback.add(b)
-                    pending.append(b)
-        claims.append(z3.BoolVal("rolled_back" in reachable_rollback))
-    return Query(claims)
+    for stage in error_stages():
+        forward = STAGES[_index(stage) + 1]
+        fails, then = [], []
+        for k in range(len(stages) - 1):
+            here = z3.And(fail == k, stages[k] == _index(stage),
+                          stages[k + 1] != _index(forward))
+            fails.append(here)
+            later = stages[k + 1:]
+            rolled = [z3.And(later[j] == _index("rolled_back"),
+                             *[x != _index(FINAL) for x in later[:j]])
+                      for j in range(len(later))]
+            then.append(z3.Implies(here, z3.And(
+                z3.Or(rolled + [z3.BoolVal(False)]),
+                *[x != _index("committed") for x in later])))
+        claims.append(z3.Implies(z3.Or(fails), z3.And(then)))
+    return Query(claims, [path])
 
 
 def outcome_path(status: str, code: str | None) -> list[str]:
@@ -125,7 +148,7 @@ def theorems() -> list[Theorem]:
         Theorem("lifecycle_commits_only_after_accounting", "-", (0,),
                 _commit_only_after_accounting, f"every path of {STEPS} steps"),
         Theorem("lifecycle_error_stages_roll_back", "-", (0,), _error_stages_roll_back,
-                "every stage named by errors.toml"),
+                f"every path of {STEPS} steps, failing at every stage errors.toml names"),
     ]
 
 

@@ -56,29 +56,61 @@ class SymbolicPolicy:
 CODE_LENGTH = 2
 
 
+# Chapter 4 read from the tables of policy.toml and instructions.toml directly, for the
+# theorems' conclusions: never through the model's helpers (gate_open, listed_out,
+# refusal), so that a wrong helper cannot agree with itself.
+
+def spec_listed(p: SymbolicPolicy, mnemonic: str, kind: str) -> z3.BoolRef:
+    """4.2: m or t in forbidden_operations, or allowed_operations present without m and t."""
+    return z3.Or(p.forbidden[mnemonic], p.forbidden[kind],
+                 z3.And(p.allow_list, z3.Not(p.allowed[mnemonic]), z3.Not(p.allowed[kind])))
+
+
+def spec_gate_closed(p: SymbolicPolicy, gate: str | None) -> z3.BoolRef:
+    """4.3: the gate's field holds a value outside its open_when list (no gate: open)."""
+    if gate is None:
+        return z3.BoolVal(False)
+    table = SPEC.policy["gate"][gate]
+    values = SPEC.policy["fields"][table["field"]]["values"]
+    closed = [k for k, v in enumerate(values) if v not in table["open_when"]]
+    return z3.Or([p.field[table["field"]] == k for k in closed] + [z3.BoolVal(False)])
+
+
+def _rows():
+    """(opcode, mnemonic, type, gate) of every row of instructions.toml."""
+    return [(i.opcode, i.mnemonic, i.type, i.gate) for i in SPEC.instructions]
+
+
 def _forbidden_never_executes(bits=0, model=None) -> Query:
-    """Code of CODE_LENGTH symbolic instructions binds only when none is refused (4.4): so
-    every instruction that can execute has an open gate and is not listed out (4.2, 4.3).
-    The conclusion is written from 4.2/4.3 directly, not through ``refusal``."""
+    """Premises: a well-formed policy, and code of CODE_LENGTH symbolic instructions that
+    the model binds (no instruction refused by ``refusal``, 4.4). Claim: every instruction
+    of that code is allowed by 4.2 and 4.3 as the spec's tables state them (not listed, its
+    gate open)."""
     p = SymbolicPolicy()
     code = [z3.BitVec(f"op{k}", 8) for k in range(CODE_LENGTH)]
     bound = z3.And([z3.Or([z3.And(c == i.opcode, p.refusal(i) == 0) for i in SPEC.instructions])
                     for c in code])
-    claims = [z3.Implies(bound, z3.And([z3.Implies(op == ins.opcode, z3.And(
-        p.gate_open(ins), z3.Not(p.listed_out(ins)))) for ins in SPEC.instructions]))
-        for op in code]
-    return Query(claims, [p.well_formed()])
+    claims = [z3.And([z3.Implies(op == opcode, z3.Not(z3.Or(
+        spec_listed(p, mnemonic, kind), spec_gate_closed(p, gate))))
+        for opcode, mnemonic, kind, gate in _rows()]) for op in code]
+    return Query(claims, [p.well_formed(), bound])
 
 
 def _listing_before_gate(bits=0, model=None) -> Query:
+    """Per instruction, the model's refusal is the spec's (4.4): the listing error when
+    listed (whatever the gate), else the gate's error when the gate is closed, else none."""
     p = SymbolicPolicy()
+    listing = ERRORS.index(SPEC.policy["forbidden_by_listing"]["error"])
     claims = []
     for ins in SPEC.instructions:
-        claims.append(z3.Implies(p.listed_out(ins), p.refusal(ins) == 1))
+        listed = spec_listed(p, ins.mnemonic, ins.type)
+        closed = spec_gate_closed(p, ins.gate)
+        claims.append(z3.Implies(listed, p.refusal(ins) == listing))
         if ins.gate is not None:
-            claims.append(z3.Implies(z3.And(z3.Not(p.listed_out(ins)), z3.Not(p.gate_open(ins))),
-                                     p.refusal(ins) == ERRORS.index(
-                                         POLICY["gate"][ins.gate]["error"])))
+            gate_error = ERRORS.index(SPEC.policy["gate"][ins.gate]["error"])
+            claims.append(z3.Implies(z3.And(z3.Not(listed), closed),
+                                     p.refusal(ins) == gate_error))
+        claims.append(z3.Implies(z3.And(z3.Not(listed), z3.Not(closed)), p.refusal(ins) == 0))
     return Query(claims, [p.well_formed()])
 
 

@@ -91,6 +91,10 @@ def describe_failure(r: dict) -> str:
     head = f"{r['theorem']} {r['opcode']} w{r['width']}: {r['status']}"
     if "error" in r:
         return f"{head}: {r['error']}"
+    if r["status"] == "vacuous" and r.get("vacuous_claims"):
+        claims = ", ".join(map(str, r["vacuous_claims"]))
+        return (f"{head}: claims {claims} are implications whose antecedent cannot hold with "
+                "the premises, so they would hold of anything")
     if r["status"] == "vacuous":
         return f"{head}: its premises are unsatisfiable, so it would hold of anything"
     if "counterexample" in r:

@@ -107,17 +107,31 @@ def without_premises(text: str) -> str:
 
 
 def _script(assumptions: list, claims: list) -> str:
-    solver = fresh_solver([*assumptions, *(z3.Not(claim) for claim in claims)])
+    return checks_script(assumptions, [z3.Not(claim) for claim in claims])
+
+
+def checks_script(assumptions: list, terms: list) -> str:
+    """The assumptions and a ``(check-sat)`` of them alone, then per term ``(push 1)
+    (assert term) (check-sat) (pop 1)``: whether each term can hold with the assumptions
+    (``script`` asserts the claims' negations; vacuity.py the claims' antecedents)."""
+    solver = fresh_solver([*assumptions, *terms])
     blocks = toplevel(solver.to_smt2())
     declarations = [b for b in blocks if b.startswith("(declare-")]
     asserts = [b for b in blocks if b.startswith("(assert")]
-    if len(asserts) != len(assumptions) + len(claims):
+    if len(asserts) != len(assumptions) + len(terms):
         raise ValueError("script: z3 exported another number of assertions than it was given")
     out = [f"(set-logic {logic(solver)})", *declarations, *asserts[:len(assumptions)],
            "(check-sat)"]
     for block in asserts[len(assumptions):]:
         out += ["(push 1)", block, "(check-sat)", "(pop 1)"]
     return "\n".join(out) + "\n"
+
+
+def satisfiable(assumptions: list, term) -> str:
+    """One text asking whether ``term`` can hold with the assumptions (status sat)."""
+    solver = fresh_solver([*assumptions, term])
+    text = solver.to_smt2().replace("(set-info :status unknown)", "(set-info :status sat)", 1)
+    return f"(set-logic {logic(solver)})\n" + text
 
 
 def available(name: str) -> bool:

@@ -149,3 +149,40 @@ def expected_outcome(pre: State, mnemonic: str):
     for cond, outcome in reversed(lines):
         result = z3.If(cond, code(outcome), result)
     return result
+
+
+def _expand(side: str) -> list[str]:
+    """Signature names of one side, bottom to top, with ranges "x4..x2" spelled out."""
+    out = []
+    for token in side.split():
+        if ".." in token:
+            high, low = (int(t.lstrip("x")) for t in token.split(".."))
+            out += [f"x{k}" for k in range(high, low - 1, -1)]
+        else:
+            out.append(token)
+    return out
+
+
+# Chapter 6.9: the frame's identity reads.
+IDENTITY = {"SELF": lambda env: env.address, "CALLER": lambda env: env.caller}
+
+
+def pushed_values(pre: State, mnemonic: str, imm) -> list[tuple[int, z3.BitVecRef]]:
+    """(position from the top after the step, value) of the items a continuing step of a
+    stack row or an identity read must leave: a stack row's outputs as its signature names
+    them from its inputs (DUPn copies the n-th item, SWAPn exchanges the top and the
+    (n+1)-th), a PUSH's immediate zero-extended (6.2), SELF the frame's address and CALLER
+    its caller (6.9)."""
+    ins = SPEC.by_mnemonic[mnemonic]
+    w = pre.w
+    if mnemonic in IDENTITY:
+        return [(0, IDENTITY[mnemonic](pre.env))]
+    if ins.type != "stack":
+        return []
+    if mnemonic.startswith("PUSH"):
+        bits = 8 * ins.immediate_size
+        return [(0, z3.ZeroExt(w.bits - bits, imm) if bits <= w.bits
+                 else z3.Extract(w.bits - 1, 0, imm))]
+    before, after = (_expand(side) for side in ins.signature.split("--"))
+    value = {name: pre.stack[len(before) - 1 - p] for p, name in enumerate(before)}
+    return [(len(after) - 1 - q, value[name]) for q, name in enumerate(after) if name in value]

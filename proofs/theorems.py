@@ -5,7 +5,9 @@ proved valid under assumptions, and the symbolic pre-state so that a counterexam
 read back as concrete inputs and replayed. Per opcode, at 64 bits:
 
 - stack_effect: a continuing step changes the height by outputs - inputs and leaves every
-  item below its inputs (and the return stack) as it was;
+  item below its inputs (and the return stack) as it was; a stack row's pushed items are
+  exactly those its signature names (DUP, SWAP, every PUSH), SELF's and CALLER's the frame's
+  address and caller (spec_rules.pushed_values);
 - cost: the compute and storage charged equal the row's cost plus its cost rule, with the
   rule's rounded quantities characterised (spec_rules.py); a halt charges no more;
 - halts_exactly: the outcome of every branch is the one spec 5.2.3/5.6 prescribes for the
@@ -50,7 +52,9 @@ def _conj(parts) -> z3.BoolRef:
 
 
 def _claims(claims) -> list:
-    return list(claims) or [z3.BoolVal(True)]
+    """The claims as a list: empty stays empty (a row with no claim is an error, never a
+    proof: vacuity.py)."""
+    return list(claims)
 
 
 def stack_effect(mnemonic: str, bits: int, model=None) -> Query:
@@ -68,7 +72,13 @@ def stack_effect(mnemonic: str, bits: int, model=None) -> Query:
                 parts.append(t.stack[ins.outputs + j] == pre.stack[ins.inputs + j])
         if not control:
             parts += [t.rheight == pre.rheight] + [x == y for x, y in zip(t.rstack, pre.rstack)]
+        parts += [t.stack[k] == v for k, v in spec_rules.pushed_values(pre, mnemonic, imm)]
         claims.append(z3.Implies(b.cond, _conj(parts)))
+    if not claims:
+        # A row that never continues (STOP, RETURN, REVERT, TRAP): its halts leave the
+        # operand stack as it was (spec 2.5: no instruction fails half-way).
+        claims = [z3.Implies(b.cond, _conj([b.state.height == pre.height] + [
+            x == y for x, y in zip(b.state.stack, pre.stack)])) for b in branches]
     return Query(_claims(claims), [well_formed(pre)], pre, mnemonic, imm)
 
 
@@ -139,6 +149,10 @@ def charges_before_effect(mnemonic: str, bits: int, model=None) -> Query:
                  t.writes == pre.writes, t.new_slots == pre.new_slots,
                  t.height == pre.height, t.pc == pre.pc]
         claims.append(z3.Implies(b.cond, _conj(parts)))
+    if not claims:
+        # A row without an error branch (STOP): every pre-state takes a branch that is not
+        # an error, so there is nothing it could charge before failing.
+        claims = [z3.Or([b.cond for b in branches] + [z3.BoolVal(False)])]
     return Query(_claims(claims), [well_formed(pre)], pre, mnemonic, imm)
 
 

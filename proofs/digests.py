@@ -1,0 +1,59 @@
+"""The SMT-LIB scripts of every proof task, as digests: what a run solves, printed without
+solving it (``python -m proofs.digests``).
+
+A verdict must be a function of the code alone, so the text of every query must not depend
+on the process: not on the tasks built before it (smtlib.fresh_solver), and not on
+PYTHONHASHSEED (no set or dict order of hashed keys may reach a term). Tests print these
+digests in processes with different hash seeds and compare them line by line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+
+from proofs import smtlib, vacuity
+
+
+def task_scripts(task: tuple, registered: list) -> list[str]:
+    """A theorem task's texts: the script of all its claims (smtlib.script), and the
+    script of its claims' antecedents (vacuity.py) when it has implications."""
+    kind, key, bits = task
+    queries = [registered[i].build(bits) for i in (key if kind == "group" else (key,))]
+    claims = [c for q in queries for c in q.claims]
+    assumptions = queries[0].assumptions
+    out = [smtlib.script(assumptions, claims)]
+    antecedents, seen = [], set()
+    for claim in claims:
+        a = vacuity.antecedent(claim)
+        if a is not None and a.get_id() not in seen:
+            seen.add(a.get_id())
+            antecedents.append(a)
+    if antecedents:
+        out.append(smtlib.without_premises(smtlib.checks_script(assumptions, antecedents)))
+    return out
+
+
+def lines(options=None) -> list[str]:
+    """One line per theorem task: its rows' names, width and the sha256 of each script."""
+    from proofs import runner
+    options = options or runner.Options(agreement=False)
+    registered = runner.theorems(options)
+    out = []
+    for task in runner.plan(options, registered):
+        if task[0] not in ("theorem", "group"):
+            continue
+        keys = task[1] if task[0] == "group" else (task[1],)
+        names = ",".join(f"{registered[i].name}/{registered[i].opcode}" for i in keys)
+        digests = [hashlib.sha256(t.encode()).hexdigest()[:16]
+                   for t in task_scripts(task, registered)]
+        out.append(f"{names} w{task[2]} {' '.join(digests)}")
+    return out
+
+
+def main() -> None:
+    sys.stdout.write("\n".join(lines()) + "\n")
+
+
+if __name__ == "__main__":
+    main()
