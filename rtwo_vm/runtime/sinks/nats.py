@@ -409,7 +409,7 @@ async def _tail(url, stream, subject, context, type_, limit, follow, durable, ti
         sub = await js.pull_subscribe(_filter(subject, context, type_), durable=durable,
                                       stream=stream, config=config)
         while limit is None or state["printed"] < limit:
-            if stop():
+            if stop() or state["interrupted"]:  # also if the client swallowed the cancel
                 break
             try:
                 messages = await sub.fetch(min(100, (limit or 100) - state["printed"]) or 1,
