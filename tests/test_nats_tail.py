@@ -7,6 +7,7 @@ the server is gone after the bounded reconnect attempts. `events sink-add nats` 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import queue
 import signal
@@ -170,3 +171,37 @@ def test_sink_add_nats_refuses_without_the_client(rt, tmp_path):
                            hide=False)
     assert out.returncode == 0, out.stderr
     assert [s["kind"] for s in rt.events.sinks()] == ["nats"]
+
+
+def consumers(url: str, stream: str = "RTWO_VM_EVENTS") -> int:
+    async def count() -> int:
+        nc = await nats.connect(url)
+        try:
+            return (await nc.jetstream().stream_info(stream)).state.consumer_count
+        finally:
+            await nc.close()
+    return asyncio.run(count())
+
+
+def test_tail_outlives_a_stall_longer_than_the_servers_idle_default(rt, server):
+    """A loaded machine may not run the tail for seconds (here: SIGSTOP for 8 s, longer than
+    the 5 s a server keeps an idle ephemeral consumer by default): it still prints what comes
+    next, and deletes its consumer when it ends."""
+    rt.events.add_sink("nats", server.url)
+    rt.call(to=0x100)
+    rt.events.deliver()
+    tail = Tail(server.url, "--type", "result.recorded")
+    try:
+        tail.line()
+        assert consumers(server.url) == 1
+        tail.process.send_signal(signal.SIGSTOP)
+        time.sleep(8)
+        tail.process.send_signal(signal.SIGCONT)
+        later = rt.call(to=0x100)
+        rt.events.deliver()
+        assert tail.line(30)["stream"] == later.context.context_id
+        tail.process.send_signal(signal.SIGINT)
+        assert tail.finish(20) == (0, "")
+        assert consumers(server.url) == 0
+    finally:
+        tail.close()

@@ -301,6 +301,10 @@ FETCH_WAIT = 1.0
 # bounded by the answer timeout), then the tail ends with ServerLost.
 RECONNECT_ATTEMPTS = 5
 RECONNECT_WAIT = 0.5
+# The tail's own (ephemeral) consumer outlives this many idle seconds on the server (its
+# default, 5 s, deletes it when a loaded machine starves the tail that long: it would then
+# wait forever for nothing); the tail deletes it when it ends.
+EPHEMERAL_IDLE = 600.0
 
 
 class ServerLost(SinkUnavailable):
@@ -396,18 +400,23 @@ async def _tail(url, stream, subject, context, type_, limit, follow, durable, ti
         raise SinkUnavailable(f"cannot connect to {redact(url)}: {_reason(last[-1] if last else err)}") \
             from None
     lost = f"lost the connection to {redact(url)} ({RECONNECT_ATTEMPTS} reconnect attempts failed)"
+    ephemeral: list[str] = []  # the name of the tail's own consumer, once made
+    js = nc.jetstream(timeout=timeout)
     try:
-        js = nc.jetstream(timeout=timeout)
         try:
             await js.stream_info(stream)
         except nats.js.errors.NotFoundError:
             raise SinkUnavailable(f"no stream {stream} at {redact(url)}") from None
         except (nats.errors.NoRespondersError, nats.js.errors.ServiceUnavailableError):
             raise SinkUnavailable(f"{redact(url)} has no JetStream") from None
-        config = nats.js.api.ConsumerConfig(deliver_policy=nats.js.api.DeliverPolicy.ALL,
-                                            ack_policy=nats.js.api.AckPolicy.EXPLICIT)
+        config = nats.js.api.ConsumerConfig(
+            deliver_policy=nats.js.api.DeliverPolicy.ALL,
+            ack_policy=nats.js.api.AckPolicy.EXPLICIT,
+            inactive_threshold=EPHEMERAL_IDLE if durable is None else None)
         sub = await js.pull_subscribe(_filter(subject, context, type_), durable=durable,
                                       stream=stream, config=config)
+        if durable is None:
+            ephemeral.append((await sub.consumer_info()).name)
         while limit is None or state["printed"] < limit:
             if stop() or state["interrupted"]:  # also if the client swallowed the cancel
                 break
@@ -449,8 +458,13 @@ async def _tail(url, stream, subject, context, type_, limit, follow, durable, ti
                 break
         if durable is None:
             await sub.unsubscribe()
-    finally:
-        try:  # also when cancelled by Ctrl-C: awaited here, inside the loop
+    finally:  # also when cancelled by Ctrl-C: awaited here, inside the loop
+        if ephemeral and nc.is_connected:
+            try:
+                await asyncio.wait_for(js.delete_consumer(stream, ephemeral[0]), timeout)
+            except Exception:  # noqa: BLE001 - the server deletes it when idle anyway
+                pass
+        try:
             await asyncio.wait_for(nc.close(), timeout)
         except Exception:  # noqa: BLE001
             pass
