@@ -4,6 +4,7 @@ of the other runtime commands (:mod:`rtwo_vm.commands.services`)."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from rtwo_vm.commands.services import (
@@ -64,7 +65,8 @@ _ACTION_OPTIONS = {
                  "hmac_secret_env", "stream", "subject", "dedup_window"),
     "dead": ("sink",),
     "requeue": ("sink", "all"),
-    "tail": ("nats", "context", "type", "stream", "subject", "no_follow", "durable", "timeout"),
+    "tail": ("nats", "context", "type", "stream", "subject", "no_follow", "durable", "timeout",
+             "fetch_wait"),
 }
 
 
@@ -81,6 +83,13 @@ def _cmd_events(args) -> int:
     if args.action == "sink-add":
         kind, target = _sink_args(args)
         options = _sink_options(args, kind)
+        if kind == "nats":  # refused now, not at the next deliver; before the database opens
+            from rtwo_vm.runtime.sinks import SinkUnavailable
+            from rtwo_vm.runtime.sinks import nats as nats_sink
+            try:
+                nats_sink.require_client()
+            except SinkUnavailable as err:
+                raise CliError(str(err)) from None
         with _open(args, create=True) as rt:
             _print_json(rt.events.add_sink(kind, target, replay=not args.from_now,
                                            options=options))
@@ -154,7 +163,11 @@ def _events_tail(args) -> int:
                        subject=args.subject or nats_sink.DEFAULT_SUBJECT, context=args.context,
                        type_=args.type, limit=args.limit, follow=not args.no_follow,
                        durable=args.durable,
-                       timeout=args.timeout or COMMON_OPTIONS["timeout"][0], out=sys.stdout)
+                       timeout=args.timeout or COMMON_OPTIONS["timeout"][0], out=sys.stdout,
+                       fetch_wait=args.fetch_wait or nats_sink.FETCH_WAIT)
+    except nats_sink.ServerLost as err:  # the server is gone: exit 3, like a failed delivery
+        print(f"rtwo-vm: error: {redact((str(err).splitlines() or [''])[0])}", file=sys.stderr)
+        return 3
     except (ValueError, SinkUnavailable) as err:
         raise CliError(redact((str(err).splitlines() or [""])[0])) from None
     except KeyboardInterrupt:
@@ -235,6 +248,9 @@ def _register_events(sub) -> None:
                    help="tail: stop at the end of the stream instead of waiting for more")
     p.add_argument("--durable", metavar="NAME",
                    help="tail: a durable consumer that remembers what it printed")
+    # Hidden (tests): how long one pull request of tail waits before it is repeated.
+    p.add_argument("--fetch-wait", dest="fetch_wait", metavar="SECONDS", help=argparse.SUPPRESS,
+                   type=lambda t: _seconds(t, "--fetch-wait", low=0.0001, high=60.0))
     _common(p, listing=True)
     p.set_defaults(func=_cmd_events)
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import signal
 import urllib.parse
 from typing import Any, Callable, Sequence, TextIO
 
@@ -292,31 +293,83 @@ def _reason(err: BaseException) -> str:
 
 # -- consuming: `rtwo-vm events tail` ---------------------------------------------------------
 
+# How long one pull request waits for a message (seconds); a fetch that runs out of it is
+# simply repeated. The CLI's hidden --fetch-wait sets it (the tests make it tiny so that
+# both kinds of fetch timeout of the client happen quickly).
+FETCH_WAIT = 1.0
+# A lost connection is retried this many times, RECONNECT_WAIT seconds apart (each attempt
+# bounded by the answer timeout), then the tail ends with ServerLost.
+RECONNECT_ATTEMPTS = 5
+RECONNECT_WAIT = 0.5
+# The tail's own (ephemeral) consumer outlives this many idle seconds on the server (its
+# default, 5 s, deletes it when a loaded machine starves the tail that long: it would then
+# wait forever for nothing); the tail deletes it when it ends.
+EPHEMERAL_IDLE = 600.0
+
+
+class ServerLost(SinkUnavailable):
+    """The server went away and did not come back within the bounded reconnect attempts."""
+
+
+def require_client() -> None:
+    """SinkUnavailable (one line) unless the nats-py client can be imported."""
+    _client()
+
+
 def tail(url: str, *, stream: str = DEFAULT_STREAM, subject: str = DEFAULT_SUBJECT,
          context: str | None = None, type_: str | None = None, limit: int | None = None,
          follow: bool = True, durable: str | None = None, timeout: float = 5.0,
-         out: TextIO, stop: Callable[[], bool] = lambda: False) -> int:
+         out: TextIO, stop: Callable[[], bool] = lambda: False,
+         fetch_wait: float = FETCH_WAIT) -> int:
     """Print the stream's events as JSON lines (oldest first), filtered by context and type;
-    with ``follow``, keep printing new ones until ``stop()`` or ``limit``. Returns the count."""
+    with ``follow``, keep printing new ones until ``stop()``, ``limit`` or SIGINT (Ctrl-C:
+    the connection is closed inside the event loop and the count returned). A fetch that
+    times out is repeated; a lost server is retried RECONNECT_ATTEMPTS times, then
+    :class:`ServerLost`. Returns the count."""
     check_url(url)
     check_subject(subject)
     if durable is not None and not _STREAM_NAME.match(durable):
         raise ValueError(f"bad durable consumer name {durable!r}")
     _client()
+    state = {"printed": 0, "interrupted": False}
     loop = asyncio.new_event_loop()
+    main = loop.create_task(_tail(url, stream, subject, context, type_, limit, follow, durable,
+                                  timeout, out, stop, fetch_wait, state))
+
+    def interrupt() -> None:
+        state["interrupted"] = True
+        main.cancel()
+    handled = _on_sigint(loop, interrupt)
     try:
-        return loop.run_until_complete(_tail(url, stream, subject, context, type_, limit, follow,
-                                             durable, timeout, out, stop))
+        return loop.run_until_complete(main)
+    except asyncio.CancelledError:
+        if state["interrupted"]:
+            return int(state["printed"])
+        raise
     except (SinkUnavailable, KeyboardInterrupt):
         raise
     except Exception as err:  # noqa: BLE001 - the server refused something: one line
         raise SinkUnavailable(f"{redact(url)}: {_reason(err)}") from None
     finally:
-        for task in [t for t in asyncio.all_tasks(loop) if not t.done()]:
+        if handled:
+            loop.remove_signal_handler(signal.SIGINT)
+        pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+        for task in pending:
             task.cancel()
+        if pending:
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
         loop.run_until_complete(loop.shutdown_asyncgens())
         loop.run_until_complete(loop.shutdown_default_executor())
         loop.close()
+
+
+def _on_sigint(loop: asyncio.AbstractEventLoop, handler: Callable[[], None]) -> bool:
+    """SIGINT cancels the tail inside the loop (only possible in the main thread)."""
+    try:
+        loop.add_signal_handler(signal.SIGINT, handler)
+    except (ValueError, RuntimeError, NotImplementedError):
+        return False
+    return True
 
 
 def _filter(subject: str, context: str | None, type_: str | None) -> str:
@@ -332,7 +385,7 @@ def _filter(subject: str, context: str | None, type_: str | None) -> str:
 
 
 async def _tail(url, stream, subject, context, type_, limit, follow, durable, timeout, out,
-                stop) -> int:
+                stop, fetch_wait, state) -> int:
     nats = _client()
     last: list[BaseException] = []
 
@@ -340,41 +393,53 @@ async def _tail(url, stream, subject, context, type_, limit, follow, durable, ti
         last.append(err)
     try:
         nc = await asyncio.wait_for(nats.connect(
-            servers=[url], name="rtwo-vm events tail", allow_reconnect=False,
-            max_reconnect_attempts=1, reconnect_time_wait=0.05, error_cb=on_error,
-            connect_timeout=timeout), timeout + 1)
+            servers=[url], name="rtwo-vm events tail", allow_reconnect=True,
+            max_reconnect_attempts=RECONNECT_ATTEMPTS, reconnect_time_wait=RECONNECT_WAIT,
+            error_cb=on_error, connect_timeout=timeout), timeout + 1)
     except Exception as err:  # noqa: BLE001
         raise SinkUnavailable(f"cannot connect to {redact(url)}: {_reason(last[-1] if last else err)}") \
             from None
-    printed = 0
+    lost = f"lost the connection to {redact(url)} ({RECONNECT_ATTEMPTS} reconnect attempts failed)"
+    ephemeral: list[str] = []  # the name of the tail's own consumer, once made
+    js = nc.jetstream(timeout=timeout)
     try:
-        js = nc.jetstream(timeout=timeout)
         try:
             await js.stream_info(stream)
         except nats.js.errors.NotFoundError:
             raise SinkUnavailable(f"no stream {stream} at {redact(url)}") from None
         except (nats.errors.NoRespondersError, nats.js.errors.ServiceUnavailableError):
             raise SinkUnavailable(f"{redact(url)} has no JetStream") from None
-        config = nats.js.api.ConsumerConfig(deliver_policy=nats.js.api.DeliverPolicy.ALL,
-                                            ack_policy=nats.js.api.AckPolicy.EXPLICIT)
+        config = nats.js.api.ConsumerConfig(
+            deliver_policy=nats.js.api.DeliverPolicy.ALL,
+            ack_policy=nats.js.api.AckPolicy.EXPLICIT,
+            inactive_threshold=EPHEMERAL_IDLE if durable is None else None)
         sub = await js.pull_subscribe(_filter(subject, context, type_), durable=durable,
                                       stream=stream, config=config)
-        while limit is None or printed < limit:
-            if stop():
+        if durable is None:
+            ephemeral.append((await sub.consumer_info()).name)
+        while limit is None or state["printed"] < limit:
+            if stop() or state["interrupted"]:  # also if the client swallowed the cancel
                 break
             try:
-                messages = await sub.fetch(min(100, (limit or 100) - printed) or 1,
-                                           timeout=min(timeout, 1.0))
-            except nats.errors.TimeoutError:
-                if follow:
+                messages = await sub.fetch(min(100, (limit or 100) - state["printed"]) or 1,
+                                           timeout=min(timeout, fetch_wait))
+            except asyncio.TimeoutError:
+                # The client's own TimeoutError (and FetchTimeoutError) and the plain
+                # asyncio one of a used-up deadline: nothing came in time, or a reconnect.
+                if nc.is_closed:
+                    raise ServerLost(lost) from None
+                if follow or not nc.is_connected:
                     continue
                 info = await sub.consumer_info()
                 if info.num_pending == 0 and info.num_ack_pending == 0:
                     break
                 continue
             except Exception as err:  # noqa: BLE001 - the server went away: one line
-                if nc.is_closed or not nc.is_connected:
-                    raise SinkUnavailable(f"lost the connection to {redact(url)}") from None
+                if nc.is_closed:
+                    raise ServerLost(lost) from None
+                if nc.is_reconnecting or not nc.is_connected:
+                    await asyncio.sleep(min(fetch_wait, RECONNECT_WAIT))
+                    continue
                 raise SinkUnavailable(f"{redact(url)}: {_reason(err)}") from None
             for msg in messages:
                 try:    # anyone may publish to the stream: not every message is an event
@@ -385,17 +450,22 @@ async def _tail(url, stream, subject, context, type_, limit, follow, durable, ti
                         and (type_ is None or doc.get("type") == type_):
                     out.write(json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n")
                     out.flush()
-                    printed += 1
+                    state["printed"] += 1
                 await msg.ack()
-                if limit is not None and printed >= limit:
+                if limit is not None and state["printed"] >= limit:
                     break
             if not follow and messages and messages[-1].metadata.num_pending == 0:
                 break
         if durable is None:
             await sub.unsubscribe()
-    finally:
+    finally:  # also when cancelled by Ctrl-C: awaited here, inside the loop
+        if ephemeral and nc.is_connected:
+            try:
+                await asyncio.wait_for(js.delete_consumer(stream, ephemeral[0]), timeout)
+            except Exception:  # noqa: BLE001 - the server deletes it when idle anyway
+                pass
         try:
             await asyncio.wait_for(nc.close(), timeout)
         except Exception:  # noqa: BLE001
             pass
-    return printed
+    return int(state["printed"])
