@@ -31,6 +31,7 @@ from conformance.fuzz.backend import BackendError, make_backend
 from conformance.fuzz.findings import FINDINGS, SAFETY_NET, bucket_text, check_outputs, write_findings
 from conformance.fuzz.pool import Pool, corpus_seeds, fits
 from conformance.fuzz.program import FuzzInput
+from conformance.fuzz.unsupported import blocking_key, element, summary, summary_text
 from conformance.fuzz.state import (
     FINDING_BYTES, FINDINGS_KEPT, GROWTH_KEEP, HELLO_BYTES, INTERNAL_BYTES, INTERNAL_KEEP, MAX_BUCKETS,
     MAX_CELLS, MAX_COMMAND, MAX_NAME, SAFETY_NET_KEEP, STATE_VERSION, StateError, load_state, save_state,
@@ -283,7 +284,10 @@ def report_json(state: dict[str, Any], out: Path) -> dict[str, Any]:
         impls.append({"command": cmd, "name": impl.get("name"), "version": impl.get("version"),
                       "trace": "trace" in ((hello or {}).get("capabilities") or [])})
     buckets = []
-    for _key, b in sorted(state["buckets"].items(), key=lambda kv: kv[1]["first_index"]):
+    # divergences in order of appearance, then the unsupported sub-buckets, most blocking first
+    order = sorted((b for b in state["buckets"].values() if element(b["class"]) is None), key=lambda b: b["first_index"])
+    order += sorted((b for b in state["buckets"].values() if element(b["class"]) is not None), key=blocking_key)
+    for b in order:
         f = b.get("finding") or {}
         buckets.append({**{k: v for k, v in b.items() if k != "finding"},
                         "finding": {k: v for k, v in f.items() if k not in ("vector", "input")} or None,
@@ -299,6 +303,7 @@ def report_json(state: dict[str, Any], out: Path) -> dict[str, Any]:
                      "arcs": len(state["arcs"]), "pool": len(state["pool"])},
         "growth": state["growth"], "outcomes": dict(sorted(state["outcomes"].items())),
         "divergent_requests": state["divergent"], "buckets": buckets,
+        "unsupported": summary(list(state["buckets"].values())),
         "findings": str(out / FINDINGS),
         "safety_net": {"count": state["safety_net_count"], "directory": str(out / SAFETY_NET),
                        "note": "requests that met the wall-clock limit twice: not divergences, not in the exit status",
@@ -325,6 +330,7 @@ def report_text(report: dict[str, Any]) -> str:
     else:
         lines.append(f"{len(report['buckets'])} divergence buckets from {report['divergent_requests']} divergent "
                      f"requests (findings in {report['findings']}):")
+        lines += summary_text(report.get("unsupported", []))
         lines += ["", *("\n".join([b["text"], ""]) for b in report["buckets"])]
     net = report["safety_net"]
     if net["count"]:

@@ -356,7 +356,8 @@ class Worker:
         vector = make_vector(small, self.seed, idx, kind, session.name)
         return {"index": idx, "impl": impl, "class": kind, "vector_id": vector_id(self.seed, idx),
                 "vector": vector, "input": small.to_json(), "original_size": inp.size(), "size": small.size(),
-                "tests": shrinker.tests, "shrink_seconds": time.perf_counter() - t0,
+                "tests": shrinker.tests, "minimal": shrinker.minimal,
+                "shrink_seconds": time.perf_counter() - t0,
                 "program": program_text(small), "diff": final.lines(), "trace": trace_line}
 
 
