@@ -354,10 +354,10 @@ class Worker:
                 d = first_divergence(reference_trace(vi), answer.message["trace"])
                 trace_line = str(d) if d is not None else "traces agree"
         vector = make_vector(small, self.seed, idx, kind, session.name)
+        ended = {"minimal": shrinker.minimal} if budget else {}     # not shrunk: neither minimal nor cut
         return {"index": idx, "impl": impl, "class": kind, "vector_id": vector_id(self.seed, idx),
                 "vector": vector, "input": small.to_json(), "original_size": inp.size(), "size": small.size(),
-                "tests": shrinker.tests, "minimal": shrinker.minimal,
-                "shrink_seconds": time.perf_counter() - t0,
+                "tests": shrinker.tests, **ended, "shrink_seconds": time.perf_counter() - t0,
                 "program": program_text(small), "diff": final.lines(), "trace": trace_line}
 
 
