@@ -52,13 +52,15 @@ class Shrinker:
         best = inp.copy()
         self._seen[_key(best.copy().fixed_isolation())] = True     # the request itself keeps its class
         while self.tests < self.budget:
-            start = _key(best)
+            start, before = _key(best), self.tests
             for step in (self._contracts, self._rows, self._simpler_ops, self._stops, self._immediates,
                          self._call_data, self._storage, self._data, self._policy, self._limits, self._context):
                 result = step(best)
                 if result is not None:
                     best = result
-            if _key(best) == start:           # a whole round changed nothing: a fixpoint
+            # a whole round changed nothing (or ran no new candidate: it only moved between
+            # requests already known to keep the class): a fixpoint
+            if _key(best) == start or self.tests == before:
                 self.minimal = not self._refused
                 break
         return best
