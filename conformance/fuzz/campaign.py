@@ -152,6 +152,7 @@ def run_campaign(options: Options, on_epoch: Callable[[dict[str, Any]], None] | 
     config = {**options.worker_config, "seed": state["seed"], "impls": list(options.impls),
               "timeout": options.timeout, "pool": state["pool"], "pool_added": state["pool_added"],
               "cells": state["cells"], "arcs": state["arcs"], "classes": list(state["buckets"]),
+              "findings_full": _findings_full(state),
               "skip": list(state["skip"])}
     from conformance.fuzz.worker import make_worker
     base = state["seconds"]
@@ -187,7 +188,10 @@ def run_campaign(options: Options, on_epoch: Callable[[dict[str, Any]], None] | 
                 _record(state, crashes)            # without the requests that crashed
                 break
             elapsed = base + time.perf_counter() - started
+            full_before = _findings_full(state)
             additions = _merge(state, pool, cells, arcs, results, elapsed)
+            if _findings_full(state) and not full_before:
+                additions["findings_full"] = True    # no finding is kept any more: the workers stop shrinking
             net = additions.pop("safety_net")
             if any(additions.values()):
                 try:
@@ -217,6 +221,10 @@ def run_campaign(options: Options, on_epoch: Callable[[dict[str, Any]], None] | 
         write_findings(out / SAFETY_NET, _net_vectors(state), state["seed"])
     save_state(out, state)
     return state
+
+
+def _findings_full(state: dict[str, Any]) -> bool:
+    return sum(b["finding"] is not None for b in state["buckets"].values()) >= FINDINGS_KEPT
 
 
 def _finish_epoch(state: dict[str, Any], end: int, elapsed: float, pool: Pool, cells: set, arcs: set) -> None:
