@@ -31,6 +31,7 @@ from conformance.fuzz.backend import BackendError, make_backend
 from conformance.fuzz.findings import FINDINGS, SAFETY_NET, bucket_text, check_outputs, write_findings
 from conformance.fuzz.pool import Pool, corpus_seeds, fits
 from conformance.fuzz.program import FuzzInput
+from conformance.fuzz.unsupported import blocking_key, element, summary, summary_text
 from conformance.fuzz.state import (
     FINDING_BYTES, FINDINGS_KEPT, GROWTH_KEEP, HELLO_BYTES, INTERNAL_BYTES, INTERNAL_KEEP, MAX_BUCKETS,
     MAX_CELLS, MAX_COMMAND, MAX_NAME, SAFETY_NET_KEEP, STATE_VERSION, StateError, load_state, save_state,
@@ -151,6 +152,7 @@ def run_campaign(options: Options, on_epoch: Callable[[dict[str, Any]], None] | 
     config = {**options.worker_config, "seed": state["seed"], "impls": list(options.impls),
               "timeout": options.timeout, "pool": state["pool"], "pool_added": state["pool_added"],
               "cells": state["cells"], "arcs": state["arcs"], "classes": list(state["buckets"]),
+              "findings_full": _findings_full(state),
               "skip": list(state["skip"])}
     from conformance.fuzz.worker import make_worker
     base = state["seconds"]
@@ -186,7 +188,10 @@ def run_campaign(options: Options, on_epoch: Callable[[dict[str, Any]], None] | 
                 _record(state, crashes)            # without the requests that crashed
                 break
             elapsed = base + time.perf_counter() - started
+            full_before = _findings_full(state)
             additions = _merge(state, pool, cells, arcs, results, elapsed)
+            if _findings_full(state) and not full_before:
+                additions["findings_full"] = True    # no finding is kept any more: the workers stop shrinking
             net = additions.pop("safety_net")
             if any(additions.values()):
                 try:
@@ -216,6 +221,10 @@ def run_campaign(options: Options, on_epoch: Callable[[dict[str, Any]], None] | 
         write_findings(out / SAFETY_NET, _net_vectors(state), state["seed"])
     save_state(out, state)
     return state
+
+
+def _findings_full(state: dict[str, Any]) -> bool:
+    return sum(b["finding"] is not None for b in state["buckets"].values()) >= FINDINGS_KEPT
 
 
 def _finish_epoch(state: dict[str, Any], end: int, elapsed: float, pool: Pool, cells: set, arcs: set) -> None:
@@ -283,7 +292,10 @@ def report_json(state: dict[str, Any], out: Path) -> dict[str, Any]:
         impls.append({"command": cmd, "name": impl.get("name"), "version": impl.get("version"),
                       "trace": "trace" in ((hello or {}).get("capabilities") or [])})
     buckets = []
-    for _key, b in sorted(state["buckets"].items(), key=lambda kv: kv[1]["first_index"]):
+    # divergences in order of appearance, then the unsupported sub-buckets, most blocking first
+    order = sorted((b for b in state["buckets"].values() if element(b["class"]) is None), key=lambda b: b["first_index"])
+    order += sorted((b for b in state["buckets"].values() if element(b["class"]) is not None), key=blocking_key)
+    for b in order:
         f = b.get("finding") or {}
         buckets.append({**{k: v for k, v in b.items() if k != "finding"},
                         "finding": {k: v for k, v in f.items() if k not in ("vector", "input")} or None,
@@ -299,6 +311,7 @@ def report_json(state: dict[str, Any], out: Path) -> dict[str, Any]:
                      "arcs": len(state["arcs"]), "pool": len(state["pool"])},
         "growth": state["growth"], "outcomes": dict(sorted(state["outcomes"].items())),
         "divergent_requests": state["divergent"], "buckets": buckets,
+        "unsupported": summary(list(state["buckets"].values())),
         "findings": str(out / FINDINGS),
         "safety_net": {"count": state["safety_net_count"], "directory": str(out / SAFETY_NET),
                        "note": "requests that met the wall-clock limit twice: not divergences, not in the exit status",
@@ -325,6 +338,7 @@ def report_text(report: dict[str, Any]) -> str:
     else:
         lines.append(f"{len(report['buckets'])} divergence buckets from {report['divergent_requests']} divergent "
                      f"requests (findings in {report['findings']}):")
+        lines += summary_text(report.get("unsupported", []))
         lines += ["", *("\n".join([b["text"], ""]) for b in report["buckets"])]
     net = report["safety_net"]
     if net["count"]:

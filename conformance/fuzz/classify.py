@@ -6,7 +6,12 @@ shrinker preserves and the buckets are keyed by.
 
 The class names what differs, not the values: field paths without list indices ("usage.compute,
 fee", "calls[].memory_pages"; a list of another length is "events.length" alone), the process failure ("process:crash"), the error response code
-("error:ADAPTER_FAILURE"), "nondeterministic:<fields>" or "trace:<field>".
+("error:ADAPTER_FAILURE"), "nondeterministic:<fields>" or "trace:<field>". An UNSUPPORTED_INPUT
+answer is classed by the instruction or request field its message names
+("error:UNSUPPORTED_INPUT:MSTORE", "error:UNSUPPORTED_INPUT:allowed_operations"; see
+conformance.fuzz.unsupported), "error:UNSUPPORTED_INPUT" alone when it names nothing known: a
+partial VM's unsupported answers make one bucket per missing element, each shrunk to a request
+whose only unsupported element is that one.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from typing import Any, Mapping
 
 from conformance import determinism
 from conformance.compare import Mismatch, compare_reply
+from conformance.fuzz.unsupported import UNSUPPORTED, unsupported_class
 from conformance.tracediff import first_divergence
 
 _INDEX = re.compile(r"\[[0-9]+\]")
@@ -57,7 +63,8 @@ def compare(expected: Mapping[str, Any], vector_input: Mapping[str, Any], answer
     if answer.failure == "protocol":
         return Divergence("protocol", detail=answer.detail)
     if message.get("type") == "error":
-        return Divergence(f"error:{message.get('code')}", detail=str(message.get("message", ""))[:200])
+        kind, text = f"error:{message.get('code')}", str(message.get("message", ""))[:200]
+        return Divergence(unsupported_class(text) if kind == UNSUPPORTED else kind, detail=text)
     mismatches = compare_reply({"expected": expected, "input": vector_input}, message)
     if mismatches:
         return Divergence(_fields(mismatches), mismatches)

@@ -4,8 +4,12 @@ Delta debugging (ddmin-style chunk removal, halving the chunk size) over the ins
 every contract, then simplification passes over everything else a request holds: callee
 contracts, operands (immediates to 0, 1 or a smaller PUSH), call data, storage slots, data
 sections, the policy (each field to its default), the isolation level, the limits (to their
-defaults) and the context words. Passes repeat until a whole round changes nothing or the
-budget of tests is spent. The predicate runs the candidate on the reference and on the
+defaults) and the context words. Passes repeat until a whole round leaves the request as it
+was — a fixpoint: no reduction applies, the request is *minimal* (``Shrinker.minimal``) — or
+the budget of tests is spent. A candidate equal to one already tested (or to the request being
+shrunk: a policy field set to its default that the isolation level narrows back, say) is
+answered from memory without a test, so a request that cannot get smaller costs one round of
+tests, never the budget. The predicate runs the candidate on the reference and on the
 implementation and says whether the class is still the same; jump targets are row indices and
 are moved with the rows, so removing rows keeps every program valid unless the removal itself
 breaks it (which changes the class and is rejected).
@@ -13,34 +17,51 @@ breaks it (which changes the class and is rejected).
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Callable
 
 from conformance.fuzz.generate import CALLER, has_loop
 from conformance.fuzz.program import TABLE, Code, FuzzInput, default_limits, default_policy
 from conformance.vector import default_isolation
+from reference_vm.container import parse
+from reference_vm.decode import decode
+from reference_vm.errors import InvalidCode
 
 
 class Shrinker:
     def __init__(self, keeps: Callable[[FuzzInput], bool], budget: int = 600):
         self.keeps, self.budget, self.tests = keeps, budget, 0
+        self.minimal = False          # the shrink ended at a fixpoint, not at the budget
+        self._seen: dict[bytes, bool] = {}
+        self._refused = False         # a candidate went untested: the budget was spent
 
     def _try(self, candidate: FuzzInput) -> bool:
+        candidate.fixed_isolation()
+        key = _key(candidate)
+        if key in self._seen:
+            return self._seen[key]
         if self.tests >= self.budget:
+            self._refused = True
             return False
         self.tests += 1
-        return self.keeps(candidate.fixed_isolation())
+        self._seen[key] = kept = self.keeps(candidate)
+        return kept
 
     def shrink(self, inp: FuzzInput) -> FuzzInput:
         best = inp.copy()
+        self._seen[_key(best.copy().fixed_isolation())] = True     # the request itself keeps its class
         while self.tests < self.budget:
-            before = self.tests
-            changed = False
-            for step in (self._contracts, self._rows, self._simpler_ops, self._immediates, self._call_data, self._storage,
-                         self._data, self._policy, self._limits, self._context):
+            start, before = _key(best), self.tests
+            for step in (self._contracts, self._rows, self._simpler_ops, self._stops, self._immediates,
+                         self._call_data, self._storage, self._data, self._policy, self._limits, self._context):
                 result = step(best)
                 if result is not None:
-                    best, changed = result, True
-            if not changed or self.tests == before:
+                    best = result
+            # a whole round changed nothing (or ran no new candidate: it only moved between
+            # requests already known to keep the class): a fixpoint
+            if _key(best) == start or self.tests == before:
+                self.minimal = not self._refused
                 break
         return best
 
@@ -119,6 +140,35 @@ class Shrinker:
                         rows, current, improved = trial, cand, cand
                         break
                 i += 1
+        return improved
+
+    def _stops(self, inp: FuzzInput) -> FuzzInput | None:
+        """A halting row (RETURN, REVERT, TRAP) and a code's only row replaced by STOP, and raw
+        code bytes by the rows they decode to (jumps to row 0) or by a STOP: what is
+        left of a program after the row pass may be an instruction kept only because a code
+        cannot be empty or must end, and it need not be the one the class is about."""
+        improved = None
+        for address in sorted(inp.contracts):
+            current = improved or inp
+            code, storage = current.contracts[address]
+            if code.rows is None:               # raw bytes: its instructions as rows, or a STOP
+                for rows in _rows_of_raw(code.raw or b""), [("STOP", 0)]:
+                    cand = current.copy()
+                    cand.contracts[address] = (Code(rows=rows), dict(storage))
+                    if rows and self._try(cand):
+                        current = improved = cand
+                        break
+                continue
+            rows = list(code.rows)
+            for i, (m, _imm) in enumerate(rows):
+                if m == "STOP" or (TABLE.by_mnemonic[m].flow != "halt" and len(rows) > 1):
+                    continue
+                trial = list(rows)
+                trial[i] = ("STOP", 0)
+                cand = current.copy()
+                cand.contracts[address] = (Code(rows=trial, data=code.data), dict(storage))
+                if self._try(cand):
+                    rows, current, improved = trial, cand, cand
         return improved
 
     def _immediates(self, inp: FuzzInput) -> FuzzInput | None:
@@ -217,6 +267,20 @@ class Shrinker:
                 if self._try(cand):
                     improved = cand
         return improved
+
+
+def _rows_of_raw(blob: bytes) -> list[tuple[str, int]]:
+    """The rows a raw container's code decodes to (every jump to row 0); [] when it does not."""
+    try:
+        return [(d.instruction.mnemonic, 0 if d.instruction.immediate_kind == "jump_target" else d.immediate)
+                for d in decode(parse(blob).code)]
+    except InvalidCode:
+        return []
+
+
+def _key(inp: FuzzInput) -> bytes:
+    """A candidate's identity (its canonical JSON, digested)."""
+    return hashlib.blake2b(json.dumps(inp.to_json(), separators=(",", ":")).encode(), digest_size=16).digest()
 
 
 def _remove(rows, i: int, n: int):

@@ -146,7 +146,7 @@ def _impl(value: Any, where: str, impls: int) -> int:
 
 def _finding(f: Any, where: str, impls: int) -> None:
     _dict(f, where, {"index", "impl", "class", "vector_id", "vector", "input", "original_size", "size", "tests",
-                     "shrink_seconds", "program", "diff", "trace", "exposed_as"}.__contains__)
+                     "shrink_seconds", "program", "diff", "trace", "exposed_as", "minimal"}.__contains__)
     _sized(f, where, FINDING_BYTES)
     for k in ("index", "original_size", "size", "tests"):
         _int(f.get(k), f"{where}.{k}")
@@ -159,6 +159,8 @@ def _finding(f: Any, where: str, impls: int) -> None:
         _list(f.get(k), f"{where}.{k}", _text)
     if "exposed_as" in f:
         _str(f["exposed_as"], f"{where}.exposed_as")
+    if "minimal" in f and not isinstance(f["minimal"], bool):
+        raise _Damaged(f"{where}.minimal is not true or false")
     _request(f.get("input"), f"{where}.input", FINDING_BYTES)
     _vector(f.get("vector"), f"{where}.vector")
 

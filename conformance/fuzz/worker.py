@@ -59,6 +59,9 @@ class Worker:
         self.known_cells: set[str] = set(self.config.get("cells", ()))
         self.known_arcs: set[str] = set(self.config.get("arcs", ()))
         self.known_classes: set[str] = set(self.config.get("classes", ()))
+        # the campaign keeps no more findings: a new class is counted, not shrunk (its finding
+        # would be dropped; set between epochs, so the results do not depend on the workers)
+        self.findings_full = bool(self.config.get("findings_full"))
         self.tracer = ArcTracer(int(self.config["arc_share"]))
         self.skip: frozenset[int] = frozenset(int(i) for i in self.config.get("skip", ()))
         self._at: tuple[int, FuzzInput | None] = (0, None)
@@ -76,6 +79,7 @@ class Worker:
         self.known_cells.update(message.get("cells", ()))
         self.known_arcs.update(message.get("arcs", ()))
         self.known_classes.update(message.get("classes", ()))
+        self.findings_full = self.findings_full or bool(message.get("findings_full"))
 
     def hellos(self) -> list[dict[str, Any] | None]:
         return [s.hello for s in self.sessions]
@@ -214,7 +218,7 @@ class Worker:
                     continue
                 key = f"{impl}|{div.kind}"
                 divergences.append([idx, impl, div.kind])
-                if key in self.known_classes or key in shrunk_here:
+                if key in self.known_classes or key in shrunk_here or self.findings_full:
                     continue
                 shrunk_here.add(key)
                 findings.append(self._finding(impl, idx, inp, div))
@@ -354,9 +358,10 @@ class Worker:
                 d = first_divergence(reference_trace(vi), answer.message["trace"])
                 trace_line = str(d) if d is not None else "traces agree"
         vector = make_vector(small, self.seed, idx, kind, session.name)
+        ended = {"minimal": shrinker.minimal} if budget else {}     # not shrunk: neither minimal nor cut
         return {"index": idx, "impl": impl, "class": kind, "vector_id": vector_id(self.seed, idx),
                 "vector": vector, "input": small.to_json(), "original_size": inp.size(), "size": small.size(),
-                "tests": shrinker.tests, "shrink_seconds": time.perf_counter() - t0,
+                "tests": shrinker.tests, **ended, "shrink_seconds": time.perf_counter() - t0,
                 "program": program_text(small), "diff": final.lines(), "trace": trace_line}
 
 
