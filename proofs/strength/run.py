@@ -1,0 +1,146 @@
+"""The fair unit of each mutant, its verdict, and the score.
+
+The fair unit of a mutant is the proofs unit of the opcodes its function defines: the
+opcodes whose model (``models(w)``) or handler (``handlers(word)``) is that function or is
+defined inside it (``models.returning.model`` -> RETURN and REVERT), or every opcode of the
+module's instruction type when the function is shared (``models`` itself, a module-level
+helper). The unit is what ``rtwo-vm prove --opcode M ...`` runs for those opcodes: their
+theorems and laws at every width, and the agreement checks with the interpreter.
+
+Verdicts: ``killed`` when a row of the unit fails (counterexample, disagreement, vacuous
+premise, error: ``how`` names the first such row), when a row is left unknown (the suite
+does not pass: ``undecided``), when the unit crashes (``crash``: the mutant does not even
+import) or runs past the wall-clock safety net (``timeout``); else ``survived``. Mutants
+listed in equivalent.toml or unreachable.toml are not run and are counted neither way.
+Score: killed / (killed + survived). Before the mutants, the unmutated unit is run once
+per distinct unit (``baseline``): a unit that does not pass unmutated gives no verdicts.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from proofs.strength import isolate
+from proofs.strength.mutants import Mutant, equivalent, unreachable
+
+FAILING = ("counterexample", "disagrees", "error", "vacuous")
+UNDECIDED = ("unknown", "timeout")
+TARGET = 0.95
+
+
+def _qualname(fn) -> str:
+    return fn.__qualname__.replace("<locals>.", "")
+
+
+def unit(mutant: Mutant) -> tuple[str, ...]:
+    """The opcodes of the mutant's fair unit (sorted)."""
+    module = importlib.import_module(mutant.path.removesuffix(".py").replace("/", "."))
+    if mutant.path.startswith("proofs/"):
+        from proofs.words import width
+        table = module.models(width(64))
+    else:
+        from reference_vm.words import Word
+        table = module.handlers(Word(64))
+    f = mutant.function
+    mine = [m for m, fn in table.items()
+            if _qualname(fn) == f or _qualname(fn).startswith(f + ".") or f.startswith(_qualname(fn) + ".")]
+    return tuple(sorted(mine or table))
+
+
+@dataclass
+class Verdict:
+    mutant: Mutant
+    status: str                     # killed, survived, equivalent, unreachable
+    how: str = ""
+    detail: str = ""
+    opcodes: tuple[str, ...] = ()
+
+    def to_json(self) -> dict:
+        return {"mutant": self.mutant.id, "description": self.mutant.description,
+                "line": self.mutant.line, "status": self.status, "how": self.how,
+                "detail": self.detail, "unit": list(self.opcodes)}
+
+
+def judge(result: dict) -> tuple[str, str, str]:
+    """(status, how, detail) of a unit's result."""
+    if "timeout" in result:
+        return "killed", "timeout", f"still running after {result['timeout']:g} s (wall-clock safety net)"
+    if "error" in result:
+        return "killed", "crash", result["error"]
+    rows = result["rows"]
+    for statuses, how in ((FAILING, "failing"), (UNDECIDED, "undecided")):
+        bad = [r for r in rows if r["status"] in statuses]
+        if bad:
+            r = bad[0]
+            return "killed", how, f"{r['theorem']} {r['opcode']} {r['width']}: {r['status']}"
+    return "survived", "", f"{len(rows)} rows proved or agreeing"
+
+
+@dataclass
+class Result:
+    verdicts: list[Verdict] = field(default_factory=list)
+
+    def count(self, status: str) -> int:
+        return sum(v.status == status for v in self.verdicts)
+
+    @property
+    def score(self) -> float | None:
+        counted = self.count("killed") + self.count("survived")
+        return self.count("killed") / counted if counted else None
+
+
+class BaselineFailed(RuntimeError):
+    pass
+
+
+def run(mutants: Sequence[Mutant], timeout: float = 600.0, baseline: bool = True,
+        progress: Callable[[int, int, Verdict], None] | None = None) -> Result:
+    listed = {**{k: ("equivalent", v) for k, v in equivalent().items()},
+              **{k: ("unreachable", v) for k, v in unreachable().items()}}
+    passed: set[tuple[str, ...]] = set()
+    out = Result()
+    for index, mutant in enumerate(mutants):
+        opcodes = unit(mutant)
+        if mutant.id in listed:
+            status, reason = listed[mutant.id]
+            verdict = Verdict(mutant, status, "reason", reason, opcodes)
+        else:
+            if baseline and opcodes not in passed:
+                status, how, detail = judge(isolate.run_unit(None, opcodes, timeout))
+                if status != "survived":
+                    raise BaselineFailed(f"the unmutated unit {' '.join(opcodes)} does not pass: "
+                                         f"{how}: {detail}")
+                passed.add(opcodes)
+            status, how, detail = judge(isolate.run_unit(mutant, opcodes, timeout))
+            verdict = Verdict(mutant, status, how, detail, opcodes)
+        out.verdicts.append(verdict)
+        if progress:
+            progress(index + 1, len(mutants), verdict)
+    return out
+
+
+def record(result: Result, scope: str) -> dict:
+    """The small record of a run (score.json): score, counts per module, survivors, scope."""
+    per: dict[str, dict[str, int]] = {}
+    for v in result.verdicts:
+        counts = per.setdefault(v.mutant.path, {})
+        counts[v.status] = counts.get(v.status, 0) + 1
+    return {"scope": scope, "score": result.score, "target": TARGET,
+            "counts": "killed / (killed + survived); equivalent and unreachable are not counted",
+            "killed": result.count("killed"), "survived": result.count("survived"),
+            "equivalent": result.count("equivalent"), "unreachable": result.count("unreachable"),
+            "modules": {k: dict(sorted(c.items())) for k, c in sorted(per.items())},
+            "survivors": [v.to_json() for v in result.verdicts if v.status == "survived"]}
+
+
+def lines(result: Result) -> list[str]:
+    """One line per mutant, then the score."""
+    out = [f"{v.status:<11} {v.mutant.id}  {v.mutant.description}"
+           + (f"  [{v.how}: {v.detail}]" if v.how else f"  [{v.detail}]") for v in result.verdicts]
+    score = "n/a" if result.score is None else f"{100 * result.score:.1f}%"
+    out.append(f"prove strength: {score} killed ({result.count('killed')} killed, "
+               f"{result.count('survived')} survived, {result.count('equivalent')} equivalent, "
+               f"{result.count('unreachable')} unreachable; target {100 * TARGET:.0f}%)")
+    return out
