@@ -144,3 +144,33 @@ def lines(result: Result) -> list[str]:
                f"{result.count('survived')} survived, {result.count('equivalent')} equivalent, "
                f"{result.count('unreachable')} unreachable; target {100 * TARGET:.0f}%)")
     return out
+
+
+SCORE_FILE = __import__("pathlib").Path(__file__).resolve().parent / "score.json"
+
+
+def command(modules: tuple[str, ...], limit: int | None, timeout: float, record_score: bool,
+            emit: Callable[[str], None] = print) -> int:
+    """``rtwo-vm prove --strength``: exit 0 when the score reaches the target (or nothing was
+    counted), 1 below it; a ValueError (bad module, stale reason) is the caller's bad input."""
+    import json
+
+    from proofs.strength.mutants import select
+    from spec.files import atomic_write
+
+    chosen = select(modules, limit)
+    known = {m.id for m in select(modules)}
+    stale = [i for i in (*equivalent(), *unreachable()) if i.split(":", 1)[0] in {m.path for m in chosen}
+             and i not in known]
+    if stale:
+        raise ValueError(f"stale reason for {stale[0]} (names no mutant of its module)")
+    result = run(chosen, timeout, progress=lambda done, total, v: emit(
+        f"[{done}/{total}] {v.status} {v.mutant.id} ({' '.join(v.opcodes)})"))
+    for line in lines(result):
+        emit(line)
+    if record_score:
+        scope = (f"{len(chosen)} mutants" + (f" (--limit {limit})" if limit is not None else "")
+                 + " of " + (", ".join(modules) if modules else "every model and handler module"))
+        atomic_write(SCORE_FILE, (json.dumps(record(result, scope), indent=1, sort_keys=True) + "\n").encode())
+        emit(f"recorded in {SCORE_FILE}")
+    return 0 if result.score is None or result.score >= TARGET else 1
