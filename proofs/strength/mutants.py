@@ -158,8 +158,8 @@ class _Points(ast.NodeVisitor):
 
 
 def _subscript_index(node: ast.Subscript) -> int:
-    s = node.slice
-    return s.value if isinstance(s, ast.Constant) else -s.operand.value  # type: ignore[attr-defined]
+    s: Any = node.slice
+    return int(s.value) if isinstance(s, ast.Constant) else -int(s.operand.value)
 
 
 def _mutate(tree: ast.AST, statement: Any, node: Any, kind: str, variant: Any, parents) -> str:
@@ -180,10 +180,10 @@ def _mutate(tree: ast.AST, statement: Any, node: Any, kind: str, variant: Any, p
         names[0], names[1] = names[1], names[0]
         return "the first two stack items swapped"
     if kind == "index":
-        old = _subscript_index(node)
-        new = old - 1 if old < 0 else old + 1
+        was = _subscript_index(node)
+        new = was - 1 if was < 0 else was + 1
         node.slice = ast.Constant(new) if new >= 0 else ast.UnaryOp(ast.USub(), ast.Constant(-new))
-        return f"[{old}] -> [{new}] (the wrong item)"
+        return f"[{was}] -> [{new}] (the wrong item)"
     if kind == "byteorder":
         old, node.value = node.value, "big" if node.value == "little" else "little"
         return f"{old!r} -> {node.value!r}"
