@@ -90,3 +90,22 @@ def test_bad_strength_arguments_are_refused_in_one_line(argv, message):
     proc = subprocess.run([str(Path(sys.executable).parent / "rtwo-vm"), "prove", *argv], capture_output=True,
                           text=True, cwd=ROOT, timeout=120)
     assert proc.returncode == 2 and message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("text, message", [
+    ('[[mutant]]\nid = "a:b:constant:00000000"\n', "needs an id and a reason"),
+    ('[[mutant]]\nid = "x"\nreason = "r"\n[[mutant]]\nid = "x"\nreason = "r"\n', "listed twice"),
+    ("[[mutant\n", "reasons.toml"),
+])
+def test_a_malformed_reasons_file_is_refused(tmp_path, text, message):
+    path = tmp_path / "reasons.toml"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=message):
+        mutants.reasons(path)
+
+
+def test_a_reasons_file_is_read_bounded(tmp_path):
+    path = tmp_path / "reasons.toml"
+    path.write_text("#" * (mutants.MAX_REASONS + 1))
+    with pytest.raises(ValueError):
+        mutants.reasons(path)

@@ -281,12 +281,8 @@ def select(paths: tuple[str, ...] = (), limit: int | None = None,
 
 def reasons(path: Path) -> dict[str, str]:
     """Mutant id -> its written reason, from ``[[mutant]]`` entries (id, reason)."""
-    if not path.is_file():
-        raise ValueError(f"{path}: not a regular file")
-    with path.open("rb") as f:
-        blob = f.read(MAX_REASONS + 1)
-    if len(blob) > MAX_REASONS:
-        raise ValueError(f"{path.name}: larger than {MAX_REASONS} bytes")
+    from spec.files import read_bounded   # FileRefused is a ValueError
+    blob = read_bounded(path, MAX_REASONS, "reasons file")
     try:
         data = tomllib.loads(blob.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
