@@ -85,6 +85,7 @@ def test_a_crashing_or_slow_unit_is_killed_by_its_own_verdicts():
     (["--limit", "3"], "need --strength"),
     (["--strength", "--strength-module", "nope"], "no single model or handler module"),
     (["--strength", "--limit", "0"], "--limit must be"),
+    (["--strength", "--opcode", "ADD"], "no --opcode"),
 ])
 def test_bad_strength_arguments_are_refused_in_one_line(argv, message):
     proc = subprocess.run([str(Path(sys.executable).parent / "rtwo-vm"), "prove", *argv], capture_output=True,

@@ -67,7 +67,8 @@ def register(subparsers) -> None:
     p.add_argument("--strength-module", action="append", metavar="PATH", dest="strength_modules",
                    help="with --strength: only mutants of this module (repeatable), e.g. "
                         "proofs/instructions/control.py")
-    p.add_argument("--limit", type=int, metavar="N", help="with --strength: a sample of N mutants")
+    p.add_argument("--limit", type=int, metavar="N", help="with --strength: a sample of N mutants "
+                   "(--timeout is then each mutant's wall-clock safety net, default 1800 s)")
     p.add_argument("--record", action="store_true",
                    help="with --strength: write the score to proofs/strength/score.json")
     p.set_defaults(func=_cmd_prove)
@@ -75,6 +76,9 @@ def register(subparsers) -> None:
 
 def _cmd_strength(args) -> int:
     from proofs.strength import run
+    if args.opcode or args.names or args.theorems_file or args.width is not None:
+        raise CliError("--strength picks each mutant's unit itself: no --opcode, --theorem, "
+                       "--theorems or --width")
     if args.limit is not None and not 1 <= args.limit <= 100_000:
         raise CliError("--limit must be 1..100000")
     if args.timeout is not None and not (math.isfinite(args.timeout) and 0 < args.timeout < 1e6):
