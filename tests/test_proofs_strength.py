@@ -38,6 +38,9 @@ def test_ids_name_the_text_and_units_follow_the_function():
     shared = next(m for m in ms if m.function == "models")
     control = sorted(i.mnemonic for i in spec.load().instructions if i.type == "control")
     assert list(run.unit(shared)) == control              # every control opcode (spec 6.1)
+    helper = _generated("reference_vm/instructions/memory.py", "statement", "charge(frame", "pass",
+                        "copy_into_memory")
+    assert run.unit(helper) == ("CALLDATACOPY", "DATACOPY", "RETURNDATACOPY")   # its callers
     order = _generated("reference_vm/instructions/memory.py", "byteorder", "'little'", "'big'", "MLOAD")
     assert order.function == "handlers.MLOAD"
 

@@ -3,8 +3,10 @@
 The fair unit of a mutant is the proofs unit of the opcodes its function defines: the
 opcodes whose model (``models(w)``) or handler (``handlers(word)``) is that function or is
 defined inside it (``models.returning.model`` -> RETURN and REVERT), or every opcode of the
-module's instruction type when the function is shared (the body of ``models`` or
-``handlers``, which builds the whole table; a module-level helper). The unit is what
+module's instruction type when the function is the body of ``models`` or ``handlers``
+(which builds the whole table). For a module-level helper, the opcodes (of any module of the
+same root) whose model or handler calls it, directly or through a helper of its own module
+(``copy_into_memory`` -> CALLDATACOPY, DATACOPY, RETURNDATACOPY). The unit is what
 ``rtwo-vm prove --opcode M ...`` runs for those opcodes: their theorems and laws at every
 width, and the agreement checks with the interpreter.
 
@@ -35,21 +37,51 @@ def _qualname(fn) -> str:
     return fn.__qualname__.replace("<locals>.", "")
 
 
+def _table(path: str) -> dict:
+    module = importlib.import_module(path.removesuffix(".py").replace("/", "."))
+    if path.startswith("proofs/"):
+        from proofs.words import width
+        return module.models(width(64))
+    from reference_vm.words import Word
+    return module.handlers(Word(64))
+
+
+def _uses(code, names: set[str]) -> bool:
+    return bool(names & set(code.co_names)) or any(
+        _uses(c, names) for c in code.co_consts if hasattr(c, "co_names"))
+
+
+def _helpers(path: str, name: str) -> set[str]:
+    """``name`` and the module-level functions of ``path`` that call it (to a fixpoint)."""
+    module = importlib.import_module(path.removesuffix(".py").replace("/", "."))
+    names = {name}
+    functions = {k: v for k, v in vars(module).items() if callable(v) and hasattr(v, "__code__")
+                 and v.__module__ == module.__name__ and k not in ("models", "handlers")}
+    while True:
+        more = {k for k, v in functions.items() if k not in names and _uses(v.__code__, names)}
+        if not more:
+            return names
+        names |= more
+
+
 def unit(mutant: Mutant) -> tuple[str, ...]:
     """The opcodes of the mutant's fair unit (sorted)."""
-    module = importlib.import_module(mutant.path.removesuffix(".py").replace("/", "."))
-    if mutant.path.startswith("proofs/"):
-        from proofs.words import width
-        table = module.models(width(64))
-    else:
-        from reference_vm.words import Word
-        table = module.handlers(Word(64))
+    from proofs.strength.mutants import modules
+    table = _table(mutant.path)
     f = mutant.function
     if f in ("models", "handlers"):   # the table's own body builds every entry
         return tuple(sorted(table))
     mine = [m for m, fn in table.items()
             if _qualname(fn) == f or _qualname(fn).startswith(f + ".") or f.startswith(_qualname(fn) + ".")]
-    return tuple(sorted(mine or table))
+    if mine:
+        return tuple(sorted(mine))
+    # A module-level helper: every opcode (of any module of the same root) whose model or
+    # handler calls it, directly or through another helper of its module; else the module.
+    names = _helpers(mutant.path, f.split(".", 1)[0])
+    root = mutant.path.rsplit("/", 1)[0]
+    users = [m for path in modules() if path.startswith(root + "/")
+             for m, fn in _table(path).items() if _uses(fn.__code__, names)]
+    return tuple(sorted(users or table))
 
 
 @dataclass
