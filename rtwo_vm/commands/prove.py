@@ -61,7 +61,33 @@ def register(subparsers) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar and no table")
     p.add_argument("--no-table", dest="table", action="store_false",
                    help="progress bar and summary only (the rows stay in the report)")
+    p.add_argument("--strength", action="store_true",
+                   help="mutation score of the suite: mutants of the models and handlers, each "
+                        "run on its opcodes' unit in a copy of the tree (proofs/strength/)")
+    p.add_argument("--strength-module", action="append", metavar="PATH", dest="strength_modules",
+                   help="with --strength: only mutants of this module (repeatable), e.g. "
+                        "proofs/instructions/control.py")
+    p.add_argument("--limit", type=int, metavar="N", help="with --strength: a sample of N mutants "
+                   "(--timeout is then each mutant's wall-clock safety net, default 1800 s)")
+    p.add_argument("--record", action="store_true",
+                   help="with --strength: write the score to proofs/strength/score.json")
     p.set_defaults(func=_cmd_prove)
+
+
+def _cmd_strength(args) -> int:
+    from proofs.strength import run
+    if args.opcode or args.names or args.theorems_file or args.width is not None:
+        raise CliError("--strength picks each mutant's unit itself: no --opcode, --theorem, "
+                       "--theorems or --width")
+    if args.limit is not None and not 1 <= args.limit <= 100_000:
+        raise CliError("--limit must be 1..100000")
+    if args.timeout is not None and not (math.isfinite(args.timeout) and 0 < args.timeout < 1e6):
+        raise CliError("--timeout must be a finite number of seconds above 0")
+    try:
+        return run.command(tuple(args.strength_modules or ()), args.limit, args.timeout or 1800.0,
+                           args.record)
+    except (ValueError, run.BaselineFailed) as err:
+        raise CliError(f"--strength: {err}") from None
 
 
 def _options(args):
@@ -117,6 +143,10 @@ def _options(args):
 
 
 def _cmd_prove(args) -> int:
+    if args.strength:
+        return _cmd_strength(args)
+    if args.strength_modules or args.limit is not None or args.record:
+        raise CliError("--strength-module, --limit and --record need --strength")
     from proofs import report
     from proofs.runner import run_suite
     from rtwo_vm.progress import Progress

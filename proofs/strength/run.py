@@ -1,0 +1,211 @@
+"""The fair unit of each mutant, its verdict, and the score.
+
+The fair unit of a mutant is the proofs unit of the opcodes its function defines: the
+opcodes whose model (``models(w)``) or handler (``handlers(word)``) is that function or is
+defined inside it (``models.returning.model`` -> RETURN and REVERT), or every opcode of the
+module's instruction type when the function is the body of ``models`` or ``handlers``
+(which builds the whole table). For a module-level helper, the opcodes (of any module of the
+same root) whose model or handler calls it, directly or through a helper of its own module
+(``copy_into_memory`` -> CALLDATACOPY, DATACOPY, RETURNDATACOPY). The unit is what
+``rtwo-vm prove --opcode M ...`` runs for those opcodes: their theorems and laws at every
+width, and the agreement checks with the interpreter.
+
+Verdicts: ``killed`` when a row of the unit fails (counterexample, disagreement, vacuous
+premise, error: ``how`` names the first such row), when a row is left unknown (the suite
+does not pass: ``undecided``), when the unit crashes (``crash``: the mutant does not even
+import) or runs past the wall-clock safety net (``timeout``); else ``survived``. Mutants
+listed in equivalent.toml or unreachable.toml are not run and are counted neither way.
+Score: killed / (killed + survived). Before the mutants, the unmutated unit is run once
+per distinct unit (``baseline``): a unit that does not pass unmutated gives no verdicts.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from proofs.strength import isolate
+from proofs.strength.mutants import Mutant, equivalent, unreachable
+
+FAILING = ("counterexample", "disagrees", "error", "vacuous")
+UNDECIDED = ("unknown", "timeout")
+TARGET = 0.95
+
+
+def _qualname(fn) -> str:
+    return fn.__qualname__.replace("<locals>.", "")
+
+
+def _table(path: str) -> dict:
+    module = importlib.import_module(path.removesuffix(".py").replace("/", "."))
+    if path.startswith("proofs/"):
+        from proofs.words import width
+        return module.models(width(64))
+    from reference_vm.words import Word
+    return module.handlers(Word(64))
+
+
+def _uses(code, names: set[str]) -> bool:
+    return bool(names & set(code.co_names)) or any(
+        _uses(c, names) for c in code.co_consts if hasattr(c, "co_names"))
+
+
+def _helpers(path: str, name: str) -> set[str]:
+    """``name`` and the module-level functions of ``path`` that call it (to a fixpoint)."""
+    module = importlib.import_module(path.removesuffix(".py").replace("/", "."))
+    names = {name}
+    functions = {k: v for k, v in vars(module).items() if callable(v) and hasattr(v, "__code__")
+                 and v.__module__ == module.__name__ and k not in ("models", "handlers")}
+    while True:
+        more = {k for k, v in functions.items() if k not in names and _uses(v.__code__, names)}
+        if not more:
+            return names
+        names |= more
+
+
+def unit(mutant: Mutant) -> tuple[str, ...]:
+    """The opcodes of the mutant's fair unit (sorted)."""
+    from proofs.strength.mutants import modules
+    table = _table(mutant.path)
+    f = mutant.function
+    if f in ("models", "handlers"):   # the table's own body builds every entry
+        return tuple(sorted(table))
+    mine = [m for m, fn in table.items()
+            if _qualname(fn) == f or _qualname(fn).startswith(f + ".") or f.startswith(_qualname(fn) + ".")]
+    if mine:
+        return tuple(sorted(mine))
+    # A module-level helper: every opcode (of any module of the same root) whose model or
+    # handler calls it, directly or through another helper of its module; else the module.
+    names = _helpers(mutant.path, f.split(".", 1)[0])
+    root = mutant.path.rsplit("/", 1)[0]
+    users = [m for path in modules() if path.startswith(root + "/")
+             for m, fn in _table(path).items() if _uses(fn.__code__, names)]
+    return tuple(sorted(users or table))
+
+
+@dataclass
+class Verdict:
+    mutant: Mutant
+    status: str                     # killed, survived, equivalent, unreachable
+    how: str = ""
+    detail: str = ""
+    opcodes: tuple[str, ...] = ()
+
+    def to_json(self) -> dict:
+        return {"mutant": self.mutant.id, "description": self.mutant.description,
+                "line": self.mutant.line, "status": self.status, "how": self.how,
+                "detail": self.detail, "unit": list(self.opcodes)}
+
+
+def judge(result: dict) -> tuple[str, str, str]:
+    """(status, how, detail) of a unit's result."""
+    if "timeout" in result:
+        return "killed", "timeout", f"still running after {result['timeout']:g} s (wall-clock safety net)"
+    if "error" in result:
+        return "killed", "crash", result["error"]
+    rows = result["rows"]
+    for statuses, how in ((FAILING, "failing"), (UNDECIDED, "undecided")):
+        bad = [r for r in rows if r["status"] in statuses]
+        if bad:
+            r = bad[0]
+            return "killed", how, f"{r['theorem']} {r['opcode']} {r['width']}: {r['status']}"
+    return "survived", "", f"{len(rows)} rows proved or agreeing"
+
+
+@dataclass
+class Result:
+    verdicts: list[Verdict] = field(default_factory=list)
+
+    def count(self, status: str) -> int:
+        return sum(v.status == status for v in self.verdicts)
+
+    @property
+    def score(self) -> float | None:
+        counted = self.count("killed") + self.count("survived")
+        return self.count("killed") / counted if counted else None
+
+
+class BaselineFailed(RuntimeError):
+    pass
+
+
+def run(mutants: Sequence[Mutant], timeout: float = 600.0, baseline: bool = True,
+        progress: Callable[[int, int, Verdict], None] | None = None) -> Result:
+    listed = {**{k: ("equivalent", v) for k, v in equivalent().items()},
+              **{k: ("unreachable", v) for k, v in unreachable().items()}}
+    passed: set[tuple[str, ...]] = set()
+    out = Result()
+    for index, mutant in enumerate(mutants):
+        opcodes = unit(mutant)
+        if mutant.id in listed:
+            status, reason = listed[mutant.id]
+            verdict = Verdict(mutant, status, "reason", reason, opcodes)
+        else:
+            if baseline and opcodes not in passed:
+                status, how, detail = judge(isolate.run_unit(None, opcodes, timeout))
+                if status != "survived":
+                    raise BaselineFailed(f"the unmutated unit {' '.join(opcodes)} does not pass: "
+                                         f"{how}: {detail}")
+                passed.add(opcodes)
+            status, how, detail = judge(isolate.run_unit(mutant, opcodes, timeout))
+            verdict = Verdict(mutant, status, how, detail, opcodes)
+        out.verdicts.append(verdict)
+        if progress:
+            progress(index + 1, len(mutants), verdict)
+    return out
+
+
+def record(result: Result, scope: str) -> dict:
+    """The small record of a run (score.json): score, counts per module, survivors, scope."""
+    per: dict[str, dict[str, int]] = {}
+    for v in result.verdicts:
+        counts = per.setdefault(v.mutant.path, {})
+        counts[v.status] = counts.get(v.status, 0) + 1
+    return {"scope": scope, "score": result.score, "target": TARGET,
+            "counts": "killed / (killed + survived); equivalent and unreachable are not counted",
+            "killed": result.count("killed"), "survived": result.count("survived"),
+            "equivalent": result.count("equivalent"), "unreachable": result.count("unreachable"),
+            "modules": {k: dict(sorted(c.items())) for k, c in sorted(per.items())},
+            "survivors": [v.to_json() for v in result.verdicts if v.status == "survived"]}
+
+
+def lines(result: Result) -> list[str]:
+    """One line per mutant, then the score."""
+    out = [f"{v.status:<11} {v.mutant.id}  {v.mutant.description}"
+           + (f"  [{v.how}: {v.detail}]" if v.how else f"  [{v.detail}]") for v in result.verdicts]
+    score = "n/a" if result.score is None else f"{100 * result.score:.1f}%"
+    out.append(f"prove strength: {score} killed ({result.count('killed')} killed, "
+               f"{result.count('survived')} survived, {result.count('equivalent')} equivalent, "
+               f"{result.count('unreachable')} unreachable; target {100 * TARGET:.0f}%)")
+    return out
+
+
+SCORE_FILE = __import__("pathlib").Path(__file__).resolve().parent / "score.json"
+
+
+def command(modules: tuple[str, ...], limit: int | None, timeout: float, record_score: bool,
+            emit: Callable[[str], None] = print) -> int:
+    """``rtwo-vm prove --strength``: exit 0 when the score reaches the target (or nothing was
+    counted), 1 below it; a ValueError (bad module, stale reason) is the caller's bad input."""
+    import json
+
+    from proofs.strength.mutants import select
+    from spec.files import atomic_write
+
+    chosen = select(modules, limit)
+    known = {m.id for m in select(modules)}
+    stale = [i for i in (*equivalent(), *unreachable()) if i.split(":", 1)[0] in {m.path for m in chosen}
+             and i not in known]
+    if stale:
+        raise ValueError(f"stale reason for {stale[0]} (names no mutant of its module)")
+    result = run(chosen, timeout, progress=lambda done, total, v: emit(
+        f"[{done}/{total}] {v.status} {v.mutant.id} ({' '.join(v.opcodes)})"))
+    for line in lines(result):
+        emit(line)
+    if record_score:
+        scope = (f"{len(chosen)} mutants" + (f" (--limit {limit})" if limit is not None else "")
+                 + " of " + (", ".join(modules) if modules else "every model and handler module"))
+        atomic_write(SCORE_FILE, (json.dumps(record(result, scope), indent=1, sort_keys=True) + "\n").encode())
+        emit(f"recorded in {SCORE_FILE}")
+    return 0 if result.score is None or result.score >= TARGET else 1
