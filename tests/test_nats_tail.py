@@ -205,3 +205,27 @@ def test_tail_outlives_a_stall_longer_than_the_servers_idle_default(rt, server):
         assert consumers(server.url) == 0
     finally:
         tail.close()
+
+
+def test_tail_follows_past_its_first_hundred_messages(rt, server):
+    # A follow without --limit asks each fetch for a batch of 100: once 100 messages were
+    # printed, the next fetch must still ask for a positive batch (measured: after 101 lines
+    # the tail exited 2 with "nats: invalid batch size").
+    rt.events.add_sink("nats", server.url)
+    for _ in range(60):
+        rt.call(to=0x100)
+    rt.events.deliver()
+    events = len(rt.events.list(limit=10_000))
+    assert events > 150      # several events per call (10 lifecycle stages, result, ...)
+    tail = Tail(server.url)
+    try:
+        for _ in range(events):
+            tail.line()
+        rt.call(to=0x100)    # and it still follows
+        rt.events.deliver()
+        tail.line()
+        assert tail.process.poll() is None
+        tail.process.send_signal(signal.SIGINT)
+        assert tail.finish(20) == (0, "")
+    finally:
+        tail.close()

@@ -296,6 +296,7 @@ def _reason(err: BaseException) -> str:
 # How long one pull request waits for a message (seconds); a fetch that runs out of it is
 # simply repeated. The CLI's hidden --fetch-wait sets it (the tests make it tiny so that
 # both kinds of fetch timeout of the client happen quickly).
+FETCH_BATCH = 100
 FETCH_WAIT = 1.0
 # A lost connection is retried this many times, RECONNECT_WAIT seconds apart (each attempt
 # bounded by the answer timeout), then the tail ends with ServerLost.
@@ -384,6 +385,12 @@ def _filter(subject: str, context: str | None, type_: str | None) -> str:
     return check_subject(subject)
 
 
+def _batch(limit: int | None, printed: int) -> int:
+    """Messages one fetch asks for: up to 100, never more than the limit leaves (and never
+    fewer than one: a follow without a limit goes on past its first 100 messages)."""
+    return FETCH_BATCH if limit is None else max(1, min(FETCH_BATCH, limit - printed))
+
+
 async def _tail(url, stream, subject, context, type_, limit, follow, durable, timeout, out,
                 stop, fetch_wait, state) -> int:
     nats = _client()
@@ -421,8 +428,7 @@ async def _tail(url, stream, subject, context, type_, limit, follow, durable, ti
             if stop() or state["interrupted"]:  # also if the client swallowed the cancel
                 break
             try:
-                messages = await sub.fetch(min(100, (limit or 100) - state["printed"]) or 1,
-                                           timeout=min(timeout, fetch_wait))
+                messages = await sub.fetch(_batch(limit, state["printed"]), timeout=min(timeout, fetch_wait))
             except asyncio.TimeoutError:
                 # The client's own TimeoutError (and FetchTimeoutError) and the plain
                 # asyncio one of a used-up deadline: nothing came in time, or a reconnect.
