@@ -189,7 +189,12 @@ def render(cex: dict) -> list[str]:
                      "model and interpreter DIFFER on this input")
         return lines
     elif "replayed" in ex and isinstance(cex.get("interpreter"), dict):
-        i = cex["interpreter"]
+        i, x = cex["interpreter"], cex.get("inputs") or {}
+        lines.append("pre-state: stack (bottom to top) ["
+                     + ", ".join(number(v) for v in x.get("stack", [])) + "]"
+                     + "".join(f", {k} {number(x[k])}" for k in
+                               ("height", "pc", "compute_used", "compute_limit") if k in x)
+                     + " (the rest in the report's inputs)")
         top = ", ".join(number(v) for v in i.get("stack_top", []))
         lines.append(f"interpreter: {ex['replayed']}: {_outcome(i.get('outcome'))}; stack top "
                      f"(bottom to top): [{top}]")
