@@ -228,7 +228,7 @@ def run_task(task: tuple) -> list[dict]:
                 results = [r for item in items for r in claims.check_rows([item], bits)]
             else:
                 results = claims.check_rows(items, bits)
-            for (th, q), (status, extra, _) in zip(items, results):
+            for (_, q), (status, extra, _) in zip(items, results):
                 if status == COUNTEREXAMPLE and isinstance(extra.get("counterexample"), dict):
                     _explain(q, extra)
             elapsed = time.perf_counter() - start

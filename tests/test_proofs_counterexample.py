@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from tests.test_progress import run_with_stderr
+from test_progress import run_with_stderr
 
 CLI = [sys.executable, "-m", "rtwo_vm.cli"]
 M64 = (1 << 64) - 1
