@@ -148,3 +148,18 @@ def test_prove_shows_progress_on_a_terminal(tmp_path, terminal, extra, shown):
     assert code == 0, stdout + stderr
     assert (f"prove [{'#' * 30}] 1/1" in stderr) is shown, stderr
     assert bool(re.search("\r(?!\n)", stderr)) is shown, stderr   # a redraw, not a pty's CR LF
+
+
+def test_the_guides_false_theorems_print_as_the_guide_shows(tmp_path):
+    from pathlib import Path
+    text = (Path(__file__).resolve().parents[1] / "docs" / "guides" / "proving.md").read_text()
+    source = re.search(r"```python\n(# my_false_theorems\.py.*?)```", text, re.S).group(1)
+    shown = re.search(r"\$ rtwo-vm prove --theorems my_false_theorems\.py\n(.*?)```", text,
+                      re.S).group(1)
+    code, stdout, stderr = prove(tmp_path, source)
+    assert code == 1, stdout + stderr
+    described = [x for x in shown.splitlines()[shown.splitlines().index(
+        "halves_add_up - w-: counterexample"):] if not x.startswith("prove: ")]
+    assert len(described) > 10 and stderr.splitlines() == described, stderr
+    assert "prove: FAIL: 3 rows, 2 failing, 0 unknown, 0 timed out" in stdout
+    assert re.search(r"\none_more_is_more +\| - +\| - +\| proved \(cvc5: agrees\)", stdout)
