@@ -79,18 +79,21 @@ def _constants(terms) -> list:
     return [seen[k] for k in sorted(seen)]
 
 
-def _model(query, claim, pins: list):
+def _model(query, claim, pins: list, budgets, wall: float):
+    """A model of the claim's negation under the assumptions, pinned if it can be (and
+    whether it is), within the z3 budget of ``proofs/budgets.toml``."""
     solver = z3.Solver()
-    solver.set("rlimit", 50_000_000)
+    solver.set("rlimit", budgets.configs["z3"].rlimit)
+    solver.set("timeout", int(wall * 1000))
     solver.add(*query.assumptions)
     solver.add(z3.Not(claim))
     for pin in (pins, []):
         solver.push()
         solver.add(*pin)
         if solver.check() == z3.sat:
-            return solver.model()
+            return solver.model(), bool(pin) or not pins
         solver.pop()
-    return None
+    return None, False
 
 
 def _state_pins(pre, inputs: dict) -> list:
@@ -105,14 +108,17 @@ def _state_pins(pre, inputs: dict) -> list:
         return []
 
 
-def explain(query, claim, cex: dict) -> dict:
+def explain(query, claim, cex: dict, budgets_file: str | None = None,
+            wall: float | None = None) -> dict:
     """The readable part of counterexample ``cex`` of ``claim`` (see the module doc)."""
+    from proofs import solvers
+    budgets = solvers.load(budgets_file)
     pins = []
     if query.operands and query.mnemonic and "operand_values" in cex:
         pins = [v == value for v, value in zip(query.operands, cex["operand_values"])]
     elif query.pre is not None and isinstance(cex.get("inputs"), dict):
         pins = _state_pins(query.pre, cex["inputs"])
-    model = _model(query, claim, pins)
+    model, pinned = _model(query, claim, pins, budgets, wall or budgets.wall_seconds)
     if model is None:
         return {"not_explained": "z3 did not reproduce the counterexample within its budget"}
     variables = list(query.named) or _constants([claim])
@@ -120,6 +126,9 @@ def explain(query, claim, cex: dict) -> dict:
                               for v in variables[:MAX_OPERANDS]],
                  "operands_left_out": max(0, len(variables) - MAX_OPERANDS),
                  "sides": _sides(model, claim)}
+    if not pinned:
+        out["unpinned"] = ("z3 found another counterexample than the one in inputs; the "
+                           "values here are of that one")
     if query.calls:
         out.update(_replay_call(model, query))
     elif query.pre is not None and query.mnemonic and "interpreter" in cex:
@@ -170,7 +179,11 @@ def render(cex: dict) -> list[str]:
     lines = ["counterexample:"]
     lines += [f"  {o['name']} = {number(o['value'])}" for o in ex.get("operands", [])]
     if ex.get("operands_left_out"):
-        lines.append(f"  ({ex['operands_left_out']} more constants in the report)")
+        lines.append(f"  ({ex['operands_left_out']} more constants not shown"
+                     + ("; z3's whole model is the report's counterexample.model)"
+                        if "model" in cex else ")"))
+    if ex.get("unpinned"):
+        lines.append(f"  (note: {ex['unpinned']})")
     lines.append("failing claim, evaluated in the counterexample:")
     for s in ex.get("sides", []):
         rel = f"   [{s['relation']}]" if "relation" in s else ""

@@ -247,7 +247,8 @@ def _explain(query, extra: dict) -> None:
     cex = extra["counterexample"]
     k = extra.get("claims_checked", extra.get("claims", len(query.claims))) - 1
     try:
-        cex["explained"] = explain(query, query.claims[k], cex)
+        cex["explained"] = explain(query, query.claims[k], cex, _OPTIONS.budgets,
+                                   _OPTIONS.wall_seconds)
     except Exception as err:  # noqa: BLE001 - the verdict stands; the explanation says why not
         cex["explained"] = {"not_explained": f"{type(err).__name__}: {err}"[:300]}
 
