@@ -109,7 +109,7 @@ def _state_pins(pre, inputs: dict) -> list:
 
 
 def explain(query, claim, cex: dict, budgets_file: str | None = None,
-            wall: float | None = None) -> dict:
+            wall: float | None = None, handler=None) -> dict:
     """The readable part of counterexample ``cex`` of ``claim`` (see the module doc)."""
     from proofs import solvers
     budgets = solvers.load(budgets_file)
@@ -130,7 +130,7 @@ def explain(query, claim, cex: dict, budgets_file: str | None = None,
         out["unpinned"] = ("z3 found another counterexample than the one in inputs; the "
                            "values here are of that one")
     if query.calls:
-        out.update(_replay_call(model, query))
+        out.update(_replay_call(model, query, handler))
     elif query.pre is not None and query.mnemonic and "interpreter" in cex:
         out["replayed"] = f"{query.mnemonic} from the counterexample's pre-state (inputs)"
     elif query.pre is not None and query.mnemonic:
@@ -142,7 +142,7 @@ def explain(query, claim, cex: dict, budgets_file: str | None = None,
     return out
 
 
-def _replay_call(model, query) -> dict:
+def _replay_call(model, query, handler=None) -> dict:
     """The law's instruction on the operands of its first application, on the interpreter."""
     from proofs.replay import run_interpreter
     mine = [c for c in query.calls if c[0] == query.mnemonic] or list(query.calls)
@@ -152,7 +152,8 @@ def _replay_call(model, query) -> dict:
             "operands": [{"term": _text(a), "value": v} for a, v in zip(args, stack)],
             "model_pushes": _value(model, pushed)}
     try:
-        observed = run_interpreter({"mnemonic": mnemonic, "width": query.width, "stack": stack})
+        observed = run_interpreter({"mnemonic": mnemonic, "width": query.width, "stack": stack},
+                                   handler if mnemonic == query.mnemonic else None)
         call["outcome"] = observed.status
         call["interpreter_pushes"] = observed.stack[-1] if observed.stack else None
     except Exception as err:  # noqa: BLE001 - a replay failure is reported, not raised

@@ -247,8 +247,20 @@ def _explain(query, extra: dict) -> None:
     cex = extra["counterexample"]
     k = extra.get("claims_checked", extra.get("claims", len(query.claims))) - 1
     try:
-        cex["explained"] = explain(query, query.claims[k], cex, _OPTIONS.budgets,
-                                   _OPTIONS.wall_seconds)
+        handler = _OPTIONS.handler_overrides.get(query.mnemonic)
+        cex["explained"] = ex = explain(query, query.claims[k], cex, _OPTIONS.budgets,
+                                        _OPTIONS.wall_seconds, handler)
+        call = ex.get("call")
+        if call and call["mnemonic"] == query.mnemonic:
+            # A word law's input is the operands its instruction was applied to, by the
+            # law's own names (not the registry's default a b c): the replay is of that.
+            inputs = {"mnemonic": call["mnemonic"], "width": call["width"],
+                      "stack": [o["value"] for o in call["operands"]]}
+            if inputs != cex.get("inputs"):
+                from proofs.agreement import compare
+                cex["inputs"] = inputs
+                cex["differences"] = compare(inputs, handler,
+                                             _OPTIONS.model_overrides.get(query.mnemonic))
     except Exception as err:  # noqa: BLE001 - the verdict stands; the explanation says why not
         cex["explained"] = {"not_explained": f"{type(err).__name__}: {err}"[:300]}
 

@@ -163,3 +163,12 @@ def test_the_guides_false_theorems_print_as_the_guide_shows(tmp_path):
     assert len(described) > 10 and stderr.splitlines() == described, stderr
     assert "prove: FAIL: 3 rows, 2 failing, 0 unknown, 0 timed out" in stdout
     assert re.search(r"\none_more_is_more +\| - +\| - +\| proved \(cvc5: agrees\)", stdout)
+
+
+def test_the_reports_inputs_are_the_laws_own_operands(run, tmp_path_factory):
+    import json
+    doc = json.loads(next(tmp_path_factory.getbasetemp().glob("cex*/report.json")).read_text())
+    row = next(r for r in doc["results"] if r["theorem"] == "sub_from_zero")
+    # the law names its operands x and y (x = 0, y = 1), not the registry's default a b c
+    assert row["counterexample"]["inputs"] == {"mnemonic": "SUB", "width": 64, "stack": [0, 1]}
+    assert row["counterexample"]["differences"] == []
