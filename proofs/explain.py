@@ -176,7 +176,9 @@ def render(cex: dict) -> list[str]:
     if not isinstance(ex, dict):
         return []
     if "not_explained" in ex:
-        return [f"not explained: {ex['not_explained']}"]
+        import json
+        return [f"not explained: {ex['not_explained']}",
+                f"inputs (raw): {json.dumps(cex.get('inputs', cex.get('model')), default=str)[:1500]}"]
     lines = ["counterexample:"]
     lines += [f"  {o['name']} = {number(o['value'])}" for o in ex.get("operands", [])]
     if ex.get("operands_left_out"):

@@ -172,3 +172,12 @@ def test_the_reports_inputs_are_the_laws_own_operands(run, tmp_path_factory):
     # the law names its operands x and y (x = 0, y = 1), not the registry's default a b c
     assert row["counterexample"]["inputs"] == {"mnemonic": "SUB", "width": 64, "stack": [0, 1]}
     assert row["counterexample"]["differences"] == []
+
+
+def test_a_counterexample_that_cannot_be_explained_still_shows_its_inputs():
+    from proofs.explain import number, render
+    lines = render({"inputs": {"mnemonic": "SUB", "stack": [5, 7]},
+                    "explained": {"not_explained": "z3 did not reproduce it"}})
+    assert lines == ["not explained: z3 did not reproduce it",
+                     'inputs (raw): {"mnemonic": "SUB", "stack": [5, 7]}']
+    assert (number(255), number(True), number(0)) == ("0xff (255)", "true", "0x0 (0)")
