@@ -34,12 +34,7 @@ import z3
 
 
 @dataclass
-class Query:
-    """Prove every claim valid under the assumptions. One claim per branch: each is proved
-    on its own (a conjunction over all branches is far harder for bit-blasting solvers
-    than its conjuncts one by one). The assumptions are the theorem's premises: they are
-    checked satisfiable by a query of their own, so that no theorem is proved vacuously."""
-
+class _QueryFields:
     claims: list
     assumptions: list = field(default_factory=list)
     pre: object = None            # the fresh State a counterexample is read from
@@ -47,6 +42,27 @@ class Query:
     imm: object = None
     operands: tuple = ()          # word laws: the operand variables, bottom to top
     width: int = 64
+    named: tuple = ()             # word laws: the variables the law made with words(), in order
+    calls: tuple = ()             # word laws: (mnemonic, operand terms, pushed word) of op()
+
+
+class Query(_QueryFields):
+    """Prove every claim valid under the assumptions. One claim per branch: each is proved
+    on its own (a conjunction over all branches is far harder for bit-blasting solvers
+    than its conjuncts one by one). The assumptions are the theorem's premises: they are
+    checked satisfiable by a query of their own, so that no theorem is proved vacuously.
+    A keyword that is no field (``premises=``) is a one-line TypeError naming the field."""
+
+    def __init__(self, *args, **kwargs):
+        unknown = sorted(set(kwargs) - set(self.__dataclass_fields__))
+        if unknown:
+            hint = {"premises": "assumptions", "premise": "assumptions", "assume": "assumptions",
+                    "assumption": "assumptions", "claim": "claims", "opcode": "mnemonic"}
+            name = unknown[0]
+            right = f"; the field is `{hint[name]}=`" if name in hint else ""
+            raise TypeError(f"Query has no field {name!r}{right} (fields: "
+                            f"{', '.join(self.__dataclass_fields__)})")
+        super().__init__(*args, **kwargs)
 
 
 @dataclass(frozen=True)
@@ -81,8 +97,14 @@ def theorem(name: str, opcode: str = "-", widths: tuple[int, ...] = (0,), note: 
     return wrap
 
 
+_MADE: list | None = None        # while a word law builds: the variables words() made
+
+
 def words(bits: int, names: str):
-    return [z3.BitVec(n, bits) for n in names.split()]
+    made = [z3.BitVec(n, bits) for n in names.split()]
+    if _MADE is not None:
+        _MADE.extend(made)
+    return made
 
 
 def value(mnemonic: str, bits: int, *args, model=None):
@@ -105,11 +127,23 @@ def word_law_theorem(name, opcode, widths, make, note="", profile=None) -> Theor
     """A law over the words the models push: ``make(bits, op)`` returns claims, where
     ``op(mnemonic, *operands)`` is the pushed word."""
     def build(bits, model=None):
+        global _MADE
         overrides = {opcode: model} if model is not None else {}
-        op = lambda m, *a: value(m, bits, *a, model=overrides.get(m))  # noqa: E731
-        claims = make(bits, op)
+        calls: list = []
+
+        def op(m, *a):
+            pushed = value(m, bits, *a, model=overrides.get(m))
+            calls.append((m, a, pushed))
+            return pushed
+        outer, _MADE = _MADE, []
+        try:
+            claims = make(bits, op)
+            named = tuple(_MADE)
+        finally:
+            _MADE = outer
         return Query(claims if isinstance(claims, list) else [claims], mnemonic=opcode,
-                     operands=tuple(words(bits, "a b c")), width=bits)
+                     operands=tuple(words(bits, "a b c")), width=bits, named=named,
+                     calls=tuple(calls))
     return Theorem(name, opcode, tuple(widths), build, note, profile)
 
 

@@ -99,6 +99,9 @@ def describe_failure(r: dict) -> str:
         return f"{head}: its premises are unsatisfiable, so it would hold of anything"
     if "counterexample" in r:
         cex = r["counterexample"]
+        if "explained" in cex:
+            from proofs.explain import render
+            return "\n  ".join([head, *render(cex)])
         return f"{head}\n  inputs: {json.dumps(cex.get('inputs', cex), default=str)[:1500]}" + (
             f"\n  interpreter: {cex.get('interpreter')}\n  replay: {cex.get('differences')}"
             if "inputs" in cex else "")

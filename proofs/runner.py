@@ -228,6 +228,9 @@ def run_task(task: tuple) -> list[dict]:
                 results = [r for item in items for r in claims.check_rows([item], bits)]
             else:
                 results = claims.check_rows(items, bits)
+            for (_, q), (status, extra, _) in zip(items, results):
+                if status == COUNTEREXAMPLE and isinstance(extra.get("counterexample"), dict):
+                    _explain(q, extra)
             elapsed = time.perf_counter() - start
             # A group's time is shared by its rows in proportion to their work units.
             return [_row(th.name, th.opcode, bits, status, elapsed * share, **extra)
@@ -235,6 +238,31 @@ def run_task(task: tuple) -> list[dict]:
         return [_agreement(kind, key, bits, start)]
     except Exception as err:  # noqa: BLE001 - a crashing task is a failure row, not a crash
         return error_rows(task, time.perf_counter() - start, f"{type(err).__name__}: {err}")
+
+
+def _explain(query, extra: dict) -> None:
+    """Add the counterexample's readable part (proofs/explain.py) to a row's ``extra``: the
+    refuted claim is the last one checked (the checks stop at the first refutation)."""
+    from proofs.explain import explain
+    cex = extra["counterexample"]
+    k = extra.get("claims_checked", extra.get("claims", len(query.claims))) - 1
+    try:
+        handler = _OPTIONS.handler_overrides.get(query.mnemonic)
+        cex["explained"] = ex = explain(query, query.claims[k], cex, _OPTIONS.budgets,
+                                        _OPTIONS.wall_seconds, handler)
+        call = ex.get("call")
+        if call and call["mnemonic"] == query.mnemonic:
+            # A word law's input is the operands its instruction was applied to, by the
+            # law's own names (not the registry's default a b c): the replay is of that.
+            inputs = {"mnemonic": call["mnemonic"], "width": call["width"],
+                      "stack": [o["value"] for o in call["operands"]]}
+            if inputs != cex.get("inputs"):
+                from proofs.agreement import compare
+                cex["inputs"] = inputs
+                cex["differences"] = compare(inputs, handler,
+                                             _OPTIONS.model_overrides.get(query.mnemonic))
+    except Exception as err:  # noqa: BLE001 - the verdict stands; the explanation says why not
+        cex["explained"] = {"not_explained": f"{type(err).__name__}: {err}"[:300]}
 
 
 def error_rows(task: tuple, elapsed: float, error: str) -> list[dict]:

@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+from rtwo_vm import progress
 from rtwo_vm.inputs import CliError
 
 
@@ -59,6 +60,7 @@ def register(subparsers) -> None:
                         "which readiness and the docs read; build/proofs-partial-report.json "
                         "for a partial one; - for stdout)")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no table")
+    progress.add_option(p, "progress bar")
     p.add_argument("--no-table", dest="table", action="store_false",
                    help="progress bar and summary only (the rows stay in the report)")
     p.add_argument("--strength", action="store_true",
@@ -154,7 +156,7 @@ def _cmd_prove(args) -> int:
     options = _options(args)
     target = args.report or (report.PARTIAL_REPORT if options.partial else report.FULL_REPORT)
     start = time.perf_counter()
-    bar = Progress(None, "prove", enabled=False if args.quiet else None)
+    bar = Progress(None, "prove", enabled=progress.wanted(args.progress, quiet=args.quiet))
     with bar:
         rows = run_suite(options, lambda done, total, row: (
             setattr(bar, "total", total), bar.update(done, f"{row['theorem'][:34]} {row['opcode']}")))
