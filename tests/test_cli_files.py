@@ -1,0 +1,73 @@
+"""Every file the CLI reads from outside goes through spec.files' bounded reader, and every
+file it writes for the user goes through its atomic writer (issue 20, the sweep): a FIFO, a
+device or a symlinked output is refused in one line with exit 2, without hanging."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+COUNTER = str(ROOT / "examples" / "counter.rasm")
+
+
+def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """The real CLI in a subprocess: a reader that blocks on a FIFO fails by the timeout."""
+    env = {**os.environ, "RTWO_VM_DB": str(cwd / "default.db")}
+    return subprocess.run([sys.executable, "-m", "rtwo_vm.cli", *args], capture_output=True,
+                          text=True, timeout=60, cwd=cwd, env=env)
+
+
+def assert_refused(done: subprocess.CompletedProcess, fragment: str) -> None:
+    assert done.returncode == 2, (done.returncode, done.stdout[:200], done.stderr[:400])
+    assert done.stderr.startswith("rtwo-vm: error: ") and done.stderr.count("\n") == 1, done.stderr
+    assert "Traceback" not in done.stderr and fragment in done.stderr, done.stderr
+
+
+@pytest.fixture
+def fifo(tmp_path: Path) -> Path:
+    path = tmp_path / "pipe"
+    os.mkfifo(path)   # no writer: a blocking open() would wait for ever
+    return path
+
+
+# -- inputs: code, --state, --storage-file -----------------------------------------------------
+
+@pytest.mark.parametrize("name", ["pipe", "pipe.rasm"])
+def test_run_of_a_fifo_is_refused_without_hanging(tmp_path, name):
+    os.mkfifo(tmp_path / name)
+    assert_refused(cli("run", str(tmp_path / name), cwd=tmp_path), "not a regular file")
+
+
+def test_run_of_dev_zero_is_refused(tmp_path):
+    assert_refused(cli("run", "/dev/zero", cwd=tmp_path), "not a regular file")
+
+
+def test_run_state_fifo_is_refused(tmp_path, fifo):
+    assert_refused(cli("run", COUNTER, "--state", str(fifo), cwd=tmp_path), "not a regular file")
+
+
+def test_a_code_file_named_in_a_state_file_is_read_bounded(tmp_path, fifo):
+    state = tmp_path / "state.json"
+    state.write_text('{"contracts": {"0x200": {"code": "pipe"}}}')
+    assert_refused(cli("run", COUNTER, "--state", str(state), cwd=tmp_path), "not a regular file")
+
+
+def test_deploy_storage_file_dev_zero_is_refused(tmp_path):
+    done = cli("deploy", COUNTER, "--storage-file", "/dev/zero", "--db", str(tmp_path / "x.db"),
+               cwd=tmp_path)
+    assert_refused(done, "not a regular file")
+
+
+def test_deploy_of_a_fifo_is_refused(tmp_path, fifo):
+    assert_refused(cli("deploy", str(fifo), "--db", str(tmp_path / "x.db"), cwd=tmp_path),
+                   "not a regular file")
+    assert not (tmp_path / "x.db").exists()
+
+
+def test_a_regular_code_file_still_runs(tmp_path):
+    assert cli("run", COUNTER, cwd=tmp_path).returncode == 0
