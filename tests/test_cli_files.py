@@ -71,3 +71,56 @@ def test_deploy_of_a_fifo_is_refused(tmp_path, fifo):
 
 def test_a_regular_code_file_still_runs(tmp_path):
     assert cli("run", COUNTER, cwd=tmp_path).returncode == 0
+
+
+# -- outputs: asm -o, run --trace FILE ---------------------------------------------------------
+
+def _limit_file_size(limit: int):
+    def apply():   # a full disk, for this process only: writes past `limit` bytes fail (EFBIG)
+        import resource
+        import signal
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return apply
+
+
+@pytest.mark.parametrize("command", [["asm", COUNTER, "-o"], ["run", COUNTER, "--trace"]])
+def test_an_output_symlink_is_refused_and_its_target_unchanged(tmp_path, command):
+    victim = tmp_path / "victim"
+    victim.write_text("keep\n")
+    (tmp_path / "out").symlink_to(victim)
+    assert_refused(cli(*command, str(tmp_path / "out"), cwd=tmp_path), "symbolic link")
+    assert victim.read_text() == "keep\n" and (tmp_path / "out").is_symlink()
+
+
+@pytest.mark.parametrize("command", [["asm", COUNTER, "-o"], ["run", COUNTER, "--trace"]])
+def test_an_output_fifo_or_device_is_refused_without_hanging(tmp_path, fifo, command):
+    assert_refused(cli(*command, str(fifo), cwd=tmp_path), "not a regular file")
+    assert_refused(cli(*command, "/dev/null", cwd=tmp_path), "not a regular file")
+    assert Path("/dev/null").is_char_device()
+
+
+def test_a_trace_that_fills_the_disk_keeps_the_old_trace_whole(tmp_path):
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text("old trace\n")
+    done = subprocess.run([sys.executable, "-m", "rtwo_vm.cli", "run", COUNTER, "--trace", str(trace)],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                          preexec_fn=_limit_file_size(200))   # the counter's trace is ~1.5 kB
+    assert_refused(done, f"cannot write {trace}")
+    assert trace.read_text() == "old trace\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["trace.jsonl"]   # no temporary left
+    done = cli("run", COUNTER, "--trace", str(trace), cwd=tmp_path)
+    assert done.returncode == 0 and trace.read_text().count("\n") > 1
+
+
+def test_asm_output_that_fills_the_disk_keeps_the_old_container_whole(tmp_path):
+    out = tmp_path / "c.rtwo"
+    out.write_bytes(b"old")
+    source = tmp_path / "big.rasm"
+    source.write_text(".zero 4000\nstop\n")
+    done = subprocess.run([sys.executable, "-m", "rtwo_vm.cli", "asm", str(source), "-o", str(out)],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                          preexec_fn=_limit_file_size(1000))
+    assert_refused(done, f"cannot write {out}")
+    assert out.read_bytes() == b"old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.rasm", "c.rtwo"]

@@ -132,7 +132,9 @@ def test_state_files_nested_too_deeply_or_with_huge_integers_are_refused(tmp_pat
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
 def test_a_trace_that_cannot_be_written_is_a_one_line_error():
-    refused("run", COUNTER, "--trace", "/dev/full", fragment="No space left")  # was OSError
+    # the trace is a regular file renamed into place: a device is refused, and never replaced
+    refused("run", COUNTER, "--trace", "/dev/full", fragment="not a regular file")  # was OSError
+    assert not Path("/dev/full").is_file()
 
 
 # -- example scenarios -----------------------------------------------------------------------
