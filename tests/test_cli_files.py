@@ -124,3 +124,45 @@ def test_asm_output_that_fills_the_disk_keeps_the_old_container_whole(tmp_path):
     assert_refused(done, f"cannot write {out}")
     assert out.read_bytes() == b"old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["big.rasm", "c.rtwo"]
+
+
+# -- the events jsonl sink (appends by design: its target is checked, never followed) ----------
+
+def test_sink_add_refuses_a_link_a_fifo_or_a_device(tmp_path, fifo):
+    victim = tmp_path / "victim"
+    victim.write_text("keep\n")
+    (tmp_path / "link.jsonl").symlink_to(victim)
+    db = str(tmp_path / "x.db")
+    assert_refused(cli("events", "sink-add", "jsonl", str(tmp_path / "link.jsonl"), "--db", db,
+                       cwd=tmp_path), "symbolic link")
+    assert_refused(cli("events", "sink-add", "jsonl", str(fifo), "--db", db, cwd=tmp_path),
+                   "not a regular file")
+    assert_refused(cli("events", "sink-add", "jsonl", "/dev/null", "--db", db, cwd=tmp_path),
+                   "not a regular file")
+    assert victim.read_text() == "keep\n"
+
+
+def test_a_link_or_fifo_planted_after_sink_add_is_not_followed_and_does_not_hang(tmp_path):
+    db, log = str(tmp_path / "x.db"), tmp_path / "e.jsonl"
+    assert cli("events", "sink-add", "jsonl", str(log), "--db", db, cwd=tmp_path).returncode == 0
+    assert cli("deploy", COUNTER, "--db", db, cwd=tmp_path).returncode == 0
+    victim = tmp_path / "victim"
+    victim.write_text("keep\n")
+    log.symlink_to(victim)
+    done = cli("events", "deliver", "--db", db, cwd=tmp_path)
+    assert done.returncode == 1 and "0 delivered" in done.stdout, (done.stdout, done.stderr)
+    assert victim.read_text() == "keep\n"
+    log.unlink()
+    os.mkfifo(log)   # no reader: an O_APPEND open without O_NONBLOCK would wait for ever
+    done = cli("events", "deliver", "--db", db, cwd=tmp_path)
+    assert done.returncode == 1 and "0 delivered" in done.stdout, (done.stdout, done.stderr)
+    reader = os.open(log, os.O_RDONLY | os.O_NONBLOCK)   # with a reader, the open succeeds:
+    try:                                                 # the fstat check refuses it
+        done = cli("events", "deliver", "--jsonl", str(log), "--db", db, cwd=tmp_path)
+        assert done.returncode == 1 and "not a regular file" in done.stdout, done.stdout
+        assert os.read(reader, 100) == b""
+    finally:
+        os.close(reader)
+    log.unlink()
+    done = cli("events", "deliver", "--db", db, cwd=tmp_path)
+    assert done.returncode == 0 and len(log.read_text().splitlines()) >= 1
