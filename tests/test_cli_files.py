@@ -166,3 +166,30 @@ def test_a_link_or_fifo_planted_after_sink_add_is_not_followed_and_does_not_hang
     log.unlink()
     done = cli("events", "deliver", "--db", db, cwd=tmp_path)
     assert done.returncode == 0 and len(log.read_text().splitlines()) >= 1
+
+
+# -- prove --report, prove --budgets, readiness --proofs-report --------------------------------
+
+def test_prove_report_through_a_symlink_is_refused_and_its_target_unchanged(tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("keep\n")
+    (tmp_path / "link").symlink_to(victim)
+    done = cli("prove", "--opcode", "ADD", "--width", "8", "--report", str(tmp_path / "link"),
+               cwd=tmp_path)
+    assert_refused(done, "symbolic link")
+    assert victim.read_text() == "keep\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link", "victim"]   # no .tmp left
+
+
+@pytest.mark.parametrize("budgets", ["fifo", "/dev/zero"])
+def test_prove_budgets_fifo_or_device_is_refused(tmp_path, fifo, budgets):
+    done = cli("prove", "--opcode", "ADD", "--budgets", str(fifo) if budgets == "fifo" else budgets,
+               cwd=tmp_path)
+    assert_refused(done, "not a regular file")
+
+
+def test_readiness_proofs_report_fifo_or_device_does_not_hang(tmp_path, fifo):
+    for report in (str(fifo), "/dev/zero"):
+        done = cli("readiness", "--proofs-report", report, cwd=tmp_path)
+        assert done.returncode in (0, 1) and "Traceback" not in done.stderr, done.stderr
+        assert "proof_results" in done.stdout and f"no proof report at {report}" in done.stdout

@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+from spec import files
 from rtwo_vm.inputs import CliError
 
 
@@ -142,11 +143,11 @@ def _cmd_prove(args) -> int:
     if target == "-":
         print(text)
     else:
-        try:
+        try:   # a fresh temporary name beside it, renamed (spec.files): never through a link
             Path(target).parent.mkdir(parents=True, exist_ok=True)
-            tmp = Path(target).with_name(Path(target).name + ".tmp")
-            tmp.write_text(text)
-            tmp.replace(target)
+            files.atomic_write(files.output_file(target, "proofs report"), text)
+        except files.FileRefused as err:
+            raise CliError(str(err)) from None
         except OSError as err:
             raise CliError(f"cannot write {target}: {err.strerror or err}") from None
     verdict = report.verdict(rows)
