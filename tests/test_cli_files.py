@@ -193,3 +193,18 @@ def test_readiness_proofs_report_fifo_or_device_does_not_hang(tmp_path, fifo):
         done = cli("readiness", "--proofs-report", report, cwd=tmp_path)
         assert done.returncode in (0, 1) and "Traceback" not in done.stderr, done.stderr
         assert "proof_results" in done.stdout and f"no proof report at {report}" in done.stdout
+
+
+# -- vectors strength --json, conformance run --known-failures --------------------------------
+
+def test_strength_json_to_a_fifo_or_device_is_refused_before_any_work(tmp_path, fifo):
+    for target in (str(fifo), "/dev/null"):
+        assert_refused(cli("vectors", "strength", "--json", target, cwd=tmp_path), "not a regular file")
+    assert Path("/dev/null").is_char_device()
+
+
+@pytest.mark.parametrize("which", ["fifo", "/dev/zero"])
+def test_known_failures_fifo_or_device_is_refused(tmp_path, fifo, which):
+    target = str(fifo) if which == "fifo" else which
+    assert_refused(cli("conformance", "run", "--known-failures", target, cwd=tmp_path),
+                   "not a regular file")
