@@ -208,3 +208,11 @@ def test_known_failures_fifo_or_device_is_refused(tmp_path, fifo, which):
     target = str(fifo) if which == "fifo" else which
     assert_refused(cli("conformance", "run", "--known-failures", target, cwd=tmp_path),
                    "not a regular file")
+
+
+def test_prove_export_smt2_to_a_symlinked_folder_is_refused(tmp_path):
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "elsewhere")
+    done = cli("prove", "--opcode", "ADD", "--export-smt2", str(tmp_path / "link"), cwd=tmp_path)
+    assert_refused(done, "symbolic link")
+    assert list((tmp_path / "elsewhere").iterdir()) == []

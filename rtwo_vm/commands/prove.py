@@ -77,6 +77,11 @@ def _options(args):
             raise CliError(f"--opcode: no instruction {m!r}")
     if args.export_smt2 and Path(args.export_smt2).exists() and not Path(args.export_smt2).is_dir():
         raise CliError(f"--export-smt2 {args.export_smt2}: exists and is not a directory")
+    if args.export_smt2:
+        try:   # the folder itself is never a link (the files in it are written by proofs.claims)
+            files.refuse_link(args.export_smt2, "--export-smt2 folder")
+        except files.FileRefused as err:
+            raise CliError(str(err)) from None
     if args.width is not None and args.width not in (8, 16, 32, 64):
         raise CliError("--width must be 8, 16, 32 or 64")
     if args.solver not in ("z3", "cvc5") and not smtlib.available(args.solver):
