@@ -180,6 +180,19 @@ def read_storage_file(path: str) -> dict[int, int]:
     return parse_storage(doc, path)
 
 
+def _inside(root: Path, name: str, what: str) -> str:
+    """``root / name`` when it stays inside ``root`` (links resolved): a file names data
+    beside it, never a path elsewhere on the machine."""
+    target = root / name
+    try:
+        inside = target.resolve().is_relative_to(root.resolve())
+    except (OSError, ValueError, RuntimeError):   # a NUL byte, a link loop
+        inside = False
+    if Path(name).is_absolute() or not inside:
+        raise CliError(f"{what}: {name[:80]!r} is not a file inside {root} (the state file's folder)")
+    return str(target)
+
+
 def read_state_file(path: str, base: Path | None = None) -> dict[int, Contract]:
     """A JSON pre-state: {"contracts": {"0xADDR": {"code": FILE-or-HEX, "storage": {K: V}}}}."""
     doc = read_json(path)
@@ -194,7 +207,7 @@ def read_state_file(path: str, base: Path | None = None) -> dict[int, Contract]:
             raise CliError(f"{path}: contract {addr_text[:40]} needs a \"code\" string")
         code_ref = body["code"]
         code = (parse_hex(code_ref, f"{path}: code of {addr_text}") if code_ref.startswith("0x")
-                else read_code(str(root / code_ref)))
+                else read_code(_inside(root, code_ref, f"{path}: code of {addr_text[:40]}")))
         storage = parse_storage(body.get("storage", {}), f"{path}: storage of {addr_text[:40]}")
         out[address] = Contract(code, storage)
     return out

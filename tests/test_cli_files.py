@@ -4,6 +4,7 @@ device or a symlinked output is refused in one line with exit 2, without hanging
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -216,3 +217,17 @@ def test_prove_export_smt2_to_a_symlinked_folder_is_refused(tmp_path):
     done = cli("prove", "--opcode", "ADD", "--export-smt2", str(tmp_path / "link"), cwd=tmp_path)
     assert_refused(done, "symbolic link")
     assert list((tmp_path / "elsewhere").iterdir()) == []
+
+
+@pytest.mark.parametrize("name", ["/etc/hostname", "../outside.rasm", "link.rasm"])
+def test_a_code_file_named_in_a_state_file_stays_in_its_folder(tmp_path, name):
+    folder = tmp_path / "state"
+    folder.mkdir()
+    (tmp_path / "outside.rasm").write_text("stop\n")
+    (folder / "link.rasm").symlink_to(tmp_path / "outside.rasm")
+    (folder / "inside.rasm").write_text("stop\n")
+    state = folder / "state.json"
+    state.write_text(json.dumps({"contracts": {"0x200": {"code": name}}}))
+    assert_refused(cli("run", COUNTER, "--state", str(state), cwd=tmp_path), "is not a file inside")
+    state.write_text(json.dumps({"contracts": {"0x200": {"code": "inside.rasm"}}}))
+    assert cli("run", COUNTER, "--state", str(state), cwd=tmp_path).returncode == 0
