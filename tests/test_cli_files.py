@@ -231,3 +231,9 @@ def test_a_code_file_named_in_a_state_file_stays_in_its_folder(tmp_path, name):
     assert_refused(cli("run", COUNTER, "--state", str(state), cwd=tmp_path), "is not a file inside")
     state.write_text(json.dumps({"contracts": {"0x200": {"code": "inside.rasm"}}}))
     assert cli("run", COUNTER, "--state", str(state), cwd=tmp_path).returncode == 0
+
+
+def test_strength_module_names_a_file_of_the_reference_package_only(tmp_path):
+    # reference_vm/../spec/files.py exists: a name with a folder part is refused all the same
+    assert (ROOT / "reference_vm" / ".." / "spec" / "files.py").is_file()
+    assert_refused(cli("vectors", "strength", "--module", "../spec/files", cwd=tmp_path), "no module")
