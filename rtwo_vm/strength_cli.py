@@ -48,7 +48,7 @@ def check_arguments(args) -> Checked:
     except SelectionError as err:
         raise CliError(str(err)) from None
     names = [m if m.endswith(".py") else m + ".py" for m in args.module]
-    unknown = [m for m in names if Path(m).name != m or m.startswith(".") or not (mut.PACKAGE / m).is_file()]
+    unknown = [m for m in names if Path(m).is_absolute() or ".." in Path(m).parts or not (mut.PACKAGE / m).is_file()]
     if unknown:
         raise CliError(f"--module: no module reference_vm/{unknown[0]}")
     folder = Path(args.reasons) if args.reasons else None

@@ -234,6 +234,6 @@ def test_a_code_file_named_in_a_state_file_stays_in_its_folder(tmp_path, name):
 
 
 def test_strength_module_names_a_file_of_the_reference_package_only(tmp_path):
-    # reference_vm/../spec/files.py exists: a name with a folder part is refused all the same
+    # reference_vm/../spec/files.py exists: a name that climbs out is refused all the same
     assert (ROOT / "reference_vm" / ".." / "spec" / "files.py").is_file()
     assert_refused(cli("vectors", "strength", "--module", "../spec/files", cwd=tmp_path), "no module")
