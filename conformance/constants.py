@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import spec
+from spec.files import read_bounded
 
 SPEC_VERSION = spec.SPEC_VERSION
 # Bump GENERATOR_VERSION whenever a change of the generator changes any filled vector, so
@@ -32,9 +33,9 @@ def project_root(start: Path | None = None) -> Path | None:
     for directory in (here, *here.parents):
         pyproject = directory / "pyproject.toml"
         if (directory / "conformance" / "definitions").is_dir() and pyproject.is_file():
-            try:
-                text = pyproject.read_text(encoding="utf-8", errors="replace")
-            except OSError:
+            try:   # a checkout's pyproject.toml is small: more than 1 MiB is not one
+                text = read_bounded(pyproject, 1 << 20, "pyproject.toml").decode("utf-8", errors="replace")
+            except (OSError, ValueError):
                 continue
             if 'name = "rtwo-vm"' in text:
                 return directory

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from spec.files import FileRefused, read_bounded
+
 KEYS = ("id", "group", "opcode", "outcome", "call_outcome", "section", "category", "source", "boundary")
 
 
@@ -101,14 +103,19 @@ class KnownFailure:
                 and fnmatch.fnmatchcase(vector_id, self.pattern))
 
 
+MAX_KNOWN_FAILURES = 4 << 20   # bytes of one --known-failures file
+
+
 def load_known_failures(paths: Iterable[Path]) -> list[KnownFailure]:
     from conformance.schema import schema_problems
 
     out = []
     for path in paths:
-        try:
-            doc = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError) as err:
+        try:   # a regular file, at most MAX_KNOWN_FAILURES bytes (spec.files: no FIFO, no device)
+            doc = tomllib.loads(read_bounded(path, MAX_KNOWN_FAILURES, "known-failures file").decode("utf-8"))
+        except FileRefused as err:
+            raise SelectionError(str(err)) from None
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
             raise SelectionError(f"{path}: {err}") from None
         problems = schema_problems("known-failures", doc)
         if problems:

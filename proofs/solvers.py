@@ -17,6 +17,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from spec.files import FileRefused, read_bounded
+
 SAT, UNSAT, UNKNOWN, TIMEOUT = "sat", "unsat", "unknown", "timeout"
 DECIDED = (SAT, UNSAT)
 BUDGETS_FILE = Path(__file__).with_name("budgets.toml")
@@ -99,9 +101,9 @@ def _positive_int(value, where: str) -> int:
 def load(path: str | None = None) -> Budgets:
     file = Path(path) if path else BUDGETS_FILE
     try:
-        if file.stat().st_size > 1 << 20:
-            raise BudgetError(f"{file}: larger than 1 MiB")
-        data = tomllib.loads(file.read_text(encoding="utf-8"))
+        data = tomllib.loads(read_bounded(file, 1 << 20, "budgets file").decode("utf-8"))
+    except FileRefused as err:   # a FIFO, a device, too large: refused before or while reading
+        raise BudgetError(str(err)) from None
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
         raise BudgetError(f"{file}: {err}") from None
     try:

@@ -8,11 +8,13 @@ unexpected exception, reported on one line instead of a traceback).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 from typing import NoReturn
 
 import spec
+from spec import files
 from reference_vm import (
     Context, Contract, Limits, Message, Policy, WorldState, disassemble, execute,
 )
@@ -41,8 +43,10 @@ def _cmd_asm(args) -> int:
         print(blob.hex())
         return 0
     out = Path(args.output) if args.output else Path(args.file).with_suffix(".rtwo")
-    try:
-        out.write_bytes(blob)
+    try:   # a temporary name beside it, renamed: a failed write keeps the old file whole
+        files.atomic_write(files.output_file(out, "container"), blob)
+    except files.FileRefused as err:
+        raise CliError(str(err)) from None
     except OSError as err:
         raise CliError(f"cannot write {out}: {err.strerror or err}") from None
     print(f"{out}: {len(blob)} bytes")
@@ -87,40 +91,43 @@ def _cmd_run(args) -> int:
     limits = Limits(**{name: parse_count(getattr(args, name), f"--{name.replace('_', '-')}")
                        for name in Limits.DIMENSIONS if getattr(args, name) is not None})
     policy = _policy(args)
-    tracer, trace_file = None, None
-    if args.trace is not None:
-        if args.trace == "-":
-            tracer = tracer_for(args.trace_format, sys.stderr)
-        else:
-            trace_file = _TraceFile(args.trace)
-            tracer = tracer_for(args.trace_format, trace_file)
     run = execute
     if args.engine == "compiled":
         from compiled_vm import execute as run
-    try:
-        result = run(WorldState(contracts), message, context, policy, limits,
-                     tracer=tracer)
-    finally:
-        if trace_file is not None:
-            trace_file.close()
-    if trace_file is not None and trace_file.error is not None:
-        raise CliError(f"cannot write {args.trace}: {trace_file.error}")
+    with contextlib.ExitStack() as stack:
+        tracer, trace_file = None, None
+        if args.trace == "-":
+            tracer = tracer_for(args.trace_format, sys.stderr)
+        elif args.trace is not None:
+            trace_file = stack.enter_context(_TraceFile(args.trace))
+            tracer = tracer_for(args.trace_format, trace_file)
+        result = run(WorldState(contracts), message, context, policy, limits, tracer=tracer)
+        if trace_file is not None and trace_file.error is not None:
+            raise CliError(f"cannot write {args.trace}: {trace_file.error}")
     doc = result.to_json()
     print(canonical(doc) if args.canonical else _pretty(doc))
     return 0 if result.ok else 1
 
 
 class _TraceFile:
-    """The --trace file. A failed write (a full disk, /dev/full) is remembered rather than
-    raised inside the execution, which would turn it into INTERNAL_ERROR; the command then
-    fails with a one-line error."""
+    """The --trace file, streamed to a fresh temporary name beside FILE and renamed over it
+    when the run ends (spec.files.atomic_writer): a symlink at FILE is refused, and a failed
+    run or write keeps an older FILE whole and leaves no temporary file. A failed write (a
+    full disk) is remembered rather than raised inside the execution, which would turn it
+    into INTERNAL_ERROR; the command then fails with a one-line error."""
 
     def __init__(self, path: str):
+        self.path, self.error = path, None
+
+    def __enter__(self) -> "_TraceFile":
         try:
-            self._file = open(path, "w", encoding="utf-8")
+            self._writer = files.atomic_writer(files.output_file(self.path, "trace"), "w")
+            self._file = self._writer.__enter__()
+        except files.FileRefused as err:
+            raise CliError(str(err)) from None
         except (OSError, ValueError) as err:
-            raise CliError(f"cannot write {path}: {getattr(err, 'strerror', None) or err}") from None
-        self.error: str | None = None
+            raise CliError(f"cannot write {self.path}: {getattr(err, 'strerror', None) or err}") from None
+        return self
 
     def write(self, text: str) -> None:
         if self.error is None:
@@ -129,11 +136,15 @@ class _TraceFile:
             except OSError as err:
                 self.error = err.strerror or str(err)
 
-    def close(self) -> None:
+    def __exit__(self, kind, value, tb) -> None:
+        if kind is None and self.error is not None:   # abandon the temporary file
+            kind, value = CliError, CliError(self.error)
         try:
-            self._file.close()
-        except OSError as err:
-            self.error = self.error or err.strerror or str(err)
+            self._writer.__exit__(kind, value, tb)
+        except files.FileRefused as err:
+            raise CliError(str(err)) from None
+        except OSError as err:   # the final flush or fsync (a full disk)
+            raise CliError(f"cannot write {self.path}: {err.strerror or err}") from None
 
 
 def _pretty(doc) -> str:

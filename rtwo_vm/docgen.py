@@ -78,9 +78,8 @@ def _proof_evidence() -> dict[str, list[dict]]:
     assess = getattr(_optional("proofs.report"), "assess", None)
     try:
         from conformance.protocol import loads_bounded
-        if report.stat().st_size > 256 << 20:
-            raise ValueError("larger than 256 MiB")
-        doc = loads_bounded(report.read_bytes(), 64)
+        from spec.files import read_bounded
+        doc = loads_bounded(read_bounded(report, 256 << 20, "proofs report"), 64)
     except (OSError, ValueError) as err:
         _REFUSED.append(f"{report} is unreadable ({err})")
         return {}

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import spec
+from spec import files
 from reference_vm import AssemblyError, Contract, assemble
 from reference_vm.assembler import parse_number
 from reference_vm.container import HEADER_SIZE, MAGIC
@@ -36,15 +37,18 @@ class CliError(Exception):
     """A bad argument or input file: the CLI prints the message on one line and exits 2."""
 
 
+def _read_prefix(path: str, count: int) -> bytes:
+    """At most ``count`` bytes of the regular file ``path`` through spec.files (a FIFO, a
+    device or a /proc file is refused before a byte is read, and opening one never waits)."""
+    try:
+        return files.read_prefix(path, count, "CLI input")
+    except files.FileRefused as err:
+        raise CliError(str(err).splitlines()[0]) from None
+
+
 def read_bounded(path: str, limit: int, what: str = "") -> bytes:
     """The bytes of ``path``, reading at most ``limit`` + 1 of them; refused when larger."""
-    try:
-        with open(path, "rb") as f:
-            blob = f.read(limit + 1)
-    except OSError as err:
-        raise CliError(f"cannot read {path}: {err.strerror or err}") from None
-    except (ValueError, OverflowError) as err:  # e.g. a NUL byte in the path
-        raise CliError(f"cannot read {path!r}: {err}") from None
+    blob = _read_prefix(path, limit + 1)
     if len(blob) > limit:
         raise CliError(f"{path}: larger than the {limit} bytes {what or 'allowed'}")
     return blob
@@ -71,18 +75,11 @@ def read_code(path: str) -> bytes:
             raise CliError(f"{path}: {err}") from None
         except RecursionError:
             raise CliError(f"{path}: assembly too deeply nested") from None
-    # A binary container is read to at most the largest the spec admits; more is read only
-    # when the file starts as text (hex digits with whitespace take more bytes).
-    try:
-        with open(path, "rb") as f:
-            head = f.read(4096)
-            binary = head[:len(MAGIC)] == MAGIC or not _looks_like_text(head)
-            limit = MAX_CONTAINER if binary else MAX_HEX_TEXT
-            blob = head + f.read(limit + 1 - len(head)) if len(head) <= limit else head
-    except OSError as err:
-        raise CliError(f"cannot read {path}: {err.strerror or err}") from None
-    except (ValueError, OverflowError) as err:
-        raise CliError(f"cannot read {path!r}: {err}") from None
+    # At most one byte past the largest hex text is read; a binary container is then held
+    # to the largest the spec admits (hex digits with whitespace take more bytes).
+    blob = _read_prefix(path, MAX_HEX_TEXT + 1)
+    binary = blob[:len(MAGIC)] == MAGIC or not _looks_like_text(blob[:4096])
+    limit = MAX_CONTAINER if binary else MAX_HEX_TEXT
     if len(blob) > limit:
         raise CliError(f"{path}: larger than the largest container ({MAX_CONTAINER} bytes, "
                        "chapter 3.1)" + ("" if binary else " written as hex"))
@@ -183,6 +180,19 @@ def read_storage_file(path: str) -> dict[int, int]:
     return parse_storage(doc, path)
 
 
+def _inside(root: Path, name: str, what: str) -> str:
+    """``root / name`` when it stays inside ``root`` (links resolved): a file names data
+    beside it, never a path elsewhere on the machine."""
+    target = root / name
+    try:
+        inside = target.resolve().is_relative_to(root.resolve())
+    except (OSError, ValueError, RuntimeError):   # a NUL byte, a link loop
+        inside = False
+    if Path(name).is_absolute() or not inside:
+        raise CliError(f"{what}: {name[:80]!r} is not a file inside {root} (the state file's folder)")
+    return str(target)
+
+
 def read_state_file(path: str, base: Path | None = None) -> dict[int, Contract]:
     """A JSON pre-state: {"contracts": {"0xADDR": {"code": FILE-or-HEX, "storage": {K: V}}}}."""
     doc = read_json(path)
@@ -197,7 +207,7 @@ def read_state_file(path: str, base: Path | None = None) -> dict[int, Contract]:
             raise CliError(f"{path}: contract {addr_text[:40]} needs a \"code\" string")
         code_ref = body["code"]
         code = (parse_hex(code_ref, f"{path}: code of {addr_text}") if code_ref.startswith("0x")
-                else read_code(str(root / code_ref)))
+                else read_code(_inside(root, code_ref, f"{path}: code of {addr_text[:40]}")))
         storage = parse_storage(body.get("storage", {}), f"{path}: storage of {addr_text[:40]}")
         out[address] = Contract(code, storage)
     return out

@@ -27,7 +27,7 @@ def check_arguments(args) -> Checked:
     """Refuse a bad argument in one line before anything is generated or run."""
     from conformance.selection import SelectionError, compile_filter
     from conformance.strength import backend, mutants as mut
-    from spec.files import FileRefused, read_bounded, refuse_link
+    from spec.files import FileRefused, output_file, read_bounded, refuse_link
 
     if args.curated_only and args.no_curated:
         raise CliError("--curated-only and --no-curated exclude each other")
@@ -48,7 +48,7 @@ def check_arguments(args) -> Checked:
     except SelectionError as err:
         raise CliError(str(err)) from None
     names = [m if m.endswith(".py") else m + ".py" for m in args.module]
-    unknown = [m for m in names if not (mut.PACKAGE / m).is_file()]
+    unknown = [m for m in names if Path(m).is_absolute() or ".." in Path(m).parts or not (mut.PACKAGE / m).is_file()]
     if unknown:
         raise CliError(f"--module: no module reference_vm/{unknown[0]}")
     folder = Path(args.reasons) if args.reasons else None
@@ -72,6 +72,10 @@ def check_arguments(args) -> Checked:
             raise CliError(str(err)) from None
         if target.is_dir() or not target.parent.is_dir():
             raise CliError(f"cannot write {args.json}: " + ("a folder" if target.is_dir() else "no such folder"))
+        try:   # a FIFO or a device: the report is renamed into place, never over one
+            output_file(target, "report")
+        except FileRefused as err:
+            raise CliError(str(err)) from None
     return Checked(reasons, unreachable)
 
 

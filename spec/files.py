@@ -214,3 +214,24 @@ def read_prefix(path: str | os.PathLike[str], count: int, what: str = "file") ->
         raise FileRefused(f"cannot read {name}: {err.strerror or err}") from None
     finally:
         os.close(fd)
+
+
+def output_file(path: str | os.PathLike[str], what: str = "output") -> Path:
+    """``path`` as the target of :func:`atomic_writer`, refused when it is a symbolic link or
+    names something other than a regular file (a FIFO, a device, anything under ``/proc``,
+    ``/sys`` or ``/dev``): renaming a temporary file over a device would replace the device
+    itself, and a user writing to ``/dev/null`` or a pipe wants a stream, not a file."""
+    p = refuse_link(path, what)
+    name = os.fspath(p)
+    if _special(name):
+        raise FileRefused(f"{name}: not a regular file (the {what} is written only as a regular file)")
+    try:
+        mode = os.stat(name).st_mode
+    except FileNotFoundError:
+        return p
+    except (OSError, ValueError) as err:
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        raise FileRefused(f"cannot write {name!r}: {reason}") from None
+    if not stat.S_ISREG(mode):
+        raise FileRefused(f"{name}: not a regular file (the {what} is written only as a regular file)")
+    return p

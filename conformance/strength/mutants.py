@@ -276,12 +276,8 @@ def reasons(path: Path) -> dict[str, str]:
     """Mutant id -> its written reason, from a list of ``[[mutant]]`` entries (id, reason).
     The file (``--reasons DIR`` may name any) is read only when it is a regular file, at most
     MAX_REASONS bytes; anything malformed is a ValueError naming the file."""
-    if not path.is_file():
-        raise ValueError(f"{path}: not a regular file")
-    with path.open("rb") as f:
-        blob = f.read(MAX_REASONS + 1)
-    if len(blob) > MAX_REASONS:
-        raise ValueError(f"{path.name}: larger than {MAX_REASONS} bytes")
+    from spec.files import read_bounded
+    blob = read_bounded(path, MAX_REASONS, "mutant reasons file")   # FileRefused is a ValueError
     data = tomllib.loads(blob.decode("utf-8"))
     entries = data.get("mutant", [])
     if not isinstance(entries, list):

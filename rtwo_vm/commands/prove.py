@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from rtwo_vm import progress
+from spec import files
 from rtwo_vm.inputs import CliError
 
 
@@ -104,6 +105,11 @@ def _options(args):
             raise CliError(f"--opcode: no instruction {m!r}")
     if args.export_smt2 and Path(args.export_smt2).exists() and not Path(args.export_smt2).is_dir():
         raise CliError(f"--export-smt2 {args.export_smt2}: exists and is not a directory")
+    if args.export_smt2:
+        try:   # the folder itself is never a link (the files in it are written by proofs.claims)
+            files.refuse_link(args.export_smt2, "--export-smt2 folder")
+        except files.FileRefused as err:
+            raise CliError(str(err)) from None
     if args.width is not None and args.width not in (8, 16, 32, 64):
         raise CliError("--width must be 8, 16, 32 or 64")
     if args.solver not in ("z3", "cvc5") and not smtlib.available(args.solver):
@@ -174,11 +180,11 @@ def _cmd_prove(args) -> int:
     if target == "-":
         print(text)
     else:
-        try:
+        try:   # a fresh temporary name beside it, renamed (spec.files): never through a link
             Path(target).parent.mkdir(parents=True, exist_ok=True)
-            tmp = Path(target).with_name(Path(target).name + ".tmp")
-            tmp.write_text(text)
-            tmp.replace(target)
+            files.atomic_write(files.output_file(target, "proofs report"), text)
+        except files.FileRefused as err:
+            raise CliError(str(err)) from None
         except OSError as err:
             raise CliError(f"cannot write {target}: {err.strerror or err}") from None
     verdict = report.verdict(rows)

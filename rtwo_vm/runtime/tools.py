@@ -8,13 +8,13 @@ guess. Nothing here is cached, so a tool installed later is seen by the next che
 from __future__ import annotations
 
 import importlib
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
 import spec
+from spec import files
 
 
 @dataclass(frozen=True)
@@ -128,6 +128,8 @@ PROVED = frozenset({"proved", "agrees"})  # proofs.runner.PROVED and AGREES
 # Where `rtwo-vm prove` writes its report: build/ under the working directory, beside the
 # reports of `rtwo-vm conformance run` (build/conformance/).
 PROOFS_REPORT = Path("build") / "proofs-report.json"
+# The largest proofs report read (through spec.files: a cap counted while reading).
+PROOFS_REPORT_LIMIT = 256 << 20
 
 
 def proof_report(path: Path | None = None) -> Probe:
@@ -142,7 +144,7 @@ def proof_report(path: Path | None = None) -> Probe:
     source = str(path)
     if path.is_file():
         try:
-            report = json.loads(path.read_text(encoding="utf-8"))
+            report = files.read_json(path, PROOFS_REPORT_LIMIT, 64, "proofs report")
         except (OSError, ValueError) as err:
             return Probe(False, f"{path} is unreadable ({err})")
     elif explicit:
