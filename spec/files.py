@@ -153,7 +153,7 @@ def atomic_writer(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO
     """A file object whose content replaces ``path`` only when the block ends without error:
     written to a fresh temporary name beside it, flushed, synced and renamed. On any error
     (a full disk included) the temporary file is removed and ``path`` is left as it was."""
-    target = refuse_link(path)
+    target = output_file(path)    # never a link, a device, a FIFO or a file under /proc, /sys, /dev
     directory = target.parent
     if not directory.is_dir():
         raise FileRefused(f"{directory}: no such folder")
@@ -164,7 +164,7 @@ def atomic_writer(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO
             f.flush()
             os.fsync(f.fileno())
             os.fchmod(f.fileno(), 0o666 & ~_umask())
-        refuse_link(target)
+        output_file(target)
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -120,3 +120,16 @@ def test_a_full_disk_keeps_the_previous_file(tmp_path: Path) -> None:
     assert done.stdout.startswith("refused")
     assert f.read_text() == "<previous/>"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["junit.xml"]
+
+
+def test_atomic_write_never_replaces_a_device_or_a_fifo(tmp_path: Path) -> None:
+    # As root, renaming a temporary file over /dev/null would replace the device itself.
+    for target in ("/dev/null", "/dev/full"):
+        with pytest.raises(FileRefused, match="not a regular file"):
+            atomic_write(target, "x")
+        assert not Path(target).is_file()
+    fifo = tmp_path / "report.json"
+    os.mkfifo(fifo)
+    with pytest.raises(FileRefused, match="not a regular file"):
+        atomic_write(fifo, "x")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json"]
