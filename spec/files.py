@@ -49,10 +49,9 @@ def _special(path: str) -> bool:
     return any(real == root or real.startswith(root + "/") for root in _SPECIAL_ROOTS)
 
 
-def read_bounded(path: str | os.PathLike[str], limit: int, what: str = "file") -> bytes:
-    """The bytes of the regular file ``path``, at most ``limit`` of them (counted while
-    reading); FileRefused for anything else: missing, unreadable, not a regular file, larger."""
-    name = os.fspath(path)
+def _open_regular(name: str, what: str) -> int:
+    """A descriptor of the regular file ``name``, opened without waiting (a FIFO never
+    blocks the open); FileRefused for anything else."""
     try:
         if _special(name):
             raise FileRefused(f"{name}: not a regular file (a {what} is read only from a regular file)")
@@ -65,20 +64,37 @@ def read_bounded(path: str | os.PathLike[str], limit: int, what: str = "file") -
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise FileRefused(f"{name}: not a regular file (a {what} is read only from a regular file)")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _read_fd(fd: int, name: str, count: int) -> bytes:
+    """Up to ``count`` bytes from ``fd`` (fewer at the end of the file); the fd is closed."""
+    try:
         parts, total = [], 0
-        while True:
-            chunk = os.read(fd, min(_CHUNK, limit + 1 - total))
+        while total < count:
+            chunk = os.read(fd, min(_CHUNK, count - total))
             if not chunk:
                 break
             parts.append(chunk)
             total += len(chunk)
-            if total > limit:
-                raise FileRefused(f"{name}: larger than the {limit} bytes a {what} may hold")
         return b"".join(parts)
     except OSError as err:
         raise FileRefused(f"cannot read {name}: {err.strerror or err}") from None
     finally:
         os.close(fd)
+
+
+def read_bounded(path: str | os.PathLike[str], limit: int, what: str = "file") -> bytes:
+    """The bytes of the regular file ``path``, at most ``limit`` of them (counted while
+    reading); FileRefused for anything else: missing, unreadable, not a regular file, larger."""
+    name = os.fspath(path)
+    blob = _read_fd(_open_regular(name, what), name, limit + 1)
+    if len(blob) > limit:
+        raise FileRefused(f"{name}: larger than the {limit} bytes a {what} may hold")
+    return blob
 
 
 def depth_of(value: Any) -> int:
@@ -190,30 +206,7 @@ def read_prefix(path: str | os.PathLike[str], count: int, what: str = "file") ->
     whatever its size; FileRefused for anything else, as :func:`read_bounded` refuses it
     (a FIFO or a device is never read, and opening one never waits)."""
     name = os.fspath(path)
-    try:
-        if _special(name):
-            raise FileRefused(f"{name}: not a regular file (a {what} is read only from a regular file)")
-        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
-    except FileRefused:
-        raise
-    except (OSError, ValueError) as err:
-        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
-        raise FileRefused(f"cannot read {name!r}: {reason}") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise FileRefused(f"{name}: not a regular file (a {what} is read only from a regular file)")
-        parts, total = [], 0
-        while total < count:
-            chunk = os.read(fd, count - total)
-            if not chunk:
-                break
-            parts.append(chunk)
-            total += len(chunk)
-        return b"".join(parts)
-    except OSError as err:
-        raise FileRefused(f"cannot read {name}: {err.strerror or err}") from None
-    finally:
-        os.close(fd)
+    return _read_fd(_open_regular(name, what), name, count)
 
 
 def output_file(path: str | os.PathLike[str], what: str = "output") -> Path:
