@@ -12,7 +12,9 @@ Prints:
               rate(2) / (2 * rate(1)) — bounded by the cores: each worker runs the oracle and
               an adapter process, so 2 workers want 4 cores
   bugs        for every seeded-bug adapter of tests/fuzz_fixtures/seeded_bug_adapter.py (each
-              passes the whole committed corpus): seconds and requests to the first finding on
+              passed the whole committed corpus when it was planted; the corpus now catches
+              calldataload-offset32, memory-leak-fault, sstore-rewrite-new and
+              returndata-stale, as that module's docstring says): seconds and requests to the first finding on
               one worker, the shrunk size in instructions, and whether the finding replays
               (passes the reference, fails the bug) through `rtwo-vm conformance run --dir`.
               Targets: found within 300 s, shrunk to <= 16 instructions. A request that meets
