@@ -29,23 +29,39 @@ from reference_vm.decode import decode
 from reference_vm.errors import InvalidCode
 
 
+# Candidates already known (no test) still cost a copy and a digest: a pass over thousands of
+# rows that only meets known candidates is bounded by this many looks per test of the budget.
+LOOKS_PER_TEST = 8
+
+
+class _Spent(Exception):
+    """The test budget is spent: the shrink ends where it stands."""
+
+
 class Shrinker:
     def __init__(self, keeps: Callable[[FuzzInput], bool], budget: int = 600):
         self.keeps, self.budget, self.tests = keeps, budget, 0
         self.minimal = False          # the shrink ended at a fixpoint, not at the budget
         self._seen: dict[bytes, bool] = {}
         self._refused = False         # a candidate went untested: the budget was spent
+        self._last_kept: FuzzInput | None = None   # the round's last newly tested candidate that kept the class
+        self._looks = 0               # candidates looked at, tested or already known
 
     def _try(self, candidate: FuzzInput) -> bool:
+        self._looks += 1
+        if self.tests >= self.budget or self._looks > LOOKS_PER_TEST * self.budget:
+            # The budget bounds the work, not only the tests: a pass over thousands of rows
+            # would otherwise go on copying and digesting candidates it can no longer try.
+            self._refused = True
+            raise _Spent
         candidate.fixed_isolation()
         key = _key(candidate)
         if key in self._seen:
             return self._seen[key]
-        if self.tests >= self.budget:
-            self._refused = True
-            return False
         self.tests += 1
         self._seen[key] = kept = self.keeps(candidate)
+        if kept:
+            self._last_kept = candidate      # built on the round's best so far: at least as small
         return kept
 
     def shrink(self, inp: FuzzInput) -> FuzzInput:
@@ -53,11 +69,17 @@ class Shrinker:
         self._seen[_key(best.copy().fixed_isolation())] = True     # the request itself keeps its class
         while self.tests < self.budget:
             start, before = _key(best), self.tests
-            for step in (self._contracts, self._rows, self._simpler_ops, self._stops, self._immediates,
-                         self._call_data, self._storage, self._data, self._policy, self._limits, self._context):
-                result = step(best)
-                if result is not None:
-                    best = result
+            self._last_kept = None
+            try:
+                for step in (self._contracts, self._rows, self._simpler_ops, self._stops, self._immediates,
+                             self._call_data, self._storage, self._data, self._policy, self._limits,
+                             self._context):
+                    result = step(best)
+                    if result is not None:
+                        best = result
+            except _Spent:
+                # the budget ran out inside a pass: keep what that pass had already won
+                return self._last_kept if self._last_kept is not None else best
             # a whole round changed nothing (or ran no new candidate: it only moved between
             # requests already known to keep the class): a fixpoint
             if _key(best) == start or self.tests == before:
