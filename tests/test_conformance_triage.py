@@ -70,7 +70,9 @@ def _by_hand():
 @pytest.fixture(scope="module")
 def first_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("triage")
-    code, text, err = run_cli("conformance", "run", "--impl", IMPL, "--out", str(out), "--fresh", "0",
+    # --no-blind: the hand count reads the published programs; blinding appends unreachable
+    # code, so the first opcode the VM names as missing may differ (the ranking does not).
+    code, text, err = run_cli("conformance", "run", "--no-blind", "--impl", IMPL, "--out", str(out), "--fresh", "0",
                               "--repeat", "0", "--show", "0", "--by-opcode")
     assert code == 1, (text[-2000:], err[-2000:])
     return out, text, json.loads((out / "report.json").read_text())
@@ -81,10 +83,11 @@ def test_swap1_and_mstore_top_what_to_implement_next(first_run):
     missing, messages, wrong = _by_hand()
     blocked = Counter(m for need in missing.values() for m in need)
     (top_1, n_1), (top_2, n_2) = blocked.most_common(2)
-    assert {top_1, top_2} == {"SWAP1", "MSTORE"} and n_1 > n_2 > blocked.most_common(3)[2][1]
+    # (the two may tie: the corpus's return helper holds both)
+    assert {top_1, top_2} == {"SWAP1", "MSTORE"} and n_1 >= n_2 > blocked.most_common(3)[2][1]
     section = doc["implementations"][0]["what_to_implement_next"]
     rows = section["instructions"]
-    assert [(r["name"], r["blocked"]) for r in rows[:2]] == [(top_1, n_1), (top_2, n_2)]
+    assert sorted((r["name"], r["blocked"]) for r in rows[:2]) == sorted([(top_1, n_1), (top_2, n_2)])
     assert {r["name"]: r["blocked"] for r in rows} == dict(blocked)   # every instruction, by hand
     assert not set(section["known_instructions"]) - {NAME[op] for op in IMPLEMENTED}
     # "alone": vectors whose only missing element is that instruction (features aside here:
