@@ -16,8 +16,8 @@ import z3
 
 from proofs import execute
 from proofs.concrete import (
-    ModelError, callee_oracle, concrete_state, memory_probes, observe, sample, taken,
-    with_oracle,
+    ModelError, World, call_oracle, concrete_state, memory_probes, observe, sample, taken,
+    with_oracle, world_of,
 )
 from proofs.replay import complete, run_interpreter
 from proofs.words import SPEC
@@ -25,11 +25,14 @@ from proofs.words import SPEC
 RUNNING = "running"
 
 
-def model_outcome(x: dict, model=None):
-    """The model's branch taken from the concrete state of ``x`` (a completed inputs)."""
+def model_outcome(x: dict, model=None, world: World | None = None):
+    """The model's branch taken from the concrete state of ``x`` (a completed inputs); a
+    CALL's callee runs through the model over ``world`` (made from ``x`` when not given)."""
     pre = concrete_state(x)
     if x["mnemonic"] == "CALL":
-        pre = with_oracle(pre, callee_oracle(x, pre, model))
+        world = world_of(x, pre) if world is None else world
+        world.model_table = None if model is None else {"CALL": model}
+        pre = with_oracle(pre, call_oracle(pre, world, model))
     size = SPEC.by_mnemonic[x["mnemonic"]].immediate_size
     imm = z3.BitVecVal(x["immediate"], 8 * size) if size else None
     return taken(execute.step(pre, x["mnemonic"], imm, model))
@@ -43,7 +46,8 @@ def compare(inputs: dict, handler=None, model=None) -> list[str]:
     # Every byte the interpreter holds non-zero is probed on the model too.
     written = nonzero(got.memory)
     try:
-        expected = observe(x, model_outcome(x, model), keys, written)
+        world = world_of(x, concrete_state(x))
+        expected = observe(x, model_outcome(x, model, world), keys, written, world=world)
     except ModelError as err:
         return [f"model: {err}"]
     diffs = []
@@ -56,6 +60,7 @@ def compare(inputs: dict, handler=None, model=None) -> list[str]:
     check("meters", expected.meters, got.meters)
     check("storage", expected.storage, got.storage)
     check("memory size", len(expected.memory), len(got.memory))
+    check("callee storage", expected.callee_storage, got.callee_storage)
     if expected.status in ("success", "reverted") and expected.status == got.status:
         check("output", expected.output, sample(got.output))
     if expected.status == RUNNING and got.status == RUNNING:

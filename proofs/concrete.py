@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from dataclasses import dataclass
 
 import z3
 from z3 import z3core
@@ -15,9 +16,11 @@ from z3 import z3core
 from proofs import execute
 from proofs.evaluate import compile_term, constant
 from proofs.machine import (
-    RUNNING, WINDOW, Bytes, CallOracle, Env, State, array_bytes, base_memory,
+    RUNNING, WINDOW, Bytes, CallOracle, Env, State, array_bytes, base_memory, memory_range,
 )
-from proofs.replay import CALLEES, PAGE_SIZE, Observed
+from proofs.replay import (
+    CALLEE_KEY, CALLEES, PAGE_SIZE, POLICIES, REENTRANT, REENTRY, REENTRY_KEY, Observed,
+)
 from proofs.words import SPEC, Width, width
 
 MAX_CALLEE_STEPS = 10_000
@@ -127,18 +130,58 @@ def taken(branches) -> "execute.Branch":
     return chosen[0]
 
 
-def run_program(state: State, program: list[tuple[str, int]], model_table=None):
-    """Run a straight program (instruction list) through the model until it halts."""
+@dataclass
+class World:
+    """What the frames of a CALL replay share: the code at each address (instruction lists)
+    and each contract's storage as the model's state holds it, bound under one policy."""
+
+    programs: dict[int, list]
+    storage: dict[int, z3.ArrayRef]
+    policy: str
+    model_table: dict | None = None       # mnemonic -> model (mutation tests), else the table's
+
+    def runnable(self, address: int) -> bool:
+        """The code at address exists and binds under the policy: every instruction's refusal
+        by the model of chapter 4 (proofs/policy.py, evaluated on this policy) is none."""
+        program = self.programs.get(address)
+        return program is not None and all(
+            policy_allows(self.policy, mnemonic) for mnemonic, _ in program)
+
+
+@functools.cache
+def policy_allows(name: str, mnemonic: str) -> bool:
+    from proofs.policy import concrete_refusal
+    return concrete_refusal(POLICIES[name], SPEC.by_mnemonic[mnemonic]) == "none"
+
+
+def world_of(x: dict, pre: State) -> World:
+    """The contracts of a replay: the callee kind at CALL's address operand, and REENTRY at
+    the frame's own address when the callee re-enters it (replay.run_interpreter deploys the
+    same)."""
+    programs, storage = {}, {x["address"]: pre.storage}
+    if x["mnemonic"] == "CALL" and CALLEES[x["callee"]] is not None and "callee_address" in x:
+        programs[x["callee_address"]] = CALLEES[x["callee"]]
+    if x["callee"] in REENTRANT:
+        programs[x["address"]] = REENTRY
+    return World(programs, storage, x["policy"])
+
+
+def run_program(state: State, program: list[tuple[str, int]], world: World | None = None):
+    """Run a straight program (instruction list) through the model until it halts; a CALL
+    in it runs its callee from ``world`` (none: no contract can run)."""
     offsets, pc = {}, 0
     for mnemonic, imm in program:
         offsets[pc] = (mnemonic, imm)
         pc += SPEC.by_mnemonic[mnemonic].size
+    table = world.model_table if world is not None else None
     for _ in range(MAX_CALLEE_STEPS):
         mnemonic, imm = offsets[value(state.pc)]
         ins = SPEC.by_mnemonic[mnemonic]
         imm_term = z3.BitVecVal(imm, 8 * ins.immediate_size) if ins.immediate_size else None
-        branch = taken(execute.step(state, mnemonic, imm_term,
-                                    None if model_table is None else model_table[mnemonic]))
+        model = None if table is None else table.get(mnemonic)
+        if mnemonic == "CALL" and world is not None:
+            state = with_oracle(state, call_oracle(state, world, model))
+        branch = taken(execute.step(state, mnemonic, imm_term, model))
         if branch.status != RUNNING:
             return branch
         state = branch.state
@@ -149,37 +192,49 @@ def with_oracle(state: State, oracle: CallOracle) -> State:
     return state.replace(env=dataclasses.replace(state.env, oracle=oracle))
 
 
-def callee_oracle(x: dict, pre: State, model=None) -> CallOracle:
-    """The call oracle of a CALL replay, from the model alone: a first step with a callee
-    that uses nothing gives the caller's meters after its base cost and call-data touch;
-    the callee program then runs through the model from there, in a fresh frame whose
-    compute limit is min(caller's limit, used + compute) (spec 5.2.1)."""
+def call_oracle(pre: State, world: World, model=None) -> CallOracle:
+    """The call oracle of the CALL about to run in ``pre``, from the model alone: a first
+    step with a callee that uses nothing gives the caller's meters after its base cost and
+    call-data touch (or its halt, or the depth rule's refusal); the callee's program then
+    runs through the model from there in a fresh frame whose compute limit is
+    min(caller's limit, used + compute) (spec 5.2.1), with memory[offset, offset + length)
+    as call data, over ``world``'s storage with the caller's own as it is now. A callee
+    that does not succeed leaves ``world`` as it found it (spec 6.11: its writes, and its
+    callees', are undone); one that succeeds leaves its writes, re-entrant ones included,
+    and the oracle's storage is the caller's as the callee left it."""
     w, cv = pre.w, pre.w.cval
-    program = CALLEES[x["callee"]]
-    if program is None or x["mnemonic"] != "CALL":
-        return pre.env.oracle
-    idle = dataclasses.replace(no_call(w, pre.storage), runnable=z3.BoolVal(True),
-                               succeeded=z3.BoolVal(True))
+    target, caller = value(pre.stack[3]), value(pre.env.address)
+    none = no_call(w, pre.storage)
+    if not world.runnable(target):
+        return none
+    idle = dataclasses.replace(none, runnable=z3.BoolVal(True), succeeded=z3.BoolVal(True))
     first = taken(execute.step(with_oracle(pre, idle), "CALL", None, model))
     if not first.label.endswith("callee succeeded"):
-        return pre.env.oracle  # halted before the call, or the depth check refused it
+        return none  # halted before the call, or the depth rule refused it
     after = first.state
     start_compute = value(after.compute)
-    limit = min(value(after.compute_limit), start_compute + x["stack"][-3])
-    same = x["callee_address"] == x["address"]
+    limit = min(value(after.compute_limit), start_compute + value(pre.stack[2]))
+    saved = dict(world.storage)
+    world.storage[caller] = after.storage
+    offset, length = w.widen(pre.stack[1]), w.widen(pre.stack[0])
     frame = after.replace(
         pc=cv(0), stack=tuple(w.wval(0) for _ in range(WINDOW)), height=cv(0),
         rstack=(cv(0), cv(0)), rheight=cv(0), memory=base_memory(w, cv(0), byte_array(w, b"")),
-        storage=after.storage if same else word_array(w, {}), events=(), output=None,
+        storage=world.storage.get(target, word_array(w, {})), events=(), output=None,
         return_data=concrete_bytes(w, b""), compute_limit=cv(limit),
-        env=Env(caller=w.wval(x["address"]), address=w.wval(x["callee_address"]),
-                call_data=concrete_bytes(w, b""), data=concrete_bytes(w, b""),
-                block_time=after.env.block_time, seed=after.env.seed,
-                depth=after.env.depth + cv(1), oracle=no_call(w, after.storage)))
-    end = run_program(frame, program)
+        env=Env(caller=w.wval(caller), address=w.wval(target),
+                call_data=memory_range(pre.memory, offset, length),
+                data=concrete_bytes(w, b""), block_time=after.env.block_time,
+                seed=after.env.seed, depth=after.env.depth + cv(1), oracle=none))
+    end = run_program(frame, world.programs[target], world)
     t = end.state
-    gained = lambda name: cv(value(getattr(t, name)) - value(getattr(after, name)))  # noqa: E731
     ok = end.status == "success"
+    if ok:
+        world.storage[target] = t.storage
+    else:
+        world.storage.clear()
+        world.storage.update(saved)
+    gained = lambda name: cv(value(getattr(t, name)) - value(getattr(after, name)))  # noqa: E731
     return CallOracle(
         runnable=z3.BoolVal(True), succeeded=z3.BoolVal(ok),
         reverted=z3.BoolVal(end.status == "reverted"), compute=gained("compute"),
@@ -187,12 +242,12 @@ def callee_oracle(x: dict, pre: State, model=None) -> CallOracle:
         storage_units=gained("storage_units"), reads=gained("reads"),
         writes=gained("writes"), new_slots=gained("new_slots"),
         randoms=gained("random_counter"),
-        storage_after=t.storage if same else pre.storage,
+        storage_after=world.storage[caller] if ok else pre.storage,
         output=t.output if t.output is not None else concrete_bytes(w, b""),
         events=t.events if ok else ())
 
 
-def observe(x: dict, branch, probe_keys=(), extra_probes=()) -> Observed:
+def observe(x: dict, branch, probe_keys=(), extra_probes=(), world: World | None = None) -> Observed:
     s, w = branch.state, branch.state.w
     height = value(s.height)
     depth = min(height, len(s.stack))
@@ -202,7 +257,14 @@ def observe(x: dict, branch, probe_keys=(), extra_probes=()) -> Observed:
     memory = bytearray(size)
     for i, byte in zip(probes, read_at(w, s.memory.read, probes)):
         memory[i] = byte
-    keys = set(x["storage"]) | set(probe_keys)
+    keys = set(x["storage"]) | set(probe_keys) | {REENTRY_KEY}
+    callee_storage = None
+    if "callee_address" in x:
+        at = x["callee_address"]
+        if world is not None and at in world.storage:
+            callee_storage = value(world.storage[at][w.wval(CALLEE_KEY)])
+        else:
+            callee_storage = 0   # a contract no frame of the replay has written
     events = [(value(e.address), tuple(value(t) for t in e.topics), read_bytes(w, e.data))
               for e in s.events]
     return Observed(
@@ -215,7 +277,8 @@ def observe(x: dict, branch, probe_keys=(), extra_probes=()) -> Observed:
                 "reads": value(s.reads), "writes": value(s.writes),
                 "new_slots": value(s.new_slots)},
         events=events, output=None if s.output is None else read_bytes(w, s.output),
-        return_data=read_bytes(w, s.return_data), random_counter=value(s.random_counter))
+        return_data=read_bytes(w, s.return_data), random_counter=value(s.random_counter),
+        callee_storage=callee_storage)
 
 
 SAMPLE_HEAD, SAMPLE_TAIL = 96, 32

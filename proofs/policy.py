@@ -53,6 +53,24 @@ class SymbolicPolicy:
                            z3.BitVecVal(gate_error, 8)))
 
 
+def concrete_refusal(fields: dict, ins) -> str:
+    """The model's refusal of ``ins`` (an ERRORS entry, "none" when allowed) under a concrete
+    policy given as reference_vm.policy.Policy's fields (absent ones at policy.toml's
+    defaults): ``refusal`` with every symbol fixed."""
+    p = SymbolicPolicy("concrete_")
+    forbidden = set(fields.get("forbidden_operations", ()))
+    allowed = fields.get("allowed_operations")
+    fixed = [p.allow_list == (allowed is not None)]
+    for f in FIELDS:
+        values = POLICY["fields"][f]["values"]
+        fixed.append(p.field[f] == values.index(fields.get(f, POLICY["fields"][f]["default"])))
+    for name in (ins.mnemonic, ins.type):
+        fixed += [p.forbidden[name] == (name in forbidden),
+                  p.allowed[name] == (name in (allowed or ()))]
+    index = z3.simplify(z3.substitute(p.refusal(ins), *[(c.arg(0), c.arg(1)) for c in fixed]))
+    return ERRORS[index.as_long()]
+
+
 CODE_LENGTH = 2
 
 

@@ -11,8 +11,15 @@ with zeros below to that height), return_stack, pc, compute_used, compute_limit,
 memory_pages, memory (hex of the initial bytes from offset 0), pages_live, pages_peak,
 memory_limit, storage_units, storage_limit, storage_reads, storage_writes,
 storage_new_slots, storage ({key: value}), caller, address, call_data, data, return_data
-(hex), block_time, seed (hex), random_counter, depth and callee (a CALLEES kind: the program
-deployed at CALL's address operand, which must differ from the frame's address).
+(hex), block_time, seed (hex), random_counter, depth, callee (a CALLEES kind: the program
+deployed at CALL's address operand, which must differ from the frame's address) and policy
+(a POLICIES name: the policy every callee is bound under).
+
+Callee programs cross frames the way contracts do: they write their own storage, grow and
+release memory, emit events, return or revert memory bytes, re-enter the caller (whose
+address then holds REENTRY, one storage write and an event) and hold gated instructions.
+The model runs the same programs through its own opcode models (concrete.py), so CALL is
+compared on what a callee really does, not on an oracle picked to match.
 """
 
 from __future__ import annotations
@@ -41,16 +48,61 @@ DEFAULTS = {
     "storage_limit": 100_000, "storage_reads": 0, "storage_writes": 0,
     "storage_new_slots": 0, "caller": 0xCA11E2, "address": 0x100, "call_data": "",
     "data": "", "return_data": "", "block_time": 1_700_000_000, "seed": "00" * 32,
-    "random_counter": 0, "depth": 1, "callee": "absent", "return_stack": [],
+    "random_counter": 0, "depth": 1, "callee": "absent", "return_stack": [], "policy": "open",
 }
-# Callee programs for CALL replays, as instruction lists; agreement.py derives the model's
-# call oracle for each from the spec table alone.
+# Callee programs for CALL replays, as instruction lists; concrete.py runs each through the
+# model to get CALL's oracle (it never asks the interpreter).
+CALLEE_KEY, CALLEE_VALUE = 0x3, 0x1122334455667788       # a slot of the callee's own storage
+REENTRY_KEY, REENTRY_VALUE = 0x7E57, 0x5EED0000000000A1  # the caller's slot a re-entry writes
+MEMORY_AT = 4100                                          # the callee's memory: 2 pages
+_STORE = [("PUSH1", CALLEE_KEY), ("PUSH8", CALLEE_VALUE), ("SSTORE", 0)]
+_MEMORY = [("PUSH2", MEMORY_AT), ("PUSH8", 0x8877665544332211), ("MSTORE", 0),
+           ("PUSH2", MEMORY_AT), ("PUSH1", 8), ("PUSH8", 0xE7E7), ("LOG1", 0)]
+_OUT = [("PUSH2", MEMORY_AT - 2), ("PUSH1", 12)]         # 2 zero bytes, the word, 2 zero bytes
+# The callee calls its caller back with all the compute it may give and empty call data.
+_REENTER = [("CALLER", 0), ("PUSH4", 0xFFFFFFFF), ("PUSH1", 0), ("PUSH1", 0), ("CALL", 0),
+            ("POP", 0)]
+_EMPTY = [("PUSH1", 0), ("PUSH1", 0)]
 CALLEES = {
     "absent": None,
     "stop": [("STOP", 0)],
-    "revert": [("PUSH1", 0), ("PUSH1", 0), ("REVERT", 0)],
+    "revert": _EMPTY + [("REVERT", 0)],
     "trap": [("TRAP", 0)],
     "spin": [("JUMP", 0)],
+    "store": _STORE + [("STOP", 0)],
+    "store_revert": _STORE + _EMPTY + [("REVERT", 0)],
+    "store_trap": _STORE + [("TRAP", 0)],
+    "memory": _STORE + _MEMORY + _OUT + [("RETURN", 0)],
+    "memory_revert": _MEMORY + _OUT + [("REVERT", 0)],
+    "memory_trap": _MEMORY + [("TRAP", 0)],
+    "reenter": _REENTER + _MEMORY + _OUT + [("RETURN", 0)],
+    "reenter_revert": _REENTER + _EMPTY + [("REVERT", 0)],
+    "reenter_trap": _REENTER + [("TRAP", 0)],
+    "time": [("TIME", 0), ("POP", 0), ("STOP", 0)],
+    "random": [("RANDOM", 0), ("POP", 0), ("STOP", 0)],
+    "read": [("PUSH1", CALLEE_KEY), ("SLOAD", 0), ("POP", 0), ("STOP", 0)],
+}
+# What the caller's address holds when a callee re-enters it (else no code: a call to the
+# frame's own address cannot run).
+REENTRY = [("PUSH2", REENTRY_KEY), ("PUSH8", REENTRY_VALUE), ("SSTORE", 0),
+           ("PUSH1", 0), ("PUSH1", 0), ("PUSH1", 0x5E), ("LOG1", 0), ("STOP", 0)]
+REENTRANT = frozenset(k for k, p in CALLEES.items() if p and ("CALL", 0) in p)
+# Policies a replay binds callees under (reference_vm.policy.Policy fields). The frame's own
+# instruction is never bound (it is given as running), so each keeps CALL's gate open.
+POLICIES = {
+    "open": {"time_access": "allowed", "randomness": "seeded"},
+    "defaults": {},
+    "read_only": {"time_access": "allowed", "randomness": "seeded",
+                  "storage_access": "read_only"},
+    "no_storage": {"time_access": "allowed", "randomness": "seeded",
+                   "storage_access": "none"},
+    "forbid_storage": {"time_access": "allowed", "randomness": "seeded",
+                       "forbidden_operations": ("storage",)},
+    "forbid_time": {"time_access": "allowed", "randomness": "seeded",
+                    "forbidden_operations": ("TIME",)},
+    "allow_list": {"time_access": "allowed", "randomness": "seeded",
+                   "allowed_operations": ("stack", "control", "memory", "event", "call",
+                                          "environment")},
 }
 
 
@@ -92,6 +144,7 @@ class Observed:
     return_data: bytes
     random_counter: int
     height: int = -1            # the model observes only the top of the stack, and its height
+    callee_storage: int | None = None   # CALL: the callee's slot CALLEE_KEY afterwards
 
 
 def run_interpreter(inputs: dict, handler=None, probe_keys=()) -> Observed:
@@ -106,12 +159,13 @@ def run_interpreter(inputs: dict, handler=None, probe_keys=()) -> Observed:
                       last=(handler, x["immediate"]), steps=((decoded, handler),))
     data = bytes.fromhex(x["data"])
     program = Program(code=ValidCode(b"", data, ()), data=data, segments=())
-    contracts = {x["address"]: Contract(b"", {k: v for k, v in x["storage"].items()})}
+    own = assemble_instructions(REENTRY) if x["callee"] in REENTRANT else b""
+    contracts = {x["address"]: Contract(own, {k: v for k, v in x["storage"].items()})}
     callee = CALLEES[x["callee"]]
     if callee is not None and "callee_address" in x:
         contracts.setdefault(x["callee_address"], Contract(assemble_instructions(callee)))
     execution = Execution(WorldState(contracts), Context(x["block_time"], bytes.fromhex(x["seed"])),
-                          Policy(time_access="allowed", randomness="seeded"),
+                          Policy(**POLICIES[x["policy"]]),
                           Limits(x["compute_limit"], x["memory_limit"], x["storage_limit"]),
                           w, None)
     meter = execution.meter
@@ -141,15 +195,18 @@ def run_interpreter(inputs: dict, handler=None, probe_keys=()) -> Observed:
         status = err.code
     except Exception as err:  # noqa: BLE001 - an interpreter crash is a finding, not a stop
         status = f"internal:{type(err).__name__}:{err}"
-    keys = set(x["storage"]) | set(probe_keys)
+    keys = set(x["storage"]) | set(probe_keys) | {REENTRY_KEY}
+    journal = execution.journal
     return Observed(
         status=status, pc=pc, stack=list(frame.stack), return_stack=list(frame.return_stack),
         memory=bytes(frame.memory),
-        storage={k: execution.journal.load(x["address"], k) for k in sorted(keys)},
+        storage={k: journal.load(x["address"], k) for k in sorted(keys)},
         meters={"compute": meter.compute_used, "pages_live": meter.pages_live,
                 "pages_peak": meter.pages_peak, "storage_units": meter.storage_units,
                 "reads": meter.storage_reads, "writes": meter.storage_writes,
                 "new_slots": meter.storage_new_slots},
         events=[(a, tuple(t), bytes(d)) for a, t, d in frame.events], output=output,
         return_data=bytes(frame.return_data), random_counter=execution.random_counter,
-        height=len(frame.stack))
+        height=len(frame.stack),
+        callee_storage=(journal.load(x["callee_address"], CALLEE_KEY)
+                        if "callee_address" in x else None))

@@ -1,7 +1,7 @@
 """Run the proof suite on a process pool (both cores by default).
 
 Tasks: every (theorem, width) of the registry, and the agreement checks per opcode (branch
-replays, hypothesis at 64 bits, exhaustive at 8 bits) plus policy, validation and lifecycle
+replays, hypothesis at 64 bits, exhaustive at 8 bits, CALL across frames) plus policy, validation and lifecycle
 agreement (and, on request, the CrossHair supplement). Tasks run in processes forked from
 the same warmed-up parent: a few to a process those whose rows do not depend on what ran
 before (``BATCHED``: all but the CrossHair supplement); every proof claim is solved from
@@ -108,6 +108,8 @@ def plan(options: Options, registered: list | None = None) -> list[tuple]:
                     tasks.append(("hypothesis", ins.mnemonic, 64))
                 if ins.mnemonic in _word_ops() and options.width in (None, 8):
                     tasks.append(("exhaustive", ins.mnemonic, 8))
+                if ins.mnemonic == "CALL" and width == 64:
+                    tasks.append(("frames", ins.mnemonic, 64))
         if options.opcodes is None:
             tasks += [("policy", "-", 0), ("validate", "-", 0), ("lifecycle", "-", 0)]
     if options.crosshair and options.opcodes is None and not options.theorems_file:
@@ -196,8 +198,8 @@ def task_texts(task: tuple) -> list[str]:
 # solved from their text, branches.solve). They run BATCH_SIZE to a process (tests pin that
 # texts, inputs and rows equal those of one process per task, in any order). Only the
 # CrossHair supplement keeps a process of its own.
-BATCHED = ("theorem", "group", "branches", "hypothesis", "exhaustive", "policy", "validate",
-           "lifecycle")
+BATCHED = ("theorem", "group", "branches", "hypothesis", "exhaustive", "frames", "policy",
+           "validate", "lifecycle")
 BATCH_SIZE = 24
 
 
@@ -297,12 +299,15 @@ def _agreement(kind, key, bits, start) -> dict:
                 found.append({"inputs": x, "differences": diffs})
     elif kind == "hypothesis":
         from proofs import sampled
-        cases = _OPTIONS.samples
+        cases = sampled.examples_for(key, _OPTIONS.samples)
         found = sampled.check(key, _OPTIONS.samples, handler, model)
     elif kind == "exhaustive":
         from proofs import exhaustive
         cases = 1 << (8 * len(exhaustive.result_term(key)[0]))
         found = exhaustive.check_operation(key, handler, model)
+    elif kind == "frames":
+        from proofs import frames
+        cases, found = frames.check(handler, model)
     elif kind == "policy":
         from proofs import policy
         found = policy.check_agreement()

@@ -12,7 +12,7 @@ import functools
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 from proofs.agreement import compare
-from proofs.replay import CALLEES
+from proofs.replay import CALLEES, POLICIES
 from proofs.words import SPEC
 
 BITS = 64
@@ -35,6 +35,10 @@ BYTES = st.binary(max_size=40)
 SEED = st.binary(min_size=32, max_size=32)
 WORD = st.integers(0, MASK)
 CALLEE = st.sampled_from(sorted(CALLEES))
+POLICY = st.sampled_from(sorted(POLICIES))
+# Instructions whose effects cross frames or end one get more examples per run (their inputs
+# span callee programs, policies and output ranges): this many times the per-opcode count.
+MORE_EXAMPLES = {"CALL": 4, "RETURN": 4, "REVERT": 4}
 
 
 @functools.cache
@@ -76,6 +80,7 @@ def inputs(draw, mnemonic: str) -> dict:
     }
     if mnemonic == "CALL":
         x["callee"] = draw(CALLEE)
+        x["policy"] = draw(POLICY)
         if x["callee"] == "spin":  # keep the callee's loop short
             x["stack"][1] = draw(ints(0, 300))
         if x["stack"][0] == 0x100:
@@ -84,9 +89,16 @@ def inputs(draw, mnemonic: str) -> dict:
     return x
 
 
+def examples_for(mnemonic: str, examples: int) -> int:
+    """The examples a run with ``examples`` per opcode gives ``mnemonic`` (MORE_EXAMPLES)."""
+    return examples * MORE_EXAMPLES.get(mnemonic, 1)
+
+
 def check(mnemonic: str, examples: int, handler=None, model=None) -> list[dict]:
-    """Run ``examples`` derandomized examples; return the (shrunk) disagreement, if any."""
+    """Run ``examples_for(mnemonic, examples)`` derandomized examples; return the (shrunk)
+    disagreement, if any."""
     found: list[dict] = []
+    examples = examples_for(mnemonic, examples)
 
     @settings(max_examples=examples, derandomize=True, database=None, deadline=None,
               suppress_health_check=list(HealthCheck), phases=[Phase.generate, Phase.shrink])

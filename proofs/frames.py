@@ -1,0 +1,87 @@
+"""Agreement across frames: CALL replayed with every callee program of replay.CALLEES under
+the policies of replay.POLICIES, from caller states chosen where frames interact.
+
+Each case is one CALL from a concrete caller state (replay.py's inputs format), compared by
+agreement.compare: the interpreter runs the callee for real (binding it under the policy,
+journaling and undoing its writes, releasing its memory), the model runs the same program
+through its opcode models (concrete.call_oracle). What a frame leaves behind is what is
+compared: the caller's storage (re-entrant writes kept on success, undone on failure), the
+callee's own slot, the meters (the callee's usage charged, its pages released, the peak
+kept), return data (the callee's output, or empty: never the stale bytes the caller held),
+events and the flag.
+
+The caller states: stale return data and non-zero memory in the caller (its call-data range
+included), a caller distinct from the address, an existing slot at the key a re-entry
+writes; and, per kind, the edges where frames meet the limits: the depth rule at the call
+and one frame below it (a re-entry refused), a compute operand too small for the callee, a
+memory limit one page short of the callee's pages, a storage limit one unit short of its
+write.
+"""
+
+from __future__ import annotations
+
+from proofs.machine import CALL_DEPTH
+from proofs.replay import CALLEES, POLICIES, REENTRANT, REENTRY_KEY
+
+CALLEE_ADDRESS = 0x200
+STORAGE_UNITS = 10
+BASE: dict = {
+    "mnemonic": "CALL", "width": 64, "address": 0x100, "caller": 0xCA11E2,
+    "memory_pages": 1, "memory": "a1b2c3d4e5f60718293a4b5c6d7e8f90", "pages_live": 1,
+    "pages_peak": 2, "memory_limit": 8, "return_data": "deadbeefdeadbeef0102",
+    "compute_used": 40, "compute_limit": 200_000, "storage_units": STORAGE_UNITS,
+    "storage_limit": 100_000, "storage": {REENTRY_KEY: 9}, "random_counter": 3, "depth": 1,
+    "height": 6,
+}
+# Callee kinds whose outcome a policy can change (they hold a gated or listed instruction).
+POLICY_SENSITIVE = ("store", "memory", "reenter", "reenter_revert", "time", "random", "read")
+
+
+def _call(kind: str, policy: str = "open", compute: int | None = None, offset: int = 4,
+          length: int = 8, **changes) -> dict:
+    if compute is None:  # the looping callee runs out of a small operand, the others finish
+        compute = 120 if kind == "spin" else 1_000_000
+    x = dict(BASE, callee=kind, policy=policy,
+             stack=[CALLEE_ADDRESS, compute, offset, length], label=f"{kind} under {policy}")
+    x.update(changes)
+    return x
+
+
+def frame_inputs() -> list[dict]:
+    """The cases, in a fixed order (each labelled)."""
+    cases = [_call(kind) for kind in CALLEES]
+    cases += [_call(kind, policy) for kind in POLICY_SENSITIVE for policy in POLICIES
+              if policy != "open"]
+    for kind in sorted(CALLEES):
+        if CALLEES[kind] is None:
+            continue
+        edge = f"{kind}: "
+        cases += [
+            _call(kind, depth=CALL_DEPTH, label=edge + "the call refused by the depth rule"),
+            _call(kind, depth=CALL_DEPTH - 1, label=edge + "the callee at the deepest frame"),
+            _call(kind, compute=6, label=edge + "a compute operand of 6"),
+            _call(kind, memory_limit=2, label=edge + "memory limit one page above the caller's"),
+            _call(kind, storage_limit=STORAGE_UNITS + 1,
+                  label=edge + "storage limit one unit above the units used"),
+            _call(kind, length=0, offset=1 << 40, return_data="",
+                  label=edge + "empty call data far out, no return data before"),
+        ]
+    cases += [_call(kind, storage={}, label=f"{kind}: the re-entry's slot empty before")
+              for kind in sorted(REENTRANT)]
+    cases.append(_call("spin", compute=1 << 40, compute_limit=400,
+                       label="spin: a compute operand past the caller's limit"))
+    return cases
+
+
+def check(handler=None, model=None) -> tuple[int, list[dict]]:
+    """(cases run, disagreements) of every case."""
+    from proofs.agreement import compare
+
+    found = []
+    cases = frame_inputs()
+    for x in cases:
+        label = x.pop("label")
+        diffs = compare(x, handler, model)
+        if diffs:
+            found.append({"case": label, "inputs": x, "differences": diffs})
+    return len(cases), found
