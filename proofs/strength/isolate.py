@@ -1,6 +1,6 @@
 """A mutant's fair unit, run in a copy of the tree with the mutant written into it.
 
-``run_unit`` copies the packages a proofs unit imports (spec, reference_vm, proofs) into a
+``run_unit`` copies the packages a proofs unit imports (spec, reference_vm, compiled_vm, proofs) into a
 fresh temporary directory, writes the mutated module there, and runs the unit in a fresh
 interpreter whose working directory and import path are the copy (the worker checks that
 it imports the copy). The checkout is never written. The unit's solver calls are bounded by
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from proofs.strength.mutants import ROOT, Mutant
 
-PACKAGES = ("spec", "reference_vm", "proofs")
+PACKAGES = ("spec", "reference_vm", "compiled_vm", "proofs")
 
 
 def run_unit(mutant: Mutant | None, opcodes: tuple[str, ...], timeout: float) -> dict:

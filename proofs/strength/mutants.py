@@ -34,6 +34,13 @@ from typing import Any, Iterator
 ROOT = Path(__file__).resolve().parents[2]      # the tree the mutants are generated from
 HERE = Path(__file__).resolve().parent
 ROOTS = ("proofs/instructions", "reference_vm/instructions")
+# Beyond the handlers: the interpreter's frame and segment machinery (reference_vm/execute.py),
+# mutated in these functions only (run.FRAME_UNITS gives each its unit): nested calls, their
+# undo and records, a frame's end and memory release, the segment fast path and the defining
+# per-instruction path, the random stream.
+FRAME_FUNCTIONS = {"reference_vm/execute.py": ("Execution.call", "Execution.run_frame",
+                                               "Execution.run_segment", "Execution.step",
+                                               "Execution.next_random")}
 KINDS = ("compare", "constant", "index", "byteorder", "statement", "stale")
 CMPOPS = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt,
           ast.Eq: ast.NotEq, ast.NotEq: ast.Eq}
@@ -64,7 +71,14 @@ class Mutant:
 
 def modules() -> list[str]:
     return [f"{root}/{p.name}" for root in ROOTS for p in sorted((ROOT / root).glob("*.py"))
-            if p.name != "__init__.py"]
+            if p.name != "__init__.py"] + list(FRAME_FUNCTIONS)
+
+
+def _in_scope(path: str, function: str) -> bool:
+    """Whether ``function`` of ``path`` is mutated (every function of a handler or model
+    module; only FRAME_FUNCTIONS, and what they define, elsewhere)."""
+    chosen = FRAME_FUNCTIONS.get(path)
+    return chosen is None or any(function == f or function.startswith(f + ".") for f in chosen)
 
 
 def _skipped(tree: ast.AST) -> set[int]:
@@ -87,7 +101,9 @@ def _skipped(tree: ast.AST) -> set[int]:
     return out
 
 
-def _frames(function: ast.FunctionDef) -> list[str]:
+def _frames(function: ast.FunctionDef | ast.ClassDef) -> list[str]:
+    if isinstance(function, ast.ClassDef):
+        return []
     return [a.arg for a in (*function.args.posonlyargs, *function.args.args)
             if isinstance(a.annotation, ast.Name) and a.annotation.id == "Frame"]
 
@@ -232,6 +248,8 @@ def generated(path: str, source: str | None = None) -> Iterator[Mutant]:
     points.visit(tree)
     counts: dict[tuple[str, str, str], int] = {}
     for function, where, at, kind, variant in points.points:
+        if not _in_scope(path, function):
+            continue
         work = ast.parse(source)
         nodes: list[Any] = list(ast.walk(work))
         statement, node = nodes[where], nodes[at]

@@ -64,9 +64,26 @@ def _helpers(path: str, name: str) -> set[str]:
         names |= more
 
 
+def _every_opcode() -> tuple[str, ...]:
+    from proofs.words import SPEC
+    return tuple(sorted(SPEC.by_mnemonic))
+
+
+# The units of the frame machinery's functions (mutants.FRAME_FUNCTIONS): what runs through
+# them in the proofs' replays. Nested calls and a frame's end: CALL (its callee frames,
+# agreement_frames); the random stream: RANDOM; the segment paths: every instruction (each
+# branch input is replayed through them).
+FRAME_UNITS = {"Execution.call": ("CALL",), "Execution.run_frame": ("CALL",),
+               "Execution.next_random": ("RANDOM",), "Execution.run_segment": None,
+               "Execution.step": None}
+
+
 def unit(mutant: Mutant) -> tuple[str, ...]:
     """The opcodes of the mutant's fair unit (sorted)."""
-    from proofs.strength.mutants import modules
+    from proofs.strength.mutants import FRAME_FUNCTIONS, modules
+    if mutant.path in FRAME_FUNCTIONS:
+        top = ".".join(mutant.function.split(".")[:2])
+        return FRAME_UNITS[top] or _every_opcode()
     table = _table(mutant.path)
     f = mutant.function
     if f in ("models", "handlers"):   # the table's own body builds every entry
