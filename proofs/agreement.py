@@ -61,6 +61,8 @@ def compare(inputs: dict, handler=None, model=None) -> list[str]:
     check("storage", expected.storage, got.storage)
     check("memory size", len(expected.memory), len(got.memory))
     check("callee storage", expected.callee_storage, got.callee_storage)
+    if world is not None and x["mnemonic"] == "CALL" and expected.status == got.status:
+        check("call records", world.records, got.calls)
     if expected.status in ("success", "reverted") and expected.status == got.status:
         check("output", expected.output, sample(got.output))
     if expected.status == RUNNING and got.status == RUNNING:

@@ -139,19 +139,31 @@ class World:
     storage: dict[int, z3.ArrayRef]
     policy: str
     model_table: dict | None = None       # mnemonic -> model (mutation tests), else the table's
+    # The call records of spec 7.5.2, in the order calls start: (depth, caller, callee,
+    # status, error, error_pc, compute, memory_pages, reads, writes, new_slots, units).
+    records: list = dataclasses.field(default_factory=list)
 
-    def runnable(self, address: int) -> bool:
-        """The code at address exists and binds under the policy: every instruction's refusal
-        by the model of chapter 4 (proofs/policy.py, evaluated on this policy) is none."""
+    def refusal(self, address: int) -> str | None:
+        """Why the code at address cannot run (spec 7.3, chapter 4): no contract, or the
+        first instruction the model of chapter 4 (proofs/policy.py, on this policy) refuses;
+        None when it binds."""
         program = self.programs.get(address)
-        return program is not None and all(
-            policy_allows(self.policy, mnemonic) for mnemonic, _ in program)
+        if program is None:
+            return "CONTRACT_NOT_FOUND"
+        return next((code for code in (policy_refusal(self.policy, m) for m, _ in program)
+                     if code is not None), None)
 
 
 @functools.cache
-def policy_allows(name: str, mnemonic: str) -> bool:
+def policy_refusal(name: str, mnemonic: str) -> str | None:
     from proofs.policy import concrete_refusal
-    return concrete_refusal(POLICIES[name], SPEC.by_mnemonic[mnemonic]) == "none"
+    code = concrete_refusal(POLICIES[name], SPEC.by_mnemonic[mnemonic])
+    return None if code == "none" else code
+
+
+def _kind(status: str) -> str:
+    """A halt's status as a record states it: success, reverted, or the error's kind."""
+    return status if status in ("success", "reverted") else SPEC.errors[status].kind
 
 
 def world_of(x: dict, pre: State) -> World:
@@ -205,12 +217,21 @@ def call_oracle(pre: State, world: World, model=None) -> CallOracle:
     w, cv = pre.w, pre.w.cval
     target, caller = value(pre.stack[3]), value(pre.env.address)
     none = no_call(w, pre.storage)
-    if not world.runnable(target):
-        return none
     idle = dataclasses.replace(none, runnable=z3.BoolVal(True), succeeded=z3.BoolVal(True))
     first = taken(execute.step(with_oracle(pre, idle), "CALL", None, model))
+    depth = value(pre.env.depth) + 1
+    if first.label.endswith("call depth exceeded"):
+        world.records.append((depth, caller, target, "fault", "CALL_DEPTH_EXCEEDED", None,
+                              0, 0, 0, 0, 0, 0))
     if not first.label.endswith("callee succeeded"):
         return none  # halted before the call, or the depth rule refused it
+    refused = world.refusal(target)
+    if refused is not None:
+        world.records.append((depth, caller, target, _kind(refused), refused, None,
+                              0, 0, 0, 0, 0, 0))
+        return none
+    index = len(world.records)
+    world.records.append(None)   # calls are recorded in the order they start
     after = first.state
     start_compute = value(after.compute)
     limit = min(value(after.compute_limit), start_compute + value(pre.stack[2]))
@@ -235,6 +256,12 @@ def call_oracle(pre: State, world: World, model=None) -> CallOracle:
         world.storage.clear()
         world.storage.update(saved)
     gained = lambda name: cv(value(getattr(t, name)) - value(getattr(after, name)))  # noqa: E731
+    used = [value(getattr(t, n)) - value(getattr(after, n))
+            for n in ("compute", "reads", "writes", "new_slots", "storage_units")]
+    error = None if end.status in ("success", "reverted") else end.status
+    world.records[index] = (depth, caller, target, _kind(end.status), error,
+                            value(t.pc) if error else None, used[0], value(t.memory.pages),
+                            *used[1:])
     return CallOracle(
         runnable=z3.BoolVal(True), succeeded=z3.BoolVal(ok),
         reverted=z3.BoolVal(end.status == "reverted"), compute=gained("compute"),

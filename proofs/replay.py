@@ -145,6 +145,7 @@ class Observed:
     random_counter: int
     height: int = -1            # the model observes only the top of the stack, and its height
     callee_storage: int | None = None   # CALL: the callee's slot CALLEE_KEY afterwards
+    calls: list | None = None           # CALL: the call records (concrete.World.records)
 
 
 def run_interpreter(inputs: dict, handler=None, probe_keys=()) -> Observed:
@@ -209,4 +210,8 @@ def run_interpreter(inputs: dict, handler=None, probe_keys=()) -> Observed:
         return_data=bytes(frame.return_data), random_counter=execution.random_counter,
         height=len(frame.stack),
         callee_storage=(journal.load(x["callee_address"], CALLEE_KEY)
-                        if "callee_address" in x else None))
+                        if "callee_address" in x else None),
+        calls=[None if c is None else (
+            c.depth, c.caller, c.callee, c.status, c.error, c.error_pc, c.compute,
+            c.memory_pages, c.storage_reads, c.storage_writes, c.storage_new_slots,
+            c.storage_units) for c in execution.calls])

@@ -55,6 +55,10 @@ PLANTED = {
     "a reverted callee's events reach the caller":
         ("call", "if outcome.status == \"success\":\n        caller.events.extend(callee.events)",
          "caller.events.extend(callee.events)\n    if outcome.status == \"success\":"),
+    "a refused call leaves no record":
+        ("call", 'record("fault", "CALL_DEPTH_EXCEEDED", None)', "pass"),
+    "a call record counts no memory pages":
+        ("call", "memory_pages=pages_of(frame) if frame is not None else 0", "memory_pages=0"),
     "a callee's compute limit is not capped by its caller's":
         ("call", "limit = min(caller.compute_limit, meter.compute_used + compute)",
          "limit = meter.compute_used + compute"),
@@ -105,6 +109,11 @@ def test_callee_storage_memory_and_policy_as_the_spec_says():
     assert memory.meters["pages_live"] == 1 and memory.meters["pages_peak"] == 3
     assert memory.return_data == bytes(2) + (0x8877665544332211).to_bytes(8, "little") + bytes(2)
     assert [e[1] for e in memory.events] == [(0xE7E7,)]
+    # Its record (spec 7.5.2): depth 2, caller 0x100, callee 0x200, success, 2 pages (4,108
+    # bytes), one write to a new slot, no read.
+    (record,) = memory.calls
+    assert record[:6] == (2, 0x100, frames.CALLEE_ADDRESS, "success", None, None)
+    assert record[7:11] == (2, 0, 1, 1)
     assert _call("time", policy="defaults").stack[-1] == 0
     assert _call("time", policy="open").stack[-1] == 1
     assert set(POLICIES) >= {"open", "defaults", "read_only"}
