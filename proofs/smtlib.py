@@ -11,7 +11,6 @@ The solvers themselves, with their deterministic budgets, are in solvers.py.
 
 from __future__ import annotations
 
-import re
 
 import z3
 
@@ -54,36 +53,6 @@ def export(assumptions: list, claim) -> str:
     return f"(set-logic {logic(solver)})\n" + text
 
 
-_SPECIAL = re.compile(r"[()|;]")
-
-
-def toplevel(text: str) -> list[str]:
-    """The top-level s-expressions of an SMT-LIB text (comments at top level skipped).
-    Only parentheses, quoted symbols ``|…|`` and top-level ``;`` comments matter: the scan
-    jumps from one of those characters to the next."""
-    out, depth, start, pos, end = [], 0, 0, 0, len(text)
-    search = _SPECIAL.search
-    while (found := search(text, pos)) is not None:
-        i = found.start()
-        ch = text[i]
-        pos = i + 1
-        if ch == "(":
-            if depth == 0:
-                start = i
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth == 0:
-                out.append(text[start:pos])
-        elif ch == "|":
-            close = text.find("|", pos)
-            pos = end if close < 0 else close + 1
-        elif depth == 0:        # a comment, to the end of its line
-            newline = text.find("\n", pos)
-            pos = end if newline < 0 else newline + 1
-    return out
-
-
 def script(assumptions: list, claims: list, premises: bool = True) -> str:
     """One SMT-LIB 2 script for a row's claims: the declarations, the assumptions and a
     ``(check-sat)`` of the premises alone, then per claim ``(push 1) (assert (not claim))
@@ -115,7 +84,7 @@ def checks_script(assumptions: list, terms: list) -> str:
     (assert term) (check-sat) (pop 1)``: whether each term can hold with the assumptions
     (``script`` asserts the claims' negations; vacuity.py the claims' antecedents)."""
     solver = fresh_solver([*assumptions, *terms])
-    blocks = toplevel(solver.to_smt2())
+    blocks = solvers.toplevel(solver.to_smt2())
     declarations = [b for b in blocks if b.startswith("(declare-")]
     asserts = [b for b in blocks if b.startswith("(assert")]
     if len(asserts) != len(assumptions) + len(terms):

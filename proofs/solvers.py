@@ -13,6 +13,7 @@ so the answer depends on the text alone, not on what the process solved before.
 from __future__ import annotations
 
 import functools
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -217,9 +218,38 @@ def check_script(config: Config, text: str, wall_seconds: float) -> list[Answer]
     return _cvc5_answers(config, text, wall_seconds, incremental=True)
 
 
+_SPECIAL = re.compile(r"[()|;]")
+
+
+def toplevel(text: str) -> list[str]:
+    """The top-level s-expressions of an SMT-LIB text (comments at top level skipped).
+    Only parentheses, quoted symbols ``|…|`` and top-level ``;`` comments matter: the scan
+    jumps from one of those characters to the next."""
+    out, depth, start, pos, end = [], 0, 0, 0, len(text)
+    search = _SPECIAL.search
+    while (found := search(text, pos)) is not None:
+        i = found.start()
+        ch = text[i]
+        pos = i + 1
+        if ch == "(":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                out.append(text[start:pos])
+        elif ch == "|":
+            close = text.find("|", pos)
+            pos = end if close < 0 else close + 1
+        elif depth == 0:        # a comment, to the end of its line
+            newline = text.find("\n", pos)
+            pos = end if newline < 0 else newline + 1
+    return out
+
+
 def _z3_script(config: Config, text: str, wall_seconds: float) -> list[Answer]:
 
-    from proofs.smtlib import toplevel
     solver = _z3_solver(config, wall_seconds)
     answers: list[Answer] = []
     pending: list[str] = []
