@@ -16,13 +16,8 @@ from dataclasses import dataclass, field
 
 import z3
 
-from proofs import smtlib, solvers, vacuity
+from proofs import smtlib, solvers, vacuity, verdicts
 from proofs.registry import Query
-
-
-def _r():
-    from proofs import runner
-    return runner
 
 
 def _premises(query, budgets) -> str:
@@ -70,7 +65,7 @@ class _Texts:
 
     def __init__(self, query, names: list[str]):
         self.query, self.cache = query, {}
-        export_dir = _r()._OPTIONS.export_dir
+        export_dir = verdicts.current.export_dir
         if export_dir:
             for k, name in enumerate(names):
                 with open(os.path.join(export_dir, name), "w") as f:
@@ -146,20 +141,19 @@ def _decide(query, texts, provers, recheckers, wall, stop_at_sat) -> _Decided:
 def check_rows(items: list, bits: int) -> list[tuple[str, dict, float]]:
     """(status, extra, share of the task's solving) of each (theorem, query) of ``items``:
     one row, or a group sharing assumptions and profile."""
-    R = _r()
     if any(not q.claims for _, q in items):
         # A row without claims would be proved by nothing: an error, and its group's other
         # rows are solved on their own.
         if len(items) == 1:
-            return [(R.ERROR, {"claims": 0, "note": items[0][0].note, "error": vacuity.EMPTY},
+            return [(verdicts.ERROR, {"claims": 0, "note": items[0][0].note, "error": vacuity.EMPTY},
                      1.0)]
         return [row for item in items for row in check_rows([item], bits)]
-    budgets = solvers.load(R._OPTIONS.budgets)
-    wall = R._OPTIONS.wall_seconds or budgets.wall_seconds
+    budgets = solvers.load(verdicts.current.budgets)
+    wall = verdicts.current.wall_seconds or budgets.wall_seconds
     th0, q0 = items[0]
     profile = budgets.profile(th0.name, th0.profile, th0.opcode)
     provers = [budgets.configs[c] for c in profile.prove]
-    recheckers = [budgets.configs[c] for c in R._rechecking(profile)]
+    recheckers = [budgets.configs[c] for c in verdicts.rechecking(profile)]
     claims, names, spans = [], [], []
     for th, q in items:
         spans.append(range(len(claims), len(claims) + len(q.claims)))
@@ -196,7 +190,6 @@ def check_rows(items: list, bits: int) -> list[tuple[str, dict, float]]:
 
 def _assemble(th, query, ks, d, budgets, wall, profile, recheckers, premises, premises_by):
     """One row from the combined answers ``d`` at the row's claims ``ks``."""
-    R = _r()
     local = {k: j for j, k in enumerate(ks)}
     checked = [k for k in ks if k in d.last]
     refuted = [k for k in checked if d.last[k].status == solvers.SAT]
@@ -226,13 +219,13 @@ def _assemble(th, query, ks, d, budgets, wall, profile, recheckers, premises, pr
     second = ([(local[k], d.last[k].status, d.verdict[k]) for k in checked if k in d.verdict]
               if recheckers else [])
     if solvers.SAT in statuses:
-        status = R.COUNTEREXAMPLE
+        status = verdicts.COUNTEREXAMPLE
     elif all(s == solvers.UNSAT for s in statuses):
-        status = R.PROVED
+        status = verdicts.PROVED
     elif solvers.TIMEOUT in statuses:
-        status = R.TIMEOUT
+        status = verdicts.TIMEOUT
     else:
-        status = R.UNKNOWN
+        status = verdicts.UNKNOWN
     disagreements = [k for k, a, b in second if {a, b} == {solvers.SAT, solvers.UNSAT}]
     extra = {"claims": len(query.claims), "note": th.note, "premises": premises,
              "premises_by": premises_by, "budget_profile": profile.name,
@@ -243,27 +236,26 @@ def _assemble(th, query, ks, d, budgets, wall, profile, recheckers, premises, pr
     if recheckers:
         extra["second_solver"] = ", ".join(c.label for c in recheckers)
         extra["rechecked_by"] = rechecked_by
-        extra["second_status"] = (R.DISAGREES if disagreements else R.AGREES if second and all(
-            a == b for _, a, b in second) and len(second) == len(statuses) else R.UNKNOWN)
+        extra["second_status"] = (verdicts.DISAGREES if disagreements else verdicts.AGREES if second and all(
+            a == b for _, a, b in second) and len(second) == len(statuses) else verdicts.UNKNOWN)
     if len(statuses) < len(query.claims):
         extra["claims_checked"] = len(statuses)   # stopped at the first counterexample
         if disagreements:
             extra["disagreeing_claims"] = disagreements
     if cex is not None:
         extra["counterexample"] = cex
-    if disagreements and status != R.COUNTEREXAMPLE:
-        status = R.DISAGREES
+    if disagreements and status != verdicts.COUNTEREXAMPLE:
+        status = verdicts.DISAGREES
     if premises == "unsatisfiable":
-        status = R.VACUOUS
-    elif not premises.startswith("satisfiable") and status == R.PROVED:
-        status = R.TIMEOUT if premises == solvers.TIMEOUT else R.UNKNOWN
+        status = verdicts.VACUOUS
+    elif not premises.startswith("satisfiable") and status == verdicts.PROVED:
+        status = verdicts.TIMEOUT if premises == solvers.TIMEOUT else verdicts.UNKNOWN
     return status, extra
 
 
 def _antecedents(status: str, extra: dict, statuses: dict[int, str], by: str) -> str:
     """The row's status once its claims' antecedents are known: vacuous when one cannot
     hold with the premises, unproved when one was left undecided."""
-    R = _r()
     word, bad = vacuity.verdict(statuses)
     extra["antecedents"] = {"none": "none", solvers.SAT: f"satisfiable ({len(statuses)})"}.get(
         word, _premise_word(word))
@@ -271,11 +263,11 @@ def _antecedents(status: str, extra: dict, statuses: dict[int, str], by: str) ->
         extra["antecedents_by"] = by
     if word == solvers.UNSAT:
         extra["vacuous_claims"] = bad
-        if status in (R.PROVED, R.UNKNOWN, R.TIMEOUT):
-            return R.VACUOUS
-    elif word in (solvers.UNKNOWN, solvers.TIMEOUT) and status == R.PROVED:
+        if status in (verdicts.PROVED, verdicts.UNKNOWN, verdicts.TIMEOUT):
+            return verdicts.VACUOUS
+    elif word in (solvers.UNKNOWN, solvers.TIMEOUT) and status == verdicts.PROVED:
         extra["undecided_antecedents"] = bad
-        return R.TIMEOUT if word == solvers.TIMEOUT else R.UNKNOWN
+        return verdicts.TIMEOUT if word == solvers.TIMEOUT else verdicts.UNKNOWN
     return status
 
 
@@ -317,8 +309,8 @@ def _counterexample(query, claim, model, budgets, wall: float) -> dict:
         observed = run_interpreter(complete(inputs))
         out["interpreter"] = {"outcome": observed.status, "stack_top": observed.stack[-4:],
                               "meters": observed.meters}
-        out["differences"] = compare(inputs, _r()._OPTIONS.handler_overrides.get(query.mnemonic),
-                                     _r()._OPTIONS.model_overrides.get(query.mnemonic))
+        out["differences"] = compare(inputs, verdicts.current.handler_overrides.get(query.mnemonic),
+                                     verdicts.current.model_overrides.get(query.mnemonic))
     except Exception as err:  # noqa: BLE001 - a replay failure is reported, not raised
         out["replay_error"] = f"{type(err).__name__}: {err}"
     return out
@@ -345,7 +337,7 @@ def _word_counterexample(model, query) -> dict:
     arity = SPEC.by_mnemonic[query.mnemonic].inputs
     inputs = {"mnemonic": query.mnemonic, "width": query.width, "stack": values[:arity]}
     return {"inputs": inputs, "operand_values": values,
-            "differences": compare(inputs, _r()._OPTIONS.handler_overrides.get(query.mnemonic),
-                                   _r()._OPTIONS.model_overrides.get(query.mnemonic))}
+            "differences": compare(inputs, verdicts.current.handler_overrides.get(query.mnemonic),
+                                   verdicts.current.model_overrides.get(query.mnemonic))}
 
 

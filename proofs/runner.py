@@ -1,26 +1,15 @@
 """Run the proof suite on a process pool (both cores by default).
 
 Tasks: every (theorem, width) of the registry, and the agreement checks per opcode (branch
-replays, hypothesis at 64 bits, exhaustive at 8 bits, CALL across frames) plus policy, validation and lifecycle
-agreement (and, on request, the CrossHair supplement). Tasks run in processes forked from
+replays, hypothesis at 64 bits, exhaustive at 8 bits, CALL across frames) plus policy,
+validation and lifecycle agreement (and, on request, the CrossHair supplement). Tasks run in processes forked from
 the same warmed-up parent: a few to a process those whose rows do not depend on what ran
 before (``BATCHED``: all but the CrossHair supplement); every proof claim is solved from
 its SMT-LIB 2 text (printed from a z3 context of its own) in a fresh solver under the
-deterministic budgets of ``proofs/budgets.toml``: a verdict depends on the query alone, never on the machine's load or on the task order.
+deterministic budgets of ``proofs/budgets.toml``: a verdict depends on the query alone,
+never on the machine's load or on the task order.
 
-Statuses of a theorem row:
-
-- proved: every claim unsat (no counterexample) within its budget, and the premises
-  satisfiable;
-- counterexample: a claim is sat; its inputs are replayed on the interpreter and printed;
-- unknown: a claim was left undecided within its resource budget (not proved);
-- timeout: a claim hit the wall-clock safety net (not proved; distinct from unknown);
-- vacuous: the premises (the query's assumptions) are unsatisfiable, so every claim would
-  hold trivially: a failure, never a proof;
-- agrees / disagrees: an agreement check. A re-checking solver answering otherwise than the
-  prover on a decided claim is a disagreement;
-- informative: the CrossHair supplement (findings listed; never a verdict);
-- error: a task crashed (a bug in the suite or a missing dependency).
+The statuses of the rows, and the options of a run, are in verdicts.py.
 
 Counterexamples, disagreements, vacuous premises and errors fail the suite; unknown and
 timeout are not failures of the model but leave the suite unproved (readiness says so).
@@ -31,49 +20,15 @@ from __future__ import annotations
 import multiprocessing
 import os
 import time
-from dataclasses import dataclass, field
 
 
-from proofs import claims, smtlib, solvers
+from proofs import claims, smtlib, solvers, verdicts
 
-PROVED, COUNTEREXAMPLE, UNKNOWN, TIMEOUT = "proved", "counterexample", "unknown", "timeout"
-VACUOUS = "vacuous"
-AGREES, DISAGREES = "agrees", "disagrees"
-INFORMATIVE = "informative"
-# A task that crashed (a bug in the suite or a missing dependency): neither proof nor refutation.
-ERROR = "error"
-FAILING = (COUNTEREXAMPLE, DISAGREES, ERROR, VACUOUS)
-UNDECIDED = (UNKNOWN, TIMEOUT)
-VERDICT_OK = (PROVED, AGREES)
+from proofs.verdicts import (  # noqa: F401 - the statuses and Options, as runner's API
+    AGREES, COUNTEREXAMPLE, DISAGREES, ERROR, FAILING, INFORMATIVE, PROVED, TIMEOUT, UNDECIDED,
+    UNKNOWN, VACUOUS, VERDICT_OK, Options,
+)
 
-
-@dataclass
-class Options:
-    opcodes: tuple[str, ...] | None = None   # None: every opcode
-    names: tuple[str, ...] | None = None     # None: every theorem (and agreement_* check)
-    width: int | None = None                 # None: every width each theorem lists
-    solver: str = "cvc5"                     # re-checking: cvc5 (the profiles), bitwuzla, z3 (none)
-    export_dir: str | None = None
-    jobs: int = 2
-    wall_seconds: float | None = None        # safety net per query (None: budgets.toml)
-    budgets: str | None = None               # budgets file (None: proofs/budgets.toml)
-    theorems_file: str | None = None         # a user's theorems instead of the built-in ones
-    samples: int = 8                         # hypothesis examples per opcode
-    agreement: bool = True
-    crosshair: bool = False                  # the informative CrossHair supplement
-    model_overrides: dict = field(default_factory=dict)    # mnemonic -> model (tests)
-    handler_overrides: dict = field(default_factory=dict)  # mnemonic -> handler (tests)
-
-    @property
-    def partial(self) -> bool:
-        """Whether this run covers less than the whole registered suite."""
-        return bool(self.opcodes is not None or self.width is not None or self.theorems_file
-                    or self.names is not None
-                    or not self.agreement or self.model_overrides or self.handler_overrides
-                    or self.budgets or self.solver != "cvc5")
-
-
-_OPTIONS = Options()  # set before the pool forks, read by the workers
 _THEOREMS: list = []
 
 
@@ -169,14 +124,6 @@ def _row(kind, opcode, width, status, seconds, **extra) -> dict:
             "seconds": round(seconds, 2), **extra}
 
 
-def _rechecking(profile) -> tuple[str, ...]:
-    if _OPTIONS.solver == "z3":
-        return ()
-    if _OPTIONS.solver == "bitwuzla":
-        return ("bitwuzla",)
-    return profile.recheck
-
-
 def task_texts(task: tuple) -> list[str]:
     """The SMT-LIB texts a theorem task (or group) solves: each claim's own text, then the
     script of all its claims. z3 names shared subterms by term ids, which in the main
@@ -212,7 +159,7 @@ def batched(tasks: list[tuple]) -> list[tuple]:
 
 
 def _build(th, bits):
-    model = _OPTIONS.model_overrides.get(th.opcode)
+    model = verdicts.current.model_overrides.get(th.opcode)
     return th.build(bits, model) if model is not None else th.build(bits)
 
 
@@ -249,9 +196,9 @@ def _explain(query, extra: dict) -> None:
     cex = extra["counterexample"]
     k = extra.get("claims_checked", extra.get("claims", len(query.claims))) - 1
     try:
-        handler = _OPTIONS.handler_overrides.get(query.mnemonic)
-        cex["explained"] = ex = explain(query, query.claims[k], cex, _OPTIONS.budgets,
-                                        _OPTIONS.wall_seconds, handler)
+        handler = verdicts.current.handler_overrides.get(query.mnemonic)
+        cex["explained"] = ex = explain(query, query.claims[k], cex, verdicts.current.budgets,
+                                        verdicts.current.wall_seconds, handler)
         call = ex.get("call")
         if call and call["mnemonic"] == query.mnemonic:
             # A word law's input is the operands its instruction was applied to, by the
@@ -262,7 +209,7 @@ def _explain(query, extra: dict) -> None:
                 from proofs.agreement import compare
                 cex["inputs"] = inputs
                 cex["differences"] = compare(inputs, handler,
-                                             _OPTIONS.model_overrides.get(query.mnemonic))
+                                             verdicts.current.model_overrides.get(query.mnemonic))
     except Exception as err:  # noqa: BLE001 - the verdict stands; the explanation says why not
         cex["explained"] = {"not_explained": f"{type(err).__name__}: {err}"[:300]}
 
@@ -285,8 +232,8 @@ def _same(a: list, b: list) -> bool:
 
 
 def _agreement(kind, key, bits, start) -> dict:
-    handler = _OPTIONS.handler_overrides.get(key)
-    model = _OPTIONS.model_overrides.get(key)
+    handler = verdicts.current.handler_overrides.get(key)
+    model = verdicts.current.model_overrides.get(key)
     found: list = []
     cases = 0
     if kind == "branches":
@@ -299,8 +246,8 @@ def _agreement(kind, key, bits, start) -> dict:
                 found.append({"inputs": x, "differences": diffs})
     elif kind == "hypothesis":
         from proofs import sampled
-        cases = sampled.examples_for(key, _OPTIONS.samples)
-        found = sampled.check(key, _OPTIONS.samples, handler, model)
+        cases = sampled.examples_for(key, verdicts.current.samples)
+        found = sampled.check(key, verdicts.current.samples, handler, model)
     elif kind == "exhaustive":
         from proofs import exhaustive
         cases = 1 << (8 * len(exhaustive.result_term(key)[0]))
@@ -392,8 +339,8 @@ def _forked(context, tasks: list[tuple], jobs: int):
 
 
 def run_suite(options: Options, progress=None) -> list[dict]:
-    global _OPTIONS, _THEOREMS
-    _OPTIONS = options
+    global _THEOREMS
+    verdicts.use(options)
     _THEOREMS = theorems(options)
     solvers.load(options.budgets)   # a bad budgets file fails before any task runs
     for th in _THEOREMS:

@@ -10,7 +10,7 @@ import multiprocessing
 import pytest
 import z3
 
-from proofs import branches, runner
+from proofs import branches, runner, verdicts
 from proofs.machine import fresh_state
 from proofs.runner import Options, run_suite
 from proofs.words import SPEC, width
@@ -38,7 +38,7 @@ def test_batched_agreement_rows_equal_one_process_per_check(monkeypatch):
     assert len(alone) == 8 and {r["status"] for r in alone} == {"agrees"}
     assert _key(together) == _key(alone)
     # and in the reverse order, in one process
-    runner._OPTIONS = options
+    verdicts.use(options)
     runner._warm(options)
     context = multiprocessing.get_context("fork")
     with context.Pool(1, maxtasksperchild=1) as pool:
@@ -100,8 +100,8 @@ def _inputs_after(mnemonics):
 
 
 def test_branch_inputs_do_not_depend_on_the_searches_before_them():
-    runner._OPTIONS = Options()
-    runner._warm(runner._OPTIONS)
+    verdicts.use(Options())
+    runner._warm(verdicts.current)
     context = multiprocessing.get_context("fork")
     targets = ("DIVS", "MSTORE", "SSTORE")
     with context.Pool(1, maxtasksperchild=1) as pool:

@@ -7,7 +7,7 @@ import multiprocessing
 
 import z3
 
-from proofs import runner, smtlib, solvers
+from proofs import runner, smtlib, solvers, verdicts
 from proofs.runner import Options, run_suite
 from proofs.words import width
 
@@ -77,7 +77,7 @@ def _main_context_after(tasks):
 
 def test_a_tasks_texts_do_not_depend_on_the_tasks_before_it():
     options = runner.Options()
-    runner._OPTIONS = options
+    verdicts.use(options)
     runner._THEOREMS = runner.theorems(options)
     tasks = runner.plan(options, runner._THEOREMS)
     groups = {runner._THEOREMS[t[1][0]].opcode: t for t in tasks if t[0] == "group"}
