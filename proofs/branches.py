@@ -80,26 +80,27 @@ def _range(s, ins, start: str, length):
 
 def _distinct(s, ins) -> list:
     """State z3 leaves 0 (or equal) unless asked, made non-zero and distinct, so that a
-    value read or kept wrongly shows: memory non-empty with its bytes non-zero where the
-    instruction reads or writes (the range's first and last bytes, memory's last byte),
-    call data, data and return data non-empty with different lengths and non-zero first
-    and last bytes, caller, address, time, seed and pc non-zero and caller != address,
+    value read or kept wrongly shows: for instructions with memory ranges (and MSIZE),
+    memory non-empty with its bytes non-zero where the instruction reads or writes (each
+    range's first and last bytes); call data, data and return data
+    non-empty with different lengths (an instruction reading one: its first and last
+    bytes and the range's first non-zero); caller, address, time, seed and pc non-zero
+    and caller != address,
     the storage counters and the random counter non-zero and distinct, the return stack's
     top non-zero. (Storage slots empty and set: ``splits``.)"""
     w, cv = s.w, s.w.cval
     zero, one = cv(0), cv(1)
     memory, size = s.memory, s.memory.size(w)
     env = s.env
-    out = [memory.pages != zero, memory.read(size - one) != 0,
-           env.caller != env.address, env.caller != 0, env.address != 0,
+    out = [env.caller != env.address, env.caller != 0, env.address != 0,
            env.block_time != 0, env.seed != 0, s.pc != zero,
            s.random_counter != zero, s.compute != zero, s.storage_units != zero,
            z3.Distinct(zero, s.reads, s.writes, s.new_slots),
            z3.Implies(s.rheight != zero, s.rstack[0] != zero)]
     strings = _strings(s)
     out.append(z3.Distinct(zero, *(b.length for b in strings.values())))
-    for data in strings.values():
-        out += [data.read(zero) != 0, data.read(data.length - one) != 0]
+    if ins.mnemonic in MEMORY_RANGES or ins.mnemonic == "MSIZE":
+        out.append(memory.pages != zero)
     for start, length in MEMORY_RANGES.get(ins.mnemonic, ()):
         a, n = _range(s, ins, start, length)
         for i in (a, a + n - one):
@@ -108,7 +109,8 @@ def _distinct(s, ins) -> list:
         name, start, length = SOURCE_RANGES[ins.mnemonic]
         a, n = _range(s, ins, start, length)
         data = strings[name]
-        out.append(z3.Implies(z3.ULT(a, data.length), data.read(a) != 0))
+        out += [data.read(zero) != 0, data.read(data.length - one) != 0,
+                z3.Implies(z3.ULT(a, data.length), data.read(a) != 0)]
     return out
 
 
@@ -298,8 +300,8 @@ def _branch_inputs(mnemonic: str, bits: int) -> tuple:
     pre = fresh_state(w)
     imm = immediate(w, ins)
     found = []
-    unmet = splits(pre, ins)
-    for branch in step(pre, mnemonic, imm):
+    every = step(pre, mnemonic, imm)
+    for branch in every:
         cases = {branch.label: branch.cond}
         if branch.status == RUNNING:
             for name, extra in _exact_limits(branch, pre).items():
@@ -311,17 +313,14 @@ def _branch_inputs(mnemonic: str, bits: int) -> tuple:
             if model is not None:
                 x = inputs_from_model(model, pre, mnemonic, imm)
                 found.append({"branch": label, "outcome": branch.status, **x})
-        # Each split case once, on the first running branch that has it (most cannot: a
-        # range that grows memory does not end inside it); a case no well-formed state of
-        # the branch has is passed over after one check.
-        for name, extra in list(unmet.items()) if branch.status == RUNNING else ():
-            cond = z3.And(branch.cond, extra)
-            model = None if unsatisfiable(cond, pre, ins) else solve(cond, pre, ins)
-            if model is not None:
-                del unmet[name]
-                x = inputs_from_model(model, pre, mnemonic, imm)
-                found.append({"branch": f"{branch.label} [{name}]", "outcome": branch.status,
-                              **x})
+    # Each split case once, on whichever running branch has it (labelled by that branch).
+    running = [b for b in every if b.status == RUNNING]
+    for name, extra in splits(pre, ins).items():
+        model = solve(z3.And(extra, z3.Or([b.cond for b in running])), pre, ins)
+        if model is not None:
+            branch = next(b for b in running if _read(model, b.cond))
+            x = inputs_from_model(model, pre, mnemonic, imm)
+            found.append({"branch": f"{branch.label} [{name}]", "outcome": branch.status, **x})
     return tuple(sorted(found, key=lambda d: d["branch"]))
 
 
@@ -377,7 +376,7 @@ def inputs_from_model(model, s, mnemonic: str, imm=None) -> dict:
     stack = list(reversed(window[:min(height, WINDOW)]))
     pages = r(s.memory.pages)
     size = pages * SPEC.schedule["memory"]["page_size"]
-    interesting = set(range(min(size, 64))) | set(range(max(0, size - 8), size))
+    interesting = set(range(min(size, 64)))
     for v in window[:6]:
         if v < size:
             interesting.update(range(v, min(size, v + 80)))
