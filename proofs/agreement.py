@@ -6,6 +6,10 @@ bytes at probed indices), storage, meters, events, output, return data, random c
 halt only what survives the frame is compared (outcome, meters, storage, memory size, and the
 output of success or revert).
 
+Every input is also replayed through the interpreter's fast path (``run_segment``) and
+compiled_vm's generated code, alone and in short programs (paths.py): each must observe
+exactly what ``step`` observes.
+
 Three sources of inputs: branches.py (z3 solves every branch of the model), hypothesis at
 64 bits, and exhaustive.py (every operand pair at 8 bits).
 """
@@ -14,7 +18,7 @@ from __future__ import annotations
 
 import z3
 
-from proofs import execute
+from proofs import execute, paths
 from proofs.concrete import (
     ModelError, World, call_oracle, concrete_state, memory_probes, observe, sample, taken,
     with_oracle, world_of,
@@ -49,7 +53,7 @@ def compare(inputs: dict, handler=None, model=None) -> list[str]:
         world = world_of(x, concrete_state(x))
         expected = observe(x, model_outcome(x, model, world), keys, written, world=world)
     except ModelError as err:
-        return [f"model: {err}"]
+        return [f"model: {err}"] + paths.differences(x, handler, keys)
     diffs = []
 
     def check(name, mine, theirs):
@@ -83,7 +87,7 @@ def compare(inputs: dict, handler=None, model=None) -> list[str]:
         check("events", expected.events, [(a, t, sample(d)) for a, t, d in got.events])
         check("return data", expected.return_data, sample(got.return_data))
         check("random counter", expected.random_counter, got.random_counter)
-    return diffs
+    return diffs + paths.differences(x, handler, keys)
 
 
 def nonzero(data: bytes) -> list[int]:

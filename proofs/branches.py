@@ -38,9 +38,120 @@ class SafetyNetHit(RuntimeError):
     """A branch-input check stopped by the wall clock, not by its work units."""
 
 
+def _operand(s, ins, name: str):
+    """The operand the row's signature names ``name`` (s.stack[0] is the top)."""
+    names = ins.signature.split("--")[0].split()
+    return s.stack[len(names) - 1 - names.index(name)]
+
+
+# Memory ranges an instruction reads or writes, as (start operand, length operand or a
+# constant byte count; "W" is the word size), by the signature's names.
+_OFFSET_LENGTH = [("offset", "length")]
+MEMORY_RANGES = {
+    "MLOAD": [("offset", "W")], "MSTORE": [("offset", "W")],
+    "MLOAD8": [("offset", 1)], "MSTORE8": [("offset", 1)],
+    "MCOPY": [("dst", "length"), ("src", "length")],
+    "CALLDATACOPY": [("dst", "length")], "DATACOPY": [("dst", "length")],
+    "RETURNDATACOPY": [("dst", "length")],
+    "SHA256": [("src", "length"), ("dst", SPEC.schedule["hash"]["digest_size"])],
+    "RETURN": _OFFSET_LENGTH, "REVERT": _OFFSET_LENGTH, "CALL": _OFFSET_LENGTH,
+    **{f"LOG{k}": _OFFSET_LENGTH for k in range(5)},
+}
+# Byte strings read past their end as zeros: (string, start operand, length).
+SOURCE_RANGES = {
+    "CALLDATALOAD": ("call data", "offset", "W"), "CALLDATACOPY": ("call data", "offset", "length"),
+    "DATACOPY": ("data", "offset", "length"),
+    "RETURNDATACOPY": ("return data", "offset", "length"),
+}
+
+
+def _strings(s) -> dict:
+    return {"call data": s.env.call_data, "data": s.env.data, "return data": s.return_data}
+
+
+def _range(s, ins, start: str, length):
+    """(start, length) of a range as counters."""
+    w = s.w
+    if length == "W":
+        length = w.size
+    n = w.cval(length) if isinstance(length, int) else w.widen(_operand(s, ins, length))
+    return w.widen(_operand(s, ins, start)), n
+
+
+def _distinct(s, ins) -> list:
+    """State z3 leaves 0 (or equal) unless asked, made non-zero and distinct, so that a
+    value read or kept wrongly shows: for instructions with memory ranges (and MSIZE),
+    memory non-empty with its bytes non-zero where the instruction reads or writes (each
+    range's first and last bytes); call data, data and return data
+    non-empty with different lengths (an instruction reading one: its first and last
+    bytes and the range's first non-zero); caller, address, time, seed and pc non-zero
+    and caller != address,
+    the storage counters and the random counter non-zero and distinct, the return stack's
+    top non-zero. (Storage slots empty and set: ``splits``.)"""
+    w, cv = s.w, s.w.cval
+    zero, one = cv(0), cv(1)
+    memory, size = s.memory, s.memory.size(w)
+    env = s.env
+    out = [env.caller != env.address, env.caller != 0, env.address != 0,
+           env.block_time != 0, env.seed != 0, s.pc != zero,
+           s.random_counter != zero, s.compute != zero, s.storage_units != zero,
+           z3.Distinct(zero, s.reads, s.writes, s.new_slots),
+           z3.Implies(s.rheight != zero, s.rstack[0] != zero)]
+    strings = _strings(s)
+    out.append(z3.Distinct(zero, *(b.length for b in strings.values())))
+    if ins.mnemonic in MEMORY_RANGES or ins.mnemonic == "MSIZE":
+        out.append(memory.pages != zero)
+    for start, length in MEMORY_RANGES.get(ins.mnemonic, ()):
+        a, n = _range(s, ins, start, length)
+        for i in (a, a + n - one):
+            out.append(z3.Implies(z3.And(n != zero, z3.ULT(i, size)), memory.read(i) != 0))
+    if ins.mnemonic in SOURCE_RANGES:
+        name, start, length = SOURCE_RANGES[ins.mnemonic]
+        a, n = _range(s, ins, start, length)
+        data = strings[name]
+        out += [data.read(zero) != 0, data.read(data.length - one) != 0,
+                z3.Implies(z3.ULT(a, data.length), data.read(a) != 0)]
+    return out
+
+
+def splits(s, ins) -> dict:
+    """Cases a running branch of the model merges that a replay must meet apart (labels
+    in brackets after the branch's): SSTORE's value 0 or not into an empty or set slot,
+    SLOAD of an empty or set slot, every memory range ending exactly at memory's size and
+    one byte past it, every range read from call data, data or return data ending exactly
+    at the string's end and one byte past it."""
+    w, cv = s.w, s.w.cval
+    zero, one = cv(0), cv(1)
+    m = ins.mnemonic
+    cases = {}
+    if m == "SSTORE":
+        value, slot = s.stack[0], s.storage[s.stack[1]]
+        cases = {"value 0 into an empty slot": z3.And(value == 0, slot == 0),
+                 "value 0 into a set slot": z3.And(value == 0, slot != 0),
+                 "value into a set slot": z3.And(value != 0, slot != 0, value != slot)}
+    elif m == "SLOAD":
+        cases = {"empty slot": s.storage[s.stack[0]] == 0,
+                 "set slot": s.storage[s.stack[0]] != 0}
+    size = s.memory.size(w)
+    for start, length in MEMORY_RANGES.get(m, ()):
+        a, n = _range(s, ins, start, length)
+        cases[f"{start} range ends at memory size"] = z3.And(n != zero, a + n == size)
+        cases[f"{start} range ends 1 byte past memory size"] = z3.And(n != zero,
+                                                                       a + n == size + one)
+    if m in SOURCE_RANGES:
+        name, start, length = SOURCE_RANGES[m]
+        a, n = _range(s, ins, start, length)
+        end = _strings(s)[name].length
+        cases[f"{name} range ends at its end"] = z3.And(n != zero, a + n == end)
+        cases[f"{name} range ends 1 byte past its end"] = z3.And(n != zero, a + n == end + one)
+    return cases
+
+
 def _tiers(s, ins):
     """Constraint sets tried in order: small states first, so inputs stay readable and
-    replayable; later tiers drop the bounds some branches (stack overflow) cannot meet."""
+    replayable; later tiers drop the bounds some branches (stack overflow) cannot meet.
+    Each is tried first with non-stack state non-zero and distinct (``_distinct``), and
+    only when no tier has a state so, without."""
     cv, ule = s.w.cval, z3.ULE
     small_memory = [ule(s.memory.pages, cv(2)), ule(s.pages_live, cv(4)),
                     ule(s.memory_limit, cv(16)), ule(s.pages_peak, cv(8))]
@@ -58,9 +169,14 @@ def _tiers(s, ins):
     # first ask for non-zero operands whose lowest and highest bytes differ.
     varied = [z3.And(v != 0, z3.Extract(7, 0, v) != z3.Extract(s.w.bits - 1, s.w.bits - 8, v))
               if s.w.bits > 8 else v != 0 for v in s.stack[:ins.inputs]]
-    return [small_memory + small_env + small_stack + varied,
-            small_memory + small_env + small_stack, small_memory + small_env,
-            [ule(s.memory.pages, cv(64)), ule(s.pages_live, cv(64))] + small_env]
+    tiers = [small_memory + small_env + small_stack + varied,
+             small_memory + small_env + small_stack, small_memory + small_env,
+             [ule(s.memory.pages, cv(64)), ule(s.pages_live, cv(64))] + small_env]
+    distinct = _distinct(s, ins)
+    return [tier + distinct for tier in tiers] + tiers
+
+
+SMALL_TIER = 5   # in _tiers: small memory, byte strings, meters and stack, nothing else
 
 
 # glibc's mallopt parameters (malloc.h): keep freed memory in the heap for reuse.
@@ -158,7 +274,7 @@ def solve_small(cond, s, ins):
     from proofs.smtlib import fresh_solver
     premise, tiers = _premises(s, ins)
     solver = _solver(z3.Context())
-    solver.from_string(fresh_solver([premise, cond, *tiers[1]]).to_smt2())
+    solver.from_string(fresh_solver([premise, cond, *tiers[SMALL_TIER]]).to_smt2())
     return solver.model().translate(z3.main_ctx()) if solver.check() == z3.sat else None
 
 
@@ -184,7 +300,8 @@ def _branch_inputs(mnemonic: str, bits: int) -> tuple:
     pre = fresh_state(w)
     imm = immediate(w, ins)
     found = []
-    for branch in step(pre, mnemonic, imm):
+    every = step(pre, mnemonic, imm)
+    for branch in every:
         cases = {branch.label: branch.cond}
         if branch.status == RUNNING:
             for name, extra in _exact_limits(branch, pre).items():
@@ -196,6 +313,14 @@ def _branch_inputs(mnemonic: str, bits: int) -> tuple:
             if model is not None:
                 x = inputs_from_model(model, pre, mnemonic, imm)
                 found.append({"branch": label, "outcome": branch.status, **x})
+    # Each split case once, on whichever running branch has it (labelled by that branch).
+    running = [b for b in every if b.status == RUNNING]
+    for name, extra in splits(pre, ins).items():
+        model = solve(z3.And(extra, z3.Or([b.cond for b in running])), pre, ins)
+        if model is not None:
+            branch = next(b for b in running if _read(model, b.cond))
+            x = inputs_from_model(model, pre, mnemonic, imm)
+            found.append({"branch": f"{branch.label} [{name}]", "outcome": branch.status, **x})
     return tuple(sorted(found, key=lambda d: d["branch"]))
 
 

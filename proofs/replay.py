@@ -148,8 +148,10 @@ class Observed:
     calls: list | None = None           # CALL: the call records (concrete.World.records)
 
 
-def run_interpreter(inputs: dict, handler=None, probe_keys=()) -> Observed:
-    """Run inputs["mnemonic"] once; ``handler`` replaces the table's (mutation tests)."""
+def run_interpreter(inputs: dict, handler=None, probe_keys=(), run=None) -> Observed:
+    """Run inputs["mnemonic"] once; ``handler`` replaces the table's (mutation tests).
+    ``run(execution, frame)``, when given, runs in place of ``step`` on the one-instruction
+    segment and returns the next offset (paths.py: other segments, other execution paths)."""
     x = complete(inputs)
     w = word(x["width"])
     ins = SPEC.by_mnemonic[x["mnemonic"]]
@@ -188,8 +190,11 @@ def run_interpreter(inputs: dict, handler=None, probe_keys=()) -> Observed:
     frame.return_data = bytes.fromhex(x["return_data"])
     status, output, pc = "running", None, None
     try:
-        target = execution.step(frame, segment)
-        pc = decoded.end if target is None else target
+        if run is None:
+            target = execution.step(frame, segment)
+            pc = decoded.end if target is None else target
+        else:
+            pc = run(execution, frame)
     except Halt as h:
         status, output = ("reverted" if h.reverted else "success"), h.output
     except VMError as err:

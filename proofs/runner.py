@@ -260,8 +260,8 @@ def _agreement(kind, key, bits, start) -> dict:
         found = policy.check_agreement()
     elif kind == "validate":
         from proofs import validate
-        cases = 300
-        found = validate.check_agreement(cases)
+        cases = len(validate.agreement_codes(300))
+        found = validate.check_agreement(300)
     elif kind == "lifecycle":
         from proofs import lifecycle
         found = lifecycle.check_interpreter_paths()

@@ -5,7 +5,9 @@ The code section is CODE_BYTES symbolic bytes. ``boundary[k]`` holds when decodi
 offset 0 reaches offset k; validity is the spec's rules: every boundary holds a defined
 opcode whose immediate fits, every jump target is a boundary, and the last instruction's
 flow is terminal. Proved for every code of exactly CODE_BYTES bytes (shorter codes are the
-same statement with trailing instructions cut, checked by the agreement below).
+same statement with trailing instructions cut, checked by the agreement below: random
+codes, and edge codes putting every jump-target instruction's target at every offset, at
+the code's length and past it).
 """
 
 from __future__ import annotations
@@ -141,9 +143,34 @@ def random_codes(count: int, seed: int = 0) -> list[bytes]:
     return out
 
 
+def edge_codes() -> list[bytes]:
+    """For every instruction with a jump target, in three layouts (``J t; STOP``, ``NOP;
+    J t; PUSH1 0x5A; STOP``, and ``NOP; J t``, which ends inside nothing but J's own
+    immediate): the target at every offset of the code (the first, each boundary, inside
+    each immediate, the last), at the code's length, one past it, and the largest target."""
+    by = SPEC.by_mnemonic
+    nop, stop, push1 = by["NOP"].opcode, by["STOP"].opcode, by["PUSH1"].opcode
+    out = []
+    for ins in SPEC.instructions:
+        if ins.immediate_kind != "jump_target":
+            continue
+        for before, after in ((b"", bytes([stop])), (bytes([nop]), bytes([push1, 0x5A, stop])),
+                              (bytes([nop]), b"")):
+            length = len(before) + ins.size + len(after)
+            for target in [*range(length + 2), (1 << 8 * ins.immediate_size) - 1]:
+                out.append(before + bytes([ins.opcode])
+                           + target.to_bytes(ins.immediate_size, "little") + after)
+    return out
+
+
+def agreement_codes(count: int = 300) -> list[bytes]:
+    """The codes validation agreement runs on: ``count`` random ones and the edge codes."""
+    return random_codes(count) + edge_codes()
+
+
 def check_agreement(count: int = 300) -> list[str]:
     return [f"code {c.hex()}: model {model_accepts(c)} interpreter {interpreter_accepts(c)}"
-            for c in random_codes(count) if model_accepts(c) != interpreter_accepts(c)]
+            for c in agreement_codes(count) if model_accepts(c) != interpreter_accepts(c)]
 
 
 def interpreter_accepts(code_bytes: bytes) -> bool:
