@@ -1,13 +1,10 @@
 """Agreement across frames (proofs/frames.py): interpreter bugs that live between a caller
 and its callee, planted one line at a time into the real reference_vm code, each make
 `rtwo-vm prove`'s agreement_frames row for CALL disagree (issue 22). The planted source is
-the function's own text with one line changed (``plant``), compiled in its module.
+the function's own text with one line changed (tests/planting.py).
 """
 
 from __future__ import annotations
-
-import inspect
-import textwrap
 
 import pytest
 
@@ -17,18 +14,8 @@ from proofs.replay import (
     CALLEE_KEY, CALLEE_VALUE, CALLEES, POLICIES, REENTRY_KEY, REENTRY_VALUE, run_interpreter,
 )
 from proofs.runner import AGREES, DISAGREES, Options, run_suite
-from reference_vm import execute as execute_mod
 from reference_vm.execute import Execution
-
-
-def plant(monkeypatch, cls, name: str, old: str, new: str) -> None:
-    """Replace ``cls.name`` by its own source with ``old`` (exactly one occurrence) -> ``new``."""
-    source = textwrap.dedent(inspect.getsource(getattr(cls, name)))
-    assert source.count(old) == 1, f"{old!r} not in {name} once"
-    namespace: dict = {}
-    exec(compile(source.replace(old, new), f"<planted {name}>", "exec"),  # noqa: S102
-         vars(execute_mod), namespace)
-    monkeypatch.setattr(cls, name, namespace[name])
+from planting import plant
 
 
 def frames_row() -> dict:

@@ -18,6 +18,7 @@ import pytest
 
 import spec
 from proofs.runner import AGREES, DISAGREES, Options, run_suite
+from planting import plant
 
 SPEC = spec.load()
 STACK_DEPTH = SPEC.limits["machine"]["stack_depth"]
@@ -43,24 +44,12 @@ def differences(row: dict) -> list[str]:
 
 # --- the fast path (Execution.run_segment) ------------------------------------------------
 
-def run_segment_without(check: str):
-    """Execution.run_segment with one of its three aggregate checks left out."""
-    def run_segment(self, frame, segment):
-        stack = frame.stack
-        meter = self.meter
-        height = len(stack)
-        used = meter.compute_used + segment.cost
-        if ((check == "need" or height >= segment.need)
-                and (check == "peak" or height + segment.peak <= STACK_DEPTH)
-                and (check == "cost" or used <= frame.compute_limit)):
-            meter.compute_used = used
-            for handler, immediate in segment.body:
-                handler(frame, immediate)
-            frame.pc = segment.last_pc
-            handler, immediate = segment.last
-            return handler(frame, immediate)
-        return self.step(frame, segment)
-    return run_segment
+# Each aggregate check of Execution.run_segment, and the condition without it.
+AGGREGATE_CHECKS = {
+    "need": ("height >= segment.need and ", ""),
+    "peak": ("height + segment.peak <= STACK_DEPTH and ", ""),
+    "cost": (" and used <= frame.compute_limit", ""),
+}
 
 
 @pytest.mark.parametrize("check, opcode, where", [
@@ -71,7 +60,7 @@ def run_segment_without(check: str):
     ("cost", "NOP", "the instruction"),
 ])
 def test_a_fast_path_ignoring_an_aggregate_check_disagrees(monkeypatch, check, opcode, where):
-    monkeypatch.setattr(execute_module.Execution, "run_segment", run_segment_without(check))
+    plant(monkeypatch, execute_module.Execution, "run_segment", *AGGREGATE_CHECKS[check])
     row = branch_row(opcode)
     assert row["status"] == DISAGREES
     found = differences(row)
