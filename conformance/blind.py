@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 import spec
-from conformance.vector import bytes_hex, expected_of, parse_bytes, parse_word, run_reference, word_hex
+from conformance.corpus.vector import bytes_hex, expected_of, parse_bytes, parse_word, run_reference, word_hex
 from reference_vm import container
 from reference_vm.decode import Decoded
 from reference_vm.errors import InvalidCode

@@ -14,7 +14,7 @@ from typing import Any, Mapping
 
 from conformance import determinism
 from conformance.compare import Mismatch, capped, compare_reply
-from conformance.fresh import is_fresh
+from conformance.corpus.fresh import is_fresh
 from conformance.protocol import reply_problems
 from conformance.runner import Reply
 from conformance.tracediff import Divergence

@@ -194,7 +194,7 @@ def run_selftest(command: str, vectors: Mapping[str, Mapping[str, Any]], timeout
 
 
 def _schema_problem(name: str, document: Any, hello: bool = False) -> str | None:
-    from conformance.schema import schema_problems
+    from conformance.corpus.schema import schema_problems
     problems = schema_problems(name, document, authoritative=True) + (hello_problems(document) if hello else [])
     return "; ".join(problems) or None
 
@@ -332,7 +332,7 @@ def eip3155_trace(vector_input: Mapping[str, Any]) -> list[dict[str, Any]]:
     import io
     import json
 
-    from conformance.vector import run_reference
+    from conformance.corpus.vector import run_reference
     from reference_vm.trace import Eip3155Tracer
 
     out = io.StringIO()
@@ -427,7 +427,7 @@ def _unknown_trace_format(session: _Session, samples) -> str | None:
 def _binary64_limit(session: _Session, samples) -> str | None:
     import copy
 
-    from conformance.vector import run_reference
+    from conformance.corpus.vector import run_reference
     maximum = spec.load().limits["maximum"]["compute"]
     vector_input = copy.deepcopy(dict(samples[0]["input"]))
     vector_input["sandbox"]["limits"]["compute"] = maximum

@@ -2,7 +2,7 @@
 
 For each implementation (an adapter command): a probe handshake (its name and a fingerprint
 select its known-failure entries), the main pass over the selected vectors and the run's
-fresh sample (conformance.fresh), determinism passes in fresh processes under perturbed
+fresh sample (conformance.corpus.fresh), determinism passes in fresh processes under perturbed
 environments and shuffled order, evaluation of every vector as its reply arrives — result and
 usage field by field, resource bounds, stage, determinism — and, when the adapter can trace,
 trace checks (conformance.traces). With several implementations their results are also
@@ -35,7 +35,7 @@ from conformance.outcomes import (  # noqa: F401 - KINDS and the rest: names of 
 )
 from conformance.requests import Prepared, jobs, request_id, response_limit  # noqa: F401 - used by replay, selftest
 from conformance.runner import AdapterProcess, Job, Pool, Reply, Settings, StartError  # noqa: F401 - Job: the runner's names, for callers of suite
-from conformance.selection import KnownFailure, fingerprints, known_failure
+from conformance.corpus.selection import KnownFailure, fingerprints, known_failure
 
 
 def reference_command() -> str:

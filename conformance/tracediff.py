@@ -13,7 +13,7 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any, Mapping
 
-from conformance.vector import run_reference
+from conformance.corpus.vector import run_reference
 from reference_vm.trace import JsonLinesTracer
 
 # Compared in this order, so the divergence names the most telling field first.

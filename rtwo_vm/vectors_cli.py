@@ -125,9 +125,9 @@ def cmd_fill(args) -> int:
         argv = ["vectors", "fill"] + (["--check"] if args.check else []) + (["--refresh-smt"] if args.refresh_smt else [])
         argv += [f"--source={s}" for s in args.source or ()] + (["--dir", _absolute(args.dir)] if args.dir else [])
         return _delegate(args, project, argv)
-    from conformance import corpus
-    from conformance.fill import fill
-    from conformance.vector import SOURCES
+    from conformance.corpus import store
+    from conformance.corpus.fill import fill
+    from conformance.corpus.vector import SOURCES
     from spec.files import FileRefused
     directory = _corpus_dir(args)
     try:
@@ -135,13 +135,13 @@ def cmd_fill(args) -> int:
         for note in filled.notes:
             print(f"note: {note}", file=sys.stderr)
         if args.check:
-            diff = corpus.differences(corpus.render(filled.vectors, filled.manifest_extra), directory)
+            diff = store.differences(store.render(filled.vectors, filled.manifest_extra), directory)
             for line in diff:
                 print(line)
             print(f"filled {len(filled.vectors)} vectors in {filled.seconds:.2f} s ({filled.rate:,.0f} vectors/s); "
                   + ("stored corpus is identical" if not diff else f"stored corpus differs in {len(diff)} files"))
             return 0 if not diff else 1
-        manifest = corpus.write(filled.vectors, directory, filled.manifest_extra)
+        manifest = store.write(filled.vectors, directory, filled.manifest_extra)
     except (FileRefused, ValueError) as err:
         raise CliError(_one_line(err)) from None
     except OSError as err:
@@ -167,7 +167,7 @@ def cmd_promote(args) -> int:
         argv = ["vectors", "promote", _absolute(args.findings), *args.ids]
         argv += ["--dir", _absolute(args.dir), "--promoted", _absolute(args.promoted)] if args.dir else []
         return _delegate(args, project, argv)
-    from conformance.fuzz import source as fuzz_source
+    from conformance.corpus import fuzz_source
     from conformance.fuzz.promote import PromoteError, promote
     promoted = Path(args.promoted) if args.promoted else fuzz_source.PROMOTED
     directory = _corpus_dir(args)
@@ -193,7 +193,7 @@ def _corpus(args) -> Path:
 
 
 def _cmd_release(args) -> int:
-    from conformance.release import ReleaseError, build
+    from conformance.corpus.release import ReleaseError, build
     try:
         path, digest = build(Path(args.out), _corpus(args), args.release_version)
     except ReleaseError as err:

@@ -29,8 +29,8 @@ def manifest_for(directory: Path) -> str:
     """A schema-valid manifest for the group files written into ``directory`` (its digest is not
     that of the vectors: what these tests check comes before any digest check)."""
     import hashlib
-    from conformance import corpus
-    real = corpus.read_manifest()
+    from conformance.corpus import store
+    real = store.read_manifest()
     files = [{"path": f.name, "vectors": f.read_text().count("\n"),
               "sha256": hashlib.sha256(f.read_bytes()).hexdigest()} for f in sorted(directory.glob("*.jsonl"))]
     return json.dumps({**real, "files": files, "vector_count": sum(f["vectors"] for f in files)})
@@ -38,9 +38,9 @@ def manifest_for(directory: Path) -> str:
 
 def add_vectors() -> int:
     """How many vectors the committed corpus holds for arithmetic/ADD/* (the tests' selection)."""
-    from conformance import corpus
-    from conformance.selection import select
-    return len(select(corpus.load(), ["arithmetic/ADD/*"]))
+    from conformance.corpus import store
+    from conformance.corpus.selection import select
+    return len(select(store.load(), ["arithmetic/ADD/*"]))
 
 def faulty(fault: str, tmp_path: Path, target: str = TARGET) -> str:
     # The pid file path marks every adapter process of the test (see survivors()).
@@ -318,9 +318,9 @@ def test_bundle_names_are_unique_and_safe_for_every_id():
 
 
 def test_duplicate_corpus_ids_are_an_error_naming_the_id(tmp_path, capsys):
-    from conformance import corpus
+    from conformance.corpus import store
     from rtwo_vm.cli import main
-    (vector,) = [v for v in corpus.load() if v["id"] == TARGET]
+    (vector,) = [v for v in store.load() if v["id"] == TARGET]
     (tmp_path / "arithmetic.jsonl").write_text((json.dumps(vector) + "\n") * 2)
     (tmp_path / "manifest.json").write_text(manifest_for(tmp_path))
     assert main(["vectors", "list", "--dir", str(tmp_path)]) == 2
@@ -338,8 +338,8 @@ def test_the_reference_adapter_answers_hostile_requests_with_bad_message():
 
 def test_awkward_ids_get_one_bundle_each_and_valid_reports(tmp_path):
     import xml.etree.ElementTree as ET
-    from conformance import corpus
-    (vector,) = [v for v in corpus.load() if v["id"] == TARGET]
+    from conformance.corpus import store
+    (vector,) = [v for v in store.load() if v["id"] == TARGET]
     ids = ["a/b", "a__b", "x/" + "y" * 300, "nul/\u0000/id"]
     corpus_dir = tmp_path / "corpus"
     corpus_dir.mkdir()
@@ -357,11 +357,12 @@ def test_awkward_ids_get_one_bundle_each_and_valid_reports(tmp_path):
 
 def test_reports_are_cut_to_their_limits_with_a_marker(tmp_path):
     import xml.etree.ElementTree as ET
-    from conformance import corpus, report
+    from conformance.corpus import store
+    from conformance import report
     from conformance.runner import Settings
-    from conformance.selection import select
+    from conformance.corpus.selection import select
     from conformance.suite import Options, run_suite
-    vectors = select(corpus.load(), ["arithmetic/ADD/*"])
+    vectors = select(store.load(), ["arithmetic/ADD/*"])
     n = len(vectors)
     result = run_suite([faulty("wrong-result", tmp_path, "*")], vectors, [],
                        Options(repeat=0, settings=Settings(timeout=5), trace_sample=False))

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from conformance import corpus, replay as rp, report
+from conformance.corpus import store
+from conformance import replay as rp, report
 from conformance.runner import Settings
-from conformance.selection import select
+from conformance.corpus.selection import select
 from conformance.suite import Options, reference_command, run_suite
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,7 +36,7 @@ def cli(*args: str, cwd: Path = ROOT, timeout: float = 120) -> subprocess.Comple
 
 @pytest.fixture(scope="module")
 def vectors():
-    return corpus.load()
+    return store.load()
 
 
 @pytest.fixture(scope="module")

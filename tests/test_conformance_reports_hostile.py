@@ -21,7 +21,7 @@ import pytest
 
 from conformance import inputs, report
 from conformance.report_files import write_reports
-from conformance.selection import select
+from conformance.corpus.selection import select
 from conformance.suite import Options, reference_command, run_suite
 from rtwo_vm.cli import main
 from spec.files import FileRefused
@@ -189,8 +189,8 @@ def test_clearing_old_logs_removes_links_never_what_they_name(tmp_path):
 
 @pytest.fixture(scope="module")
 def failing():
-    from conformance import corpus
-    return run_suite([faulty()], select(corpus.load(), [TARGET]), [], Options(repeat=0))
+    from conformance.corpus import store
+    return run_suite([faulty()], select(store.load(), [TARGET]), [], Options(repeat=0))
 
 
 def test_a_link_planted_under_a_bundle_name_is_not_written_through(failing, tmp_path):

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from conformance import corpus, report
+from conformance.corpus import store
+from conformance import report
 from conformance.runner import Settings
-from conformance.selection import load_known_failures, select
+from conformance.corpus.selection import load_known_failures, select
 from conformance.suite import Options, reference_command, run_suite
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,7 +30,7 @@ def faulty(fault: str, target: str = TARGET, op: str = "ADD") -> str:
 
 @pytest.fixture(scope="module")
 def vectors():
-    return corpus.load()
+    return store.load()
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +58,7 @@ def test_reference_passes_the_whole_corpus_through_its_adapter(reference_run, ve
 
 
 def test_reports_are_written_and_parse(reference_run, tmp_path):
-    manifest = corpus.read_manifest()
+    manifest = store.read_manifest()
     doc = report.to_json(reference_run, manifest)
     assert doc["ok"] and doc["implementations"][0]["counts"]["pass"] == manifest["vector_count"]
     json.dumps(doc)

@@ -24,7 +24,7 @@ from conformance.fuzz.mutate import MUTATIONS, mutate, mutate_once, tune_limit
 from conformance.fuzz.program import ACCESS_ORDER, TABLE, Code, FuzzInput, disassemble
 from conformance.fuzz.shrink import Shrinker
 from conformance.fuzz.state import request_problem
-from conformance.vector import isolation_levels
+from conformance.corpus.vector import isolation_levels
 from reference_vm.container import build
 
 MACHINE = TABLE.limits["machine"]

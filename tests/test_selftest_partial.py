@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance import corpus
+from conformance.corpus import store
 from conformance.selftest import run_selftest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,7 +22,7 @@ TRACES = "capability trace: step traces equal the reference's (jumps, subroutine
 
 @pytest.fixture(scope="module")
 def vectors():
-    return {v["id"]: v for v in corpus.load()}
+    return {v["id"]: v for v in store.load()}
 
 
 def partial(*options: str) -> str:

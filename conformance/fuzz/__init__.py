@@ -8,8 +8,8 @@ branch arcs of reference_vm), ``pool``, ``session`` (long-lived adapter processe
 runner's AdapterProcess), ``classify`` (divergences and their class), ``shrink``, ``findings``
 (vectors, buckets, DIR/findings), ``worker``, ``backend`` (in-process, local processes or Ray
 actors behind one map-like API), ``campaign`` (epochs, merging, the safety net of timeouts),
-``state`` (DIR/state.json, checked whole before a resume), ``source`` and ``promote`` (the
-``fuzz`` source of the committed corpus).
+``state`` (DIR/state.json, checked whole before a resume), ``promote`` (findings into the
+``fuzz`` source of the committed corpus, which conformance.corpus.fuzz_source reads).
 
 Why our own generator rather than hypothesis or atheris: a campaign must be reproducible from
 (seed, index) alone whatever the number of workers and machines, and resumable from a small

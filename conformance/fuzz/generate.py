@@ -24,7 +24,7 @@ from typing import Sequence
 
 import spec
 from conformance.fuzz.program import ACCESS_ORDER, TABLE, Code, FuzzInput, default_limits, default_policy
-from conformance.vector import default_isolation, isolation_levels
+from conformance.corpus.vector import default_isolation, isolation_levels
 from reference_vm.container import HEADER_SIZE, MAGIC
 
 MASK = (1 << 64) - 1

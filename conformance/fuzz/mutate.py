@@ -37,7 +37,7 @@ def _shift_targets(rows, at: int, by: int):
 
 def tune_limit(rng: random.Random, inp: FuzzInput) -> None:
     """Set one limit to what the reference used, minus one, or plus one."""
-    from conformance.vector import run_reference
+    from conformance.corpus.vector import run_reference
     from reference_vm.request import Limits
     name = rng.choice(Limits.DIMENSIONS)
     low, high = TABLE.limits["minimum"][name], TABLE.limits["maximum"][name]

@@ -32,7 +32,7 @@ from conformance.requests import SLACK
 from conformance.runner import Settings
 from conformance.safety_net import RETRY_FACTOR  # a request that met the limit runs once more
 from conformance.tracediff import first_divergence, reference_trace
-from conformance.vector import expected_of, run_reference
+from conformance.corpus.vector import expected_of, run_reference
 
 # Appended after an instruction to show the top of the stack in the output.
 EXPOSE = [("PUSH1", 0), ("SWAP1", 0), ("MSTORE", 0), ("PUSH1", 0), ("PUSH1", 8), ("RETURN", 0)]

@@ -149,7 +149,7 @@ def _project(args) -> Path | None:
         found = project_root(Path(args.project))
         if found is None:
             raise CliError(f"--project {args.project}: not an RTWO VM checkout "
-                           "(no pyproject.toml naming rtwo-vm with conformance/definitions)")
+                           "(no pyproject.toml naming rtwo-vm with conformance/corpus/definitions)")
         return found
     return project_root()
 
@@ -163,12 +163,12 @@ def _corpus_dir(args) -> Path:
 
 
 def _load(args):
-    from conformance import corpus
+    from conformance.corpus import store
     directory = _corpus_dir(args)
     try:
-        manifest = corpus.read_manifest(directory)
+        manifest = store.read_manifest(directory)
         _check_manifest(manifest)
-        vectors = corpus.load(directory)
+        vectors = store.load(directory)
     except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as err:
         # A malformed corpus (--dir): not UTF-8, not JSON, wrong shapes, a directory...
         detail = str(err).splitlines()[0][:160] if str(err) else type(err).__name__
@@ -184,7 +184,7 @@ def _load(args):
 
 def _check_manifest(manifest) -> None:
     """The manifest's schema, and file names that stay inside the corpus."""
-    from conformance.schema import schema_problems
+    from conformance.corpus.schema import schema_problems
     found = schema_problems("vector-manifest", manifest)
     if found:
         raise ValueError(f"manifest.json: {found[0]}")
@@ -198,10 +198,10 @@ def _check_manifest(manifest) -> None:
 
 
 def _cmd_check(args) -> int:
-    from conformance import corpus
-    from conformance.schema import corpus_problems
+    from conformance.corpus import store
+    from conformance.corpus.schema import corpus_problems
     manifest, vectors = _load(args)
-    problems = corpus.problems(_corpus_dir(args), vectors)
+    problems = store.problems(_corpus_dir(args), vectors)
     problems += [p for p in corpus_problems(vectors, authoritative=True) if p not in problems]
     for p in problems[:50]:
         print(p)
@@ -211,7 +211,7 @@ def _cmd_check(args) -> int:
 
 
 def _cmd_coverage(args) -> int:
-    from conformance import coverage
+    from conformance.corpus import coverage
     _, vectors = _load(args)
     if args.source:
         vectors = [v for v in vectors if v["tags"]["source"] in args.source]
@@ -225,7 +225,7 @@ def _cmd_coverage(args) -> int:
 
 
 def _select(args, vectors):
-    from conformance.selection import SelectionError, select
+    from conformance.corpus.selection import SelectionError, select
     try:
         return select(vectors, args.filter)
     except SelectionError as err:
@@ -277,11 +277,11 @@ def _terminated_as_interrupt():
 
 
 def _run(args) -> int:
-    from conformance import fresh
+    from conformance.corpus import fresh
     from conformance import report as rep
     from conformance.constants import KNOWN_FAILURES_DIR
     from conformance.runner import DEFAULT_MAX_LINE, Settings
-    from conformance.selection import SelectionError, load_known_failures
+    from conformance.corpus.selection import SelectionError, load_known_failures
     from conformance.blind import line as blind_line
     from conformance.suite import Options, reference_command, run_suite
     from rtwo_vm import conformance_files as files
