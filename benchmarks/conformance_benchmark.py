@@ -29,10 +29,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from conformance.corpus import store  # noqa: E402
 from conformance.corpus.fill import fill  # noqa: E402
-from conformance.runner import Settings  # noqa: E402
+from conformance.run.process import Settings  # noqa: E402
 from conformance.adapter import tune_gc  # noqa: E402
 from conformance.corpus.fresh import sample  # noqa: E402
-from conformance.suite import Options, reference_command, run_suite  # noqa: E402
+from conformance.run.suite import Options, reference_command, run_suite  # noqa: E402
 
 FILL_TARGET, VALIDATE_TARGET = 1000, 5000
 

@@ -31,8 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import compiled_vm  # noqa: E402
 from conformance.corpus import store  # noqa: E402
-from conformance.runner import Settings  # noqa: E402
-from conformance.suite import Options, reference_command, run_suite  # noqa: E402
+from conformance.run.process import Settings  # noqa: E402
+from conformance.run.suite import Options, reference_command, run_suite  # noqa: E402
 from conformance.corpus.vector import request_of  # noqa: E402
 from reference_vm import Contract, Limits, Message, WorldState, assemble, execute  # noqa: E402
 from rtwo_vm.examples import requests_with_results  # noqa: E402

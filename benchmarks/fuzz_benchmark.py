@@ -40,7 +40,7 @@ from conformance.fuzz.campaign import Options, run_campaign  # noqa: E402
 from conformance.fuzz.feedback import corpus_cells  # noqa: E402
 from conformance.fuzz.pool import corpus_seeds  # noqa: E402
 from conformance.fuzz.worker import make_worker  # noqa: E402
-from conformance.suite import reference_command  # noqa: E402
+from conformance.run.suite import reference_command  # noqa: E402
 
 SEEDED = ROOT / "tests" / "fuzz_fixtures" / "seeded_bug_adapter.py"
 THROUGHPUT_TARGET, FIND_TARGET, SIZE_TARGET = 1000, 300.0, 16

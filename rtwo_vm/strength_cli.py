@@ -93,7 +93,7 @@ def _check_record(args) -> None:
 def run(args, corpus_dir: Path, out: TextIO, checked: Checked | None = None) -> int:
     from conformance.corpus import store
     from conformance.corpus.selection import SelectionError, select
-    from conformance.safety_net import RETRY_FACTOR
+    from conformance.run.safety_net import RETRY_FACTOR
     from conformance.strength import backend, mutants as mut, report as rep, run as runner, worker
     from rtwo_vm.progress import Progress, wanted
     from spec.files import FileRefused, atomic_write

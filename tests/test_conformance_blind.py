@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance import blind
+from conformance.run import blind
 from conformance.corpus import store
 from conformance.corpus.selection import select
 from conformance.corpus.vector import parse_word

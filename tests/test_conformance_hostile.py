@@ -310,7 +310,7 @@ def test_every_command_refuses_infinite_numbers(capsys):
 
 
 def test_bundle_names_are_unique_and_safe_for_every_id():
-    from conformance.report import bundle_name
+    from conformance.report.bundles import bundle_name
     ids = ["a/b", "a__b", "a\0b", "x" * 300, "../../etc/passwd", "A/B", "a b"]
     names = [bundle_name("vm", i) for i in ids]
     assert len(set(names)) == len(ids)
@@ -358,27 +358,29 @@ def test_awkward_ids_get_one_bundle_each_and_valid_reports(tmp_path):
 def test_reports_are_cut_to_their_limits_with_a_marker(tmp_path):
     import xml.etree.ElementTree as ET
     from conformance.corpus import store
-    from conformance import report
-    from conformance.runner import Settings
+    from conformance.report.bundles import write_bundles
+    from conformance.report.document import encode_report, to_json
+    from conformance.report.junit import junit_xml
+    from conformance.run.process import Settings
     from conformance.corpus.selection import select
-    from conformance.suite import Options, run_suite
+    from conformance.run.suite import Options, run_suite
     vectors = select(store.load(), ["arithmetic/ADD/*"])
     n = len(vectors)
     result = run_suite([faulty("wrong-result", tmp_path, "*")], vectors, [],
                        Options(repeat=0, settings=Settings(timeout=5), trace_sample=False))
-    full = report.to_json(result, {})
+    full = to_json(result, {})
     assert len(full["implementations"][0]["failures"]) == n and "truncated" not in full
-    size = len(report.encode_report(full))
-    small = report.to_json(result, {}, limit=size // 2)
+    size = len(encode_report(full))
+    small = to_json(result, {}, limit=size // 2)
     (impl,) = small["implementations"]
-    assert len(report.encode_report(small)) <= size // 2 and "truncated" in small
+    assert len(encode_report(small)) <= size // 2 and "truncated" in small
     assert len(impl["failed_ids"]) == n and impl["failures_left_out"] == n - len(impl["failures"]) > 0
-    xml = report.junit_xml(result)
+    xml = junit_xml(result)
     assert "junit.xml size limit" not in xml
-    cut = report.junit_xml(result, limit=len(xml) // 2)
+    cut = junit_xml(result, limit=len(xml) // 2)
     assert len(cut) < len(xml) and "[left out: junit.xml size limit]" in cut
     assert ET.fromstring(cut).get("failures") == str(n)
-    bundles = report.write_bundles(result, tmp_path / "b", max_bundles=3, max_bytes=2_000)
+    bundles = write_bundles(result, tmp_path / "b", max_bundles=3, max_bytes=2_000)
     assert len(bundles) == 3
     doc = json.loads(next(iter(bundles.values())).read_text())
     assert "bundle cut to 2000 bytes" in doc["truncated"] and doc["vector"]["id"].startswith("arithmetic/ADD/")

@@ -15,8 +15,8 @@ from conformance.corpus import store
 from conformance.adapter import Adapter
 from conformance.protocol import decode, encode, execute_request, hello_request
 from conformance.corpus.schema import schema_problems
-from conformance.selftest import run_selftest
-from conformance.suite import reference_command
+from conformance.run.selftest import run_selftest
+from conformance.run.suite import reference_command
 
 ROOT = Path(__file__).resolve().parent.parent
 FAULTY = ROOT / "tests" / "conformance_fixtures" / "faulty_adapter.py"

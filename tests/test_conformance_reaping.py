@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 
 from conformance.corpus import store
-from conformance.runner import AdapterProcess, Settings, StartError
+from conformance.run.process import AdapterProcess, Settings, StartError
 from conformance.corpus.selection import select
-from conformance.suite import Options, run_suite
+from conformance.run.suite import Options, run_suite
 
 ROOT = Path(__file__).resolve().parent.parent
 DAEMON = ROOT / "tests" / "conformance_fixtures" / "daemon_adapter.py"

@@ -237,7 +237,7 @@ def test_cli_fill_reports_a_bad_definition_on_one_line(monkeypatch, capsys):
 
 
 def test_a_divergence_in_the_summary_object_says_so():
-    from conformance.tracediff import first_divergence, reference_trace
+    from conformance.run.tracediff import first_divergence, reference_trace
     v = fill_case(Case(id="arithmetic/ADD/t", description="t", code="push 1\npush 2\nadd\nstop\n",
                        opcodes=("ADD",)))
     expected = reference_trace(v["input"])

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conformance.corpus import store
-from conformance.selftest import run_selftest
+from conformance.run.selftest import run_selftest
 
 ROOT = Path(__file__).resolve().parent.parent
 PARTIAL = ROOT / "tests" / "conformance_fixtures" / "partial_selftest_adapter.py"

@@ -238,8 +238,8 @@ def confirm(mutant: Mutant, vectors: Sequence[Mapping[str, Any]], timeout: float
     import shlex
     import sys
 
-    from conformance.runner import Settings
-    from conformance.suite import Options, run_suite
+    from conformance.run.process import Settings
+    from conformance.run.suite import Options, run_suite
 
     with tempfile.TemporaryDirectory(prefix="rtwo-strength-") as tmp:
         path = Path(tmp) / "mutant.json"

@@ -17,8 +17,8 @@ from rtwo_vm.progress import add_option as add_progress_option
 EXIT_OK, EXIT_NOT_CONFORMING, EXIT_USAGE, EXIT_COULD_NOT_RUN = 0, 1, 2, 3
 KINDS = ("result", "resource", "resource_bound", "stage", "internal", "nondeterministic", "trace", "disagreement",
          "crash", "timeout", "garbage", "oversized", "wrong_id", "extra_output", "protocol", "unavailable",
-         "adapter_error", "unsupported")    # conformance.suite.KINDS, listed here to keep --help import-free
-WRONG = "wrong"     # --kind wrong: every wrong answer (conformance.suite.WRONG_ANSWERS), no unsupported input
+         "adapter_error", "unsupported")    # conformance.run.outcomes.KINDS, listed here to keep --help import-free
+WRONG = "wrong"     # --kind wrong: every wrong answer (conformance.run.outcomes.WRONG_ANSWERS), no unsupported input
 
 
 def register(sub) -> None:
@@ -249,7 +249,7 @@ def _cmd_show(args) -> int:
 
 
 def _cmd_run(args) -> int:
-    from conformance.runner import kill_all
+    from conformance.run.process import kill_all
     with _terminated_as_interrupt():
         try:
             return _run(args)
@@ -278,12 +278,14 @@ def _terminated_as_interrupt():
 
 def _run(args) -> int:
     from conformance.corpus import fresh
-    from conformance import report as rep
+    from conformance.report.counts import plural
+    from conformance.report.document import summary_json
+    from conformance.report.text import summary
     from conformance.constants import KNOWN_FAILURES_DIR
-    from conformance.runner import DEFAULT_MAX_LINE, Settings
+    from conformance.run.process import DEFAULT_MAX_LINE, Settings
     from conformance.corpus.selection import SelectionError, load_known_failures
-    from conformance.blind import line as blind_line
-    from conformance.suite import Options, reference_command, run_suite
+    from conformance.run.blind import line as blind_line
+    from conformance.run.suite import Options, reference_command, run_suite
     from rtwo_vm import conformance_files as files
     from rtwo_vm.progress import Progress, wanted
 
@@ -348,9 +350,9 @@ def _run(args) -> int:
              "bundles": str(out / "bundles"), "bundles_written": len(bundles),
              "bundles_left_out": max(0, failing - len(bundles))}
     if args.json:
-        print(json.dumps(rep.summary_json(result, manifest, code, paths, run_info), indent=1, sort_keys=True))
+        print(json.dumps(summary_json(result, manifest, code, paths, run_info), indent=1, sort_keys=True))
         return code
-    text = rep.summary(result, manifest, bundles, shown=args.show, by_opcode=args.by_opcode,
+    text = summary(result, manifest, bundles, shown=args.show, by_opcode=args.by_opcode,
                        kinds=_kinds(args))
     if not args.quiet:
         print(blind_line(result.blinding))
@@ -359,7 +361,7 @@ def _run(args) -> int:
         cut = (f" (… and {paths['bundles_left_out']} more failures without a bundle: --max-bundles)"
                if paths["bundles_left_out"] else "")
         print(f"report: {out / 'report.json'}, {out / 'junit.xml'}, {out / 'report.html'}"
-              + (f", {rep.plural(len(bundles), 'replay bundle')} in {out / 'bundles'}{cut}" if bundles else "")
+              + (f", {plural(len(bundles), 'replay bundle')} in {out / 'bundles'}{cut}" if bundles else "")
               + (f"; adapter stderr logs in {logs}" if logs is not None else ""))
     return code
 
@@ -368,7 +370,7 @@ def _kinds(args) -> tuple[str, ...] | None:
     """The failure kinds of --kind, ``wrong`` spelled out; None: every kind."""
     if not args.kind:
         return None
-    from conformance.suite import WRONG_ANSWERS
+    from conformance.run.outcomes import WRONG_ANSWERS
     return tuple(dict.fromkeys(k for kind in args.kind for k in (WRONG_ANSWERS if kind == WRONG else (kind,))))
 
 
@@ -397,12 +399,12 @@ def _check_commands(commands) -> None:
 
 
 def _cmd_selftest(args) -> int:
-    from conformance.selftest import run_selftest
-    from conformance.suite import reference_command
+    from conformance.run.selftest import run_selftest
+    from conformance.run.suite import reference_command
     _, vectors = _load(args)
     command = args.impl or reference_command()
     _check_commands([command])
-    from conformance.runner import kill_all
+    from conformance.run.process import kill_all
     with _terminated_as_interrupt():
         try:
             checks = run_selftest(command, {v["id"]: v for v in vectors}, timeout=args.timeout)

@@ -9,8 +9,8 @@ Responses come back in request order per process; the oldest unanswered request 
 is its *head*, and a process-level failure is charged to the head: the vector the adapter was
 working on. The other requests in flight go back to the queue for a fresh process.
 
-The process itself (bounds, process group, stderr tail) is conformance.process; its names
-are re-exported here.
+The process itself (bounds, process group, stderr tail, ``Job``, ``Reply``, ``Settings``) is
+conformance.run.process.
 """
 
 from __future__ import annotations
@@ -22,11 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from conformance.process import (  # noqa: F401 - the public names of the runner
-    DEFAULT_MAX_LINE, DEFAULT_MAX_LOG, EXIT_GRACE, LOG_SUFFIX, READ_SIZE, AdapterProcess, Job, Reply, Settings,
-    StartError, describe_exit, kill_all, signal_name,
-)
 from conformance.protocol import ProtocolError, decode
+from conformance.run.process import AdapterProcess, Job, Reply, Settings, StartError
 
 GIVE_UP = ("crash", "timeout", "garbage", "oversized", "wrong_id", "protocol")   # count toward max_failures
 

@@ -15,9 +15,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from conformance import report as rep
-from conformance.report_html import render
-from conformance.suite import SuiteResult
+from conformance.report.bundles import MAX_BUNDLES, bundle_texts, remove_stale_bundles
+from conformance.report.document import encode_report, to_json
+from conformance.report.html import render
+from conformance.report.junit import junit_xml
+from conformance.run.suite import SuiteResult
 from spec.files import FileRefused, atomic_write, output_dir, refuse_link
 
 REPORT_FILES = ("report.json", "junit.xml", "report.html")
@@ -48,26 +50,26 @@ def _write(path: Path, text: str) -> None:
 
 def write_reports(out: Path, result: SuiteResult, manifest: Mapping[str, Any], filters: Sequence[str],
                   run_info: Mapping[str, Any], properties: Mapping[str, Any],
-                  max_bundles: int = rep.MAX_BUNDLES) -> dict[tuple[str, str], Path]:
+                  max_bundles: int = MAX_BUNDLES) -> dict[tuple[str, str], Path]:
     """Write the run's files into ``out``; the bundles written, (command, vector id) -> path.
     FileRefused (one line) when a file cannot be written: the files not yet replaced keep
     their earlier content whole."""
     output_dir(out, "output folder")
     check_outputs(out)
     folder = output_dir(out / BUNDLE_DIR, "bundle folder")
-    texts = rep.bundle_texts(result, folder, max_bundles)
+    texts = bundle_texts(result, folder, max_bundles)
     bundles = {key: path for key, (path, _) in texts.items()}
     documents = [
-        ("junit.xml", rep.junit_xml(result, bundles, properties)),
+        ("junit.xml", junit_xml(result, bundles, properties)),
         ("report.html", render(result, manifest, bundles, run_info)),
-        ("report.json", rep.encode_report(rep.to_json(result, manifest, bundles, list(filters), run_info))),
+        ("report.json", encode_report(to_json(result, manifest, bundles, list(filters), run_info))),
     ]
     for path, text in texts.values():
         _write(path, text)
     for name, text in documents:
         _write(out / name, text)
     try:
-        rep.remove_stale_bundles(folder, set(bundles.values()))
+        remove_stale_bundles(folder, set(bundles.values()))
     except OSError as err:
         raise FileRefused(f"cannot clear the earlier bundles in {folder}: {err.strerror or err}") from None
     return bundles

@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from conformance.constants import PROTOCOL, SPEC_VERSION
-from conformance.report import _counts, disassembly, ranked
-from conformance.suite import SuiteResult
-from conformance.triage import html_rows, triage
+from conformance.report.counts import ranked, status_counts
+from conformance.report.text import disassembly
+from conformance.report.triage import html_rows, triage
+from conformance.run.suite import SuiteResult
 
 HTML_FAILURES = 300
 
@@ -47,7 +48,7 @@ def render(result: SuiteResult, corpus: Mapping[str, Any], bundles: Mapping[tupl
         out.append("<table><tr><th></th><th>pass</th><th>fail</th><th>unsupported</th><th>xfail</th>"
                    "<th>xpass</th></tr>")
         for label, fresh in (("corpus", False), ("fresh sample", True)):
-            c = _counts(run, fresh)
+            c = status_counts(run, fresh)
             out.append(f"<tr><th>{label}</th><td>{c['pass']}</td><td>{c['fail'] - c['unsupported']}</td>"
                        f"<td>{c['unsupported']}</td><td>{c['xfail']}</td><td>{c['xpass']}</td></tr>")
         out.append("</table>")

@@ -5,11 +5,11 @@ select its known-failure entries), the main pass over the selected vectors and t
 fresh sample (conformance.corpus.fresh), determinism passes in fresh processes under perturbed
 environments and shuffled order, evaluation of every vector as its reply arrives — result and
 usage field by field, resource bounds, stage, determinism — and, when the adapter can trace,
-trace checks (conformance.traces). With several implementations their results are also
+trace checks (conformance.run.traces). With several implementations their results are also
 compared with each other.
 
 Every request carries an opaque id derived from the run's seed, never the corpus id, and every
-corpus input is blinded for the run (conformance.blind, spec 11.8.4): what an implementation
+corpus input is blinded for the run (conformance.run.blind, spec 11.8.4): what an implementation
 receives is never a published input, and its answers are judged against the reference's
 results for what it received. Replies
 are judged as they arrive and only what a report needs is kept: a correct result is not kept
@@ -27,15 +27,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from conformance import blind, determinism, safety_net, traces
-from conformance.compare import Mismatch, capped, compare_result
-from conformance.outcomes import (  # noqa: F401 - KINDS and the rest: names of suite, for its callers
-    KINDS, PRECEDING_KEPT, PROCESS_FAILURES, STATUSES, UNSUPPORTED, WRONG_ANSWERS, Keeper, Outcome,
-    PassRun, evaluate, light, signature, small,
-)
-from conformance.requests import Prepared, jobs, request_id, response_limit  # noqa: F401 - used by replay, selftest
-from conformance.runner import AdapterProcess, Job, Pool, Reply, Settings, StartError  # noqa: F401 - Job: the runner's names, for callers of suite
 from conformance.corpus.selection import KnownFailure, fingerprints, known_failure
+from conformance.run import blind, determinism, safety_net, traces
+from conformance.run.compare import Mismatch, capped, compare_result
+from conformance.run.outcomes import UNSUPPORTED, Keeper, Outcome, PassRun, evaluate, light, signature, small
+from conformance.run.process import AdapterProcess, Reply, Settings, StartError
+from conformance.run.requests import Prepared, jobs
+from conformance.run.runner import Pool
 
 
 def reference_command() -> str:
@@ -50,7 +48,7 @@ class Options:
     settings: Settings = field(default_factory=Settings)
     trace_sample: bool = True        # check traces of passing vectors covering every opcode
     exitfirst: bool = False          # stop an implementation at its first unlisted failure
-    blind: bool = True               # blind every corpus request (conformance.blind, spec 11.8.4)
+    blind: bool = True               # blind every corpus request (conformance.run.blind, spec 11.8.4)
     prepared: Prepared | None = None     # encoded inputs, shared by the passes (run_suite makes it)
 
 
@@ -398,7 +396,7 @@ def _cross_check(runs: Sequence[ImplementationRun], result: SuiteResult) -> None
 def run_suite(commands: Sequence[str], vectors: Sequence[Mapping[str, Any]], known: Sequence[KnownFailure],
               options: Options, progress: Callable[[str, Reply], None] | None = None) -> SuiteResult:
     """Run every implementation over ``vectors``. With ``options.blind`` (the default) every
-    vector, the fresh sample's too, is first blinded for the run's seed (conformance.blind):
+    vector, the fresh sample's too, is first blinded for the run's seed (conformance.run.blind):
     what is sent, judged, reported and bundled is the blinded vector, whose expected result
     the reference computed."""
     started = time.perf_counter()

@@ -8,7 +8,7 @@ import json
 import os
 from typing import Any, Mapping, Sequence
 
-from conformance.process import Job, Settings
+from conformance.run.process import Job, Settings
 from conformance.protocol import encode, execute_request
 
 SLACK = 8192                # a response may exceed twice its expected result by this much
@@ -33,7 +33,7 @@ def response_limit(vector: Mapping[str, Any], settings: Settings) -> int:
 def trace_response_limit(vector: Mapping[str, Any], settings: Settings) -> int:
     """The longest acceptable traced response: twice the reference's trace and result plus
     SLACK, and never below Settings.max_line (a trace of a deep stack can take megabytes)."""
-    from conformance.tracediff import reference_trace
+    from conformance.run.tracediff import reference_trace
     size = len(json.dumps(reference_trace(vector["input"]), separators=(",", ":")))
     return max(settings.max_line, 2 * size + response_limit(vector, settings))
 

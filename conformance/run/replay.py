@@ -1,6 +1,6 @@
 """``rtwo-vm conformance replay``: run one failing vector again the way it failed.
 
-A replay bundle (report.write_bundles) records, besides the vector and the response, the
+A replay bundle (conformance.report.bundles) records, besides the vector and the response, the
 adapter command and the directory it ran in, and every pass the vector ran in: the pass's
 environment (PYTHONHASHSEED, TZ, LC_ALL, LANG; unset ones as null), its order seed, and the
 vectors the same adapter process received before it. A replay runs the main pass again and
@@ -9,7 +9,7 @@ environment and after the recorded preceding vectors (read from the corpus), the
 vector as ``conformance run`` does: the main pass against the expected result, the others
 against the main pass. A determinism failure therefore fails its replay as it failed the run.
 
-A bundle is data from whoever sent it (conformance.inputs checks it against its schema): its
+A bundle is data from whoever sent it (conformance.run.inputs checks it against its schema): its
 command and directory are never used. A replay runs only the adapter its user names, from
 the user's directory, in the user's environment with at most the four determinism variables
 set to the recorded values.
@@ -24,12 +24,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from conformance import blind, determinism, safety_net
-from conformance.inputs import MAX_REPEAT, one_line, read_bundle
-from conformance.runner import Pool, Settings, StartError
-from conformance.suite import (
-    ImplementationRun, Outcome, PassRun, SuiteResult, evaluate, jobs, probe, slug,
-)
+from conformance.run import blind, determinism, safety_net
+from conformance.run.inputs import MAX_REPEAT, one_line, read_bundle
+from conformance.run.process import Settings, StartError
+from conformance.run.runner import Pool
+from conformance.run.outcomes import Outcome, PassRun, evaluate
+from conformance.run.requests import jobs
+from conformance.run.suite import ImplementationRun, SuiteResult, probe, slug
 
 STDERR_LINES = 20
 __all__ = ["MAX_REPEAT", "Plan", "impl_required", "plan_bundle", "plan_vector", "read_bundle", "replay"]
@@ -174,7 +175,7 @@ def _run_pass(argv: list[str], settings: Settings, vector, record: Mapping[str, 
 def _tail(path: Path, lines: int = STDERR_LINES) -> str:
     """The last lines of a kept log; "" for a log that is not a regular file of at most twice
     the bytes a log keeps (a link the adapter planted to /dev/zero or a FIFO is never read)."""
-    from conformance.process import DEFAULT_MAX_LOG
+    from conformance.run.process import DEFAULT_MAX_LOG
     from spec.files import FileRefused, read_bounded
     try:
         blob = read_bounded(path, 2 * DEFAULT_MAX_LOG + 4096, "adapter log")

@@ -1,6 +1,6 @@
 """One adapter process, bounded in every direction (spec chapter 11.5.1, 11.6).
 
-- It runs under a keeper (conformance.keeper), a child subreaper: every process the adapter
+- It runs under a keeper (conformance.run.keeper), a child subreaper: every process the adapter
   starts stays the keeper's descendant whatever it does to its environment, session or
   process group, and killing the adapter (closing the keeper's lifeline, or the runner's
   death) kills and reaps that whole tree, so no process outlives the run. A per-process token
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from conformance.keeper import KeeperError, start, sweep
+from conformance.run.keeper import KeeperError, start, sweep
 from conformance.protocol import SHUTDOWN, ProtocolError, decode, encode, hello_problems, hello_request
 
 READ_SIZE = 1 << 16

@@ -32,13 +32,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from conformance.compare import compare_reply
+from conformance.run.compare import compare_reply
 from conformance.protocol import (
     EXIT_UNSUPPORTED, MAX_DEPTH, ProtocolError, decode, encode, execute_request, hello_problems,
 )
-from conformance.runner import AdapterProcess, Settings, StartError, describe_exit
-from conformance.suite import request_id
-from conformance.tracediff import first_divergence, reference_trace
+from conformance.run.process import AdapterProcess, Settings, StartError, describe_exit
+from conformance.run.requests import request_id
+from conformance.run.tracediff import first_divergence, reference_trace
 
 # Traces are checked on the samples and on these: backward and conditional jumps, a
 # subroutine call, nested subroutine calls, and calls nested three frames deep.

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from conformance.compare import Mismatch
-from conformance.tracediff import first_divergence, reference_trace
+from conformance.run.compare import Mismatch
+from conformance.run.tracediff import first_divergence, reference_trace
 
 SAMPLE_LIMIT = 200      # passing vectors traced at most
 

@@ -11,7 +11,7 @@ import random
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from conformance.compare import Mismatch, compare_result
+from conformance.run.compare import Mismatch, compare_result
 
 # Each pass uses the next perturbation. TZ values are POSIX rules, valid without a zoneinfo
 # database; LC_ALL values exist on every POSIX system (C.UTF-8 on glibc >= 2.35 and musl).

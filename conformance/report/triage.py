@@ -35,7 +35,7 @@ from collections import Counter
 from typing import Any, Iterable, Mapping
 
 import spec
-from conformance.outcomes import UNSUPPORTED, Outcome
+from conformance.run.outcomes import UNSUPPORTED, Outcome
 
 TABLE = spec.load()
 OPCODE_ORDER = {i.mnemonic: n for n, i in enumerate(TABLE.instructions)}

@@ -1,7 +1,7 @@
 """The judgement of one vector's replies: the failure kinds, the records of each pass
 (:class:`PassRun`) and of each vector (:class:`Outcome`), the main pass's verdict
 (:func:`evaluate`), the digest two runs must share (:func:`signature`), and the memory budget
-for the responses a report keeps (:class:`Keeper`). Used by conformance.suite, which runs
+for the responses a report keeps (:class:`Keeper`). Used by conformance.run.suite, which runs
 the passes.
 """
 
@@ -12,12 +12,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from conformance import determinism
-from conformance.compare import Mismatch, capped, compare_reply
+from conformance.run import determinism
+from conformance.run.compare import Mismatch, capped, compare_reply
 from conformance.corpus.fresh import is_fresh
 from conformance.protocol import reply_problems
-from conformance.runner import Reply
-from conformance.tracediff import Divergence
+from conformance.run.process import Reply
+from conformance.run.tracediff import Divergence
 
 # Process-level failures, as reported per vector.
 PROCESS_FAILURES = ("crash", "timeout", "garbage", "oversized", "wrong_id", "extra_output", "protocol",

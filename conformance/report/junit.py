@@ -10,7 +10,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Mapping
 
-from conformance.suite import UNSUPPORTED, WRONG_ANSWERS, Outcome, SuiteResult, slug
+from conformance.run.outcomes import UNSUPPORTED, WRONG_ANSWERS, Outcome
+from conformance.run.suite import SuiteResult, slug
 
 NOW_PASSING = "now passing: remove it from the known-failure list"
 JUNIT_BYTES = 16 << 20           # bytes of junit.xml

@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
-from conformance.runner import Pool, Reply, Settings
+from conformance.run.process import Reply, Settings
+from conformance.run.runner import Pool
 
 RETRY_FACTOR = 4
 TIMEOUT = "timeout"
