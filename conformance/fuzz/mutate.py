@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 from typing import Sequence
 
-from conformance.fuzz.generate import (
+from conformance.fuzz.build import (
     EDGE_WORDS, ENTRY, JUMPS, KEYS, LIMIT_CHOICES, MASK, Builder, _call_data, _pick, fresh_rows, random_policy,
     recursive_rows, request_bound, snippet,
 )

@@ -21,7 +21,8 @@ from conformance.adapter import tune_gc
 from conformance.fuzz.classify import Divergence, compare, compare_runs
 from conformance.fuzz.feedback import ArcTracer, cells
 from conformance.fuzz.findings import SAFETY_NET_CLASS, make_vector, program_text, vector_id
-from conformance.fuzz.generate import generate, has_loop
+from conformance.fuzz.build import has_loop
+from conformance.fuzz.generate import generate
 from conformance.fuzz.pool import Pool
 from conformance.fuzz.mutate import _shift_targets
 from conformance.fuzz.program import TABLE, Code, FuzzInput
