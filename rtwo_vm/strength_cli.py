@@ -83,8 +83,8 @@ def _check_record(args) -> None:
     """--record writes conformance/strength/score.json of the checkout being measured: only
     when the running package is that checkout's (never into an installed copy)."""
     from conformance.constants import runs_from
-    from rtwo_vm.commands.conformance import _project
-    project = _project(args)
+    from rtwo_vm.corpus_args import project as checkout
+    project = checkout(args)
     if project is None or not runs_from(project):
         raise CliError("--record writes conformance/strength/score.json of a checkout: run it inside the "
                        "checkout, installed with pip install -e . (the installed package is read only)")
