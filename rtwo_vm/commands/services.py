@@ -373,12 +373,12 @@ def _cmd_instructions(args) -> int:
 @_guard
 def _cmd_readiness(args) -> int:
     from rtwo_vm.runtime.readiness import VMReadinessService
-    from rtwo_vm.runtime.runtime import utc_text
+    from rtwo_vm.runtime.runtime import scratch_runtime, utc_text
     runtime = _open(args) if Path(args.db).exists() else None
     try:
         service = VMReadinessService(
             runtime, utc_text(None), Path(args.examples) if args.examples else None,
-            proofs_report=Path(args.proofs_report) if args.proofs_report else None)
+            proofs_report=Path(args.proofs_report) if args.proofs_report else None, scratch=scratch_runtime)
         try:
             report = service.run(only=args.only, skip=args.skip or ())
         except ValueError as err:
