@@ -76,7 +76,7 @@ def _check_options(args) -> None:
 
 @guard
 def _cmd_events(args) -> int:
-    from rtwo_vm.runtime.sinks import make_sink
+    from rtwo_vm.runtime.sinks.kinds import make_sink
     _check_options(args)
     if args.action == "tail":
         return _events_tail(args)
