@@ -27,12 +27,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from conformance import corpus  # noqa: E402
-from conformance.fill import fill  # noqa: E402
-from conformance.runner import Settings  # noqa: E402
+from conformance.corpus import store  # noqa: E402
+from conformance.corpus.fill import fill  # noqa: E402
+from conformance.run.process import Settings  # noqa: E402
 from conformance.adapter import tune_gc  # noqa: E402
-from conformance.fresh import sample  # noqa: E402
-from conformance.suite import Options, reference_command, run_suite  # noqa: E402
+from conformance.corpus.fresh import sample  # noqa: E402
+from conformance.run.suite import Options, reference_command, run_suite  # noqa: E402
 
 FILL_TARGET, VALIDATE_TARGET = 1000, 5000
 
@@ -52,9 +52,9 @@ def main() -> int:
     for _ in range(args.rounds):
         filled = fill()
         started = time.perf_counter()
-        corpus.render(filled.vectors, filled.manifest_extra)
+        store.render(filled.vectors, filled.manifest_extra)
         fill_rates.append(len(filled.vectors) / (filled.seconds + time.perf_counter() - started))
-    vectors = corpus.load()
+    vectors = store.load()
     tune_gc()                      # as rtwo-vm conformance run does
     settings = Settings(workers=args.workers)
     main_rates, cpu = [], []

@@ -30,10 +30,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import compiled_vm  # noqa: E402
-from conformance import corpus  # noqa: E402
-from conformance.runner import Settings  # noqa: E402
-from conformance.suite import Options, reference_command, run_suite  # noqa: E402
-from conformance.vector import request_of  # noqa: E402
+from conformance.corpus import store  # noqa: E402
+from conformance.run.process import Settings  # noqa: E402
+from conformance.run.suite import Options, reference_command, run_suite  # noqa: E402
+from conformance.corpus.vector import request_of  # noqa: E402
 from reference_vm import Contract, Limits, Message, WorldState, assemble, execute  # noqa: E402
 from rtwo_vm.examples import requests_with_results  # noqa: E402
 
@@ -42,7 +42,7 @@ LOOP_ADDRESS, LOOP_N = 0x100, 200
 
 
 def _requests():
-    corpus_requests = [request_of(v["input"]) for v in corpus.load()]
+    corpus_requests = [request_of(v["input"]) for v in store.load()]
     examples = [(r.state, r.message, r.context, r.policy, r.limits)
                 for path in sorted((ROOT / "examples").glob("*.toml"))
                 for r, _ in requests_with_results(path)]
@@ -97,7 +97,7 @@ def main() -> int:
     print(f"corpus: {len(corpus_args)} vectors, best of {args.rounds}")
     print(f"  in process   reference {ref:6.3f} s   compiled {comp:6.3f} s   ratio {comp / ref:5.2f}")
 
-    vectors = corpus.load()
+    vectors = store.load()
     settings = Settings(workers=args.workers)
     compiled_command = shlex.join([*shlex.split(reference_command()), "--engine", "compiled"])
     rates = {"reference": 0.0, "compiled": 0.0}

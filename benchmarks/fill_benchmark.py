@@ -19,9 +19,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from conformance import corpus, vector  # noqa: E402
-from conformance.fill import fill  # noqa: E402
-from conformance.schema import corpus_problems  # noqa: E402
+from conformance.corpus import store, vector  # noqa: E402
+from conformance.corpus.fill import fill  # noqa: E402
+from conformance.corpus.schema import corpus_problems  # noqa: E402
 from reference_vm import assemble  # noqa: E402
 
 TARGET = 2000
@@ -31,7 +31,7 @@ def one_round() -> tuple[float, int]:
     vector._assembled.cache_clear()  # every round assembles from scratch, like a fresh process
     filled = fill()
     started = time.perf_counter()
-    corpus.render(filled.vectors, filled.manifest_extra)
+    store.render(filled.vectors, filled.manifest_extra)
     return filled.seconds + time.perf_counter() - started, len(filled.vectors)
 
 
@@ -51,7 +51,7 @@ def main() -> int:
     started = time.perf_counter()
     assert not corpus_problems(filled.vectors)
     schema = time.perf_counter() - started
-    sources = sorted({c.code for c in __import__("conformance.fill", fromlist=["cases"]).cases(("definition",))
+    sources = sorted({c.code for c in __import__("conformance.corpus.fill", fromlist=["cases"]).cases(("definition",))
                       if isinstance(c.code, str)})
     started = time.perf_counter()
     for source in sources:

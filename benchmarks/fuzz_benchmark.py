@@ -35,12 +35,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from conformance import corpus  # noqa: E402
+from conformance.corpus import store  # noqa: E402
 from conformance.fuzz.campaign import Options, run_campaign  # noqa: E402
 from conformance.fuzz.feedback import corpus_cells  # noqa: E402
 from conformance.fuzz.pool import corpus_seeds  # noqa: E402
 from conformance.fuzz.worker import make_worker  # noqa: E402
-from conformance.suite import reference_command  # noqa: E402
+from conformance.run.suite import reference_command  # noqa: E402
 
 SEEDED = ROOT / "tests" / "fuzz_fixtures" / "seeded_bug_adapter.py"
 THROUGHPUT_TARGET, FIND_TARGET, SIZE_TARGET = 1000, 300.0, 16
@@ -52,7 +52,7 @@ def cpu(who: int) -> float:
 
 
 def throughput(requests: int) -> None:
-    vectors = corpus.load()
+    vectors = store.load()
     config = {"seed": 1, "impls": [reference_command()], "pool": [s.to_json() for s in corpus_seeds(vectors)],
               "cells": sorted(corpus_cells(vectors))}
     worker = make_worker(0, config)     # as every backend builds its workers

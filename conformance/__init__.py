@@ -1,12 +1,10 @@
 """RTWO VM conformance: the vector corpus, its generator and the runner (spec chapter 11).
 
-- ``definitions``, ``smt_source``, ``random_source``: where vectors come from;
-  ``fill`` runs them through the reference interpreter and ``corpus`` stores them under
-  ``conformance/vectors`` with a manifest and digest.
-- ``protocol``, ``adapter``, ``selftest``: the JSON-lines adapter protocol, the reference
-  interpreter's own adapter (``python -m conformance.adapter``) and the adapter self-test.
-- ``runner``, ``compare``, ``tracediff``, ``determinism``, ``report``: validating one or more
-  implementations against the corpus.
+In the order of the flow (conformance/README.md has the map): ``corpus`` (the sources, ``fill``
+through the reference interpreter, the stored corpus under ``conformance/vectors``), then
+``protocol`` and ``adapter`` (the JSON-lines adapter protocol and the reference interpreter's
+own adapter, ``python -m conformance.adapter``), ``run`` (adapter processes, the suite, the
+self-test, replay), ``report`` (what a run writes), and the campaigns ``fuzz`` and ``strength``.
 """
 
 from __future__ import annotations

@@ -20,8 +20,8 @@ from typing import Any, BinaryIO, Mapping
 
 from conformance.constants import PROTOCOL, SPEC_VERSION
 from conformance.protocol import EXIT_OK, EXIT_UNSUPPORTED, PROTOCOL_MAJOR, encode, loads_bounded
-from conformance.schema import execute_problems
-from conformance.vector import error_stage, request_of
+from conformance.corpus.schema import execute_problems
+from conformance.corpus.vector import error_stage, request_of
 from reference_vm import execute
 from reference_vm.trace import tracer_for
 

@@ -27,12 +27,12 @@ SMT_CACHE = PACKAGE_DIR / "smt_inputs.json"
 
 def project_root(start: Path | None = None) -> Path | None:
     """The RTWO VM project checkout holding ``start`` (default: the working directory): the
-    nearest directory upwards with a pyproject.toml naming rtwo-vm and conformance/definitions.
+    nearest directory upwards with a pyproject.toml naming rtwo-vm and conformance/corpus/definitions.
     None outside any checkout."""
     here = (start or Path.cwd()).resolve()
     for directory in (here, *here.parents):
         pyproject = directory / "pyproject.toml"
-        if (directory / "conformance" / "definitions").is_dir() and pyproject.is_file():
+        if (directory / "conformance" / "corpus" / "definitions").is_dir() and pyproject.is_file():
             try:   # a checkout's pyproject.toml is small: more than 1 MiB is not one
                 text = read_bounded(pyproject, 1 << 20, "pyproject.toml").decode("utf-8", errors="replace")
             except (OSError, ValueError):

@@ -138,7 +138,7 @@ def hello_problems(hello: Mapping[str, Any]) -> list[str]:
 
 
 def reply_problems(reply: Mapping[str, Any], expected_id: str, traced: bool) -> list[str]:
-    """Why a reply to an execute request is malformed (a result is judged by compare.py)."""
+    """Why a reply to an execute request is malformed (a result is judged by run/compare.py)."""
     kind = reply.get("type")
     if kind == "error":
         if reply.get("code") not in ERROR_CODES:

@@ -2,14 +2,27 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Protocol
 
-if TYPE_CHECKING:
-    from reference_vm.program import Program
+from reference_vm.validate import ValidCode
 
 # A handler receives the frame and the instruction's immediate. It returns the offset to
 # continue at when it transfers control, and None to continue at the next instruction.
 Handler = Callable[["Frame", int], "int | None"]
+
+
+class Prepared(Protocol):
+    """The code a frame runs, by what the machine reads of it: reference_vm.program.Program.
+    Not imported from there: program.py binds the instruction handlers, which take a Frame."""
+
+    @property
+    def code(self) -> ValidCode: ...
+
+    @property
+    def data(self) -> bytes: ...
+
+    @property
+    def segments(self) -> tuple[Any, ...]: ...   # a reference_vm.program.Segment or None per offset
 
 
 class Meter:
@@ -46,7 +59,7 @@ class Frame:
                  "data", "return_data", "program", "compute_limit", "depth", "events",
                  "meter", "execution")
 
-    def __init__(self, *, program: Program, address: int, caller: int, call_data: bytes,
+    def __init__(self, *, program: Prepared, address: int, caller: int, call_data: bytes,
                  compute_limit: int, depth: int, meter: Meter, execution: Any):
         self.stack: list[int] = []
         self.memory = bytearray()

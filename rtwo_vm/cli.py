@@ -200,6 +200,8 @@ def build_parser() -> argparse.ArgumentParser:
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version",
                         version=f"rtwo-vm 1.0.0 (spec {spec.SPEC_VERSION})")
+    # A command that runs other commands (check) calls this entry point; it never imports the CLI.
+    parser.set_defaults(cli_main=main)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser("asm", help="assemble a .rasm file into a container")

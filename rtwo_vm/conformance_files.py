@@ -19,7 +19,7 @@ from rtwo_vm.inputs import CliError, nonnegative_int
 
 
 def _at_most(text: str, name: str) -> int:
-    from conformance import inputs
+    from conformance.run import inputs
     value = nonnegative_int(text)
     high = getattr(inputs, name)
     if value > high:
@@ -28,23 +28,23 @@ def _at_most(text: str, name: str) -> int:
 
 
 def repeat_count(text: str) -> int:
-    """Determinism passes (--repeat): 0 to conformance.inputs.MAX_REPEAT."""
+    """Determinism passes (--repeat): 0 to conformance.run.inputs.MAX_REPEAT."""
     return _at_most(text, "MAX_REPEAT")
 
 
 def fresh_count(text: str) -> int:
-    """Vectors of the fresh sample (--fresh): 0 to conformance.inputs.MAX_FRESH."""
+    """Vectors of the fresh sample (--fresh): 0 to conformance.run.inputs.MAX_FRESH."""
     return _at_most(text, "MAX_FRESH")
 
 
 def seed_value(text: str) -> int:
-    """A run's seed (--seed): 0 to conformance.inputs.MAX_SEED."""
+    """A run's seed (--seed): 0 to conformance.run.inputs.MAX_SEED."""
     return _at_most(text, "MAX_SEED")
 
 
 def previous_failures(out: Path):
-    """The previous report in ``out`` for --last-failed (conformance.inputs.Previous)."""
-    from conformance.inputs import read_previous
+    """The previous report in ``out`` for --last-failed (conformance.run.inputs.Previous)."""
+    from conformance.run.inputs import read_previous
     from spec.files import FileRefused
     try:
         previous = read_previous(out / "report.json")
@@ -57,7 +57,7 @@ def previous_failures(out: Path):
 
 def check_outputs(out: Path) -> None:
     """Refuse a link or a non-folder where the run's outputs go, before the run starts."""
-    from conformance.report_files import check_outputs as check
+    from conformance.report.files import check_outputs as check
     from spec.files import FileRefused
     try:
         check(out)
@@ -66,8 +66,8 @@ def check_outputs(out: Path) -> None:
 
 
 def write_reports(out: Path, *report_args: Any, **report_kwargs: Any):
-    """conformance.report_files.write_reports, its refusals as CliError."""
-    from conformance.report_files import write_reports as write
+    """conformance.report.files.write_reports, its refusals as CliError."""
+    from conformance.report.files import write_reports as write
     from spec.files import FileRefused
     try:
         return write(out, *report_args, **report_kwargs)
@@ -81,7 +81,7 @@ def clear_logs(directory: Path) -> None:
     link, never what it names, and leaves no link where the runner will write a log)."""
     import stat
 
-    from conformance.runner import LOG_SUFFIX
+    from conformance.run.process import LOG_SUFFIX
     from spec.files import FileRefused, output_dir
     try:
         output_dir(directory, "log folder")
@@ -107,10 +107,11 @@ def replay(args, load_vectors: Callable[[], list], check_commands: Callable[[lis
            guard: Callable[[], ContextManager[None]]) -> int:
     """``rtwo-vm conformance replay TARGET``: a bundle file (replayed only with --impl) or a
     vector id (with --impl or the reference adapter)."""
-    from conformance import replay as rp
-    from conformance import report as rep
-    from conformance.runner import Settings, kill_all
-    from conformance.suite import reference_command
+    from conformance.run import replay as rp
+    from conformance.report.counts import plural
+    from conformance.report.text import summary
+    from conformance.run.process import Settings, kill_all
+    from conformance.run.suite import reference_command
     from spec.files import FileRefused
     vectors = None
     if _is_file(args.target):
@@ -151,8 +152,8 @@ def replay(args, load_vectors: Callable[[], list], check_commands: Callable[[lis
                                        logs)
         finally:
             kill_all()
-    title = f"replay of {plan.vector['id']} in {rep.plural(len(plan.passes), 'pass', 'passes')}"
-    print(rep.summary(result, {}, title=title))
+    title = f"replay of {plan.vector['id']} in {plural(len(plan.passes), 'pass', 'passes')}"
+    print(summary(result, {}, title=title))
     for name, text in stderr:
         if text:
             print(f"\nadapter stderr ({name}, last {rp.STDERR_LINES} lines):")

@@ -127,7 +127,7 @@ def _registered_theorems() -> dict[str, list[tuple[str, tuple[int, ...]]]]:
 
 
 def _vector_counts() -> dict[str, int]:
-    corpus = _optional("conformance.corpus")
+    corpus = _optional("conformance.corpus.store")
     if corpus is None or not hasattr(corpus, "vectors_per_opcode"):
         return {}
     return corpus.vectors_per_opcode()
@@ -299,8 +299,8 @@ def lifecycle_page() -> str:
 def coverage_page() -> str:
     """The corpus's opcode x outcome matrix as a grid: one row per opcode in table order, one
     column per outcome seen anywhere; a cell's shade grows with its vector count."""
-    coverage_mod = _optional("conformance.coverage")
-    corpus = _optional("conformance.corpus")
+    coverage_mod = _optional("conformance.corpus.coverage")
+    corpus = _optional("conformance.corpus.store")
     head = ["# Conformance coverage", ""]
     if coverage_mod is None or corpus is None:
         return "\n".join(head + ["The conformance package is not installed.", ""])

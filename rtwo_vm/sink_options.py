@@ -1,6 +1,6 @@
 """The numeric options of event sinks, as data: default, lowest and highest value.
 
-Read by the sinks (:func:`rtwo_vm.runtime.sinks.check_options`, which checks a stored sink's
+Read by the sinks (:func:`rtwo_vm.runtime.sinks.kinds.check_options`, which checks a stored sink's
 options) and by ``rtwo-vm events sink-add`` (its option types and help), so that a range is
 written once. This module imports nothing, so the CLI can read it without loading the
 runtime.

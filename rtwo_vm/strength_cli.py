@@ -25,7 +25,7 @@ class Checked:
 
 def check_arguments(args) -> Checked:
     """Refuse a bad argument in one line before anything is generated or run."""
-    from conformance.selection import SelectionError, compile_filter
+    from conformance.corpus.selection import SelectionError, compile_filter
     from conformance.strength import backend, mutants as mut
     from spec.files import FileRefused, output_file, read_bounded, refuse_link
 
@@ -83,17 +83,17 @@ def _check_record(args) -> None:
     """--record writes conformance/strength/score.json of the checkout being measured: only
     when the running package is that checkout's (never into an installed copy)."""
     from conformance.constants import runs_from
-    from rtwo_vm.commands.conformance import _project
-    project = _project(args)
+    from rtwo_vm.corpus_args import project as checkout
+    project = checkout(args)
     if project is None or not runs_from(project):
         raise CliError("--record writes conformance/strength/score.json of a checkout: run it inside the "
                        "checkout, installed with pip install -e . (the installed package is read only)")
 
 
 def run(args, corpus_dir: Path, out: TextIO, checked: Checked | None = None) -> int:
-    from conformance import corpus
-    from conformance.selection import SelectionError, select
-    from conformance.safety_net import RETRY_FACTOR
+    from conformance.corpus import store
+    from conformance.corpus.selection import SelectionError, select
+    from conformance.run.safety_net import RETRY_FACTOR
     from conformance.strength import backend, mutants as mut, report as rep, run as runner, worker
     from rtwo_vm.progress import Progress, wanted
     from spec.files import FileRefused, atomic_write
@@ -101,7 +101,7 @@ def run(args, corpus_dir: Path, out: TextIO, checked: Checked | None = None) -> 
     checked = checked or check_arguments(args)
     reasons, unreachable = checked.reasons, checked.unreachable
     try:
-        manifest, vectors = corpus.checked_manifest(corpus_dir), corpus.load(corpus_dir)
+        manifest, vectors = store.checked_manifest(corpus_dir), store.load(corpus_dir)
         vectors = select(vectors, args.filter) if args.filter else vectors
     except SelectionError as err:
         raise CliError(str(err)) from None

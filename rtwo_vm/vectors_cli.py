@@ -1,7 +1,8 @@
 """The ``rtwo-vm vectors`` subcommands that author and ship the corpus: ``fill`` and ``promote``
 (which write the corpus of a project checkout), ``release`` (a reproducible tarball of the
 corpus) and ``strength`` (mutation testing of the corpus against the reference). Registered
-from rtwo_vm/commands/conformance.py, which owns the ``vectors`` command.
+from rtwo_vm/commands/conformance.py, which owns the ``vectors`` command (this module does not
+import it: the corpus options are rtwo_vm/corpus_args.py).
 
 Which checkout: ``fill`` and ``promote`` write the corpus (and ``promote`` the fuzz source,
 conformance/fuzz/promoted.jsonl) of one checkout — the one ``--project DIR`` names, else the one
@@ -22,15 +23,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+from rtwo_vm import corpus_args
 from rtwo_vm.inputs import CliError, nonnegative_int, positive_float, positive_int
 from rtwo_vm.progress import add_option as add_progress_option
 
 EDITABLE = "pip install -e ."
 
 
-def register(vs, add_dir) -> None:
+def register(vs) -> None:
     r = vs.add_parser("release", help="build a reproducible tarball of the corpus, schemas and protocol chapter")
-    add_dir(r)
+    corpus_args.add_options(r)
     r.add_argument("-o", "--out", default="build/release", metavar="DIR",
                    help="directory for the tarball (default build/release)")
     r.add_argument("--version", dest="release_version", default=None, metavar="VERSION",
@@ -39,7 +41,7 @@ def register(vs, add_dir) -> None:
                         "committed corpus only)")
     r.set_defaults(func=_cmd_release)
     s = vs.add_parser("strength", help="mutation testing: how many mutants of the reference the corpus kills")
-    add_dir(s)
+    corpus_args.add_options(s)
     s.add_argument("--module", action="append", default=[], metavar="NAME",
                    help="mutate only these reference_vm modules (e.g. instructions/arithmetic, accounting)")
     s.add_argument("--limit", type=nonnegative_int, default=None, metavar="N", help="at most N generated mutants (a sample)")
@@ -98,8 +100,7 @@ def _checkout(args):
     """(project, here): the checkout the command works on (None outside any) and whether the
     running ``conformance`` package is that checkout's."""
     from conformance.constants import runs_from
-    from rtwo_vm.commands.conformance import _project
-    project = _project(args)
+    project = corpus_args.project(args)
     here = project is not None and runs_from(project)
     if here and args.in_checkout and args.code_differs:   # the child of _delegate, on the checkout's code
         print(f"note: the installed rtwo-vm is not the checkout {project}; ran the checkout's own code "
@@ -114,7 +115,6 @@ def _one_line(err: Exception) -> str:
 
 
 def cmd_fill(args) -> int:
-    from rtwo_vm.commands.conformance import _corpus_dir
     project, here = _checkout(args)
     if project is None:
         if not (args.check or args.dir):
@@ -125,23 +125,23 @@ def cmd_fill(args) -> int:
         argv = ["vectors", "fill"] + (["--check"] if args.check else []) + (["--refresh-smt"] if args.refresh_smt else [])
         argv += [f"--source={s}" for s in args.source or ()] + (["--dir", _absolute(args.dir)] if args.dir else [])
         return _delegate(args, project, argv)
-    from conformance import corpus
-    from conformance.fill import fill
-    from conformance.vector import SOURCES
+    from conformance.corpus import store
+    from conformance.corpus.fill import fill
+    from conformance.corpus.vector import SOURCES
     from spec.files import FileRefused
-    directory = _corpus_dir(args)
+    directory = corpus_args.directory(args)
     try:
         filled = fill(args.source or SOURCES, refresh_smt=args.refresh_smt)
         for note in filled.notes:
             print(f"note: {note}", file=sys.stderr)
         if args.check:
-            diff = corpus.differences(corpus.render(filled.vectors, filled.manifest_extra), directory)
+            diff = store.differences(store.render(filled.vectors, filled.manifest_extra), directory)
             for line in diff:
                 print(line)
             print(f"filled {len(filled.vectors)} vectors in {filled.seconds:.2f} s ({filled.rate:,.0f} vectors/s); "
                   + ("stored corpus is identical" if not diff else f"stored corpus differs in {len(diff)} files"))
             return 0 if not diff else 1
-        manifest = corpus.write(filled.vectors, directory, filled.manifest_extra)
+        manifest = store.write(filled.vectors, directory, filled.manifest_extra)
     except (FileRefused, ValueError) as err:
         raise CliError(_one_line(err)) from None
     except OSError as err:
@@ -153,7 +153,6 @@ def cmd_fill(args) -> int:
 
 
 def cmd_promote(args) -> int:
-    from rtwo_vm.commands.conformance import _corpus_dir
     if bool(args.dir) != bool(args.promoted):
         raise CliError("--dir and --promoted go together: promoting into one corpus and another fuzz source "
                        "would leave the next fill of either without the finding; give both, or neither "
@@ -167,10 +166,10 @@ def cmd_promote(args) -> int:
         argv = ["vectors", "promote", _absolute(args.findings), *args.ids]
         argv += ["--dir", _absolute(args.dir), "--promoted", _absolute(args.promoted)] if args.dir else []
         return _delegate(args, project, argv)
-    from conformance.fuzz import source as fuzz_source
+    from conformance.corpus import fuzz_source
     from conformance.fuzz.promote import PromoteError, promote
     promoted = Path(args.promoted) if args.promoted else fuzz_source.PROMOTED
-    directory = _corpus_dir(args)
+    directory = corpus_args.directory(args)
     try:
         manifest = promote(Path(args.findings), args.ids, promoted=promoted, corpus_dir=directory)
     except (PromoteError, ValueError) as err:
@@ -187,13 +186,12 @@ def cmd_promote(args) -> int:
 def _corpus(args) -> Path:
     """The corpus directory (--dir, else the project's), refused with a one-line error when
     its manifest or vectors are malformed, as in every other vectors command."""
-    from rtwo_vm.commands.conformance import _corpus_dir, _load
-    _load(args)
-    return _corpus_dir(args)
+    corpus_args.load(args)
+    return corpus_args.directory(args)
 
 
 def _cmd_release(args) -> int:
-    from conformance.release import ReleaseError, build
+    from conformance.corpus.release import ReleaseError, build
     try:
         path, digest = build(Path(args.out), _corpus(args), args.release_version)
     except ReleaseError as err:

@@ -56,7 +56,7 @@ def test_a_log_folder_swapped_for_a_link_gets_no_log(tmp_path):
 def test_replay_reads_a_kept_log_bounded(tmp_path):
     # A replay prints the end of each pass's log: a link the adapter put there to /dev/zero,
     # or a FIFO, is read as no log (at once, no hang, no unbounded read); a log is its last lines.
-    from conformance.replay import _tail
+    from conformance.run.replay import _tail
     (tmp_path / "zero.adapter.log").symlink_to("/dev/zero")
     os.mkfifo(tmp_path / "fifo.adapter.log")
     (tmp_path / "real.adapter.log").write_text("".join(f"line {i}\n" for i in range(100)))

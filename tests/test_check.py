@@ -32,10 +32,9 @@ def test_check_runs_every_step_and_passes(tmp_path):
     assert (tmp_path / "build" / "conformance" / "report.json").is_file()
 
 
-def test_check_fails_when_a_step_fails(monkeypatch, capsys):
+def test_check_fails_when_a_step_fails(capsys):
     import argparse
 
-    import rtwo_vm.cli
     from rtwo_vm.commands import check as check_command
 
     calls = []
@@ -44,8 +43,7 @@ def test_check_fails_when_a_step_fails(monkeypatch, capsys):
         calls.append(argv[0])
         return 1 if argv[0] == "conformance" else 0
 
-    monkeypatch.setattr(rtwo_vm.cli, "main", fake_main)
-    code = check_command._cmd_check(argparse.Namespace(skip=["prove"]))
+    code = check_command._cmd_check(argparse.Namespace(skip=["prove"], cli_main=fake_main))
     out = capsys.readouterr().out
     assert code == 1
     assert calls == ["vectors", "conformance", "readiness"]  # a failure does not stop the rest

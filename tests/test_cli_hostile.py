@@ -258,9 +258,9 @@ def test_policy_operation_lists_of_non_names_are_invalid_request(listed, field):
 
 @pytest.mark.parametrize("listed", [[{}], [[]]])
 def test_the_adapter_protocol_gives_invalid_request_for_an_operation_list_of_objects(listed):
-    from conformance import corpus
+    from conformance.corpus import store
     from conformance.adapter import Adapter
-    vector = next(v for v in corpus.load() if v["tags"]["outcome"] == "success")
+    vector = next(v for v in store.load() if v["tags"]["outcome"] == "success")
     vector_input = json.loads(json.dumps(vector["input"]))
     vector_input["policy"]["forbidden_operations"] = listed
     from conformance.protocol import hello_request

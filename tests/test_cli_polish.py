@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.fill import MAX_GENERATED_BYTES, fill
+from conformance.corpus.fill import MAX_GENERATED_BYTES, fill
 from test_cli_hostile import COUNTER, refused, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent

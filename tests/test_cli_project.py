@@ -98,7 +98,7 @@ def test_an_installed_copy_of_the_same_code_is_the_checkouts_code_and_any_differ
     assert _same_code_seen_by_installed(site, checkout) == "False True"
     # Planted differences, each seen: an edited definition, a new module, a missing data file,
     # a module replaced by a FIFO (read without blocking, counted as different).
-    edited = checkout / "conformance" / "definitions" / "stack.py"
+    edited = checkout / "conformance" / "corpus" / "definitions" / "stack.py"
     original = edited.read_bytes()
     edited.write_bytes(original + b"# edited\n")
     assert _same_code_seen_by_installed(site, checkout) == "False False"

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import spec
 from compiled_vm import Engine
-from conformance.random_source import EDGE_WORDS, encode
+from conformance.corpus.random_source import EDGE_WORDS, encode
 from reference_vm import Context, Contract, Limits, Message, Policy, WorldState, execute
 from reference_vm.container import build
 from reference_vm.trace import JsonLinesTracer

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from conformance import blind, corpus
-from conformance.selection import select
-from conformance.vector import parse_word
+from conformance.run import blind
+from conformance.corpus import store
+from conformance.corpus.selection import select
+from conformance.corpus.vector import parse_word
 
 ROOT = Path(__file__).resolve().parent.parent
 LOOKUP = ROOT / "tests" / "conformance_fixtures" / "lookup_adapter.py"
@@ -25,7 +26,7 @@ SEEDS = (11, 12, 13)
 
 @pytest.fixture(scope="module")
 def vectors():
-    return corpus.load()
+    return store.load()
 
 
 def lookup(bug: str, match: str = "exact") -> str:
@@ -61,7 +62,7 @@ def test_no_request_of_a_blinded_run_is_a_published_input(vectors):
 def test_the_codes_the_transformations_make_decode_as_they_say(vectors):
     """The transformations remember the instructions of the containers they make (to spare a
     second decoding); a fresh validation must find exactly those."""
-    from conformance.vector import parse_bytes
+    from conformance.corpus.vector import parse_bytes
     from reference_vm.validate import validate
     made = 0
     for v in vectors[::9]:
@@ -191,7 +192,7 @@ def test_a_full_default_run_fails_a_lookup_with_a_narrow_bug(tmp_path):
     done, doc = run(tmp_path, "--impl", lookup("depth3-compute"), "--seed", "11")
     assert done.returncode == 1
     assert len([i for i in failed(doc) if not i.startswith("fresh/")]) >= 2
-    assert doc["blinding"]["vectors"] == corpus.read_manifest()["vector_count"] + doc["fresh"]
+    assert doc["blinding"]["vectors"] == store.read_manifest()["vector_count"] + doc["fresh"]
 
 
 def test_a_bundle_holds_the_blinded_vector_and_replays_as_it_failed(tmp_path, vectors):
@@ -221,7 +222,7 @@ def test_a_bundle_holds_the_blinded_vector_and_replays_as_it_failed(tmp_path, ve
 def test_the_fresh_sample_visits_every_boundary_class(vectors):
     from collections import Counter
 
-    from conformance import fresh
+    from conformance.corpus import fresh
     sample = fresh.sample(11, 100, vectors, False)
     variants = [v for v in sample if v["description"].startswith("Fresh variant of ")]
     assert len(sample) == 100 and len(variants) == 50
@@ -240,7 +241,7 @@ def test_a_call_depth_variant_moves_the_depth_across_the_limit(vectors):
     import re
 
     import spec
-    from conformance import fresh
+    from conformance.corpus import fresh
     depth = spec.load().limits["machine"]["call_depth"]
     selected = select(vectors, ["call/CALL/depth_limit*"])
     moved = [(int(m.group(1)), v) for v in fresh.sample(11, 30, selected, True)

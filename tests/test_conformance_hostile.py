@@ -29,8 +29,8 @@ def manifest_for(directory: Path) -> str:
     """A schema-valid manifest for the group files written into ``directory`` (its digest is not
     that of the vectors: what these tests check comes before any digest check)."""
     import hashlib
-    from conformance import corpus
-    real = corpus.read_manifest()
+    from conformance.corpus import store
+    real = store.read_manifest()
     files = [{"path": f.name, "vectors": f.read_text().count("\n"),
               "sha256": hashlib.sha256(f.read_bytes()).hexdigest()} for f in sorted(directory.glob("*.jsonl"))]
     return json.dumps({**real, "files": files, "vector_count": sum(f["vectors"] for f in files)})
@@ -38,9 +38,9 @@ def manifest_for(directory: Path) -> str:
 
 def add_vectors() -> int:
     """How many vectors the committed corpus holds for arithmetic/ADD/* (the tests' selection)."""
-    from conformance import corpus
-    from conformance.selection import select
-    return len(select(corpus.load(), ["arithmetic/ADD/*"]))
+    from conformance.corpus import store
+    from conformance.corpus.selection import select
+    return len(select(store.load(), ["arithmetic/ADD/*"]))
 
 def faulty(fault: str, tmp_path: Path, target: str = TARGET) -> str:
     # The pid file path marks every adapter process of the test (see survivors()).
@@ -310,7 +310,7 @@ def test_every_command_refuses_infinite_numbers(capsys):
 
 
 def test_bundle_names_are_unique_and_safe_for_every_id():
-    from conformance.report import bundle_name
+    from conformance.report.bundles import bundle_name
     ids = ["a/b", "a__b", "a\0b", "x" * 300, "../../etc/passwd", "A/B", "a b"]
     names = [bundle_name("vm", i) for i in ids]
     assert len(set(names)) == len(ids)
@@ -318,9 +318,9 @@ def test_bundle_names_are_unique_and_safe_for_every_id():
 
 
 def test_duplicate_corpus_ids_are_an_error_naming_the_id(tmp_path, capsys):
-    from conformance import corpus
+    from conformance.corpus import store
     from rtwo_vm.cli import main
-    (vector,) = [v for v in corpus.load() if v["id"] == TARGET]
+    (vector,) = [v for v in store.load() if v["id"] == TARGET]
     (tmp_path / "arithmetic.jsonl").write_text((json.dumps(vector) + "\n") * 2)
     (tmp_path / "manifest.json").write_text(manifest_for(tmp_path))
     assert main(["vectors", "list", "--dir", str(tmp_path)]) == 2
@@ -338,8 +338,8 @@ def test_the_reference_adapter_answers_hostile_requests_with_bad_message():
 
 def test_awkward_ids_get_one_bundle_each_and_valid_reports(tmp_path):
     import xml.etree.ElementTree as ET
-    from conformance import corpus
-    (vector,) = [v for v in corpus.load() if v["id"] == TARGET]
+    from conformance.corpus import store
+    (vector,) = [v for v in store.load() if v["id"] == TARGET]
     ids = ["a/b", "a__b", "x/" + "y" * 300, "nul/\u0000/id"]
     corpus_dir = tmp_path / "corpus"
     corpus_dir.mkdir()
@@ -357,27 +357,30 @@ def test_awkward_ids_get_one_bundle_each_and_valid_reports(tmp_path):
 
 def test_reports_are_cut_to_their_limits_with_a_marker(tmp_path):
     import xml.etree.ElementTree as ET
-    from conformance import corpus, report
-    from conformance.runner import Settings
-    from conformance.selection import select
-    from conformance.suite import Options, run_suite
-    vectors = select(corpus.load(), ["arithmetic/ADD/*"])
+    from conformance.corpus import store
+    from conformance.report.bundles import write_bundles
+    from conformance.report.document import encode_report, to_json
+    from conformance.report.junit import junit_xml
+    from conformance.run.process import Settings
+    from conformance.corpus.selection import select
+    from conformance.run.suite import Options, run_suite
+    vectors = select(store.load(), ["arithmetic/ADD/*"])
     n = len(vectors)
     result = run_suite([faulty("wrong-result", tmp_path, "*")], vectors, [],
                        Options(repeat=0, settings=Settings(timeout=5), trace_sample=False))
-    full = report.to_json(result, {})
+    full = to_json(result, {})
     assert len(full["implementations"][0]["failures"]) == n and "truncated" not in full
-    size = len(report.encode_report(full))
-    small = report.to_json(result, {}, limit=size // 2)
+    size = len(encode_report(full))
+    small = to_json(result, {}, limit=size // 2)
     (impl,) = small["implementations"]
-    assert len(report.encode_report(small)) <= size // 2 and "truncated" in small
+    assert len(encode_report(small)) <= size // 2 and "truncated" in small
     assert len(impl["failed_ids"]) == n and impl["failures_left_out"] == n - len(impl["failures"]) > 0
-    xml = report.junit_xml(result)
+    xml = junit_xml(result)
     assert "junit.xml size limit" not in xml
-    cut = report.junit_xml(result, limit=len(xml) // 2)
+    cut = junit_xml(result, limit=len(xml) // 2)
     assert len(cut) < len(xml) and "[left out: junit.xml size limit]" in cut
     assert ET.fromstring(cut).get("failures") == str(n)
-    bundles = report.write_bundles(result, tmp_path / "b", max_bundles=3, max_bytes=2_000)
+    bundles = write_bundles(result, tmp_path / "b", max_bundles=3, max_bytes=2_000)
     assert len(bundles) == 3
     doc = json.loads(next(iter(bundles.values())).read_text())
     assert "bundle cut to 2000 bytes" in doc["truncated"] and doc["vector"]["id"].startswith("arithmetic/ADD/")

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from conformance import corpus
+from conformance.corpus import store
 from conformance.adapter import Adapter
 from conformance.protocol import decode, encode, execute_request, hello_request
-from conformance.schema import schema_problems
-from conformance.selftest import run_selftest
-from conformance.suite import reference_command
+from conformance.corpus.schema import schema_problems
+from conformance.run.selftest import run_selftest
+from conformance.run.suite import reference_command
 
 ROOT = Path(__file__).resolve().parent.parent
 FAULTY = ROOT / "tests" / "conformance_fixtures" / "faulty_adapter.py"
@@ -24,7 +24,7 @@ FAULTY = ROOT / "tests" / "conformance_fixtures" / "faulty_adapter.py"
 
 @pytest.fixture(scope="module")
 def vectors():
-    return {v["id"]: v for v in corpus.load()}
+    return {v["id"]: v for v in store.load()}
 
 
 def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -102,7 +102,7 @@ def test_the_reference_adapter_answers_inputs_outside_the_schema_bad_message():
     # Spec 1.0.2, D7 and D8: 1.0.1's reference ran "to": "0x1AB" and took "trace": "yes" as true.
     adapter = Adapter()
     adapter.handle(encode(hello_request()))
-    v = corpus.load()[0]
+    v = store.load()[0]
     for change in ({"trace": "yes"}, {"trace": None}, {"trace_format": "json", "trace": False},
                    {"input": {**v["input"], "message": {**v["input"]["message"], "to": "0x1AB"}}}):
         request = {**execute_request("r", v["input"]), **change}
@@ -195,8 +195,8 @@ def test_the_eip3155_example_of_11_5_5_is_what_the_reference_writes():
     import io
     import re
 
-    from conformance.definitions.common import case
-    from conformance.vector import input_of, run_reference
+    from conformance.corpus.definitions.common import case
+    from conformance.corpus.vector import input_of, run_reference
     from reference_vm.trace import Eip3155Tracer
 
     text = (ROOT / "spec" / "chapters" / "11-conformance.md").read_text()

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from conformance import corpus
-from conformance.runner import AdapterProcess, Settings, StartError
-from conformance.selection import select
-from conformance.suite import Options, run_suite
+from conformance.corpus import store
+from conformance.run.process import AdapterProcess, Settings, StartError
+from conformance.corpus.selection import select
+from conformance.run.suite import Options, run_suite
 
 ROOT = Path(__file__).resolve().parent.parent
 DAEMON = ROOT / "tests" / "conformance_fixtures" / "daemon_adapter.py"
@@ -71,7 +71,7 @@ def assert_none_survive(folder: Path, started: int, wait: float = 0.0) -> None:
 
 
 def test_the_pytest_process_as_runner_leaves_no_daemon(tmp_path):
-    vectors = select(corpus.load(), [SIX])
+    vectors = select(store.load(), [SIX])
     options = Options(repeat=1, settings=Settings(timeout=10.0, workers=2))
     result = run_suite([command(tmp_path)], vectors, [], options)
     (run,) = result.runs

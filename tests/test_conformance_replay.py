@@ -13,10 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from conformance import corpus, replay as rp, report
-from conformance.runner import Settings
-from conformance.selection import select
-from conformance.suite import Options, reference_command, run_suite
+from conformance.corpus import store
+from conformance.run import replay as rp
+from conformance.report.bundles import write_bundles
+from conformance.run.process import Settings
+from conformance.corpus.selection import select
+from conformance.run.suite import Options, reference_command, run_suite
 
 ROOT = Path(__file__).resolve().parent.parent
 FAULTY = ROOT / "tests" / "conformance_fixtures" / "faulty_adapter.py"
@@ -35,7 +37,7 @@ def cli(*args: str, cwd: Path = ROOT, timeout: float = 120) -> subprocess.Comple
 
 @pytest.fixture(scope="module")
 def vectors():
-    return corpus.load()
+    return store.load()
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +49,7 @@ def test_a_determinism_failure_is_recorded_with_its_environment_and_fails_its_re
                                                                                      tmp_path, monkeypatch):
     monkeypatch.setenv("TZ", "UTC0")   # the main pass in UTC, where the fault hides
     result = run_suite([faulty("nondeterministic")], hashes, [], Options(repeat=1))
-    bundles = report.write_bundles(result, tmp_path)
+    bundles = write_bundles(result, tmp_path)
     path = bundles[(result.runs[0].command, TARGET)]
     bundle = json.loads(path.read_text())
     assert rp.read_bundle(path) == bundle       # what a run writes passes the bundle schema

@@ -19,10 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from conformance import inputs, report
-from conformance.report_files import write_reports
-from conformance.selection import select
-from conformance.suite import Options, reference_command, run_suite
+from conformance.run import inputs
+from conformance.report.bundles import bundle_texts, remove_stale_bundles, write_bundles
+from conformance.report.files import write_reports
+from conformance.corpus.selection import select
+from conformance.run.suite import Options, reference_command, run_suite
 from rtwo_vm.cli import main
 from spec.files import FileRefused
 
@@ -189,19 +190,19 @@ def test_clearing_old_logs_removes_links_never_what_they_name(tmp_path):
 
 @pytest.fixture(scope="module")
 def failing():
-    from conformance import corpus
-    return run_suite([faulty()], select(corpus.load(), [TARGET]), [], Options(repeat=0))
+    from conformance.corpus import store
+    return run_suite([faulty()], select(store.load(), [TARGET]), [], Options(repeat=0))
 
 
 def test_a_link_planted_under_a_bundle_name_is_not_written_through(failing, tmp_path):
     folder = tmp_path / "bundles"
     folder.mkdir()
-    (name,) = (path.name for path, _ in report.bundle_texts(failing, folder).values())
+    (name,) = (path.name for path, _ in bundle_texts(failing, folder).values())
     victim = tmp_path / "victim"
     victim.write_text("keep me")
     (folder / name).symlink_to(victim)
     with pytest.raises(FileRefused, match="symbolic link"):
-        report.write_bundles(failing, folder)
+        write_bundles(failing, folder)
     assert victim.read_text() == "keep me"
 
 
@@ -210,7 +211,7 @@ def test_only_recognised_bundles_of_an_earlier_run_are_removed(failing, tmp_path
     folder.mkdir()
     old_name = "vm__hash_SHA256_length_9-0123456789ab.json"
     elsewhere = tmp_path / "elsewhere.json"
-    (new_path,) = report.write_bundles(failing, folder).values()
+    (new_path,) = write_bundles(failing, folder).values()
     bundle_text = new_path.read_text()
     (folder / old_name).write_text(bundle_text)                                  # removed
     elsewhere.write_text(bundle_text)
@@ -220,7 +221,7 @@ def test_only_recognised_bundles_of_an_earlier_run_are_removed(failing, tmp_path
     (folder / "notes.txt").write_text("mine")
     os.mkfifo(folder / "vm__fifo-0123456789ae.json")                             # no blocking, kept
     (folder / "vm__dir-0123456789af.json").mkdir()                               # kept
-    removed = report.remove_stale_bundles(folder, {new_path})
+    removed = remove_stale_bundles(folder, {new_path})
     assert removed == [folder / old_name]
     assert sorted(os.listdir(folder)) == sorted([new_path.name, "vm__linked-0123456789ac.json",
                                                  "vm__notes-0123456789ad.json", "mine.json", "notes.txt",

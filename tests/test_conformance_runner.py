@@ -12,10 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from conformance import corpus, report
-from conformance.runner import Settings
-from conformance.selection import load_known_failures, select
-from conformance.suite import Options, reference_command, run_suite
+from conformance.corpus import store
+from conformance.report.bundles import write_bundles
+from conformance.report.document import to_json
+from conformance.report.junit import junit_xml
+from conformance.report.text import summary
+from conformance.run.process import Settings
+from conformance.corpus.selection import load_known_failures, select
+from conformance.run.suite import Options, reference_command, run_suite
 
 ROOT = Path(__file__).resolve().parent.parent
 FAULTY = ROOT / "tests" / "conformance_fixtures" / "faulty_adapter.py"
@@ -29,7 +33,7 @@ def faulty(fault: str, target: str = TARGET, op: str = "ADD") -> str:
 
 @pytest.fixture(scope="module")
 def vectors():
-    return corpus.load()
+    return store.load()
 
 
 @pytest.fixture(scope="module")
@@ -57,13 +61,13 @@ def test_reference_passes_the_whole_corpus_through_its_adapter(reference_run, ve
 
 
 def test_reports_are_written_and_parse(reference_run, tmp_path):
-    manifest = corpus.read_manifest()
-    doc = report.to_json(reference_run, manifest)
+    manifest = store.read_manifest()
+    doc = to_json(reference_run, manifest)
     assert doc["ok"] and doc["implementations"][0]["counts"]["pass"] == manifest["vector_count"]
     json.dumps(doc)
-    suites = ET.fromstring(report.junit_xml(reference_run))
+    suites = ET.fromstring(junit_xml(reference_run))
     assert suites.get("tests") == str(manifest["vector_count"]) and suites.get("failures") == "0"
-    assert "every implementation conforms" in report.summary(reference_run, manifest)
+    assert "every implementation conforms" in summary(reference_run, manifest)
 
 
 def _only_failure(result, vector_id=TARGET):
@@ -213,7 +217,7 @@ def test_a_disagreement_names_the_fields_and_which_side_matches(subset):
     agreement = [m for m in bad.failures if m.category == "disagreement"]
     assert [m.field for m in agreement] == ["agreement with rtwo-reference: usage.compute",
                                             "agreement with rtwo-reference: fee"]
-    text = report.summary(result, {})
+    text = summary(result, {})
     assert "differ in usage.compute, fee; rtwo-reference matches the expected result" in text
     assert "differing fields" not in text
 
@@ -232,11 +236,11 @@ def test_a_listed_vector_still_runs_and_fails_as_expected_with_its_reason(subset
     o = run.outcomes[TARGET]
     assert result.ok and o.status == "xfail" and o.categories == ["result"]
     assert o.known == "seeded fault (faulty.toml)" and run.count("xfail") == 1
-    text = report.summary(result, {})
+    text = summary(result, {})
     assert "1 known failure (expected)" in text and "reason: seeded fault (faulty.toml)" in text
-    doc = report.to_json(result, {})["implementations"][0]
+    doc = to_json(result, {})["implementations"][0]
     assert [k["id"] for k in doc["known_failures"]] == [TARGET] and doc["counts"]["xfail"] == 1
-    skipped = ET.fromstring(report.junit_xml(result)).find(".//skipped")
+    skipped = ET.fromstring(junit_xml(result)).find(".//skipped")
     assert skipped is not None and "seeded fault" in skipped.get("message")
 
 
@@ -246,10 +250,10 @@ def test_a_listed_vector_that_now_passes_is_reported_and_fails_the_run(subset, t
     (run,) = result.runs
     assert run.outcomes[fixed].status == "xpass" and run.outcomes[TARGET].status == "xfail"
     assert not result.ok, "strict: an unexpected pass fails the run until the entry is removed"
-    text = report.summary(result, {})
+    text = summary(result, {})
     assert "NOW PASSING (1)" in text and f"{fixed}  (listed: seeded fault (faulty.toml))" in text
-    assert report.to_json(result, {})["implementations"][0]["now_passing"][0]["id"] == fixed
-    failure = ET.fromstring(report.junit_xml(result)).find(".//failure")
+    assert to_json(result, {})["implementations"][0]["now_passing"][0]["id"] == fixed
+    failure = ET.fromstring(junit_xml(result)).find(".//failure")
     assert failure is not None and failure.get("type") == "xpass"
 
 
@@ -265,7 +269,7 @@ def test_an_adapter_that_cannot_start_is_reported_once_with_its_stderr(subset):
     result = _run([broken], subset[:20], repeat=0)
     (run,) = result.runs
     assert not result.ok and run.count("fail") == 20 and run.start_error
-    text = report.summary(result, {})
+    text = summary(result, {})
     assert text.count("could not start") == 1 and text.count("stderr: no VM library") == 1, text
     assert "exit status 70" in text and "20 vectors not run" in text and " ?" not in text
 
@@ -273,19 +277,19 @@ def test_an_adapter_that_cannot_start_is_reported_once_with_its_stderr(subset):
 def test_summary_wording(subset, vectors):
     target = "validation/BAD_MAGIC/zeros"      # no opcodes: no empty "opcodes with failures:" line
     result = _run([faulty("wrong-result", target=target)], select(vectors, ["validation/BAD_MAGIC/*"]), repeat=0)
-    text = report.summary(result, {})
+    text = summary(result, {})
     assert "opcodes with failures" not in text and "1 implementation," in text and "(s)" not in text
     assert "1 adapter restart" not in text and "0 adapter restarts" in text
 
 
 def test_failures_become_replay_bundles_and_junit_failures(subset, tmp_path):
     result = _run([faulty("miscount-compute", target="arithmetic/ADD/one__*")], subset, repeat=0)
-    bundles = report.write_bundles(result, tmp_path)
+    bundles = write_bundles(result, tmp_path)
     assert len(bundles) == 6
     doc = json.loads(next(iter(bundles.values())).read_text())
     assert doc["vector"]["id"].startswith("arithmetic/ADD/one__") and doc["divergence"]["field"] == "computeUsed"
     assert doc["replay"].startswith("rtwo-vm conformance replay")
-    suites = ET.fromstring(report.junit_xml(result))
+    suites = ET.fromstring(junit_xml(result))
     assert suites.get("failures") == "6"
     failure = suites.find(".//failure")
     assert failure is not None and "usage.compute" in failure.text
@@ -294,7 +298,7 @@ def test_failures_become_replay_bundles_and_junit_failures(subset, tmp_path):
 def test_two_implementations_with_one_name_get_separate_bundles():
     from types import SimpleNamespace
 
-    from conformance.report import bundle_name, bundle_prefixes
+    from conformance.report.bundles import bundle_name, bundle_prefixes
 
     runs = [SimpleNamespace(name="my vm"), SimpleNamespace(name="other"), SimpleNamespace(name="my vm")]
     prefixes = bundle_prefixes(runs)

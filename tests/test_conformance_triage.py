@@ -173,9 +173,9 @@ def _vector(vid: str, *mnemonics: str, allowed=None) -> dict:
 
 
 def test_the_ranking_follows_its_documented_definition():
-    from conformance.compare import Mismatch
-    from conformance.outcomes import Outcome
-    from conformance.triage import normalised, triage
+    from conformance.run.compare import Mismatch
+    from conformance.run.outcomes import Outcome
+    from conformance.report.triage import normalised, triage
     vectors = {v["id"]: v for v in (
         _vector("v1", "PUSH1", "ADD", "STOP"),
         _vector("v2", "PUSH1", "SWAP1", "STOP"),                          # misses SWAP1 alone

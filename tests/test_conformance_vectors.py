@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 import spec
-from conformance import corpus, coverage, fill as fill_mod
+from conformance.corpus import store, coverage, fill as fill_mod
 from conformance.constants import VECTORS_DIR
-from conformance.schema import corpus_problems, schema_problems, vector_problems
-from conformance.selection import SelectionError, compile_filter, load_known_failures, select
-from conformance.vector import Case, fill_case
+from conformance.corpus.schema import corpus_problems, schema_problems, vector_problems
+from conformance.corpus.selection import SelectionError, compile_filter, load_known_failures, select
+from conformance.corpus.vector import Case, fill_case
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLE = spec.load()
@@ -25,7 +25,7 @@ TABLE = spec.load()
 
 @pytest.fixture(scope="module")
 def vectors():
-    return corpus.load()
+    return store.load()
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +34,8 @@ def fresh():
 
 
 def test_committed_corpus_is_byte_identical_to_a_fresh_fill(fresh):
-    rendered = corpus.render(fresh.vectors, fresh.manifest_extra)
-    assert corpus.differences(rendered, VECTORS_DIR) == []
+    rendered = store.render(fresh.vectors, fresh.manifest_extra)
+    assert store.differences(rendered, VECTORS_DIR) == []
 
 
 def test_a_second_fill_in_another_process_with_another_hash_seed_is_identical():
@@ -47,7 +47,7 @@ def test_a_second_fill_in_another_process_with_another_hash_seed_is_identical():
 
 
 def test_stored_corpus_matches_its_manifest_and_digest(vectors):
-    assert corpus.problems(VECTORS_DIR, vectors) == []
+    assert store.problems(VECTORS_DIR, vectors) == []
 
 
 def test_every_vector_passes_the_authoritative_schema_sample(vectors):
@@ -195,7 +195,7 @@ def test_known_failure_lists_are_schema_checked(tmp_path):
 
 
 def test_vectors_per_opcode_feeds_the_documentation(vectors):
-    counts = corpus.vectors_per_opcode()
+    counts = store.vectors_per_opcode()
     assert set(counts) == set(TABLE.by_mnemonic) and min(counts.values()) >= 5
 
 
@@ -237,7 +237,7 @@ def test_cli_fill_reports_a_bad_definition_on_one_line(monkeypatch, capsys):
 
 
 def test_a_divergence_in_the_summary_object_says_so():
-    from conformance.tracediff import first_divergence, reference_trace
+    from conformance.run.tracediff import first_divergence, reference_trace
     v = fill_case(Case(id="arithmetic/ADD/t", description="t", code="push 1\npush 2\nadd\nstop\n",
                        opcodes=("ADD",)))
     expected = reference_trace(v["input"])

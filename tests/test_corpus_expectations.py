@@ -19,7 +19,7 @@ import sys
 import pytest
 
 import spec
-from conformance import corpus
+from conformance.corpus import store
 from conformance.protocol import execute_request, hello_request
 
 # mnemonic: (opcode, immediate size, inputs, outputs, base cost) -- chapter 6, by hand.
@@ -143,7 +143,7 @@ COMPUTE_PRICE, PAGE_PRICE, UNIT_PRICE = 1, 100, 50
 STACK_DEPTH, RETURN_STACK_DEPTH, CALL_DEPTH = 1024, 1024, 64
 HEADER = 16  # magic 4, version 2, flags 2, code size 4, data size 4 (chapter 3)
 
-VECTORS = {v["id"]: v for v in corpus.load()}
+VECTORS = {v["id"]: v for v in store.load()}
 BY_OPCODE = {op: m for m, (op, *_) in PINNED.items()}
 
 

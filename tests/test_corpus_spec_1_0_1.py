@@ -12,12 +12,12 @@ import sys
 import pytest
 
 import spec
-from conformance import corpus
+from conformance.corpus import store
 from conformance.protocol import execute_request, hello_request
 from reference_vm import assemble
 from reference_vm.assembler import AssemblyError
 
-VECTORS = {v["id"]: v for v in corpus.load()}
+VECTORS = {v["id"]: v for v in store.load()}
 BASE = VECTORS["arithmetic/ADD/one__one"]
 
 

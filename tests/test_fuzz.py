@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from conformance import corpus
+from conformance.corpus import store
 from conformance.fuzz.findings import make_vector
 from conformance.fuzz.generate import generate
 from conformance.fuzz.program import FuzzInput, TABLE
-from conformance.schema import vector_problems
+from conformance.corpus.schema import vector_problems
 
 ROOT = Path(__file__).resolve().parents[1]
 SEEDED = ROOT / "tests" / "fuzz_fixtures" / "seeded_bug_adapter.py"
@@ -83,7 +83,7 @@ def test_no_false_positives_against_the_reference_adapter(tmp_path):
     assert r["executions"] == 1536 and r["buckets"] == [] and r["divergent_requests"] == 0
     assert r["coverage"]["cells_beyond_corpus"] > 0
     assert "no divergence" in done.stdout
-    assert corpus.load(out / "findings") == []
+    assert store.load(out / "findings") == []
 
 
 def test_same_campaign_with_one_or_two_workers(tmp_path):
@@ -131,7 +131,7 @@ def test_seeded_bug_found_shrunk_and_replayable(sstore_campaign, tmp_path):
     assert "SSTORE" in "\n".join(bucket["finding"]["program"])
     assert "[" in done.stdout and "SSTORE" in done.stdout
     findings = out / "findings"
-    vectors = corpus.load(findings)
+    vectors = store.load(findings)
     assert len(vectors) == len(r["buckets"]) and vectors[0]["tags"]["source"] == "fuzz"
     from conformance.fuzz.state import load_state
     assert load_state(out)["buckets"]          # a state with findings passes the resume checks
@@ -195,13 +195,13 @@ def test_promote_findings_into_a_corpus(sstore_campaign, tmp_path):
     from conformance.fuzz.promote import PromoteError, promote
     out, _ = sstore_campaign
     findings = out / "findings"
-    finding = corpus.load(findings)[0]
+    finding = store.load(findings)[0]
     promoted, target = tmp_path / "promoted.jsonl", tmp_path / "corpus"
     manifest = promote(findings, [finding["id"]], promoted=promoted, corpus_dir=target,
                        sources=("definition", "fuzz"))
     assert manifest["sources"]["fuzz"] == 1
-    assert corpus.problems(target) == []
-    [stored] = [v for v in corpus.load(target) if v["id"] == finding["id"]]
+    assert store.problems(target) == []
+    [stored] = [v for v in store.load(target) if v["id"] == finding["id"]]
     assert stored["input"] == finding["input"] and stored["expected"] == finding["expected"]
     assert stored["tags"]["source"] == "fuzz"
     before = {p.name: p.read_bytes() for p in target.iterdir()}

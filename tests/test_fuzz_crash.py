@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance import corpus
+from conformance.corpus import store
 
 ROOT = Path(__file__).resolve().parents[1]
 PLANTED = ROOT / "tests" / "fuzz_fixtures" / "planted_crash.py"
@@ -59,7 +59,7 @@ def test_a_crash_in_a_worker_is_saved_reported_and_skipped_on_resume(tmp_path, w
     # the state: the epoch of the crash (256 .. 511) is not counted, the request is to be skipped
     state = load(out / "state.json")
     assert (state["next_index"], state["skip"], state["executions"]) == (256, [300], 256)
-    assert corpus.load(out / "findings") == []
+    assert store.load(out / "findings") == []
     # a resume (the fuzzer without the planted crash) skips request 300 and runs the rest
     again = cli("fuzz", "--resume", str(out), "--runs", "512", "--json")
     assert again.returncode == 0, again.stdout + again.stderr
@@ -127,7 +127,7 @@ def test_a_campaign_against_a_seeded_bug_runs_to_its_end(tmp_path):
     assert report["stopped"] == "--runs 3072" and report["executions"] == 3072
     assert report["internal_errors"] == [] and report["buckets"]
     assert all("usage.storage_new_slots" in b["class"].split(",") for b in report["buckets"])
-    assert len(corpus.load(out / "findings")) == len(report["buckets"])
+    assert len(store.load(out / "findings")) == len(report["buckets"])
 
 
 def test_a_campaign_whose_every_request_diverges_runs_to_its_end(tmp_path):

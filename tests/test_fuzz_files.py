@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance import corpus
+from conformance.corpus import store
 
 ROOT = Path(__file__).resolve().parents[1]
 VECTORS = ROOT / "conformance" / "vectors"
@@ -160,9 +160,9 @@ def test_findings_replace_only_the_campaigns_own_files(tmp_path):
     vector = make_vector(generate(1, 0), 1, 0, "fee", "x")
     write_findings(folder, [vector], 1)
     assert sorted(p.name for p in folder.iterdir()) == ["fuzz.jsonl", "manifest.json"]
-    assert [v["id"] for v in corpus.load(folder)] == ["fuzz/s1/000000000"]
+    assert [v["id"] for v in store.load(folder)] == ["fuzz/s1/000000000"]
     write_findings(folder, [], 1)
-    assert sorted(p.name for p in folder.iterdir()) == ["manifest.json"] and corpus.load(folder) == []
+    assert sorted(p.name for p in folder.iterdir()) == ["manifest.json"] and store.load(folder) == []
 
 
 def test_a_failed_write_leaves_the_previous_state_and_findings_whole(tmp_path, monkeypatch):

@@ -17,14 +17,13 @@ import random
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conformance.fuzz.findings import program_text
-from conformance.fuzz.generate import (
-    ENTRY, MALFORMATIONS, MASK, MISSING, generate, has_loop, malform, request_bound,
-)
+from conformance.fuzz.build import ENTRY, MALFORMATIONS, MASK, MISSING, has_loop, malform, request_bound
+from conformance.fuzz.generate import generate
 from conformance.fuzz.mutate import MUTATIONS, mutate, mutate_once, tune_limit
 from conformance.fuzz.program import ACCESS_ORDER, TABLE, Code, FuzzInput, disassemble
 from conformance.fuzz.shrink import Shrinker
 from conformance.fuzz.state import request_problem
-from conformance.vector import isolation_levels
+from conformance.corpus.vector import isolation_levels
 from reference_vm.container import build
 
 MACHINE = TABLE.limits["machine"]

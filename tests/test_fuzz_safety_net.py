@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from conformance import corpus
+from conformance.corpus import store
 from conformance.fuzz.generate import generate
 from conformance.fuzz.program import Code, default_limits, default_policy
-from conformance.process import DEFAULT_MAX_LINE
-from conformance.requests import SLACK
+from conformance.run.process import DEFAULT_MAX_LINE
+from conformance.run.requests import SLACK
 
 ROOT = Path(__file__).resolve().parents[1]
 FAULTY = ROOT / "tests" / "conformance_fixtures" / "faulty_adapter.py"
@@ -51,8 +51,8 @@ def test_a_hang_is_a_safety_net_entry_not_a_divergence(hang_campaign):
     [entry] = net["entries"]
     assert entry["index"] == 5 and entry["run"] == "main run"
     assert entry["seconds"] == [1.5, 6.0]                  # the limit, then the retry with 4 times it
-    assert corpus.load(out / "findings") == []            # nothing shrunk into a finding
-    [vector] = corpus.load(out / "safety-net")
+    assert store.load(out / "findings") == []            # nothing shrunk into a finding
+    [vector] = store.load(out / "safety-net")
     assert vector["id"] == "fuzz/s2/000000005" and "class_safety_net_timeout" in vector["tags"]["categories"]
     assert "Safety-net entry, not a divergence" in vector["description"]
 
@@ -142,8 +142,8 @@ def test_a_large_correct_answer_is_accepted():
     """Its expected result needs a line longer than the default bound; the reference adapter's
     answer is then within the request's own bound (twice the expected result plus 8 KiB)."""
     from conformance.fuzz.worker import Worker
-    from conformance.suite import reference_command
-    from conformance.vector import expected_of, run_reference
+    from conformance.run.suite import reference_command
+    from conformance.corpus.vector import expected_of, run_reference
     inp = _recursive_input(2_000_000)
     expected = expected_of(run_reference(inp.vector_input()))
     size = len(json.dumps(expected["result"], separators=(",", ":")))
@@ -158,7 +158,7 @@ def test_a_large_correct_answer_is_accepted():
 
 def test_an_oversized_line_is_oversized_not_a_timeout():
     from conformance.fuzz.session import Session
-    from conformance.runner import Settings
+    from conformance.run.process import Settings
     session = Session(adapter("--fault", "huge-line"), Settings(timeout=60, window=4, workers=1))
     try:
         answer = session.run([("fuzz/0", generate(1, 0).vector_input(), False)])["fuzz/0"]

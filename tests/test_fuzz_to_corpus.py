@@ -17,8 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conformance import corpus
-from conformance.fuzz import source as fuzz_source
+from conformance.corpus import store
+from conformance.corpus import fuzz_source
 from conformance.fuzz.findings import make_vector, write_findings
 from conformance.fuzz.generate import generate
 from conformance.fuzz.promote import entry_of
@@ -62,7 +62,7 @@ def test_a_campaign_finding_promoted_and_filled_kills_the_seeded_bug(tmp_path):
     vectors, promoted = checkout / "conformance" / "vectors", checkout / "conformance" / "fuzz" / "promoted.jsonl"
     buggy = shlex.join([sys.executable, str(checkout / SEEDED), "--bug", BUG])
     run = ("conformance", "run", "--repeat", "0", "--fresh", "0", "--seed", "1", "--quiet")
-    before = corpus.load(vectors)
+    before = store.load(vectors)
     earlier = {e["id"] for e in fuzz_source.read(promoted)}
 
     # 0. the corpus as committed does not catch the bug
@@ -76,7 +76,7 @@ def test_a_campaign_finding_promoted_and_filled_kills_the_seeded_bug(tmp_path):
     report = json.loads(done.stdout)
     assert report["stopped"] == f"--runs {RUNS}" and report["executions"] == int(RUNS)
     assert report["buckets"] and report["internal_errors"] == []
-    found = corpus.load(campaign / "findings")
+    found = store.load(campaign / "findings")
     assert len(found) == len(report["buckets"])
     ids = sorted(v["id"] for v in found)
     assert all(i.startswith(f"fuzz/s{SEED}/") and i not in earlier for i in ids), ids
@@ -91,8 +91,8 @@ def test_a_campaign_finding_promoted_and_filled_kills_the_seeded_bug(tmp_path):
     assert manifest["vector_count"] == len(before) + len(ids)
     assert manifest["sources"]["fuzz"] == len(earlier) + len(ids)
     assert f"digest {manifest['digest']}" in done.stdout
-    assert corpus.problems(vectors) == []
-    stored = {v["id"]: v for v in corpus.load(vectors)}
+    assert store.problems(vectors) == []
+    stored = {v["id"]: v for v in store.load(vectors)}
     for v in found:       # recomputed by the filler: the reference's result the campaign recorded
         assert stored[v["id"]]["expected"] == v["expected"] and stored[v["id"]]["tags"]["source"] == "fuzz"
 

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conformance import corpus
+from conformance.corpus import store
 from rtwo_vm.progress import Progress, clock, wanted
 
 
@@ -128,7 +128,7 @@ def run_args(tmp_path):
 def test_conformance_run_shows_progress_on_a_terminal(tmp_path, terminal, extra, shown):
     code, stdout, stderr = run_with_stderr(run_args(tmp_path) + extra, tmp_path, terminal)
     assert code == 0, stdout + stderr
-    total = len([v for v in corpus.load() if v["id"].startswith("arithmetic/ADD/")])
+    total = len([v for v in store.load() if v["id"].startswith("arithmetic/ADD/")])
     assert total > 0
     assert (f"conformance [{'#' * 30}] {total}/{total}" in stderr) is shown, stderr
     assert ("\r" in stderr) is shown, stderr

@@ -18,7 +18,7 @@ import spec
 from reference_vm import (
     Context, Contract, Limits, Message, Policy, WorldState, assemble, disassemble, execute,
 )
-from conformance.random_source import encode
+from conformance.corpus.random_source import encode
 from reference_vm.container import build
 from reference_vm.result import STATUSES
 from reference_vm.trace import JsonLinesTracer

@@ -263,7 +263,7 @@ def test_an_installed_copy_in_a_folder_a_checkout_ignores_releases_its_own_corpu
     for name in ("spec", "reference_vm", "compiled_vm", "proofs", "conformance", "rtwo_vm"):
         shutil.copytree(root / name, site / name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(root / "pyproject.toml", repo / "pyproject.toml")
-    shutil.copytree(root / "conformance" / "definitions", repo / "conformance" / "definitions",
+    shutil.copytree(root / "conformance" / "corpus" / "definitions", repo / "conformance" / "corpus" / "definitions",
                     ignore=shutil.ignore_patterns("__pycache__"))
     (repo / ".gitignore").write_text(".venv/\n")
     git(repo, "init", "-q")

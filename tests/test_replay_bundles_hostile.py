@@ -19,11 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from conformance import determinism, inputs, replay as rp, report
-from conformance.outcomes import PRECEDING_KEPT
-from conformance.runner import Settings
-from conformance.selection import select
-from conformance.suite import Options, reference_command, run_suite
+from conformance.run import determinism, inputs, replay as rp
+from conformance.report.bundles import write_bundles
+from conformance.run.outcomes import PRECEDING_KEPT
+from conformance.run.process import Settings
+from conformance.corpus.selection import select
+from conformance.run.suite import Options, reference_command, run_suite
 from rtwo_vm.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,10 +35,10 @@ TARGET = "hash/SHA256/length_1"
 @pytest.fixture(scope="module")
 def written(tmp_path_factory) -> dict:
     """A bundle as a real run writes it: a wrong result, with a determinism pass."""
-    from conformance import corpus
+    from conformance.corpus import store
     wrong = shlex.join([sys.executable, str(FAULTY), "--fault", "wrong-result", "--target", TARGET])
-    result = run_suite([wrong], select(corpus.load(), [TARGET]), [], Options(repeat=1))
-    (path,) = report.write_bundles(result, tmp_path_factory.mktemp("bundles")).values()
+    result = run_suite([wrong], select(store.load(), [TARGET]), [], Options(repeat=1))
+    (path,) = write_bundles(result, tmp_path_factory.mktemp("bundles")).values()
     return json.loads(path.read_text())
 
 

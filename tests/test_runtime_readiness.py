@@ -99,7 +99,7 @@ def test_conformance_vectors_are_counted_and_replayed(rt, monkeypatch, tmp_path)
             return self.doc
     fake = types.SimpleNamespace(run_reference=lambda vector_input: Result({"ok": 1}))
     real_import = tools._import
-    monkeypatch.setattr(tools, "_import", lambda name: (fake, None) if name == "conformance.vector"
+    monkeypatch.setattr(tools, "_import", lambda name: (fake, None) if name == "conformance.corpus.vector"
                         else real_import(name))
     probe = tools.conformance_vectors()
     assert probe.value["ADD"] == 2 and probe.value["STOP"] == 1 and probe.value["SUB"] == 0

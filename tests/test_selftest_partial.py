@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance import corpus
-from conformance.selftest import run_selftest
+from conformance.corpus import store
+from conformance.run.selftest import run_selftest
 
 ROOT = Path(__file__).resolve().parent.parent
 PARTIAL = ROOT / "tests" / "conformance_fixtures" / "partial_selftest_adapter.py"
@@ -22,7 +22,7 @@ TRACES = "capability trace: step traces equal the reference's (jumps, subroutine
 
 @pytest.fixture(scope="module")
 def vectors():
-    return {v["id"]: v for v in corpus.load()}
+    return {v["id"]: v for v in store.load()}
 
 
 def partial(*options: str) -> str:

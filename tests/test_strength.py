@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from conformance import corpus
+from conformance.corpus import store
 from conformance.strength import backend, mutants, report, run
 
 CLI = [sys.executable, "-m", "rtwo_vm.cli", "vectors", "strength"]
@@ -108,7 +108,7 @@ def test_a_hanging_mutant_is_stopped_and_counted_as_killed():
     assert source.count(find) == 1
     hang = mutants.Mutant("test:hang", "instructions/control.py", "curated", "STOP loops forever", 1, find,
                           "while True: pass", source.replace(find, "        while True:\n            pass\n"))
-    vectors = [v for v in corpus.load() if v["id"] == "control/STOP/happy"]
+    vectors = [v for v in store.load() if v["id"] == "control/STOP/happy"]
     run.set_plan(run.Plan([hang], vectors, timeout=1.0))
     (verdict,) = list(backend.local_map(run.prescreen, [0], 1))
     assert verdict["status"] == "killed" and verdict["how"] == "timeout"

@@ -1,6 +1,6 @@
 """The mutation operators for bug classes (conformance/strength/operators.py): they plant a
 result list in another order, a dropped zero fill, stale return data and size fields read as
-signed; each such mutant is killed by the vectors of conformance/definitions/classes.py and
+signed; each such mutant is killed by the vectors of conformance/corpus/definitions/classes.py and
 survives the rest of the corpus (as it survived the corpus before those vectors)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from conformance import corpus
-from conformance.definitions import classes
+from conformance.corpus import store
+from conformance.corpus.definitions import classes
 from conformance.strength import backend, mutants, operators, run
 
 CLI = [sys.executable, "-m", "rtwo_vm.cli", "vectors", "strength"]
@@ -83,7 +83,7 @@ def test_the_unreachable_stale_mutant_is_the_depth_refusal(planted):
 @pytest.fixture(scope="module")
 def split():
     ids = {c.id for c in classes.cases()}
-    everything = corpus.load()
+    everything = store.load()
     new = [v for v in everything if v["id"] in ids]
     assert len(new) == len(ids) == 59
     groups = ("storage/", "call/", "environment/", "memory/", "validation/")

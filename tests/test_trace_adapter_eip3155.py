@@ -10,8 +10,8 @@ import subprocess
 import sys
 
 from conformance.protocol import encode, execute_request, hello_request
-from conformance.schema import schema_problems
-from conformance.vector import Case, input_of
+from conformance.corpus.schema import schema_problems
+from conformance.corpus.vector import Case, input_of
 from test_trace_eip3155 import ADD, COST, PROGRAM, PUSH1, STOP, check_shape
 
 

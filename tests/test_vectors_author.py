@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 
 import spec
-from conformance import corpus
-from conformance.fuzz import source as fuzz_source
+from conformance.corpus import store
+from conformance.corpus import fuzz_source
 from conformance.fuzz.findings import make_vector, write_findings
 from conformance.fuzz.generate import generate
 from conformance.fuzz.program import FuzzInput, code_of_container
-from conformance.vector import content_hash
+from conformance.corpus.vector import content_hash
 from reference_vm import assemble
 from test_cli_hostile import refused, run_cli
 
@@ -124,7 +124,7 @@ def test_promote_in_a_checkout_with_a_plain_install_writes_the_checkout_with_its
     vectors = checkout / "conformance" / "vectors"
     manifest = json.loads((vectors / "manifest.json").read_text())
     assert manifest["sources"]["fuzz"] == len(committed) + 1 and manifest["generator"] == f"rtwo-vm vectors fill {version}"
-    [stored] = [v for v in corpus.load(vectors) if v["id"] == wanted["id"]]
+    [stored] = [v for v in store.load(vectors) if v["id"] == wanted["id"]]
     assert stored["expected"] == wanted["expected"]
     assert stored["_meta"]["generator"] == f"rtwo-vm vectors fill {version}"
     # the next fill of that checkout keeps the finding: --check finds the stored corpus identical
@@ -135,10 +135,10 @@ def test_promote_in_a_checkout_with_a_plain_install_writes_the_checkout_with_its
 
 
 def test_a_checkout_whose_packages_are_not_imported_even_first_on_the_path_is_refused(installed, tmp_path):
-    # A checkout by its markers (pyproject naming rtwo-vm, conformance/definitions) whose
+    # A checkout by its markers (pyproject naming rtwo-vm, conformance/corpus/definitions) whose
     # packages are not importable: the child process still runs the installed copy.
     checkout = tmp_path / "checkout"
-    (checkout / "conformance" / "definitions").mkdir(parents=True)
+    (checkout / "conformance" / "corpus" / "definitions").mkdir(parents=True)
     (checkout / "conformance" / "vectors").mkdir()
     shutil.copy(ROOT / "pyproject.toml", checkout / "pyproject.toml")
     site_before, checkout_before = tree_digest(installed), tree_digest(checkout)
@@ -309,7 +309,7 @@ def test_promote_writes_whole_files_and_a_link_inside_the_corpus_stops_it_before
     promoted, target, args = promote_into(tmp_path, found)
     code, out, err = run_cli(*args)
     assert code == 0, err
-    assert corpus.problems(target) == [] and leftovers(tmp_path / "out") == []
+    assert store.problems(target) == [] and leftovers(tmp_path / "out") == []
     before = {p.name: p.read_bytes() for p in target.iterdir()}
     promoted_before = promoted.read_bytes()
     # the manifest, written last, is a link: refused before any group file changes

@@ -2,14 +2,15 @@
 reference (the oracle) and on implementations through the chapter 11 adapter protocol,
 compared on the whole canonical result, shrunk to vectors.
 
-Modules, in the order a request meets them: ``program`` (the structured request), ``generate``
-and ``mutate`` (requests as a function of seed, index and pool), ``feedback`` (grid cells and
-branch arcs of reference_vm), ``pool``, ``session`` (long-lived adapter processes on the
-runner's AdapterProcess), ``classify`` (divergences and their class), ``shrink``, ``findings``
-(vectors, buckets, DIR/findings), ``worker``, ``backend`` (in-process, local processes or Ray
-actors behind one map-like API), ``campaign`` (epochs, merging, the safety net of timeouts),
-``state`` (DIR/state.json, checked whole before a resume), ``source`` and ``promote`` (the
-``fuzz`` source of the committed corpus).
+Modules, in the order a request meets them: ``program`` (the structured request), ``build``
+(fresh and malformed requests), ``mutate`` and ``generate`` (requests as a function of seed,
+index and pool), ``feedback`` (grid cells and branch arcs of reference_vm), ``pool``,
+``session`` (long-lived adapter processes on conformance.run.process.AdapterProcess),
+``classify`` (divergences and their class), ``shrink``, ``findings`` (vectors, buckets,
+DIR/findings), ``worker``, ``backend`` (in-process, local processes or Ray actors behind one
+map-like API), ``campaign`` (epochs, merging, the safety net of timeouts),
+``state`` (DIR/state.json, checked whole before a resume), ``promote`` (findings into the
+``fuzz`` source of the committed corpus, which conformance.corpus.fuzz_source reads).
 
 Why our own generator rather than hypothesis or atheris: a campaign must be reproducible from
 (seed, index) alone whatever the number of workers and machines, and resumable from a small

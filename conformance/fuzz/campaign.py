@@ -62,9 +62,9 @@ class Options:
 
 
 def _new_state(options: Options) -> dict[str, Any]:
-    from conformance import corpus
+    from conformance.corpus import store
     from conformance.fuzz.feedback import corpus_cells
-    vectors = corpus.load()
+    vectors = store.load()
     seeds = corpus_seeds(vectors)
     return {"version": STATE_VERSION, "seed": options.seed, "impls": list(options.impls),
             "next_index": 0, "pool": [s.to_json() for s in seeds], "pool_added": 0,

@@ -20,10 +20,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from conformance import determinism
-from conformance.compare import Mismatch, compare_reply
+from conformance.run import determinism
+from conformance.run.compare import Mismatch, compare_reply
 from conformance.fuzz.unsupported import UNSUPPORTED, unsupported_class
-from conformance.tracediff import first_divergence
+from conformance.run.tracediff import first_divergence
 
 _INDEX = re.compile(r"\[[0-9]+\]")
 

@@ -1,6 +1,6 @@
 """Feedback from the reference: grid cells and branch arcs.
 
-Grid cells are the cells of ``rtwo-vm vectors coverage`` (conformance.coverage): opcode x
+Grid cells are the cells of ``rtwo-vm vectors coverage`` (conformance.corpus.coverage): opcode x
 outcome (the result's and its call records') and opcode x boundary column, where a request's
 boundary column is read from what it used — usage equal to a sandbox limit is "limit", one
 below is "limit-1", and the dimension's *_LIMIT_EXCEEDED outcome is "limit+1". Cells hit by
@@ -25,8 +25,8 @@ import reference_vm
 from reference_vm.instructions import table as handler_table
 from reference_vm.program import load_program
 from reference_vm.words import word as word_of
-from conformance.coverage import SANDBOX
-from conformance.vector import outcome_of
+from conformance.corpus.coverage import SANDBOX
+from conformance.corpus.vector import outcome_of
 
 EXCEEDED = {"compute": "COMPUTE_LIMIT_EXCEEDED", "memory_pages": "MEMORY_LIMIT_EXCEEDED",
             "storage_units": "STORAGE_LIMIT_EXCEEDED"}
@@ -55,7 +55,7 @@ def cells(mnemonics: Iterable[str], result: Mapping[str, Any], limits: Mapping[s
 
 
 def corpus_cells(vectors: Iterable[Mapping[str, Any]]) -> set[str]:
-    """The cells the committed corpus covers, from its tags (as conformance.coverage counts)."""
+    """The cells the committed corpus covers, from its tags (as conformance.corpus.coverage counts)."""
     out = set()
     for v in vectors:
         tags = v["tags"]

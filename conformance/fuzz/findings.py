@@ -3,7 +3,7 @@
 A finding vector is an ordinary conformance vector (chapter 11.2): the input of the shrunk
 request, the expected result from the reference, tags with source ``fuzz`` and the categories
 ``fuzz``, ``seed_<seed>`` and ``class_<divergence class>``. DIR/findings/ is written with
-conformance.corpus (group file and manifest with digest), so ``rtwo-vm conformance run --dir
+conformance.corpus.store (group file and manifest with digest), so ``rtwo-vm conformance run --dir
 DIR/findings`` takes it as it is.
 """
 
@@ -12,11 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from conformance import corpus
+from conformance.corpus import store
 from spec.files import FileRefused, atomic_write, output_dir, refuse_link
 from conformance.fuzz.classify import slug
 from conformance.fuzz.program import FuzzInput, disassemble
-from conformance.vector import Case, content_hash, expected_of, run_reference, tags_of
+from conformance.corpus.vector import Case, content_hash, expected_of, run_reference, tags_of
 
 GENERATOR = "rtwo-vm fuzz"
 FINDINGS = "findings"
@@ -99,7 +99,7 @@ def bucket_text(bucket: Mapping[str, Any]) -> str:
 
 # The files a campaign writes into DIR/findings and DIR/safety-net (a corpus directory of the
 # "fuzz" id group), the only ones it ever replaces or removes there.
-OWN_FILES = (f"{corpus.group_of(vector_id(0, 0))}.jsonl", corpus.MANIFEST)
+OWN_FILES = (f"{store.group_of(vector_id(0, 0))}.jsonl", store.MANIFEST)
 OUTPUT_FILES = ("state.json", "report.json", "report.txt")
 
 
@@ -137,7 +137,7 @@ def write_findings(directory: Path, vectors: Iterable[Mapping[str, Any]], seed: 
     written atomically (spec.files.atomic_write), a group file no longer needed removed, and
     nothing else touched (see _own_folder)."""
     folder = _own_folder(directory)
-    files = corpus.render(sorted(vectors, key=lambda v: v["id"]), {"random_seed": seed, "smt_inputs": None})
+    files = store.render(sorted(vectors, key=lambda v: v["id"]), {"random_seed": seed, "smt_inputs": None})
     if set(files) - set(OWN_FILES):
         raise FileRefused(f"{folder}: a finding outside the fuzz group ({sorted(set(files) - set(OWN_FILES))[0]})")
     for name, text in files.items():        # the group file, then the manifest naming it

@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 from typing import Sequence
 
-from conformance.fuzz.generate import (
+from conformance.fuzz.build import (
     EDGE_WORDS, ENTRY, JUMPS, KEYS, LIMIT_CHOICES, MASK, Builder, _call_data, _pick, fresh_rows, random_policy,
     recursive_rows, request_bound, snippet,
 )
@@ -37,7 +37,7 @@ def _shift_targets(rows, at: int, by: int):
 
 def tune_limit(rng: random.Random, inp: FuzzInput) -> None:
     """Set one limit to what the reference used, minus one, or plus one."""
-    from conformance.vector import run_reference
+    from conformance.corpus.vector import run_reference
     from reference_vm.request import Limits
     name = rng.choice(Limits.DIMENSIONS)
     low, high = TABLE.limits["minimum"][name], TABLE.limits["maximum"][name]

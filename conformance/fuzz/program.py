@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import spec
-from conformance.vector import (
+from conformance.corpus.vector import (
     DETERMINISM_FIELDS, bytes_hex, default_isolation, isolation_levels, parse_bytes, parse_word, word_hex,
 )
 from reference_vm.container import build, parse

@@ -1,15 +1,15 @@
 """``rtwo-vm vectors promote DIR/findings [IDS...]``: findings into the committed corpus.
 
 Chosen findings become entries of ``conformance/fuzz/promoted.jsonl`` (the ``fuzz`` source,
-conformance.fuzz.source): id, description, categories, opcodes and input — never the expected
+conformance.corpus.fuzz_source): id, description, categories, opcodes and input — never the expected
 result, which the filler recomputes. Then the corpus is filled from every source exactly as
 ``rtwo-vm vectors fill`` does and written with its manifest and digest, so ``vectors fill
 --check`` stays clean and the fill stays deterministic. Promoting the same finding twice
 changes nothing.
 
 A findings folder is a corpus folder from outside: its manifest and group files are read
-bounded (conformance.corpus), every chosen finding is a valid vector, and its entry is checked
-(conformance.fuzz.source.entry_problems: limits a fill can afford) before the reference runs
+bounded (conformance.corpus.store), every chosen finding is a valid vector, and its entry is checked
+(conformance.corpus.fuzz_source.entry_problems: limits a fill can afford) before the reference runs
 anything. Nothing is written before everything is filled and valid and every output path is
 checked; then each corpus file and promoted.jsonl are replaced atomically (spec.files), never
 through a symbolic link.
@@ -20,10 +20,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from conformance import corpus
-from conformance.fuzz import source as fuzz_source
+from conformance.corpus import store
+from conformance.corpus import fuzz_source
 from conformance.fuzz.findings import NOT_VERDICTS
-from conformance.vector import SOURCES
+from conformance.corpus.vector import SOURCES
 from reference_vm.result import canonical
 from spec.files import FileRefused, atomic_write, output_dir, refuse_link
 
@@ -41,8 +41,8 @@ def entry_of(vector: dict[str, Any]) -> dict[str, Any]:
 def findings_of(findings_dir: Path) -> list[dict[str, Any]]:
     """The vectors of a findings folder, read bounded; PromoteError (one line) otherwise."""
     try:
-        corpus.checked_manifest(findings_dir)
-        return corpus.load(findings_dir)
+        store.checked_manifest(findings_dir)
+        return store.load(findings_dir)
     except FileNotFoundError:
         raise PromoteError(f"{findings_dir}: no findings here (no manifest.json; "
                            "give the findings folder of a campaign, DIR/findings)") from None
@@ -54,8 +54,8 @@ def findings_of(findings_dir: Path) -> list[dict[str, Any]]:
 def chosen_entries(found: list[dict[str, Any]], ids: Sequence[str], where: Path) -> list[dict[str, Any]]:
     """The promoted entries of the chosen findings (all when ``ids`` is empty), each checked
     before anything runs."""
-    from conformance.fill import MAX_GENERATED_BYTES
-    from conformance.schema import corpus_problems
+    from conformance.corpus.fill import MAX_GENERATED_BYTES
+    from conformance.corpus.schema import corpus_problems
     by_id = {v["id"]: v for v in found}
     unknown = [i for i in ids if i not in by_id]
     if unknown:
@@ -88,9 +88,9 @@ def promote(findings_dir: Path, ids: Sequence[str] = (), *, promoted: Path = fuz
             corpus_dir: Path | None = None, sources: Iterable[str] = SOURCES) -> dict[str, Any]:
     """Promote findings (all when ``ids`` is empty); returns the new manifest."""
     from conformance.constants import VECTORS_DIR
-    from conformance.fill import MAX_GENERATED_BYTES, fill, fill_checked
-    from conformance.schema import corpus_problems
-    from conformance.vector import vector_line
+    from conformance.corpus.fill import MAX_GENERATED_BYTES, fill, fill_checked
+    from conformance.corpus.schema import corpus_problems
+    from conformance.corpus.vector import vector_line
 
     target = corpus_dir or VECTORS_DIR
     try:
@@ -121,7 +121,7 @@ def promote(findings_dir: Path, ids: Sequence[str] = (), *, promoted: Path = fuz
         raise PromoteError("the promoted corpus would be invalid: " + problems[0])
     try:
         output_dir(promoted.parent, "folder of the promoted-findings file")
-        manifest = corpus.write(vectors, target, filled.manifest_extra)
+        manifest = store.write(vectors, target, filled.manifest_extra)
         atomic_write(promoted, "".join(canonical(entries[k]) + "\n" for k in sorted(entries)))
         return manifest
     except FileRefused as err:

@@ -1,7 +1,7 @@
 """A long-lived adapter process for a campaign: batches of requests pipelined through one
 process that stays up between batches.
 
-``conformance.runner.Pool.run`` starts its processes for one list of jobs and stops them at
+``conformance.run.runner.Pool.run`` starts its processes for one list of jobs and stops them at
 the end, which for a campaign of many small batches would mean a process start per batch; so
 this module wraps the runner's ``AdapterProcess`` (start, handshake, non-blocking pipes, kill
 of the process group, exit descriptions, stderr tail) and adds only the loop a campaign needs:
@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from conformance.process import Job
+from conformance.run.process import Job
 from conformance.protocol import ProtocolError, decode, encode, execute_request, reply_problems
-from conformance.runner import AdapterProcess, Settings, StartError
+from conformance.run.process import AdapterProcess, Settings, StartError
 
 
 @dataclass

@@ -21,9 +21,9 @@ import hashlib
 import json
 from typing import Callable
 
-from conformance.fuzz.generate import CALLER, has_loop
+from conformance.fuzz.build import CALLER, has_loop
 from conformance.fuzz.program import TABLE, Code, FuzzInput, default_limits, default_policy
-from conformance.vector import default_isolation
+from conformance.corpus.vector import default_isolation
 from reference_vm.container import parse
 from reference_vm.decode import decode
 from reference_vm.errors import InvalidCode

@@ -104,7 +104,7 @@ def _sized(value: Any, where: str, limit: int) -> None:
 @functools.cache
 def _input_problems() -> Callable[[Any], list[str]]:
     import spec
-    from conformance.fastschema import compile_schema
+    from conformance.corpus.fastschema import compile_schema
     schema = spec.schema("vector")
     return compile_schema({"$ref": "#/$defs/input", "$defs": schema["$defs"]})
 
@@ -134,7 +134,7 @@ def _request(value: Any, where: str, limit: int = POOL_ENTRY_BYTES) -> None:
 
 
 def _vector(value: Any, where: str) -> None:
-    from conformance.schema import vector_problems
+    from conformance.corpus.schema import vector_problems
     problems = vector_problems(value) if isinstance(value, dict) else ["not an object"]
     if problems:
         raise _Damaged(f"{where}: not a valid vector ({problems[0][:120]})")

@@ -16,23 +16,24 @@ import traceback
 from collections import Counter
 from typing import Any, Mapping
 
-from conformance import determinism
+from conformance.run import determinism
 from conformance.adapter import tune_gc
 from conformance.fuzz.classify import Divergence, compare, compare_runs
 from conformance.fuzz.feedback import ArcTracer, cells
 from conformance.fuzz.findings import SAFETY_NET_CLASS, make_vector, program_text, vector_id
-from conformance.fuzz.generate import generate, has_loop
+from conformance.fuzz.build import has_loop
+from conformance.fuzz.generate import generate
 from conformance.fuzz.pool import Pool
 from conformance.fuzz.mutate import _shift_targets
 from conformance.fuzz.program import TABLE, Code, FuzzInput
 from conformance.fuzz.session import Session
 from conformance.fuzz.shrink import Shrinker
 from conformance.fuzz.state import request_problem
-from conformance.requests import SLACK
-from conformance.runner import Settings
-from conformance.safety_net import RETRY_FACTOR  # a request that met the limit runs once more
-from conformance.tracediff import first_divergence, reference_trace
-from conformance.vector import expected_of, run_reference
+from conformance.run.requests import SLACK
+from conformance.run.process import Settings
+from conformance.run.safety_net import RETRY_FACTOR  # a request that met the limit runs once more
+from conformance.run.tracediff import first_divergence, reference_trace
+from conformance.corpus.vector import expected_of, run_reference
 
 # Appended after an instruction to show the top of the stack in the output.
 EXPOSE = [("PUSH1", 0), ("SWAP1", 0), ("MSTORE", 0), ("PUSH1", 0), ("PUSH1", 8), ("RETURN", 0)]
@@ -246,7 +247,7 @@ class Worker:
 
     def _trace_bound(self, rj: Mapping[str, Any], trace: list, bound: int | None) -> int | None:
         """The bound of a traced response when above the default: twice the reference's trace
-        and result plus 8 KiB (as conformance.requests bounds a traced vector)."""
+        and result plus 8 KiB (as conformance.run.requests bounds a traced vector)."""
         result = bound if bound is not None else 2 * len(json.dumps(rj, separators=(",", ":"))) + SLACK
         size = 2 * len(json.dumps(trace, separators=(",", ":"))) + result
         return size if size > self.settings.max_line else None

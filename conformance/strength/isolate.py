@@ -53,5 +53,5 @@ def install(mutant: Mutant) -> None:
 
 
 def run_reference():
-    """conformance.vector.run_reference as imported now (after install: the mutant's)."""
-    return importlib.import_module("conformance.vector").run_reference
+    """conformance.corpus.vector.run_reference as imported now (after install: the mutant's)."""
+    return importlib.import_module("conformance.corpus.vector").run_reference

@@ -139,7 +139,7 @@ def reference_traces(vectors: Sequence[Mapping[str, Any]]) -> list[tuple[Mapping
     traced result that differs from the untraced one, kills it."""
     import io
 
-    from conformance.vector import run_reference
+    from conformance.corpus.vector import run_reference
     from reference_vm.trace import JsonLinesTracer
 
     out = []
@@ -209,9 +209,9 @@ def candidates(limit: int | None = None) -> list[dict[str, Any]]:
     """Vectors that might kill a survivor, with the reference's results: every definition with
     assembly source, run again with unrelated words beneath its stack, and seeded random
     programs of a seed the corpus does not use. Size is the entry code's length in bytes."""
-    from conformance import random_source
-    from conformance.definitions import all_cases
-    from conformance.vector import input_of, run_reference
+    from conformance.corpus import random_source
+    from conformance.corpus.definitions import all_cases
+    from conformance.corpus.vector import input_of, run_reference
 
     out = []
     pool = []
@@ -238,8 +238,8 @@ def confirm(mutant: Mutant, vectors: Sequence[Mapping[str, Any]], timeout: float
     import shlex
     import sys
 
-    from conformance.runner import Settings
-    from conformance.suite import Options, run_suite
+    from conformance.run.process import Settings
+    from conformance.run.suite import Options, run_suite
 
     with tempfile.TemporaryDirectory(prefix="rtwo-strength-") as tmp:
         path = Path(tmp) / "mutant.json"

@@ -37,12 +37,12 @@ def run_subprocess(doc: dict) -> dict:
 
 def main() -> int:
     doc = json.loads(sys.stdin.read())
-    from conformance import corpus
-    from conformance.selection import select
+    from conformance.corpus import store
+    from conformance.corpus.selection import select
     from conformance.strength import run
     from conformance.strength.mutants import Mutant
     mutant = Mutant.from_json(doc["mutant"])
-    vectors = corpus.load(Path(doc["corpus"]))
+    vectors = store.load(Path(doc["corpus"]))
     if doc["filters"]:
         vectors = select(vectors, doc["filters"])
     run.set_plan(run.Plan([mutant], vectors, run.candidates(),

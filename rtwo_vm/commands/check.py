@@ -31,8 +31,7 @@ def register(sub) -> None:
 
 
 def _cmd_check(args) -> int:
-    from rtwo_vm.cli import main
-
+    main = args.cli_main       # rtwo_vm.cli.main: each step is the command a user would run
     results = []
     steps = [(title, argv) for title, argv in STEPS if argv[0] not in args.skip]
     with tempfile.TemporaryDirectory(prefix="rtwo-check-") as scratch:

@@ -10,6 +10,7 @@ import signal
 import sys
 from pathlib import Path
 
+from rtwo_vm import corpus_args
 from rtwo_vm.conformance_files import fresh_count, repeat_count, seed_value
 from rtwo_vm.inputs import CliError, nonnegative_int, positive_float, positive_int
 from rtwo_vm.progress import add_option as add_progress_option
@@ -17,15 +18,15 @@ from rtwo_vm.progress import add_option as add_progress_option
 EXIT_OK, EXIT_NOT_CONFORMING, EXIT_USAGE, EXIT_COULD_NOT_RUN = 0, 1, 2, 3
 KINDS = ("result", "resource", "resource_bound", "stage", "internal", "nondeterministic", "trace", "disagreement",
          "crash", "timeout", "garbage", "oversized", "wrong_id", "extra_output", "protocol", "unavailable",
-         "adapter_error", "unsupported")    # conformance.suite.KINDS, listed here to keep --help import-free
-WRONG = "wrong"     # --kind wrong: every wrong answer (conformance.suite.WRONG_ANSWERS), no unsupported input
+         "adapter_error", "unsupported")    # conformance.run.outcomes.KINDS, listed here to keep --help import-free
+WRONG = "wrong"     # --kind wrong: every wrong answer (conformance.run.outcomes.WRONG_ANSWERS), no unsupported input
 
 
 def register(sub) -> None:
     p = sub.add_parser("vectors", help="fill, check and inspect the conformance vector corpus")
     vs = p.add_subparsers(dest="vectors_command", required=True, parser_class=type(p))
     f = vs.add_parser("fill", help="fill the corpus from its sources with the reference interpreter")
-    _dir(f)
+    corpus_args.add_options(f)
     f.add_argument("--check", action="store_true", help="fill in memory and fail if the stored corpus differs")
     f.add_argument("--refresh-smt", action="store_true", help="ask proofs.branches (z3) again for branch inputs")
     f.add_argument("--source", action="append", choices=["definition", "smt", "random", "fuzz"],
@@ -34,39 +35,39 @@ def register(sub) -> None:
     vectors_cli.add_in_checkout(f)
     f.set_defaults(func=vectors_cli.cmd_fill)
     c = vs.add_parser("check", help="validate the stored corpus: schema (jsonschema), manifest, digest")
-    _dir(c)
+    corpus_args.add_options(c)
     c.set_defaults(func=_cmd_check)
     c = vs.add_parser("coverage", help="opcode x outcome matrix and coverage targets of the corpus")
-    _dir(c)
+    corpus_args.add_options(c)
     c.add_argument("--json", action="store_true", help="print the coverage as JSON")
     c.add_argument("--no-matrix", action="store_true", help="only the summary")
     c.add_argument("--source", action="append", choices=["definition", "smt", "random", "fuzz"], help="only these sources")
     c.set_defaults(func=_cmd_coverage)
     c = vs.add_parser("list", help="list vector ids (with --filter as in conformance run)")
-    _dir(c)
+    corpus_args.add_options(c)
     c.add_argument("--filter", action="append", default=[], metavar="EXPR",
                    help="only vectors matching EXPR, as in conformance run (repeatable)")
     c.set_defaults(func=_cmd_list)
     c = vs.add_parser("show", help="print one vector as indented JSON")
-    _dir(c)
+    corpus_args.add_options(c)
     c.add_argument("id")
     c.set_defaults(func=_cmd_show)
     c = vs.add_parser("promote", help="move fuzz findings into the committed corpus (the fuzz source) and refill")
     c.add_argument("findings", help="a findings directory (DIR/findings of rtwo-vm fuzz)")
     c.add_argument("ids", nargs="*", help="finding ids to promote (default: all)")
-    _dir(c)
+    corpus_args.add_options(c)
     c.add_argument("--promoted", default=None, metavar="FILE",
                    help="the fuzz source file (default conformance/fuzz/promoted.jsonl)")
     vectors_cli.add_in_checkout(c)
     c.set_defaults(func=vectors_cli.cmd_promote)
-    vectors_cli.register(vs, _dir)
+    vectors_cli.register(vs)
 
     p = sub.add_parser("conformance", help="validate VM implementations against the vectors")
     cs = p.add_subparsers(dest="conformance_command", required=True, parser_class=type(p))
     r = cs.add_parser("run", help="run the corpus through one or more adapters (default: the reference's)",
                       description="Exit status: 0 conforms, 1 does not conform, 2 usage error, "
                                   "3 could not run (an adapter did not start or refused the handshake).")
-    _dir(r)
+    corpus_args.add_options(r)
     r.add_argument("--impl", action="append", metavar="CMD", help="adapter command line (repeatable)")
     r.add_argument("--filter", action="append", default=[], metavar="EXPR",
                    help="select vectors: id glob or key=glob terms joined by commas (repeatable: union)")
@@ -114,12 +115,12 @@ def register(sub) -> None:
                    help="run only the vectors that failed in the previous report in --out (with its seed)")
     r.set_defaults(func=_cmd_run)
     s = cs.add_parser("selftest", help="check an adapter against the protocol (run this first)")
-    _dir(s)
+    corpus_args.add_options(s)
     s.add_argument("--impl", metavar="CMD", help="adapter command line (default: the reference's)")
     s.add_argument("--timeout", type=positive_float, default=10.0, help="seconds per request (default 10)")
     s.set_defaults(func=_cmd_selftest)
     s = cs.add_parser("replay", help="run one failing vector again from its replay bundle (or by id)")
-    _dir(s)
+    corpus_args.add_options(s)
     s.add_argument("target", help="a replay bundle file, or a vector id")
     s.add_argument("--impl", metavar="CMD",
                    help="adapter command line, run from the current directory (needed for a bundle, "
@@ -135,73 +136,11 @@ def register(sub) -> None:
     s.set_defaults(func=_cmd_adapter)
 
 
-def _dir(parser) -> None:
-    parser.add_argument("--dir", default=None, metavar="DIR",
-                        help="corpus directory (default: conformance/vectors of the project)")
-    parser.add_argument("--project", default=None, metavar="DIR",
-                        help="the project checkout to work on (default: the one holding the "
-                             "working directory, else the installed package, read only)")
-
-
-def _project(args) -> Path | None:
-    from conformance.constants import project_root
-    if getattr(args, "project", None):
-        found = project_root(Path(args.project))
-        if found is None:
-            raise CliError(f"--project {args.project}: not an RTWO VM checkout "
-                           "(no pyproject.toml naming rtwo-vm with conformance/definitions)")
-        return found
-    return project_root()
-
-
-def _corpus_dir(args) -> Path:
-    from conformance.constants import VECTORS_DIR
-    if args.dir:
-        return Path(args.dir)
-    project = _project(args)
-    return project / "conformance" / "vectors" if project is not None else VECTORS_DIR
-
-
-def _load(args):
-    from conformance import corpus
-    directory = _corpus_dir(args)
-    try:
-        manifest = corpus.read_manifest(directory)
-        _check_manifest(manifest)
-        vectors = corpus.load(directory)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as err:
-        # A malformed corpus (--dir): not UTF-8, not JSON, wrong shapes, a directory...
-        detail = str(err).splitlines()[0][:160] if str(err) else type(err).__name__
-        raise CliError(f"cannot read the corpus in {directory}: {detail}") from None
-    bad = next((v for v in vectors if not (
-        isinstance(v, dict) and isinstance(v.get("id"), str) and isinstance(v.get("tags"), dict)
-        and all(isinstance(v["tags"].get(k), str) for k in ("source", "outcome")))), None)
-    if bad is not None:
-        raise CliError(f"cannot read the corpus in {directory}: a vector without id and tags: "
-                       f"{str(bad)[:60]}")
-    return manifest, vectors
-
-
-def _check_manifest(manifest) -> None:
-    """The manifest's schema, and file names that stay inside the corpus."""
-    from conformance.schema import schema_problems
-    found = schema_problems("vector-manifest", manifest)
-    if found:
-        raise ValueError(f"manifest.json: {found[0]}")
-    files = manifest.get("files") if isinstance(manifest, dict) else None
-    if not isinstance(files, list) or not isinstance(manifest.get("digest"), str):
-        raise ValueError("manifest.json needs \"files\" (a list) and \"digest\"")
-    for entry in files:
-        name = entry.get("path") if isinstance(entry, dict) else None
-        if not isinstance(name, str) or Path(name).name != name or name in ("", ".", ".."):
-            raise ValueError(f"manifest.json: bad file entry {str(entry)[:60]}")
-
-
 def _cmd_check(args) -> int:
-    from conformance import corpus
-    from conformance.schema import corpus_problems
-    manifest, vectors = _load(args)
-    problems = corpus.problems(_corpus_dir(args), vectors)
+    from conformance.corpus import store
+    from conformance.corpus.schema import corpus_problems
+    manifest, vectors = corpus_args.load(args)
+    problems = store.problems(corpus_args.directory(args), vectors)
     problems += [p for p in corpus_problems(vectors, authoritative=True) if p not in problems]
     for p in problems[:50]:
         print(p)
@@ -211,8 +150,8 @@ def _cmd_check(args) -> int:
 
 
 def _cmd_coverage(args) -> int:
-    from conformance import coverage
-    _, vectors = _load(args)
+    from conformance.corpus import coverage
+    _, vectors = corpus_args.load(args)
     if args.source:
         vectors = [v for v in vectors if v["tags"]["source"] in args.source]
     try:
@@ -225,7 +164,7 @@ def _cmd_coverage(args) -> int:
 
 
 def _select(args, vectors):
-    from conformance.selection import SelectionError, select
+    from conformance.corpus.selection import SelectionError, select
     try:
         return select(vectors, args.filter)
     except SelectionError as err:
@@ -233,14 +172,14 @@ def _select(args, vectors):
 
 
 def _cmd_list(args) -> int:
-    _, vectors = _load(args)
+    _, vectors = corpus_args.load(args)
     for v in _select(args, vectors):
         print(f"{v['id']}  {v['tags']['outcome']}")
     return 0
 
 
 def _cmd_show(args) -> int:
-    _, vectors = _load(args)
+    _, vectors = corpus_args.load(args)
     found = [v for v in vectors if v["id"] == args.id]
     if not found:
         raise CliError(f"no vector {args.id!r}")
@@ -249,7 +188,7 @@ def _cmd_show(args) -> int:
 
 
 def _cmd_run(args) -> int:
-    from conformance.runner import kill_all
+    from conformance.run.process import kill_all
     with _terminated_as_interrupt():
         try:
             return _run(args)
@@ -277,18 +216,20 @@ def _terminated_as_interrupt():
 
 
 def _run(args) -> int:
-    from conformance import fresh
-    from conformance import report as rep
+    from conformance.corpus import fresh
+    from conformance.report.counts import plural
+    from conformance.report.document import summary_json
+    from conformance.report.text import summary
     from conformance.constants import KNOWN_FAILURES_DIR
-    from conformance.runner import DEFAULT_MAX_LINE, Settings
-    from conformance.selection import SelectionError, load_known_failures
-    from conformance.blind import line as blind_line
-    from conformance.suite import Options, reference_command, run_suite
+    from conformance.run.process import DEFAULT_MAX_LINE, Settings
+    from conformance.corpus.selection import SelectionError, load_known_failures
+    from conformance.run.blind import line as blind_line
+    from conformance.run.suite import Options, reference_command, run_suite
     from rtwo_vm import conformance_files as files
     from rtwo_vm.progress import Progress, wanted
 
     from conformance.adapter import tune_gc
-    manifest, vectors = _load(args)
+    manifest, vectors = corpus_args.load(args)
     tune_gc()                  # the corpus stays loaded: keep the collector off it
     vectors = _select(args, vectors)
     out = Path(args.out)
@@ -348,9 +289,9 @@ def _run(args) -> int:
              "bundles": str(out / "bundles"), "bundles_written": len(bundles),
              "bundles_left_out": max(0, failing - len(bundles))}
     if args.json:
-        print(json.dumps(rep.summary_json(result, manifest, code, paths, run_info), indent=1, sort_keys=True))
+        print(json.dumps(summary_json(result, manifest, code, paths, run_info), indent=1, sort_keys=True))
         return code
-    text = rep.summary(result, manifest, bundles, shown=args.show, by_opcode=args.by_opcode,
+    text = summary(result, manifest, bundles, shown=args.show, by_opcode=args.by_opcode,
                        kinds=_kinds(args))
     if not args.quiet:
         print(blind_line(result.blinding))
@@ -359,7 +300,7 @@ def _run(args) -> int:
         cut = (f" (… and {paths['bundles_left_out']} more failures without a bundle: --max-bundles)"
                if paths["bundles_left_out"] else "")
         print(f"report: {out / 'report.json'}, {out / 'junit.xml'}, {out / 'report.html'}"
-              + (f", {rep.plural(len(bundles), 'replay bundle')} in {out / 'bundles'}{cut}" if bundles else "")
+              + (f", {plural(len(bundles), 'replay bundle')} in {out / 'bundles'}{cut}" if bundles else "")
               + (f"; adapter stderr logs in {logs}" if logs is not None else ""))
     return code
 
@@ -368,7 +309,7 @@ def _kinds(args) -> tuple[str, ...] | None:
     """The failure kinds of --kind, ``wrong`` spelled out; None: every kind."""
     if not args.kind:
         return None
-    from conformance.suite import WRONG_ANSWERS
+    from conformance.run.outcomes import WRONG_ANSWERS
     return tuple(dict.fromkeys(k for kind in args.kind for k in (WRONG_ANSWERS if kind == WRONG else (kind,))))
 
 
@@ -382,10 +323,6 @@ def _of_kinds(previous, kinds: tuple[str, ...] | None, out: Path) -> frozenset[s
     return frozenset(i for i in previous.failed if previous.kinds.get(i, frozenset()) & set(kinds))
 
 
-def plural(n: int, word: str) -> str:
-    return f"{n} {word if n == 1 else word + 's'}"
-
-
 def _check_commands(commands) -> None:
     import shlex
     for command in commands:
@@ -397,12 +334,12 @@ def _check_commands(commands) -> None:
 
 
 def _cmd_selftest(args) -> int:
-    from conformance.selftest import run_selftest
-    from conformance.suite import reference_command
-    _, vectors = _load(args)
+    from conformance.run.selftest import run_selftest
+    from conformance.run.suite import reference_command
+    _, vectors = corpus_args.load(args)
     command = args.impl or reference_command()
     _check_commands([command])
-    from conformance.runner import kill_all
+    from conformance.run.process import kill_all
     with _terminated_as_interrupt():
         try:
             checks = run_selftest(command, {v["id"]: v for v in vectors}, timeout=args.timeout)
@@ -423,7 +360,7 @@ def _cmd_selftest(args) -> int:
 
 def _cmd_replay(args) -> int:
     from rtwo_vm.conformance_files import replay
-    return replay(args, lambda: _load(args)[1], _check_commands, _terminated_as_interrupt)
+    return replay(args, lambda: corpus_args.load(args)[1], _check_commands, _terminated_as_interrupt)
 
 
 def _cmd_adapter(args) -> int:

@@ -1,14 +1,14 @@
 """``rtwo-vm events``: the VM Event Publisher's outbox, sinks, delivery passes, dead events
 and a NATS JetStream tail (chapter 10.8). The database options and error handling are those
-of the other runtime commands (:mod:`rtwo_vm.commands.services`)."""
+of the other runtime commands (:mod:`rtwo_vm.runtime_cli`)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from rtwo_vm.commands.services import (
-    _common, _guard, _need_id, _open, _print_json, _table, refuse_unread_options,
+from rtwo_vm.runtime_cli import (
+    add_options, guard, need_id, open_runtime, print_json, print_table, refuse_unread_options,
 )
 from rtwo_vm.inputs import CliError, parse_count
 from rtwo_vm.sink_options import COMMON_OPTIONS, KIND_OPTIONS
@@ -74,9 +74,9 @@ def _check_options(args) -> None:
     refuse_unread_options(args, "events", _ACTION_OPTIONS)
 
 
-@_guard
+@guard
 def _cmd_events(args) -> int:
-    from rtwo_vm.runtime.sinks import make_sink
+    from rtwo_vm.runtime.sinks.kinds import make_sink
     _check_options(args)
     if args.action == "tail":
         return _events_tail(args)
@@ -90,8 +90,8 @@ def _cmd_events(args) -> int:
                 nats_sink.require_client()
             except SinkUnavailable as err:
                 raise CliError(str(err)) from None
-        with _open(args, create=True) as rt:
-            _print_json(rt.events.add_sink(kind, target, replay=not args.from_now,
+        with open_runtime(args, create=True) as rt:
+            print_json(rt.events.add_sink(kind, target, replay=not args.from_now,
                                            options=options))
         return 0
     extra = []
@@ -101,34 +101,34 @@ def _cmd_events(args) -> int:
                      + [make_sink("webhook", u) for u in args.webhook or ()])
         except ValueError as err:
             raise CliError(str(err)) from None
-    with _open(args) as rt:
+    with open_runtime(args) as rt:
         if args.action == "list":
             events = rt.events.list(stream=args.context, type=args.type, limit=args.limit,
                                     undelivered_to=args.undelivered)
             if args.json:
-                _print_json([e.to_json() for e in events])
+                print_json([e.to_json() for e in events])
             else:
-                _table([{"eventId": e.event_id, "stream": e.stream, "type": e.type,
+                print_table([{"eventId": e.event_id, "stream": e.stream, "type": e.type,
                          "summary": _summary(e), "createdAt": e.created_at} for e in events],
                        ["eventId", "stream", "type", "summary", "createdAt"])
             return 0
         if args.action == "show":
-            _print_json(rt.events.get(_event_id(_need_id(args))).to_json())
+            print_json(rt.events.get(_event_id(need_id(args))).to_json())
             return 0
         if args.action == "sinks":
-            _print_json({"sinks": rt.events.sinks(), "undelivered": rt.events.undelivered_counts(),
+            print_json({"sinks": rt.events.sinks(), "undelivered": rt.events.undelivered_counts(),
                          "failures": rt.events.failures()})
             return 0
         if args.action == "sink-remove":
-            rt.events.remove_sink(_need_id(args))
+            rt.events.remove_sink(need_id(args))
             print(f"removed sink {args.id}")
             return 0
         if args.action == "dead":
             dead = rt.events.dead(args.sink)
             if args.json:
-                _print_json(dead)
+                print_json(dead)
             else:
-                _table(dead, ["sink", "eventId", "stream", "type", "attempts", "heldBack",
+                print_table(dead, ["sink", "eventId", "stream", "type", "attempts", "heldBack",
                               "deadAt", "reason"])
             return 0
         if args.action == "requeue":
@@ -251,7 +251,7 @@ def _register_events(sub) -> None:
     # Hidden (tests): how long one pull request of tail waits before it is repeated.
     p.add_argument("--fetch-wait", dest="fetch_wait", metavar="SECONDS", help=argparse.SUPPRESS,
                    type=lambda t: _seconds(t, "--fetch-wait", low=0.0001, high=60.0))
-    _common(p, listing=True)
+    add_options(p, listing=True)
     p.set_defaults(func=_cmd_events)
 
 

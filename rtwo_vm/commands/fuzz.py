@@ -44,13 +44,13 @@ def register(sub) -> None:
 
 def _cmd_fuzz(args) -> int:
     from conformance.fuzz.backend import BackendError
-    from conformance.runner import StartError
+    from conformance.run.process import StartError
     from conformance.fuzz.campaign import (
         Options, StateError, crashed_now, impls_differ, load_state, report_json, report_text, run_campaign,
     )
     from conformance.fuzz.findings import check_outputs
     from conformance.fuzz.state import MAX_COMMAND, MAX_IMPLS
-    from conformance.suite import reference_command
+    from conformance.run.suite import reference_command
     from rtwo_vm.progress import Progress
     from spec.files import FileRefused, atomic_write, check_int
     import shlex

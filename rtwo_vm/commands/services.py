@@ -8,13 +8,12 @@ writes in one transaction, so a bad argument, an unknown id (VM, policy, record)
 policy or sandbox, or malformed code gives one line on stderr, exit 2, and leaves the
 database as it was. A call that the checks of chapter 7.3.2 refuse (an unknown contract,
 code that fails validation, limits out of range) is not bad input: it is recorded as a
-context that rolled back (chapter 10.4), like any other outcome, and exits 1.
+context that rolled back (chapter 10.4), like any other outcome, and exits 1. The options, the
+database handling and the printing they share are rtwo_vm/runtime_cli.py.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 from pathlib import Path
 
@@ -22,64 +21,14 @@ from rtwo_vm.inputs import (
     CliError, operation_names, parse_assignment, parse_count, parse_hex, parse_word, read_code,
     read_storage_file,
 )
-
-DB_ENV = "RTWO_VM_DB"
-DEFAULT_DB = "rtwo-vm.db"
-
-
-def _print_json(doc) -> None:
-    print(json.dumps(doc, indent=2, sort_keys=True))
-
-
-def _open(args, *, create: bool = False):
-    from rtwo_vm.runtime import Runtime, StoreError
-    try:
-        return Runtime(args.db, create=create)
-    except StoreError as err:
-        raise CliError(str(err)) from None
-
-
-def _guard(func):
-    """Run a command, turning the runtime's refusals into one-line CLI errors."""
-    def wrapper(args) -> int:
-        import sqlite3
-        from rtwo_vm.runtime.sinks import redact  # no credentials of a sink URL in a message
-        from rtwo_vm.runtime import InvalidInput, ModelError, RuntimeBusy, StoreError, UnknownRecord
-        try:
-            return func(args)
-        except (InvalidInput, UnknownRecord, ModelError, StoreError, RuntimeBusy) as err:
-            text = redact(str(err.args[0] if err.args else err)).splitlines()
-            raise CliError(text[0] if text else type(err).__name__) from None
-        except sqlite3.DatabaseError as err:  # a full disk, a file corrupted while in use
-            raise CliError(f"{args.db}: database error: {err}") from None
-    return wrapper
-
-
-def _table(rows: list[dict], columns: list[str]) -> None:
-    if not rows:
-        print("(none)")
-        return
-    widths = {c: max(len(c), *(len(str(r.get(c, ""))) for r in rows)) for c in columns}
-    print("  ".join(c.ljust(widths[c]) for c in columns).rstrip())
-    print("  ".join("-" * widths[c] for c in columns))
-    for r in rows:
-        print("  ".join(str("-" if r.get(c) is None else r.get(c)).ljust(widths[c])
-                        for c in columns).rstrip())
-    print(f"{len(rows)} shown")
-
-
-def _listing(args, records, columns: list[str]) -> int:
-    docs = [r.to_json() for r in records]
-    if args.json:
-        _print_json(docs)
-    else:
-        _table(docs, columns)
-    return 0
+from rtwo_vm.runtime_cli import (
+    add_options, guard, need_id, open_runtime, print_json, print_listing, print_table, refuse_unread_options,
+)
 
 
 # -- deploy, call, contracts ----------------------------------------------------------------
 
-@_guard
+@guard
 def _cmd_deploy(args) -> int:
     code = read_code(args.file)
     address = parse_word(args.address, "--address") if args.address else None
@@ -94,10 +43,10 @@ def _cmd_deploy(args) -> int:
             validate(code)
         except VMError as err:
             raise CliError(f"{args.file}: not a valid container: {err.code}") from None
-    with _open(args, create=True) as rt:
+    with open_runtime(args, create=True) as rt:
         deployed = rt.deploy(code, address, storage, validate_code=not args.unchecked)
     if args.json:
-        _print_json(deployed.to_json())
+        print_json(deployed.to_json())
     else:
         print(f"deployed {deployed.address}: {deployed.code_size} bytes, code {deployed.code_hash[:16]}, "
               f"{deployed.storage_slots} storage slots; state root {deployed.state_root[:16]}")
@@ -111,7 +60,7 @@ def _limits(args):
     return Limits(**given)
 
 
-@_guard
+@guard
 def _cmd_call(args) -> int:
     from rtwo_vm.runtime import CallRequest
     to = parse_word(args.address, "address")
@@ -126,7 +75,7 @@ def _cmd_call(args) -> int:
         transaction_reference=args.tx_ref, vm_id=args.vm)
     from rtwo_vm.runtime.records import SandboxManager
     SandboxManager.plan(request.isolation_level, request.storage_access)
-    with _open(args) as rt:
+    with open_runtime(args) as rt:
         # Runtime references are refused before anything is recorded (10.9); an unknown
         # contract is a check of chapter 7.3.2, recorded as a rejected context (10.4).
         if args.policy:
@@ -139,7 +88,7 @@ def _cmd_call(args) -> int:
         doc = recorded.to_json()
         if reports is not None:
             doc["delivery"] = {name: r.to_json() for name, r in reports.items()}
-        _print_json(doc)
+        print_json(doc)
     else:
         _print_recorded(recorded)
         if reports is not None:
@@ -174,46 +123,40 @@ def _print_recorded(rec, indent: str = "") -> None:
         _print_recorded(child, indent + "    ")
 
 
-@_guard
+@guard
 def _cmd_contracts(args) -> int:
-    with _open(args) as rt:
+    with open_runtime(args) as rt:
         if args.action == "show":
-            _print_json(rt.contract(parse_word(_need_id(args), "address")))
+            print_json(rt.contract(parse_word(need_id(args), "address")))
             return 0
         docs = rt.contracts()
     if args.json:
-        _print_json(docs)
+        print_json(docs)
     else:
-        _table([{**d, "storageSlots": len(d["storage"]), "codeHash": d["codeHash"][:16]}
+        print_table([{**d, "storageSlots": len(d["storage"]), "codeHash": d["codeHash"][:16]}
                 for d in docs], ["address", "codeSize", "codeHash", "storageSlots", "deployedAt"])
     return 0
 
 
-def _need_id(args) -> str:
-    if not args.id:
-        raise CliError(f"{args.action} needs an id")
-    return args.id
-
-
 # -- record listings ------------------------------------------------------------------------
 
-@_guard
+@guard
 def _cmd_vm(args) -> int:
     if args.action == "register":
         if not args.id:
             raise CliError("vm register needs a name")
-        with _open(args, create=True) as rt:
+        with open_runtime(args, create=True) as rt:
             vm = rt.vms.register(args.id, args.mode)
             if args.activate:
                 vm, evidence = rt.vms.activate(vm.vm_id)
                 print(f"self-check: {evidence}", file=sys.stderr if args.json else sys.stdout)
-        _print_json(vm.to_json())
+        print_json(vm.to_json())
         return 0
-    with _open(args) as rt:
+    with open_runtime(args) as rt:
         if args.action == "list":
-            return _listing(args, rt.vms.list(), ["vmId", "vmName", "vmVersion", "executionMode",
+            return print_listing(args, rt.vms.list(), ["vmId", "vmName", "vmVersion", "executionMode",
                                                    "status", "createdAt"])
-        vm_id = _need_id(args)
+        vm_id = need_id(args)
         if args.action == "activate":
             vm, evidence = rt.vms.activate(vm_id)
             print(f"self-check: {evidence}", file=sys.stderr if args.json else sys.stdout)
@@ -221,29 +164,29 @@ def _cmd_vm(args) -> int:
             vm = rt.vms.retire(vm_id)
         else:
             vm = rt.vms.get(vm_id)
-    _print_json(vm.to_json())
+    print_json(vm.to_json())
     return 0
 
 
-@_guard
+@guard
 def _cmd_contexts(args) -> int:
-    with _open(args) as rt:
+    with open_runtime(args) as rt:
         if args.action == "list":
             contract = hex(parse_word(args.contract, "--contract")) if args.contract else None
             records = rt.contexts.list(limit=args.limit, status=args.status,
                                        execution_status=args.result, contract_id=contract,
                                        roots_only=args.entry_only)
             if args.json:
-                _print_json([c.to_json() for c in records])
+                print_json([c.to_json() for c in records])
                 return 0
             # Every context's status is the final stage: show how each one ended instead.
             ended = rt.contexts.outcomes()
-            _table([{**c.to_json(), "ended": ended.get(c.context_id, ("-",))[0],
+            print_table([{**c.to_json(), "ended": ended.get(c.context_id, ("-",))[0],
                      "result": " ".join(filter(None, ended.get(c.context_id, ())[1:]))} for c in records],
                    ["contextId", "contractId", "depth", "ended", "result", "parentContextId",
                     "createdAt"])
             return 0
-        context_id = _need_id(args)
+        context_id = need_id(args)
         context = rt.contexts.get(context_id)
         doc = {"context": context.to_json(),
                "history": [e.to_json() for e in rt.contexts.history(context_id)],
@@ -252,27 +195,27 @@ def _cmd_contexts(args) -> int:
                "result": rt.results.for_context(context_id).to_json(),
                "violations": [v.to_json() for v in rt.violations.for_context(context_id)],
                "children": [c.context_id for c in rt.contexts.children(context_id)]}
-    _print_json(doc)
+    print_json(doc)
     return 0
 
 
 def _simple(service_name: str, columns: list[str], filters=()):
-    @_guard
+    @guard
     def command(args) -> int:
-        with _open(args) as rt:
+        with open_runtime(args) as rt:
             service = getattr(rt, service_name)
             if args.action == "list":
                 given = {f: getattr(args, f) for f in filters}
-                return _listing(args, service.list(limit=args.limit, **given), columns)
+                return print_listing(args, service.list(limit=args.limit, **given), columns)
             if service_name == "accounting" and args.action == "totals":
-                _print_json(service.totals())
+                print_json(service.totals())
                 return 0
             if service_name == "violations" and args.action == "ack":
-                _print_json(service.acknowledge(_need_id(args)).to_json())
+                print_json(service.acknowledge(need_id(args)).to_json())
                 return 0
             if args.action != "show":
                 raise CliError(f"{service_name} has no action {args.action}")
-            record_id = _need_id(args)
+            record_id = need_id(args)
             try:
                 record = service.get(record_id)
             except LookupError:
@@ -281,7 +224,7 @@ def _simple(service_name: str, columns: list[str], filters=()):
                     if not record:
                         raise
                     record = record[0]
-        _print_json(record.to_json())
+        print_json(record.to_json())
         return 0
     return command
 
@@ -293,21 +236,6 @@ _POLICY_OPTIONS = {"create": ("allow_time", "allow_randomness", "forbid_calls", 
                    "check": ("file", "isolation", "storage_access")}
 
 
-def refuse_unread_options(args, command: str, table, shown=None, hints=None) -> None:
-    """Refuse an option given to an action of ``command`` that does not read it (it would be
-    silently ignored). ``table``: action -> the options it reads; ``shown``: how an option is
-    written when not as --NAME; ``hints``: more to say about an option."""
-    allowed = set(table.get(args.action, ()))
-    for name in sorted({n for names in table.values() for n in names} - allowed):
-        value = getattr(args, name, None)
-        if value is None or value is False:
-            continue
-        users = [a for a, names in table.items() if name in names]
-        option = (shown or {}).get(name) or "--" + name.replace("_", "-")
-        raise CliError(f"{command} {args.action} takes no {option}; it is for {command} "
-                       f"{' and '.join(users)}{(hints or {}).get(name, '')}")
-
-
 _SANDBOX_HINT = (" and call: isolation and storage access belong to the sandbox, not the "
                  "policy")
 
@@ -317,68 +245,68 @@ def _policy_options(args) -> None:
                           hints={"isolation": _SANDBOX_HINT, "storage_access": _SANDBOX_HINT})
 
 
-@_guard
+@guard
 def _cmd_policy(args) -> int:
     _policy_options(args)
     if args.action == "create":
         allowed = operation_names(args.allow, "--allow")  # before the database is touched
         forbidden = operation_names(args.forbid or [], "--forbid") or ()
-        with _open(args, create=True) as rt:
+        with open_runtime(args, create=True) as rt:
             policy = rt.policies.create(
                 time_access="allowed" if args.allow_time else None,
                 randomness="seeded" if args.allow_randomness else None,
                 external_call="forbidden" if args.forbid_calls else None,
                 allowed_operations=allowed, forbidden_operations=forbidden)
-        _print_json(policy.to_json())
+        print_json(policy.to_json())
         return 0
-    with _open(args) as rt:
+    with open_runtime(args) as rt:
         if args.action == "list":
-            return _listing(args, rt.policies.list(limit=args.limit),
+            return print_listing(args, rt.policies.list(limit=args.limit),
                             ["policyId", "timeAccessPolicy", "randomnessPolicy",
                              "externalCallPolicy", "forbiddenOperations", "status"])
-        policy_id = _need_id(args)
+        policy_id = need_id(args)
         if args.action == "check":
             if not args.file:
                 raise CliError("policy check needs ID and FILE")
             refusals = rt.policies.check_code(policy_id, read_code(args.file),
                                               isolation_level=args.isolation,
                                               storage_access=args.storage_access)
-            _print_json({"policyId": policy_id, "refusals": refusals,
+            print_json({"policyId": policy_id, "refusals": refusals,
                          "binds": not refusals})
             return 0 if not refusals else 1
         policy = rt.policies.retire(policy_id) if args.action == "retire" else rt.policies.get(policy_id)
-    _print_json(policy.to_json())
+    print_json(policy.to_json())
     return 0
 
 
-@_guard
+@guard
 def _cmd_instructions(args) -> int:
     from rtwo_vm.runtime.registry import RuntimeInstructionRegistry
     registry = RuntimeInstructionRegistry()
     if args.action == "show":
-        _print_json(registry.get(_need_id(args)).to_json())
+        print_json(registry.get(need_id(args)).to_json())
         return 0
     records = registry.list()
     if args.json:
-        _print_json([r.to_json() for r in records])
+        print_json([r.to_json() for r in records])
         return 0
     for name, evidence in registry.last_evidence.items():
         print(f"# {name}: {evidence}")
-    _table([{**r.to_json(), "opcode": f"0x{r.opcode:02x}"} for r in records],
+    print_table([{**r.to_json(), "opcode": f"0x{r.opcode:02x}"} for r in records],
            ["opcode", "instructionId", "instructionType", "status", "implemented",
             "smtSemantics", "conformanceVectors"])
     return 0
 
 
-@_guard
+@guard
 def _cmd_readiness(args) -> int:
     from rtwo_vm.runtime.readiness import VMReadinessService
-    from rtwo_vm.runtime.runtime import utc_text
-    runtime = _open(args) if Path(args.db).exists() else None
+    from rtwo_vm.runtime.runtime import scratch_runtime, utc_text
+    runtime = open_runtime(args) if Path(args.db).exists() else None
     try:
         service = VMReadinessService(
             runtime, utc_text(None), Path(args.examples) if args.examples else None,
-            proofs_report=Path(args.proofs_report) if args.proofs_report else None)
+            proofs_report=Path(args.proofs_report) if args.proofs_report else None, scratch=scratch_runtime)
         try:
             report = service.run(only=args.only, skip=args.skip or ())
         except ValueError as err:
@@ -387,29 +315,15 @@ def _cmd_readiness(args) -> int:
         if runtime is not None:
             runtime.close()
     if args.json:
-        _print_json(report.to_json())
+        print_json(report.to_json())
     else:
         rows = [c.to_json() for c in report.checks]
-        _table(rows, ["name", "status", "seconds", "evidence"])
+        print_table(rows, ["name", "status", "seconds", "evidence"])
         print(f"readiness: {report.readiness} (checked {report.checked_at})")
     return 0 if report.readiness != "not_ready" else 1
 
 
 # -- registration ---------------------------------------------------------------------------
-
-def _common(p, *, listing: bool = False) -> None:
-    p.add_argument("--db", default=os.environ.get(DB_ENV, DEFAULT_DB),
-                   help=f"SQLite database (default: ${DB_ENV} or {DEFAULT_DB})")
-    p.add_argument("--json", action="store_true", help="print JSON")
-    if listing:
-        p.add_argument("--limit", type=_positive, help="show at most N")
-
-
-def _positive(text: str) -> int:
-    value = parse_count(text, "--limit")
-    if value == 0:
-        raise CliError("--limit must be positive")
-    return min(value, (1 << 63) - 1)  # SQLite's largest integer: more than any table holds
 
 
 def register(sub) -> None:
@@ -424,7 +338,7 @@ def register(sub) -> None:
     p.add_argument("--unchecked", action="store_true",
                    help="deploy even a container that fails validation (calls to it are "
                         "then refused at the validated stage)")
-    _common(p)
+    add_options(p)
     p.set_defaults(func=_cmd_deploy)
 
     p = sub.add_parser(
@@ -451,13 +365,13 @@ def register(sub) -> None:
     p.add_argument("--deliver", action="store_true",
                    help="then run one delivery pass to the registered sinks and report it per "
                         "sink (exit 3 if an event could not be delivered)")
-    _common(p)
+    add_options(p)
     p.set_defaults(func=_cmd_call)
 
     p = sub.add_parser("contracts", help="list or show deployed contracts")
     p.add_argument("action", choices=["list", "show"])
     p.add_argument("id", nargs="?", metavar="ADDRESS")
-    _common(p)
+    add_options(p)
     p.set_defaults(func=_cmd_contracts)
 
     p = sub.add_parser("vm", help="Virtual Machine Registry")
@@ -465,7 +379,7 @@ def register(sub) -> None:
     p.add_argument("id", nargs="?", metavar="ID|NAME")
     p.add_argument("--mode", default="reference_interpreter", help="execution mode for register")
     p.add_argument("--activate", action="store_true", help="register and activate")
-    _common(p)
+    add_options(p)
     p.set_defaults(func=_cmd_vm)
 
     p = sub.add_parser("contexts", help="execution contexts with their stage history")
@@ -480,7 +394,7 @@ def register(sub) -> None:
                         "reverted, fault, exhausted, violation, invalid, rejected, internal)")
     p.add_argument("--contract", help="only contexts of this contract (hex address)")
     p.add_argument("--entry-only", dest="entry_only", action="store_true", help="no callees")
-    _common(p, listing=True)
+    add_options(p, listing=True)
     p.set_defaults(func=_cmd_contexts)
 
     for name, columns, actions, filters in (
@@ -500,7 +414,7 @@ def register(sub) -> None:
         if name == "violations":
             p.add_argument("--type", dest="violation_type", help="only this violation type")
             p.add_argument("--context", dest="context_id", help="only this context's")
-        _common(p, listing=True)
+        add_options(p, listing=True)
         p.set_defaults(func=_simple(name, columns, filters))
 
     p = sub.add_parser("policy", help="Determinism Policy Service")
@@ -514,13 +428,13 @@ def register(sub) -> None:
     p.add_argument("--allow", action="append", metavar="OP", help="allow only these")
     p.add_argument("--isolation", help="check: under this isolation level")
     p.add_argument("--storage-access", dest="storage_access", help="check: with this access")
-    _common(p, listing=True)
+    add_options(p, listing=True)
     p.set_defaults(func=_cmd_policy)
 
     p = sub.add_parser("instructions", help="Runtime Instruction Registry (statuses computed)")
     p.add_argument("action", choices=["list", "show"])
     p.add_argument("id", nargs="?", metavar="MNEMONIC|OPCODE")
-    _common(p)  # --db is accepted like everywhere; the registry reads no records
+    add_options(p)  # --db is accepted like everywhere; the registry reads no records
     p.set_defaults(func=_cmd_instructions)
 
     p = sub.add_parser("readiness", help="run the readiness checks and show their evidence")
@@ -530,5 +444,5 @@ def register(sub) -> None:
     p.add_argument("--proofs-report", dest="proofs_report", metavar="PATH",
                    help="the proof report to check (default: build/proofs-report.json in the "
                         "current directory, as rtwo-vm prove writes it)")
-    _common(p)
+    add_options(p)
     p.set_defaults(func=_cmd_readiness)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import spec
 
@@ -87,6 +87,24 @@ class Catalog:
         if callee and code in self.callee_failure_stage:
             return self.callee_failure_stage[code]
         return spec.load().errors[code].stage
+
+    def sandbox_status(self, stages: Sequence[str], status: str, code: str | None, *, callee: bool) -> str:
+        """The status a context's sandbox ends in, from the context's path, status and code."""
+        if code is not None and self.failure_stage(code, callee=callee) == "sandbox_provisioned":
+            return "refused"
+        if "sandbox_provisioned" not in stages:
+            return "not_provisioned"
+        if "executed" not in stages:
+            # Provisioned but never halted normally: a host failure (INTERNAL_ERROR).
+            return "halted" if "executing" in stages else "released"
+        return "halted" if status in ("fault", "exhausted") else "released"
+
+    def violation(self, code: str | None, *, callee: bool) -> tuple[str, str, str] | None:
+        """(violation type, severity, action) of a code, or None when it is no violation."""
+        vt = self.violation_by_code.get(code) if code else None
+        if vt is None:
+            return None
+        return vt.name, vt.severity, vt.callee_action if callee else vt.entry_action
 
 
 def _build() -> Catalog:

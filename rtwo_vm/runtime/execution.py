@@ -120,6 +120,7 @@ class ExecutionRun:
         self.message = Message(request.to, request.caller, request.call_data)
         self.context = Context(request.block_time, request.random_seed)
         self.limits = request.limits
+        self.transaction_reference = request.transaction_reference or request.reference()
         self.context_id = service.ids("ctx")
         self.sandbox_id = service.ids("sbx")
         self.lifecycle = Lifecycle(service.clock, self._cat)

@@ -12,7 +12,8 @@ from rtwo_vm.runtime.delivery import BackgroundDispatcher, DeliveryReport, Dispa
 from rtwo_vm.runtime.events import EventBus, RecordWriter, VMEvent
 from rtwo_vm.runtime.records import InvalidInput, UnknownRecord
 from rtwo_vm.runtime import stored
-from rtwo_vm.runtime.sinks import Sink, make_sink, redact, sink_from_row
+from rtwo_vm.runtime.sinks import Sink, redact
+from rtwo_vm.runtime.sinks.kinds import make_sink, sink_from_row
 from rtwo_vm.runtime.store import Store
 
 

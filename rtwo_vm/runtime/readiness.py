@@ -12,16 +12,35 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import Any, Callable, Mapping, Protocol
 
 import spec
 from spec import files
 from rtwo_vm.runtime import tools
 from rtwo_vm.runtime.catalog import catalog, problems
-from rtwo_vm.runtime.registry import self_check
+from rtwo_vm.runtime.execution import CallRequest, RecordedExecution
+from rtwo_vm.runtime.publisher import VMEventPublisher
+from rtwo_vm.runtime.records import ExecutionContextManager
+from rtwo_vm.runtime.registry import DeterminismPolicyService, self_check
+from rtwo_vm.runtime.store import Store
 
-if TYPE_CHECKING:
-    from rtwo_vm.runtime.runtime import Runtime
+
+class Services(Protocol):
+    """The runtime as the checks use it. rtwo_vm.runtime.runtime.Runtime is one; it composes
+    this service, so this module never imports it: a runtime to check is handed in, and so is
+    the way to open a scratch one for the example scenarios."""
+
+    store: Store
+    contexts: ExecutionContextManager
+    events: VMEventPublisher
+    policies: DeterminismPolicyService
+
+    def deploy(self, code: bytes, address: int | None = None, storage: Mapping[int, int] | None = None,
+               *, validate_code: bool = True) -> object: ...
+
+    def call(self, request: CallRequest | None = None, **fields: Any) -> RecordedExecution: ...
+
+    def close(self) -> None: ...
 
 
 def default_examples() -> Path:
@@ -63,13 +82,16 @@ def overall(statuses: list[str]) -> str:
 
 
 class VMReadinessService:
-    """The checks of chapter 10.7. ``proofs_report`` names the proof report to read (default:
+    """The checks of chapter 10.7 over ``runtime`` (None: no database opened); ``scratch``
+    opens an empty in-memory runtime for each example scenario (None: the examples check is
+    not available). ``proofs_report`` names the proof report to read (default:
     ./build/proofs-report.json, else the proofs package's latest report)."""
 
-    def __init__(self, runtime: "Runtime | None", clock: Callable[[], str],
+    def __init__(self, runtime: Services | None, clock: Callable[[], str],
                  examples_dir: Path | None = None, conformance_budget: float | None = 60.0,
-                 proofs_report: Path | None = None):
+                 proofs_report: Path | None = None, scratch: Callable[[], Services] | None = None):
         self._runtime = runtime
+        self._scratch = scratch
         self._clock = clock
         self.examples_dir = examples_dir or default_examples()
         self.conformance_budget = conformance_budget
@@ -153,9 +175,9 @@ class VMReadinessService:
         folder = self.examples_dir
         if not folder.is_dir() or not list(folder.glob("*.toml")):
             return "not_available", f"no example scenarios in {folder}"
+        if self._scratch is None:
+            return "not_available", "no runtime to run the example scenarios in"
         from rtwo_vm.examples import iter_requests
-        from rtwo_vm.runtime.execution import CallRequest
-        from rtwo_vm.runtime.runtime import Runtime
         statuses: Counter[str] = Counter()
         mismatched, calls = [], 0
         for path in sorted(folder.glob("*.toml")):
@@ -167,7 +189,7 @@ class VMReadinessService:
                     if deployed_for != request.scenario:
                         if runtime is not None:
                             runtime.close()
-                        runtime, deployed_for = Runtime(":memory:", clock=None), request.scenario
+                        runtime, deployed_for = self._scratch(), request.scenario
                         for address, contract in request.state.contracts.items():
                             runtime.deploy(contract.code, address, dict(contract.storage))
                     direct = request.run()

@@ -1,4 +1,6 @@
-"""Writing a finished run: the entry context, its callees and every event, in one transaction.
+"""Recording a finished run in one transaction: the records of the entry context and of its
+callees, built in one pass in lifecycle order (the rules of sandbox.toml from the catalog),
+then written context by context, each with the events that describe it.
 
 Callee contexts are built from the interpreter's call records (chapter 7.5.1). Records come
 in the order calls started and a call's record precedes those of the calls its callee made,
@@ -14,22 +16,19 @@ times of its own, so a callee's stage times are the time its parent context reac
 from __future__ import annotations
 
 import sqlite3
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from reference_vm.accounting import fee
 from reference_vm.result import canonical
-from rtwo_vm.runtime.catalog import catalog
+from rtwo_vm.runtime.catalog import Catalog, catalog
 from rtwo_vm.runtime.events import RecordWriter
+from rtwo_vm.runtime.execution import ExecutionRun, RecordedExecution
 from rtwo_vm.runtime.lifecycle import Lifecycle, path_for_outcome
 from rtwo_vm.runtime.models import (
     RTWOExecutionContext, RTWOExecutionResult, RTWOExecutionSandbox, RTWOResourceAccounting,
     RTWOSandboxViolation, row_of,
 )
-from rtwo_vm.runtime.records import SandboxManager, SandboxViolationService
 from rtwo_vm.runtime.store import Store
-
-if TYPE_CHECKING:
-    from rtwo_vm.runtime.execution import ExecutionRun, RecordedExecution
 
 SQLITE_MAX = (1 << 63) - 1
 
@@ -45,21 +44,30 @@ def _count(value: Any) -> int | None:
 
 
 class ExecutionRecorder:
-    """Builds the records of a finished run and inserts them in the run's transaction."""
+    """Builds the records of a finished run and writes them in the run's transaction."""
 
     def __init__(self, store: Store, writer: RecordWriter, ids: Callable[[str], str]):
         self.store, self.writer, self.ids = store, writer, ids
 
-    def write(self, tx: sqlite3.Connection, run: "ExecutionRun") -> "RecordedExecution":
+    def write(self, tx: sqlite3.Connection, run: ExecutionRun) -> RecordedExecution:
+        """One pass in lifecycle order: the entry context's records, then each callee's in the
+        order its call started; then each context's rows and events, in the same order."""
         cat = catalog()
+        entry = self._entry(run, cat)
+        recorded = [entry, *self._callees(run, entry, cat)]
+        for context in recorded:
+            self._insert(tx, context)
+        entry.children = recorded[1:]
+        return entry
+
+    def _entry(self, run: ExecutionRun, cat: Catalog) -> RecordedExecution:
         result, history = run.result, list(run.lifecycle.history)
         stages = [e.stage for e in history]
         compared = result.to_json()
         at_end = history[-1].at
         context = RTWOExecutionContext(
             context_id=run.context_id, contract_id=_ref(run.message.to),
-            caller_reference=_ref(run.message.caller),
-            transaction_reference=run.request.transaction_reference or run.request.reference(),
+            caller_reference=_ref(run.message.caller), transaction_reference=run.transaction_reference,
             state_reference=run.state_reference, resource_policy_id=run.policy_record.policy_id,
             status=stages[-1], created_at=history[0].at, vm_id=run.vm.vm_id, depth=1)
         sandbox = RTWOExecutionSandbox(
@@ -68,7 +76,7 @@ class ExecutionRecorder:
             compute_limit_reference=_count(getattr(run.limits, "compute", None)),
             storage_limit_reference=_count(getattr(run.limits, "storage_units", None)),
             storage_access_policy=run.storage_access,
-            status=SandboxManager.final_status(stages, result.status, result.error, callee=False))
+            status=cat.sandbox_status(stages, result.status, result.error, callee=False))
         charged = "executed" in stages and result.status != "internal"
         usage = result.usage
         accounting = RTWOResourceAccounting(
@@ -83,18 +91,18 @@ class ExecutionRecorder:
             emitted_events=tuple(compared["events"]), execution_status=result.status,
             created_at=at_end, error=result.error, error_pc=result.error_pc, compared=compared,
             digest=result.digest())
-        violations = self._violations(run.context_id, result.error, result.error_pc,
-                                      callee=False, at=at_end)
-        root = self._insert(tx, context, history, sandbox, accounting, outcome, violations)
-        root.children = self._callees(tx, run, root, compared["calls"], at_end, cat)
-        return root
+        violations = self._violations(cat.violation(result.error, callee=False), run.context_id,
+                                      result.error, result.error_pc, at_end)
+        return RecordedExecution(context=context, history=history, sandbox=sandbox,
+                                 accounting=accounting, result=outcome, violations=violations)
 
-    def _callees(self, tx, run, root, calls_json, at_end, cat) -> list:
-        executed_at = next((e.at for e in root.history if e.stage == "executed"), at_end)
+    def _callees(self, run: ExecutionRun, entry: RecordedExecution, cat: Catalog) -> list[RecordedExecution]:
+        root = entry.context
+        executed_at = next((e.at for e in entry.history if e.stage == "executed"), entry.result.created_at)
         chain: dict[int, tuple[str, str, bool]] = {  # depth -> (context, sandbox, survived)
             1: (run.context_id, run.sandbox_id, run.result.status in cat.commit_statuses)}
         out = []
-        for index, (record, record_json) in enumerate(zip(run.result.calls, calls_json)):
+        for index, (record, record_json) in enumerate(zip(run.result.calls, entry.result.compared["calls"])):
             parent_id, parent_sandbox, parent_survived = chain[record.depth - 1]
             survived = parent_survived and record.status in cat.commit_statuses
             stages = path_for_outcome(record.status, record.error, callee=True,
@@ -106,18 +114,16 @@ class ExecutionRecorder:
             context_id, sandbox_id = self.ids("ctx"), self.ids("sbx")
             context = RTWOExecutionContext(
                 context_id=context_id, contract_id=_ref(record.callee),
-                caller_reference=_ref(record.caller),
-                transaction_reference=root.context.transaction_reference,
-                state_reference=root.context.state_reference,
-                resource_policy_id=root.context.resource_policy_id, status=stages[-1],
-                created_at=executed_at, vm_id=root.context.vm_id, depth=record.depth,
+                caller_reference=_ref(record.caller), transaction_reference=root.transaction_reference,
+                state_reference=root.state_reference, resource_policy_id=root.resource_policy_id,
+                status=stages[-1], created_at=executed_at, vm_id=root.vm_id, depth=record.depth,
                 parent_context_id=parent_id, call_index=index)
             sandbox = RTWOExecutionSandbox(
                 sandbox_id=sandbox_id, context_id=context_id,
-                isolation_level=root.sandbox.isolation_level, memory_limit_reference=None,
+                isolation_level=entry.sandbox.isolation_level, memory_limit_reference=None,
                 compute_limit_reference=None,
-                storage_access_policy=root.sandbox.storage_access_policy,
-                status=SandboxManager.final_status(stages, record.status, record.error, callee=True),
+                storage_access_policy=entry.sandbox.storage_access_policy,
+                status=cat.sandbox_status(stages, record.status, record.error, callee=True),
                 parent_sandbox_id=parent_sandbox)
             accounting = RTWOResourceAccounting(
                 accounting_id=self.ids("acc"), context_id=context_id, compute_units=record.compute,
@@ -129,16 +135,15 @@ class ExecutionRecorder:
                 emitted_events=None, execution_status=record.status, created_at=executed_at,
                 error=record.error, error_pc=record.error_pc, compared=record_json,
                 digest=_digest(record_json))
-            violations = self._violations(context_id, record.error, record.error_pc,
-                                          callee=True, at=executed_at)
-            out.append(self._insert(tx, context, lifecycle.history, sandbox, accounting, outcome,
-                                    violations))
+            violations = self._violations(cat.violation(record.error, callee=True), context_id,
+                                          record.error, record.error_pc, executed_at)
+            out.append(RecordedExecution(context=context, history=lifecycle.history, sandbox=sandbox,
+                                         accounting=accounting, result=outcome, violations=violations))
             chain[record.depth] = (context_id, sandbox_id, survived)
         return out
 
-    def _violations(self, context_id: str, code: str | None, error_pc: int | None, *,
-                    callee: bool, at: str) -> list[RTWOSandboxViolation]:
-        found = SandboxViolationService.classify(code, callee=callee)
+    def _violations(self, found: tuple[str, str, str] | None, context_id: str, code: str | None,
+                    error_pc: int | None, at: str) -> list[RTWOSandboxViolation]:
         if found is None:
             return []
         kind, severity, action = found
@@ -147,34 +152,32 @@ class ExecutionRecorder:
             severity=severity, action_taken=action, status="recorded", created_at=at,
             code=code, error_pc=error_pc)]
 
-    def _insert(self, tx, context, history, sandbox, accounting, outcome,
-                violations) -> "RecordedExecution":
-        from rtwo_vm.runtime.execution import RecordedExecution
+    def _insert(self, tx: sqlite3.Connection, recorded: RecordedExecution) -> None:
+        """The context's rows, then the events describing them (stage transitions, violations,
+        the result), each in the run's transaction."""
         store, writer = self.store, self.writer
+        context, outcome = recorded.context, recorded.result
         store.insert(tx, "contexts", {**row_of(context), "seq": store.next_context_seq(tx)})
-        events = []
-        for entry in history:
-            store.insert(tx, "stage_history", {"context_id": context.context_id,
-                                               "seq": entry.seq, "stage": entry.stage,
-                                               "from_stage": entry.previous, "at": entry.at})
-            events.append(writer.event(tx, context.context_id, "lifecycle.transition",
-                                       {"contextId": context.context_id, **entry.to_json()},
-                                       entry.at))
-        store.insert(tx, "sandboxes", row_of(sandbox))
-        store.insert(tx, "accounting", row_of(accounting))
+        for entry in recorded.history:
+            store.insert(tx, "stage_history", {"context_id": context.context_id, "seq": entry.seq,
+                                               "stage": entry.stage, "from_stage": entry.previous,
+                                               "at": entry.at})
+        store.insert(tx, "sandboxes", row_of(recorded.sandbox))
+        store.insert(tx, "accounting", row_of(recorded.accounting))
         store.insert(tx, "results", row_of(outcome))
-        for violation in violations:
+        for violation in recorded.violations:
             store.insert(tx, "violations", row_of(violation))
-            events.append(writer.event(tx, context.context_id, "violation.recorded",
-                                       violation.to_json(), violation.created_at))
-        events.append(writer.event(tx, context.context_id, "result.recorded", {
-            "contextId": context.context_id, "resultId": outcome.result_id,
+        stream = context.context_id
+        events = [writer.event(tx, stream, "lifecycle.transition", {"contextId": stream, **entry.to_json()},
+                               entry.at) for entry in recorded.history]
+        events += [writer.event(tx, stream, "violation.recorded", violation.to_json(), violation.created_at)
+                   for violation in recorded.violations]
+        events.append(writer.event(tx, stream, "result.recorded", {
+            "contextId": stream, "resultId": outcome.result_id,
             "parentContextId": context.parent_context_id,
             "executionStatus": outcome.execution_status, "error": outcome.error,
             "errorPc": outcome.error_pc, "digest": outcome.digest}, outcome.created_at))
-        return RecordedExecution(context=context, history=list(history), sandbox=sandbox,
-                                 accounting=accounting, result=outcome, violations=violations,
-                                 events=events)
+        recorded.events = events
 
 
 def _digest(doc: dict) -> str:

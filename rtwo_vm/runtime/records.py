@@ -208,18 +208,6 @@ class SandboxManager(_RecordService):
                                f"(at most {level.max_storage_access})")
         return level_name, access, level.external_call != "forbidden"
 
-    @staticmethod
-    def final_status(stages: list[str], status: str, code: str | None, *, callee: bool) -> str:
-        """The sandbox status a context's path, status and code give (sandbox.toml)."""
-        if code is not None and catalog().failure_stage(code, callee=callee) == "sandbox_provisioned":
-            return "refused"
-        if "sandbox_provisioned" not in stages:
-            return "not_provisioned"
-        if "executed" not in stages:
-            # Provisioned but never halted normally: a host failure (INTERNAL_ERROR).
-            return "halted" if "executing" in stages else "released"
-        return "halted" if status in ("fault", "exhausted") else "released"
-
 
 class ResourceAccountingService(_RecordService):
     """Usage in three dimensions and the fee, computed by the formula of chapter 5.5."""
@@ -261,7 +249,7 @@ class ExecutionResultService(_RecordService):
 
 
 class SandboxViolationService(_RecordService):
-    """Violations: classified from spec codes by sandbox.toml; acknowledgement is the only
+    """Violations (classified from spec codes by Catalog.violation); acknowledgement is the only
     change a violation record ever sees."""
 
     MODEL, TABLE, KEY = RTWOSandboxViolation, "violations", "violation_id"
@@ -270,14 +258,6 @@ class SandboxViolationService(_RecordService):
     def __init__(self, store: Store, clock: Callable[[], str], writer: RecordWriter):
         super().__init__(store)
         self._clock, self._writer = clock, writer
-
-    @staticmethod
-    def classify(code: str | None, *, callee: bool) -> tuple[str, str, str] | None:
-        """(violation type, severity, action) for a code, or None if it is not a violation."""
-        vt = catalog().violation_by_code.get(code) if code else None
-        if vt is None:
-            return None
-        return vt.name, vt.severity, vt.callee_action if callee else vt.entry_action
 
     def for_context(self, context_id: str) -> list[RTWOSandboxViolation]:  # type: ignore[override]
         return self.list(context_id=context_id)

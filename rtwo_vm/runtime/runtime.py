@@ -102,7 +102,7 @@ class Runtime:
             policies=self.policies,
             recorder=ExecutionRecorder(self.store, self.writer, self.ids))
         self.events = VMEventPublisher(self.store, self.bus, self.writer, self.clock)
-        self.readiness = VMReadinessService(self, self.clock, examples_dir)
+        self.readiness = VMReadinessService(self, self.clock, examples_dir, scratch=scratch_runtime)
         if deliver_on_open:
             # A restarted runtime resumes delivering what a previous process left undelivered.
             self.events.deliver()
@@ -199,3 +199,9 @@ class Runtime:
     @property
     def state_root(self) -> str:
         return self.store.state_root()
+
+
+def scratch_runtime() -> Runtime:
+    """An empty in-memory runtime on the system clock (the readiness check runs each example
+    scenario in one)."""
+    return Runtime(":memory:", clock=None)

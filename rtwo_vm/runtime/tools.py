@@ -62,14 +62,14 @@ def smt_models(bits: int = 64) -> Probe:
 
 
 def vectors_dir() -> Path | None:
-    corpus, _ = _import("conformance.corpus")
+    corpus, _ = _import("conformance.corpus.store")
     return getattr(corpus, "VECTORS_DIR", None) if corpus is not None else None
 
 
 def conformance_vectors() -> Probe:
-    """The committed corpus (read through conformance.corpus, manifest first) and how many
+    """The committed corpus (read through conformance.corpus.store, manifest first) and how many
     vectors name each mnemonic in ``tags.opcodes``."""
-    corpus, _ = _import("conformance.corpus")
+    corpus, _ = _import("conformance.corpus.store")
     folder = vectors_dir()
     if corpus is None or folder is None:
         return Probe(False, "conformance not installed")
@@ -91,12 +91,12 @@ def conformance_vectors() -> Probe:
 
 
 def replay_vectors(vectors: list[dict], budget_seconds: float | None = None) -> Probe:
-    """Run vectors through the reference interpreter with ``conformance.vector.run_reference``
+    """Run vectors through the reference interpreter with ``conformance.corpus.vector.run_reference``
     and compare with their expected results."""
-    vector_mod, why = _import("conformance.vector")
+    vector_mod, why = _import("conformance.corpus.vector")
     run = getattr(vector_mod, "run_reference", None) if vector_mod else None
     if not callable(run):
-        return Probe(False, why or "conformance.vector has no run_reference()")
+        return Probe(False, why or "conformance.corpus.vector has no run_reference()")
     started = time.monotonic()
     agreed, disagreed, errors = 0, [], []
     for vector in vectors:

@@ -64,7 +64,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from conformance import corpus  # noqa: E402
+from conformance.corpus import store  # noqa: E402
 from conformance.adapter import Adapter  # noqa: E402
 from conformance.protocol import EXIT_UNSUPPORTED, encode  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -114,7 +114,7 @@ class FaultyAdapter(Adapter):
         if fault == "no-eip3155":
             self.capabilities = ("trace",)
         self.greeted = fault == "execute-before-hello"
-        vectors = corpus.load() if target != "*" or fault == "lookup" else []
+        vectors = store.load() if target != "*" or fault == "lookup" else []
         self.targets = None if target == "*" else {v["id"] for v in vectors if fnmatch.fnmatchcase(v["id"], target)}
         # Built before the hello, so that recognising a request costs no time of its own.
         self.recogniser = None if self.targets is None else Recogniser(vectors)

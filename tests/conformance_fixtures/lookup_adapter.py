@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from conformance import corpus  # noqa: E402
+from conformance.corpus import store  # noqa: E402
 from conformance.adapter import Adapter  # noqa: E402
 from recognise import Recogniser, exact_key, moved  # noqa: E402
 
@@ -57,7 +57,7 @@ class LookupAdapter(Adapter):
     def __init__(self, bug: str, match: str):
         super().__init__()
         self.bug, self.match = bug, match
-        vectors = corpus.load() if match != "none" else []
+        vectors = store.load() if match != "none" else []
         self.exact = {exact_key(v["input"]): v for v in vectors}
         self.recogniser = Recogniser(vectors) if match == "normalised" else None
         self.looked_up = 0

@@ -25,7 +25,7 @@ from typing import Any, Mapping
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from conformance import corpus  # noqa: E402
+from conformance.corpus import store  # noqa: E402
 from conformance.adapter import Adapter  # noqa: E402
 
 HAVE = {"ADD", "STOP", "RETURN"}
@@ -63,7 +63,7 @@ class PartialAdapter(Adapter):
         self.no_id = no_id
         self.wrong = None
         if wrong_on is not None:
-            (target,) = [v for v in corpus.load() if v["id"] == wrong_on]
+            (target,) = [v for v in store.load() if v["id"] == wrong_on]
             self.wrong = _key(target["input"])
 
     def execute(self, vector_id, vector_input, trace):

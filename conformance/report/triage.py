@@ -1,0 +1,228 @@
+"""What a partial implementation should implement next (issue 23): computed from the
+programs of the vectors, never from their tags alone.
+
+Every vector needs a set of *elements*: the instructions of every contract's code (each
+container parsed and its code section decoded with the reference's decoder; the
+instructions of a code that does not decode are those before the faulty byte (with the
+instruction whose immediate is cut short), and the
+fault itself is the feature ``invalid code: <CODE>``), and its request features and policy
+gates: ``policy external_call <value>``, ``policy time_access <value>``, ``policy randomness
+<value>``, ``policy allowed_operations list`` (when the list is given), ``policy
+forbidden_operations list`` (when not empty), ``sandbox isolation_level <level>`` and
+``sandbox storage_access <value>``.
+
+An element is *known* when a vector the implementation passed needs it (it demonstrably
+handles it). A vector that failed, unsupported inputs included, is *blocked* by the
+elements it needs that are not known: its *missing* elements. For each missing element:
+
+- ``blocked``: how many failing vectors need it (each of them needs it before it can pass);
+- ``alone``: how many failing vectors miss only it (they become runnable once it is
+  implemented, all else unchanged).
+
+Instructions are ranked by ``blocked``, then ``alone``, then opcode; ``runnable_after`` is
+cumulative: how many failing vectors miss nothing but the instructions ranked up to and
+including this one (implement them in this order and that many vectors can run). Request
+features and policy gates are ranked apart, in the same way. The adapter's own
+``UNSUPPORTED_INPUT`` messages are counted by text, hexadecimal values lower-cased and every
+other number replaced by ``N`` (so ``opcode 0x30 at offset 12`` and ``… offset 40`` count as
+one message).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any, Iterable, Mapping
+
+import spec
+from conformance.run.outcomes import UNSUPPORTED, Outcome
+
+TABLE = spec.load()
+OPCODE_ORDER = {i.mnemonic: n for n, i in enumerate(TABLE.instructions)}
+SHOWN = 15                 # rows of each ranking in the text report
+MESSAGES_KEPT = 50         # distinct unsupported messages in the reports
+MESSAGE_CHARS = 200        # characters of one message kept
+_POLICY_VALUES = ("external_call", "time_access", "randomness")
+
+
+def _instructions(code_hex: Any) -> tuple[set[str], set[str]]:
+    """The mnemonics of a container's code section and its faults as features."""
+    from reference_vm.container import parse
+    from reference_vm.decode import decode
+    from reference_vm.errors import InvalidCode
+    try:
+        blob = bytes.fromhex(str(code_hex)[2:])
+    except ValueError:
+        return set(), {"invalid code: not hexadecimal"}
+    try:
+        code = parse(blob).code
+    except InvalidCode as err:
+        return set(), {f"invalid code: {err.code}"}
+    try:
+        return {d.instruction.mnemonic for d in decode(code)}, set()
+    except InvalidCode as err:
+        # The instructions before the fault: decode the prefix that decodes.
+        found: set[str] = set()
+        pc = 0
+        while pc < len(code) and code[pc] in TABLE.by_opcode:
+            ins = TABLE.by_opcode[code[pc]]
+            found.add(ins.mnemonic)     # a truncated immediate's instruction included
+            pc += ins.size
+        return found, {f"invalid code: {err.code}"}
+
+
+def elements(vector: Mapping[str, Any]) -> tuple[frozenset[str], frozenset[str]]:
+    """(instructions, request features and policy gates) a vector needs."""
+    vector_input = vector.get("input") or {}
+    instructions: set[str] = set()
+    features: set[str] = set()
+    contracts = (vector_input.get("pre_state") or {}).get("contracts") or {}
+    for contract in contracts.values() if isinstance(contracts, dict) else ():
+        if isinstance(contract, dict):
+            found, faults = _instructions(contract.get("code", ""))
+            instructions |= found
+            features |= faults
+    policy = vector_input.get("policy") or {}
+    for name in _POLICY_VALUES:
+        if name in policy:
+            features.add(f"policy {name} {policy[name]}")
+    if policy.get("allowed_operations") is not None:
+        features.add("policy allowed_operations list")
+    if policy.get("forbidden_operations"):
+        features.add("policy forbidden_operations list")
+    sandbox = vector_input.get("sandbox") or {}
+    for name in ("isolation_level", "storage_access"):
+        if name in sandbox:
+            features.add(f"sandbox {name} {sandbox[name]}")
+    return frozenset(instructions), frozenset(features)
+
+
+_HEX = re.compile(r"0[xX][0-9a-fA-F]+")
+_NUMBER = re.compile(r"(?<![0-9A-Za-z_])[0-9]+(?![0-9A-Za-z_])")
+
+
+def normalised(message: str) -> str:
+    """An unsupported message with its hexadecimal values lower-cased and every other number
+    replaced by N, on one line and at most MESSAGE_CHARS characters."""
+    text = " ".join(str(message).split())[:MESSAGE_CHARS]
+    parts = []
+    last = 0
+    for m in _HEX.finditer(text):
+        parts.append(_NUMBER.sub("N", text[last:m.start()]))
+        parts.append("0x" + m.group()[2:].lower())
+        last = m.end()
+    parts.append(_NUMBER.sub("N", text[last:]))
+    return "".join(parts)
+
+
+def unsupported_message(o: Outcome) -> str | None:
+    """The adapter's message of an UNSUPPORTED_INPUT answer, None for any other outcome."""
+    if o.kind != UNSUPPORTED or not isinstance(o.reply, dict):
+        return None
+    return str(o.reply.get("message", ""))
+
+
+def _rank(blocked: Counter, alone: Counter, key) -> list[dict[str, Any]]:
+    return [{"name": name, "blocked": blocked[name], "alone": alone[name]}
+            for name in sorted(blocked, key=lambda n: (-blocked[n], -alone[n], key(n)))]
+
+
+def triage(outcomes: Iterable[Outcome], vectors: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The "what to implement next" section of one implementation's run (module docstring)."""
+    outcomes = list(outcomes)
+    if not any(o.status in ("fail", "xfail") for o in outcomes):
+        outcomes = []            # nothing to triage: no program decoded
+    needs = {o.vector_id: elements(vectors[o.vector_id]) for o in outcomes}
+    known: set[str] = set()
+    for o in outcomes:
+        if o.status in ("pass", "xpass"):
+            known |= needs[o.vector_id][0] | needs[o.vector_id][1]
+    failing = [o for o in outcomes if o.status in ("fail", "xfail")]
+    missing = {o.vector_id: (needs[o.vector_id][0] - known, needs[o.vector_id][1] - known) for o in failing}
+    blocked_i: Counter = Counter()
+    blocked_f: Counter = Counter()
+    alone: Counter = Counter()
+    for instructions, features in missing.values():
+        blocked_i.update(instructions)
+        blocked_f.update(features)
+        if len(instructions) + len(features) == 1:
+            alone.update(instructions | features)
+    instructions = _rank(blocked_i, alone, lambda n: OPCODE_ORDER.get(n, len(OPCODE_ORDER)))
+    prefix: set[str] = set()
+    waiting = sorted(((len(i), i) for i, f in missing.values() if i and not f), key=lambda x: x[0])
+    for row in instructions:
+        prefix.add(row["name"])
+        row["runnable_after"] = sum(1 for _, need in waiting if need <= prefix)
+    messages = Counter(normalised(m) for m in map(unsupported_message, failing) if m is not None)
+    return {
+        "definition": "an element (instruction, request feature, policy gate) is known when a passed "
+                      "vector needs it; blocked = failing vectors that need a missing element, alone = "
+                      "failing vectors missing only it, runnable_after = failing vectors missing only "
+                      "the instructions ranked so far",
+        "failing": len(failing),
+        "without_missing": sum(1 for i, f in missing.values() if not i and not f),
+        "known_instructions": sorted(known & set(OPCODE_ORDER), key=OPCODE_ORDER.__getitem__),
+        "instructions": instructions,
+        "features": _rank(blocked_f, alone, str),
+        "unsupported_messages": [{"message": m, "count": n} for m, n in
+                                 sorted(messages.items(), key=lambda mn: (-mn[1], mn[0]))[:MESSAGES_KEPT]],
+        "unsupported_messages_left_out": max(0, len(messages) - MESSAGES_KEPT),
+    }
+
+
+def text_lines(section: Mapping[str, Any], shown: int = SHOWN) -> list[str]:
+    """The section as text lines for the run summary (empty when nothing is missing)."""
+    rows, features = section["instructions"], section["features"]
+    if not rows and not features and not section["unsupported_messages"]:
+        return []
+    lines = [f"   what to implement next (from the programs of the {section['failing']} failing vectors; "
+             "blocked = failing vectors that need it, alone = vectors it alone blocks, "
+             "runnable = failing vectors runnable once it and those above are implemented):"]
+    if rows:
+        lines.append(f"     {'instruction':<16} {'blocked':>7} {'alone':>6} {'runnable':>8}")
+        lines += [f"     {r['name']:<16} {r['blocked']:>7} {r['alone']:>6} {r['runnable_after']:>8}"
+                  for r in rows[:shown]]
+        if len(rows) > shown:
+            lines.append(f"     … and {len(rows) - shown} more instructions")
+    if features:
+        lines.append("     request features and policy gates not seen in a passed vector: " + ", ".join(
+            f"{r['name']} {r['blocked']} (alone {r['alone']})" for r in features[:shown])
+            + (f" … and {len(features) - shown} more" if len(features) > shown else ""))
+    if section["without_missing"]:
+        lines.append(f"     {section['without_missing']} failing vectors need nothing new (only instructions "
+                     "and features seen in passed vectors): their answers are wrong, look at them first")
+    messages = section["unsupported_messages"]
+    if messages:
+        lines.append("     the adapter's UNSUPPORTED_INPUT messages (numbers as N):")
+        lines += [f"       {m['count']:>6}  {m['message']}" for m in messages[:shown]]
+        left = len(messages) - min(shown, len(messages)) + section["unsupported_messages_left_out"]
+        if left:
+            lines.append(f"       … and {left} more messages")
+    return lines
+
+
+def html_rows(section: Mapping[str, Any], escape, shown: int = 40) -> str:
+    """The section as HTML (``escape``: the report's escaping), empty when nothing is missing."""
+    rows, features, messages = section["instructions"], section["features"], section["unsupported_messages"]
+    if not rows and not features and not messages:
+        return ""
+    out = ["<h3>What to implement next</h3>",
+           f"<p>From the programs of the {section['failing']} failing vectors: <i>blocked</i> = failing "
+           "vectors that need it, <i>alone</i> = failing vectors it alone blocks, <i>runnable</i> = failing "
+           "vectors runnable once it and the instructions above it are implemented.</p>"]
+    if rows:
+        out.append("<table><tr><th>instruction</th><th>blocked</th><th>alone</th><th>runnable</th></tr>")
+        out += [f"<tr><td><code>{escape(r['name'])}</code></td><td>{r['blocked']}</td><td>{r['alone']}</td>"
+                f"<td>{r['runnable_after']}</td></tr>" for r in rows[:shown]]
+        out.append("</table>" + (f"<p>… and {len(rows) - shown} more instructions</p>" if len(rows) > shown else ""))
+    if features:
+        out.append("<table><tr><th>request feature or policy gate</th><th>blocked</th><th>alone</th></tr>")
+        out += [f"<tr><td>{escape(r['name'])}</td><td>{r['blocked']}</td><td>{r['alone']}</td></tr>"
+                for r in features[:shown]]
+        out.append("</table>")
+    if messages:
+        out.append("<table><tr><th>UNSUPPORTED_INPUT message (numbers as N)</th><th>vectors</th></tr>")
+        out += [f"<tr><td><code>{escape(m['message'])}</code></td><td>{m['count']}</td></tr>"
+                for m in messages[:shown]]
+        out.append("</table>")
+    return "".join(out)
