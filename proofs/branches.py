@@ -46,8 +46,9 @@ def _operand(s, ins, name: str):
 
 # Memory ranges an instruction reads or writes, as (start operand, length operand or a
 # constant byte count; "W" is the word size), by the signature's names.
-_OFFSET_LENGTH = [("offset", "length")]
-MEMORY_RANGES = {
+Range = tuple[str, "str | int"]
+_OFFSET_LENGTH: list[Range] = [("offset", "length")]
+MEMORY_RANGES: dict[str, list[Range]] = {
     "MLOAD": [("offset", "W")], "MSTORE": [("offset", "W")],
     "MLOAD8": [("offset", 1)], "MSTORE8": [("offset", 1)],
     "MCOPY": [("dst", "length"), ("src", "length")],
