@@ -216,11 +216,18 @@ GENERIC = {"stack_effect": stack_effect, "cost": cost, "halts_exactly": halts_ex
            "deterministic": deterministic}
 
 
+# Instructions whose semantics depend on the word width beyond the word itself: a PUSH's
+# immediate is wider than an 8-bit word and is then reduced modulo 2^W (6.2); their stack
+# effect is also stated at 8 bits.
+REDUCED = {ins.mnemonic for ins in SPEC.instructions if ins.type == "stack" and ins.immediate_size}
+
+
 def opcode_theorems(bits: tuple[int, ...] = (64,)) -> list[Theorem]:
     out = []
     for ins in SPEC.instructions:
         for name, builder in GENERIC.items():
-            out.append(Theorem(name, ins.mnemonic, bits,
+            widths = (8,) + bits if name == "stack_effect" and ins.mnemonic in REDUCED else bits
+            out.append(Theorem(name, ins.mnemonic, widths,
                                lambda b, model=None, m=ins.mnemonic, f=builder: f(m, b, model)))
     return out
 
