@@ -22,6 +22,7 @@ per distinct unit (``baseline``): a unit that does not pass unmutated gives no v
 from __future__ import annotations
 
 import importlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -148,28 +149,35 @@ class BaselineFailed(RuntimeError):
 
 
 def run(mutants: Sequence[Mutant], timeout: float = 600.0, baseline: bool = True,
-        progress: Callable[[int, int, Verdict], None] | None = None) -> Result:
+        progress: Callable[[int, int, Verdict], None] | None = None, jobs: int = 1) -> Result:
+    """Every mutant's verdict, in the order given. ``jobs`` units run at a time (each in a
+    process of its own; a verdict depends on its mutant and unit alone, not on what runs
+    beside it). Each distinct unit first runs unmutated (``baseline``)."""
     listed = {**{k: ("equivalent", v) for k, v in equivalent().items()},
               **{k: ("unreachable", v) for k, v in unreachable().items()}}
-    passed: set[tuple[str, ...]] = set()
-    out = Result()
-    for index, mutant in enumerate(mutants):
-        opcodes = unit(mutant)
-        if mutant.id in listed:
-            status, reason = listed[mutant.id]
-            verdict = Verdict(mutant, status, "reason", reason, opcodes)
-        else:
-            if baseline and opcodes not in passed:
-                status, how, detail = judge(isolate.run_unit(None, opcodes, timeout))
+    units = [unit(m) for m in mutants]
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        if baseline:
+            needed = sorted({u for m, u in zip(mutants, units) if m.id not in listed})
+            for opcodes, result in zip(needed, pool.map(
+                    lambda u: isolate.run_unit(None, u, timeout), needed)):
+                status, how, detail = judge(result)
                 if status != "survived":
                     raise BaselineFailed(f"the unmutated unit {' '.join(opcodes)} does not pass: "
                                          f"{how}: {detail}")
-                passed.add(opcodes)
-            status, how, detail = judge(isolate.run_unit(mutant, opcodes, timeout))
-            verdict = Verdict(mutant, status, how, detail, opcodes)
-        out.verdicts.append(verdict)
-        if progress:
-            progress(index + 1, len(mutants), verdict)
+
+        def verdict(index: int) -> Verdict:
+            mutant, opcodes = mutants[index], units[index]
+            if mutant.id in listed:
+                status, reason = listed[mutant.id]
+                return Verdict(mutant, status, "reason", reason, opcodes)
+            return Verdict(mutant, *judge(isolate.run_unit(mutant, opcodes, timeout)), opcodes)
+
+        out = Result()
+        for index, v in enumerate(pool.map(verdict, range(len(mutants)))):
+            out.verdicts.append(v)
+            if progress:
+                progress(index + 1, len(mutants), v)
     return out
 
 
@@ -202,7 +210,7 @@ SCORE_FILE = __import__("pathlib").Path(__file__).resolve().parent / "score.json
 
 
 def command(modules: tuple[str, ...], limit: int | None, timeout: float, record_score: bool,
-            emit: Callable[[str], None] = print) -> int:
+            emit: Callable[[str], None] = print, jobs: int = 1) -> int:
     """``rtwo-vm prove --strength``: exit 0 when the score reaches the target (or nothing was
     counted), 1 below it; a ValueError (bad module, stale reason) is the caller's bad input."""
     import json
@@ -216,7 +224,7 @@ def command(modules: tuple[str, ...], limit: int | None, timeout: float, record_
              and i not in known]
     if stale:
         raise ValueError(f"stale reason for {stale[0]} (names no mutant of its module)")
-    result = run(chosen, timeout, progress=lambda done, total, v: emit(
+    result = run(chosen, timeout, jobs=jobs, progress=lambda done, total, v: emit(
         f"[{done}/{total}] {v.status} {v.mutant.id} ({' '.join(v.opcodes)})"))
     for line in lines(result):
         emit(line)

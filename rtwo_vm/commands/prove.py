@@ -44,7 +44,8 @@ def register(subparsers) -> None:
                         "bitwuzla (wall clock only), z3 (no re-check)")
     p.add_argument("--budgets", metavar="FILE",
                    help="solver budgets file (default proofs/budgets.toml)")
-    p.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
+    p.add_argument("--jobs", type=int, default=2,
+                   help="worker processes (default 2; with --strength: mutants' units at a time)")
     p.add_argument("--timeout", type=float, metavar="SECONDS",
                    help="wall-clock safety net per query (default: budgets file); hitting it "
                         "is reported as timeout")
@@ -84,11 +85,13 @@ def _cmd_strength(args) -> int:
                        "--theorems or --width")
     if args.limit is not None and not 1 <= args.limit <= 100_000:
         raise CliError("--limit must be 1..100000")
+    if not 1 <= args.jobs <= 64:
+        raise CliError("--jobs must be 1..64")
     if args.timeout is not None and not (math.isfinite(args.timeout) and 0 < args.timeout < 1e6):
         raise CliError("--timeout must be a finite number of seconds above 0")
     try:
         return run.command(tuple(args.strength_modules or ()), args.limit, args.timeout or 1800.0,
-                           args.record)
+                           args.record, jobs=args.jobs)
     except (ValueError, run.BaselineFailed) as err:
         raise CliError(f"--strength: {err}") from None
 
