@@ -1,0 +1,179 @@
+"""Solver queries of the symbolic executor, under deterministic budgets.
+
+Every query is a conjunction of path conditions (and, for claims, a negated claim) solved by
+z3 with a resource limit in z3's own work units (``rlimit``; ``[config.symbolic]`` of
+``proofs/budgets.toml``), never a time limit: an undecided query is ``unknown`` and the
+query is named in the verdict. The budgets file's ``wall_seconds`` is a safety net only; a
+query that hits it is ``timeout``, reported as such.
+
+SHA-256 over symbolic bytes and the random stream of a symbolic seed are uninterpreted
+function symbols in the models (proofs/instructions/hash.py, context.py). A model of a query
+may give them values SHA-256 does not. ``consistent_model`` repairs that the way the models'
+axioms allow: for each application whose arguments the model fixes, the instance of axiom 2
+(its value is SHA-256 of those bytes) is added — a true statement, so adding it loses no
+input — and the query is solved again, until the model agrees with SHA-256 everywhere (a
+witness) or the query becomes unsatisfiable (the path needs a hash no input gives: it is not
+feasible after all).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import z3
+
+from proofs import solvers
+from proofs.instructions.context import random_value
+from proofs.words import SPEC, width
+
+SAT, UNSAT, UNKNOWN, TIMEOUT = solvers.SAT, solvers.UNSAT, solvers.UNKNOWN, solvers.TIMEOUT
+CONFIG = "symbolic"
+MAX_ROUNDS = 24           # axiom instances added before a witness search gives up (unknown)
+COUNTER_SIZE = SPEC.schedule["randomness"]["counter_size"]
+SEED_SIZE = SPEC.schedule["randomness"]["seed_size"]
+W = width()
+
+
+def budget(rlimit: int | None = None, budgets: str | None = None) -> tuple[int, float]:
+    """(rlimit per query, wall-clock safety net in seconds) from the budgets file."""
+    loaded = solvers.load(budgets)
+    config = loaded.configs.get(CONFIG) or loaded.configs["z3"]
+    return (rlimit or config.rlimit, loaded.wall_seconds)
+
+
+@dataclass
+class Stats:
+    queries: int = 0
+    unknown: int = 0
+    timeout: int = 0
+    rlimit_spent: int = 0
+    undecided: list = field(default_factory=list)   # names of the queries left unknown
+
+
+class Solver:
+    """Fresh z3 solver per query: an answer depends on the query alone, not on the order in
+    which paths were explored."""
+
+    def __init__(self, rlimit: int | None = None, budgets: str | None = None):
+        self.rlimit, self.wall = budget(rlimit, budgets)
+        self.stats = Stats()
+        self._seen = 0
+
+    def _solver(self, optimize: bool = False):
+        s = z3.Optimize() if optimize else z3.Solver()
+        s.set("rlimit", self.rlimit)
+        s.set("timeout", int(self.wall * 1000))
+        return s
+
+    def _count(self, s) -> None:
+        """Work units of the last query: z3's count is the context's running total."""
+        stats = s.statistics()
+        total = stats.get_key_value("rlimit count") if "rlimit count" in stats.keys() else 0
+        self.stats.rlimit_spent += max(0, total - self._seen)
+        self._seen = max(self._seen, total)
+
+    def check(self, conds, name: str = "") -> tuple[str, z3.ModelRef | None]:
+        s = self._solver()
+        s.add(*conds)
+        answer = str(s.check())
+        self.stats.queries += 1
+        self._count(s)
+        if answer == SAT:
+            return SAT, s.model()
+        if answer == UNSAT:
+            return UNSAT, None
+        # z3 names a spent rlimit "max. resource limit exceeded"; the safety net "timeout".
+        status = TIMEOUT if "timeout" in s.reason_unknown() else UNKNOWN
+        if status == UNKNOWN:
+            self.stats.unknown += 1
+        else:
+            self.stats.timeout += 1
+        if name:
+            self.stats.undecided.append(f"{name}: {status}")
+        return status, None
+
+    def consistent_model(self, conds, apps, name: str = "") -> tuple[str, z3.ModelRef | None]:
+        """A model of ``conds`` in which every SHA-256 and random-stream application in
+        ``apps`` has its true value; UNSAT when none exists; UNKNOWN when the budget or
+        MAX_ROUNDS ran out."""
+        extra: list = []
+        for _ in range(MAX_ROUNDS):
+            status, model = self.check(list(conds) + extra, name)
+            if status != SAT or not apps:
+                return status, model
+            wrong = [found for found in (axiom_instance(model, a) for a in apps)
+                     if found is not None]
+            if not wrong:
+                return SAT, model
+            extra += [instance for instance, _ in wrong]
+            # First keep the arguments the model chose (then each application's value is
+            # forced to the true one); only if the path needs other arguments, search on.
+            pinned = extra + [z3.And(pins) for _, pins in wrong]
+            status, model = self.check(list(conds) + pinned, name)
+            if status == SAT and all(axiom_instance(model, a) is None for a in apps):
+                return SAT, model
+        if name:
+            self.stats.undecided.append(f"{name}: no model consistent with SHA-256 after "
+                                        f"{MAX_ROUNDS} rounds")
+        return UNKNOWN, None
+
+    def bounds(self, conds, term) -> tuple[int | None, int | None]:
+        """The least and greatest value of a bit-vector ``term`` (unsigned) under ``conds``;
+        None for a bound the budget did not settle."""
+        out = []
+        for goal in ("minimize", "maximize"):
+            opt = self._solver(optimize=True)
+            opt.add(*conds)
+            handle = getattr(opt, goal)(term)
+            self.stats.queries += 1
+            answer = str(opt.check())
+            self._count(opt)
+            if answer != SAT:
+                out.append(None)
+                continue
+            value = handle.value()
+            out.append(value.as_long() if z3.is_bv_value(value) or z3.is_int_value(value) else None)
+        return out[0], out[1]
+
+
+def value(model: z3.ModelRef, term) -> int:
+    v = model.eval(term, model_completion=True)
+    if z3.is_true(v):
+        return 1
+    if z3.is_false(v):
+        return 0
+    return v.as_long()
+
+
+def is_abstract(term) -> bool:
+    """An application of the SHA-256 or random-stream function symbol."""
+    return z3.is_app(term) and term.decl().kind() == z3.Z3_OP_UNINTERPRETED and \
+        term.decl().name().startswith(("sha256_w", "random_word_w"))
+
+
+def axiom_instance(model: z3.ModelRef, app) -> tuple | None:
+    """(the axiom-2 instance ``app`` violates in ``model``, the equalities fixing its
+    arguments to the model's), or None when the model agrees."""
+    name = app.decl().name()
+    if name.startswith("random_word_w"):
+        seed, k = value(model, app.arg(0)), value(model, app.arg(1))
+        true = random_value(W, z3.BitVecVal(seed, 8 * SEED_SIZE), z3.BitVecVal(k, W.counter_bits))
+        if value(model, app) == z3.simplify(true).as_long():
+            return None
+        pins = [app.arg(0) == seed, app.arg(1) == k]
+        return z3.Implies(z3.And(pins), app == true), pins
+    array, size, src, length = (app.arg(i) for i in range(4))
+    z, s, n = value(model, size), value(model, src), value(model, length)
+    sort = src.sort()
+    content, fixed = bytearray(), [size == z, src == s, length == n]
+    for j in range(n):
+        index = z3.BitVecVal(s + j, sort.size())
+        byte = value(model, array[index]) if s + j < z else 0
+        content.append(byte)
+        if s + j < z:
+            fixed.append(array[index] == byte)
+    digest = int.from_bytes(hashlib.sha256(bytes(content)).digest(), "little")
+    if value(model, app) == digest:
+        return None
+    return z3.Implies(z3.And(fixed), app == z3.BitVecVal(digest, app.sort().size())), fixed
