@@ -25,6 +25,7 @@ import z3
 
 from proofs import solvers
 from proofs.instructions.context import random_value
+from proofs.symbolic.integers import as_bitvectors
 from proofs.words import SPEC, width
 
 SAT, UNSAT, UNKNOWN, TIMEOUT = solvers.SAT, solvers.UNSAT, solvers.UNKNOWN, solvers.TIMEOUT
@@ -75,7 +76,7 @@ class Solver:
 
     def check(self, conds, name: str = "") -> tuple[str, z3.ModelRef | None]:
         s = self._solver()
-        s.add(*conds)
+        s.add(*(as_bitvectors(conds) or conds))
         answer = str(s.check())
         self.stats.queries += 1
         self._count(s)
