@@ -143,7 +143,8 @@ def symbolic_text(exploration, replays, verdicts, written, file: str, ranges: bo
     statuses: dict = {}
     for e in ends:
         statuses[e.outcome] = statuses.get(e.outcome, 0) + 1
-    lines = [f"symbolic {file} at {hex(exploration.setup.entry)}: {len(ends)} paths ("
+    lines = [f"symbolic {file} at {hex(exploration.setup.entry)}: {len(ends)} "
+             f"path{'s' if len(ends) != 1 else ''} ("
              + ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())) + f"), {len(cuts)} "
              f"cut by bounds" + (f" ({', '.join(exploration.bounds_hit)})" if cuts else "")]
     head = (f"  {'path':>4}  {'outcome':<24} {'output':<36} {'changes':>7} {'events':>6} "
@@ -172,7 +173,9 @@ def symbolic_text(exploration, replays, verdicts, written, file: str, ranges: bo
                              for a, s in sorted(w.storage.items()) if s)
                          + (f", block time {hex(w.block_time)}"
                             if exploration.setup.time_symbolic else ""))
-            lines.append(f"  claim: {_short(v.claim, 160)}  =  false")
+            end = exploration.ends[v.path]
+            claim = v.claim if v.claim != "false" else f"the path ends in {end.outcome}"
+            lines.append(f"  claim: {_short(claim, 160)}  =  false")
             for term, value in v.evaluated[:8]:
                 lines.append(f"  {_short(term, 90)}  =  {value}")
             res = v.replay.actual
@@ -217,7 +220,7 @@ def equivalence_text(result, a: str, b: str, written) -> str:
                              f"{hex(k)}: {hex(v)}" for k, v in sorted(s.items())) + "}"
                          for x, s in sorted(w.storage.items()) if s))
         for label, res in zip(("A", "B"), result.results):
-            shown = {f: res.get(f) for f in ("status", "error", "output")}
+            shown = {f: res.get(f) for f in ("status", "error", "output", *result.differing)}
             lines.append(f"  {label} on it: " + json.dumps(shown, sort_keys=True))
         lines.append(f"  they differ in: {', '.join(result.differing)}")
     if written:

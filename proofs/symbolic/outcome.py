@@ -132,7 +132,7 @@ def number(solver: Solver, conds, term, ranges: bool):
     if not ranges:
         return "symbolic"
     low, high = solver.bounds(list(conds), term)
-    return [low, high]
+    return low if low is not None and low == high else [low, high]
 
 
 def word_text(term) -> str:

@@ -153,17 +153,13 @@ def is_abstract(term) -> bool:
         term.decl().name().startswith(("sha256_w", "random_word_w"))
 
 
-def axiom_instance(model: z3.ModelRef, app) -> tuple | None:
-    """(the axiom-2 instance ``app`` violates in ``model``, the equalities fixing its
-    arguments to the model's), or None when the model agrees."""
-    name = app.decl().name()
-    if name.startswith("random_word_w"):
+def true_value(model, app) -> tuple[int, list]:
+    """(the value axiom 2 gives ``app`` at the arguments ``model`` gives it, the equalities
+    fixing those arguments): SHA-256 of the bytes, or the random stream's word."""
+    if app.decl().name().startswith("random_word_w"):
         seed, k = value(model, app.arg(0)), value(model, app.arg(1))
         true = random_value(W, z3.BitVecVal(seed, 8 * SEED_SIZE), z3.BitVecVal(k, W.counter_bits))
-        if value(model, app) == z3.simplify(true).as_long():
-            return None
-        pins = [app.arg(0) == seed, app.arg(1) == k]
-        return z3.Implies(z3.And(pins), app == true), pins
+        return z3.simplify(true).as_long(), [app.arg(0) == seed, app.arg(1) == k]
     array, size, src, length = (app.arg(i) for i in range(4))
     z, s, n = value(model, size), value(model, src), value(model, length)
     sort = src.sort()
@@ -174,7 +170,13 @@ def axiom_instance(model: z3.ModelRef, app) -> tuple | None:
         content.append(byte)
         if s + j < z:
             fixed.append(array[index] == byte)
-    digest = int.from_bytes(hashlib.sha256(bytes(content)).digest(), "little")
-    if value(model, app) == digest:
+    return int.from_bytes(hashlib.sha256(bytes(content)).digest(), "little"), fixed
+
+
+def axiom_instance(model: z3.ModelRef, app) -> tuple | None:
+    """(the axiom-2 instance ``app`` violates in ``model``, the equalities fixing its
+    arguments to the model's), or None when the model agrees."""
+    true, pins = true_value(model, app)
+    if value(model, app) == true:
         return None
-    return z3.Implies(z3.And(fixed), app == z3.BitVecVal(digest, app.sort().size())), fixed
+    return z3.Implies(z3.And(pins), app == z3.BitVecVal(true, app.sort().size())), pins

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from dataclasses import dataclass, field
+from typing import Callable
 
 import z3
 
@@ -58,6 +59,7 @@ class Setup:
     max_steps: int = DEFAULT_MAX_STEPS
     rlimit: int | None = None               # per query; None: budgets.toml [config.symbolic]
     prefix: str = ""                        # variable names (equivalence: shared inputs)
+    assume: Callable | None = None          # assume(inputs) -> constraints on the inputs
 
     def __post_init__(self) -> None:
         if self.entry not in self.codes:
@@ -141,7 +143,7 @@ class Inputs:
     caller: z3.BitVecRef
     call_data: Bytes
     call_data_length: z3.BitVecRef
-    call_data_array: z3.ArrayRef
+    call_data_array: z3.ArrayRef | None     # None when the call data is fixed
     storage: dict                  # address -> the array of its storage before the call
     block_time: z3.BitVecRef
     seed: z3.BitVecRef
@@ -156,11 +158,11 @@ def make_inputs(setup: Setup) -> Inputs:
         cs.append(caller == W.wval(setup.caller))
     if setup.call_data is not None:
         data = concrete_bytes(W, setup.call_data)
-        length, array = data.length, z3.K(z3.BitVecSort(W.counter_bits), z3.BitVecVal(0, 8))
+        length, bytes_array = data.length, None
     else:
         length = W.counter(f"{p}call_data_len")
-        array = z3.Array(f"{p}call_data", z3.BitVecSort(W.counter_bits), z3.BitVecSort(8))
-        data = array_bytes(length, array)
+        bytes_array = z3.Array(f"{p}call_data", z3.BitVecSort(W.counter_bits), z3.BitVecSort(8))
+        data = array_bytes(length, bytes_array)
         cs.append(z3.ULE(length, W.cval(setup.max_calldata)))
     storage = {}
     for address in sorted(setup.codes):
@@ -178,8 +180,11 @@ def make_inputs(setup: Setup) -> Inputs:
         seed = z3.BitVec(f"{p}seed", 8 * SEED_SIZE)
     else:
         seed = z3.BitVecVal(int.from_bytes(setup.seed or bytes(SEED_SIZE), "little"), 8 * SEED_SIZE)
-    return Inputs(caller, data, length, array,
-                  storage, time, seed, tuple(cs))
+    inputs = Inputs(caller, data, length, bytes_array, storage, time, seed, tuple(cs))
+    if setup.assume is not None:
+        inputs = dataclasses.replace(inputs, constraints=inputs.constraints + tuple(
+            setup.assume(inputs)))
+    return inputs
 
 
 def zero_window() -> tuple:
