@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 import z3
 
 from proofs import execute
-from proofs.machine import RUNNING, SUCCESS, WINDOW, Branch, Memory, base_memory
+from proofs.machine import RUNNING, SUCCESS, WINDOW, Branch, Memory, State, base_memory
 from proofs.instructions.hash import digest_of
 from proofs.symbolic import outcome
 from proofs.symbolic.solve import SAT, UNSAT, Solver, is_abstract
@@ -46,7 +46,7 @@ class StopExploration(Exception):
 
 @dataclass(frozen=True)
 class Path:
-    state: object
+    state: State
     conds: tuple                  # path condition conjuncts (the setup's constraints first)
     world: dict                   # address -> storage (the running frame's is in state)
     records: tuple = ()           # outcome.Record, in the order calls started
@@ -65,7 +65,7 @@ class Path:
 @dataclass(frozen=True)
 class FrameEnd:
     status: str                   # success, reverted or an outcome code
-    state: object
+    state: State
     path: Path
 
 
@@ -83,6 +83,7 @@ class Exploration:
     cuts: list = field(default_factory=list)
     solver: Solver | None = None
     codes: dict = field(default_factory=dict)
+    refuted: int = 0              # paths dropped: infeasible once SHA-256 takes its values
 
     @property
     def bounds_hit(self) -> list[str]:
@@ -149,9 +150,16 @@ class Explorer:
             tuple(self.inputs.constraints), (), ()))
 
     def _finish(self, end: FrameEnd) -> None:
+        s, p = end.state, end.path
+        if p.apps:
+            # Kept so far because the hash (or random word) it depends on was free: a path no
+            # input follows once they take their true values is dropped, and counted.
+            status, _ = self.solver.consistent_model(p.conds, p.apps, "a path through SHA-256")
+            if status == UNSAT:
+                self.result.refuted += 1
+                return
         if len(self.result.ends) >= self.setup.max_paths:
             raise StopExploration
-        s, p = end.state, end.path
         ok = end.status == SUCCESS
         status, error = (end.status, None) if end.status in (SUCCESS, "reverted") else (
             SPEC.errors[end.status].kind, end.status)
@@ -248,9 +256,10 @@ class Explorer:
     def _note(self, code: Code, p: Path, mnemonic: str) -> Path:
         """Record the storage keys the witness must give values to."""
         s = p.state
-        if mnemonic == "SLOAD" and const(s.height) >= 1:
+        height = const(s.height) or 0
+        if mnemonic == "SLOAD" and height >= 1:
             return replace(p, keys=p.keys + ((code.address, z3.simplify(s.stack[0])),))
-        if mnemonic == "SSTORE" and const(s.height) >= 2:
+        if mnemonic == "SSTORE" and height >= 2:
             key = (code.address, z3.simplify(s.stack[1]))
             return replace(p, keys=p.keys + (key,), written=p.written + (key,))
         return p
@@ -270,7 +279,7 @@ class Explorer:
             return p
         if mnemonic == "RANDOM":
             app = z3.simplify(b.state.stack[0])
-        elif mnemonic == "SHA256" and const(s.height) >= 3:
+        elif mnemonic == "SHA256" and (const(s.height) or 0) >= 3:
             ln, sr = W.widen(s.stack[0]), W.widen(s.stack[1])
             try:
                 app = digest_of(W, s.memory, sr, ln)
@@ -278,9 +287,12 @@ class Explorer:
                 return p
         else:
             return p
-        if is_abstract(app) and all(a.get_id() != app.get_id() for a in p.apps):
-            return replace(p, apps=p.apps + (app,))
-        return p
+        # Both forms: the term as built (in memory, output) and as simplified (in the path
+        # condition, whose conjuncts are simplified).
+        found = [a for a in (app, z3.simplify(app)) if is_abstract(a)]
+        new = tuple(a for n, a in enumerate(found) if all(
+            b.get_id() != a.get_id() for b in p.apps + tuple(found[:n])))
+        return replace(p, apps=p.apps + new) if new else p
 
 
 def merged(candidates) -> list:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import z3
 
+from proofs.evaluate import compile_term
 from proofs.machine import Bytes
 from proofs.symbolic.solve import Solver, value
 from proofs.words import SPEC
@@ -71,14 +72,22 @@ class End:
         return self.error or self.status
 
 
-def read_bytes(model: z3.ModelRef, data: Bytes) -> bytes:
+def read_bytes(model, data: Bytes) -> bytes:
+    """The bytes of ``data`` in ``model``: the read term at a free index is evaluated once
+    (the index left free) and compiled to a Python function of the index
+    (proofs.evaluate.compile_term), evaluated at each index; a term it does not handle is
+    evaluated index by index."""
     n = value(model, data.length)
     if n == 0:
         return b""
     j = z3.BitVec("outcome_index", data.length.size())
     term = data.read(j)
-    return bytes(value(model, z3.substitute(term, (j, z3.BitVecVal(i, j.size()))))
-                 for i in range(n))
+    try:
+        read = compile_term(z3.simplify(model.eval(term, model_completion=False)), [j])
+        return bytes(read(i) for i in range(n))
+    except NotImplementedError:
+        return bytes(value(model, z3.substitute(term, (j, z3.BitVecVal(i, j.size()))))
+                     for i in range(n))
 
 
 def concretise(end: End, model: z3.ModelRef) -> dict:

@@ -32,6 +32,7 @@ or hangs is a one-line error before anything is explored.
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import json
 import os
@@ -218,7 +219,7 @@ class Call:
         return z3.BV2Int(word)
 
     @staticmethod
-    def word(value: int) -> z3.BitVecRef:
+    def word(value: builtins.int) -> z3.BitVecRef:
         return W.wval(value)
 
     def any_key(self, name: str = "k") -> z3.BitVecRef:
@@ -226,7 +227,7 @@ class Call:
         self._fresh += 1
         return z3.BitVec(f"{name}__{self._fresh}", W.bits)
 
-    def unchanged_except(self, *keys, address: int | None = None) -> z3.BoolRef:
+    def unchanged_except(self, *keys, address: builtins.int | None = None) -> z3.BoolRef:
         """Every slot of the contract (default: the called one) but ``keys`` keeps its value."""
         k = self.any_key("other_slot")
         pre = self.pre.storage if address is None else self.pre.storage_at(address)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import z3
 
 from proofs import solvers
+from proofs.evaluate import constant
 from proofs.instructions.context import random_value
 from proofs.symbolic.integers import as_bitvectors
 from proofs.words import SPEC, width
@@ -74,9 +75,11 @@ class Solver:
         self.stats.rlimit_spent += max(0, total - self._seen)
         self._seen = max(self._seen, total)
 
-    def check(self, conds, name: str = "") -> tuple[str, z3.ModelRef | None]:
+    def check(self, conds, name: str = "", integers: bool = False) -> tuple[str, z3.ModelRef | None]:
+        """``integers``: the conditions may hold integer arithmetic (a property's claims),
+        solved as bit-vectors that cannot overflow (integers.py)."""
         s = self._solver()
-        s.add(*(as_bitvectors(conds) or conds))
+        s.add(*((as_bitvectors(conds) or conds) if integers else conds))
         answer = str(s.check())
         self.stats.queries += 1
         self._count(s)
@@ -94,26 +97,33 @@ class Solver:
             self.stats.undecided.append(f"{name}: {status}")
         return status, None
 
-    def consistent_model(self, conds, apps, name: str = "") -> tuple[str, z3.ModelRef | None]:
+    def consistent_model(self, conds, apps, name: str = "",
+                         integers: bool = False) -> tuple[str, object]:
         """A model of ``conds`` in which every SHA-256 and random-stream application in
-        ``apps`` has its true value; UNSAT when none exists; UNKNOWN when the budget or
-        MAX_ROUNDS ran out."""
+        ``apps`` (in path order) has its true value, as a ``Consistent`` model; UNSAT when
+        none exists; UNKNOWN when the budget or MAX_ROUNDS ran out."""
         extra: list = []
         for _ in range(MAX_ROUNDS):
-            status, model = self.check(list(conds) + extra, name)
+            status, model = self.check(list(conds) + extra, name, integers)
             if status != SAT or not apps:
                 return status, model
-            wrong = [found for found in (axiom_instance(model, a) for a in apps)
-                     if found is not None]
-            if not wrong:
-                return SAT, model
-            extra += [instance for instance, _ in wrong]
-            # First keep the arguments the model chose (then each application's value is
-            # forced to the true one); only if the path needs other arguments, search on.
-            pinned = extra + [z3.And(pins) for _, pins in wrong]
-            status, model = self.check(list(conds) + pinned, name)
-            if status == SAT and all(axiom_instance(model, a) is None for a in apps):
-                return SAT, model
+            values, instances, pins = [], [], []
+            for app in apps:
+                true, fixed = true_value(Consistent(model, values), app)
+                agrees = numeral(model, app) == true
+                values.append((app, z3.BitVecVal(true, app.sort().size())))
+                if not agrees:
+                    instances.append(z3.Implies(z3.And(fixed), values[-1][0] == values[-1][1]))
+                    pins += fixed
+            if not instances:
+                return SAT, Consistent(model, values)
+            extra += instances
+            # First keep the arguments this model chose: with the instances, each
+            # application then has its true value in the next model; only if the path
+            # needs other arguments, search on.
+            status, pinned = self.check(list(conds) + extra + pins, name, integers)
+            if status == SAT:
+                return SAT, Consistent(pinned, values)
         if name:
             self.stats.undecided.append(f"{name}: no model consistent with SHA-256 after "
                                         f"{MAX_ROUNDS} rounds")
@@ -138,13 +148,37 @@ class Solver:
         return out[0], out[1]
 
 
-def value(model: z3.ModelRef, term) -> int:
+class Consistent:
+    """A model with the true values of the SHA-256 and random-stream applications it was
+    made consistent with: evaluation replaces each application by its value first (the
+    latest first: it may hold earlier ones in its arguments), so a term whose function
+    symbol z3 cannot apply in the model (a digest of memory read through a lambda) still
+    evaluates — to what the model, which satisfies the axiom instances, makes it."""
+
+    def __init__(self, model, values):
+        self.model, self.values = model, list(values)
+
+    def eval(self, term, model_completion: bool = True):
+        for app, v in reversed(self.values):
+            term = z3.substitute(term, (app, v))
+        return self.model.eval(term, model_completion=model_completion)
+
+
+def numeral(model, term) -> int | None:
+    """The value of ``term`` in ``model`` (true / false as 1 / 0), None when z3 leaves it
+    unevaluated."""
     v = model.eval(term, model_completion=True)
-    if z3.is_true(v):
-        return 1
-    if z3.is_false(v):
-        return 0
-    return v.as_long()
+    found = constant(v.ctx, v.as_ast())      # a bit-vector numeral or true / false
+    if found is not None:
+        return found
+    return v.as_long() if z3.is_int_value(v) else None
+
+
+def value(model, term) -> int:
+    v = numeral(model, term)
+    if v is None:
+        raise ValueError(f"no value in the model: {str(term)[:120]}")
+    return v
 
 
 def is_abstract(term) -> bool:
@@ -171,12 +205,3 @@ def true_value(model, app) -> tuple[int, list]:
         if s + j < z:
             fixed.append(array[index] == byte)
     return int.from_bytes(hashlib.sha256(bytes(content)).digest(), "little"), fixed
-
-
-def axiom_instance(model: z3.ModelRef, app) -> tuple | None:
-    """(the axiom-2 instance ``app`` violates in ``model``, the equalities fixing its
-    arguments to the model's), or None when the model agrees."""
-    true, pins = true_value(model, app)
-    if value(model, app) == true:
-        return None
-    return z3.Implies(z3.And(pins), app == z3.BitVecVal(true, app.sort().size())), pins

@@ -32,7 +32,7 @@ class Verdict:
     bounds: list = field(default_factory=list)
     undecided: list = field(default_factory=list)
     path: int | None = None               # the counterexample's path
-    replay: object = None                 # witness.Replay of the counterexample
+    replay: witnesses.Replay | None = None   # the counterexample's replay
     claim: str = ""
     evaluated: list = field(default_factory=list)   # (text, value) of the claim's parts
 
@@ -69,7 +69,7 @@ def check(exploration, prop: Property, solver: Solver | None = None) -> Verdict:
     except PropertyError as err:
         return Verdict(prop.name, "error", prop.note, str(err))
     base = list(exploration.inputs.constraints)
-    status, _ = solver.check(base + premises, f"{prop.name}: pre-conditions")
+    status, _ = solver.check(base + premises, f"{prop.name}: pre-conditions", integers=True)
     if status == UNSAT:
         v.verdict, v.detail = "vacuous", "the pre-conditions contradict each other"
         return v
@@ -87,7 +87,8 @@ def check(exploration, prop: Property, solver: Solver | None = None) -> Verdict:
                 continue
             name = f"{prop.name} on path {end.index}"
             status, model = solver.consistent_model(
-                tuple(end.conds) + tuple(premises) + (z3.Not(claim),), end.apps, name)
+                tuple(end.conds) + tuple(premises) + (z3.Not(claim),), end.apps, name,
+                integers=True)
             if status == UNSAT:
                 continue
             if status != SAT:
@@ -113,7 +114,7 @@ def _finish(exploration, solver: Solver, v: Verdict, premises) -> Verdict:
             continue
         if cut.conds:
             status, _ = solver.check(list(cut.conds) + list(premises),
-                                     f"{v.name}: a path cut by {cut.bound}")
+                                     f"{v.name}: a path cut by {cut.bound}", integers=True)
             if status == UNSAT:
                 continue
         v.bounds.append(cut.bound)
