@@ -110,6 +110,7 @@ def symbolic_json(exploration, replays, verdicts, written, code: int, ranges: bo
         "contract": hex(exploration.setup.entry),
         "paths": [_path_json(exploration, e, r, ranges) for e, r in zip(exploration.ends, replays)],
         "cuts": len(exploration.cuts), "bounds_hit": exploration.bounds_hit,
+        "dropped_after_sha256": exploration.refuted,
         "witnesses": _replay_counts(replays),
         "properties": [v.to_json() for v in verdicts],
         "vectors": written,
@@ -149,6 +150,9 @@ def symbolic_text(exploration, replays, verdicts, written, file: str, ranges: bo
              f"cut by bounds" + (f" ({', '.join(exploration.bounds_hit)})" if cuts else "")]
     head = (f"  {'path':>4}  {'outcome':<24} {'output':<36} {'changes':>7} {'events':>6} "
             f"{'compute':>11} {'fee':>13}  witness on the reference")
+    if exploration.refuted:
+        lines[0] += (f"; {exploration.refuted} more dropped: no input follows them once SHA-256 "
+                     "takes its true values")
     lines += [head, "  " + "-" * (len(head) - 2)]
     for end, r in zip(ends, replays):
         d = describe(end, exploration.solver, ranges)
@@ -172,7 +176,8 @@ def symbolic_text(exploration, replays, verdicts, written, file: str, ranges: bo
                              f"{hex(k)}: {hex(x)}" for k, x in sorted(s.items())) + "}"
                              for a, s in sorted(w.storage.items()) if s)
                          + (f", block time {hex(w.block_time)}"
-                            if exploration.setup.time_symbolic else ""))
+                            if exploration.setup.time_symbolic else "")
+                         + (f", seed 0x{w.seed.hex()}" if exploration.setup.seed_symbolic else ""))
             end = exploration.ends[v.path]
             claim = v.claim if v.claim != "false" else f"the path ends in {end.outcome}"
             lines.append(f"  claim: {_short(claim, 160)}  =  false")
@@ -206,7 +211,8 @@ def equivalence_json(result, written) -> dict:
 def equivalence_text(result, a: str, b: str, written) -> str:
     lines = [f"equivalence {a} {b}: {result.verdict}",
              f"  compared: {', '.join(result.fields)}",
-             f"  paths: {result.paths[0]} of A, {result.paths[1]} of B; {result.pairs} pairs, "
+             f"  paths: {result.paths[0]} of A, {result.paths[1]} of B; {result.pairs} "
+             f"pair{'s' if result.pairs != 1 else ''} compared, "
              f"{result.queries} solver queries"]
     if result.bounds:
         lines.append(f"  bounds hit: {', '.join(result.bounds)}")

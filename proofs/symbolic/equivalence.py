@@ -109,7 +109,8 @@ def compare(setup_a, setup_b, fields=FIELDS, solver: Solver | None = None) -> Eq
                 continue
             name = f"paths A{a.index} and B{b.index}"
             status, model = solver.consistent_model(
-                tuple(a.conds) + tuple(b.conds) + (differ,), a.apps + b.apps, name)
+                tuple(a.conds) + tuple(b.conds) + (differ,), a.apps + b.apps, name,
+                prefer=witnesses.preferred(xa))
             out.queries += 1
             if status == UNSAT:
                 continue

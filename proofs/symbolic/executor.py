@@ -17,6 +17,7 @@ times in one frame stops being followed: ``--loop-bound``), the number of paths
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field, replace
 
 import z3
@@ -32,6 +33,7 @@ from proofs.symbolic.world import (
 from proofs.words import SPEC
 
 ZERO = z3.BitVecVal(0, W.counter_bits)
+STATE_FIELDS = dataclasses.fields(State)
 METERS = ("compute", "pages_live", "pages_peak", "storage_units", "reads", "writes",
           "new_slots", "random_counter")
 
@@ -300,7 +302,10 @@ def merged(candidates) -> list:
     ADD's 'exact' and 'wraps') as one branch: the path does not fork on them."""
     groups: dict = {}
     for b, p in candidates:
-        groups.setdefault((id(b.state), b.status), []).append((b, p))
+        # execute.step gives each branch a state of its own (its next pc set), holding the
+        # very same component objects when the model's cases share one state
+        key = (b.status, id(p)) + tuple(id(getattr(b.state, f.name)) for f in STATE_FIELDS)
+        groups.setdefault(key, []).append((b, p))
     out = []
     for same in groups.values():
         b, p = same[0]

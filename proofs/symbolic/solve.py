@@ -75,11 +75,27 @@ class Solver:
         self.stats.rlimit_spent += max(0, total - self._seen)
         self._seen = max(self._seen, total)
 
-    def check(self, conds, name: str = "", integers: bool = False) -> tuple[str, z3.ModelRef | None]:
+    def check(self, conds, name: str = "", integers: bool = False,
+              prefer=()) -> tuple[str, z3.ModelRef | None]:
         """``integers``: the conditions may hold integer arithmetic (a property's claims),
-        solved as bit-vectors that cannot overflow (integers.py)."""
+        solved as bit-vectors that cannot overflow (integers.py). ``prefer``: terms to make
+        as small as possible, in order (a witness's call data length: short vectors); when
+        that optimisation is undecided the plain query answers."""
+        conds = (as_bitvectors(conds) or conds) if integers else list(conds)
+        if prefer:
+            opt = self._solver(optimize=True)
+            opt.add(*conds)
+            for term in prefer:
+                opt.minimize(term)
+            answer = str(opt.check())
+            self.stats.queries += 1
+            self._count(opt)
+            if answer == SAT:
+                return SAT, opt.model()
+            if answer == UNSAT:
+                return UNSAT, None
         s = self._solver()
-        s.add(*((as_bitvectors(conds) or conds) if integers else conds))
+        s.add(*conds)
         answer = str(s.check())
         self.stats.queries += 1
         self._count(s)
@@ -97,14 +113,14 @@ class Solver:
             self.stats.undecided.append(f"{name}: {status}")
         return status, None
 
-    def consistent_model(self, conds, apps, name: str = "",
-                         integers: bool = False) -> tuple[str, object]:
+    def consistent_model(self, conds, apps, name: str = "", integers: bool = False,
+                         prefer=()) -> tuple[str, object]:
         """A model of ``conds`` in which every SHA-256 and random-stream application in
         ``apps`` (in path order) has its true value, as a ``Consistent`` model; UNSAT when
         none exists; UNKNOWN when the budget or MAX_ROUNDS ran out."""
         extra: list = []
         for _ in range(MAX_ROUNDS):
-            status, model = self.check(list(conds) + extra, name, integers)
+            status, model = self.check(list(conds) + extra, name, integers, prefer)
             if status != SAT or not apps:
                 return status, model
             values, instances, pins = [], [], []
@@ -121,7 +137,7 @@ class Solver:
             # First keep the arguments this model chose: with the instances, each
             # application then has its true value in the next model; only if the path
             # needs other arguments, search on.
-            status, pinned = self.check(list(conds) + extra + pins, name, integers)
+            status, pinned = self.check(list(conds) + extra + pins, name, integers, prefer)
             if status == SAT:
                 return SAT, Consistent(pinned, values)
         if name:

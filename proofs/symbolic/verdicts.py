@@ -88,7 +88,7 @@ def check(exploration, prop: Property, solver: Solver | None = None) -> Verdict:
             name = f"{prop.name} on path {end.index}"
             status, model = solver.consistent_model(
                 tuple(end.conds) + tuple(premises) + (z3.Not(claim),), end.apps, name,
-                integers=True)
+                integers=True, prefer=witnesses.preferred(exploration))
             if status == UNSAT:
                 continue
             if status != SAT:

@@ -90,11 +90,18 @@ def replay_model(exploration, end: outcome.End, model: z3.ModelRef, extra_keys=(
     return Replay("disagrees" if found else "agrees", witness, expected, actual, found, model)
 
 
+def preferred(exploration) -> tuple:
+    """What a witness keeps small: the call data's length (short vectors)."""
+    length = exploration.inputs.call_data_length
+    return () if z3.is_bv_value(length) else (length,)
+
+
 def replay(exploration, end: outcome.End, solver: Solver, extra_conds=(), extra_keys=(),
            name: str = "") -> Replay:
     """Find a witness of ``end`` (under ``extra_conds`` too) and replay it."""
     status, model = solver.consistent_model(tuple(end.conds) + tuple(extra_conds), end.apps,
-                                            name or f"witness of path {end.index}")
+                                            name or f"witness of path {end.index}",
+                                            prefer=preferred(exploration))
     if status == UNSAT:
         return Replay("no witness: infeasible once SHA-256 and the random stream take their "
                       "true values")

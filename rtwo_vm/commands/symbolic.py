@@ -29,7 +29,7 @@ RUN_LIKE = (
     ("--storage", dict(action="append", metavar="KEY=VALUE",
                        help="pin a slot of CONTRACT (default: every slot symbolic)")),
     ("--concrete-storage", dict(action="store_true", dest="concrete_storage",
-                                help="every slot not pinned is zero, as in `rtwo-vm run`")),
+                                help="every slot not pinned is zero, as in rtwo-vm run")),
     ("--compute", dict(help="compute limit")),
     ("--memory-pages", dict(dest="memory_pages", help="memory limit in pages")),
     ("--storage-units", dict(dest="storage_units", help="storage limit in units")),
