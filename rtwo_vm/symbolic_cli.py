@@ -8,6 +8,7 @@ its own (the same parsers: hostile input gets one line and exit 2).
 
 from __future__ import annotations
 
+import ctypes
 import json
 import sys
 from pathlib import Path
@@ -74,6 +75,12 @@ def setup_of(args, file: str | None = None):
         rlimit=args.rlimit)
 
 
+def _reason(err: Exception) -> str:
+    if isinstance(err, (RecursionError, ctypes.ArgumentError)):
+        return "a term of the path is too deep for Python's stack (a very long path)"
+    return str(err).splitlines()[0][:200]
+
+
 def _solver(args):
     from proofs.symbolic.solve import Solver
     return Solver(args.rlimit, args.budgets)
@@ -109,8 +116,8 @@ def symbolic(args) -> int:
         exploration = explore(setup, solver)
         replays = report.replay_all(exploration, solver)
         verdicts = [check(exploration, p, solver) for p in props]
-    except ModelError as err:
-        print(f"rtwo-vm: symbolic: could not run: {err}", file=sys.stderr)
+    except (ModelError, RecursionError, ctypes.ArgumentError) as err:
+        print(f"rtwo-vm: symbolic: could not run: {_reason(err)}", file=sys.stderr)
         return EXIT_COULD_NOT_RUN
     disagreements = [r for r in replays if r.status == "disagrees"]
     name = Path(args.file).stem
@@ -158,8 +165,8 @@ def equivalence(args) -> int:
     _output_dir(args.vectors, "--vectors")
     try:
         result = compare(setup_a, setup_b, fields, _solver(args))
-    except ModelError as err:
-        print(f"rtwo-vm: equivalence: could not run: {err}", file=sys.stderr)
+    except (ModelError, RecursionError, ctypes.ArgumentError) as err:
+        print(f"rtwo-vm: equivalence: could not run: {_reason(err)}", file=sys.stderr)
         return EXIT_COULD_NOT_RUN
     written = None
     if result.verdict == "different":

@@ -192,3 +192,43 @@ def test_equivalence_proves_the_optimised_max_and_refutes_the_unsigned_one():
     signed = lambda v: v - (1 << 64) if v >> 63 else v  # noqa: E731
     assert wrong.results[0]["output"] == "0x" + max(a, b, key=signed).to_bytes(8, "little").hex()
     assert wrong.results[1]["output"] == "0x" + max(a, b).to_bytes(8, "little").hex()
+
+
+MANY_WRITES = """
+    push 0
+again:
+    dup1
+    dup1
+    mstore              ; memory[i, i + 8) = i
+    push 8
+    add
+    dup1
+    push 800
+    ltu
+    jumpi again         ; 100 writes: memory is made one array again every 48 writes
+    pop
+    push 0
+    calldataload
+    push 0xff
+    and
+    mload               ; a word at a symbolic offset below 256
+    push 0
+    swap1
+    mstore              ; memory[0, 8) = that word
+    push 0
+    push 800
+    return
+"""
+
+
+def test_memory_after_many_writes_reads_the_bytes_written():
+    x = explore(Setup(0x100, {0x100: assemble(MANY_WRITES)}, max_calldata=1))
+    assert not x.cuts and [e.status for e in x.ends] == ["success"]
+    r = replay(x, x.ends[0], x.solver)
+    assert r.status == "agrees"
+    out = bytes.fromhex(r.actual["output"][2:])
+    assert len(out) == 800 and all(int.from_bytes(out[i:i + 8], "little") == i
+                                   for i in range(8, 800, 8))
+    written = b"".join(i.to_bytes(8, "little") for i in range(0, 800, 8))
+    offset = (r.witness.call_data + bytes(1))[0]
+    assert out[:8] == written[offset:offset + 8]

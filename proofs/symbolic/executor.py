@@ -34,6 +34,9 @@ from proofs.words import SPEC
 
 ZERO = z3.BitVecVal(0, W.counter_bits)
 STATE_FIELDS = dataclasses.fields(State)
+FLATTEN_AFTER = 48               # memory writes before memory is made one array again
+WRITES_MEMORY = frozenset({"MSTORE", "MSTORE8", "MCOPY", "CALLDATACOPY", "DATACOPY",
+                           "RETURNDATACOPY", "SHA256"})
 METERS = ("compute", "pages_live", "pages_peak", "storage_units", "reads", "writes",
           "new_slots", "random_counter")
 
@@ -59,6 +62,7 @@ class Path:
     steps: int = 0
     flags: tuple = ()
     pcs: tuple = ()               # offsets of this frame's instructions, in order
+    memory_writes: int = 0        # writes since this frame's memory was last an array
 
     def with_conds(self, new) -> "Path":
         return replace(self, conds=self.conds + tuple(new))
@@ -204,6 +208,12 @@ class Explorer:
                 branches = execute.step(s, mnemonic, imm_term)
                 kept = self.feasible([(b, p) for b in branches], one_step=True)
                 kept = [(b, self._abstract(q, s, mnemonic, b)) for b, q in kept]
+                if mnemonic in WRITES_MEMORY:
+                    kept = [(_flattened(b), replace(q, memory_writes=q.memory_writes + 1))
+                            if q.memory_writes + 1 >= FLATTEN_AFTER else
+                            (b, replace(q, memory_writes=q.memory_writes + 1)) for b, q in kept]
+                    kept = [(b, replace(q, memory_writes=0)) if q.memory_writes >= FLATTEN_AFTER
+                            else (b, q) for b, q in kept]
             forked = len(kept) > 1
             if forked:
                 visits = dict(p.visits)
@@ -295,6 +305,19 @@ class Explorer:
         new = tuple(a for n, a in enumerate(found) if all(
             b.get_id() != a.get_id() for b in p.apps + tuple(found[:n])))
         return replace(p, apps=p.apps + new) if new else p
+
+
+def _flattened(b):
+    """The branch with its memory as one array (a lambda over the read function): each write
+    wraps the read function in another closure, and reading through hundreds of them would
+    exhaust Python's stack. The same bytes at every index."""
+    if b.status != RUNNING:
+        return b
+    memory = b.state.memory
+    i = z3.BitVec("memory_index", W.counter_bits)
+    array = z3.Lambda([i], memory.read(i))
+    return Branch(b.label, b.status, b.cond,
+                  b.state.replace(memory=base_memory(W, memory.pages, array)))
 
 
 def merged(candidates) -> list:

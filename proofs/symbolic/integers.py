@@ -13,6 +13,8 @@ is left as it is (``None``).
 
 from __future__ import annotations
 
+import ctypes
+
 import z3
 
 MAX_BITS = 1024
@@ -84,13 +86,15 @@ def as_bitvectors(formulas) -> list | None:
     """The formulas with integer arithmetic as bit-vectors; None when some integer term is
     not of the bounded kind (then solve the formulas as they are)."""
     has: dict = {}
-    if not any(_has_int(f, has) for f in formulas):
-        return list(formulas)
     try:
+        if not any(_has_int(f, has) for f in formulas):
+            return list(formulas)
         width = _width(formulas)
         memo: dict = {}
         return [_rewrite(f, width, memo, has) for f in formulas]
-    except Unsupported:
+    except (Unsupported, RecursionError, ctypes.ArgumentError):
+        # too deep for these recursive walks (ctypes reports a RecursionError raised in an
+        # argument conversion as an ArgumentError): solved as it is
         return None
 
 

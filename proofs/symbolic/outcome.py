@@ -9,6 +9,7 @@ fixes it and as a [least, greatest] range otherwise.
 
 from __future__ import annotations
 
+import ctypes
 from dataclasses import dataclass
 
 import z3
@@ -85,7 +86,9 @@ def read_bytes(model, data: Bytes) -> bytes:
     try:
         read = compile_term(z3.simplify(model.eval(term, model_completion=False)), [j])
         return bytes(read(i) for i in range(n))
-    except NotImplementedError:
+    except (NotImplementedError, RecursionError, ctypes.ArgumentError):
+        # a term the compiler does not handle, or too deep for its recursion (ctypes reports
+        # a RecursionError raised inside an argument conversion as an ArgumentError)
         return bytes(value(model, z3.substitute(term, (j, z3.BitVecVal(i, j.size()))))
                      for i in range(n))
 
