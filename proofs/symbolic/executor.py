@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 import z3
 
 from proofs import execute
-from proofs.machine import RUNNING, SUCCESS, WINDOW, Branch, Memory, State, base_memory
+from proofs.machine import RUNNING, SUCCESS, Branch, Memory, State, base_memory
 from proofs.instructions.hash import digest_of
 from proofs.symbolic import outcome
 from proofs.symbolic.solve import SAT, UNSAT, Solver, is_abstract
@@ -196,6 +196,7 @@ class Explorer:
                 self.result.cuts.append(Cut(f"max-steps {self.setup.max_steps}", p.conds))
                 continue
             mnemonic, imm = code.at[pc]
+            outputs = SPEC.by_mnemonic[mnemonic].outputs
             p = replace(p, steps=p.steps + 1, pcs=p.pcs + (pc,))
             if mnemonic == "CALL":
                 candidates = self.calls.step(code, p)
@@ -230,7 +231,7 @@ class Explorer:
                         f"loop bound {self.setup.loop_bound} at pc {pc} of {code.address:#x}",
                         q.conds))
                 else:
-                    successors.append(replace(q, state=normalise(b.state)))
+                    successors.append(replace(q, state=normalise(b.state, p.state, outputs)))
             work.extend(reversed(successors))
 
     def feasible(self, candidates, one_step: bool) -> list:
@@ -339,19 +340,28 @@ def merged(candidates) -> list:
     return out
 
 
-def normalise(s):
+def normalise(s, before, fresh: int):
     """Constant pc and heights, the stack and return stack cut to their heights (with the
-    window below), the new values and the meters simplified."""
+    window below), and what the step made simplified: the top ``fresh`` stack items (the
+    ones it pushed; the rest are the previous state's, simplified already), the return
+    stack, and each meter it changed (an unchanged one is the very same term)."""
     pc = z3.simplify(s.pc)
     height, rheight = const(s.height), const(s.rheight)
     if not z3.is_bv_value(pc) or height is None or rheight is None:
         raise ModelError("a symbolic pc or stack height")
-    stack = tuple(z3.simplify(v) for v in s.stack[:height]) + zero_window()
+    fresh = min(fresh, height)
+    stack = tuple(z3.simplify(v) for v in s.stack[:fresh]) + tuple(s.stack[fresh:height])
+    if len(stack) < height:
+        raise ModelError("the stack lost items below the window")
     rstack = tuple(z3.simplify(v) for v in s.rstack[:rheight]) + (ZERO, ZERO)
-    meters = {n: z3.simplify(getattr(s, n)) for n in METERS}
-    memory = Memory(z3.simplify(s.memory.pages), s.memory.read, s.memory.hash_key)
-    return s.replace(pc=pc, height=z3.simplify(s.height), stack=stack[:height + WINDOW],
-                     rheight=z3.simplify(s.rheight), rstack=rstack, memory=memory, **meters)
+    meters = {n: z3.simplify(getattr(s, n)) for n in METERS
+              if getattr(s, n) is not getattr(before, n)}
+    pages = s.memory.pages
+    memory = s.memory if pages is before.memory.pages else Memory(
+        z3.simplify(pages), s.memory.read, s.memory.hash_key)
+    return s.replace(pc=pc, height=z3.BitVecVal(height, W.counter_bits),
+                     stack=stack + zero_window(), rheight=z3.BitVecVal(rheight, W.counter_bits),
+                     rstack=rstack, memory=memory, **meters)
 
 
 def explore(setup: Setup, solver: Solver | None = None) -> Exploration:

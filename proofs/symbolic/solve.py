@@ -82,7 +82,7 @@ class Solver:
         as small as possible, in order (a witness's call data length: short vectors); when
         that optimisation is undecided the plain query answers."""
         conds = (as_bitvectors(conds) or conds) if integers else list(conds)
-        if prefer:
+        if prefer and not quantified(conds):
             opt = self._solver(optimize=True)
             opt.add(*conds)
             for term in prefer:
@@ -148,6 +148,8 @@ class Solver:
     def bounds(self, conds, term) -> tuple[int | None, int | None]:
         """The least and greatest value of a bit-vector ``term`` (unsigned) under ``conds``;
         None for a bound the budget did not settle."""
+        if quantified(conds):           # z3's optimiser does not take lambdas (memory arrays)
+            return None, None
         out = []
         for goal in ("minimize", "maximize"):
             opt = self._solver(optimize=True)
@@ -162,6 +164,17 @@ class Solver:
             value = handle.value()
             out.append(value.as_long() if z3.is_bv_value(value) or z3.is_int_value(value) else None)
         return out[0], out[1]
+
+
+_QUANTIFIERS = z3.Probe("has-quantifiers")
+
+
+def quantified(conds) -> bool:
+    """Whether the conditions hold a binder (a lambda: memory read as an array), which z3's
+    optimiser refuses."""
+    goal = z3.Goal()
+    goal.add(*conds)
+    return _QUANTIFIERS(goal) > 0
 
 
 class Consistent:
