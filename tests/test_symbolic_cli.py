@@ -181,3 +181,24 @@ def test_a_property_that_raises_while_checked_could_not_run(capsys):
     code, out, _ = run(capsys, "symbolic", str(EX / "counter.rasm"), "--properties",
                        "props.py")
     assert code == 3 and "property bad: error" in out and "ZeroDivisionError" in out
+
+
+def test_the_same_command_gives_the_same_report_under_any_hash_seed(tmp_path):
+    """Verdicts, witnesses, vectors and work units do not depend on the process (each query
+    is solved by a fresh solver under a work-unit budget; nothing iterates a hashed set)."""
+    import os
+    import subprocess
+    import sys
+    outputs = []
+    for seed in ("1", "2"):
+        done = subprocess.run(
+            [sys.executable, "-m", "rtwo_vm.cli", "symbolic", str(EX / "token.rasm"),
+             "--properties", str(EX / "token_properties.py"), "--json",
+             "--counterexamples", str(tmp_path / seed)],
+            capture_output=True, text=True, timeout=300, cwd=tmp_path,
+            env={**os.environ, "PYTHONHASHSEED": seed})
+        assert done.returncode == 1, done.stderr
+        doc = json.loads(done.stdout)
+        doc["vectors"] = None       # the folder names differ; their contents are compared
+        outputs.append((doc, (tmp_path / seed / "symbolic.jsonl").read_text()))
+    assert outputs[0] == outputs[1]
