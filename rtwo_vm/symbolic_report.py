@@ -91,9 +91,9 @@ def write_corpus(directory: str, vectors: list[dict]) -> dict:
 
 # -- symbolic -------------------------------------------------------------------------------
 
-def _path_json(exploration, end, replay, ranges: bool) -> dict:
+def _path_json(exploration, end, replay, ranges: bool, names: dict) -> dict:
     from proofs.symbolic.outcome import describe
-    doc = describe(end, exploration.solver, ranges)
+    doc = describe(end, exploration.solver, ranges, names)
     doc["path"] = end.index
     doc["replay"] = replay.status
     doc["witness"] = replay.witness.to_json() if replay.witness else None
@@ -105,10 +105,13 @@ def _path_json(exploration, end, replay, ranges: bool) -> dict:
 
 
 def symbolic_json(exploration, replays, verdicts, written, code: int, ranges: bool) -> dict:
+    from proofs.symbolic.outcome import input_names
     stats = exploration.solver.stats
+    names = input_names(exploration)
     return {
         "contract": hex(exploration.setup.entry),
-        "paths": [_path_json(exploration, e, r, ranges) for e, r in zip(exploration.ends, replays)],
+        "paths": [_path_json(exploration, e, r, ranges, names)
+                  for e, r in zip(exploration.ends, replays)],
         "cuts": len(exploration.cuts), "bounds_hit": exploration.bounds_hit,
         "dropped_after_sha256": exploration.refuted,
         "witnesses": _replay_counts(replays),

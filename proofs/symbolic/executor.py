@@ -26,6 +26,7 @@ from proofs import execute
 from proofs.machine import RUNNING, SUCCESS, Branch, Memory, State, base_memory
 from proofs.instructions.hash import digest_of
 from proofs.symbolic import outcome
+from proofs.symbolic.calls import Calls
 from proofs.symbolic.solve import SAT, UNSAT, Solver, is_abstract
 from proofs.symbolic.world import (
     W, Code, Refusal, Setup, admit, entry_state, make_inputs, zero_window,
@@ -125,7 +126,6 @@ def new_conjuncts(path: Path, cond) -> list | None:
 
 class Explorer:
     def __init__(self, setup: Setup, solver: Solver | None = None):
-        from proofs.symbolic.calls import Calls
         self.setup = setup
         self.solver = solver or Solver(setup.rlimit)
         self.inputs = make_inputs(setup)

@@ -131,8 +131,27 @@ def constant(term) -> int | None:
     return None
 
 
-def short(term, limit: int = 100) -> str:
-    text = " ".join(str(z3.simplify(term)).split())
+def input_names(exploration, words: int = 64) -> dict:
+    """Names for people of the inputs' terms as the paths hold them (simplified): the caller,
+    the call data's words at the first offsets (as CALLDATALOAD reads them), its size, the
+    storage arrays before the call."""
+    from proofs.words import little_endian_word
+    inputs, w = exploration.inputs, exploration.inputs.caller.size()
+    names = {z3.simplify(inputs.caller).get_id(): "caller",
+             z3.simplify(inputs.block_time).get_id(): "block_time"}
+    length = inputs.call_data_length
+    names[z3.simplify(z3.Extract(w - 1, 0, length)).get_id()] = "calldata.size"
+    for k in range(min(words, exploration.setup.max_calldata)):
+        term = little_endian_word(inputs.call_data.read, z3.BitVecVal(k, length.size()), w // 8)
+        names.setdefault(z3.simplify(term).get_id(), f"calldata.word({k})")
+    for address, array in inputs.storage.items():
+        names.setdefault(array.get_id(), f"storage_at({address:#x})")
+    return names
+
+
+def short(term, limit: int = 160, names: dict | None = None) -> str:
+    from proofs.symbolic.properties import render
+    text = " ".join(render(z3.simplify(term), names or {}, limit).split())
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
@@ -147,9 +166,9 @@ def number(solver: Solver, conds, term, ranges: bool):
     return low if low is not None and low == high else [low, high]
 
 
-def word_text(term) -> str:
+def word_text(term, names: dict | None = None) -> str:
     c = constant(term)
-    return hex(c) if c is not None else short(term)
+    return hex(c) if c is not None else short(term, names=names)
 
 
 def bytes_text(solver: Solver, conds, data: Bytes, ranges: bool):
@@ -166,9 +185,10 @@ def bytes_text(solver: Solver, conds, data: Bytes, ranges: bool):
     return text if "??" not in text else {"length": n, "bytes": text}
 
 
-def describe(end: End, solver: Solver, ranges: bool = True) -> dict:
+def describe(end: End, solver: Solver, ranges: bool = True, names: dict | None = None) -> dict:
     """The path's end for people and --json: constants where the path fixes a field, ranges
-    (or the term) otherwise."""
+    (or the term, its inputs by the names of ``input_names``) otherwise."""
+    names = names or {}
     changes = []
     seen = set()
     for address, key in end.written:
@@ -179,16 +199,17 @@ def describe(end: End, solver: Solver, ranges: bool = True) -> dict:
         same = z3.simplify(before == after)
         if z3.is_true(same):
             continue
-        changes.append({"address": hex(address), "key": word_text(key),
-                        "before": word_text(before), "after": word_text(after),
+        changes.append({"address": hex(address), "key": word_text(key, names),
+                        "before": word_text(before, names), "after": word_text(after, names),
                         **({} if z3.is_false(same) else {"when": "after differs from before"})})
     return {
         "status": end.status, "error": end.error, "error_pc": end.error_pc,
         "output": bytes_text(solver, end.conds, end.output, ranges),
         "state_changes": changes,
-        "events": [{"address": word_text(e.address), "topics": [word_text(t) for t in e.topics],
+        "events": [{"address": word_text(e.address, names),
+                    "topics": [word_text(t, names) for t in e.topics],
                     "data": bytes_text(solver, end.conds, e.data, ranges)} for e in end.events],
-        "calls": [{"depth": r.depth, "caller": hex(r.caller), "callee": word_text(r.callee),
+        "calls": [{"depth": r.depth, "caller": hex(r.caller), "callee": word_text(r.callee, names),
                    "status": r.status, "error": r.error, "error_pc": r.error_pc,
                    "compute": number(solver, end.conds, r.compute, ranges)}
                   for r in end.records],

@@ -277,6 +277,10 @@ def _render(t, names: dict, depth: int) -> str:
     sub = [_render(k, names, depth + 1) for k in kids]
     if kind == z3.Z3_OP_BV2INT:
         return sub[0]
+    if kind == z3.Z3_OP_SELECT:
+        return f"{sub[0]}[{sub[1]}]"
+    if kind == z3.Z3_OP_STORE:
+        return f"{sub[0]} with [{sub[1]}] = {sub[2]}"
     if kind == z3.Z3_OP_NOT:
         return f"not ({sub[0]})"
     if kind in _INFIX and len(kids) >= 2:
