@@ -202,3 +202,12 @@ def test_the_same_command_gives_the_same_report_under_any_hash_seed(tmp_path):
         doc["vectors"] = None       # the folder names differ; their contents are compared
         outputs.append((doc, (tmp_path / seed / "symbolic.jsonl").read_text()))
     assert outputs[0] == outputs[1]
+
+
+def test_the_commands_defaults_are_the_executors():
+    from proofs.symbolic import world
+    from rtwo_vm.cli import build_parser
+    args = build_parser().parse_args(["symbolic", "x.rasm"])
+    assert (args.max_calldata, args.loop_bound, args.max_paths, args.max_steps) == (
+        world.DEFAULT_MAX_CALLDATA, world.DEFAULT_LOOP_BOUND, world.DEFAULT_MAX_PATHS,
+        world.DEFAULT_MAX_STEPS)
