@@ -316,12 +316,12 @@ def generated(index: int) -> bytes:
 
 
 def test_generated_programs_match_brute_force():
-    """Five generated programs with more than one path (picked for that and for speed;
+    """Four generated programs with more than one path (picked for that and for speed;
     the seed and the generator are fixed): TIME and RANDOM allowed with a fixed time and
     seed, small limits so that every loop ends."""
     policy = Policy(time_access="allowed", randomness="seeded")
     limits = Limits(compute=2000, memory_pages=16, storage_units=200)
-    for index in (28, 36, 43, 74, 96):
+    for index in (28, 43, 74, 96):
         s = Setup(0x100, {0x100: generated(index)}, policy=policy, limits=limits, time=7,
                   seed=bytes(32), max_calldata=1, caller=CALLER, concrete_storage=True,
                   max_paths=64)
