@@ -72,6 +72,11 @@ def _policy(args) -> Policy:
 
 
 def _cmd_run(args) -> int:
+    if Path(args.file).suffix == ".jsonl":   # a vector file (rtwo-vm symbolic writes them)
+        from rtwo_vm.symbolic_cli import run_vector
+        return run_vector(args)
+    if args.vector_id is not None:
+        raise CliError("--vector-id needs a vector file (FILE.jsonl)")
     address = parse_word(args.address, "--address")
     contracts = read_state_file(args.state) if args.state else {}
     for item in args.contract or ():
@@ -216,7 +221,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_disasm)
 
     p = sub.add_parser("run", help="run a contract and print the result as JSON")
-    p.add_argument("file", help=".rasm assembly, hex text or a binary container")
+    p.add_argument("file", help=".rasm assembly, hex text or a binary container; or a .jsonl "
+                                "file of vectors, whose request is run as it stands")
     p.add_argument("--calldata", default="0x", help="call data as hex")
     p.add_argument("--caller", default=DEFAULT_CALLER, help="caller address (default: 0)")
     p.add_argument("--address", default=DEFAULT_ADDRESS, help="address to deploy FILE at")
@@ -241,6 +247,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trace-format", choices=TRACE_FORMATS, default="native",
                    help="native (default) or eip3155: EIP-3155 field names, compute as gas")
     p.add_argument("--canonical", action="store_true", help="print canonical JSON (one line)")
+    p.add_argument("--vector-id", dest="vector_id", metavar="ID",
+                   help="with a .jsonl file of several vectors: the one to run")
     p.add_argument("--engine", choices=["reference", "compiled"], default="reference",
                    help="the reference interpreter (default) or the compiled engine (compiled_vm)")
     p.set_defaults(func=_cmd_run)

@@ -16,7 +16,8 @@ from rtwo_vm.inputs import finite_float
 # is in none of them is listed under "Other commands").
 COMMAND_GROUPS = (
     ("Contracts", ("asm", "disasm", "run", "examples", "spec")),
-    ("Verification", ("check", "prove", "vectors", "conformance", "fuzz")),
+    ("Verification", ("check", "prove", "symbolic", "equivalence", "vectors", "conformance",
+                      "fuzz")),
     ("Runtime services (a SQLite database, --db)",
      ("deploy", "call", "contracts", "vm", "contexts", "sandboxes", "accounting", "results",
       "violations", "events", "policy", "instructions", "readiness")),
@@ -30,7 +31,7 @@ RUN_OPTION_GROUPS = (
     ("sandbox limits", ("compute", "memory_pages", "storage_units")),
     ("context and policy", ("time", "seed", "allow_time", "allow_randomness", "forbid_calls",
                             "storage_access", "forbid", "allow")),
-    ("output", ("trace", "trace_format", "canonical")),
+    ("output", ("trace", "trace_format", "canonical", "vector_id")),
 )
 
 

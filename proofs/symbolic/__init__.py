@@ -1,0 +1,25 @@
+"""Program-level verification over the opcode models: symbolic execution of one call.
+
+``explore(setup)`` runs one call of a contract through ``proofs.execute.step`` — the same
+transition models every opcode theorem is proved about — with symbolic call data, caller,
+storage, block time and random seed, forking on every branch whose condition the solver
+finds satisfiable, and returns the paths with their end as a canonical result with symbolic
+fields. The modules:
+
+- ``world``: the run's setup (code, policy, limits, bounds), admission of code, the symbolic
+  inputs and the entry frame's state;
+- ``executor``: the path explorer (frames, forks, bounds); ``calls``: CALL into known code,
+  explored symbolically, its end turned into the model's CallOracle;
+- ``solve``: solver queries under deterministic resource budgets, and models made
+  consistent with SHA-256 and the random stream (axiom instances added on demand);
+- ``outcome``: a path's end as a canonical result (symbolic, concretised in a model, or
+  described with ranges); ``witness``: a path's witness input run on the reference
+  interpreter and compared field by field;
+- ``properties``: the properties file API; ``verdicts``: proved / bounded / counterexample /
+  unknown / vacuous; ``equivalence``: two contracts compared on every input.
+"""
+
+from proofs.symbolic.executor import Exploration, explore
+from proofs.symbolic.world import Setup
+
+__all__ = ["Exploration", "Setup", "explore"]

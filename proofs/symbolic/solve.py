@@ -1,0 +1,236 @@
+"""Solver queries of the symbolic executor, under deterministic budgets.
+
+Every query is a conjunction of path conditions (and, for claims, a negated claim) solved by
+z3 with a resource limit in z3's own work units (``rlimit``; ``[config.symbolic]`` of
+``proofs/budgets.toml``), never a time limit: an undecided query is ``unknown`` and the
+query is named in the verdict. The budgets file's ``wall_seconds`` is a safety net only; a
+query that hits it is ``timeout``, reported as such.
+
+SHA-256 over symbolic bytes and the random stream of a symbolic seed are uninterpreted
+function symbols in the models (proofs/instructions/hash.py, context.py). A model of a query
+may give them values SHA-256 does not. ``consistent_model`` repairs that the way the models'
+axioms allow: for each application whose arguments the model fixes, the instance of axiom 2
+(its value is SHA-256 of those bytes) is added — a true statement, so adding it loses no
+input — and the query is solved again, until the model agrees with SHA-256 everywhere (a
+witness) or the query becomes unsatisfiable (the path needs a hash no input gives: it is not
+feasible after all).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import z3
+
+from proofs import solvers
+from proofs.evaluate import constant
+from proofs.instructions.context import random_value
+from proofs.symbolic.integers import as_bitvectors
+from proofs.words import SPEC, width
+
+SAT, UNSAT, UNKNOWN, TIMEOUT = solvers.SAT, solvers.UNSAT, solvers.UNKNOWN, solvers.TIMEOUT
+CONFIG = "symbolic"
+MAX_ROUNDS = 24           # axiom instances added before a witness search gives up (unknown)
+COUNTER_SIZE = SPEC.schedule["randomness"]["counter_size"]
+SEED_SIZE = SPEC.schedule["randomness"]["seed_size"]
+W = width()
+
+
+def budget(rlimit: int | None = None, budgets: str | None = None) -> tuple[int, float]:
+    """(rlimit per query, wall-clock safety net in seconds) from the budgets file."""
+    loaded = solvers.load(budgets)
+    config = loaded.configs.get(CONFIG) or loaded.configs["z3"]
+    return (rlimit or config.rlimit, loaded.wall_seconds)
+
+
+@dataclass
+class Stats:
+    queries: int = 0
+    unknown: int = 0
+    timeout: int = 0
+    rlimit_spent: int = 0
+    undecided: list = field(default_factory=list)   # names of the queries left unknown
+
+
+class Solver:
+    """Fresh z3 solver per query: an answer depends on the query alone, not on the order in
+    which paths were explored."""
+
+    def __init__(self, rlimit: int | None = None, budgets: str | None = None):
+        self.rlimit, self.wall = budget(rlimit, budgets)
+        self.stats = Stats()
+        self._seen = 0
+
+    def _solver(self, optimize: bool = False):
+        s = z3.Optimize() if optimize else z3.Solver()
+        s.set("rlimit", self.rlimit)
+        s.set("timeout", int(self.wall * 1000))
+        return s
+
+    def _count(self, s) -> None:
+        """Work units of the last query: z3's count is the context's running total."""
+        stats = s.statistics()
+        total = stats.get_key_value("rlimit count") if "rlimit count" in stats.keys() else 0
+        self.stats.rlimit_spent += max(0, total - self._seen)
+        self._seen = max(self._seen, total)
+
+    def check(self, conds, name: str = "", integers: bool = False,
+              prefer=()) -> tuple[str, z3.ModelRef | None]:
+        """``integers``: the conditions may hold integer arithmetic (a property's claims),
+        solved as bit-vectors that cannot overflow (integers.py). ``prefer``: terms to make
+        as small as possible, in order (a witness's call data length: short vectors); when
+        that optimisation is undecided the plain query answers."""
+        conds = (as_bitvectors(conds) or conds) if integers else list(conds)
+        if prefer and not quantified(conds):
+            opt = self._solver(optimize=True)
+            opt.add(*conds)
+            for term in prefer:
+                opt.minimize(term)
+            answer = str(opt.check())
+            self.stats.queries += 1
+            self._count(opt)
+            if answer == SAT:
+                return SAT, opt.model()
+            if answer == UNSAT:
+                return UNSAT, None
+        s = self._solver()
+        s.add(*conds)
+        answer = str(s.check())
+        self.stats.queries += 1
+        self._count(s)
+        if answer == SAT:
+            return SAT, s.model()
+        if answer == UNSAT:
+            return UNSAT, None
+        # z3 names a spent rlimit "max. resource limit exceeded"; the safety net "timeout".
+        status = TIMEOUT if "timeout" in s.reason_unknown() else UNKNOWN
+        if status == UNKNOWN:
+            self.stats.unknown += 1
+        else:
+            self.stats.timeout += 1
+        if name:
+            self.stats.undecided.append(f"{name}: {status}")
+        return status, None
+
+    def consistent_model(self, conds, apps, name: str = "", integers: bool = False,
+                         prefer=()) -> tuple[str, object]:
+        """A model of ``conds`` in which every SHA-256 and random-stream application in
+        ``apps`` (in path order) has its true value, as a ``Consistent`` model; UNSAT when
+        none exists; UNKNOWN when the budget or MAX_ROUNDS ran out."""
+        extra: list = []
+        for _ in range(MAX_ROUNDS):
+            status, model = self.check(list(conds) + extra, name, integers, prefer)
+            if status != SAT or not apps:
+                return status, model
+            values, instances, pins = [], [], []
+            for app in apps:
+                true, fixed = true_value(Consistent(model, values), app)
+                agrees = numeral(model, app) == true
+                values.append((app, z3.BitVecVal(true, app.sort().size())))
+                if not agrees:
+                    instances.append(z3.Implies(z3.And(fixed), values[-1][0] == values[-1][1]))
+                    pins += fixed
+            if not instances:
+                return SAT, Consistent(model, values)
+            extra += instances
+            # First keep the arguments this model chose: with the instances, each
+            # application then has its true value in the next model; only if the path
+            # needs other arguments, search on.
+            status, pinned = self.check(list(conds) + extra + pins, name, integers, prefer)
+            if status == SAT:
+                return SAT, Consistent(pinned, values)
+        if name:
+            self.stats.undecided.append(f"{name}: no model consistent with SHA-256 after "
+                                        f"{MAX_ROUNDS} rounds")
+        return UNKNOWN, None
+
+    def bounds(self, conds, term) -> tuple[int | None, int | None]:
+        """The least and greatest value of a bit-vector ``term`` (unsigned) under ``conds``;
+        None for a bound the budget did not settle."""
+        if quantified(conds):           # z3's optimiser does not take lambdas (memory arrays)
+            return None, None
+        out = []
+        for goal in ("minimize", "maximize"):
+            opt = self._solver(optimize=True)
+            opt.add(*conds)
+            handle = getattr(opt, goal)(term)
+            self.stats.queries += 1
+            answer = str(opt.check())
+            self._count(opt)
+            if answer != SAT:
+                out.append(None)
+                continue
+            value = handle.value()
+            out.append(value.as_long() if z3.is_bv_value(value) or z3.is_int_value(value) else None)
+        return out[0], out[1]
+
+
+_QUANTIFIERS = z3.Probe("has-quantifiers")
+
+
+def quantified(conds) -> bool:
+    """Whether the conditions hold a binder (a lambda: memory read as an array), which z3's
+    optimiser refuses."""
+    goal = z3.Goal()
+    goal.add(*conds)
+    return _QUANTIFIERS(goal) > 0
+
+
+class Consistent:
+    """A model with the true values of the SHA-256 and random-stream applications it was
+    made consistent with: evaluation replaces each application by its value first (the
+    latest first: it may hold earlier ones in its arguments), so a term whose function
+    symbol z3 cannot apply in the model (a digest of memory read through a lambda) still
+    evaluates — to what the model, which satisfies the axiom instances, makes it."""
+
+    def __init__(self, model, values):
+        self.model, self.values = model, list(values)
+
+    def eval(self, term, model_completion: bool = True):
+        for app, v in reversed(self.values):
+            term = z3.substitute(term, (app, v))
+        return self.model.eval(term, model_completion=model_completion)
+
+
+def numeral(model, term) -> int | None:
+    """The value of ``term`` in ``model`` (true / false as 1 / 0), None when z3 leaves it
+    unevaluated."""
+    v = model.eval(term, model_completion=True)
+    found = constant(v.ctx, v.as_ast())      # a bit-vector numeral or true / false
+    if found is not None:
+        return found
+    return v.as_long() if z3.is_int_value(v) else None
+
+
+def value(model, term) -> int:
+    v = numeral(model, term)
+    if v is None:
+        raise ValueError(f"no value in the model: {str(term)[:120]}")
+    return v
+
+
+def is_abstract(term) -> bool:
+    """An application of the SHA-256 or random-stream function symbol."""
+    return z3.is_app(term) and term.decl().kind() == z3.Z3_OP_UNINTERPRETED and \
+        term.decl().name().startswith(("sha256_w", "random_word_w"))
+
+
+def true_value(model, app) -> tuple[int, list]:
+    """(the value axiom 2 gives ``app`` at the arguments ``model`` gives it, the equalities
+    fixing those arguments): SHA-256 of the bytes, or the random stream's word."""
+    if app.decl().name().startswith("random_word_w"):
+        seed, k = value(model, app.arg(0)), value(model, app.arg(1))
+        true = random_value(W, z3.BitVecVal(seed, 8 * SEED_SIZE), z3.BitVecVal(k, W.counter_bits))
+        return z3.simplify(true).as_long(), [app.arg(0) == seed, app.arg(1) == k]
+    array, size, src, length = (app.arg(i) for i in range(4))
+    z, s, n = value(model, size), value(model, src), value(model, length)
+    sort = src.sort()
+    content, fixed = bytearray(), [size == z, src == s, length == n]
+    for j in range(n):
+        index = z3.BitVecVal(s + j, sort.size())
+        byte = value(model, array[index]) if s + j < z else 0
+        content.append(byte)
+        if s + j < z:
+            fixed.append(array[index] == byte)
+    return int.from_bytes(hashlib.sha256(bytes(content)).digest(), "little"), fixed

@@ -1,0 +1,185 @@
+"""Verdicts of properties over an exploration, deterministic as ``prove``'s.
+
+Per property: ``vacuous`` when its pre-conditions contradict each other (with the setup's
+constraints); ``counterexample`` when some path's condition with the pre-conditions and a
+negated claim has a model — made consistent with SHA-256, replayed on the reference, which
+must give the path's end, and the claim evaluated false in it; ``unknown`` when a query's
+budget ran out (the query is named); ``bounded`` when every explored path satisfies the
+claims but a bound cut a path the pre-conditions allow (the bounds are named); ``proved``
+when every path was explored and satisfies every claim. A counterexample whose replay does
+not give the path's end is a ``disagreement`` between the models and the interpreter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import z3
+
+from proofs.symbolic import witness as witnesses
+from proofs.symbolic.properties import Call, Property, PropertyError, as_claims, render
+from proofs.symbolic.solve import SAT, UNSAT, Solver, value
+
+ORDER = ("error", "disagreement", "counterexample", "vacuous", "unknown", "bounded", "proved")
+
+
+@dataclass
+class Verdict:
+    name: str
+    verdict: str
+    note: str = ""
+    detail: str = ""
+    bounds: list = field(default_factory=list)
+    undecided: list = field(default_factory=list)
+    path: int | None = None               # the counterexample's path
+    replay: witnesses.Replay | None = None   # the counterexample's replay
+    claim: str = ""
+    evaluated: list = field(default_factory=list)   # (text, value) of the claim's parts
+
+    def to_json(self) -> dict:
+        out = {"property": self.name, "verdict": self.verdict, "note": self.note,
+               "detail": self.detail, "bounds": self.bounds, "undecided": self.undecided}
+        if self.replay is not None:
+            out["counterexample"] = {
+                "path": self.path, "claim": self.claim,
+                "evaluated": [{"term": t, "value": v} for t, v in self.evaluated],
+                "input": self.replay.witness.to_json() if self.replay.witness else None,
+                "result": self.replay.actual, "replay": self.replay.status,
+                "differences": self.replay.differences}
+        return out
+
+
+def _user(call, what: str, name: str):
+    try:
+        return call()
+    except PropertyError:
+        raise
+    except Exception as err:  # noqa: BLE001 - the user's code: one line, named
+        text = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+        raise PropertyError(f"property {name}: {what} raised {text.splitlines()[0][:200]}") from None
+
+
+def check(exploration, prop: Property, solver: Solver | None = None) -> Verdict:
+    solver = solver or exploration.solver
+    v = Verdict(prop.name, "proved", prop.note)
+    try:
+        start = Call(exploration)
+        premises = as_claims(_user(lambda: prop.assume(start), "its pre-condition", prop.name),
+                             "a pre-condition") if prop.assume else []
+    except PropertyError as err:
+        return Verdict(prop.name, "error", prop.note, str(err))
+    base = list(exploration.inputs.constraints)
+    status, _ = solver.check(base + premises, f"{prop.name}: pre-conditions", integers=True)
+    if status == UNSAT:
+        v.verdict, v.detail = "vacuous", "the pre-conditions contradict each other"
+        return v
+    if status != SAT:
+        v.undecided.append(f"{prop.name}: pre-conditions: {status}")
+    for end in exploration.ends:
+        try:
+            call = Call(exploration, end)
+            claims = as_claims(_user(lambda c=call: prop.claims(c), "its claims", prop.name),
+                               f"property {prop.name}")
+        except PropertyError as err:
+            return Verdict(prop.name, "error", prop.note, str(err))
+        for claim in claims:
+            if z3.is_true(z3.simplify(claim)):
+                continue
+            name = f"{prop.name} on path {end.index}"
+            status, model = solver.consistent_model(
+                tuple(end.conds) + tuple(premises) + (z3.Not(claim),), end.apps, name,
+                integers=True, prefer=witnesses.preferred(exploration))
+            if status == UNSAT:
+                continue
+            if status != SAT:
+                v.undecided.append(f"{name}: {status}")
+                continue
+            replay = witnesses.replay_model(exploration, end, model, start.keys + call.keys)
+            names = {**start.names, **call.names}
+            v.path, v.replay, v.claim = end.index, replay, render(claim, names)
+            v.evaluated = evaluate(model, claim, names)
+            if replay.status != "agrees":
+                v.verdict = "disagreement"
+                v.detail = "the reference does not give the path's end on the witness"
+            else:
+                v.verdict = "counterexample"
+                v.detail = f"path {end.index} ({end.outcome}) violates the claim"
+            return _finish(exploration, solver, v, premises)
+    return _finish(exploration, solver, v, premises)
+
+
+def _finish(exploration, solver: Solver, v: Verdict, premises) -> Verdict:
+    for cut in exploration.cuts:
+        if cut.bound in v.bounds:
+            continue
+        if cut.conds:
+            status, _ = solver.check(list(cut.conds) + list(premises),
+                                     f"{v.name}: a path cut by {cut.bound}", integers=True)
+            if status == UNSAT:
+                continue
+        v.bounds.append(cut.bound)
+    if v.verdict == "proved":
+        if v.undecided:
+            v.verdict = "unknown"
+            v.detail = "a solver budget ran out: " + "; ".join(v.undecided[:3])
+        elif v.bounds:
+            v.verdict = "bounded"
+            v.detail = "holds on every explored path; bounds hit: " + ", ".join(v.bounds)
+        else:
+            v.detail = f"holds on all {len(exploration.ends)} paths"
+    return v
+
+
+def evaluate(model: z3.ModelRef, claim, names: dict) -> list:
+    """(text, value) in the counterexample: the claim's sides (an implication's, a
+    comparison's operands), then every named quantity the claim reads."""
+    out = []
+    parts = list(claim.children()) if z3.is_implies(claim) or z3.is_not(claim) else []
+    for p in parts + [claim]:
+        if z3.is_app(p) and p.num_args() == 2 and not z3.is_implies(p) and \
+                p.decl().kind() in (z3.Z3_OP_EQ, z3.Z3_OP_LE, z3.Z3_OP_LT, z3.Z3_OP_GE,
+                                    z3.Z3_OP_GT, z3.Z3_OP_ULEQ, z3.Z3_OP_ULT, z3.Z3_OP_UGEQ,
+                                    z3.Z3_OP_UGT):
+            out += [(render(q, names), _show(model, q)) for q in p.children()]
+    seen, todo, named = set(), [claim], []
+    while todo:
+        t = todo.pop()
+        if t.get_id() in seen or not z3.is_app(t):
+            continue
+        seen.add(t.get_id())
+        if t.get_id() in names:
+            named.append(t)
+        else:
+            todo.extend(reversed(t.children()))
+    out += [(names[t.get_id()], _show(model, t)) for t in named]
+    unique, done = [], set()
+    for text, v in out:
+        if text not in done:
+            done.add(text)
+            unique.append((text, v))
+    return unique
+
+
+def _show(model, term) -> str:
+    try:
+        v = value(model, term)
+    except Exception:  # noqa: BLE001 - a part without a single value (an array)
+        return "-"
+    return ("true" if v else "false") if z3.is_bool(term) else f"{v:#x} ({v})"
+
+
+def worst(verdicts: list[Verdict]) -> str:
+    return min((v.verdict for v in verdicts), key=ORDER.index) if verdicts else "proved"
+
+
+def exit_code(verdicts: list[Verdict], disagreements: int = 0) -> int:
+    """0 all proved; 1 a counterexample or vacuous; 4 only bounded or unknown; 3 could not
+    run (a property raised, or the models and the reference disagree)."""
+    kinds = {v.verdict for v in verdicts}
+    if disagreements or kinds & {"error", "disagreement"}:
+        return 3
+    if kinds & {"counterexample", "vacuous"}:
+        return 1
+    if kinds & {"unknown", "bounded"}:
+        return 4
+    return 0

@@ -1,0 +1,234 @@
+"""The world one symbolic call runs in: its setup, its code, its symbolic inputs.
+
+A ``Setup`` is what ``rtwo-vm run`` takes (code at addresses, policy, limits, context) with
+the inputs left symbolic that the user does not fix: the caller, the call data (every length
+up to ``max_calldata``), the storage of every contract (each slot a free word unless pinned;
+``concrete_storage`` makes every slot not pinned zero, as ``run`` does), the block time when
+the policy lets TIME run and the random seed when it lets RANDOM run. The bounds of the
+exploration (loop bound, paths, steps per path) and the solver budget are part of it.
+
+Code is admitted as the interpreter admits it (chapter 3 validation, then chapter 4 binding
+in offset order): validation by ``reference_vm.validate`` — there is no z3 model of the
+container format — and binding by the policy model of ``proofs/policy.py`` on this policy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from dataclasses import dataclass, field
+from typing import Callable
+
+import z3
+
+import spec
+from proofs.concrete import concrete_bytes, counter, no_call, word
+from proofs.machine import WINDOW, Bytes, Env, State, array_bytes, base_memory
+from proofs.words import SPEC, width
+from reference_vm.errors import InvalidCode
+from reference_vm.policy import Policy
+from reference_vm.request import Limits
+from reference_vm.validate import validate
+
+W = width()
+DEFAULT_MAX_CALLDATA = 64
+DEFAULT_LOOP_BOUND = 3
+DEFAULT_MAX_PATHS = 256
+DEFAULT_MAX_STEPS = 20_000
+SEED_SIZE = SPEC.schedule["randomness"]["seed_size"]
+CALL_DATA_SIZE = SPEC.limits["machine"]["call_data_size"]
+
+
+@dataclass(frozen=True)
+class Setup:
+    """One call to explore. ``codes`` maps every deployed address to its container."""
+
+    entry: int
+    codes: dict
+    policy: Policy = field(default_factory=Policy)
+    limits: Limits = field(default_factory=Limits)
+    max_calldata: int = DEFAULT_MAX_CALLDATA
+    caller: int | None = None               # None: symbolic
+    call_data: bytes | None = None          # None: symbolic, every length up to max_calldata
+    time: int | None = None                 # None: symbolic when the policy allows TIME
+    seed: bytes | None = None               # None: symbolic when the policy allows RANDOM
+    storage: dict = field(default_factory=dict)   # address -> {key: value} pinned slots
+    concrete_storage: bool = False          # every slot not pinned is zero
+    loop_bound: int = DEFAULT_LOOP_BOUND
+    max_paths: int = DEFAULT_MAX_PATHS
+    max_steps: int = DEFAULT_MAX_STEPS
+    rlimit: int | None = None               # per query; None: budgets.toml [config.symbolic]
+    prefix: str = ""                        # variable names (equivalence: shared inputs)
+    assume: Callable | None = None          # assume(inputs) -> constraints on the inputs
+
+    def __post_init__(self) -> None:
+        if self.entry not in self.codes:
+            raise ValueError(f"no code at the entry address {self.entry:#x}")
+        if not 0 <= self.max_calldata <= CALL_DATA_SIZE:
+            raise ValueError(f"max_calldata must be 0..{CALL_DATA_SIZE}")
+        for name in ("loop_bound", "max_paths", "max_steps"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1")
+
+    @property
+    def time_symbolic(self) -> bool:
+        return self.time is None and self.policy.time_access == "allowed"
+
+    @property
+    def seed_symbolic(self) -> bool:
+        return self.seed is None and self.policy.randomness == "seeded"
+
+
+@dataclass(frozen=True)
+class Code:
+    """A contract's admitted code: instruction at each offset, its data section."""
+
+    address: int
+    blob: bytes
+    at: dict                       # offset -> (mnemonic, immediate)
+    data: bytes
+    mnemonics: frozenset
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why code at an address cannot run: (status, outcome code), as its call record says."""
+
+    status: str
+    error: str
+
+
+NOT_FOUND = Refusal(SPEC.errors["CONTRACT_NOT_FOUND"].kind, "CONTRACT_NOT_FOUND")
+
+
+@functools.lru_cache(maxsize=4096)
+def _refusal(policy: Policy, mnemonic: str) -> str:
+    from proofs.policy import concrete_refusal
+    return concrete_refusal(policy_fields(policy), SPEC.by_mnemonic[mnemonic])
+
+
+def policy_fields(policy: Policy) -> dict:
+    return {f.name: getattr(policy, f.name) for f in dataclasses.fields(policy)}
+
+
+def admit(address: int, blob: bytes, policy: Policy) -> Code | Refusal:
+    """The code's instructions, or the refusal of validation or of the policy binding."""
+    try:
+        valid = validate(blob)
+    except InvalidCode as err:
+        return Refusal(err.kind, err.code)
+    for d in valid.instructions:
+        refused = _refusal(policy, d.instruction.mnemonic)
+        if refused != "none":
+            return Refusal(SPEC.errors[refused].kind, refused)
+    at = {d.offset: (d.instruction.mnemonic, d.immediate) for d in valid.instructions}
+    return Code(address, blob, at, valid.data,
+                frozenset(m for m, _ in at.values()))
+
+
+def policy_problem(policy: Policy) -> str | None:
+    """What makes the policy one the request checks refuse, or None."""
+    from reference_vm.errors import RequestRejected
+    try:
+        policy.check()
+    except RequestRejected as err:
+        return f"{err.code}: {err}"
+    return None
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """The symbolic inputs of the call, and the constraints tying them to the setup."""
+
+    caller: z3.BitVecRef
+    call_data: Bytes
+    call_data_length: z3.BitVecRef
+    call_data_array: z3.ArrayRef | None     # None when the call data is fixed
+    storage: dict                  # address -> the array of its storage before the call
+    block_time: z3.BitVecRef
+    seed: z3.BitVecRef
+    constraints: tuple
+
+
+def make_inputs(setup: Setup) -> Inputs:
+    p = setup.prefix
+    cs = []
+    caller = W.word(f"{p}caller")
+    if setup.caller is not None:
+        cs.append(caller == W.wval(setup.caller))
+    if setup.call_data is not None:
+        data = concrete_bytes(W, setup.call_data)
+        length, bytes_array = data.length, None
+    else:
+        length = W.counter(f"{p}call_data_len")
+        bytes_array = z3.Array(f"{p}call_data", z3.BitVecSort(W.counter_bits), z3.BitVecSort(8))
+        data = array_bytes(length, bytes_array)
+        cs.append(z3.ULE(length, W.cval(setup.max_calldata)))
+    storage = {}
+    for address in sorted(setup.codes):
+        pinned = setup.storage.get(address, {})
+        if setup.concrete_storage:
+            array = z3.K(z3.BitVecSort(W.bits), W.wval(0))
+            for k in sorted(pinned):
+                array = z3.Store(array, W.wval(k), W.wval(pinned[k]))
+        else:
+            array = z3.Array(f"{p}storage_{address:#x}", z3.BitVecSort(W.bits), z3.BitVecSort(W.bits))
+            cs += [array[W.wval(k)] == W.wval(v) for k, v in sorted(pinned.items())]
+        storage[address] = array
+    time = W.word(f"{p}block_time") if setup.time_symbolic else W.wval(setup.time or 0)
+    if setup.seed_symbolic:
+        seed = z3.BitVec(f"{p}seed", 8 * SEED_SIZE)
+    else:
+        seed = z3.BitVecVal(int.from_bytes(setup.seed or bytes(SEED_SIZE), "little"), 8 * SEED_SIZE)
+    inputs = Inputs(caller, data, length, bytes_array, storage, time, seed, tuple(cs))
+    if setup.assume is not None:
+        inputs = dataclasses.replace(inputs, constraints=inputs.constraints + tuple(
+            setup.assume(inputs)))
+    return inputs
+
+
+def zero_window() -> tuple:
+    return tuple(word(W, 0) for _ in range(WINDOW))
+
+
+def frame_state(*, code: Code, caller, call_data: Bytes, storage, compute, compute_limit,
+                pages_live, pages_peak, memory_limit, storage_units, storage_limit, reads,
+                writes, new_slots, random_counter, block_time, seed, depth, events=()) -> State:
+    """A fresh frame of ``code`` (pc 0, empty stack, memory and return data) with the
+    execution's shared meters as given."""
+    cv = functools.partial(counter, W)
+    return State(
+        w=W, pc=cv(0), stack=zero_window(), height=cv(0), rstack=(cv(0), cv(0)),
+        rheight=cv(0), memory=base_memory(W, cv(0), z3.K(z3.BitVecSort(W.counter_bits),
+                                                         z3.BitVecVal(0, 8))),
+        storage=storage, compute=compute, compute_limit=compute_limit, pages_live=pages_live,
+        pages_peak=pages_peak, memory_limit=memory_limit, storage_units=storage_units,
+        storage_limit=storage_limit, reads=reads, writes=writes, new_slots=new_slots,
+        random_counter=random_counter, return_data=concrete_bytes(W, b""),
+        env=Env(caller=caller, address=word(W, code.address), call_data=call_data,
+                data=concrete_bytes(W, code.data), block_time=block_time, seed=seed,
+                depth=cv(depth) if isinstance(depth, int) else depth,
+                oracle=no_call(W, storage)),
+        events=events)
+
+
+def entry_state(setup: Setup, inputs: Inputs, code: Code) -> State:
+    cv = functools.partial(counter, W)
+    zero = cv(0)
+    return frame_state(
+        code=code, caller=inputs.caller, call_data=inputs.call_data,
+        storage=inputs.storage[code.address], compute=zero,
+        compute_limit=cv(setup.limits.compute), pages_live=zero, pages_peak=zero,
+        memory_limit=cv(setup.limits.memory_pages), storage_units=zero,
+        storage_limit=cv(setup.limits.storage_units), reads=zero, writes=zero,
+        new_slots=zero, random_counter=zero, block_time=inputs.block_time, seed=inputs.seed,
+        depth=1)
+
+
+def limits_problem(limits: Limits) -> str | None:
+    low, high = spec.load().limits["minimum"], spec.load().limits["maximum"]
+    for name in Limits.DIMENSIONS:
+        value = getattr(limits, name)
+        if not low[name] <= value <= high[name]:
+            return f"{name} must be in [{low[name]}, {high[name]}]"
+    return None

@@ -1,0 +1,107 @@
+"""``rtwo-vm symbolic`` and ``rtwo-vm equivalence``: program-level verification over the
+opcode models (proofs/symbolic/).
+
+``symbolic CONTRACT`` explores every feasible path of one call with symbolic call data,
+caller, storage (and time and seed where the policy lets them be read), replays a witness of
+every path on the reference interpreter, and checks properties (``--properties FILE``; by
+default: no path ends in a failure other than a revert). Exit status: 0 every property
+proved, 1 a counterexample or a vacuous property, 4 only bounded or unknown verdicts, 2 a
+usage error, 3 could not run (a property raised, or the models and the reference disagree on
+a witness).
+
+``equivalence A B`` proves two contracts give the same result on every input within the
+bounds (``--compare`` the fields), or prints a distinguishing input and writes it as vectors.
+Exit status: 0 equivalent, 1 different, 4 bounded or unknown, 2 usage error, 3 could not run.
+"""
+
+from __future__ import annotations
+
+from rtwo_vm.inputs import positive_int
+
+RUN_LIKE = (
+    ("--address", dict(default="0x100", help="address of CONTRACT (default 0x100)")),
+    ("--contract", dict(action="append", metavar="ADDR=FILE",
+                        help="deploy another contract (its code is explored when called)")),
+    ("--state", dict(help="JSON pre-state file with more contracts (their listed slots pinned)")),
+    ("--caller", dict(help="fix the caller (default: symbolic)")),
+    ("--calldata", dict(help="fix the call data as hex (default: symbolic, every length up to "
+                             "--max-calldata)")),
+    ("--storage", dict(action="append", metavar="KEY=VALUE",
+                       help="pin a slot of CONTRACT (default: every slot symbolic)")),
+    ("--concrete-storage", dict(action="store_true", dest="concrete_storage",
+                                help="every slot not pinned is zero, as in rtwo-vm run")),
+    ("--compute", dict(help="compute limit")),
+    ("--memory-pages", dict(dest="memory_pages", help="memory limit in pages")),
+    ("--storage-units", dict(dest="storage_units", help="storage limit in units")),
+    ("--time", dict(help="fix the block time (default: symbolic when --allow-time)")),
+    ("--seed", dict(help="fix the 32-byte seed as hex (default: symbolic when "
+                         "--allow-randomness)")),
+    ("--allow-time", dict(action="store_true", help="time_access = allowed")),
+    ("--allow-randomness", dict(action="store_true", help="randomness = seeded")),
+    ("--forbid-calls", dict(action="store_true", help="external_call = forbidden")),
+    ("--storage-access", dict(default="read_write", choices=["none", "read_only", "read_write"],
+                              help="storage_access of the policy (default: read_write)")),
+    ("--forbid", dict(action="append", metavar="OP", help="forbid a mnemonic or type")),
+    ("--allow", dict(action="append", metavar="OP", help="allow only these mnemonics or types")),
+)
+
+
+def _bounds(p) -> None:
+    p.add_argument("--max-calldata", type=int, default=64, dest="max_calldata", metavar="BYTES",
+                   help="longest symbolic call data (default 64)")
+    p.add_argument("--loop-bound", type=positive_int, default=3, dest="loop_bound", metavar="K",
+                   help="forks at one pc in one frame before the path is cut (default 3)")
+    p.add_argument("--max-paths", type=positive_int, default=256, dest="max_paths", metavar="N",
+                   help="paths explored before the exploration stops (default 256)")
+    p.add_argument("--max-steps", type=positive_int, default=20_000, dest="max_steps",
+                   metavar="N", help="instructions per path before it is cut (default 20000)")
+    p.add_argument("--rlimit", type=positive_int, default=None,
+                   help="z3 work units per query (default: budgets file [config.symbolic])")
+    p.add_argument("--budgets", metavar="FILE",
+                   help="solver budgets file (default proofs/budgets.toml)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("symbolic", help="explore every path of a call symbolically; prove "
+                                        "properties (proofs/symbolic)")
+    p.add_argument("file", help="the contract: .rasm assembly, hex text or a binary container")
+    for flag, kwargs in RUN_LIKE:
+        p.add_argument(flag, **kwargs)
+    p.add_argument("--properties", metavar="FILE",
+                   help="Python file of properties (proofs.symbolic.properties API); default: "
+                        "no path ends in invalid, fault, exhausted or violation")
+    _bounds(p)
+    p.add_argument("--emit-vectors", dest="emit_vectors", metavar="DIR",
+                   help="write one vector per feasible path (its witness) and a manifest to DIR")
+    p.add_argument("--counterexamples", metavar="DIR", default="build/symbolic-counterexamples",
+                   help="where counterexamples are written as vectors (default "
+                        "build/symbolic-counterexamples)")
+    p.add_argument("--no-ranges", dest="ranges", action="store_false",
+                   help="print symbolic usage and fee as 'symbolic' instead of solving ranges")
+    p.set_defaults(func=_cmd_symbolic)
+
+    p = sub.add_parser("equivalence", help="prove two contracts give the same result on every "
+                                           "input (proofs/symbolic)")
+    p.add_argument("file", help="contract A")
+    p.add_argument("other", help="contract B (deployed at the same address)")
+    for flag, kwargs in RUN_LIKE:
+        p.add_argument(flag, **kwargs)
+    p.add_argument("--compare", default=None, metavar="FIELDS",
+                   help="fields compared, comma-separated, of: status, error, error_pc, "
+                        "output, storage, events, calls, usage, fee (default: all)")
+    _bounds(p)
+    p.add_argument("--vectors", metavar="DIR", default="build/symbolic-equivalence",
+                   help="where a distinguishing input is written as two vectors, one per "
+                        "contract (default build/symbolic-equivalence)")
+    p.set_defaults(func=_cmd_equivalence)
+
+
+def _cmd_symbolic(args) -> int:
+    from rtwo_vm import symbolic_cli
+    return symbolic_cli.symbolic(args)
+
+
+def _cmd_equivalence(args) -> int:
+    from rtwo_vm import symbolic_cli
+    return symbolic_cli.equivalence(args)

@@ -1,0 +1,223 @@
+"""The bodies of ``rtwo-vm symbolic`` and ``rtwo-vm equivalence`` (options:
+rtwo_vm/commands/symbolic.py; the work: proofs/symbolic/; printing and vector folders:
+rtwo_vm/symbolic_report.py).
+
+Every argument is read and checked before anything is explored, as ``rtwo-vm run`` reads
+its own (the same parsers: hostile input gets one line and exit 2).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import sys
+from pathlib import Path
+
+from rtwo_vm.inputs import (
+    CliError, parse_assignment, parse_count, parse_hex, parse_word, read_code, read_state_file,
+)
+
+EXIT_COULD_NOT_RUN = 3
+COMPARE_FIELDS = ("status", "error", "error_pc", "output", "storage", "events", "calls",
+                  "usage", "fee")
+
+
+def setup_of(args, file: str | None = None):
+    """The proofs.symbolic Setup the options describe (CliError on a bad one)."""
+    from proofs.symbolic.world import SEED_SIZE, Setup, limits_problem, policy_problem
+    from reference_vm import Limits
+    from rtwo_vm.cli import _policy
+
+    address = parse_word(args.address, "--address")
+    codes, pinned = {}, {}
+    if args.state:
+        for a, contract in read_state_file(args.state).items():
+            codes[a] = contract.code
+            pinned[a] = dict(contract.storage)
+    for item in args.contract or ():
+        addr_text, path = parse_assignment(item, "--contract")
+        codes[parse_word(addr_text, "--contract address")] = read_code(path)
+    storage = {}
+    for item in args.storage or ():
+        key, value = parse_assignment(item, "--storage")
+        storage[parse_word(key, "--storage key")] = parse_word(value, "--storage value")
+    codes[address] = read_code(file or args.file)
+    pinned[address] = {**pinned.get(address, {}), **storage}
+    seed = None
+    if args.seed is not None:
+        seed = parse_hex(args.seed, "--seed")
+        if len(seed) != SEED_SIZE:
+            raise CliError(f"--seed must be {SEED_SIZE} bytes of hex")
+    limits = Limits(**{name: parse_count(getattr(args, name), f"--{name.replace('_', '-')}")
+                       for name in Limits.DIMENSIONS if getattr(args, name) is not None})
+    problem = limits_problem(limits)
+    if problem:
+        raise CliError(f"limits: {problem}")
+    policy = _policy(args)
+    problem = policy_problem(policy)
+    if problem:
+        raise CliError(f"policy: {problem}")
+    if not 0 <= args.max_calldata <= 65536:
+        raise CliError("--max-calldata must be 0..65536 (the spec's call data size)")
+    try:
+        from proofs.symbolic.solve import budget
+        budget(args.rlimit, args.budgets)
+    except ValueError as err:
+        raise CliError(f"--budgets: {err}") from None
+    return Setup(
+        entry=address, codes=codes, policy=policy, limits=limits,
+        max_calldata=args.max_calldata,
+        caller=None if args.caller is None else parse_word(args.caller, "--caller"),
+        call_data=None if args.calldata is None else parse_hex(args.calldata, "--calldata"),
+        time=None if args.time is None else parse_word(args.time, "--time"), seed=seed,
+        storage={a: s for a, s in pinned.items() if s}, concrete_storage=args.concrete_storage,
+        loop_bound=args.loop_bound, max_paths=args.max_paths, max_steps=args.max_steps,
+        rlimit=args.rlimit)
+
+
+def _reason(err: Exception) -> str:
+    if isinstance(err, (RecursionError, ctypes.ArgumentError)):
+        return "a term of the path is too deep for Python's stack (a very long path)"
+    return str(err).splitlines()[0][:200]
+
+
+def _solver(args):
+    from proofs.symbolic.solve import Solver
+    return Solver(args.rlimit, args.budgets)
+
+
+def _output_dir(path: str, what: str) -> None:
+    from spec.files import FileRefused, refuse_link
+    if Path(path).exists() and not Path(path).is_dir():
+        raise CliError(f"{what} {path}: exists and is not a directory")
+    try:
+        refuse_link(path, f"{what} folder")
+    except FileRefused as err:
+        raise CliError(str(err)) from None
+
+
+def symbolic(args) -> int:
+    from proofs.symbolic.executor import ModelError, explore
+    from proofs.symbolic.properties import NO_FAILURE, PropertyError, load_file
+    from proofs.symbolic.verdicts import check, exit_code
+    from rtwo_vm import symbolic_report as report
+
+    setup = setup_of(args)
+    for folder, what in ((args.emit_vectors, "--emit-vectors"),
+                         (args.counterexamples, "--counterexamples")):
+        if folder:
+            _output_dir(folder, what)
+    try:
+        props = load_file(args.properties) if args.properties else [NO_FAILURE]
+    except PropertyError as err:
+        raise CliError(str(err)) from None
+    solver = _solver(args)
+    try:
+        exploration = explore(setup, solver)
+        replays = report.replay_all(exploration, solver)
+        verdicts = [check(exploration, p, solver) for p in props]
+    except (ModelError, RecursionError, ctypes.ArgumentError) as err:
+        print(f"rtwo-vm: symbolic: could not run: {_reason(err)}", file=sys.stderr)
+        return EXIT_COULD_NOT_RUN
+    disagreements = [r for r in replays if r.status == "disagrees"]
+    name = Path(args.file).stem
+    written = {}
+    if args.emit_vectors:
+        vectors = [report.path_vector(exploration, end, r, name)
+                   for end, r in zip(exploration.ends, replays) if r.status == "agrees"]
+        written["paths"] = report.write_corpus(args.emit_vectors, vectors)
+    found = [v for v in verdicts if v.verdict == "counterexample"]
+    if found:
+        vectors = [report.counterexample_vector(exploration, v, name) for v in found]
+        written["counterexamples"] = report.write_corpus(args.counterexamples, vectors)
+    code = exit_code(verdicts, len(disagreements))
+    if args.json:
+        print(json.dumps(report.symbolic_json(exploration, replays, verdicts, written, code,
+                                              args.ranges), indent=1, sort_keys=True))
+    else:
+        print(report.symbolic_text(exploration, replays, verdicts, written, args.file,
+                                   args.ranges))
+    for r in disagreements:
+        print("rtwo-vm: MODEL DISAGREEMENT: the reference does not give the path's end on its "
+              f"witness: {r.differences[0]}", file=sys.stderr)
+    return code
+
+
+def compare_fields(text: str | None) -> tuple:
+    if text is None:
+        return COMPARE_FIELDS
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    names = ["storage" if n == "state_changes" else n for n in names]
+    bad = [n for n in names if n not in COMPARE_FIELDS]
+    if bad or not names:
+        raise CliError(f"--compare: {bad[0] if bad else 'nothing'!r} is not a field "
+                       f"({', '.join(COMPARE_FIELDS)})")
+    return tuple(n for n in COMPARE_FIELDS if n in names)
+
+
+def equivalence(args) -> int:
+    from proofs.symbolic.equivalence import compare
+    from proofs.symbolic.executor import ModelError
+    from rtwo_vm import symbolic_report as report
+
+    fields = compare_fields(args.compare)
+    setup_a, setup_b = setup_of(args), setup_of(args, args.other)
+    _output_dir(args.vectors, "--vectors")
+    try:
+        result = compare(setup_a, setup_b, fields, _solver(args))
+    except (ModelError, RecursionError, ctypes.ArgumentError) as err:
+        print(f"rtwo-vm: equivalence: could not run: {_reason(err)}", file=sys.stderr)
+        return EXIT_COULD_NOT_RUN
+    written = None
+    if result.verdict == "different":
+        written = report.write_corpus(args.vectors, report.distinguishing_vectors(
+            result, Path(args.file).stem, Path(args.other).stem))
+    if args.json:
+        print(json.dumps(report.equivalence_json(result, written), indent=1, sort_keys=True))
+    else:
+        print(report.equivalence_text(result, args.file, args.other, written))
+    for d in result.disagreements:
+        print(f"rtwo-vm: MODEL DISAGREEMENT: {d}", file=sys.stderr)
+    return {"equivalent": 0, "different": 1, "bounded": 4, "unknown": 4}.get(
+        result.verdict, EXIT_COULD_NOT_RUN)
+
+
+def run_vector(args) -> int:
+    """``rtwo-vm run FILE.jsonl``: run a vector's request (one vector, or --vector-id) on the
+    reference interpreter, print the result and say whether it is the vector's expected one."""
+    from proofs.symbolic.vectors import request_of
+    from reference_vm import execute
+    from reference_vm.result import canonical
+    from spec.files import FileRefused, read_bounded
+
+    try:
+        text = read_bounded(args.file, 64 << 20, "vector file").decode("utf-8")
+    except FileRefused as err:
+        raise CliError(str(err)) from None
+    except UnicodeDecodeError:
+        raise CliError(f"{args.file}: not UTF-8 text") from None
+    vectors = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                vectors.append(json.loads(line))
+            except (ValueError, RecursionError):
+                raise CliError(f"{args.file}:{number}: not a JSON vector") from None
+    wanted = getattr(args, "vector_id", None)
+    chosen = [v for v in vectors if isinstance(v, dict) and (wanted is None or v.get("id") == wanted)]
+    if len(chosen) != 1:
+        ids = ", ".join(str(v.get("id"))[:60] for v in vectors[:5] if isinstance(v, dict))
+        raise CliError(f"{args.file}: {len(chosen)} vectors match; name one with --vector-id "
+                       f"(ids: {ids}{', ...' if len(vectors) > 5 else ''})")
+    vector = chosen[0]
+    try:
+        request = request_of(vector["input"])
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        raise CliError(f"{args.file}: not a vector input ({type(err).__name__}: {err})"[:200]) from None
+    result = execute(*request)
+    doc = result.to_json()
+    print(canonical(doc) if args.canonical else json.dumps(doc, indent=2, sort_keys=True))
+    expected = vector.get("expected", {}).get("result")
+    same = "the vector's expected result" if doc == expected else "NOT the vector's expected result"
+    print(f"rtwo-vm: {vector.get('id')}: {same}", file=sys.stderr)
+    return 0 if result.ok else 1
