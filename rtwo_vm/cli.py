@@ -16,14 +16,14 @@ from typing import NoReturn
 import spec
 from spec import files
 from reference_vm import (
-    Context, Contract, Limits, Message, Policy, WorldState, disassemble, execute,
+    Context, Contract, Limits, Message, WorldState, disassemble, execute,
 )
 from reference_vm.errors import VMError
 from reference_vm.result import canonical
 from reference_vm.trace import FORMATS as TRACE_FORMATS, tracer_for
 from rtwo_vm.inputs import (
-    CliError, instruction_name, operation_names, parse_assignment, parse_count, parse_hex,
-    parse_word, read_code, read_state_file,
+    CliError, instruction_name, parse_assignment, parse_count, parse_hex,
+    parse_word, policy_of, read_code, read_state_file,
 )
 from rtwo_vm.parsing import RUN_OPTION_GROUPS, group_commands, group_options, harden
 
@@ -62,15 +62,6 @@ def _cmd_disasm(args) -> int:
     return 0
 
 
-def _policy(args) -> Policy:
-    return Policy(time_access="allowed" if args.allow_time else "forbidden",
-                  randomness="seeded" if args.allow_randomness else "forbidden",
-                  external_call="forbidden" if args.forbid_calls else "allowed",
-                  storage_access=args.storage_access,
-                  allowed_operations=operation_names(args.allow, "--allow"),
-                  forbidden_operations=operation_names(args.forbid or [], "--forbid") or ())
-
-
 def _cmd_run(args) -> int:
     if Path(args.file).suffix == ".jsonl":   # a vector file (rtwo-vm symbolic writes them)
         from rtwo_vm.symbolic_cli import run_vector
@@ -95,7 +86,7 @@ def _cmd_run(args) -> int:
     context = Context(parse_word(args.time, "--time"), seed)
     limits = Limits(**{name: parse_count(getattr(args, name), f"--{name.replace('_', '-')}")
                        for name in Limits.DIMENSIONS if getattr(args, name) is not None})
-    policy = _policy(args)
+    policy = policy_of(args)
     run = execute
     if args.engine == "compiled":
         from compiled_vm import execute as run

@@ -14,7 +14,7 @@ from typing import Any
 
 import spec
 from spec import files
-from reference_vm import AssemblyError, Contract, assemble
+from reference_vm import AssemblyError, Contract, Policy, assemble
 from reference_vm.assembler import parse_number
 from reference_vm.container import HEADER_SIZE, MAGIC
 
@@ -294,3 +294,14 @@ def nonnegative_int(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"must not be negative, got {text!r}")
     return value
+
+
+def policy_of(args) -> Policy:
+    """The determinism policy that ``rtwo-vm run``'s policy options name (and every command
+    that takes them: symbolic, equivalence)."""
+    return Policy(time_access="allowed" if args.allow_time else "forbidden",
+                  randomness="seeded" if args.allow_randomness else "forbidden",
+                  external_call="forbidden" if args.forbid_calls else "allowed",
+                  storage_access=args.storage_access,
+                  allowed_operations=operation_names(args.allow, "--allow"),
+                  forbidden_operations=operation_names(args.forbid or [], "--forbid") or ())

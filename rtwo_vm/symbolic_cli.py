@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 from rtwo_vm.inputs import (
-    CliError, parse_assignment, parse_count, parse_hex, parse_word, read_code, read_state_file,
+    CliError, parse_assignment, parse_count, parse_hex, parse_word, policy_of, read_code,
+    read_state_file,
 )
 
 EXIT_COULD_NOT_RUN = 3
@@ -26,7 +27,6 @@ def setup_of(args, file: str | None = None):
     """The proofs.symbolic Setup the options describe (CliError on a bad one)."""
     from proofs.symbolic.world import SEED_SIZE, Setup, limits_problem, policy_problem
     from reference_vm import Limits
-    from rtwo_vm.cli import _policy
 
     address = parse_word(args.address, "--address")
     codes, pinned = {}, {}
@@ -53,7 +53,7 @@ def setup_of(args, file: str | None = None):
     problem = limits_problem(limits)
     if problem:
         raise CliError(f"limits: {problem}")
-    policy = _policy(args)
+    policy = policy_of(args)
     problem = policy_problem(policy)
     if problem:
         raise CliError(f"policy: {problem}")

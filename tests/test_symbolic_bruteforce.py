@@ -297,7 +297,8 @@ def generated(index: int) -> bytes:
     """Program ``index`` of the fuzzer's generator (seed 2026), with about a third of its
     PUSH operands made v + (the call data byte): PUSH v; PUSH1 0; CALLDATALOAD; ADD (jump
     targets, row indices, follow their rows)."""
-    from conformance.fuzz.generate import JUMPS, fresh_rows, rng_for
+    from conformance.fuzz.build import JUMPS, fresh_rows
+    from conformance.fuzz.generate import rng_for
     from conformance.fuzz.program import encode_rows
     from reference_vm.container import build
     rng = rng_for(2026, index, "symbolic")
