@@ -123,6 +123,7 @@ def cmd_fill(args) -> int:
                            f"vectors, install the checkout with {EDITABLE}")
     elif not here:
         argv = ["vectors", "fill"] + (["--check"] if args.check else []) + (["--refresh-smt"] if args.refresh_smt else [])
+        argv += ["--refresh-symbolic"] if args.refresh_symbolic else []
         argv += [f"--source={s}" for s in args.source or ()] + (["--dir", _absolute(args.dir)] if args.dir else [])
         return _delegate(args, project, argv)
     from conformance.corpus import store
@@ -131,7 +132,8 @@ def cmd_fill(args) -> int:
     from spec.files import FileRefused
     directory = corpus_args.directory(args)
     try:
-        filled = fill(args.source or SOURCES, refresh_smt=args.refresh_smt)
+        filled = fill(args.source or SOURCES, refresh_smt=args.refresh_smt,
+                      refresh_symbolic=args.refresh_symbolic)
         for note in filled.notes:
             print(f"note: {note}", file=sys.stderr)
         if args.check:

@@ -1,8 +1,9 @@
-"""``rtwo-vm vectors fill``: gather cases from the three sources, run each through the
+"""``rtwo-vm vectors fill``: gather cases from the sources, run each through the
 reference interpreter, validate every vector, and render the corpus.
 
 Filling is deterministic: cases come in a fixed order, the random source is seeded, the SMT
-source reads its committed cache, and vectors are rendered as canonical JSON sorted by id,
+source reads its committed cache, the symbolic source reads its committed witnesses
+(conformance/symbolic_inputs.json), and vectors are rendered as canonical JSON sorted by id,
 so two fills give byte-identical files.
 """
 
@@ -17,7 +18,7 @@ from typing import Any, Iterable, Iterator
 
 import spec
 from conformance.constants import SMT_CACHE
-from conformance.corpus import fuzz_source, random_source, smt_source
+from conformance.corpus import fuzz_source, random_source, smt_source, symbolic_source
 from conformance.corpus.coverage import BOUNDARY_LIMITS
 from conformance.corpus.definitions import all_cases
 from conformance.corpus.vector import BOUNDARY_POINTS, SOURCES, Boundary, Case, fill_case, vector_line
@@ -125,10 +126,21 @@ def cases(sources: Iterable[str] = SOURCES, smt: dict[str, list[dict]] | None = 
         yield from fuzz_source.cases()
 
 
-def fill(sources: Iterable[str] = SOURCES, *, validate: bool = True, refresh_smt: bool = False) -> Filled:
+def _symbolic_vectors(entries: dict[str, Any] | None) -> Iterator[dict[str, Any]]:
+    if entries:
+        yield from symbolic_source.vectors(entries)
+
+
+def fill(sources: Iterable[str] = SOURCES, *, validate: bool = True, refresh_smt: bool = False,
+         refresh_symbolic: bool = False) -> Filled:
     """Fill every case; raise ValueError on a duplicate id, a definition that cannot be filled
     (DefinitionError, naming the case) or an invalid vector."""
-    smt, notes = smt_inputs(refresh_smt) if "smt" in tuple(sources) else (None, [])
+    sources = tuple(sources)
+    smt, notes = smt_inputs(refresh_smt) if "smt" in sources else (None, [])
+    symbolic = None
+    if "symbolic" in sources:
+        symbolic, more = symbolic_source.inputs(refresh_symbolic)
+        notes += more
     started = time.perf_counter()
     vectors, seen, dropped = [], set(), []
     for case in cases(sources, smt):
@@ -139,6 +151,15 @@ def fill(sources: Iterable[str] = SOURCES, *, validate: bool = True, refresh_smt
         size = len(vector_line(vector)) if case.source != "definition" else 0
         if size > MAX_GENERATED_BYTES:
             dropped.append(f"{case.id} ({size:,} bytes)")
+            continue
+        vectors.append(vector)
+    for vector in _symbolic_vectors(symbolic):
+        if vector["id"] in seen:
+            raise DefinitionError(f"{vector['id']}: duplicate vector id (two symbolic paths use it)")
+        seen.add(vector["id"])
+        size = len(vector_line(vector))
+        if size > MAX_GENERATED_BYTES:
+            dropped.append(f"{vector['id']} ({size:,} bytes)")
             continue
         vectors.append(vector)
     if dropped:

@@ -28,7 +28,7 @@ ZERO_SEED = bytes(32)
 # The determinism policy's fields in a vector; storage_access belongs to the sandbox, next
 # to its isolation level (chapter 10.2, 11.2.3).
 DETERMINISM_FIELDS = ("time_access", "randomness", "external_call")
-SOURCES = ("definition", "smt", "random", "fuzz")
+SOURCES = ("definition", "smt", "random", "fuzz", "symbolic")
 BOUNDARY_POINTS = ("limit-1", "limit", "limit+1")
 
 

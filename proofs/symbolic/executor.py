@@ -63,6 +63,7 @@ class Path:
     steps: int = 0
     flags: tuple = ()
     pcs: tuple = ()               # offsets of this frame's instructions, in order
+    choices: tuple = ()           # (address, pc, branch label) of every fork, in path order
     memory_writes: int = 0        # writes since this frame's memory was last an array
 
     def with_conds(self, new) -> "Path":
@@ -180,7 +181,7 @@ class Explorer:
             {"compute": s.compute, "memory_pages": s.pages_peak, "storage_reads": s.reads,
              "storage_writes": s.writes, "storage_new_slots": s.new_slots,
              "storage_units": s.storage_units},
-            p.records, p.conds, p.keys, p.apps, p.flags, p.pcs))
+            p.records, p.conds, p.keys, p.apps, p.flags, p.pcs, p.choices))
 
     # -- one frame ---------------------------------------------------------------------------
     def frame(self, code: Code, path: Path):
@@ -223,7 +224,8 @@ class Explorer:
             successors = []
             for b, q in kept:
                 if forked:
-                    q = replace(q, visits=tuple(sorted(visits.items())))
+                    q = replace(q, visits=tuple(sorted(visits.items())),
+                                choices=q.choices + ((code.address, pc, b.label),))
                 if b.status != RUNNING:
                     yield FrameEnd(b.status, b.state, q)
                 elif forked and over:

@@ -61,6 +61,7 @@ class End:
     apps: tuple                   # SHA-256 and random-stream applications on the path
     flags: tuple = ()             # e.g. a branch kept because its feasibility was unknown
     pcs: tuple = ()               # the entry frame's instruction offsets, in order
+    choices: tuple = ()           # (address, pc, branch label) of every fork, callees' too
 
     @property
     def fee(self):

@@ -29,7 +29,9 @@ def register(sub) -> None:
     corpus_args.add_options(f)
     f.add_argument("--check", action="store_true", help="fill in memory and fail if the stored corpus differs")
     f.add_argument("--refresh-smt", action="store_true", help="ask proofs.branches (z3) again for branch inputs")
-    f.add_argument("--source", action="append", choices=["definition", "smt", "random", "fuzz"],
+    f.add_argument("--refresh-symbolic", action="store_true",
+                   help="explore every example again for the symbolic source's witnesses (z3)")
+    f.add_argument("--source", action="append", choices=["definition", "smt", "random", "fuzz", "symbolic"],
                    help="fill only these sources (default: all)")
     from rtwo_vm import vectors_cli  # fill, promote (issue 20), release and strength (issue 12)
     vectors_cli.add_in_checkout(f)
