@@ -23,6 +23,8 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 VECTORS_DIR = PACKAGE_DIR / "vectors"
 KNOWN_FAILURES_DIR = PACKAGE_DIR / "known_failures"
 SMT_CACHE = PACKAGE_DIR / "smt_inputs.json"
+SYMBOLIC_CACHE = PACKAGE_DIR / "symbolic_inputs.json"
+EXAMPLES_DIR = PACKAGE_DIR.parent / "examples"
 
 
 def project_root(start: Path | None = None) -> Path | None:

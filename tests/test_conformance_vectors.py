@@ -107,8 +107,10 @@ def test_coverage_targets_met_by_the_corpus_and_by_the_hand_written_definitions_
 
 def test_every_source_contributes(vectors):
     sources = {v["tags"]["source"] for v in vectors}
-    # fuzz: the promoted findings of conformance/fuzz/promoted.jsonl (docs/guides/fuzzing.md)
-    assert sources == {"definition", "smt", "random", "fuzz"}, "the SMT cache, the random or the fuzz source is missing"
+    # fuzz: the promoted findings of conformance/fuzz/promoted.jsonl (docs/guides/fuzzing.md);
+    # symbolic: every path of the examples (conformance/symbolic_inputs.json)
+    assert sources == {"definition", "smt", "random", "fuzz", "symbolic"}, \
+        "the SMT cache, the random, the fuzz or the symbolic source is missing"
     assert 2000 <= len(vectors) <= 6000
 
 
@@ -129,7 +131,8 @@ def test_expected_results_are_spec_consistent(vectors):
 
 
 def test_ids_are_meaningful_and_grouped(vectors):
-    groups = set(TABLE.instruction_types) | {"validation", "policy", "request", "smt", "random", "fuzz"}
+    groups = set(TABLE.instruction_types) | {"validation", "policy", "request", "smt", "random", "fuzz",
+                                                "symbolic"}
     for v in vectors:
         group = v["id"].split("/")[0]
         assert group in groups, v["id"]

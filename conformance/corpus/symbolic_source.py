@@ -8,11 +8,14 @@ vector is that witness input with the reference's result as its expected result,
 ``proofs.symbolic.vectors.vector`` (the vectors ``rtwo-vm symbolic --emit-vectors`` writes),
 tagged ``source: symbolic``.
 
-A witness is a z3 model, and z3's models depend on its version, so the witnesses are cached
-in conformance/symbolic_inputs.json (committed) and every fill reads the cache, as the SMT
-source does: fills stay byte-identical across machines. The expected results are not cached:
+A witness is a z3 model, and z3's models depend on its version (and, within one process, on
+the terms made before: the same example explored after another can get another witness),
+so the witnesses are cached in conformance/symbolic_inputs.json (committed) and every fill
+reads the cache, as the SMT source does: fills stay byte-identical across machines. The
+paths themselves (their number, outcomes and forks, hence the ids) do not depend on z3's
+choices. The expected results are not cached:
 each fill runs the reference on the cached inputs. The cache entry of an example records the
-SHA-256 of every container and the bounds; an entry that does not match the example any more
+containers (so that a fill needs the cache alone) and the bounds; an entry that does not match the example any more
 (or is missing) is explored again and written back (``rtwo-vm vectors fill --refresh-symbolic``
 explores every example again).
 
@@ -30,10 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from conformance.constants import PACKAGE_DIR
+from conformance.constants import EXAMPLES_DIR, SYMBOLIC_CACHE
 
-EXAMPLES_DIR = PACKAGE_DIR.parent / "examples"
-SYMBOLIC_CACHE = PACKAGE_DIR / "symbolic_inputs.json"
 ENTRY = 0x100
 SIGNATURE_DIGITS = 10
 
@@ -82,14 +83,23 @@ def setup_of(example: Example, codes: dict[int, bytes] | None = None):
 
 
 def settings(example: Example, codes: dict[int, bytes]) -> dict[str, Any]:
-    """What a cache entry was explored from: a different one makes the entry stale."""
+    """What a cache entry was explored from (the containers themselves, so that a fill needs
+    only the cache): a different one makes the entry stale."""
     s = setup_of(example, codes)
     return {"entry": hex(example.entry),
-            "contracts": {hex(a): {"file": example.files()[a],
-                                   "sha256": hashlib.sha256(blob).hexdigest()}
+            "contracts": {hex(a): {"file": example.files()[a], "code": "0x" + blob.hex()}
                           for a, blob in sorted(codes.items())},
             "max_calldata": s.max_calldata, "loop_bound": s.loop_bound,
             "max_paths": s.max_paths, "max_steps": s.max_steps}
+
+
+def setup_from(settings_doc: dict[str, Any]):
+    """The Setup a cache entry's settings describe."""
+    from proofs.symbolic.world import Setup
+    codes = {int(a, 16): bytes.fromhex(c["code"][2:]) for a, c in settings_doc["contracts"].items()}
+    return Setup(entry=int(settings_doc["entry"], 16), codes=codes,
+                 max_calldata=settings_doc["max_calldata"], loop_bound=settings_doc["loop_bound"],
+                 max_paths=settings_doc["max_paths"], max_steps=settings_doc["max_steps"])
 
 
 def signature(outcome: str, choices: Iterable) -> str:
@@ -150,6 +160,9 @@ def inputs(refresh: bool = False, path: Path = SYMBOLIC_CACHE) -> tuple[dict[str
     """The cache entry of every example (exploring those missing, stale or, with
     ``refresh``, all, and writing the cache back when any was explored), with notes."""
     cached = load_cache(path)
+    if not examples():   # an installed copy, or a checkout of the packages alone: the cache as it is
+        return cached, [] if cached else [f"no examples in {EXAMPLES_DIR} and no cache "
+                                          f"{path.name}: symbolic source skipped"]
     entries, explored = {}, []
     for example in examples():
         entry = cached.get(example.name)
@@ -179,9 +192,9 @@ def vector_id(example: str, path: dict[str, Any]) -> str:
     return f"symbolic/{slug(example)}/{path['outcome'].lower()}_{path['signature']}"
 
 
-def _description(example: Example, path: dict[str, Any]) -> str:
+def _description(name: str, path: dict[str, Any]) -> str:
     forks = "; ".join(f"{label!r} at pc {pc} of {address}" for address, pc, label in path["forks"])
-    return (f"{example.name}.rasm: the witness input of one path of rtwo-vm symbolic "
+    return (f"{name}.rasm: the witness input of one path of rtwo-vm symbolic "
             f"({path['outcome']}), " + (f"through the branches {forks}" if forks
                                         else "the only path"))
 
@@ -191,11 +204,10 @@ def vectors(entries: dict[str, Any]) -> Iterator[dict[str, Any]]:
     from conformance.corpus.vector import run_reference
     from proofs.symbolic.vectors import vector, vector_input
 
-    for example in examples():
-        entry = entries[example.name]
-        setup = setup_of(example)
+    for name, entry in sorted(entries.items()):
+        setup = setup_from(entry["settings"])
         for path in entry["paths"]:
             witness = _witness(path["witness"])
             result = run_reference(vector_input(setup, witness)).to_json()
-            yield vector(vector_id(example.name, path), _description(example, path), setup,
-                         witness, result, path["opcodes"])
+            yield vector(vector_id(name, path), _description(name, path), setup, witness, result,
+                         path["opcodes"])
