@@ -72,6 +72,10 @@ def _policy(args) -> Policy:
 
 
 def _cmd_run(args) -> int:
+    if args.engine == "native":        # an optional extra: without it, refuse before anything
+        import native_vm
+        if native_vm.missing():
+            raise CliError(native_vm.missing())
     address = parse_word(args.address, "--address")
     contracts = read_state_file(args.state) if args.state else {}
     for item in args.contract or ():
@@ -94,6 +98,8 @@ def _cmd_run(args) -> int:
     run = execute
     if args.engine == "compiled":
         from compiled_vm import execute as run
+    elif args.engine == "native":
+        from native_vm import execute as run
     with contextlib.ExitStack() as stack:
         tracer, trace_file = None, None
         if args.trace == "-":
@@ -239,8 +245,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trace-format", choices=TRACE_FORMATS, default="native",
                    help="native (default) or eip3155: EIP-3155 field names, compute as gas")
     p.add_argument("--canonical", action="store_true", help="print canonical JSON (one line)")
-    p.add_argument("--engine", choices=["reference", "compiled"], default="reference",
-                   help="the reference interpreter (default) or the compiled engine (compiled_vm)")
+    p.add_argument("--engine", choices=["reference", "compiled", "native"], default="reference",
+                   help="the reference interpreter (default), the compiled engine (compiled_vm) or "
+                        "the native tier (native_vm; needs the native extra: llvmlite)")
     p.set_defaults(func=_cmd_run)
     run_parser = p
 
