@@ -354,14 +354,18 @@ class Lowering:
         size = sum(len(block.instructions) for block in self.fn.blocks)
         return Lowered(self.module, tuple(self.exits), frozenset(self.reads), size)
 
+    def budget(self, left, cost):
+        """Whole iterations the compute left pays for: left // cost (0 when nothing is left)."""
+        b = self.b
+        return b.select(b.icmp_signed("<", left, ir.Constant(I64, 0)), ir.Constant(I64, 0),
+                        b.sdiv(left, cost))
+
     def counted_loop(self, segments) -> None:
         b = self.b
         self.cycle_cost = sum(s.cost for s in segments)
         self.used0 = self.var("used")
         cost = ir.Constant(I64, self.cycle_cost)
-        left = b.sub(self.var("limit"), self.used0)
-        iterations = b.select(b.icmp_signed("<", left, ir.Constant(I64, 0)), ir.Constant(I64, 0),
-                              b.sdiv(left, cost))
+        iterations = self.budget(b.sub(self.var("limit"), self.used0), cost)
         self.iteration = self.alloca(I64)
         b.store(ir.Constant(I64, 0), self.iteration)
         with b.if_then(b.icmp_signed("<=", iterations, ir.Constant(I64, 0)), likely=False):
