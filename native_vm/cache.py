@@ -25,6 +25,7 @@ IR_BYTES = 48
 
 
 def region_bytes(region: NativeRegion) -> int:
+    """The estimated bytes a cached region holds."""
     return REGION_BYTES + IR_BYTES * region.size
 
 
@@ -36,6 +37,10 @@ class NativeCache:
         self.evictions = 0
         self.entries: OrderedDict[tuple, NativeRegion] = OrderedDict()
         self._lock = threading.RLock()
+
+    def fits(self, size: int) -> bool:
+        """Whether a region lowered to ``size`` LLVM instructions fits the cache at all."""
+        return self.max_regions > 0 and REGION_BYTES + IR_BYTES * size <= self.max_bytes
 
     def get(self, key: tuple) -> NativeRegion | None:
         with self._lock:
@@ -70,7 +75,8 @@ class NativeCache:
 
 def uninstall(region: NativeRegion) -> None:
     """Take the region out of every profile running it: the slot gets the compiled tier's
-    function back (or nothing), watched again."""
+    function back, watched again (or, when the region went native without one, its count
+    starts again, so that it reaches the threshold anew)."""
     for reference, head in region.installs:
         profile = reference()
         if profile is not None and profile.fns[head] is region:
@@ -78,6 +84,8 @@ def uninstall(region: NativeRegion) -> None:
             profile.fns[head] = lower
             if lower is not None:
                 profile.work[head] = 0
+            else:
+                profile.counts[head] = 0
     region.installs.clear()
 
 

@@ -144,7 +144,7 @@ class Engine(CompiledEngine):
         self.native = CACHE if cache is None else cache
         self.native_compiled = 0     # regions this engine compiled to machine code
         self.native_failures = 0     # regions LLVM refused or that failed to lower
-        self.native_refused = 0      # regions past the IR bound after lowering
+        self.native_refused = 0      # regions past the IR bound, or larger than the whole cache
 
     def plan(self, profile, head: int) -> Plan | None:
         return plan_for(profile.program, head, self.min_block, self.per_handler)
@@ -187,7 +187,8 @@ class Engine(CompiledEngine):
     def build(self, plan: Plan, word) -> NativeRegion | None:
         try:
             lowered = Lowering(plan, word).lower()
-            if lowered.size > MAX_IR:
+            # Past the bound, or larger than the whole cache (it would leave as it arrives).
+            if lowered.size > MAX_IR or not self.native.fits(lowered.size):
                 self.native_refused += 1
                 return None
             tracker, address = jit.compile_module(lowered.module)
