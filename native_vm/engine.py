@@ -59,6 +59,8 @@ class NativeProfile(Profile):
 
 
 class NativeExecution(CompiledExecution):
+    engine: "Engine"
+
     def __init__(self, engine: "Engine", *args):
         super().__init__(engine, *args)
         self.native_buffers = None      # region.Buffers, made when machine code first runs
