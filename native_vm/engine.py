@@ -49,21 +49,23 @@ class NativeProfile(Profile):
     run while watched (None: not watched) and the compiled-tier functions native code took
     the place of."""
 
-    __slots__ = ("work", "lower", "digest", "__weakref__")
+    __slots__ = ("work", "lower", "_digest", "__weakref__")
 
     def __init__(self, program):
         super().__init__(program)
         self.work: list[int | None] = [None] * len(program.segments)
         self.lower: dict[int, object] = {}
-        self.digest = hashlib.sha256(program.code.code).digest()
+        self._digest: bytes | None = None
+
+    def digest(self) -> bytes:
+        """SHA-256 of the code section: the native cache's key (computed when first needed)."""
+        if self._digest is None:
+            self._digest = hashlib.sha256(self.program.code.code).digest()
+        return self._digest
 
 
 class NativeExecution(CompiledExecution):
     engine: "Engine"
-
-    def __init__(self, engine: "Engine", *args):
-        super().__init__(engine, *args)
-        self.native_buffers = None      # region.Buffers, made when machine code first runs
 
     def _run(self, frame: Frame) -> None:
         program = frame.program
@@ -166,7 +168,7 @@ class Engine(CompiledEngine):
             plan = self.plan(profile, head)
             if plan is None:
                 return False
-        key = (profile.digest, word.bits, head)
+        key = (profile.digest(), word.bits, head)
         region = self.native.get(key)
         if region is None:
             region = self.build(plan, word)

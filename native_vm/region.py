@@ -19,6 +19,7 @@ grows, through handlers, between entries); call data is an immutable ``bytes``.
 from __future__ import annotations
 
 import ctypes
+import threading
 
 import spec
 from native_vm.lower import CTX, CTX_SIZE, GOTO, INTERPRET, Exit, Lowered
@@ -37,8 +38,8 @@ DATA_SIZE, RETURN_DATA_SIZE = CTX["data_size"], CTX["return_data_size"]
 
 
 class Buffers:
-    """The context and the stack window of one execution (its frames take turns: machine
-    code never runs two regions at once within an execution)."""
+    """The context and the stack window of one thread (its executions and their frames take
+    turns: machine code never runs two regions at once on a thread, and never calls back)."""
 
     __slots__ = ("ctx", "window", "ctx_address", "window_address")
 
@@ -47,6 +48,17 @@ class Buffers:
         self.window = (ctypes.c_uint64 * STACK_DEPTH)()
         self.ctx_address = _addressof(self.ctx)
         self.window_address = _addressof(self.window)
+
+
+_local = threading.local()
+
+
+def thread_buffers() -> Buffers:
+    try:
+        return _local.buffers
+    except AttributeError:
+        _local.buffers = Buffers()
+        return _local.buffers
 
 
 def _call_data_address(data: bytes) -> int:
@@ -101,9 +113,7 @@ class NativeRegion:
         need = self.need
         if n < need or n + self.peak > STACK_DEPTH:
             return self.bail
-        buffers = frame.execution.native_buffers
-        if buffers is None:
-            buffers = frame.execution.native_buffers = Buffers()
+        buffers = thread_buffers()
         ctx, window = buffers.ctx, buffers.window
         ctx_address, window_address = buffers.ctx_address, buffers.window_address
         if need:
