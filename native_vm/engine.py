@@ -25,9 +25,7 @@ import weakref
 
 from compiled_vm.cache import COLD, Profile
 from compiled_vm.engine import CompiledExecution, Engine as CompiledEngine, THRESHOLD, COLD_SEGMENTS
-from native_vm import jit
 from native_vm.cache import CACHE, NativeCache
-from native_vm.lower import Lowering
 from native_vm.plan import MAX_IR, MIN_BLOCK, PER_HANDLER, Plan, plan_for
 from native_vm.region import NativeRegion
 from reference_vm import policy as policy_mod
@@ -190,6 +188,10 @@ class Engine(CompiledEngine):
 
     def build(self, plan: Plan, word) -> NativeRegion | None:
         try:
+            # LLVM is loaded when a region first goes native: a process that runs only code
+            # that runs once never pays for it.
+            from native_vm import jit
+            from native_vm.lower import Lowering
             lowered = Lowering(plan, word).lower()
             # Past the bound, or larger than the whole cache (it would leave as it arrives).
             if lowered.size > MAX_IR or not self.native.fits(lowered.size):

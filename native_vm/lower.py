@@ -1,12 +1,12 @@
 """Lower a planned region (plan.py) to an LLVM IR function with llvmlite's IR builder.
 
-The function is ``i64 region(ptr ctx, ptr window)``. ``ctx`` holds the frame's values as
-64-bit words (the CTX_* indices: compute used and limit, memory address and size, call data
-address and size, caller, address, data and return data sizes, the resume site); ``window``
-holds the region's top stack items, one 64-bit word each, bottom first: the ``need`` items the
-region takes on entry, and the items it leaves at an exit. The function returns the index of
-the exit it took (``Lowered.exits``): its kind, its target and how many items it left, all
-fixed when it was generated. Values from the program (immediates, offsets, costs) enter the IR
+The function is ``i64 region(ptr ctx, ptr window)`` (abi.py). ``ctx`` holds the frame's values
+as 64-bit words (compute used and limit, memory address and size, call data address and size,
+caller, address, data and return data sizes, the resume site); ``window`` holds the region's
+top stack items, one 64-bit word each, bottom first: the ``need`` items the region takes on
+entry, and the items it leaves at an exit. The function returns the index of the exit it took
+(``Lowered.exits``): its kind, its target and how many items it left, all fixed when it was
+generated. Values from the program (immediates, offsets, costs) enter the IR
 only as ``ir.Constant`` operands built by the IR builder; no text is formatted.
 
 Inside, each stack position of the window is an ``alloca`` addressed by a constant index,
@@ -27,42 +27,18 @@ stack up to it; the engine runs the reference handler and, when a resume site wa
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
 
 from llvmlite import ir
 
 from native_vm import ops
+from native_vm.abi import FIELDS, CTX, GOTO, INTERPRET, RUN, Exit
 from native_vm.plan import HANDLER, IN_PLACE, NATIVE, Plan, kind
 from reference_vm.instructions.stack import family_of
 from reference_vm.program import Segment
 from reference_vm.words import Word
 
-FIELDS = ("used", "limit", "memory", "memory_size", "call_data", "call_data_size", "caller",
-          "address", "data_size", "return_data_size", "resume")
-CTX = {name: i for i, name in enumerate(FIELDS)}
-CTX_SIZE = len(FIELDS)
-GOTO, INTERPRET, RUN = 0, 1, 2     # exit kinds
-
 I8, I64 = ir.IntType(8), ir.IntType(64)
 PTR = ir.PointerType()
-
-
-@dataclass(frozen=True)
-class Exit:
-    """One exit of the generated code. GOTO: continue at ``target``. INTERPRET: run the
-    segment at ``target`` through the interpreter. RUN: run the instruction at ``pc`` through
-    ``handler`` (the code charged its segment already), then enter again at ``resume`` (with
-    ``resume_height`` items) or, when it is 0, continue at the handler's target or ``target``
-    (the segment's end)."""
-
-    kind: int
-    height: int
-    target: int
-    pc: int = 0
-    handler: Callable | None = None
-    immediate: int = 0
-    resume: int = 0
-    resume_height: int = 0
 
 
 @dataclass

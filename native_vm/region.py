@@ -22,7 +22,7 @@ import ctypes
 import threading
 
 import spec
-from native_vm.lower import CTX, CTX_SIZE, GOTO, INTERPRET, Exit, Lowered
+from native_vm.abi import CTX, CTX_SIZE, GOTO, INTERPRET, Exit
 from native_vm.plan import Plan
 
 STACK_DEPTH = spec.load().limits["machine"]["stack_depth"]
@@ -72,7 +72,7 @@ class NativeRegion:
                  "frame_reads", "return_data", "size", "head", "counted", "installs",
                  "__weakref__")
 
-    def __init__(self, plan: Plan, lowered: Lowered, tracker, address: int):
+    def __init__(self, plan: Plan, lowered, tracker, address: int):
         self.tracker = tracker             # keeps the code alive
         self.function = FUNCTION(address)
         self.exits: tuple[Exit, ...] = lowered.exits

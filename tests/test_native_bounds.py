@@ -192,3 +192,12 @@ def test_the_engine_runs_every_request_stage_the_reference_runs():
     assert "admit" in ref_names and "admit" in ours
     assert ref_names - {"Execution", "finish", "hasattr"} <= ours
     assert "NativeExecution" in ours and ref_fields == our_fields
+
+
+def test_llvm_is_loaded_only_when_a_region_first_goes_native():
+    probe = ("import sys, native_vm; from reference_vm import *; "
+             "state = WorldState({1: Contract(assemble('push 1\\npush 2\\nadd\\nstop'))}); "
+             "assert native_vm.execute(state, Message(1, 1)).ok; print('llvmlite' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT,
+                          timeout=120)
+    assert done.stdout.strip() == "False", done.stderr
