@@ -201,3 +201,29 @@ def test_llvm_is_loaded_only_when_a_region_first_goes_native():
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT,
                           timeout=120)
     assert done.stdout.strip() == "False", done.stderr
+
+
+def test_new_lljit_instances_replace_old_ones_and_old_ones_go_with_their_code():
+    """Every 2 libraries a new LLJIT (LIBRARIES_PER_JIT lowered for the test), a cache of 2
+    regions: code is compiled, evicted and freed across several LLJITs, in a child process
+    that must also exit cleanly."""
+    probe = """
+import gc, sys
+sys.path.insert(0, 'tests')
+from native_vm import jit, Engine
+from native_vm.cache import NativeCache
+from test_native_bounds import loop_code, run
+from reference_vm import execute
+jit.LIBRARIES_PER_JIT = 2
+engine = Engine(threshold=1, cold_segments=0, native_work=0, cache=NativeCache(max_regions=2))
+for k in range(12):
+    code = loop_code(k % 5)
+    assert run(code, engine.execute).canonical_json() == run(code, execute).canonical_json()
+    gc.collect()
+print(engine.native_compiled, engine.native_failures)
+"""
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    compiled, failures = map(int, done.stdout.split())
+    assert compiled == 12 and failures == 0
