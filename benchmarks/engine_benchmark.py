@@ -18,7 +18,7 @@ Prints, best of the rounds, every time as a ratio to the reference measured in t
                        reference; the compiled engine tiered (default threshold) and eager
                        (threshold 1, every segment compiled the first time it runs, which is
                        what compiling up front costs); the native tier tiered (its defaults:
-                       a region goes native after 2^20 compute units on the compiled tier)
+                       a region goes native after 2^22 compute units on the compiled tier)
                        and eager (every region it would take, native the first time it runs)
 
 Every engine's results are checked against the reference's first. The native columns need the

@@ -39,7 +39,11 @@ from reference_vm.result import ExecutionResult
 from reference_vm.state import WorldState
 from reference_vm.words import word as word_of
 
-NATIVE_WORK = 1 << 20     # compute units a region runs on the compiled tier before going native
+# Compute units a region runs on the compiled tier before going native. Compiling a region
+# with LLVM takes tens of milliseconds (the loop benchmark's loop: about 0.1 s on a busy
+# 2-core machine, LLVM's start-up included), about what the compiled tier takes to run 2^22
+# units there: a region goes native once it has cost about as much as compiling it would.
+NATIVE_WORK = 1 << 22
 
 
 class NativeProfile(Profile):
