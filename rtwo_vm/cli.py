@@ -99,7 +99,8 @@ def _cmd_run(args) -> int:
     if args.engine == "compiled":
         from compiled_vm import execute as run
     elif args.engine == "native":
-        from native_vm import execute as run
+        import native_vm
+        run = native_vm.execute
     with contextlib.ExitStack() as stack:
         tracer, trace_file = None, None
         if args.trace == "-":
