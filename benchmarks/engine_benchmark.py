@@ -1,22 +1,28 @@
-"""The compiled engine against the reference on the corpus and on a mixed workload.
+"""The compiled engine and the native tier against the reference on the corpus and on a
+mixed workload.
 
     python benchmarks/engine_benchmark.py [--rounds 3] [--workers 2] [--repeats 1,3,10,30]
         [--example-repeats 1,10,100,1000]
 
 Prints, best of the rounds, every time as a ratio to the reference measured in the same run:
 
-  corpus, in process   every vector executed once by each engine (a fresh compiled engine per
-                       round, as in a new adapter process: nearly every vector is its own
-                       program, so almost nothing reaches the threshold)
+  corpus, in process   every vector executed once by each engine (a fresh engine per round,
+                       and for the native tier a fresh native code cache, as in a new adapter
+                       process: nearly every vector is its own program, so almost nothing
+                       reaches the thresholds)
   corpus, adapters     the main pass of ``rtwo-vm conformance run`` through
-                       ``python -m conformance.adapter`` and ``... --engine compiled``
+                       ``python -m conformance.adapter`` and ``... --engine compiled`` (and
+                       ``--engine native``)
   mixed workload       the example scenarios' calls, the corpus programs and a short run of
-                       benchmarks/loop.rasm, each run R times in a row in one process: the reference, the
-                       compiled engine tiered (default threshold), and compiled eagerly
+                       benchmarks/loop.rasm, each run R times in a row in one process: the
+                       reference; the compiled engine tiered (default threshold) and eager
                        (threshold 1, every segment compiled the first time it runs, which is
-                       what compiling up front costs)
+                       what compiling up front costs); the native tier tiered (its defaults:
+                       a region goes native after 2^22 compute units on the compiled tier)
+                       and eager (every region it would take, native the first time it runs)
 
-Every compiled result is checked against the reference's first.
+Every engine's results are checked against the reference's first. The native columns need the
+native extra (``pip install '.[native]'``); without it they are left out.
 """
 
 from __future__ import annotations
@@ -71,13 +77,29 @@ def _interleaved(rounds: int, requests, repeat: int, reference, *engines) -> lis
     return best
 
 
-def _check(requests) -> None:
-    engine = compiled_vm.Engine(threshold=1, cold_segments=0)
+def _native():
+    """Factories of fresh native engines (tiered, eager) and the adapter flag, or None."""
+    import native_vm
+    if native_vm.missing():
+        return None
+    from native_vm.cache import NativeCache
+    return (lambda: native_vm.Engine(cache=NativeCache()).execute,
+            lambda: native_vm.Engine(threshold=1, cold_segments=0, native_work=0,
+                                     cache=NativeCache()).execute)
+
+
+def _check(requests, native) -> None:
+    engines = {"compiled": compiled_vm.Engine(threshold=1, cold_segments=0).execute}
+    if native is not None:
+        import native_vm
+        engines["native"] = native_vm.Engine(threshold=1, cold_segments=0, native_work=0,
+                                             min_block=1, per_handler=0).execute
     for args in requests:
         want = execute(*args).canonical_json()
-        for _ in range(2):
-            if engine.execute(*args).canonical_json() != want:
-                raise SystemExit(f"the compiled engine disagrees with the reference on {args[1]}")
+        for name, run in engines.items():
+            for _ in range(2):
+                if run(*args).canonical_json() != want:
+                    raise SystemExit(f"the {name} engine disagrees with the reference on {args[1]}")
 
 
 def main() -> int:
@@ -91,37 +113,48 @@ def main() -> int:
                "examples": [int(r) for r in args.example_repeats.split(",")],
                "loop": [1, 10, 100, 1000]}
     examples, corpus_args, loops = _requests()
-    _check(examples + corpus_args + loops)
+    native = _native()
+    _check(examples + corpus_args + loops, native)
 
-    ref, comp = _interleaved(args.rounds, corpus_args, 1, execute, lambda: compiled_vm.Engine().execute)
+    engines = [lambda: compiled_vm.Engine().execute] + ([native[0]] if native else [])
+    ref, *times = _interleaved(args.rounds, corpus_args, 1, execute, *engines)
     print(f"corpus: {len(corpus_args)} vectors, best of {args.rounds}")
-    print(f"  in process   reference {ref:6.3f} s   compiled {comp:6.3f} s   ratio {comp / ref:5.2f}")
+    line = f"  in process   reference {ref:6.3f} s   compiled {times[0]:6.3f} s   ratio {times[0] / ref:5.2f}"
+    if native:
+        line += f"   native {times[1]:6.3f} s   ratio {times[1] / ref:5.2f}"
+    print(line)
 
     vectors = store.load()
     settings = Settings(workers=args.workers)
-    compiled_command = shlex.join([*shlex.split(reference_command()), "--engine", "compiled"])
-    rates = {"reference": 0.0, "compiled": 0.0}
+    commands = {"reference": reference_command(),
+                "compiled": shlex.join([*shlex.split(reference_command()), "--engine", "compiled"])}
+    if native:
+        commands["native"] = shlex.join([*shlex.split(reference_command()), "--engine", "native"])
+    rates = dict.fromkeys(commands, 0.0)
     for _ in range(args.rounds):
-        for label, command in (("reference", reference_command()), ("compiled", compiled_command)):
+        for label, command in commands.items():
             result = run_suite([command], vectors, [], Options(repeat=0, settings=settings))
             (run,) = result.runs
             if not result.ok:
                 raise SystemExit(f"{label} adapter failed the corpus")
             rates[label] = max(rates[label], run.rate)
-    print(f"  adapters     reference {rates['reference']:6,.0f} vectors/s   compiled "
-          f"{rates['compiled']:6,.0f} vectors/s   time ratio {rates['reference'] / rates['compiled']:5.2f}"
-          f"   ({args.workers} processes each, main pass)")
+    line = f"  adapters     reference {rates['reference']:6,.0f} vectors/s"
+    for label in list(commands)[1:]:
+        line += (f"   {label} {rates[label]:6,.0f} vectors/s   time ratio "
+                 f"{rates['reference'] / rates[label]:5.2f}")
+    print(line + f"   ({args.workers} processes each, main pass)")
 
     print(f"mixed workload: {len(examples)} example calls, {len(corpus_args)} corpus programs and the "
           f"loop (N={LOOP_N}), each run R times; best of {args.rounds}; ratio = time / reference's")
+    makers = [lambda: compiled_vm.Engine().execute,
+              lambda: compiled_vm.Engine(threshold=1, cold_segments=0).execute, *(native or ())]
+    labels = ["compiled tiered", "eager", *(("native tiered", "eager") if native else ())]
     for label, requests in (("examples", examples), ("corpus", corpus_args), ("loop", loops)):
         for repeat in repeats[label]:
             rounds = args.rounds if repeat * len(requests) < 50_000 else 1
-            ref, tiered, eager = _interleaved(
-                rounds, requests, repeat, execute, lambda: compiled_vm.Engine().execute,
-                lambda: compiled_vm.Engine(threshold=1, cold_segments=0).execute)
-            print(f"  {label:9} R={repeat:<4} reference {ref:7.3f} s   tiered {tiered / ref:5.2f}"
-                  f"   eager {eager / ref:5.2f}")
+            ref, *times = _interleaved(rounds, requests, repeat, execute, *makers)
+            cells = "   ".join(f"{name} {t / ref:5.2f}" for name, t in zip(labels, times))
+            print(f"  {label:9} R={repeat:<4} reference {ref:7.3f} s   {cells}")
     return 0
 
 

@@ -178,21 +178,33 @@ def requests(stdin: BinaryIO, limit: int = MAX_REQUEST):
 def main(argv: list[str] | None = None, adapter: Adapter | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m conformance.adapter", description=__doc__.splitlines()[0])
     parser.add_argument("--verbose", action="store_true", help="log requests to stderr")
-    parser.add_argument("--engine", choices=("reference", "compiled"), default="reference",
-                        help="run requests on the reference interpreter (default) or on compiled_vm")
+    parser.add_argument("--engine", choices=("reference", "compiled", "native"), default="reference",
+                        help="run requests on the reference interpreter (default), on compiled_vm "
+                             "or on native_vm (needs the native extra: llvmlite)")
     parser.add_argument("--compile-threshold", type=int, default=None, metavar="N",
-                        help="with --engine compiled: compile a region after N segment starts, "
-                             "profiling from the first segment (1: compile everything at once; "
-                             "for differential fuzzing of the compiled code itself)")
+                        help="with --engine compiled or native: compile a region after N segment "
+                             "starts, profiling from the first segment (1: compile everything at "
+                             "once, native: every region it can take to machine code at once; for "
+                             "differential fuzzing of the compiled code itself)")
     args = parser.parse_args(argv)
-    if args.compile_threshold is not None and (args.engine != "compiled" or args.compile_threshold < 1):
-        parser.error("--compile-threshold needs --engine compiled and a count of at least 1")
+    if args.compile_threshold is not None and (args.engine == "reference" or args.compile_threshold < 1):
+        parser.error("--compile-threshold needs --engine compiled or native and a count of at least 1")
+    if args.engine == "native":
+        import native_vm
+        if native_vm.missing():
+            print(f"python -m conformance.adapter: error: {native_vm.missing()}", file=sys.stderr)
+            return 2
     adapter = adapter or Adapter(verbose=args.verbose)
     if args.engine == "compiled":
         import compiled_vm
         adapter.engine = (compiled_vm.execute if args.compile_threshold is None else
                           compiled_vm.Engine(threshold=args.compile_threshold, cold_segments=0).execute)
         adapter.name = "rtwo-compiled"
+    elif args.engine == "native":
+        adapter.engine = (native_vm.execute if args.compile_threshold is None else
+                          native_vm.Engine(threshold=args.compile_threshold, cold_segments=0,
+                                           native_work=0, min_block=1, per_handler=0).execute)
+        adapter.name = "rtwo-native"
     return adapter.serve(sys.stdin.buffer, sys.stdout.buffer)
 
 

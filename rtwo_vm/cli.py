@@ -68,6 +68,10 @@ def _cmd_run(args) -> int:
         return run_vector(args)
     if args.vector_id is not None:
         raise CliError("--vector-id needs a vector file (FILE.jsonl)")
+    if args.engine == "native":        # an optional extra: without it, refuse before anything
+        import native_vm
+        if native_vm.missing():
+            raise CliError(native_vm.missing())
     address = parse_word(args.address, "--address")
     contracts = read_state_file(args.state) if args.state else {}
     for item in args.contract or ():
@@ -90,6 +94,9 @@ def _cmd_run(args) -> int:
     run = execute
     if args.engine == "compiled":
         from compiled_vm import execute as run
+    elif args.engine == "native":
+        import native_vm
+        run = native_vm.execute
     with contextlib.ExitStack() as stack:
         tracer, trace_file = None, None
         if args.trace == "-":
@@ -240,8 +247,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--canonical", action="store_true", help="print canonical JSON (one line)")
     p.add_argument("--vector-id", dest="vector_id", metavar="ID",
                    help="with a .jsonl file of several vectors: the one to run")
-    p.add_argument("--engine", choices=["reference", "compiled"], default="reference",
-                   help="the reference interpreter (default) or the compiled engine (compiled_vm)")
+    p.add_argument("--engine", choices=["reference", "compiled", "native"], default="reference",
+                   help="the reference interpreter (default), the compiled engine (compiled_vm) or "
+                        "the native tier (native_vm; needs the native extra: llvmlite)")
     p.set_defaults(func=_cmd_run)
     run_parser = p
 

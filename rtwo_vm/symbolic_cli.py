@@ -100,6 +100,7 @@ def symbolic(args) -> int:
     from proofs.symbolic.executor import ModelError, explore
     from proofs.symbolic.properties import NO_FAILURE, PropertyError, load_file
     from proofs.symbolic.verdicts import check, exit_code
+    from proofs.symbolic.witness import replay_all
     from rtwo_vm import symbolic_report as report
 
     setup = setup_of(args)
@@ -114,7 +115,7 @@ def symbolic(args) -> int:
     solver = _solver(args)
     try:
         exploration = explore(setup, solver)
-        replays = report.replay_all(exploration, solver)
+        replays = replay_all(exploration, solver)
         verdicts = [check(exploration, p, solver) for p in props]
     except (ModelError, RecursionError, ctypes.ArgumentError) as err:
         print(f"rtwo-vm: symbolic: could not run: {_reason(err)}", file=sys.stderr)

@@ -16,36 +16,25 @@ from rtwo_vm.inputs import CliError
 GROUP = "symbolic"
 
 
-def replay_all(exploration, solver) -> list:
-    from proofs.symbolic.witness import replay
-    return [replay(exploration, end, solver) for end in exploration.ends]
-
-
-def _mnemonics(exploration, end) -> list[str]:
-    code = exploration.codes[exploration.setup.entry]
-    at = getattr(code, "at", {})
-    return [at[pc][0] for pc in end.pcs if pc in at]
-
-
 def path_vector(exploration, end, replay, name: str) -> dict:
-    from proofs.symbolic.vectors import slug, vector
+    from proofs.symbolic.vectors import path_mnemonics, slug, vector
     return vector(f"{GROUP}/{slug(name)}/path_{end.index}",
                   f"{name}: path {end.index} of rtwo-vm symbolic ({end.outcome}), its witness "
                   "input", exploration.setup, replay.witness, replay.actual,
-                  _mnemonics(exploration, end))
+                  path_mnemonics(exploration, end))
 
 
 def counterexample_vector(exploration, verdict, name: str) -> dict:
-    from proofs.symbolic.vectors import slug, vector
+    from proofs.symbolic.vectors import path_mnemonics, slug, vector
     end = exploration.ends[verdict.path]
     return vector(f"{GROUP}/{slug(name)}/{slug(verdict.name)}",
                   f"{name}: counterexample to property {verdict.name} (path {verdict.path}, "
                   f"{end.outcome})", exploration.setup, verdict.replay.witness,
-                  verdict.replay.actual, _mnemonics(exploration, end))
+                  verdict.replay.actual, path_mnemonics(exploration, end))
 
 
 def distinguishing_vectors(result, name_a: str, name_b: str) -> list[dict]:
-    from proofs.symbolic.vectors import slug, vector
+    from proofs.symbolic.vectors import path_mnemonics, slug, vector
     xa, xb = result.explorations
     a, b = result.pair
     out = []
@@ -54,7 +43,7 @@ def distinguishing_vectors(result, name_a: str, name_b: str) -> list[dict]:
         out.append(vector(f"{GROUP}/{slug(name_a)}-vs-{slug(name_b)}/{slug(name)}",
                           f"{name}: an input on which it and {other} differ in "
                           f"{', '.join(result.differing)}", x.setup, result.witness, res,
-                          _mnemonics(x, end)))
+                          path_mnemonics(x, end)))
     return out
 
 

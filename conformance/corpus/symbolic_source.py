@@ -117,7 +117,8 @@ def explore_example(example: Example) -> dict[str, Any]:
     branch kept on an unknown answer) and replay on the reference with the path's end."""
     from proofs.symbolic.executor import explore
     from proofs.symbolic.solve import Solver
-    from rtwo_vm.symbolic_report import _mnemonics, replay_all
+    from proofs.symbolic.vectors import path_mnemonics
+    from proofs.symbolic.witness import replay_all
 
     codes = _containers(example)
     setup = setup_of(example, codes)
@@ -135,7 +136,7 @@ def explore_example(example: Example) -> dict[str, Any]:
         paths.append({"signature": signature(end.outcome, end.choices),
                       "outcome": end.outcome,
                       "forks": [[hex(a), pc, label] for a, pc, label in end.choices],
-                      "opcodes": sorted(set(_mnemonics(exploration, end))),
+                      "opcodes": sorted(set(path_mnemonics(exploration, end))),
                       "witness": replay.witness.to_json()})
     paths.sort(key=lambda p: (p["outcome"], p["signature"]))
     signatures = [p["signature"] for p in paths]

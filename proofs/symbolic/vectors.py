@@ -116,3 +116,10 @@ def request_of(vector_input_doc: dict):
             Message(int(m["to"], 16), int(m["caller"], 16), bytes.fromhex(m["call_data"][2:])),
             Context(int(ctx["block_time"], 16), bytes.fromhex(ctx["random_seed"][2:])),
             policy, Limits(**sb["limits"]))
+
+
+def path_mnemonics(exploration, end) -> list[str]:
+    """The entry contract's instructions a path ran, in order (a vector's opcodes)."""
+    code = exploration.codes[exploration.setup.entry]
+    at = getattr(code, "at", {})
+    return [at[pc][0] for pc in end.pcs if pc in at]

@@ -108,3 +108,8 @@ def replay(exploration, end: outcome.End, solver: Solver, extra_conds=(), extra_
     if status != SAT:
         return Replay(f"no witness: {status}")
     return replay_model(exploration, end, model, extra_keys)
+
+
+def replay_all(exploration, solver: Solver) -> list:
+    """Every path's witness replayed on the reference, in the order of the paths."""
+    return [replay(exploration, end, solver) for end in exploration.ends]

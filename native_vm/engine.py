@@ -1,0 +1,240 @@
+"""The native tier on top of the compiled engine: interpret, compile to Python, then to machine
+code what keeps running.
+
+Frames run as in compiled_vm (its engine, profiles and generated Python are used unchanged):
+segments are interpreted through the reference's fast path and counted, and at ``threshold``
+starts the region at a segment is compiled to Python. A region the native tier can take
+(plan.py: a loop, or a long block) is then watched: each call of its Python function is given
+at most ``native_work`` compute units (a lower limit can only make a region hand over to the
+interpreter earlier, at an exact segment start), and once the region has run ``native_work``
+units on the compiled tier it is lowered to LLVM IR, optimised and JIT-compiled, and the
+machine code takes the region's slot. Compute units, not time: which tier runs a region is a
+function of the requests alone. ``native_work=0`` compiles every region the native tier can
+take to machine code the first time it reaches the threshold (for tests and fuzzing).
+
+A region that cannot be lowered or compiled (LLVM refuses it, it is past a bound) stays on the
+compiled tier; the failure is counted, never raised. Results are the reference's: the
+request stages, calls, journal, accounting and results are the reference's code, as in the
+compiled engine, and the machine code leaves at exact instruction boundaries (region.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import weakref
+
+from compiled_vm.cache import COLD, Profile
+from compiled_vm.engine import CompiledExecution, Engine as CompiledEngine, THRESHOLD, COLD_SEGMENTS
+from native_vm.cache import CACHE, NativeCache
+from native_vm.plan import MAX_IR, MIN_BLOCK, PER_HANDLER, Plan, plan_for
+from native_vm.region import NativeRegion
+from reference_vm import policy as policy_mod
+from reference_vm.errors import VMError
+from reference_vm.execute import (
+    Tracer, _before_execution, admit, execute as reference_execute, run_entry, with_defaults,
+)
+from reference_vm.machine import Frame
+from reference_vm.request import Context, Limits, Message
+from reference_vm.result import ExecutionResult
+from reference_vm.state import WorldState
+from reference_vm.words import word as word_of
+
+# Compute units a region runs on the compiled tier before going native. Compiling a region
+# with LLVM takes tens of milliseconds (the loop benchmark's loop: about 0.1 s on a busy
+# 2-core machine, LLVM's start-up included), about what the compiled tier takes to run 2^22
+# units there: a region goes native once it has cost about as much as compiling it would.
+NATIVE_WORK = 1 << 22
+
+
+class NativeProfile(Profile):
+    """A compiled_vm profile with, per head, the compute units its compiled-tier function has
+    run while watched (None: not watched) and the compiled-tier functions native code took
+    the place of."""
+
+    __slots__ = ("work", "lower", "_digest", "__weakref__")
+
+    def __init__(self, program):
+        super().__init__(program)
+        self.work: list[int | None] = [None] * len(program.segments)
+        self.lower: dict[int, object] = {}
+        self._digest: bytes | None = None
+
+    def digest(self) -> bytes:
+        """SHA-256 of the code section: the native cache's key (computed when first needed)."""
+        if self._digest is None:
+            self._digest = hashlib.sha256(self.program.code.code).digest()
+        return self._digest
+
+
+class NativeExecution(CompiledExecution):
+    engine: "Engine"
+
+    def _run(self, frame: Frame) -> None:
+        program = frame.program
+        code = program.code.code
+        cache = self.engine.cache
+        table = cache.table(self.word.bits)
+        profile = table.get(code)
+        pc = 0
+        if profile is None:     # first sight of this code: interpret, unless the frame runs long
+            cache.put(table, code, COLD)
+            pc = self._run_cold(frame) if self.engine.cold_segments else 0
+            profile = table.get(code)
+            if not isinstance(profile, NativeProfile):
+                profile = NativeProfile(program)
+                cache.put(table, code, profile)
+        elif not isinstance(profile, NativeProfile):
+            profile = NativeProfile(program)
+            cache.put(table, code, profile)
+        self._run_profiled(frame, profile, pc)
+
+    def _run_profiled(self, frame: Frame, profile, pc: int) -> None:
+        engine = self.engine
+        threshold = engine.threshold
+        budget = engine.native_work
+        segments = frame.program.segments
+        counts, fns, work = profile.counts, profile.fns, profile.work
+        stack = frame.stack
+        meter = self.meter
+        limit = frame.compute_limit
+        run_segment = self.run_segment
+        while True:
+            fn = fns[pc]
+            if fn is not None:
+                done = work[pc]
+                if done is None:
+                    result = fn(frame, stack, meter, limit)
+                else:   # watched: at most the rest of the budget on the compiled tier
+                    before = meter.compute_used
+                    result = fn(frame, stack, meter, min(limit, before + budget))
+                    done += meter.compute_used - before
+                    if done >= budget:
+                        work[pc] = None
+                        engine.go_native(profile, pc, self.word)
+                    else:
+                        work[pc] = done
+                if result >= 0:
+                    pc = result
+                    continue
+                pc = ~result   # an aggregate check failed: interpret this segment
+            else:
+                count = counts[pc] + 1
+                counts[pc] = count
+                if count == threshold:
+                    engine.compile(profile, pc, self.word)
+                    if fns[pc] is not None:
+                        continue
+            segment = segments[pc]
+            target = run_segment(frame, segment)
+            pc = segment.end if target is None else target
+
+
+class Engine(CompiledEngine):
+    """The compiled engine with a native tier; ``execute`` has the reference's signature.
+
+    ``threshold`` and ``cold_segments`` as compiled_vm.Engine's; ``native_work``: compute
+    units a region runs on the compiled tier before it is compiled to machine code (0: at
+    once); ``min_block``: instructions a single segment needs to go native; ``per_handler``:
+    native instructions a loop needs per instruction that leaves native code; ``cache``: the
+    native code cache (the process's by default)."""
+
+    def __init__(self, threshold: int = THRESHOLD, cold_segments: int = COLD_SEGMENTS,
+                 native_work: int = NATIVE_WORK, min_block: int = MIN_BLOCK,
+                 per_handler: int = PER_HANDLER, cache: NativeCache | None = None):
+        super().__init__(threshold, cold_segments)
+        if native_work < 0 or min_block < 1 or per_handler < 0:
+            raise ValueError("native_work and per_handler must be at least 0, min_block at least 1")
+        self.native_work = native_work
+        self.min_block = min_block
+        self.per_handler = per_handler
+        self.native = CACHE if cache is None else cache
+        self.native_compiled = 0     # regions this engine compiled to machine code
+        self.native_failures = 0     # regions LLVM refused or that failed to lower
+        self.native_refused = 0      # regions past the IR bound, or larger than the whole cache
+
+    def plan(self, profile, head: int) -> Plan | None:
+        return plan_for(profile.program, head, self.min_block, self.per_handler)
+
+    def compile(self, profile, head: int, word) -> None:
+        plan = self.plan(profile, head)
+        if plan is not None and not self.native_work and self.go_native(profile, head, word, plan):
+            return
+        super().compile(profile, head, word)
+        if plan is not None and self.native_work and profile.fns[head] is not None:
+            profile.work[head] = 0
+
+    def go_native(self, profile, head: int, word, plan: Plan | None = None) -> bool:
+        """Install machine code for the region at head (from the cache, or compiled now);
+        False when it stays on the lower tiers."""
+        if plan is None:
+            plan = self.plan(profile, head)
+            if plan is None:
+                return False
+        key = (profile.digest(), word.bits, head)
+        region = self.native.get(key)
+        if region is None:
+            region = self.build(plan, word)
+            if region is None:
+                return False
+            fresh = True
+        else:
+            fresh = False
+        current = profile.fns[head]
+        if current is not None and current is not region:
+            profile.lower[head] = current
+        profile.fns[head] = region
+        profile.work[head] = None
+        region.installs[:] = [(r, h) for r, h in region.installs if r() is not None]
+        region.installs.append((weakref.ref(profile), head))
+        if fresh:
+            self.native.put(key, region)
+        return True
+
+    def build(self, plan: Plan, word) -> NativeRegion | None:
+        try:
+            # LLVM is loaded when a region first goes native: a process that runs only code
+            # that runs once never pays for it.
+            from native_vm import jit
+            from native_vm.lower import Lowering
+            lowered = Lowering(plan, word).lower()
+            # Past the bound, or larger than the whole cache (it would leave as it arrives).
+            if lowered.size > MAX_IR or not self.native.fits(lowered.size):
+                self.native_refused += 1
+                return None
+            tracker, address = jit.compile_module(lowered.module)
+            region = NativeRegion(plan, lowered, tracker, address)
+        except Exception:  # noqa: BLE001 - a region LLVM refuses stays on the compiled tier
+            self.native_failures += 1
+            return None
+        self.native_compiled += 1
+        return region
+
+    def execute(self, state: WorldState, message: Message, context: Context | None = None,
+                policy: policy_mod.Policy | None = None, limits: Limits | None = None, *,
+                word_bits: int | None = None, tracer: Tracer | None = None) -> ExecutionResult:
+        """Run ``message`` against ``state``; the same result as ``reference_vm.execute``."""
+        if tracer is not None:
+            return reference_execute(state, message, context, policy, limits,
+                                     word_bits=word_bits, tracer=tracer)
+        context, policy, limits = with_defaults(context, policy, limits)
+        try:
+            word = word_of(word_bits)
+            try:
+                program = admit(state, message, context, policy, limits, word, self.bound_program)
+            except VMError as err:
+                return _before_execution(err.kind, err.code)
+            return run_entry(NativeExecution(self, state, context, policy, limits, word, None),
+                             program, message, limits)
+        except Exception:  # noqa: BLE001 - as the reference: any escape is INTERNAL_ERROR
+            return _before_execution("internal", "INTERNAL_ERROR")
+
+
+DEFAULT = Engine()
+
+
+def execute(state: WorldState, message: Message, context: Context | None = None,
+            policy: policy_mod.Policy | None = None, limits: Limits | None = None, *,
+            word_bits: int | None = None, tracer: Tracer | None = None) -> ExecutionResult:
+    """``reference_vm.execute`` on the process-wide native engine."""
+    return DEFAULT.execute(state, message, context, policy, limits, word_bits=word_bits,
+                           tracer=tracer)
