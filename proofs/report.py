@@ -44,10 +44,11 @@ def _recheck(r: dict) -> str:
 def summary(rows: list[dict], elapsed: float) -> dict:
     theorems = [r for r in rows if not r["theorem"].startswith("agreement")]
     agreement = [r for r in rows if r["theorem"].startswith("agreement")]
-    by_width = defaultdict(Counter)
+    by_width: defaultdict[str, Counter[str]] = defaultdict(Counter)
     for r in theorems:
         by_width[str(r["width"])][r["status"]] += 1
-    provers, recheckers = Counter(), Counter()
+    provers: Counter[str] = Counter()
+    recheckers: Counter[str] = Counter()
     for r in theorems:
         provers.update(r.get("proved_by", {}))
         recheckers.update(r.get("rechecked_by", {}))
@@ -127,7 +128,10 @@ def fingerprint() -> str:
     import reference_vm
     import spec
     digest = hashlib.sha256()
-    roots = [Path(m.__file__).parent for m in (spec, reference_vm, proofs)]
+    roots = []
+    for package in (spec, reference_vm, proofs):
+        assert package.__file__ is not None     # imported from its files
+        roots.append(Path(package.__file__).parent)
     for root in roots:
         for path in sorted(root.rglob("*")):
             if path.suffix in (".py", ".toml", ".json") and "__pycache__" not in path.parts:
