@@ -126,7 +126,7 @@ class _Points(ast.NodeVisitor):
             self.visit(child)
         self.function, self.frames = outer, frames
 
-    visit_ClassDef = visit_FunctionDef  # type: ignore[assignment]
+    visit_ClassDef = visit_FunctionDef
 
     def visit(self, node):
         if isinstance(node, ast.stmt) and not isinstance(node, (ast.FunctionDef, ast.ClassDef)):
