@@ -58,7 +58,7 @@ def main() -> int:
     rows = run_suite(Options(jobs=args.jobs))
     suite = time.perf_counter() - start
     suite_cpu = cpu_seconds() - cpu
-    statuses = defaultdict(int)
+    statuses: defaultdict[str, int] = defaultdict(int)
     for r in rows:
         statuses[r["status"]] += 1
     print(f"plain CPython loop ({ITERATIONS:,} iterations, best of 3): {loop:.2f} s wall, "

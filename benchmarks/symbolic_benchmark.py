@@ -59,6 +59,7 @@ def measure(label: str, setup, props, loop: float) -> None:
     start = time.perf_counter()
     x = explore(setup)
     explored = time.perf_counter() - start
+    assert x.solver is not None              # explore made one
     statuses = [replay(x, end, x.solver).status for end in x.ends]
     replayed = time.perf_counter() - start
     agree = sum(s == "agrees" for s in statuses)

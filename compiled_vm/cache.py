@@ -13,7 +13,7 @@ codes met next.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, cast
 
 from compiled_vm.codegen import generate, inlined
 from compiled_vm.regions import region_at
@@ -51,7 +51,7 @@ class Profile:
         source, namespace = generate(region, word)
         code = compile(source, f"<rtwo-compiled {head}>", "exec")
         exec(code, namespace)  # noqa: S102 - source generated here from validated code
-        self.fns[head] = namespace["region"]  # type: ignore[call-overload]
+        self.fns[head] = cast(RegionFn, namespace["region"])   # generate's source defines it
         self.sources[head] = source
         self.compiled += 1
         self.size += REGION_BYTES + SOURCE_CHAR_BYTES * len(source)

@@ -59,13 +59,11 @@ class CompiledExecution(Execution):
             cache.put(table, code, COLD)
             pc = self._run_cold(frame) if self.engine.cold_segments else 0
             profile = table.get(code)   # a nested call of the same code may have profiled it
-            if profile is None or profile is COLD:
-                profile = Profile(program)
-                cache.put(table, code, profile)
-        elif profile is COLD:
+        if not isinstance(profile, Profile):    # seen before (COLD), or dropped meanwhile
+            assert isinstance(program, Program)  # program_at prepared it
             profile = Profile(program)
             cache.put(table, code, profile)
-        self._run_profiled(frame, profile, pc)  # type: ignore[arg-type]
+        self._run_profiled(frame, profile, pc)
 
     def _run_cold(self, frame: Frame) -> int:
         """The reference's loop for at most ``cold_segments`` segments; the offset reached."""
@@ -180,7 +178,7 @@ def _policy_key(policy: object) -> tuple | None:
     (None otherwise: such a policy is checked and bound afresh every time)."""
     if type(policy) is not policy_mod.Policy:
         return None
-    key = []
+    key: list[tuple[str, ...] | str | None] = []
     for name in POLICY_FIELDS:
         value = getattr(policy, name)
         if type(value) is tuple and all(type(v) is str for v in value):

@@ -49,6 +49,13 @@ def stack_shape(segments: tuple[Segment, ...]) -> tuple[int, int, int]:
     return need, peak, height
 
 
+def segment_at(program: Program, pc: int) -> Segment:
+    """The segment starting at ``pc`` (a head, or a static successor found in the program)."""
+    segment = program.segments[pc]
+    assert segment is not None, f"no segment starts at {pc}"
+    return segment
+
+
 def find_loop(program: Program, head: int) -> tuple[Segment, ...] | None:
     """The shortest simple cycle of static edges from head back to head (breadth first, in
     successor order, at most MAX_LOOP_SEGMENTS segments), or None."""
@@ -57,9 +64,9 @@ def find_loop(program: Program, head: int) -> tuple[Segment, ...] | None:
     for _ in range(MAX_LOOP_SEGMENTS):
         grown: list[tuple[int, ...]] = []
         for path in frontier:
-            for nxt in successors(segments[path[-1]]):
+            for nxt in successors(segment_at(program, path[-1])):
                 if nxt == head:
-                    return tuple(segments[pc] for pc in path)  # type: ignore[misc]
+                    return tuple(segment_at(program, pc) for pc in path)
                 if nxt not in path and segments[nxt] is not None:
                     grown.append(path + (nxt,))
         frontier = grown
@@ -75,6 +82,6 @@ def region_at(program: Program, head: int) -> Region:
         need, peak, net = stack_shape(loop)
         if net == 0:
             return Region(loop, True, need, peak, 0)
-    single = (program.segments[head],)
+    single = (segment_at(program, head),)
     need, peak, net = stack_shape(single)
     return Region(single, False, need, peak, net)

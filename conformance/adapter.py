@@ -36,7 +36,7 @@ MAX_REQUEST = 16 << 20
 class Adapter:
     name = NAME
     version = VERSION
-    capabilities = ("trace", "trace_eip3155")
+    capabilities: tuple[str, ...] = ("trace", "trace_eip3155")
     trace_format = "native"          # of the request being answered (11.5.5), set by handle
     engine = staticmethod(execute)   # the execute function: the reference, or compiled_vm's
 
@@ -64,13 +64,14 @@ class Adapter:
     def execute(self, vector_id: str, vector_input: Mapping[str, Any], trace: bool) -> dict[str, Any]:
         """Run one vector input on the reference interpreter; the result response."""
         request = request_of(vector_input)
-        tracer = tracer_for(self.trace_format, io.StringIO()) if trace else None
+        out = io.StringIO()
+        tracer = tracer_for(self.trace_format, out) if trace else None
         result = self.engine(request.state, request.message, request.context, request.policy,
                              request.limits, tracer=tracer)
-        reply = {"type": "result", "id": vector_id, "result": result.to_json(),
-                 "stage": error_stage(result.error)}
+        reply: dict[str, Any] = {"type": "result", "id": vector_id, "result": result.to_json(),
+                                 "stage": error_stage(result.error)}
         if tracer is not None:
-            reply["trace"] = [json.loads(line) for line in tracer.out.getvalue().splitlines()]
+            reply["trace"] = [json.loads(line) for line in out.getvalue().splitlines()]
         return reply
 
     @staticmethod
@@ -95,7 +96,8 @@ class Adapter:
             return self.error(None, "BAD_MESSAGE", f"not JSON: {str(err)[:200]}"), True
         if not isinstance(request, dict):
             return self.error(None, "BAD_MESSAGE", "a request must be a JSON object"), True
-        kind, request_id = request.get("type"), request.get("id")
+        kind = request.get("type")
+        request_id: Any = request.get("id")     # any JSON value; a string once request_problem passes
         if kind == "execute":
             if not self.greeted:
                 return self.error(request_id, "BAD_MESSAGE", "execute before hello"), True
@@ -128,6 +130,7 @@ class Adapter:
         if self.verbose:
             print(f"{self.name} {self.version}: ready", file=self.log, flush=True)
         status = EXIT_OK
+        response: dict[str, Any] | None
         for line in requests(stdin):
             if line is None:
                 response, go_on = self.error(None, "BAD_MESSAGE", f"request longer than {MAX_REQUEST} bytes"), True

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 import z3
 
@@ -64,7 +65,8 @@ class _Texts:
     scripts never need them), and written to the export directory when one is given."""
 
     def __init__(self, query, names: list[str]):
-        self.query, self.cache = query, {}
+        self.query = query
+        self.cache: dict[int, str] = {}      # claim index -> its SMT-LIB text
         export_dir = verdicts.current.export_dir
         if export_dir:
             for k, name in enumerate(names):
@@ -154,7 +156,9 @@ def check_rows(items: list, bits: int) -> list[tuple[str, dict, float]]:
     profile = budgets.profile(th0.name, th0.profile, th0.opcode)
     provers = [budgets.configs[c] for c in profile.prove]
     recheckers = [budgets.configs[c] for c in verdicts.rechecking(profile)]
-    claims, names, spans = [], [], []
+    claims: list[z3.BoolRef] = []
+    names: list[str] = []
+    spans: list[range] = []
     for th, q in items:
         spans.append(range(len(claims), len(claims) + len(q.claims)))
         claims += q.claims
@@ -304,7 +308,7 @@ def _counterexample(query, claim, model, budgets, wall: float) -> dict:
     from proofs.branches import inputs_from_model
     from proofs.replay import complete, run_interpreter
     inputs = inputs_from_model(model, query.pre, query.mnemonic, query.imm)
-    out = {"inputs": inputs}
+    out: dict[str, Any] = {"inputs": inputs}
     try:
         observed = run_interpreter(complete(inputs))
         out["interpreter"] = {"outcome": observed.status, "stack_top": observed.stack[-4:],

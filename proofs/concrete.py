@@ -19,7 +19,7 @@ from proofs.machine import (
     RUNNING, WINDOW, Bytes, CallOracle, Env, State, array_bytes, base_memory, memory_range,
 )
 from proofs.replay import (
-    CALLEE_KEY, CALLEES, PAGE_SIZE, POLICIES, REENTRANT, REENTRY, REENTRY_KEY, Observed,
+    CALLEE_KEY, CALLEES, PAGE_SIZE, POLICIES, REENTRANT, REENTRY, REENTRY_KEY, Observed, Sampled,
 )
 from proofs.words import SPEC, Width, width
 
@@ -170,9 +170,11 @@ def world_of(x: dict, pre: State) -> World:
     """The contracts of a replay: the callee kind at CALL's address operand, and REENTRY at
     the frame's own address when the callee re-enters it (replay.run_interpreter deploys the
     same)."""
-    programs, storage = {}, {x["address"]: pre.storage}
-    if x["mnemonic"] == "CALL" and CALLEES[x["callee"]] is not None and "callee_address" in x:
-        programs[x["callee_address"]] = CALLEES[x["callee"]]
+    programs: dict[int, list[tuple[str, int]]] = {}
+    storage = {x["address"]: pre.storage}
+    callee = CALLEES[x["callee"]]
+    if x["mnemonic"] == "CALL" and callee is not None and "callee_address" in x:
+        programs[x["callee_address"]] = callee
     if x["callee"] in REENTRANT:
         programs[x["address"]] = REENTRY
     return World(programs, storage, x["policy"])
@@ -274,7 +276,7 @@ def call_oracle(pre: State, world: World, model=None) -> CallOracle:
         events=t.events if ok else ())
 
 
-def observe(x: dict, branch, probe_keys=(), extra_probes=(), world: World | None = None) -> Observed:
+def observe(x: dict, branch, probe_keys=(), extra_probes=(), world: World | None = None) -> Observed[Sampled]:
     s, w = branch.state, branch.state.w
     height = value(s.height)
     depth = min(height, len(s.stack))
@@ -319,7 +321,7 @@ def sample_indices(length: int) -> list[int]:
     return list(range(SAMPLE_HEAD)) + list(range(length - SAMPLE_TAIL, length))
 
 
-def sample(data: bytes) -> tuple:
+def sample(data: bytes) -> Sampled:
     return len(data), tuple(data[j] for j in sample_indices(len(data)))
 
 
@@ -330,7 +332,7 @@ def return_stack_view(s: State) -> list:
     return [None] * (rheight - len(top)) + top
 
 
-def read_bytes(w: Width, data: Bytes) -> tuple:
+def read_bytes(w: Width, data: Bytes) -> Sampled:
     n = value(data.length)
     return n, tuple(read_at(w, data.read, sample_indices(n)))
 

@@ -65,7 +65,8 @@ def _sides(model, claim) -> list[dict]:
 def _constants(terms) -> list:
     """The free bit-vector and Boolean constants of ``terms``, by name."""
     seen: dict[str, object] = {}
-    todo, visited = list(terms), set()
+    todo = list(terms)
+    visited: set[int] = set()
     while todo and len(visited) < 200_000:
         t = todo.pop()
         if t.get_id() in visited:

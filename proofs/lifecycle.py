@@ -114,7 +114,7 @@ def check_interpreter_paths() -> list[str]:
     op = {i.mnemonic: i.opcode for i in SPEC.instructions}
     stop, trap, revert = bytes([op["STOP"]]), bytes([op["TRAP"]]), bytes(
         [op["PUSH1"], 0, op["PUSH1"], 0, op["REVERT"]])
-    cases = {
+    cases: dict[str, tuple[bytes, dict[int, int], Policy, Limits]] = {
         "success": (build(stop), {}, Policy(), Limits()),
         "reverted": (build(revert), {}, Policy(), Limits()),
         "fault": (build(trap), {}, Policy(), Limits()),

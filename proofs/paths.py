@@ -31,6 +31,7 @@ This is the only module of proofs/ that imports compiled_vm.
 from __future__ import annotations
 
 import dataclasses
+from types import CodeType
 
 from compiled_vm.codegen import generate
 from compiled_vm.regions import Region, stack_shape
@@ -105,7 +106,7 @@ def segment_of(x: dict, program: list[tuple[str, int]], handler=None):
     return _segment(run, handlers)
 
 
-_CODE: dict[str, object] = {}     # generated source -> its code object
+_CODE: dict[str, CodeType] = {}     # generated source -> its code object
 MAX_CODES = 4096
 
 

@@ -310,19 +310,19 @@ def _declared_in_child(file: Path, source: bytes, module_name: str) -> list:
             os.kill(pid, 9)
         _, status = os.waitpid(pid, 0)
     try:
-        doc = json.loads(b"".join(chunks)) if total <= MAX_FILE else None
+        reported = json.loads(b"".join(chunks)) if total <= MAX_FILE else None
     except ValueError:
-        doc = None
+        reported = None
     if late:
         raise TheoremFileError(f"--theorems: {file}: loading the file took more than {LOAD_SECONDS:g} s")
-    if not isinstance(doc, dict):
+    if not isinstance(reported, dict):
         ended = (f"killed by signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status)
                  else f"exit status {os.waitstatus_to_exitcode(status)}")
         raise TheoremFileError(f"--theorems: {file}: loading the file ended its process ({ended}) "
                                "before it reported its theorems")
-    if "error" in doc:
-        raise TheoremFileError(f"--theorems: {file}: {doc['error']}")
-    return [tuple(d) for d in doc["declared"]]
+    if "error" in reported:
+        raise TheoremFileError(f"--theorems: {file}: {reported['error']}")
+    return [tuple(d) for d in reported["declared"]]
 
 
 _LOADED: dict[str, list[Theorem]] = {}     # module name -> what the file declared, in this process

@@ -25,6 +25,7 @@ compared on what a callee really does, not on an oracle picked to match.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 import spec
 from reference_vm.container import build
@@ -42,7 +43,7 @@ from reference_vm.words import word
 
 SPEC = spec.load()
 PAGE_SIZE = SPEC.schedule["memory"]["page_size"]
-DEFAULTS = {
+DEFAULTS: dict[str, Any] = {   # a replay input: JSON values by name
     "immediate": 0, "pc": 0, "compute_used": 0, "compute_limit": 10_000_000,
     "memory_pages": 0, "memory": "", "memory_limit": 256, "storage_units": 0,
     "storage_limit": 100_000, "storage_reads": 0, "storage_writes": 0,
@@ -89,7 +90,7 @@ REENTRY = [("PUSH2", REENTRY_KEY), ("PUSH8", REENTRY_VALUE), ("SSTORE", 0),
 REENTRANT = frozenset(k for k, p in CALLEES.items() if p and ("CALL", 0) in p)
 # Policies a replay binds callees under (reference_vm.policy.Policy fields). The frame's own
 # instruction is never bound (it is given as running), so each keeps CALL's gate open.
-POLICIES = {
+POLICIES: dict[str, dict[str, Any]] = {   # Policy keyword arguments
     "open": {"time_access": "allowed", "randomness": "seeded"},
     "defaults": {},
     "read_only": {"time_access": "allowed", "randomness": "seeded",
@@ -130,8 +131,17 @@ def assemble_instructions(items: list[tuple[str, int]]) -> bytes:
     return build(bytes(code))
 
 
+# A byte string as the model observes it: its length and its bytes at concrete.sample_indices
+# (agreement compares it with the interpreter's bytes sampled the same way).
+Sampled = tuple[int, tuple[int, ...]]
+B = TypeVar("B", bytes, Sampled)
+
+
 @dataclass
-class Observed:
+class Observed(Generic[B]):
+    """What a run shows: ``Observed[bytes]`` from the interpreter, ``Observed[Sampled]`` from
+    the model (concrete.observe), whose output, return data and event data are sampled."""
+
     status: str                 # running, success, reverted, an error code, or internal:...
     pc: int | None
     stack: list[int]            # bottom to top
@@ -139,16 +149,16 @@ class Observed:
     memory: bytes
     storage: dict[int, int]     # the executing contract's slots at the probed keys
     meters: dict[str, int]
-    events: list[tuple[int, tuple[int, ...], bytes]]
-    output: bytes | None
-    return_data: bytes
+    events: list[tuple[int, tuple[int, ...], B]]
+    output: B | None
+    return_data: B
     random_counter: int
     height: int = -1            # the model observes only the top of the stack, and its height
     callee_storage: int | None = None   # CALL: the callee's slot CALLEE_KEY afterwards
     calls: list | None = None           # CALL: the call records (concrete.World.records)
 
 
-def run_interpreter(inputs: dict, handler=None, probe_keys=(), run=None) -> Observed:
+def run_interpreter(inputs: dict, handler=None, probe_keys=(), run=None) -> Observed[bytes]:
     """Run inputs["mnemonic"] once; ``handler`` replaces the table's (mutation tests).
     ``run(execution, frame)``, when given, runs in place of ``step`` on the one-instruction
     segment and returns the next offset (paths.py: other segments, other execution paths)."""

@@ -42,14 +42,14 @@ def theorems(options: Options) -> list:
 def plan(options: Options, registered: list | None = None) -> list[tuple]:
     from proofs.words import SPEC
     registered = theorems(options) if registered is None else registered
-    tasks = []
-    named = options.names is not None
+    tasks: list[tuple] = []
+    names = options.names
     for index, th in enumerate(registered):
-        if named and th.name not in options.names:
+        if names is not None and th.name not in names:
             continue
         if th.opcode != "-" and not (options.opcodes is None or th.opcode in options.opcodes):
             continue
-        if th.opcode == "-" and options.opcodes is not None and not named:
+        if th.opcode == "-" and options.opcodes is not None and names is None:
             continue
         for bits in th.widths:
             if options.width is None or bits in (options.width, 0):
@@ -69,8 +69,8 @@ def plan(options: Options, registered: list | None = None) -> list[tuple]:
             tasks += [("policy", "-", 0), ("validate", "-", 0), ("lifecycle", "-", 0)]
     if options.crosshair and options.opcodes is None and not options.theorems_file:
         tasks.append(("crosshair", "-", 64))
-    if named:
-        tasks = [t for t in tasks if t[0] == "theorem" or f"agreement_{t[0]}" in options.names]
+    if names is not None:
+        tasks = [t for t in tasks if t[0] == "theorem" or f"agreement_{t[0]}" in names]
     return _grouped(tasks, registered, options)
 
 
@@ -101,7 +101,7 @@ def expected_rows(options: Options | None = None) -> set[tuple[str, str, str]]:
     """(theorem, opcode, width) of every verdict row a complete run reports."""
     options = options or Options()
     registered = theorems(options)
-    out = set()
+    out: set[tuple[str, str, str]] = set()
     for kind, key, bits in plan(options, registered):
         if kind == "crosshair":
             continue
@@ -317,10 +317,10 @@ def _forked(context, tasks: list[tuple], jobs: int):
                 send.close()
                 running[receive] = (process, task, time.perf_counter())
             for ready in wait(list(running)):
-                conn = ready if isinstance(ready, Connection) else None
+                assert isinstance(ready, Connection), "only the tasks' connections are waited on"
                 process, task, start = running.pop(ready)
                 try:
-                    done = conn.recv() if conn is not None else None
+                    done = ready.recv()
                     if done is None:
                         raise EOFError
                 except Exception:  # noqa: BLE001 - EOF, or a message cut short by the process's end

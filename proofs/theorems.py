@@ -87,7 +87,9 @@ def cost(mnemonic: str, bits: int, model=None) -> Query:
     cv = w.cval
     touches, end = spec_rules.touched_end(pre, mnemonic)
     quantity = spec_rules.rule_quantity(pre, mnemonic)
-    claims, memory_claims = [], {}
+    claims: list[z3.BoolRef] = []
+    # one growth claim per memory: id(memory) -> (the conditions of the branches sharing it, the claim)
+    memory_claims: dict[int, tuple[list[z3.BoolRef], z3.BoolRef]] = {}
     for b in branches:
         t = b.state
         charged = t.compute - pre.compute

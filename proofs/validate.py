@@ -19,6 +19,7 @@ import z3
 
 from proofs.registry import Query, Theorem, declare
 from proofs.words import SPEC
+from spec import Instruction
 
 CODE_BYTES = 10
 TERMINAL = {"halt", "jump", "return_sub"}
@@ -120,14 +121,15 @@ def random_codes(count: int, seed: int = 0) -> list[bytes]:
     rows = SPEC.instructions
     out = []
     for _ in range(count):
-        items, offset = [], 0
+        items: list[tuple[Instruction, int]] = []    # (instruction, its offset)
+        offset = 0
         while offset < rng.randint(1, CODE_BYTES):
             ins = rng.choice(rows)
-            items.append([ins, offset])
+            items.append((ins, offset))
             offset += ins.size
         if rng.random() < 0.7:
             last = rng.choice([i for i in rows if i.flow in TERMINAL and not i.immediate_size])
-            items.append([last, offset])
+            items.append((last, offset))
         starts = [o for _, o in items]
         code = bytearray()
         for ins, _ in items:

@@ -21,6 +21,7 @@ from typing import Callable, Protocol
 import spec
 from reference_vm import policy as policy_mod
 from reference_vm.accounting import pages_of, release
+from reference_vm.decode import Decoded
 from reference_vm.errors import (
     Exhausted, Fault, Halt, InternalInvariantError, RequestRejected, VMError,
 )
@@ -43,7 +44,7 @@ class Tracer(Protocol):
     """Called before each instruction when tracing; an optional ``finish(outcome, meter)`` is
     called once when the entry frame has halted."""
 
-    def step(self, frame: Frame, decoded: object) -> None: ...
+    def step(self, frame: Frame, decoded: Decoded) -> None: ...
 
 
 class FrameOutcome:
@@ -253,12 +254,14 @@ def run_entry(execution: "Execution", program: Program, message: Message, limits
     if tracer is not None and hasattr(tracer, "finish"):
         tracer.finish(outcome, execution.meter)
     succeeded = outcome.status == "success"
+    calls = tuple(call for call in execution.calls if call is not None)
+    assert len(calls) == len(execution.calls), "every nested call records itself before it returns"
     return ExecutionResult(
         status=outcome.status, error=outcome.error, error_pc=outcome.error_pc,
         output=outcome.output,
         state_changes=execution.journal.changes() if succeeded else (),
         events=tuple(Event(a, t, d) for a, t, d in entry.events) if succeeded else (),
-        calls=tuple(execution.calls),
+        calls=calls,
         usage=Usage.of(execution.meter))
 
 

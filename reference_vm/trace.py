@@ -32,7 +32,7 @@ state) and no time (traces are deterministic).
 
 from __future__ import annotations
 
-from typing import TextIO
+from typing import Protocol
 
 from reference_vm.decode import Decoded
 from reference_vm.machine import Frame, Meter
@@ -41,8 +41,14 @@ from reference_vm.result import bytes_hex, canonical
 FORMATS = ("native", "eip3155")
 
 
+class TextSink(Protocol):
+    """Where a trace is written: a text file, an io.StringIO, the CLI's --trace file."""
+
+    def write(self, text: str, /) -> object: ...
+
+
 class JsonLinesTracer:
-    def __init__(self, out: TextIO):
+    def __init__(self, out: TextSink):
         self.out = out
         self.steps = 0
 
@@ -83,6 +89,6 @@ class Eip3155Tracer(JsonLinesTracer):
         self.out.write(canonical(line) + "\n")
 
 
-def tracer_for(trace_format: str, out: TextIO) -> JsonLinesTracer:
+def tracer_for(trace_format: str, out: TextSink) -> JsonLinesTracer:
     """The tracer of a format named in FORMATS."""
     return Eip3155Tracer(out) if trace_format == "eip3155" else JsonLinesTracer(out)

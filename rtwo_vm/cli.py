@@ -120,7 +120,8 @@ class _TraceFile:
     into INTERNAL_ERROR; the command then fails with a one-line error."""
 
     def __init__(self, path: str):
-        self.path, self.error = path, None
+        self.path = path
+        self.error: str | None = None
 
     def __enter__(self) -> "_TraceFile":
         try:

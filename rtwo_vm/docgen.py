@@ -256,6 +256,10 @@ def lifecycle_svg() -> str:
         pos[st["name"]] = (left + col * column, 10 + (st["order"] - 1) * step)
     parts = ['<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
              'markerHeight="7" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#3949ab"/></marker></defs>']
+    sx: float    # a curve's start and end: a box's edge or its middle
+    sy: float
+    ex: float
+    ey: float
     for t in data["transition"]:
         x1, y1 = pos[t["from"]]
         for target in t["to"]:

@@ -109,7 +109,8 @@ def _call(spec_: dict, name: str) -> tuple[Message, Context, Policy, Limits]:
                       if "seed" in spec_ else bytes(32))
     if len(context.random_seed) != 32:
         raise CliError(f"{what} seed must be 32 bytes of hex")
-    policy = Policy(**{f: _text(spec_[f], f"{what} {f}") for f in POLICY_FIELDS if f in spec_})
+    chosen: dict[str, Any] = {f: _text(spec_[f], f"{what} {f}") for f in POLICY_FIELDS if f in spec_}
+    policy = Policy(**chosen)   # POLICY_FIELDS are Policy's string fields
     limits = Limits(**{f: parse_count(_text(spec_[f], f"{what} {f}"), f"{what} {f}")
                        for f in LIMIT_FIELDS if f in spec_})
     return message, context, policy, limits

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TextIO
+from typing import Any, Mapping, Sequence, TextIO
 
 from rtwo_vm.inputs import CliError
 
@@ -101,7 +101,8 @@ def run(args, corpus_dir: Path, out: TextIO, checked: Checked | None = None) -> 
     checked = checked or check_arguments(args)
     reasons, unreachable = checked.reasons, checked.unreachable
     try:
-        manifest, vectors = store.checked_manifest(corpus_dir), store.load(corpus_dir)
+        manifest = store.checked_manifest(corpus_dir)
+        vectors: Sequence[Mapping[str, Any]] = store.load(corpus_dir)
         vectors = select(vectors, args.filter) if args.filter else vectors
     except SelectionError as err:
         raise CliError(str(err)) from None
@@ -120,7 +121,7 @@ def run(args, corpus_dir: Path, out: TextIO, checked: Checked | None = None) -> 
             raise CliError(f"{len(gone)} stale reasons in equivalent.toml/unreachable.toml name no mutant "
                            f"(the code changed; review them): {', '.join(gone[:3])}{' ...' if len(gone) > 3 else ''}")
     everything = generated + curated
-    verdicts = {m.id: {"mutant": m.id, "status": "equivalent", "how": "", "killers": [], "detail": reasons[m.id],
+    verdicts: dict[str, dict[str, Any]] = {m.id: {"mutant": m.id, "status": "equivalent", "how": "", "killers": [], "detail": reasons[m.id],
                        "seconds": 0.0, "shortest": None} for m in generated if m.id in reasons}
     todo = [m for m in everything if m.id not in verdicts]
     exhaustive = frozenset(m.id for m in (todo if args.redundant else curated))

@@ -15,6 +15,7 @@ class _Process:
     def __init__(self, args: list[str]):
         self.process = subprocess.Popen([sys.executable, *args], stdin=subprocess.DEVNULL,
                                         stdout=subprocess.PIPE, text=True)
+        assert self.process.stdout is not None     # stdout=PIPE
         line = self.process.stdout.readline()
         if not line.strip().isdigit():
             self.stop()
@@ -25,7 +26,8 @@ class _Process:
         if self.process.poll() is None:
             self.process.kill()
         self.process.wait(10)
-        self.process.stdout.close()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
 
     def __enter__(self):
         return self

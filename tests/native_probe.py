@@ -74,15 +74,15 @@ def main(seed: int, count: int) -> int:
             inp.contracts[inp.to] = (Code(rows=deep_rows(rng_for(seed, k, "deep")) + code.rows,
                                           data=code.data), storage)
         inputs.append(inp)
-    runs = []
+    runs: list[tuple] = []
     for inp in inputs:
         try:
             r = request_of(inp.vector_input())
         except (KeyError, TypeError, ValueError):
             continue                                # a request the adapter answers BAD_MESSAGE
         runs.append((r.state, r.message, r.context, r.policy, r.limits))
-    for _name, code, call_data in maximal_codes():
-        state = WorldState({0x100: Contract(build(code, b"\xff" * MACHINE["data_size"]))})
+    for _name, blob, call_data in maximal_codes():
+        state = WorldState({0x100: Contract(build(blob, b"\xff" * MACHINE["data_size"]))})
         runs.append((state, Message(0x100, 1, call_data), None, None, Limits(compute=2_000_000)))
     for args in runs:
         requests += 1

@@ -30,7 +30,7 @@ def run_cli(*args: str) -> tuple[int, str, str]:
         try:
             code = main(list(args))
         except SystemExit as exit_:  # --help, --version
-            code = exit_.code or 0
+            code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
     return code, out.getvalue(), err.getvalue()
 
 

@@ -144,7 +144,7 @@ def _run(argv: list[str], parse_only: bool) -> tuple[int, str]:
             else:
                 code = main(argv)
         except SystemExit as exit_:  # --help
-            code = exit_.code or 0
+            code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
     return code, err.getvalue()
 
 

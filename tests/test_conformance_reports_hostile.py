@@ -54,6 +54,7 @@ def cli(*argv: str, limit: int | None = None) -> subprocess.CompletedProcess:
     """The CLI in a child process (a timeout fails a read that would block); with ``limit``,
     files it writes may not grow past ``limit`` bytes (EFBIG, as a full disk's ENOSPC)."""
     def limited() -> None:
+        assert limit is not None      # run only with a limit
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
     return subprocess.run([sys.executable, "-m", "rtwo_vm.cli", *argv], cwd=ROOT, capture_output=True, text=True,

@@ -84,6 +84,44 @@ def test_schema_rejects_unknown_and_missing_fields_and_both_validators_agree(vec
         assert fast and slow, broken
 
 
+def _hostile_variants(v):
+    """Values where jsonschema-rs and the compiled closures read a document differently."""
+    def changed(path, value):
+        c = copy.deepcopy(v)
+        node = c
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = value
+        return c
+    limits = ("input", "sandbox", "limits", "compute")
+    yield from (changed(limits, x) for x in (float("nan"), float("inf"), -float("inf"), 10**30, -10**30, 1e12,
+                                              2**64, True, 1.5))
+    yield from (changed(("input", "message", "to"), x) for x in ("0x100\n", "0x100\n\n", "0X100", "0x\u0661"))
+    yield changed(("expected", "result", "output"), "0x\n")
+    yield changed(("input", "\ud800"), 1)                       # a key that is not UTF-8
+    yield changed(("tags", "opcodes"), {"ADD"})                  # a set: no JSON value
+
+
+def test_jsonschema_rs_first_changes_no_verdict_and_no_problem_text(vectors):
+    # fastschema.compile_schema: jsonschema-rs's acceptance, then the compiled closures.
+    from conformance.corpus.fastschema import compile_schema
+    from conformance.corpus.schema import execute_validator
+    from conformance.protocol import execute_request
+    both, closures = compile_schema(spec.schema("vector")), compile_schema(spec.schema("vector"), library=False)
+    hostile = list(_hostile_variants(vectors[0]))
+    documents = [*vectors[::11], *_broken_variants(vectors[0]), *hostile]
+    for document in documents:
+        assert both(document) == closures(document), document["id"]
+    nan, newline = hostile[0], hostile[9]         # what jsonschema-rs refuses and Python's reading accepts
+    assert closures(nan) == [] and closures(newline) == []
+    assert schema_problems("vector", newline, authoritative=True) == []     # as jsonschema does
+    execute = execute_validator()
+    for document in documents:
+        request = execute_request("r-1", document.get("input"), False)
+        assert not execute(request) or closures(document), document["id"]
+    assert execute(execute_request("r-1", vectors[0]["input"], "yes")) == ["/trace: expected boolean"]
+
+
 def test_cross_reference_checks_catch_what_the_schema_cannot(vectors):
     v = copy.deepcopy(next(x for x in vectors if x["expected"]["result"]["error"] == "STACK_UNDERFLOW"))
     assert vector_problems(v) == []

@@ -24,7 +24,7 @@ from test_runtime_support import ROOT, example, runtime
 try:
     import nats
 except ImportError:  # the [nats] extra; CI installs it
-    nats = None
+    nats = None  # type: ignore[assignment]  # an optional module: None when the extra is missing
 
 # CI installs nats-server (scripts/install-nats.sh) and the [nats] extra: there these tests
 # must run, never be skipped.

@@ -39,12 +39,16 @@ def _race(db: Path, *, deploy: bool) -> list[tuple[int, str]]:
                                  stderr=subprocess.PIPE, text=True, cwd=ROOT)
                 for i in range(N)]
     try:
+        pipes = []
         for child in children:
-            assert child.stdout.readline().strip() == "ready"
-        for child in children:
-            child.stdin.write("go\n")
-            child.stdin.flush()
-        return [(child.wait(timeout=120), child.stderr.read()) for child in children]
+            assert child.stdin is not None and child.stdout is not None and child.stderr is not None
+            pipes.append((child.stdin, child.stdout, child.stderr))
+        for _, stdout, _ in pipes:
+            assert stdout.readline().strip() == "ready"
+        for stdin, _, _ in pipes:
+            stdin.write("go\n")
+            stdin.flush()
+        return [(child.wait(timeout=120), stderr.read()) for child, (_, _, stderr) in zip(children, pipes)]
     finally:
         for child in children:
             if child.poll() is None:

@@ -19,7 +19,7 @@ from test_runtime_support import EXAMPLES
 try:
     import nats
 except ImportError:  # the [nats] extra; CI installs it
-    nats = None
+    nats = None  # type: ignore[assignment]  # an optional module: None when the extra is missing
 
 SECRET = "s3cr3t-pw"
 USER = "alice-user"

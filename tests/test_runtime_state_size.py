@@ -26,7 +26,8 @@ class Recording(StateView):
     """A dict-backed view that records every key it is asked for, and refuses iteration."""
 
     def __init__(self, data: dict):
-        self.data, self.asked = data, []
+        self.data = data
+        self.asked: list[object] = []
 
     def __getitem__(self, key):
         self.asked.append(key)

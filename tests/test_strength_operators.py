@@ -22,7 +22,7 @@ def planted():
     return {m.id: m for m in mutants.select(kinds=operators.KINDS)}
 
 
-def _one(planted, module_function: str, after: str):
+def _one(planted, module_function: str, after: str | None):
     found = [m for m in planted.values() if m.id.startswith(module_function) and m.after == after]
     assert len(found) == 1, [(m.id, m.after) for m in planted.values() if m.id.startswith(module_function)]
     return found[0]

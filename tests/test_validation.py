@@ -105,7 +105,7 @@ def test_listing_is_checked_before_gates_at_each_instruction():
 @pytest.mark.parametrize("kwargs", [
     {"policy": Policy(time_access="sometimes")},
     {"policy": Policy(forbidden_operations=("FLY",))},
-    {"policy": Policy(allowed_operations=["ADD"])},
+    {"policy": Policy(allowed_operations=["ADD"])},  # type: ignore[arg-type]  # a list, not the tuple asked for
     {"context": Context(block_time=-1)},
     {"context": Context(block_time=2**64)},
     {"context": Context(random_seed=b"short")},
@@ -130,7 +130,7 @@ def test_message_fields_must_be_words_and_call_data_bounded():
 @pytest.mark.parametrize("contracts", [
     {0x100: Contract(build(STOP), {1: -1})},
     {0x100: Contract(build(STOP), {2**64: 1})},
-    {0x100: Contract("code")},
+    {0x100: Contract("code")},  # type: ignore[arg-type]  # text, not bytes: refused
     {-1: Contract(build(STOP)), 0x100: Contract(build(STOP))},
     {0x100: "not a contract"},
 ])
@@ -142,7 +142,9 @@ def test_malformed_pre_state_is_rejected(contracts):
 @pytest.mark.parametrize("limits", [
     Limits(compute=-1), Limits(memory_pages=-1), Limits(storage_units=-1),
     Limits(compute=spec.load().limits["maximum"]["compute"] + 1),
-    Limits(memory_pages="4"), Limits(compute=1.5), Limits(storage_units=True),
+    Limits(memory_pages="4"),  # type: ignore[arg-type]  # a string: refused
+    Limits(compute=1.5),  # type: ignore[arg-type]  # a float: refused
+    Limits(storage_units=True),
 ])
 def test_limits_outside_the_spec_range_are_rejected(limits):
     result = run_blob(build(STOP), limits=limits)

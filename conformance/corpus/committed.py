@@ -90,7 +90,8 @@ def _installed_files(directory: Path) -> dict[str, bytes]:
                            f"{str(err).splitlines()[0][:160] if str(err) else type(err).__name__}") from None
 
 
-def _differing(ours: Mapping[str, bytes], theirs: Mapping[str, bytes]) -> list[str]:
+def _differing(ours: Mapping[str, bytes | str], theirs: Mapping[str, bytes | str]) -> list[str]:
+    """The file names whose contents (or blob ids) differ, or that only one side has."""
     return sorted(n for n in set(ours) | set(theirs) if ours.get(n) != theirs.get(n))
 
 
@@ -212,8 +213,9 @@ def _run_git_said(directory: Path, *args: str) -> tuple[int, bytes, bytes]:
         if proc.poll() is None:
             proc.kill()
         proc.wait()
-        proc.stdout.close()
-        proc.stderr.close()
+        for stream in (proc.stdout, proc.stderr):    # both pipes, opened above
+            if stream is not None:
+                stream.close()
     if len(out) > MAX_LISTING:
         raise NotCommitted(f"git {args[0]} in {directory}: more than {MAX_LISTING} bytes of output")
     if code < 0:

@@ -102,7 +102,8 @@ def columns(cov: Coverage) -> list[tuple[str, str]]:
     """(column key, short header) for the matrix: outcomes seen for some opcode, then boundaries."""
     seen = set().union(*cov.matrix.values()) if cov.matrix else set()
     keys = ["success", "reverted"] + [c for c in TABLE.errors if c in seen]
-    out, used = [], Counter()
+    out: list[tuple[str, str]] = []
+    used: Counter[str] = Counter()
     for k in keys:
         short = {"success": "ok", "reverted": "rev"}.get(k) or _abbreviation(k)
         used[short] += 1

@@ -1,10 +1,38 @@
-"""A compiled validator for the JSON Schema subset the conformance schemas use.
+"""Validating documents against the conformance schemas fast: jsonschema-rs decides what
+passes, and this module's compiler judges what jsonschema-rs refuses.
 
-jsonschema takes about 0.7 ms per vector, which alone would hold filling under 1,500
-vectors/s. This compiles a schema once into nested Python closures (about 30x faster). It
-accepts only the keywords listed in COMPILERS and refuses a schema using any other, so it
-can never silently skip a rule; the test suite checks that it agrees with jsonschema on the
-whole corpus and on broken vectors. jsonschema stays the authority (``vectors check``).
+jsonschema (Python) takes about 3.5 ms per vector here, far too slow for filling and for the
+adapter's check of every request. ``compile_schema`` builds two validators of a schema:
+jsonschema-rs (draft 2020-12, compiled in Rust) and a compiler of the JSON Schema subset the
+conformance schemas use into nested Python closures (``Compiler``; it accepts only the
+keywords listed in COMPILERS and refuses a schema using any other, so it never silently skips
+a rule). A document jsonschema-rs accepts is valid; one it refuses is judged again by the
+compiled closures, whose verdict and problem texts are the ones every command prints.
+jsonschema stays the authority (``vectors check``).
+
+Why both. Measured under load (two cores shared with three other jobs' test runs; load
+average 3.5 to 6), A and B interleaved in one process, medians and [spread]:
+
+    per document (the 3,138 corpus vectors, 9 rounds):
+      vector schema     closures 249 us [225 .. 370]   jsonschema-rs 15.5 us [9.3 .. 23.0]
+      execute request   closures 125 us [104 .. 178]   jsonschema-rs 10.1 us [8.0 .. 18.3]
+      (jsonschema, Python: 3,570 us [2,870 .. 3,680], 3 rounds over a fifth of the corpus)
+    benchmarks/fill_benchmark.py's round, 5 rounds each:
+      closures only 1,055 vectors/s [961 .. 1,297]   jsonschema-rs first 1,435 [1,262 .. 1,530]   1.36x
+    benchmarks/conformance_benchmark.py's validate pass (2 adapter processes), 5 rounds each:
+      closures only 2,532 vectors/s [1,737 .. 2,631], 720 us CPU/vector [705 .. 834]
+      jsonschema-rs first 2,711 vectors/s [2,571 .. 3,297], 653 us CPU/vector [626 .. 660]   1.07x
+
+jsonschema-rs alone is not the same validator, so it does not replace the closures: over the
+corpus and 10,000 vectors with a random member changed, removed or added (values including
+huge integers, integral floats, NaN, Infinity, duplicates, empty containers), jsonschema-rs
+and the closures disagreed only where jsonschema-rs refuses and the closures and jsonschema
+accept: NaN and Infinity (which Python's json reads, and jsonschema-rs turns into null), and
+a hex string ending in a newline ("0xab\n": Python's ``$`` matches before a final newline,
+ECMA-262's does not). A key that is not valid UTF-8 (a lone surrogate) makes it raise; a
+Python tuple it reads as an array (the closures want a list; the JSON text is the same). So
+the only documents whose verdict the pair changes are Python-built ones holding a tuple
+where an array goes, and every problem text is the closures' own.
 """
 
 from __future__ import annotations
@@ -229,7 +257,20 @@ COMPILERS: dict[str, Callable[[Compiler, Any, Mapping[str, Any]], Check | None]]
 }
 
 
-def compile_schema(schema: Mapping[str, Any]) -> Callable[[Any], list[str]]:
-    """A function returning the problems of a document (empty when valid)."""
+def compile_schema(schema: Mapping[str, Any], library: bool = True) -> Callable[[Any], list[str]]:
+    """A function returning the problems of a document (empty when valid): jsonschema-rs's
+    acceptance first (unless ``library`` is false), then the compiled closures' problems."""
     check = Compiler(schema).compile(schema)
-    return lambda document: _errors(check, document, "")
+    if not library:
+        return lambda document: _errors(check, document, "")
+    import jsonschema_rs
+    accepts = jsonschema_rs.Draft202012Validator(dict(schema)).is_valid
+
+    def problems(document: Any) -> list[str]:
+        try:
+            if accepts(document):
+                return []
+        except ValueError:     # a value it cannot read (a lone surrogate, a set): the closures judge
+            pass
+        return _errors(check, document, "")
+    return problems

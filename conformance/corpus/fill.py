@@ -173,7 +173,7 @@ def fill(sources: Iterable[str] = SOURCES, *, validate: bool = True, refresh_smt
         if problems:
             raise ValueError(f"{len(problems)} problems in the filled vectors; first: {problems[0]}")
     seconds = time.perf_counter() - started
-    extra = {"random_seed": random_source.SEED, "smt_inputs": None}
+    extra: dict[str, Any] = {"random_seed": random_source.SEED, "smt_inputs": None}
     if smt:
         extra["smt_inputs"] = {"path": SMT_CACHE.name,
                                "sha256": hashlib.sha256(SMT_CACHE.read_bytes()).hexdigest(),

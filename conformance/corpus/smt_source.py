@@ -80,7 +80,8 @@ class _AtOpcode:
     """Tracer recording the meters when the opcode under test is about to run."""
 
     def __init__(self, offset: int, depth: int):
-        self.offset, self.depth, self.seen = offset, depth, None
+        self.offset, self.depth = offset, depth
+        self.seen: tuple[int, int, int] | None = None     # compute used, pages live, storage units
 
     def step(self, frame, decoded) -> None:
         if self.seen is None and decoded.offset == self.offset and frame.depth == self.depth:

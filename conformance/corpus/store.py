@@ -12,7 +12,7 @@ import hashlib
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from conformance.constants import GENERATOR, GENERATOR_VERSION, PROTOCOL, SPEC_VERSION, VECTORS_DIR
 from conformance.corpus.vector import SOURCES, vector_line
@@ -39,7 +39,7 @@ def digest(vectors: Iterable[Mapping[str, Any]]) -> str:
     return h.hexdigest()
 
 
-def render(vectors: list[Mapping[str, Any]], extra: Mapping[str, Any] | None = None) -> dict[str, str]:
+def render(vectors: Sequence[Mapping[str, Any]], extra: Mapping[str, Any] | None = None) -> dict[str, str]:
     """File name -> exact file text for a corpus: the group files and the manifest."""
     groups: dict[str, list[str]] = {}
     for v in sorted(vectors, key=lambda v: v["id"]):
@@ -62,7 +62,7 @@ def render(vectors: list[Mapping[str, Any]], extra: Mapping[str, Any] | None = N
     return files
 
 
-def write(vectors: list[Mapping[str, Any]], directory: Path = VECTORS_DIR,
+def write(vectors: Sequence[Mapping[str, Any]], directory: Path = VECTORS_DIR,
           extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Replace the corpus in ``directory``; return the manifest. Each file is replaced
     atomically (spec.files.atomic_write; never through a symbolic link), the group files
@@ -167,7 +167,7 @@ def load(directory: Path = VECTORS_DIR) -> list[dict[str, Any]]:
     return out
 
 
-def problems(directory: Path = VECTORS_DIR, vectors: list[Mapping[str, Any]] | None = None) -> list[str]:
+def problems(directory: Path = VECTORS_DIR, vectors: Sequence[Mapping[str, Any]] | None = None) -> list[str]:
     """Everything wrong with a stored corpus: manifest against files, digest, each vector."""
     from conformance.corpus.schema import corpus_problems, schema_problems
 

@@ -19,9 +19,10 @@ close, any other value is the address of an existing cluster to join (``ray.init
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import traceback
-from multiprocessing.connection import wait
+from multiprocessing.connection import Connection, wait
 from typing import Any, Callable, Sequence
 
 
@@ -140,6 +141,7 @@ class LocalProcesses:
         while busy:
             ready = wait([self.conns[i] for i in busy])
             for conn in ready:
+                assert isinstance(conn, Connection)     # only the workers' pipes are waited on
                 i = self.conns.index(conn)
                 kind, payload = self._recv(i)
                 if kind != "ok":
@@ -223,10 +225,10 @@ class RayActors:
             if not ray.is_initialized():
                 if address == "local":
                     ray.init(num_cpus=workers, include_dashboard=False, _node_ip_address="127.0.0.1",
-                             log_to_driver=False, logging_level="ERROR")
+                             log_to_driver=False, logging_level=logging.ERROR)
                     self.started = True
                 else:
-                    ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+                    ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
             remote = ray.remote(num_cpus=1)(_Actor)
             self.actors = [remote.remote(factory, i, args) for i in range(workers)]
             ray.get([a.update.remote({}) for a in self.actors])   # wait until every actor is up

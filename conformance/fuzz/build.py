@@ -295,8 +295,9 @@ def random_policy(rng: random.Random, mnemonics: Sequence[str]) -> tuple[dict, s
 
 def has_loop(inp: FuzzInput) -> bool:
     for code, _ in inp.contracts.values():
-        for i, (m, t) in enumerate(code.rows or []):
-            if m in JUMPS and t % len(code.rows) <= i:
+        rows = code.rows or []
+        for i, (m, t) in enumerate(rows):
+            if m in JUMPS and t % len(rows) <= i:
                 return True
     return False
 

@@ -56,7 +56,7 @@ def cells(mnemonics: Iterable[str], result: Mapping[str, Any], limits: Mapping[s
 
 def corpus_cells(vectors: Iterable[Mapping[str, Any]]) -> set[str]:
     """The cells the committed corpus covers, from its tags (as conformance.corpus.coverage counts)."""
-    out = set()
+    out: set[str] = set()
     for v in vectors:
         tags = v["tags"]
         columns = {tags["outcome"], *tags["call_outcomes"]}

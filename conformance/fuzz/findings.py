@@ -84,7 +84,7 @@ def bucket_text(bucket: Mapping[str, Any]) -> str:
     lines = [f"[{bucket['count']}x] {bucket.get('name', bucket['impl'])}: {bucket['class']}"
              + (f"  -> {f['vector_id']}" if f.get("vector_id") else "")]
     if f:
-        ended = {True: " (minimal: no reduction keeps the class)", False: " (the test budget ran out)"}
+        ended: dict[bool | None, str] = {True: " (minimal: no reduction keeps the class)", False: " (the test budget ran out)"}
         lines.append(f"  first at request {bucket['first_index']}; shrunk from {f['original_size']} to "
                      f"{f['size']} instructions in {f['tests']} tests{ended.get(f.get('minimal'), '')}")
         if f.get("exposed_as"):

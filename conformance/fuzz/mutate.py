@@ -66,7 +66,9 @@ def mutate_once(rng: random.Random, inp: FuzzInput, pool: Sequence[FuzzInput], k
         redrawn = 10 + rng.randrange(6)
         kind = forced if forced is not None and forced >= 10 else redrawn
     if kind < 10:
+        assert address is not None          # row edits are drawn only when a contract has rows
         code, storage = inp.contracts[address]
+        assert code.rows is not None        # _rows_contract picks only such a contract
         rows = list(code.rows)
         ctx = _context(inp, address)
         i = rng.randrange(max(1, len(rows) - 1))
@@ -91,9 +93,10 @@ def mutate_once(rng: random.Random, inp: FuzzInput, pool: Sequence[FuzzInput], k
             rows.insert(i, rows[i])
         elif kind == 7:                                 # splice rows from another entry
             picks = [pool[rng.randrange(len(pool))] for _ in range(4)] if pool else []
-            donors = [c for p in picks for _, (c, _s) in sorted(p.contracts.items()) if c.rows and len(c.rows) > 1]
+            donors = [c.rows for p in picks for _, (c, _s) in sorted(p.contracts.items())
+                      if c.rows and len(c.rows) > 1]
             if donors:
-                donor = rng.choice(donors).rows
+                donor = rng.choice(donors)
                 a = rng.randrange(len(donor) - 1)
                 piece = [(m, t) for m, t in donor[a:a + 1 + rng.randrange(6)] if m != "RETSUB"
                          and TABLE.by_mnemonic[m].immediate_kind != "jump_target" and TABLE.by_mnemonic[m].flow != "halt"]

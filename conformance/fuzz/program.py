@@ -211,7 +211,7 @@ class FuzzInput:
         """Instructions in all contracts (raw containers count their code bytes)."""
         total = 0
         for code, _ in self.contracts.values():
-            total += len(code.rows) if code.raw is None else max(0, len(code.raw) - 16)
+            total += len(code.rows or ()) if code.raw is None else max(0, len(code.raw) - 16)
         return total
 
 

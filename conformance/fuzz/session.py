@@ -45,6 +45,10 @@ class Session:
         self.restarts = 0
         self.starts = 0
         self._limits: dict[str, int | None] = {}
+        self._queue: list[str] = []             # the batch's request ids, in order
+        self._lines: dict[str, bytes] = {}      # their encoded request lines, by id
+        self._traced: dict[str, bool] = {}      # whether each asks for a trace, by id
+        self._sent = 0                          # how many of the queue were sent
         self._logs = Path(tempfile.mkdtemp(prefix="rtwo-fuzz-")) if settings.log_dir is None else Path(settings.log_dir)
 
     @property
@@ -56,15 +60,17 @@ class Session:
         impl = (self.hello or {}).get("implementation") or {}
         return impl.get("name") or self.command
 
-    def start(self) -> None:
+    def start(self) -> AdapterProcess:
+        """A fresh, handshaken process, which becomes ``self.proc`` (StartError after the
+        settings' number of failed starts in a row)."""
         failures = 0
         while True:
             self.proc = None
             try:
                 self.starts += 1
-                self.proc = AdapterProcess(self.argv, self.settings, self._logs, self.starts)
-                self.hello = self.proc.handshake()
-                return
+                proc = self.proc = AdapterProcess(self.argv, self.settings, self._logs, self.starts)
+                self.hello = proc.handshake()
+                return proc
             except StartError:
                 if self.proc is not None:
                     self.proc.kill()
@@ -104,21 +110,20 @@ class Session:
         self._traced = {rid: trace for rid, _, trace in items}
         self._sent = 0
         self._limits = {}
-        if self.proc is None:
-            self.start()
-        self._send_up_to(0)
-        self.proc.flush()
+        proc = self.proc if self.proc is not None else self.start()
+        self._send_up_to(proc, 0)
+        proc.flush()
 
     def untraced_lines(self) -> dict[str, bytes]:
         """The request lines of the current batch that ask for no trace, by id."""
         return {rid: line for rid, line in self._lines.items() if not self._traced[rid]}
 
-    def _send_up_to(self, head: int) -> None:
+    def _send_up_to(self, proc: AdapterProcess, head: int) -> None:
         while self._sent < len(self._queue) and self._sent - head < self.settings.window:
             rid = self._queue[self._sent]
-            self.proc.send(self._lines[rid])
+            proc.send(self._lines[rid])
             if self._limits:
-                self.proc.in_flight.append(Job(rid, b"", rid, self._limits.get(rid)))
+                proc.in_flight.append(Job(rid, b"", rid, self._limits.get(rid)))
             self._sent += 1
 
     def collect(self, limits: Mapping[str, int] | None = None, timeout: float | None = None) -> dict[str, Answer]:
@@ -133,11 +138,11 @@ class Session:
             self.proc.in_flight.clear()
             self.proc.in_flight.extend(Job(rid, b"", rid, self._limits.get(rid)) for rid in queue[:self._sent])
         while head < len(queue):
-            if self.proc is None:
-                self.start()
-                self._sent = head
             proc = self.proc
-            self._send_up_to(head)
+            if proc is None:
+                proc = self.start()
+                self._sent = head
+            self._send_up_to(proc, head)
             rid = queue[head]
             line = proc.wait_line(time.monotonic() + timeout)
             failure = None

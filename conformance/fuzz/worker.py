@@ -155,7 +155,8 @@ class Worker:
                 second.submit([(rid, by_id[rid], False) for rid in order], session.untraced_lines())
             second_sessions.append(second)
         any_traced = set().union(*traced) if traced else set()
-        requests, new, outcomes = [], [], Counter()
+        requests, new = [], []
+        outcomes: Counter[str] = Counter()
         ref_traces: dict[int, list] = {}        # the reference trace of a request, once for every implementation
         limits: dict[str, int] = {}             # response bounds above the default (11.5.1)
         trace_limits: dict[str, int] = {}
@@ -193,10 +194,11 @@ class Worker:
             bounds = {**limits, **{r: b for r, b in trace_limits.items() if int(r[5:]) in wanted}}
             answers = session.collect(bounds)
             second_session = second_sessions[impl]
-            second = second_session.collect(limits) if second_session is not None else {}
+            perturbed = second_session.collect(limits) if second_session is not None else {}
             for idx, inp, vi, expected in requests:
                 self._at = (idx, inp)
                 rid = f"fuzz/{idx}"
+                div: Divergence | None
                 if expected["result"]["status"] == "internal":
                     div = Divergence("reference:INTERNAL_ERROR", detail="the reference itself failed")
                 else:
@@ -207,9 +209,10 @@ class Worker:
                             safety.append(self._safety(impl, idx, inp, answer, "main run"))
                             continue
                     div = compare(expected, vi, answer, ref_traces.get(idx) if idx in wanted else None)
-                    if div is None and rid in second:
-                        again = second[rid]
+                    if div is None and rid in perturbed:
+                        again = perturbed[rid]
                         if again.failure == "timeout":
+                            assert second_session is not None     # it gave the perturbed answers
                             again = self._retry(second_session, rid, vi, False, limits.get(rid))
                             if again.failure == "timeout":
                                 safety.append(self._safety(impl, idx, inp, again, "perturbed run"))
@@ -294,8 +297,11 @@ class Worker:
         """A trace-only divergence made visible in the result: right after the entry-frame
         instruction whose effect the traces first disagree on, store the top of the stack and
         return it. (A vector whose result matches cannot fail ``conformance run``.)"""
-        code, storage = inp.contracts.get(inp.to, (None, None))
-        if code is None or code.rows is None or not self.sessions[impl].can_trace:
+        entry = inp.contracts.get(inp.to)
+        if entry is None:
+            return None
+        code, storage = entry
+        if code.rows is None or not self.sessions[impl].can_trace:
             return None
         vi = inp.vector_input()
         answer = self.sessions[impl].run([("fuzz/expose", vi, True)])["fuzz/expose"]
@@ -305,11 +311,13 @@ class Worker:
         d = first_divergence(ref, answer.message["trace"])
         if d is None or d.step == 0 or d.summary or ref[d.step - 1].get("depth") != 1:
             return None
-        offsets, pc = {}, 0
-        for j, (m, _) in enumerate(code.rows):
-            offsets[pc] = j
+        offsets: dict[int, int] = {}        # byte offset -> row index
+        pc = 0
+        for index, (m, _) in enumerate(code.rows):
+            offsets[pc] = index
             pc += TABLE.by_mnemonic[m].size
-        j = offsets.get(ref[d.step - 1].get("pc"))
+        at = ref[d.step - 1].get("pc")
+        j = offsets.get(at) if isinstance(at, int) else None
         if j is None:
             return None
         rows = _shift_targets(list(code.rows), j + 1, len(EXPOSE))

@@ -34,7 +34,7 @@ def junit_xml(result: SuiteResult, bundles: Mapping[tuple[str, str], Path] | Non
     CASE_TEXT characters, and left out (with a marker) once ``limit`` bytes are used."""
     bundles = bundles or {}
     root = ET.Element("testsuites", name="rtwo-vm conformance")
-    totals = Counter()
+    totals: Counter[str] = Counter()
     budget = [limit - min(200_000, limit // 4)]     # the rest: properties, issues, attributes
     for run in result.runs:
         suite = ET.SubElement(root, "testsuite", name=_x(run.name), time=f"{run.total_seconds:.3f}")
@@ -43,7 +43,7 @@ def junit_xml(result: SuiteResult, bundles: Mapping[tuple[str, str], Path] | Non
                            "implementation.version": run.version, "implementation.command": run.command,
                            "seed": run.seed}.items():
             ET.SubElement(props, "property", name=_x(key), value=_x(str(value)[:500]))
-        counts = Counter()
+        counts: Counter[str] = Counter()
         for o in sorted(run.outcomes.values(), key=lambda o: o.vector_id):
             group = o.vector_id.split("/", 1)[0]
             case = ET.SubElement(suite, "testcase", classname=_x(f"{slug(run.name)}.{slug(group)}"),

@@ -142,11 +142,11 @@ def triage(outcomes: Iterable[Outcome], vectors: Mapping[str, Mapping[str, Any]]
     blocked_i: Counter = Counter()
     blocked_f: Counter = Counter()
     alone: Counter = Counter()
-    for instructions, features in missing.values():
-        blocked_i.update(instructions)
+    for needed, features in missing.values():
+        blocked_i.update(needed)
         blocked_f.update(features)
-        if len(instructions) + len(features) == 1:
-            alone.update(instructions | features)
+        if len(needed) + len(features) == 1:
+            alone.update(needed | features)
     instructions = _rank(blocked_i, alone, lambda n: OPCODE_ORDER.get(n, len(OPCODE_ORDER)))
     prefix: set[str] = set()
     waiting = sorted(((len(i), i) for i, f in missing.values() if i and not f), key=lambda x: x[0])

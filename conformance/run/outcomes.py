@@ -103,6 +103,7 @@ def evaluate(vector: Mapping[str, Any], reply: Reply | None) -> Outcome:
     if reply.failure is not None:
         return Outcome(vid, "fail", [Mismatch("response", "a response", reply.failure, reply.failure)], reply.detail)
     message = reply.message
+    assert message is not None      # a reply without a failure holds the message (AdapterProcess.take_head)
     problems = reply_problems(message, vid, traced=False)
     if problems:
         return Outcome(vid, "fail", [Mismatch("response", "a result", p, "protocol") for p in problems],
@@ -148,7 +149,7 @@ class Keeper:
                                       f"it starts: {text}"}
 
 
-def small(message: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+def small(message: dict[str, Any] | None) -> dict[str, Any] | None:
     if message is None:
         return None
     text = json.dumps(message, default=str)

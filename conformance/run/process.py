@@ -161,8 +161,9 @@ class AdapterProcess:
             reason = (err.strerror or err) if isinstance(err, OSError) else err
             raise StartError(f"cannot start {argv[0]!r}{where}: {reason}") from None
         _LIVE.add(self)
-        self.out_fd, self.in_fd, self.err_fd = (self.proc.stdout.fileno(), self.proc.stdin.fileno(),
-                                                self.proc.stderr.fileno())
+        stdin, stdout, stderr = self.proc.stdin, self.proc.stdout, self.proc.stderr
+        assert stdin is not None and stdout is not None and stderr is not None, "keeper.start opens three pipes"
+        self.out_fd, self.in_fd, self.err_fd = stdout.fileno(), stdin.fileno(), stderr.fileno()
         for fd in (self.out_fd, self.in_fd, self.err_fd):
             os.set_blocking(fd, False)
         self.inbuf = bytearray()
@@ -393,7 +394,8 @@ class AdapterProcess:
             self._sel = None
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             try:
-                stream.close()
+                if stream is not None:
+                    stream.close()
             except OSError:
                 pass
         self.closed = True
@@ -454,7 +456,8 @@ class AdapterProcess:
         """Ask the adapter to stop; returns stray lines before its bye and an exit problem."""
         self.begin_shutdown()
         deadline = time.monotonic() + timeout
-        stray, problem = [], None
+        stray: list[bytes] = []
+        problem: str | None = None
         while True:
             line = self.wait_line(deadline)
             if line is None:

@@ -116,12 +116,12 @@ class _Checks:
         self.started += 1
         return _Session(self.argv, self.settings, self.logs, self.started)
 
-    def run(self, name: str, test: Callable[[_Session | None], str | None], handshake: bool = True,
-            process: bool = True) -> None:
+    def run(self, name: str, test: Callable[[_Session], str | None], handshake: bool = True) -> None:
+        """A check against a fresh adapter process (handshaken first unless ``handshake`` is false)."""
         session = None
         try:
-            session = self.fresh() if process else None
-            if handshake and session is not None:
+            session = self.fresh()
+            if handshake:
                 session.proc.handshake()
             problem = test(session)
         except (ProtocolError, StartError, OSError, _Ended) as err:
@@ -132,6 +132,14 @@ class _Checks:
         if problem and session is not None and "stderr:" not in problem:
             problem += session.proc.stderr_tail(3)
         self.results.append(Check(name, problem is None, problem or "", session.note if session is not None else ""))
+
+    def judge(self, name: str, test: Callable[[], str | None]) -> None:
+        """A check of what an earlier check received, with no adapter process of its own."""
+        try:
+            problem = test()
+        except (ProtocolError, StartError, OSError, _Ended) as err:
+            problem = str(err)
+        self.results.append(Check(name, problem is None, problem or "", ""))
 
 
 def run_selftest(command: str, vectors: Mapping[str, Mapping[str, Any]], timeout: float = 10.0) -> list[Check]:
@@ -150,8 +158,8 @@ def run_selftest(command: str, vectors: Mapping[str, Mapping[str, Any]], timeout
     checks.run("handshake: answers hello with name, version, spec 1.0, capabilities", handshake, handshake=False)
     if "hello" not in state:
         return checks.results
-    checks.run("hello passes the protocol schema",
-               lambda s: _schema_problem("adapter-message", state["hello"], hello=True), process=False)
+    checks.judge("hello passes the protocol schema",
+                 lambda: _schema_problem("adapter-message", state["hello"], hello=True))
     checks.run(f"executes {len(samples)} sample vectors of every outcome kind exactly",
                lambda s: _samples(s, samples, token))
     checks.run("answers 40 pipelined requests in order with their ids", lambda s: _pipelined(s, samples))
@@ -206,7 +214,7 @@ def _rid(token: str, vector_id: str) -> str:
 def _samples(session: _Session, samples: Sequence[Mapping[str, Any]], token: str) -> str | None:
     """Each sample answered exactly, or answered an error UNSUPPORTED_INPUT with its id (a VM
     that does not have an instruction yet says so: no failure, counted in the check's note)."""
-    unsupported: list[str] = []
+    unsupported: list[tuple[str, str]] = []
     for v in samples:
         rid = _rid(token, v["id"])
         reply = session.ask(execute_request(rid, v["input"]), v["id"])
@@ -295,7 +303,7 @@ def _answered(reply: Mapping[str, Any] | None, rid: str) -> bool:
 
 
 def _traces(session: _Session, samples, token: str, trace_format: str = "native") -> str | None:
-    unsupported: list[str] = []
+    unsupported: list[tuple[str, str]] = []
     for v in samples:
         rid = _rid(token, v["id"])
         request = execute_request(rid, v["input"], trace=True)
@@ -457,6 +465,7 @@ def _shutdown(session: _Session) -> str | None:
 
 def _eof(session: _Session) -> str | None:
     proc = session.proc
+    assert proc.proc.stdin is not None, "adapter processes start with a pipe on stdin"
     proc.proc.stdin.close()
     line = proc.wait_line(time.monotonic() + session.settings.timeout)
     if line is not None:

@@ -221,10 +221,11 @@ def run_implementation(command: str, vectors: Sequence[Mapping[str, Any]], known
                 diff = determinism.differences(_main_reply(outcome), reply, f"{name} against the main pass")
             shown = f"{label}; run again with {safety_net.retry_settings(settings).timeout:g} s " \
                     "after meeting the wall-clock safety net" if retry else label
-            outcome.passes.append(PassRun(name, shown, p.recorded, p.order_seed, light(reply), bool(diff),
+            kept = light(reply)
+            outcome.passes.append(PassRun(name, shown, p.recorded, p.order_seed, kept, bool(diff),
                                           determinism.describe(determinism.reply_signature(reply))))
             if diff:
-                outcome.passes[-1].reply.message = small(reply.message)
+                kept.message = small(reply.message)
                 outcome.status = "fail"
                 outcome.failures = capped(outcome.failures + diff)
 
@@ -281,7 +282,7 @@ def _same(outcome: Outcome, vector: Mapping[str, Any], reply: Reply) -> bool:
     """Whether a later pass's reply equals the main pass's."""
     if outcome.correct:
         message = reply.message
-        return (reply.failure is None and message.get("type") == "result"
+        return (reply.failure is None and message is not None and message.get("type") == "result"
                 and message.get("result") == vector["expected"]["result"]
                 and message.get("stage") == (outcome.reply or {}).get("stage"))
     return signature(reply) == outcome.signature
@@ -289,6 +290,7 @@ def _same(outcome: Outcome, vector: Mapping[str, Any], reply: Reply) -> bool:
 
 def _main_reply(outcome: Outcome) -> Reply:
     main = outcome.passes[0].reply
+    assert main is not None     # a live run records the main pass's reply (only a replayed report may not)
     return Reply(outcome.vector_id, outcome.reply if main.failure is None else None, main.failure, main.detail)
 
 

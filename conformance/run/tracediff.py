@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 import json
 from dataclasses import asdict, dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from conformance.corpus.vector import run_reference
 from reference_vm.trace import JsonLinesTracer
@@ -49,16 +49,16 @@ class Divergence:
 
 
 def reference_trace(vector_input: Mapping[str, Any]) -> list[dict[str, Any]]:
-    tracer = JsonLinesTracer(io.StringIO())
-    run_reference(vector_input, tracer=tracer)
-    return [json.loads(line) for line in tracer.out.getvalue().splitlines()]
+    out = io.StringIO()
+    run_reference(vector_input, tracer=JsonLinesTracer(out))
+    return [json.loads(line) for line in out.getvalue().splitlines()]
 
 
 def _is_summary(entry: Any) -> bool:
     return isinstance(entry, dict) and "status" in entry and "pc" not in entry
 
 
-def first_divergence(expected: list[Mapping[str, Any]], actual: Any) -> Divergence | None:
+def first_divergence(expected: Sequence[Mapping[str, Any]], actual: Any) -> Divergence | None:
     """The first step and field where ``actual`` departs from ``expected``; None if equal."""
     if not isinstance(actual, list):
         return Divergence(0, "trace", "a list of steps", type(actual).__name__, None, None)

@@ -81,6 +81,7 @@ def _alarm(signum, frame):
 def prescreen(index: int) -> dict[str, Any]:
     """Run in a child: apply mutant ``index`` of the plan and run the corpus against it."""
     plan = _PLAN
+    assert plan is not None     # set before the fork
     mutant = plan.mutants[index]
     started = time.perf_counter()
     try:

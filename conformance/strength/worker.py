@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any, Mapping, Sequence
 
 
 def task(mutant, corpus_dir: Path, filters=(), exhaustive: bool = False, timeout: float = 120.0) -> dict:
@@ -42,7 +43,7 @@ def main() -> int:
     from conformance.strength import run
     from conformance.strength.mutants import Mutant
     mutant = Mutant.from_json(doc["mutant"])
-    vectors = store.load(Path(doc["corpus"]))
+    vectors: Sequence[Mapping[str, Any]] = store.load(Path(doc["corpus"]))
     if doc["filters"]:
         vectors = select(vectors, doc["filters"])
     run.set_plan(run.Plan([mutant], vectors, run.candidates(),

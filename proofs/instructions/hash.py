@@ -58,7 +58,8 @@ def concrete_content(w: Width, memory, src: int, n: int) -> bytes | None:
         if stored is not None and size is not None:
             return bytes(stored.get(i, 0) if i < size else 0 for i in range(src, src + n))
     values = [as_int(memory.read(w.cval(src + j))) for j in range(n)]
-    return None if any(v is None for v in values) else bytes(values)
+    known = [v for v in values if v is not None]
+    return bytes(known) if len(known) == n else None
 
 
 def digest_of(w: Width, memory, src, length):

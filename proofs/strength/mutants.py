@@ -113,7 +113,8 @@ class _Points(ast.NodeVisitor):
 
     def __init__(self, skipped: set[int], order: dict[int, int]):
         self.skipped, self.order = skipped, order
-        self.function, self.frames = "<module>", []
+        self.function = "<module>"
+        self.frames: list[str] = []
         self.statement: ast.stmt | None = None
         self.points: list[tuple[str, int, int, str, Any]] = []
 
@@ -125,7 +126,7 @@ class _Points(ast.NodeVisitor):
             self.visit(child)
         self.function, self.frames = outer, frames
 
-    visit_ClassDef = visit_FunctionDef  # type: ignore[assignment]
+    visit_ClassDef = visit_FunctionDef
 
     def visit(self, node):
         if isinstance(node, ast.stmt) and not isinstance(node, (ast.FunctionDef, ast.ClassDef)):
@@ -174,8 +175,11 @@ class _Points(ast.NodeVisitor):
 
 
 def _subscript_index(node: ast.Subscript) -> int:
-    s: Any = node.slice
-    return int(s.value) if isinstance(s, ast.Constant) else -int(s.operand.value)
+    """The index of s[2] or s[-1] (_Points finds no other "index" point)."""
+    s = node.slice
+    constant = s.operand if isinstance(s, ast.UnaryOp) else s
+    assert isinstance(constant, ast.Constant) and type(constant.value) is int, "an integer index"
+    return -constant.value if isinstance(s, ast.UnaryOp) else constant.value
 
 
 def _mutate(tree: ast.AST, statement: Any, node: Any, kind: str, variant: Any, parents) -> str:

@@ -17,7 +17,7 @@ def main() -> int:
     import reference_vm
     tree = Path(doc["tree"]).resolve()
     for package in (proofs, reference_vm):   # the copy, never the checkout
-        if tree not in Path(package.__file__).resolve().parents:
+        if package.__file__ is None or tree not in Path(package.__file__).resolve().parents:
             print(json.dumps({"error": f"{package.__name__} imported from outside the copy"}))
             return 0
     from proofs.runner import Options, run_suite

@@ -120,6 +120,7 @@ def compare(setup_a, setup_b, fields=FIELDS, solver: Solver | None = None) -> Eq
             ra = witnesses.replay_model(xa, a, model, b.keys)
             rb = witnesses.replay_model(xb, b, model, a.keys)
             actual_b = rb.actual
+            assert ra.actual is not None and actual_b is not None  # replay_model always runs it
             out.witness, out.pair = ra.witness, (a.index, b.index)
             out.results = (ra.actual, actual_b)
             names = [RESULT_FIELDS.get(f, f) for f in fields]

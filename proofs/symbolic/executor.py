@@ -250,7 +250,7 @@ class Explorer:
         if one_step and len(live) == 1:
             b, p, _ = live[0]
             return [(b, p)]
-        out = []
+        out: list = []
         for n, (b, p, new) in enumerate(live):
             last_standing = one_step and n == len(live) - 1 and not out
             if not new or last_standing:

@@ -372,15 +372,16 @@ def _names_in_child(file: Path, source: bytes, module_name: str) -> list[str]:
     if late:
         raise PropertyError(f"--properties: {file}: loading the file took more than "
                             f"{LOAD_SECONDS:g} s")
+    answer: object
     try:
-        doc = json.loads(b"".join(chunks)) if total <= MAX_FILE else None
+        answer = json.loads(b"".join(chunks)) if total <= MAX_FILE else None
     except ValueError:
-        doc = None
-    if not isinstance(doc, dict):
+        answer = None
+    if not isinstance(answer, dict):
         ended = (f"killed by signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status)
                  else f"exit status {os.waitstatus_to_exitcode(status)}")
         raise PropertyError(f"--properties: {file}: loading the file ended its process "
                             f"({ended}) before it reported its properties")
-    if "error" in doc:
-        raise PropertyError(f"--properties: {file}: {doc['error']}")
-    return [str(n) for n in doc.get("names", [])]
+    if "error" in answer:
+        raise PropertyError(f"--properties: {file}: {answer['error']}")
+    return [str(n) for n in answer.get("names", [])]

@@ -123,7 +123,9 @@ class Solver:
             status, model = self.check(list(conds) + extra, name, integers, prefer)
             if status != SAT or not apps:
                 return status, model
-            values, instances, pins = [], [], []
+            values: list = []
+            instances: list = []
+            pins: list = []
             for app in apps:
                 true, fixed = true_value(Consistent(model, values), app)
                 agrees = numeral(model, app) == true
@@ -150,7 +152,7 @@ class Solver:
         None for a bound the budget did not settle."""
         if quantified(conds):           # z3's optimiser does not take lambdas (memory arrays)
             return None, None
-        out = []
+        out: list = []
         for goal in ("minimize", "maximize"):
             opt = self._solver(optimize=True)
             opt.add(*conds)

@@ -13,6 +13,7 @@ not give the path's end is a ``disagreement`` between the models and the interpr
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import z3
 
@@ -37,7 +38,7 @@ class Verdict:
     evaluated: list = field(default_factory=list)   # (text, value) of the claim's parts
 
     def to_json(self) -> dict:
-        out = {"property": self.name, "verdict": self.verdict, "note": self.note,
+        out: dict[str, Any] = {"property": self.name, "verdict": self.verdict, "note": self.note,
                "detail": self.detail, "bounds": self.bounds, "undecided": self.undecided}
         if self.replay is not None:
             out["counterexample"] = {

@@ -166,9 +166,12 @@ def _cmd_prove(args) -> int:
     target = args.report or (report.PARTIAL_REPORT if options.partial else report.FULL_REPORT)
     start = time.perf_counter()
     bar = Progress(None, "prove", enabled=progress.wanted(args.progress, quiet=args.quiet))
+
+    def advance(done: int, total: int, row: dict) -> None:
+        bar.total = total
+        bar.update(done, f"{row['theorem'][:34]} {row['opcode']}")
     with bar:
-        rows = run_suite(options, lambda done, total, row: (
-            setattr(bar, "total", total), bar.update(done, f"{row['theorem'][:34]} {row['opcode']}")))
+        rows = run_suite(options, advance)
     elapsed = time.perf_counter() - start
     doc = report.document(rows, elapsed, options)
     if not args.quiet and target != "-":  # with --report -, stdout is the JSON alone

@@ -94,6 +94,7 @@ class Outbox:
         text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
         cursor = tx.execute("INSERT INTO outbox (stream, type, payload, created_at) "
                             "VALUES (?, ?, ?, ?)", (stream, type_, text, at))
+        assert cursor.lastrowid is not None      # the row just inserted
         event = VMEvent(cursor.lastrowid, stream, type_, payload, at)
         self.pending.append(event)
         return event

@@ -21,9 +21,10 @@ from typing import Any, Callable
 from reference_vm import Context, ExecutionResult, Limits, Message, execute
 from reference_vm import policy as policy_mod
 from reference_vm.errors import RequestRejected, VMError
-from reference_vm.program import load_program
+from reference_vm.program import Program, load_program
 from reference_vm.request import check_limits, check_request, check_state
 from reference_vm.result import Usage
+from reference_vm.state import WorldState
 from reference_vm.words import word
 from rtwo_vm.runtime.catalog import catalog
 from rtwo_vm.runtime.events import RecordWriter, VMEvent
@@ -129,8 +130,8 @@ class ExecutionRun:
         self.result: ExecutionResult | None = None
         self.state_reference = service.store.state_root()
         self.recorded: RecordedExecution | None = None
-        self._program = None
-        self._world = None
+        self._program: Program | None = None       # loaded at validated
+        self._world: WorldState | None = None      # read at state_loaded
         self._holds_lock = False
         self._abandoned = False
         roles = self._cat.roles
@@ -149,6 +150,13 @@ class ExecutionRun:
     @property
     def finished(self) -> bool:
         return self.lifecycle.finished or self._abandoned
+
+    @property
+    def decided_result(self) -> ExecutionResult:
+        """The result, once a stage has decided it: the interpreter's at the running stage, or
+        a refusal's or an internal error's before it (every stage from executed on has one)."""
+        assert self.result is not None, "no stage has decided the result yet"
+        return self.result
 
     def step(self) -> str:
         """Do the work of the current stage and move to the next; returns the new stage."""
@@ -227,6 +235,7 @@ class ExecutionRun:
         self.lifecycle.advance(self._cat.roles["running"])
 
     def _execute(self) -> None:
+        assert self._world is not None  # read at the stage before
         result = execute(self._world, self.message, self.context, self.policy, self.limits)
         if result.status == "internal":
             self.result = result
@@ -238,7 +247,7 @@ class ExecutionRun:
         self.lifecycle.advance("executed")
 
     def _account(self) -> None:
-        result = self.result
+        result = self.decided_result
         usage = result.usage
         fee = ResourceAccountingService.fee(usage.compute, usage.memory_pages, usage.storage_units)
         # Run-time sandbox checks (10.3): the interpreter enforces these; the service layer
@@ -259,7 +268,7 @@ class ExecutionRun:
         self.lifecycle.advance("accounted")
 
     def _settle(self) -> None:
-        if self.result.status in self._cat.commit_statuses:
+        if self.decided_result.status in self._cat.commit_statuses:
             self.lifecycle.advance(self._cat.roles["commit"])
         else:
             self.lifecycle.advance(self._cat.roles["rollback"])
@@ -269,7 +278,7 @@ class ExecutionRun:
         try:
             tx = self._svc.store.conn
             if self.stage == self._cat.roles["commit"]:
-                changes = self.result.to_json()["state_changes"]
+                changes = self.decided_result.to_json()["state_changes"]
                 self._svc.store.apply_state_changes(tx, changes)
                 if changes:
                     self._svc.store.advance_state_root(tx, {"state_changes": changes})

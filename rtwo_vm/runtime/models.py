@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NoReturn
 
 import spec
 from reference_vm.result import STATUSES, canonical
@@ -31,7 +31,7 @@ def camel(name: str) -> str:
     return head + "".join(part.title() for part in rest)
 
 
-def _fail(model: str, field: str, why: str) -> None:
+def _fail(model: str, field: str, why: str) -> NoReturn:
     raise ModelError(f"{model}.{camel(field)} {why}")
 
 
@@ -42,6 +42,8 @@ class Model:
     # stages and execution statuses.
     ENUMS: ClassVar[dict[str, str]] = {}
     OPTIONAL: ClassVar[frozenset[str]] = frozenset()
+    # Every model is a dataclass: this is what dataclasses.fields reads on it.
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
 
     def __post_init__(self) -> None:
         name = type(self).__name__

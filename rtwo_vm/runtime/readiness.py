@@ -12,7 +12,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 import spec
 from spec import files
@@ -108,7 +108,7 @@ class VMReadinessService:
                 ("conformance_vectors", self._vectors), ("conformance_results", self._replay),
                 ("database", self._database)]
 
-    def run(self, only: list[str] | None = None, skip: list[str] = ()) -> ReadinessReport:
+    def run(self, only: Sequence[str] | None = None, skip: Sequence[str] = ()) -> ReadinessReport:
         unknown = set(only or ()) | set(skip)
         unknown -= set(self.check_names)
         if unknown:
@@ -186,7 +186,7 @@ class VMReadinessService:
             try:
                 request = next(gen)
                 while True:
-                    if deployed_for != request.scenario:
+                    if runtime is None or deployed_for != request.scenario:
                         if runtime is not None:
                             runtime.close()
                         runtime, deployed_for = self._scratch(), request.scenario
@@ -276,11 +276,11 @@ class VMReadinessService:
         if runtime is None:
             return "not_available", "no database opened (pass --db)"
         store = runtime.store
-        integrity = store.one("PRAGMA integrity_check")[0]
+        integrity = store.single("PRAGMA integrity_check")[0]
         incomplete = runtime.contexts.incomplete()
         contexts = runtime.contexts.count()
-        roots = store.one("SELECT count(*) FROM contexts WHERE parent_context_id IS NULL")[0]
-        events = store.one("SELECT count(*) FROM outbox")[0]
+        roots = store.single("SELECT count(*) FROM contexts WHERE parent_context_id IS NULL")[0]
+        events = store.single("SELECT count(*) FROM outbox")[0]
         pending = runtime.events.undelivered_counts()
         evidence = (f"{store.path}: schema {store.schema_version}, integrity {integrity}; "
                     f"{contexts} contexts ({roots} entry), {len(incomplete)} incomplete; "

@@ -61,7 +61,7 @@ class ExecutionRecorder:
         return entry
 
     def _entry(self, run: ExecutionRun, cat: Catalog) -> RecordedExecution:
-        result, history = run.result, list(run.lifecycle.history)
+        result, history = run.decided_result, list(run.lifecycle.history)
         stages = [e.stage for e in history]
         compared = result.to_json()
         at_end = history[-1].at
@@ -100,9 +100,9 @@ class ExecutionRecorder:
         root = entry.context
         executed_at = next((e.at for e in entry.history if e.stage == "executed"), entry.result.created_at)
         chain: dict[int, tuple[str, str, bool]] = {  # depth -> (context, sandbox, survived)
-            1: (run.context_id, run.sandbox_id, run.result.status in cat.commit_statuses)}
+            1: (run.context_id, run.sandbox_id, run.decided_result.status in cat.commit_statuses)}
         out = []
-        for index, (record, record_json) in enumerate(zip(run.result.calls, entry.result.compared["calls"])):
+        for index, (record, record_json) in enumerate(zip(run.decided_result.calls, entry.result.compared["calls"])):
             parent_id, parent_sandbox, parent_survived = chain[record.depth - 1]
             survived = parent_survived and record.status in cat.commit_statuses
             stages = path_for_outcome(record.status, record.error, callee=True,
@@ -144,7 +144,7 @@ class ExecutionRecorder:
 
     def _violations(self, found: tuple[str, str, str] | None, context_id: str, code: str | None,
                     error_pc: int | None, at: str) -> list[RTWOSandboxViolation]:
-        if found is None:
+        if found is None or code is None:   # Catalog.violation finds one only for a code
             return []
         kind, severity, action = found
         return [RTWOSandboxViolation(

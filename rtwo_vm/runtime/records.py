@@ -100,7 +100,7 @@ class _RecordService:
         return [self._from(r) for r in self.store.all(sql, tuple(args))]
 
     def count(self) -> int:
-        return self.store.one(f"SELECT count(*) FROM {self.TABLE}")[0]
+        return self.store.single(f"SELECT count(*) FROM {self.TABLE}")[0]
 
 
 class ExecutionContextManager(_RecordService):
@@ -127,7 +127,7 @@ class ExecutionContextManager(_RecordService):
             "SELECT * FROM contexts WHERE parent_context_id = ? ORDER BY call_index",
             (context_id,))]
 
-    def list(self, *, limit: int | None = None, status: str | None = None,  # type: ignore[override]
+    def list(self, *, limit: int | None = None, status: str | None = None,  # type: ignore[override]  # no _where
              execution_status: str | None = None, contract_id: str | None = None,
              roots_only: bool = False) -> list:
         """Contexts in commit order. Every context is recorded whole at the final stage, so
@@ -228,7 +228,7 @@ class ResourceAccountingService(_RecordService):
                                                ("compute_units", "memory_units",
                                                 "storage_units", "fee")) + ") LIMIT 1"):
             self._from(r)  # a charged record with a sum that is not a count: say which
-        row = self.store.one(
+        row = self.store.single(
             "SELECT count(*), coalesce(sum(compute_units), 0), coalesce(sum(memory_units), 0), "
             "coalesce(sum(storage_units), 0), coalesce(sum(fee), 0) FROM accounting "
             "WHERE status = 'charged'")
@@ -259,7 +259,7 @@ class SandboxViolationService(_RecordService):
         super().__init__(store)
         self._clock, self._writer = clock, writer
 
-    def for_context(self, context_id: str) -> list[RTWOSandboxViolation]:  # type: ignore[override]
+    def for_context(self, context_id: str) -> list[RTWOSandboxViolation]:
         return self.list(context_id=context_id)
 
     def list(self, *, limit: int | None = None, violation_type: str | None = None,

@@ -178,6 +178,13 @@ class Store:
     def one(self, sql: str, args: tuple = ()) -> sqlite3.Row | None:
         return self.conn.execute(sql, args).fetchone()
 
+    def single(self, sql: str, args: tuple = ()) -> sqlite3.Row:
+        """The row of a query that always has one (an aggregate, PRAGMA integrity_check)."""
+        row = self.one(sql, args)
+        if row is None:
+            raise StoreError(f"no row from {sql.split()[0]} query")
+        return row
+
     def all(self, sql: str, args: tuple = ()) -> list[sqlite3.Row]:
         return self.conn.execute(sql, args).fetchall()
 

@@ -140,7 +140,7 @@ def proof_report(path: Path | None = None) -> Probe:
     the current working directory is read. ``value`` maps each status to its count."""
     report: Any = None
     explicit = path is not None
-    path = Path(path) if explicit else PROOFS_REPORT
+    path = PROOFS_REPORT if path is None else Path(path)
     source = str(path)
     if path.is_file():
         try:

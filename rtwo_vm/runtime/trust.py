@@ -130,4 +130,5 @@ def repair(conn: sqlite3.Connection, missing: list[SchemaObject]) -> None:
     found = read_objects(conn)
     for obj in missing:
         if (obj.type, obj.name) not in found:
+            assert obj.raw is not None  # verify refuses a missing object without its DDL
             conn.execute(obj.raw)

@@ -309,7 +309,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.fault == "no-depth-bound":
         import conformance.adapter
-        conformance.adapter.loads_bounded = json.loads   # type: ignore[assignment]
+        conformance.adapter.loads_bounded = json.loads  # type: ignore[assignment]  # the fault: no depth bound 
     if args.fault == "exact-decimal":
         import conformance.adapter
         from decimal import Decimal
@@ -323,7 +323,7 @@ def main() -> int:
         def loads(line):
             bounded(line)                  # the nesting bound as before
             return json.loads(line, parse_float=exact)
-        conformance.adapter.loads_bounded = loads  # type: ignore[assignment]
+        conformance.adapter.loads_bounded = loads  # type: ignore[assignment]  # the fault: floats read exactly
     adapter = FaultyAdapter(args.fault, args.target, args.op, args.pidfile, args.request_id)
     adapter.once, adapter.perturbed_only = args.once, args.perturbed_only
     adapter.traced_only = args.traced_only

@@ -187,8 +187,8 @@ class Recogniser:
             if a is not None and b is not None:
                 out[a] = b
         mine, theirs = addresses(published), addresses(request)
-        free = [(a, _code_form(body["code"], theirs)) for a, body in request["pre_state"]["contracts"].items()
-                if _word(a) is not None and _word(a) not in out.values()]
+        free = [(w, _code_form(body["code"], theirs)) for a, body in request["pre_state"]["contracts"].items()
+                if (w := _word(a)) is not None and w not in out.values()]
         for a, body in published["pre_state"]["contracts"].items():
             wa = _word(a)
             if wa is None or wa in out:
@@ -196,7 +196,7 @@ class Recogniser:
             form = _code_form(body["code"], mine)
             match = next((i for i, (_, f) in enumerate(free) if f == form), None)
             if match is not None:
-                out[wa] = _word(free.pop(match)[0])      # type: ignore[assignment]
+                out[wa] = free.pop(match)[0]    
         return out
 
 

@@ -159,7 +159,8 @@ def patch_handlers(bug: str) -> None:
                     out[row.opcode] = _log_grow(row)
         return out
     instructions.table = patched
-    importlib.import_module("reference_vm.program").table = patched  # type: ignore[attr-defined]
+    program = importlib.import_module("reference_vm.program")
+    program.table = patched  # type: ignore[attr-defined]  # the seeded bug: the module's imported table replaced
     load_program.cache_clear()
 
 

@@ -16,7 +16,8 @@ TWO_PAGES = {
     "RETURN": ([PAGE, 8], ""), "REVERT": ([PAGE, 8], ""), "CALL": ([OTHER, 1000, PAGE, 8], ""),
     **{f"LOG{n}": ([PAGE, 8] + [1] * n, "") for n in range(5)},
 }
-STORAGE = {
+# opcode -> (case name, source, the reads it makes (SLOAD), storage before)
+STORAGE: dict[str, tuple[str, str, int | None, dict[int, int]]] = {
     "SLOAD": ("three_reads", "push 1\nsload\npush 2\nsload\npush 3\nsload\nstop\n", 3, {}),
     "SSTORE": ("new_slot", "push 1\npush 5\nsstore\nstop\n", None, {}),
 }
