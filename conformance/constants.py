@@ -56,7 +56,7 @@ _NOT_CODE = ("conformance/vectors",)
 _CODE_FILE_LIMIT = 16 << 20
 
 
-def _packages(project: Path) -> tuple[str, ...] | None:
+def project_packages(project: Path) -> tuple[str, ...] | None:
     """The top-level packages ``pip install`` copies from ``project`` (its pyproject.toml's
     ``[tool.setuptools.packages.find] include``); None when that cannot be read."""
     import tomllib
@@ -93,7 +93,7 @@ def same_code(project: Path) -> bool:
     from spec.files import FileRefused, read_bounded
     project = project.resolve()
     installed = PACKAGE_DIR.parent
-    packages = _packages(project)
+    packages = project_packages(project)
     if not packages:
         return False
     for package in packages:

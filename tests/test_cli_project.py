@@ -7,10 +7,11 @@ import hashlib
 import shutil
 from pathlib import Path
 
-from conformance.constants import project_root, runs_from
+from conformance.constants import project_packages, project_root, runs_from
 from test_cli_hostile import refused, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = project_packages(ROOT) or ()   # what pip install . copies (pyproject.toml)
 MANIFEST = ROOT / "conformance" / "vectors" / "manifest.json"
 
 
@@ -36,7 +37,7 @@ def test_fill_in_a_checkout_uses_that_checkouts_definitions_not_the_installed_on
     # A second checkout; for it, the running package (this checkout's) is an installed copy.
     other = tmp_path / "other"
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for name in ("spec", "reference_vm", "compiled_vm", "rtwo_vm", "conformance", "proofs"):
+    for name in PACKAGES:
         shutil.copytree(ROOT / name, other / name, ignore=ignore)
     shutil.copy(ROOT / "pyproject.toml", other / "pyproject.toml")
     monkeypatch.chdir(other / "conformance")
@@ -58,7 +59,6 @@ def test_fill_in_a_checkout_uses_that_checkouts_definitions_not_the_installed_on
     assert run_cli("vectors", "fill", "--check", "--project", str(other))[0] == 0
 
 
-PACKAGES = ("spec", "reference_vm", "compiled_vm", "rtwo_vm", "proofs", "conformance")
 
 
 def _installed_copy(tmp_path: Path) -> tuple[Path, Path]:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import spec
-from conformance.constants import VECTORS_DIR
+from conformance.constants import VECTORS_DIR, project_packages
 
 CLI = [sys.executable, "-m", "rtwo_vm.cli"]
 SCHEMAS = {"vector", "vector-manifest", "adapter-message", "runner-message", "known-failures"}
@@ -260,7 +260,7 @@ def test_an_installed_copy_in_a_folder_a_checkout_ignores_releases_its_own_corpu
     root = Path(__file__).resolve().parent.parent
     repo = tmp_path / "checkout"
     site = repo / ".venv" / "site-packages"
-    for name in ("spec", "reference_vm", "compiled_vm", "proofs", "conformance", "rtwo_vm"):
+    for name in project_packages(root) or ():
         shutil.copytree(root / name, site / name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(root / "pyproject.toml", repo / "pyproject.toml")
     shutil.copytree(root / "conformance" / "corpus" / "definitions", repo / "conformance" / "corpus" / "definitions",
@@ -282,7 +282,7 @@ def test_an_installed_copy_in_a_folder_a_checkout_ignores_releases_its_own_corpu
 def test_a_checkout_without_git_cannot_tell_what_was_committed(tmp_path):
     root = Path(__file__).resolve().parent.parent
     checkout = tmp_path / "checkout"
-    for name in ("spec", "reference_vm", "compiled_vm", "proofs", "conformance", "rtwo_vm"):
+    for name in project_packages(root) or ():
         shutil.copytree(root / name, checkout / name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(root / "pyproject.toml", checkout / "pyproject.toml")
     command = [sys.executable, "-P", "-c", "import sys; from rtwo_vm.cli import main; sys.exit(main(sys.argv[1:]))",

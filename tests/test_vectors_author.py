@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import spec
+from conformance.constants import project_packages
 from conformance.corpus import store
 from conformance.corpus import fuzz_source
 from conformance.fuzz.findings import make_vector, write_findings
@@ -28,7 +29,7 @@ from reference_vm import assemble
 from test_cli_hostile import refused, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("spec", "reference_vm", "compiled_vm", "proofs", "conformance", "rtwo_vm")
+PACKAGES = project_packages(ROOT) or ()   # what pip install . copies (pyproject.toml)
 LIMITS = spec.load().limits
 # The installed CLI, without the working directory first on the path (python -P), as the
 # rtwo-vm console script runs it.
