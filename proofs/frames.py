@@ -68,7 +68,9 @@ def frame_inputs() -> list[dict]:
         ]
     cases += [_call(kind, storage={}, label=f"{kind}: the re-entry's slot empty before")
               for kind in sorted(REENTRANT)]
-    cases.append(_call("spin", compute=1 << 40, compute_limit=400,
+    # A compute operand past the caller's limit, by a margin an uncapped callee would spend
+    # quickly (not 2^40: such a callee would loop for hours before it stopped).
+    cases.append(_call("spin", compute=2_000, compute_limit=600,
                        label="spin: a compute operand past the caller's limit"))
     return cases
 
