@@ -97,8 +97,11 @@ def test_swap1_and_mstore_top_what_to_implement_next(first_run):
     assert runnable == sorted(runnable) and runnable[-1] <= section["failing"]
     # The text and HTML reports carry the same ranking.
     table = text.split("what to implement next", 1)[1].splitlines()
-    assert table[2].split()[:2] == [top_1, str(n_1)] and table[3].split()[:2] == [top_2, str(n_2)]
-    assert f"<code>{top_1}</code></td><td>{n_1}</td>" in (out / "report.html").read_text()
+    # (SWAP1 and MSTORE may tie: the two rows in either order.)
+    assert {tuple(table[2].split()[:2]), tuple(table[3].split()[:2])} == {(top_1, str(n_1)),
+                                                                          (top_2, str(n_2))}
+    html = (out / "report.html").read_text()
+    assert all(f"<code>{m}</code></td><td>{n}</td>" in html for m, n in ((top_1, n_1), (top_2, n_2)))
     # The adapter's messages, counted by text with the offsets as N.
     got = {m["message"]: m["count"] for m in section["unsupported_messages"]}
     ranked = sorted(messages.items(), key=lambda mn: (-mn[1], mn[0]))    # count, then text
