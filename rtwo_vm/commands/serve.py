@@ -1,0 +1,78 @@
+"""``rtwo-vm serve``: the runtime's services over HTTP and the dashboard (rtwo_vm/server/).
+
+    rtwo-vm serve [--db PATH] [--host 127.0.0.1] [--port 8080] [--token-file FILE]
+
+Read-only without ``--token-file``; every action (deploy, call, policy create, events requeue,
+deliver) needs ``Authorization: Bearer <the file's token>``. Binding to an address other than
+the loopback needs a token file. FastAPI and uvicorn are the extra ``pip install '.[serve]'``;
+without it the command refuses in one line (exit 2).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import stat
+
+from rtwo_vm.inputs import CliError, parse_count
+from rtwo_vm.runtime_cli import DB_ENV, DEFAULT_DB
+
+TOKEN_MIN, TOKEN_MAX = 16, 4096   # characters of a token file's token
+
+
+def register(sub) -> None:
+    p = sub.add_parser("serve", help="serve the runtime's services over HTTP, with the dashboard",
+                       description=__doc__.split("\n\n")[0])
+    p.add_argument("--db", default=os.environ.get(DB_ENV, DEFAULT_DB),
+                   help=f"the database (default: ${DB_ENV}, else ./{DEFAULT_DB}); created if missing")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", default="8080", help="port to bind (default 8080; 0: any free port)")
+    p.add_argument("--token-file", help="a file holding the bearer token actions need "
+                                        f"({TOKEN_MIN}-{TOKEN_MAX} printable characters)")
+    p.set_defaults(func=_cmd_serve)
+
+
+def read_token(path: str) -> str:
+    """The token in ``path``: one line of printable ASCII, without spaces, of a bounded length."""
+    try:
+        with open(path, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise CliError(f"--token-file {path}: not a regular file")
+            raw = handle.read(TOKEN_MAX + 2)
+    except OSError as err:
+        raise CliError(f"--token-file {path}: {err.strerror or err}") from None
+    token = raw.rstrip(b"\r\n")
+    if not TOKEN_MIN <= len(token) <= TOKEN_MAX or not all(0x21 <= b <= 0x7e for b in token):
+        raise CliError(f"--token-file {path}: the token must be one line of {TOKEN_MIN}-{TOKEN_MAX} "
+                       "printable characters without spaces")
+    return token.decode("ascii")
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _cmd_serve(args) -> int:
+    port = parse_count(args.port, "--port")
+    if port > 65535:
+        raise CliError(f"--port must be at most 65535, got {args.port}")
+    token = read_token(args.token_file) if args.token_file else None
+    if token is None and not _loopback(args.host):
+        raise CliError(f"--host {args.host} is not a loopback address: give --token-file to serve it")
+    try:
+        import uvicorn
+        from rtwo_vm.server import create_app
+    except ImportError as err:
+        raise CliError(f"rtwo-vm serve needs the serve extra (pip install 'rtwo-vm[serve]'): {err}") from None
+    from rtwo_vm.runtime import StoreError
+    try:
+        app = create_app(args.db, token=token)
+    except StoreError as err:
+        raise CliError(str(err)) from None
+    uvicorn.run(app, host=args.host, port=port, log_level="warning", access_log=False)
+    return 0

@@ -1,0 +1,43 @@
+"""The ASGI application of ``rtwo-vm serve``: the JSON API and the dashboard over one database.
+
+    app = create_app("rtwo-vm.db", token=None)     # read-only: every action answers 401
+
+``token``: the bearer token every action needs (``--token-file``); without one the server is
+read-only. The API's routes are ``rtwo_vm.server.api.router`` (under ``/api/v1``), the
+dashboard's ``rtwo_vm.server.dashboard.router`` (``/`` and its pages, ``/static``, ``/live``).
+"""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import FastAPI
+
+from rtwo_vm.server.runtimes import Runtimes
+
+API_PREFIX = "/api/v1"
+
+
+def create_app(db: str | Path, *, token: str | None = None) -> FastAPI:
+    from rtwo_vm.runtime.registry import engine_version
+    from rtwo_vm.server import access, api, dashboard
+
+    runtimes = Runtimes(db)
+    runtimes.give(runtimes.take())   # open (and create or migrate) the database before serving
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        try:
+            yield
+        finally:
+            runtimes.close()
+
+    app = FastAPI(title="RTWO VM", version=engine_version(), lifespan=lifespan,
+                  summary="The RTWO VM runtime's eleven services over HTTP (spec chapter 10)")
+    app.state.runtimes = runtimes
+    app.state.token = token
+    access.install(app)
+    app.include_router(api.router, prefix=API_PREFIX)
+    dashboard.install(app)
+    return app
