@@ -21,6 +21,7 @@ the reference (every instruction must be seen).
 from __future__ import annotations
 
 import dataclasses
+import operator
 
 from reference_vm import policy as policy_mod
 from reference_vm.execute import (
@@ -38,8 +39,11 @@ from reference_vm.words import word as word_of
 from compiled_vm.cache import COLD, Profile, ProfileCache
 
 POLICY_FIELDS = tuple(f.name for f in dataclasses.fields(policy_mod.Policy))
+_POLICY_VALUES = operator.attrgetter(*POLICY_FIELDS)
 MAX_REMEMBERED = 4096
-THRESHOLD = 16        # segment starts before the region at it is compiled
+# Segment starts before the region at it is compiled. A loop of a few dozen iterations that
+# runs once costs less interpreted than compiled (compiling a region: about 150 us).
+THRESHOLD = 64
 COLD_SEGMENTS = 256   # segments a frame of code seen for the first time runs before profiling
 
 
@@ -178,16 +182,17 @@ def _policy_key(policy: object) -> tuple | None:
     (None otherwise: such a policy is checked and bound afresh every time)."""
     if type(policy) is not policy_mod.Policy:
         return None
-    key: list[tuple[str, ...] | str | None] = []
-    for name in POLICY_FIELDS:
-        value = getattr(policy, name)
-        if type(value) is tuple and all(type(v) is str for v in value):
-            key.append(value)
-        elif value is None or type(value) is str:
-            key.append(value)
-        else:
+    key = _POLICY_VALUES(policy)
+    for value in key:
+        kind = type(value)
+        if kind is str or value is None:
+            continue
+        if kind is not tuple:
             return None
-    return tuple(key)
+        for item in value:
+            if type(item) is not str:
+                return None
+    return key
 
 
 def _remember(table: dict, key: tuple) -> None:
