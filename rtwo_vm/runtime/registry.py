@@ -68,6 +68,7 @@ class VirtualMachineRegistry(_RecordService):
 
     MODEL, TABLE, KEY = RTWOVirtualMachine, "vms", "vm_id"
     NOUN = "VM"
+    PAGE_KEY = ("t.created_at", "t.vm_id")
     JSON_FIELDS = ("runtime_compatibility",)
 
     def __init__(self, store: Store, clock: Callable[[], str], ids: Callable[[str], str],
@@ -163,6 +164,7 @@ class DeterminismPolicyService(_RecordService):
 
     MODEL, TABLE, KEY = RTWODeterminismPolicy, "policies", "policy_id"
     NOUN = "policy"
+    PAGE_KEY = ("t.created_at", "t.policy_id")
     JSON_FIELDS = ("allowed_operations", "forbidden_operations")
 
     def __init__(self, store: Store, clock: Callable[[], str], writer: RecordWriter):
