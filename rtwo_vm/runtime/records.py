@@ -190,6 +190,10 @@ class ExecutionContextManager(_RecordService):
     NOUN = "context"
     PAGE_KEY = ("t.seq",)
 
+    def entry_count(self) -> int:
+        """Entry contexts: one per invocation run through the lifecycle (callees excluded)."""
+        return self.store.single("SELECT count(*) FROM contexts WHERE parent_context_id IS NULL")[0]
+
     def history(self, context_id: str) -> list[StageEntry]:
         self.get(context_id)
         stages = catalog().stages
