@@ -127,6 +127,11 @@ class VirtualMachineRegistry(_RecordService):
             return active[0]
         if self.count() == 0:
             return self._first_vm()
+        # Another writer may have made the first VM (registered and activated in one
+        # transaction) between the two reads above: look again before refusing.
+        active = self.list(status="active", limit=1)
+        if active:
+            return active[0]
         raise InvalidInput("no active VM: activate one (rtwo-vm vm activate ID)")
 
     def _first_vm(self) -> RTWOVirtualMachine:
