@@ -26,7 +26,7 @@ WORD_MAX = (1 << WORD_BITS) - 1
 HEADER = 16  # container header bytes (chapter 3.1)
 MAX_CODE_HEX = 2 + 2 * (HEADER + _LIMITS["machine"]["code_size"] + _LIMITS["machine"]["data_size"])
 MAX_CALL_DATA_HEX = 2 + 2 * _LIMITS["machine"]["call_data_size"]
-HEX = "^(0x|0X)?([0-9a-fA-F]{2})*$"
+HEX = "^(0x)?([0-9a-fA-F]{2})*$"
 WORD_TEXT = "^(0[xX][0-9a-fA-F]{1,16}|[0-9]{1,20})$"
 TEXT = bounds().max_text_chars
 
@@ -113,7 +113,7 @@ class CallBody(Strict):
     callData: Annotated[str, Field(max_length=MAX_CALL_DATA_HEX, pattern=HEX,
                                    description="call data as hex")] = ""
     time: Word = Field(0, description="block time (the policy's time_access must allow it)")
-    seed: Annotated[str, Field(pattern="^(0x|0X)?[0-9a-fA-F]{64}$",
+    seed: Annotated[str, Field(pattern="^(0x)?[0-9a-fA-F]{64}$",
                                description="32-byte randomness seed as hex")] = "0" * 64
     policy: Optional[Name] = Field(None, description="determinism policy id (default: the spec default)")
     isolation: Isolation = None
