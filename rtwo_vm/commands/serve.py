@@ -1,6 +1,7 @@
 """``rtwo-vm serve``: the runtime's services over HTTP and the dashboard (rtwo_vm/server/).
 
     rtwo-vm serve [--db PATH] [--host 127.0.0.1] [--port 8080] [--token-file FILE]
+    rtwo-vm serve --print-openapi      # the OpenAPI document (docs/api/openapi.json), no server
 
 Read-only without ``--token-file``; every action (deploy, call, policy create, events requeue,
 deliver) needs ``Authorization: Bearer <the file's token>``. Binding to an address other than
@@ -29,6 +30,8 @@ def register(sub) -> None:
     p.add_argument("--port", default="8080", help="port to bind (default 8080; 0: any free port)")
     p.add_argument("--token-file", help="a file holding the bearer token actions need "
                                         f"({TOKEN_MIN}-{TOKEN_MAX} printable characters)")
+    p.add_argument("--print-openapi", dest="print_openapi", action="store_true",
+                   help="print the API's OpenAPI document (as /openapi.json serves it) and exit")
     p.set_defaults(func=_cmd_serve)
 
 
@@ -57,7 +60,21 @@ def _loopback(host: str) -> bool:
         return False
 
 
+def openapi_text() -> str:
+    """The OpenAPI document the server serves at /openapi.json, as committed in
+    docs/api/openapi.json (sorted keys, two-space indent, a final newline)."""
+    import json
+    from rtwo_vm.server import create_app
+    return json.dumps(create_app(":memory:").openapi(), indent=2, sort_keys=True) + "\n"
+
+
 def _cmd_serve(args) -> int:
+    if args.print_openapi:
+        try:
+            print(openapi_text(), end="")
+        except ImportError as err:
+            raise CliError(f"rtwo-vm serve needs the serve extra (pip install 'rtwo-vm[serve]'): {err}") from None
+        return 0
     port = parse_count(args.port, "--port")
     if port > 65535:
         raise CliError(f"--port must be at most 65535, got {args.port}")
@@ -74,5 +91,6 @@ def _cmd_serve(args) -> int:
         app = create_app(args.db, token=token)
     except StoreError as err:
         raise CliError(str(err)) from None
+    app.state.readiness.refresh()  # the first readiness report, computed in the background
     uvicorn.run(app, host=args.host, port=port, log_level="warning", access_log=False)
     return 0

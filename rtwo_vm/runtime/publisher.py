@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterable
 from rtwo_vm.runtime.catalog import catalog
 from rtwo_vm.runtime.delivery import BackgroundDispatcher, DeliveryReport, Dispatcher
 from rtwo_vm.runtime.events import EventBus, RecordWriter, VMEvent
-from rtwo_vm.runtime.records import InvalidInput, UnknownRecord
+from rtwo_vm.runtime.records import InvalidInput, Page, UnknownRecord, keyset
 from rtwo_vm.runtime import stored
 from rtwo_vm.runtime.sinks import Sink, redact
 from rtwo_vm.runtime.sinks.kinds import make_sink, sink_from_row
@@ -50,6 +50,37 @@ class VMEventPublisher:
         sql = "SELECT * FROM outbox" + (" WHERE " + " AND ".join(where) if where else "")
         sql += " ORDER BY event_id" + (f" LIMIT {int(limit)}" if limit is not None else "")
         return [VMEvent.from_row(r) for r in self.store.all(sql, tuple(args))]
+
+    def page(self, *, limit: int, after: tuple | None = None, stream: str | None = None,
+             type: str | None = None) -> Page:
+        """A page of the outbox in event order after the event number ``after`` (a 1-tuple),
+        with the number of events matching ``stream`` and ``type`` in all."""
+        if type is not None and type not in catalog().values("event_type"):
+            raise InvalidInput(f"unknown event type {type!r}; use one of "
+                               f"{', '.join(catalog().values('event_type'))}")
+        where, args = [], []
+        for column, value in (("stream", stream), ("type", type)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                args.append(value)
+        total = self.store.single("SELECT count(*) FROM outbox" + (
+            " WHERE " + " AND ".join(where) if where else ""), tuple(args))[0]
+        after_sql, after_args = keyset(("event_id",), after)
+        if after_sql:
+            where.append(after_sql)
+            args.extend(after_args)
+        rows = self.store.all("SELECT * FROM outbox" + (" WHERE " + " AND ".join(where) if where
+                                                        else "") + " ORDER BY event_id LIMIT ?",
+                              (*args, limit + 1))
+        items = [VMEvent.from_row(r) for r in rows[:limit]]
+        return Page(items, (items[-1].event_id,) if len(rows) > limit else None, total)
+
+    def count(self) -> int:
+        return self.store.single("SELECT count(*) FROM outbox")[0]
+
+    def last_at(self) -> str | None:
+        row = self.store.one("SELECT created_at FROM outbox ORDER BY event_id DESC LIMIT 1")
+        return None if row is None or builtins.type(row[0]) is not str else row[0]
 
     def get(self, event_id: int) -> VMEvent:
         if not (type(event_id) is int and 0 <= event_id < 1 << 63):  # SQLite's integer range

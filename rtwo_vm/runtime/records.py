@@ -8,8 +8,8 @@ one transaction; only violation acknowledgement changes a record afterwards.
 from __future__ import annotations
 
 import builtins
-
 import sqlite3
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import spec
@@ -56,6 +56,31 @@ def _model(model, row: sqlite3.Row, table: str, json_fields: tuple[str, ...] = (
                             "runtime)") from None
 
 
+@dataclass(frozen=True)
+class Page:
+    """One page of a collection in its stable order: the records, the order key of the last
+    one when more follow (give it as ``after`` for the next page; None on the last page) and
+    how many records match the filters in all."""
+
+    items: list
+    next: tuple | None
+    total: int
+
+
+def keyset(keys: tuple[str, ...], after: tuple | None) -> tuple[str, tuple]:
+    """The condition "after this order key" over one or two key expressions (the first
+    ascending and indexed, the last unique), so that a page starts with an index seek and
+    never reads the records before it."""
+    if after is None:
+        return "", ()
+    if len(after) != len(keys):
+        raise InvalidInput("the cursor does not belong to this collection")
+    if len(keys) == 1:
+        return f"{keys[0]} > ?", (after[0],)
+    first, last = keys
+    return f"{first} >= ? AND ({first} > ? OR {last} > ?)", (after[0], after[0], after[1])
+
+
 class _RecordService:
     MODEL: Any = None
     TABLE = ""
@@ -63,6 +88,11 @@ class _RecordService:
     JSON_FIELDS: tuple[str, ...] = ()
     ORDER = "rowid"
     NOUN = "record"
+    # The stable order of ``page``: key expressions over the record (t) and, for the records
+    # of a context, that context (c, joined); the first is indexed, the last unique.
+    PAGE_KEY: tuple[str, ...] = ()
+    JOIN_CONTEXT = False
+    CREATED = "t.created_at"   # what the created_from / created_to range compares
 
     def __init__(self, store: Store):
         self.store = store
@@ -102,12 +132,67 @@ class _RecordService:
     def count(self) -> int:
         return self.store.single(f"SELECT count(*) FROM {self.TABLE}")[0]
 
+    def last_at(self) -> str | None:
+        """When the latest record was made (None: there is none), by the page order."""
+        source = self._source()
+        row = self.store.one(f"SELECT {self.CREATED} FROM {source} ORDER BY "
+                             + ", ".join(f"{k} DESC" for k in self.PAGE_KEY) + " LIMIT 1")
+        return None if row is None or type(row[0]) is not str else row[0]
+
+    def _source(self) -> str:
+        if self.JOIN_CONTEXT:
+            return f"{self.TABLE} t JOIN contexts c ON c.context_id = t.context_id"
+        return f"{self.TABLE} t"
+
+    def page(self, *, limit: int, after: tuple | None = None, contract_id: str | None = None,
+             created_from: str | None = None, created_to: str | None = None,
+             _where: tuple[tuple[str, tuple], ...] = (), **equal: Any) -> Page:
+        """At most ``limit`` records after the order key ``after``, in the stable order
+        (PAGE_KEY), filtered by column values (None: any), the contract and a range of
+        creation times (ISO 8601 text in UTC as the runtime writes it, both ends included).
+        A page reads its own rows and a count, never a whole table into memory."""
+        if type(limit) is not int or limit < 1:
+            raise InvalidInput("limit must be a positive integer")
+        where = [clause for clause, _ in _where]
+        args: list[Any] = [arg for _, clause_args in _where for arg in clause_args]
+        for column, value in equal.items():
+            if value is not None:
+                where.append(f"t.{column} = ?")
+                args.append(value)
+        if contract_id is not None:
+            where.append(("c" if self.JOIN_CONTEXT else "t") + ".contract_id = ?")
+            args.append(contract_id)
+        for bound, op in ((created_from, ">="), (created_to, "<=")):
+            if bound is not None:
+                where.append(f"{self.CREATED} {op} ?")
+                args.append(bound)
+        source = self._source()
+        filtered = " WHERE " + " AND ".join(where) if where else ""
+        total = self.store.single(f"SELECT count(*) FROM {source}{filtered}", tuple(args))[0]
+        after_sql, after_args = keyset(self.PAGE_KEY, after)
+        if after_sql:
+            where.append(after_sql)
+        sql = (f"SELECT t.*, " + ", ".join(f"{k} AS page_key_{i}" for i, k in enumerate(self.PAGE_KEY))
+               + f" FROM {source}" + (" WHERE " + " AND ".join(where) if where else "")
+               + " ORDER BY " + ", ".join(self.PAGE_KEY) + " LIMIT ?")
+        rows = self.store.all(sql, tuple(args) + after_args + (limit + 1,))
+        items = [self._from(r) for r in rows[:limit]]
+        last = rows[limit - 1] if len(rows) > limit else None
+        following = None if last is None else tuple(
+            last[f"page_key_{i}"] for i in range(len(self.PAGE_KEY)))
+        return Page(items, following, total)
+
 
 class ExecutionContextManager(_RecordService):
     """Contexts: one per invocation, entry or callee, with its lifecycle stage history."""
 
     MODEL, TABLE, KEY, ORDER = RTWOExecutionContext, "contexts", "context_id", "seq"
     NOUN = "context"
+    PAGE_KEY = ("t.seq",)
+
+    def entry_count(self) -> int:
+        """Entry contexts: one per invocation run through the lifecycle (callees excluded)."""
+        return self.store.single("SELECT count(*) FROM contexts WHERE parent_context_id IS NULL")[0]
 
     def history(self, context_id: str) -> list[StageEntry]:
         self.get(context_id)
@@ -135,23 +220,39 @@ class ExecutionContextManager(_RecordService):
         ``status`` keeps those whose stage history entered that lifecycle stage (``committed``
         or ``rolled_back``: how stage 9 went; ``executing``: those that ran), and
         ``execution_status`` those whose result has that status (chapter 7.1)."""
+        where = self._filters(status, execution_status, roots_only, "contexts")
+        return super().list(limit=limit, _where=where, contract_id=contract_id)
+
+    @staticmethod
+    def _filters(status: str | None, execution_status: str | None, roots_only: bool,
+                 table: str) -> tuple[tuple[str, tuple], ...]:
         cat = catalog()
         where: list[tuple[str, tuple]] = []
         if roots_only:
-            where.append(("parent_context_id IS NULL", ()))
+            where.append((f"{table}.parent_context_id IS NULL", ()))
         if status is not None:
             if status not in cat.stages:
                 raise InvalidInput(f"unknown lifecycle stage {status!r}; use one of "
                                    f"{', '.join(cat.stages)}")
             where.append(("EXISTS (SELECT 1 FROM stage_history h WHERE h.context_id = "
-                          "contexts.context_id AND h.stage = ?)", (status,)))
+                          f"{table}.context_id AND h.stage = ?)", (status,)))
         if execution_status is not None:
             if execution_status not in STATUSES:
                 raise InvalidInput(f"unknown execution status {execution_status!r}; use one of "
                                    f"{', '.join(STATUSES)}")
             where.append(("EXISTS (SELECT 1 FROM results r WHERE r.context_id = "
-                          "contexts.context_id AND r.execution_status = ?)", (execution_status,)))
-        return super().list(limit=limit, _where=tuple(where), contract_id=contract_id)
+                          f"{table}.context_id AND r.execution_status = ?)", (execution_status,)))
+        return tuple(where)
+
+    def page(self, *, limit: int, after: tuple | None = None,  # type: ignore[override]
+             status: str | None = None, execution_status: str | None = None,
+             contract_id: str | None = None, created_from: str | None = None,
+             created_to: str | None = None, roots_only: bool = False) -> Page:
+        """A page of contexts in commit order (``seq``), filtered as ``list`` does and by a
+        range of creation times."""
+        return super().page(limit=limit, after=after, contract_id=contract_id,
+                            created_from=created_from, created_to=created_to,
+                            _where=self._filters(status, execution_status, roots_only, "t"))
 
     def outcomes(self) -> dict[str, tuple[str | None, str, str | None]]:
         """For each context id: (the stage-9 stage it went through, its execution status, its
@@ -188,6 +289,7 @@ class SandboxManager(_RecordService):
 
     MODEL, TABLE, KEY = RTWOExecutionSandbox, "sandboxes", "sandbox_id"
     NOUN = "sandbox"
+    PAGE_KEY, JOIN_CONTEXT, CREATED = ("c.seq",), True, "c.created_at"   # one per context
 
     @staticmethod
     def plan(isolation_level: str | None, storage_access: str | None) -> tuple[str, str, bool]:
@@ -214,6 +316,7 @@ class ResourceAccountingService(_RecordService):
 
     MODEL, TABLE, KEY = RTWOResourceAccounting, "accounting", "accounting_id"
     NOUN = "accounting record"
+    PAGE_KEY, JOIN_CONTEXT, CREATED = ("c.seq",), True, "c.created_at"   # one per context
 
     @staticmethod
     def fee(compute: int, memory_pages: int, storage_units: int) -> int:
@@ -241,6 +344,7 @@ class ExecutionResultService(_RecordService):
 
     MODEL, TABLE, KEY = RTWOExecutionResult, "results", "result_id"
     NOUN = "result"
+    PAGE_KEY, JOIN_CONTEXT = ("c.seq",), True   # one per context
     JSON_FIELDS = ("state_changes", "emitted_events", "compared")
 
     def by_digest(self, digest: str) -> list[RTWOExecutionResult]:
@@ -254,6 +358,7 @@ class SandboxViolationService(_RecordService):
 
     MODEL, TABLE, KEY = RTWOSandboxViolation, "violations", "violation_id"
     NOUN = "violation"
+    PAGE_KEY, JOIN_CONTEXT = ("c.seq", "t.violation_id"), True
 
     def __init__(self, store: Store, clock: Callable[[], str], writer: RecordWriter):
         super().__init__(store)
@@ -268,6 +373,13 @@ class SandboxViolationService(_RecordService):
             raise InvalidInput(f"unknown violation type {violation_type!r}; use one of "
                                f"{', '.join(catalog().violation_types)}")
         return super().list(limit=limit, violation_type=violation_type, **filters)
+
+    def page(self, *, limit: int, after: tuple | None = None, violation_type: str | None = None,
+             **filters: Any) -> Page:
+        if violation_type is not None and violation_type not in catalog().violation_types:
+            raise InvalidInput(f"unknown violation type {violation_type!r}; use one of "
+                               f"{', '.join(catalog().violation_types)}")
+        return super().page(limit=limit, after=after, violation_type=violation_type, **filters)
 
     def acknowledge(self, violation_id: str) -> RTWOSandboxViolation:
         current = self.get(violation_id)

@@ -68,6 +68,7 @@ class VirtualMachineRegistry(_RecordService):
 
     MODEL, TABLE, KEY = RTWOVirtualMachine, "vms", "vm_id"
     NOUN = "VM"
+    PAGE_KEY = ("t.created_at", "t.vm_id")
     JSON_FIELDS = ("runtime_compatibility",)
 
     def __init__(self, store: Store, clock: Callable[[], str], ids: Callable[[str], str],
@@ -126,6 +127,11 @@ class VirtualMachineRegistry(_RecordService):
             return active[0]
         if self.count() == 0:
             return self._first_vm()
+        # Another writer may have made the first VM (registered and activated in one
+        # transaction) between the two reads above: look again before refusing.
+        active = self.list(status="active", limit=1)
+        if active:
+            return active[0]
         raise InvalidInput("no active VM: activate one (rtwo-vm vm activate ID)")
 
     def _first_vm(self) -> RTWOVirtualMachine:
@@ -163,6 +169,7 @@ class DeterminismPolicyService(_RecordService):
 
     MODEL, TABLE, KEY = RTWODeterminismPolicy, "policies", "policy_id"
     NOUN = "policy"
+    PAGE_KEY = ("t.created_at", "t.policy_id")
     JSON_FIELDS = ("allowed_operations", "forbidden_operations")
 
     def __init__(self, store: Store, clock: Callable[[], str], writer: RecordWriter):

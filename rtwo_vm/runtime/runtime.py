@@ -29,8 +29,8 @@ from rtwo_vm.runtime.publisher import VMEventPublisher
 from rtwo_vm.runtime.readiness import VMReadinessService
 from rtwo_vm.runtime.recording import ExecutionRecorder
 from rtwo_vm.runtime.records import (
-    ExecutionContextManager, ExecutionResultService, InvalidInput, ResourceAccountingService,
-    SandboxManager, SandboxViolationService, UnknownRecord,
+    ExecutionContextManager, ExecutionResultService, InvalidInput, Page, ResourceAccountingService,
+    SandboxManager, SandboxViolationService, UnknownRecord, keyset,
 )
 from rtwo_vm.runtime.registry import (
     DeterminismPolicyService, RuntimeInstructionRegistry, VirtualMachineRegistry,
@@ -180,6 +180,27 @@ class Runtime:
             storage[r["key"]] = r["value"]
         return {"address": addr, "codeHash": row["code_hash"], "codeSize": len(row["code"]),
                 "deployedAt": row["deployed_at"], "storage": storage}
+
+    def contracts_page(self, *, limit: int, after: tuple | None = None) -> Page:
+        """A page of deployed contracts in deployment order (deployed_at, address), each
+        without its storage (its slot count instead: ``contract`` shows one whole)."""
+        after_sql, after_args = keyset(("deployed_at", "address"), after)
+        total = self.store.single("SELECT count(*) FROM contracts")[0]
+        rows = self.store.all(
+            "SELECT address, length(code) AS code_size, code_hash, deployed_at, (SELECT count(*) "
+            "FROM storage s WHERE s.address = contracts.address) AS storage_slots FROM contracts"
+            + (f" WHERE {after_sql}" if after_sql else "")
+            + " ORDER BY deployed_at, address LIMIT ?", (*after_args, limit + 1))
+        items = []
+        for r in rows[:limit]:
+            addr = r["address"]
+            stored.check_row("contracts", r)
+            stored.word(addr, "contracts", addr, "address")
+            stored.hex_digest(r["code_hash"], "contracts", addr, "code_hash")
+            items.append({"address": addr, "codeHash": r["code_hash"], "codeSize": r["code_size"],
+                          "deployedAt": r["deployed_at"], "storageSlots": r["storage_slots"]})
+        last = rows[limit - 1] if len(rows) > limit else None
+        return Page(items, None if last is None else (last["deployed_at"], last["address"]), total)
 
     def contracts(self) -> list[dict[str, Any]]:
         return [self.contract(stored.word(r[0], "contracts", r[0], "address"))

@@ -59,8 +59,10 @@ class Store:
                                         check_same_thread=False)
         except (sqlite3.Error, ValueError) as err:
             raise StoreError(f"cannot open {self.path}: {err}") from None
+        self._held: tuple[int, int] | None = None
         try:
             _retry_busy(self._open, timeout)
+            self._held = trust.hold(self.path)
         except sqlite3.DatabaseError as err:
             # Not a database, a truncated or corrupt one, a full disk, a device file...
             self.conn.close()
@@ -89,6 +91,8 @@ class Store:
 
     def close(self) -> None:
         self.conn.close()
+        held, self._held = self._held, None
+        trust.release(held)
 
     # -- schema ---------------------------------------------------------------------------
 

@@ -32,6 +32,8 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
+import threading
+from collections import Counter
 from pathlib import Path
 
 from rtwo_vm.runtime.schema import (
@@ -52,13 +54,50 @@ class DamagedRecord(StoreError):
     """A value read back from the database is not one the runtime writes."""
 
 
+# Database files this process holds open (device, inode) -> connections. POSIX record locks
+# belong to the process and every one of them on a file is dropped when the process closes
+# ANY descriptor of that file: reading a header with open()/close() while a connection of
+# the same process is open would silently drop that connection's WAL locks, and another
+# process closing its last connection would then checkpoint and delete the -wal file under
+# it (its later commits lost). A file already open here is not read again (``hold``).
+_HELD: Counter[tuple[int, int]] = Counter()
+_HELD_LOCK = threading.Lock()
+
+
+def hold(path: str) -> tuple[int, int] | None:
+    """Note that a connection of this process has ``path`` open (None for ``:memory:``)."""
+    if path == ":memory:":
+        return None
+    st = os.stat(path)
+    key = (st.st_dev, st.st_ino)
+    with _HELD_LOCK:
+        _HELD[key] += 1
+    return key
+
+
+def release(key: tuple[int, int] | None) -> None:
+    if key is None:
+        return
+    with _HELD_LOCK:
+        _HELD[key] -= 1
+        if _HELD[key] <= 0:
+            del _HELD[key]
+
+
+def _held(st: os.stat_result) -> bool:
+    with _HELD_LOCK:
+        return _HELD[(st.st_dev, st.st_ino)] > 0
+
+
 def check_file(path: str, *, create: bool) -> None:
     """Refuse a path that is not (or cannot become) a database file, without reading or
     waiting on anything else than a regular file."""
     if path == ":memory:":
         return
+    st: os.stat_result | None = None
     try:
-        mode = os.stat(path).st_mode
+        st = os.stat(path)
+        mode: int | None = st.st_mode
     except FileNotFoundError:
         if os.path.islink(path):
             raise StoreError(f"{path}: is a symbolic link to nothing; no database is "
@@ -72,6 +111,7 @@ def check_file(path: str, *, create: bool) -> None:
     if mode is not None:
         if not stat.S_ISREG(mode):
             raise StoreError(f"{path}: not a regular file (a database is a regular file)")
+    if mode is not None and st is not None and not _held(st):
         try:
             head = read_prefix(path, len(HEADER), "database")
         except FileRefused as err:

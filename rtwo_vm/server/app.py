@@ -38,6 +38,6 @@ def create_app(db: str | Path, *, token: str | None = None) -> FastAPI:
     app.state.runtimes = runtimes
     app.state.token = token
     access.install(app)
-    app.include_router(api.router, prefix=API_PREFIX)
+    api.install(app, API_PREFIX)
     dashboard.install(app)
     return app

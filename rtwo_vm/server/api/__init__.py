@@ -1,5 +1,53 @@
-"""The JSON API, ``/api/v1/...``: collections, records and actions over the runtime's services."""
+"""The JSON API, ``/api/v1/...``: collections, records and actions over the runtime's services.
 
-from fastapi import APIRouter
+    codes.py      refusal codes, statuses and bounds (spec/data/api.toml, errors.toml)
+    errors.py     every failure in the shape {"error": CODE, "message": one line}
+    paging.py     keyset cursors, page sizes, time ranges
+    bodies.py     the actions' request bodies, bounded by the spec's data
+    schemas.py    the declared answers (the OpenAPI document describes real responses)
+    records.py    GET collections and records (VMs ... instructions) and the overview
+    events.py     the outbox, sinks, dead events; requeue and deliver
+    actions.py    deploy, call, policy create
+    readiness.py  the readiness report, computed in the background
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, FastAPI
+
+from rtwo_vm.server.api import actions, errors, events, readiness, records
 
 router = APIRouter()
+router.include_router(records.router)
+router.include_router(events.router)
+router.include_router(actions.router)
+router.include_router(readiness.router)
+
+
+def install(app: FastAPI, prefix: str) -> None:
+    """The API's routes under ``prefix``, its error answers, and the readiness report
+    (``app.state.readiness``: ``rtwo-vm serve`` starts computing it before it serves;
+    otherwise the first request that needs it does)."""
+    errors.install(app)
+    _openapi_without_422(app)
+    app.state.readiness = readiness.ReadinessCache(app.state.runtimes.path)
+    app.include_router(router, prefix=prefix)
+
+
+def _openapi_without_422(app: FastAPI) -> None:
+    """FastAPI documents a 422 answer for every route with parameters; this API answers a
+    request that fails validation 400 with the spec's code (errors.py), as documented."""
+    build = app.openapi
+
+    def openapi() -> dict:
+        if app.openapi_schema is None:
+            doc = build()
+            for path in doc.get("paths", {}).values():
+                for operation in path.values():
+                    operation.get("responses", {}).pop("422", None)
+            for name in ("HTTPValidationError", "ValidationError"):
+                doc.get("components", {}).get("schemas", {}).pop(name, None)
+            app.openapi_schema = doc
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
