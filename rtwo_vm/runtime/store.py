@@ -68,6 +68,8 @@ class Store:
         except BaseException:
             self.conn.close()
             raise
+        self._file_key = trust.file_key(self.path)   # see trust._OPEN
+        trust.opened(self._file_key)
 
     def _open(self) -> None:
         self.conn.row_factory = sqlite3.Row
@@ -89,6 +91,8 @@ class Store:
 
     def close(self) -> None:
         self.conn.close()
+        key, self._file_key = getattr(self, "_file_key", None), None
+        trust.closed(key)
 
     # -- schema ---------------------------------------------------------------------------
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
+import threading
 from pathlib import Path
 
 from rtwo_vm.runtime.schema import (
@@ -50,6 +51,45 @@ class StoreError(Exception):
 
 class DamagedRecord(StoreError):
     """A value read back from the database is not one the runtime writes."""
+
+
+# Database files this process has open through a Store, by (device, inode), with how many
+# connections. SQLite locks with POSIX advisory locks, which belong to the process and are
+# all released when the process closes ANY descriptor of the file: reading the header with a
+# plain open()/close() while another connection of this process (a server's pool) has the
+# file open dropped that connection's locks, so another process closing its connection
+# believed itself the last one, checkpointed and deleted the -wal and -shm files under the
+# open connections, which then read stale or empty states (found by the dashboard's browser
+# test: a server stopped seeing the CLI's calls). A file this process already has open was
+# checked when it was first opened; its header is not read again.
+_OPEN: dict[tuple[int, int], int] = {}
+_OPEN_LOCK = threading.Lock()
+
+
+def file_key(path: str) -> tuple[int, int] | None:
+    if path == ":memory:":
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def opened(key: tuple[int, int] | None) -> None:
+    if key is not None:
+        with _OPEN_LOCK:
+            _OPEN[key] = _OPEN.get(key, 0) + 1
+
+
+def closed(key: tuple[int, int] | None) -> None:
+    if key is not None:
+        with _OPEN_LOCK:
+            left = _OPEN.get(key, 0) - 1
+            if left > 0:
+                _OPEN[key] = left
+            else:
+                _OPEN.pop(key, None)
 
 
 def check_file(path: str, *, create: bool) -> None:
@@ -72,8 +112,10 @@ def check_file(path: str, *, create: bool) -> None:
     if mode is not None:
         if not stat.S_ISREG(mode):
             raise StoreError(f"{path}: not a regular file (a database is a regular file)")
+        with _OPEN_LOCK:
+            already_open = file_key(path) in _OPEN
         try:
-            head = read_prefix(path, len(HEADER), "database")
+            head = HEADER if already_open else read_prefix(path, len(HEADER), "database")
         except FileRefused as err:
             raise StoreError(str(err)) from None
         if head and head != HEADER:
