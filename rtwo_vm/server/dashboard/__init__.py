@@ -56,17 +56,17 @@ def contexts(rt: RT, status: str | None = None, result: str | None = None,
                                before=before, limit=limit)
 
 
-@router.get("/contexts/{context_id}")
+@router.get("/contexts/{context_id:path}")
 def context(context_id: str, rt: RT):
     return executions.context(rt, context_id)
 
 
-@router.get("/results/{result_id}")
+@router.get("/results/{result_id:path}")
 def result(result_id: str, rt: RT):
     return executions.result(rt, result_id)
 
 
-@router.get("/accounting/{context_id}")
+@router.get("/accounting/{context_id:path}")
 def accounting(context_id: str, rt: RT):
     return executions.accounting(rt, context_id)
 

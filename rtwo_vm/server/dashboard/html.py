@@ -70,7 +70,8 @@ def page(title: str, body: Any, *, status_code: int = 200, script: bool = False)
     text = (f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
             f'<title>{esc(title)} \u2014 RTWO VM</title>'
-            f'<link rel="stylesheet" href="/static/dashboard.css">{js}</head>'
+            f'<link rel="stylesheet" href="/static/dashboard.css">'
+            f'<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">{js}</head>'
             f'<body><header><span class="brand">RTWO VM</span><nav>{nav}</nav></header>'
             f'<main><h1>{esc(title)}</h1>{esc(body)}</main></body></html>')
     return HTMLResponse(text, status_code=status_code,
