@@ -1,0 +1,247 @@
+"""Executions: ``/contexts`` (newest first, paged, filtered), ``/contexts/{id}`` (the lifecycle
+as a timeline of its ten stages), ``/results/{id}`` (state changes, events, output and the
+disassembly of the contract's code) and ``/accounting/{context id}`` (usage against the
+sandbox's limits in each dimension)."""
+
+from __future__ import annotations
+
+from typing import Sequence
+from urllib.parse import urlencode
+
+import spec
+from reference_vm import disassemble
+from reference_vm.errors import VMError
+from reference_vm.result import STATUSES
+from rtwo_vm.runtime import Runtime, UnknownRecord
+from rtwo_vm.runtime.catalog import catalog
+from rtwo_vm.server.dashboard import queries
+from rtwo_vm.server.dashboard.html import (
+    Markup, definition, esc, join, link, not_found, number, page, table, tag,
+)
+
+WORD_MAX = (1 << 64) - 1
+
+
+def _ctx_link(context_id: str | None) -> Markup:
+    return esc(None) if context_id is None else link(f"/contexts/{context_id}", context_id)
+
+
+def _state(value: str | None) -> Markup:
+    return esc(None) if value is None else tag("span", value, class_=f"state state-{value}")
+
+
+def context_table(rows: Sequence[queries.ContextRow]) -> Markup:
+    """The contexts as a table, newest first (the overview shows the latest ten)."""
+    body = []
+    for r in rows:
+        c = r.context
+        body.append(Markup(tag("tr", join([
+            tag("td", _ctx_link(c.context_id)), tag("td", c.contract_id),
+            tag("td", c.depth), tag("td", _state(r.ended)), tag("td", _state(r.execution_status)),
+            tag("td", r.error), tag("td", c.created_at)]), data_seq=r.seq, data_context=c.context_id)))
+    head = join(tag("th", h) for h in ("context", "contract", "depth", "stage 9", "result",
+                                       "error", "created"))
+    empty = tag("tr", tag("td", "no contexts yet", colspan=7), class_="empty") if not body else ""
+    return tag("table", Markup(f"<thead><tr>{head}</tr></thead>"
+                               f"<tbody>{join(body)}{esc(empty)}</tbody>"), id="contexts")
+
+
+def _word(text: str, name: str) -> str:
+    try:
+        value = int(text, 16) if text.lower().startswith("0x") else int(text, 0)
+    except ValueError:
+        raise queries.BadFilter(f"{name} must be a number, got {text!r}") from None
+    if not 0 <= value <= WORD_MAX:
+        raise queries.BadFilter(f"{name} must be a 64-bit word")
+    return hex(value)
+
+
+def contexts(rt: Runtime, *, status: str | None, result: str | None, contract: str | None,
+             before: str | None, limit: str | None):
+    try:
+        contract_id = _word(contract, "contract") if contract else None
+        before_seq = int(_word(before, "before"), 16) if before else None
+        size = int(_word(limit, "limit"), 16) if limit else queries.PAGE_SIZE
+        rows = queries.contexts_page(rt, before=before_seq, limit=size, stage=status or None,
+                                     execution_status=result or None, contract=contract_id)
+    except queries.BadFilter as err:
+        return page("Contexts", tag("p", str(err), class_="error"), status_code=400)
+    stage_options = join(tag("option", s, value=s, selected="selected" if s == status else None)
+                         for s in ("",) + catalog().stages)
+    result_options = join(tag("option", s, value=s, selected="selected" if s == result else None)
+                          for s in ("",) + STATUSES)
+    form = tag("form", Markup(
+        tag("label", Markup(f"entered stage {tag('select', stage_options, name='status')}"))
+        + tag("label", Markup(f"result {tag('select', result_options, name='result')}"))
+        + tag("label", Markup("contract " + tag("input", "", name="contract", value=contract or "",
+                                                 placeholder="0x100", size=20)))
+        + tag("button", "filter", type="submit")), method="get", action="/contexts",
+        class_="filters")
+    size = max(1, min(size, queries.MAX_PAGE_SIZE))
+    more = ""
+    if len(rows) == size:
+        params = {k: v for k, v in (("status", status), ("result", result),
+                                    ("contract", contract), ("limit", limit)) if v}
+        params["before"] = str(rows[-1].seq)
+        more = tag("p", link("/contexts?" + urlencode(params), "older contexts", id="older"))
+    filtered = bool(status or result or contract or before)
+    total = rt.contexts.count()
+    note = tag("p", Markup(f"{tag('span', f'{total:,}', id='context-count')} contexts recorded; "
+                           f"newest first, {size} a page"
+                           + ("; new contexts appear here as they are recorded"
+                              if not filtered else "")), class_="muted")
+    status_line = tag("p", "live: connecting", id="live-status") if not filtered else ""
+    body = join([note, form, status_line,
+                 tag("div", context_table(rows), data_live="" if not filtered else None,
+                     id="contexts-live"), more])
+    return page("Contexts", body, script=True)
+
+
+def _ordered_stages() -> list[tuple[int, list[str]]]:
+    """The lifecycle's stages grouped by their order (lifecycle.toml): ten steps."""
+    by_order: dict[int, list[str]] = {}
+    for stage in sorted(spec.load().lifecycle["stage"], key=lambda s: s["order"]):
+        by_order.setdefault(stage["order"], []).append(stage["name"])
+    return sorted(by_order.items())
+
+
+def context(rt: Runtime, context_id: str):
+    try:
+        ctx = rt.contexts.get(context_id)
+    except UnknownRecord:
+        return not_found(f"no context {context_id!r}")
+    history = rt.contexts.history(context_id)
+    entered = {e.stage: e for e in history}
+    steps = []
+    for order, names in _ordered_stages():
+        hit = next((entered[n] for n in names if n in entered), None)
+        label = hit.stage if hit else " / ".join(names)
+        steps.append(tag("li", Markup(
+            tag("span", order, class_="order") + tag("span", label, class_="stage")
+            + tag("time", hit.at if hit else "not entered", datetime=hit.at if hit else None)),
+            class_="entered" if hit else "skipped", data_stage=label))
+    sandbox = rt.sandboxes.for_context(context_id)
+    violations = rt.violations.for_context(context_id)
+    children = rt.contexts.children(context_id)
+    result = rt.results.for_context(context_id)
+    facts = definition([
+        ("contract", ctx.contract_id), ("caller", ctx.caller_reference),
+        ("transaction", ctx.transaction_reference), ("state before", ctx.state_reference),
+        ("policy", ctx.resource_policy_id), ("VM", ctx.vm_id), ("depth", ctx.depth),
+        ("parent", _ctx_link(ctx.parent_context_id)), ("status", ctx.status),
+        ("created", ctx.created_at),
+        ("result", Markup(f"{link(f'/results/{result.result_id}', result.result_id, id='result-link')}"
+                          f" {_state(result.execution_status)} {esc(result.error or '')}")),
+        ("accounting", link(f"/accounting/{context_id}", "usage against the sandbox's limits",
+                            id="accounting-link")),
+        ("sandbox", f"{sandbox.sandbox_id}: {sandbox.isolation_level}, storage "
+                    f"{sandbox.storage_access_policy}, {sandbox.status}"),
+    ])
+    parts = [tag("h2", "Lifecycle"), tag("ol", join(steps), class_="timeline", id="timeline"),
+             tag("h2", "Context"), facts]
+    if violations:
+        parts += [tag("h2", "Violations"), table(
+            ["violation", "type", "severity", "action", "code", "pc", "status"],
+            [(v.violation_id, v.violation_type, v.severity, v.action_taken, v.code, v.error_pc,
+              v.status) for v in violations])]
+    if children:
+        parts += [tag("h2", "Callees"), table(
+            ["context", "contract", "call index", "created"],
+            [(_ctx_link(c.context_id), c.contract_id, c.call_index, c.created_at)
+             for c in children])]
+    return page(f"Context {context_id}", join(parts))
+
+
+def _code_section(rt: Runtime, address: str) -> Markup:
+    row = rt.store.one("SELECT code FROM contracts WHERE address = ?", (address,))
+    if row is None or not isinstance(row[0], bytes):
+        return tag("p", f"no contract at {address}", class_="muted")
+    try:
+        text = disassemble(row[0])
+    except VMError as err:
+        text = f"the code does not disassemble: {err.code}"
+    return tag("pre", text, class_="code", id="disassembly")
+
+
+def _words(output: str | None) -> str:
+    """The output as little-endian 64-bit words (how the examples return values)."""
+    if not output or output == "0x":
+        return "empty"
+    data = bytes.fromhex(output[2:])
+    words = [int.from_bytes(data[i:i + 8], "little") for i in range(0, len(data) - len(data) % 8, 8)]
+    rest = len(data) % 8
+    return (", ".join(str(w) for w in words) or "no whole word") + (
+        f" (+{rest} bytes)" if rest else "")
+
+
+def result(rt: Runtime, result_id: str):
+    try:
+        res = rt.results.get(result_id)
+    except UnknownRecord:
+        try:
+            res = rt.results.for_context(result_id)
+        except UnknownRecord:
+            return not_found(f"no result {result_id!r}")
+    ctx = rt.contexts.get(res.context_id)
+    facts = definition([
+        ("context", _ctx_link(res.context_id)), ("status", _state(res.execution_status)),
+        ("error", res.error), ("error pc", res.error_pc), ("created", res.created_at),
+        ("digest", tag("code", res.digest)),
+        ("output", tag("code", res.output if res.output is not None else "not reported for a callee",
+                       id="output")),
+        ("output words", _words(res.output)),
+    ])
+    changes = res.state_changes or ()
+    events = res.emitted_events or ()
+    parts = [facts,
+             tag("h2", f"State changes \u2014 {len(changes)}"),
+             table(["address", "key", "before", "after"],
+                   [(c.get("address"), c.get("key"), c.get("before"), c.get("after"))
+                    for c in changes], id="state-changes"),
+             tag("h2", f"Events \u2014 {len(events)}"),
+             table(["address", "topics", "data"],
+                   [(e.get("address"), " ".join(str(t) for t in e.get("topics", [])), e.get("data"))
+                    for e in events], id="events"),
+             tag("h2", f"Code of {ctx.contract_id}"), _code_section(rt, ctx.contract_id)]
+    return page(f"Result {res.result_id}", join(parts))
+
+
+def _bar(name: str, used: int | None, limit: int | None, unit: str) -> Markup:
+    if used is None:
+        meter = tag("span", "counted in the entry context's meters", class_="muted")
+        figures = "\u2014"
+    elif limit is None:
+        meter = tag("span", "limit: what the caller had left (not recorded)", class_="muted")
+        figures = f"{number(used)} {unit}"
+    else:
+        share = used / limit * 100 if limit else 100.0
+        meter = tag("meter", f"{share:.4g}%", min=0, max=limit, value=min(used, limit),
+                    title=f"{share:.4g}%")
+        figures = f"{number(used)} of {number(limit)} {unit} ({share:.4g}%)"
+    return tag("tr", join([tag("th", name), tag("td", meter), tag("td", figures)]),
+               data_dimension=name)
+
+
+def accounting(rt: Runtime, context_id: str):
+    try:
+        acc = rt.accounting.for_context(context_id)
+        box = rt.sandboxes.for_context(context_id)
+    except UnknownRecord:
+        return not_found(f"no accounting for context {context_id!r}")
+    bars = tag("table", join([
+        _bar("compute", acc.compute_units, box.compute_limit_reference, "units"),
+        _bar("memory", acc.memory_units, box.memory_limit_reference, "pages"),
+        _bar("storage", acc.storage_units, box.storage_limit_reference, "units")]),
+        class_="bars", id="bars")
+    facts = definition([
+        ("context", _ctx_link(context_id)), ("accounting", acc.accounting_id),
+        ("status", _state(acc.status)), ("fee", number(acc.fee)),
+        ("storage reads", number(acc.storage_reads)), ("storage writes", number(acc.storage_writes)),
+        ("new storage slots", number(acc.storage_new_slots)),
+        ("sandbox", f"{box.sandbox_id}: {box.isolation_level}, {box.status}"),
+    ])
+    prices = spec.load().schedule["fee"]
+    note = tag("p", "fee = compute \u00d7 {compute_price} + memory pages \u00d7 "
+                    "{memory_page_price} + storage units \u00d7 {storage_unit_price} "
+                    "(schedule.toml)".format(**prices), class_="muted")
+    return page(f"Accounting of {context_id}", join([bars, facts, note]))

@@ -1,0 +1,140 @@
+"""Bounded reads the pages need beyond the services' own: newest-first pages and aggregates.
+
+Every query here has a LIMIT or is an aggregate (count, group by): no page loads a whole
+table. Rows become domain models through the service that owns the table (its ``_from``,
+which checks every column as the service's own reads do), so nothing here interprets a
+record differently from the runtime.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from reference_vm.result import STATUSES
+from rtwo_vm.runtime import Runtime
+from rtwo_vm.runtime.catalog import catalog
+from rtwo_vm.runtime.events import VMEvent
+from rtwo_vm.runtime.models import RTWOExecutionContext
+
+PAGE_SIZE = 50
+MAX_PAGE_SIZE = 200
+
+
+class BadFilter(ValueError):
+    """A filter value the page does not know (shown, nothing queried)."""
+
+
+@dataclass(frozen=True)
+class ContextRow:
+    context: RTWOExecutionContext
+    seq: int
+    execution_status: str | None
+    error: str | None
+    ended: str | None        # the stage-9 stage the context went through
+
+
+def contexts_page(rt: Runtime, *, before: int | None, limit: int, stage: str | None,
+                  execution_status: str | None, contract: str | None) -> list[ContextRow]:
+    """Contexts newest first (by commit order), at most ``limit``, older than ``before``."""
+    where: list[str] = []
+    args: list[Any] = []
+    if stage is not None:
+        if stage not in catalog().stages:
+            raise BadFilter(f"unknown lifecycle stage {stage!r}")
+        where.append("EXISTS (SELECT 1 FROM stage_history h WHERE h.context_id = c.context_id "
+                     "AND h.stage = ?)")
+        args.append(stage)
+    if execution_status is not None:
+        if execution_status not in STATUSES:
+            raise BadFilter(f"unknown execution status {execution_status!r}")
+        where.append("EXISTS (SELECT 1 FROM results r WHERE r.context_id = c.context_id "
+                      "AND r.execution_status = ?)")
+        args.append(execution_status)
+    if contract is not None:
+        where.append("c.contract_id = ?")
+        args.append(contract)
+    if before is not None:
+        where.append("c.seq < ?")
+        args.append(before)
+    sql = "SELECT c.* FROM contexts c"
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    sql += " ORDER BY c.seq DESC LIMIT ?"
+    args.append(max(1, min(limit, MAX_PAGE_SIZE)))
+    return [_row(rt, r) for r in rt.store.all(sql, tuple(args))]
+
+
+def context_row(rt: Runtime, context_id: str) -> ContextRow | None:
+    row = rt.store.one("SELECT * FROM contexts WHERE context_id = ?", (context_id,))
+    return None if row is None else _row(rt, row)
+
+
+def _row(rt: Runtime, row) -> ContextRow:
+    context = rt.contexts._from(row)
+    roles = catalog().roles
+    result = rt.store.one("SELECT execution_status, error FROM results WHERE context_id = ?",
+                          (context.context_id,))
+    ended = rt.store.one("SELECT stage FROM stage_history WHERE context_id = ? AND stage IN "
+                         "(?, ?)", (context.context_id, roles["commit"], roles["rollback"]))
+    return ContextRow(context, row["seq"], result["execution_status"] if result else None,
+                      result["error"] if result else None, ended["stage"] if ended else None)
+
+
+def grouped(rt: Runtime, table: str, column: str) -> dict[str, int]:
+    """Counts of ``table`` rows by ``column`` (names are the dashboard's own, never input)."""
+    rows = rt.store.all(f"SELECT {column}, count(*) FROM {table} GROUP BY {column} "
+                        f"ORDER BY {column}")
+    return {str(r[0]): int(r[1]) for r in rows}
+
+
+def latest(rt: Runtime, table: str, column: str, order: str) -> str | None:
+    row = rt.store.one(f"SELECT {column} FROM {table} ORDER BY {order} DESC LIMIT 1")
+    return None if row is None else row[0]
+
+
+def events_after(rt: Runtime, after: int, limit: int, types: tuple[str, ...] = ()) -> list[VMEvent]:
+    """Outbox events with an id above ``after``, oldest first, at most ``limit``."""
+    sql = "SELECT * FROM outbox WHERE event_id > ?"
+    args: list = [after]
+    if types:
+        sql += f" AND type IN ({', '.join('?' for _ in types)})"
+        args.extend(types)
+    sql += " ORDER BY event_id LIMIT ?"
+    args.append(limit)
+    return [VMEvent.from_row(r) for r in rt.store.all(sql, tuple(args))]
+
+
+def events_page(rt: Runtime, before: int | None, limit: int) -> list[VMEvent]:
+    """Outbox events newest first, below ``before``."""
+    if before is None:
+        rows = rt.store.all("SELECT * FROM outbox ORDER BY event_id DESC LIMIT ?", (limit,))
+    else:
+        rows = rt.store.all("SELECT * FROM outbox WHERE event_id < ? ORDER BY event_id DESC "
+                            "LIMIT ?", (before, limit))
+    return [VMEvent.from_row(r) for r in rows]
+
+
+def last_event_id(rt: Runtime) -> int:
+    row = rt.store.one("SELECT max(event_id) FROM outbox")
+    return int(row[0]) if row is not None and row[0] is not None else 0
+
+
+def delivered(rt: Runtime, event_ids: list[int]) -> dict[tuple[str, int], str]:
+    """(sink, event id) -> delivery time, for these events."""
+    if not event_ids:
+        return {}
+    marks = ", ".join("?" for _ in event_ids)
+    rows = rt.store.all(f"SELECT sink, event_id, delivered_at FROM deliveries WHERE event_id "
+                        f"IN ({marks})", tuple(event_ids))
+    return {(r[0], int(r[1])): r[2] for r in rows}
+
+
+def failures_for(rt: Runtime, event_ids: list[int]) -> dict[tuple[str, int], tuple[int, str, str | None]]:
+    """(sink, event id) -> (attempts, last error, dead at), for these events."""
+    if not event_ids:
+        return {}
+    marks = ", ".join("?" for _ in event_ids)
+    rows = rt.store.all(f"SELECT sink, event_id, attempts, last_error, dead_at FROM "
+                        f"delivery_failures WHERE event_id IN ({marks})", tuple(event_ids))
+    return {(r[0], int(r[1])): (int(r[2]), r[3], r[4]) for r in rows}
