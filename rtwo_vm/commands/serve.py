@@ -19,6 +19,7 @@ from rtwo_vm.inputs import CliError, parse_count
 from rtwo_vm.runtime_cli import DB_ENV, DEFAULT_DB
 
 TOKEN_MIN, TOKEN_MAX = 16, 4096   # characters of a token file's token
+KEEP_ALIVE_SECONDS = 75   # as nginx: longer than the 5 s of client pools
 
 
 def register(sub) -> None:
@@ -92,5 +93,9 @@ def _cmd_serve(args) -> int:
     except StoreError as err:
         raise CliError(str(err)) from None
     app.state.readiness.refresh()  # the first readiness report, computed in the background
-    uvicorn.run(app, host=args.host, port=port, log_level="warning", access_log=False)
+    # An idle keep-alive connection is kept longer than clients keep theirs (httpx and most
+    # pools: 5 s, uvicorn's own default): closed at the same moment, a client would send its
+    # next request on a connection the server is closing and see it fail.
+    uvicorn.run(app, host=args.host, port=port, log_level="warning", access_log=False,
+                timeout_keep_alive=KEEP_ALIVE_SECONDS)
     return 0
