@@ -10,7 +10,7 @@ when they are asked for: handlers, SMT models, conformance vectors.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Iterable
 
 import spec
 from reference_vm import Policy
@@ -306,13 +306,18 @@ class RuntimeInstructionRegistry:
         return out
 
     def get(self, name: str) -> RTWORuntimeInstruction:
-        key = name.upper()
-        try:
-            opcode = int(name, 0)
-        except ValueError:
-            opcode = None
-        for ins in self.list():
-            if ins.instruction_id == key or ins.opcode == opcode:
-                return ins
-        raise UnknownRecord(f"no instruction {name!r}")
+        return find_instruction(self.list(), name)
+
+
+def find_instruction(records: Iterable[RTWORuntimeInstruction], name: str) -> RTWORuntimeInstruction:
+    """The instruction of ``records`` named ``name``: its mnemonic (any case) or its opcode."""
+    key = name.upper()
+    try:
+        opcode = int(name, 0)
+    except ValueError:
+        opcode = None
+    for ins in records:
+        if ins.instruction_id == key or ins.opcode == opcode:
+            return ins
+    raise UnknownRecord(f"no instruction {name!r}")
 

@@ -5,6 +5,8 @@
 ``token``: the bearer token every action needs (``--token-file``); without one the server is
 read-only. The API's routes are ``rtwo_vm.server.api.router`` (under ``/api/v1``), the
 dashboard's ``rtwo_vm.server.dashboard.router`` (``/`` and its pages, ``/static``, ``/live``).
+Both read the readiness report and the instruction registry from ``app.state.readiness`` and
+``app.state.instructions`` (rtwo_vm/server/background.py): one computation of each per process.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ API_PREFIX = "/api/v1"
 def create_app(db: str | Path, *, token: str | None = None) -> FastAPI:
     from rtwo_vm.runtime.registry import engine_version
     from rtwo_vm.server import access, api, dashboard
+    from rtwo_vm.server.api.codes import bounds
+    from rtwo_vm.server.background import InstructionsCache, ReadinessCache
 
     runtimes = Runtimes(db)
     runtimes.give(runtimes.take())   # open (and create or migrate) the database before serving
@@ -37,6 +41,9 @@ def create_app(db: str | Path, *, token: str | None = None) -> FastAPI:
                   summary="The RTWO VM runtime's eleven services over HTTP (spec chapter 10)")
     app.state.runtimes = runtimes
     app.state.token = token
+    # One of each per process, read by the API and the dashboard (background.py).
+    app.state.readiness = ReadinessCache(runtimes.path, bounds().readiness_max_age_seconds)
+    app.state.instructions = InstructionsCache()
     access.install(app)
     api.install(app, API_PREFIX)
     dashboard.install(app)

@@ -8,7 +8,7 @@
     records.py    GET collections and records (VMs ... instructions) and the overview
     events.py     the outbox, sinks, dead events; requeue and deliver
     actions.py    deploy, call, policy create
-    readiness.py  the readiness report, computed in the background
+    readiness.py  the readiness report (computed in the background: ../background.py)
 """
 
 from __future__ import annotations
@@ -25,12 +25,11 @@ router.include_router(readiness.router)
 
 
 def install(app: FastAPI, prefix: str) -> None:
-    """The API's routes under ``prefix``, its error answers, and the readiness report
-    (``app.state.readiness``: ``rtwo-vm serve`` starts computing it before it serves;
-    otherwise the first request that needs it does)."""
+    """The API's routes under ``prefix`` and its error answers. Its readiness report and
+    instruction registry are ``app.state.readiness`` and ``app.state.instructions``
+    (rtwo_vm/server/background.py, made by ``create_app`` and shared with the dashboard)."""
     errors.install(app)
     _openapi_without_422(app)
-    app.state.readiness = readiness.ReadinessCache(app.state.runtimes.path)
     app.include_router(router, prefix=prefix)
 
 

@@ -244,15 +244,15 @@ def violation(rt: RT, record_id: RecordId):
 
 @router.get("/instructions", response_model=schemas.PageOf[schemas.RuntimeInstruction],
             responses=LIST, tags=["instructions"])
-def instructions(rt: RT, page: Pages,
+def instructions(request: Request, page: Pages,
                  status: str | None = enum_query(_cat.values("instruction_status"), "only this status"),
                  instructionType: str | None = enum_query(spec.load().instruction_types, "only this type")):
-    """The instruction table in opcode order with what exists for each instruction (computed
-    on each request: handlers, SMT models, conformance vectors)."""
+    """The instruction table in opcode order with what exists for each instruction (handlers,
+    SMT models, conformance vectors: computed by the server at most a minute earlier)."""
     _check("status", status, _cat.values("instruction_status"))
     _check("instructionType", instructionType, spec.load().instruction_types)
     after = page.after(1)
-    rows = [i for i in rt.instructions.list()
+    rows = [i for i in request.app.state.instructions.view().records
             if (status is None or i.status == status)
             and (instructionType is None or i.instruction_type == instructionType)]
     following = [i for i in rows if after is None or i.opcode > after[0]]
@@ -263,5 +263,7 @@ def instructions(rt: RT, page: Pages,
 
 @router.get("/instructions/{name}", response_model=schemas.RuntimeInstruction, responses=ONE,
             tags=["instructions"])
-def instruction(rt: RT, name: Annotated[str, Path(max_length=32, description="mnemonic or opcode")]):
-    return rt.instructions.get(name).to_json()
+def instruction(request: Request,
+                name: Annotated[str, Path(max_length=32, description="mnemonic or opcode")]):
+    """One instruction of the table, as the collection shows it."""
+    return request.app.state.instructions.one(name).to_json()
