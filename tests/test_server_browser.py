@@ -1,8 +1,9 @@
 """The dashboard as a person uses it (issue 26, items 4 and 5): Chromium, driven by Playwright,
 against a real ``rtwo-vm serve`` on 127.0.0.1 started here.
 
-Open the overview, deploy and call through the HTTP API, watch the new context appear on the
-open page without a reload, follow it to its timeline, result and accounting pages, and
+Open the overview, deploy and call through the HTTP API, watch the new context and the VM
+the first call registered appear on the open page without a reload, and the readiness
+report the API serves, follow it to its timeline, result and accounting pages, and
 compare what they show with the database (read back with rtwo_vm.runtime.Runtime) and with
 values derived by hand from the contract below. A call made meanwhile by another process
 (the CLI) appears live too. Each page's screenshot is saved under tmp_path (and copied to
@@ -173,6 +174,13 @@ def db_records(db: Path):
         return out
 
 
+def db_vms(db: Path):
+    """The VMs in the database, as the registry lists them."""
+    from rtwo_vm.runtime import Runtime
+    with Runtime(db, create=False) as rt:
+        return rt.vms.list(limit=20)
+
+
 def wait_for(predicate, timeout: float = 20.0, what: str = "condition"):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -215,6 +223,28 @@ def test_dashboard_in_a_browser(server, tmp_path):
                 "document.querySelector('[data-model=\"RTWOExecutionContext\"]').textContent"
                 " === '1 record'", timeout=15000)
             assert page.inner_text('[data-service="contexts"]') == "operational"
+            # The first call registered the VM: its identity appears on the open page, as the
+            # database holds it.
+            vm = wait_for(lambda: db_vms(server.db), what="the registered VM")[0]
+            page.wait_for_selector(f'#vms tbody tr:has-text("{vm.vm_id}")', timeout=15000)
+            assert page.locator("#vm-none").count() == 0
+            cells = page.eval_on_selector_all(
+                "#vms tbody tr", "rows => rows.map(r => [...r.cells].map(c => c.textContent))")
+            assert cells == [[vm.vm_id, vm.vm_name, vm.vm_version,
+                              ", ".join(vm.runtime_compatibility), vm.execution_mode, vm.status,
+                              vm.created_at]]
+            page.wait_for_function(
+                "document.querySelector('[data-service=\"vms\"]').textContent === 'operational'",
+                timeout=15000)
+            # Readiness: the report the API serves (one cache for both), without a reload.
+            page.wait_for_selector("#readiness", timeout=120000)
+            report = wait_for(lambda: httpx.get(server.base + "/api/v1/readiness",
+                                                timeout=10).json()["report"],
+                              timeout=120, what="the readiness report")
+            assert page.inner_text("#readiness") == report["readiness"]
+            assert page.eval_on_selector_all(
+                "#checks tbody tr", "rows => rows.map(r => r.cells[0].textContent)") == [
+                c["name"] for c in report["checks"]]
             assert page.evaluate("window.notReloaded") is True
             shots.take(page, "overview")
 

@@ -34,7 +34,8 @@ def client(tmp_path):
         rt.vms.register(HOSTILE)
     app = create_app(db)
     with TestClient(app) as c:
-        assert app.state.dashboard_background.wait(120)
+        app.state.readiness.refresh()
+        assert app.state.readiness.wait(120)
         yield c, recorded
 
 
@@ -79,6 +80,44 @@ def test_pages_show_the_records(client):
     overview = c.get("/").text
     assert 'data-model="RTWOExecutionContext">1 record<' in overview
     assert 'data-service="contexts">operational<' in overview
+
+
+def test_the_overview_reads_like_the_evidence(client):
+    """Model descriptions show docstring literals as code, never raw double backquotes; each
+    service line reads "state: evidence"; the readiness shown is the API's report."""
+    c, recorded = client
+    overview = c.get("/").text
+    assert "``" not in overview
+    assert "<code>allowedOperations</code> None allows every operation" in overview
+    assert ('data-service="contexts">operational</span>: <span data-evidence="contexts">'
+            f"1 context, last at {recorded.context.created_at}</span>") in overview
+    assert 'data-service="violations">idle</span>: <span data-evidence="violations">' \
+           "no violations recorded yet</span>" in overview
+    report = c.get("/api/v1/readiness").json()["report"]
+    assert f'<strong id="readiness">{report["readiness"]}</strong>' in overview
+
+
+def test_the_live_sections_are_the_pages(client):
+    """/overview/sections: the VM and readiness sections as the overview renders them, for
+    the live script; the VM section follows the registry."""
+    c, _ = client
+    doc = c.get("/overview/sections").json()
+    assert set(doc["sections"]) == {"vm", "readiness"}
+    overview = c.get("/").text
+    for html in doc["sections"].values():
+        assert html.startswith("<section") and html in overview
+    assert doc["summary"]["services"]["vms"]["state"] == "operational"
+    assert doc["summary"]["models"]["RTWOVirtualMachine"] == 2
+
+
+def test_one_readiness_computation_per_process(client):
+    """The dashboard shows the API's readiness cache: no second computation of its own."""
+    import threading
+    c, _ = client
+    c.get("/")
+    c.get("/api/v1/readiness")
+    assert [t.name for t in threading.enumerate()].count("rtwo-readiness") <= 1
+    assert not any(t.name == "dashboard-readiness" for t in threading.enumerate())
 
 
 def test_a_second_connection_keeps_the_database_shared(tmp_path):

@@ -9,9 +9,11 @@ the application's pool for that request only (rtwo_vm/server/runtimes.py):
     executions.py   /contexts, /contexts/{id}, /results/{id}, /accounting/{context id}
     registries.py   /violations, /instructions, /events
     reports.py      /reports          the latest proofs and conformance reports
-    live.py         /live             server-sent events fed from the outbox
-    background.py   readiness and the instruction registry, computed off the request path
+    live.py         /live             server-sent events fed from the outbox (and readiness)
     queries.py      bounded reads: newest-first pages and aggregates
+
+The readiness report and the instruction registry are the server's, shared with the API:
+``app.state.readiness`` and ``app.state.instructions`` (rtwo_vm/server/background.py).
 
 Ids from a request only ever reach SQL parameters; an unknown one gives the 404 page.
 """
@@ -23,12 +25,12 @@ from pathlib import Path
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, FastAPI, Request
-from fastapi.responses import HTMLResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from rtwo_vm.runtime import Runtime
 from rtwo_vm.server.dashboard import executions, live, overview, registries, reports
-from rtwo_vm.server.dashboard.background import Background
+from rtwo_vm.server.background import InstructionsCache, ReadinessCache
 from rtwo_vm.server.runtimes import runtime
 
 STATIC = Path(__file__).parent / "static"
@@ -36,17 +38,29 @@ STATIC = Path(__file__).parent / "static"
 router = APIRouter(include_in_schema=False, default_response_class=HTMLResponse)
 
 
-def _background(request: Request) -> Background:
-    return request.app.state.dashboard_background
+def _readiness(request: Request) -> ReadinessCache:
+    return request.app.state.readiness
+
+
+def _instructions(request: Request) -> InstructionsCache:
+    return request.app.state.instructions
 
 
 RT = Annotated[Runtime, Depends(runtime)]          # this request's runtime, from the pool
-BG = Annotated[Background, Depends(_background)]
+Readiness = Annotated[ReadinessCache, Depends(_readiness)]
+Instructions = Annotated[InstructionsCache, Depends(_instructions)]
 
 
 @router.get("/")
-def index(rt: RT, bg: BG):
-    return overview.render(rt, bg)
+def index(rt: RT, readiness: Readiness, instructions: Instructions):
+    return overview.render(rt, readiness, instructions)
+
+
+@router.get("/overview/sections", response_class=JSONResponse)
+def overview_sections(rt: RT, readiness: Readiness, instructions: Instructions):
+    """The overview's VM and readiness sections and its figures, for the live script."""
+    return JSONResponse(overview.sections_json(rt, readiness, instructions),
+                        headers={"Cache-Control": "no-store"})
 
 
 @router.get("/contexts")
@@ -77,8 +91,8 @@ def violations(rt: RT, type: str | None = None):
 
 
 @router.get("/instructions")
-def instructions(bg: BG):
-    return registries.instructions(bg)
+def instructions(cache: Instructions):
+    return registries.instructions(cache)
 
 
 @router.get("/events")
@@ -93,18 +107,16 @@ def reports_page():
 
 @router.get("/live", response_class=Response)
 def live_events(request: Request):
-    app = request.app
-    bg: Background = app.state.dashboard_background
-    return live.stream(request, app.state.runtimes, app.state.dashboard_streams,
-                       lambda rt: overview.summary_json(rt, bg))
+    state = request.app.state
+    return live.stream(request, state.runtimes, state.dashboard_streams,
+                       lambda rt: overview.summary_json(rt, state.readiness, state.instructions),
+                       lambda: state.readiness.version)
 
 
 def install(app: FastAPI) -> None:
-    """Add the dashboard's routes and static assets to ``app``; start the background
-    readiness computation with the application and end the live streams before it stops."""
-    background = Background(app.state.runtimes)
+    """Add the dashboard's routes and static assets to ``app``, and end the live streams
+    before it stops."""
     streams = live.Streams()
-    app.state.dashboard_background = background
     app.state.dashboard_streams = streams
     app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
@@ -113,7 +125,6 @@ def install(app: FastAPI) -> None:
     @asynccontextmanager
     async def lifespan(app_: FastAPI):
         streams.watch_signals()
-        background.refresh(if_older_than=None)
         try:
             async with inner(app_) as state:
                 yield state

@@ -9,7 +9,8 @@ which :func:`esc` passes through unchanged; anything else is escaped.
 from __future__ import annotations
 
 import html
-from typing import Any, Iterable, Sequence
+import re
+from typing import Any, Callable, Iterable, Sequence
 
 from fastapi.responses import HTMLResponse
 
@@ -43,6 +44,16 @@ def tag(element: str, content: Any = "", /, **attrs: Any) -> Markup:
 
 def link(href: str, content: Any, **attrs: Any) -> Markup:
     return tag("a", content, href=href, **attrs)
+
+
+_LITERAL = re.compile(r"``(.+?)``", re.S)
+
+
+def prose(text: str, literal: Callable[[str], str] = str) -> Markup:
+    """Docstring text as HTML: each double-backquoted literal becomes ``<code>`` (its text
+    passed through ``literal`` first), the rest is escaped, line breaks become spaces."""
+    parts = _LITERAL.split(" ".join(text.split()))
+    return join(tag("code", literal(part)) if i % 2 else part for i, part in enumerate(parts))
 
 
 def number(value: int | None) -> str:

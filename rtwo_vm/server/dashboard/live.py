@@ -3,9 +3,12 @@
 The outbox is the only source: a stream polls it for events above the last id it sent
 (``POLL`` seconds apart, at most ``BATCH`` events a query), so it sees what any process
 writes to the database, the CLI included. For each ``result.recorded`` event it sends the
-context's row (``event: context``), and after each batch the overview's figures
-(``event: summary``). An ``EventSource`` that reconnects sends ``Last-Event-ID`` and resumes
-after it.
+context's row (``event: context``), after each batch the overview's figures
+(``event: summary``), and after a batch with ``vm.*`` events ``event: vm`` (the overview then
+fetches its VM section). An ``EventSource`` that reconnects sends ``Last-Event-ID`` and resumes
+after it. Readiness is not in the outbox: the stream watches the server's readiness cache
+(rtwo_vm/server/background.py) and sends ``event: readiness`` when a computation starts or
+ends (the overview then fetches its readiness section).
 
 A stream ends when the client goes away (a heartbeat comment is written when nothing else
 was, and a failed write ends it), after ``LIFETIME`` seconds (the browser reconnects), and
@@ -21,7 +24,7 @@ import json
 import signal
 import threading
 import time
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Callable
 
 from fastapi import Request
 from fastapi.responses import StreamingResponse
@@ -99,9 +102,9 @@ def _start_id(request: Request, runtimes: Runtimes) -> int | None:
 
 
 def _poll(runtimes: Runtimes, after: int, summary
-          ) -> tuple[int, list[tuple[int, dict]], dict | None, bool]:
+          ) -> tuple[int, list[tuple[int, dict]], dict | None, bool, bool]:
     """New contexts above ``after``: (the last event id read, [(event id, row)], the summary
-    when there were events, whether the batch was full)."""
+    when there were events, whether the batch was full, whether it had ``vm.*`` events)."""
     rt = runtimes.take()
     try:
         events = queries.events_after(rt, after, BATCH)
@@ -117,7 +120,8 @@ def _poll(runtimes: Runtimes, after: int, summary
                     "depth": c.depth, "ended": found.ended, "executionStatus": found.execution_status,
                     "error": found.error, "createdAt": c.created_at}))
         last = events[-1].event_id if events else after
-        return last, rows, summary(rt) if events else None, len(events) == BATCH
+        vms = any(event.type.startswith("vm.") for event in events)
+        return last, rows, summary(rt) if events else None, len(events) == BATCH, vms
     finally:
         runtimes.give(rt)
 
@@ -127,7 +131,8 @@ def _message(event: str, data: Any, event_id: int | None = None) -> str:
     return f"{head}event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
 
 
-def stream(request: Request, runtimes: Runtimes, streams: Streams, summary):
+def stream(request: Request, runtimes: Runtimes, streams: Streams, summary,
+           readiness_version: Callable[[], int]):
     start = _start_id(request, runtimes)
     if start is None:
         return StreamingResponse(iter(["event: error\ndata: \"bad Last-Event-ID\"\n\n"]),
@@ -138,17 +143,24 @@ def stream(request: Request, runtimes: Runtimes, streams: Streams, summary):
 
     async def body() -> AsyncIterator[str]:
         after = start
+        seen = readiness_version()
         try:
             yield f"retry: 2000\nid: {after}\n\n"
             ends = time.monotonic() + LIFETIME
             quiet_since = time.monotonic()
             while not streams.closing.is_set() and time.monotonic() < ends:
-                last, rows, figures, full = await run_in_threadpool(_poll, runtimes, after,
-                                                                    summary)
+                last, rows, figures, full, vms = await run_in_threadpool(
+                    _poll, runtimes, after, summary)
                 for event_id, row in rows:
                     yield _message("context", row, event_id)
                 if figures is not None:
                     yield _message("summary", figures, last)
+                    quiet_since = time.monotonic()
+                if vms:
+                    yield _message("vm", {"after": last})
+                if readiness_version() != seen:
+                    seen = readiness_version()
+                    yield _message("readiness", {"version": seen})
                     quiet_since = time.monotonic()
                 after = last
                 if time.monotonic() - quiet_since > HEARTBEAT:

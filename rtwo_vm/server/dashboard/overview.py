@@ -5,7 +5,14 @@ the readiness service computed it (each check with its evidence), the eight doma
 with their fields (read from the model dataclasses) and live record counts, and the eleven
 services, each with a status derived from its records or evidence. No status word is
 written here for a service: each follows from counts and facts by the rule in
-:func:`service_statuses`.
+:func:`service_statuses`, and reads "state: evidence" ("operational: 1,204 contexts, last at
+...", "idle: no contexts yet").
+
+The readiness report and the instruction registry are the server's shared caches
+(rtwo_vm/server/background.py: ``app.state.readiness``, ``app.state.instructions``), the same
+the API serves. The VM and readiness sections, the counts and the service lines update on the
+open page: /live says when VMs change or readiness is recomputed, and the page fetches
+:func:`sections_json` (``/overview/sections``).
 """
 
 from __future__ import annotations
@@ -16,10 +23,10 @@ import inspect
 from rtwo_vm.runtime import MODELS, Runtime
 from rtwo_vm.runtime.catalog import catalog
 from rtwo_vm.runtime.models import camel
+from rtwo_vm.server.background import InstructionsCache, ReadinessCache, ReadinessView
 from rtwo_vm.server.dashboard import queries
-from rtwo_vm.server.dashboard.background import Background
 from rtwo_vm.server.dashboard.html import (
-    Markup, esc, join, link, number, page, plural, table, tag,
+    Markup, esc, join, link, number, page, plural, prose, table, tag,
 )
 
 # The seed's names of the eleven services, by the attribute of Runtime that implements each.
@@ -41,75 +48,82 @@ MODEL_SERVICES = {
 }
 
 
-def model_counts(rt: Runtime, background: Background) -> dict[str, int | None]:
+
+def model_counts(rt: Runtime, instructions: InstructionsCache) -> dict[str, int]:
     """Records per model; instructions are computed, not stored: the registry's count."""
-    counts: dict[str, int | None] = {}
+    counts: dict[str, int] = {}
     for model in MODELS:
         service = MODEL_SERVICES[model.__name__]
-        if service == "instructions":
-            snap = background.snapshot
-            counts[model.__name__] = len(snap.instructions) if snap else None
-        else:
-            counts[model.__name__] = getattr(rt, service).count()
+        counts[model.__name__] = (len(instructions.view().records) if service == "instructions"
+                                  else getattr(rt, service).count())
     return counts
 
 
-def _breakdown(counts: dict[str, int]) -> str:
-    return ", ".join(f"{n:,} {k}" for k, n in counts.items())
+def _breakdown(counts: dict[str, int], suffix: str = "") -> str:
+    """``(2 active, 1 retired)``: counts by value, in parentheses."""
+    return "(" + ", ".join(f"{n:,} {k}" for k, n in counts.items()) + suffix + ")"
 
 
-def service_statuses(rt: Runtime, background: Background) -> dict[str, tuple[str, str]]:
+def _readiness_status(view: ReadinessView) -> tuple[str, str]:
+    report = view.report
+    if report is None:
+        if view.error is not None:
+            return "degraded", f"the checks failed to run: {view.error}"
+        return "computing", f"the readiness checks are running (since {view.computing_since})"
+    checks: dict[str, int] = {}
+    for check in report.checks:
+        checks[check.status] = checks.get(check.status, 0) + 1
+    again = f"; being recomputed since {view.computing_since}" if view.computing_since else ""
+    return (report.readiness.replace("_", " "),
+            f"{plural(len(report.checks), 'check')} {_breakdown(checks)}, checked at "
+            f"{report.checked_at}{again}")
+
+
+def _instructions_status(instructions: InstructionsCache) -> tuple[str, str]:
+    view = instructions.view()
+    if not view.records:
+        return "degraded", f"no instructions computed: {view.evidence}"
+    statuses: dict[str, int] = {}
+    for ins in view.records:
+        statuses[ins.status] = statuses.get(ins.status, 0) + 1
+    implemented = sum(1 for i in view.records if i.implemented)
+    return ("operational" if implemented == len(view.records) else "degraded",
+            f"{implemented:,} of {plural(len(view.records), 'instruction')} implemented "
+            f"{_breakdown(statuses)}, computed at {view.computed_at}")
+
+
+def service_statuses(rt: Runtime, readiness: ReadinessCache,
+                     instructions: InstructionsCache) -> dict[str, tuple[str, str]]:
     """For each service: (state, evidence). The state is ``operational`` when its records
-    show it working, ``idle`` when it holds no records yet, ``degraded`` or ``not ready``
-    when the evidence shows a fault, ``computing`` while its evidence is being computed."""
+    show it working, ``idle`` when it holds no records yet, ``degraded`` or the readiness
+    verdict when the evidence shows a fault, ``computing`` while its evidence is being
+    computed, ``recording`` for events kept with no sink to deliver them to."""
     out: dict[str, tuple[str, str]] = {}
     vms = queries.grouped(rt, "vms", "status")
     if not vms:
         out["vms"] = ("idle", "no VM registered yet (the first call registers the reference VM)")
     else:
-        state = "operational" if vms.get("active") else "degraded"
-        out["vms"] = (state, f"{plural(sum(vms.values()), 'VM')}: {_breakdown(vms)}")
+        out["vms"] = ("operational" if vms.get("active") else "degraded",
+                      f"{plural(sum(vms.values()), 'VM')} {_breakdown(vms)}")
     contexts = rt.contexts.count()
     last = queries.latest(rt, "contexts", "created_at", "seq")
     out["contexts"] = (("operational", f"{plural(contexts, 'context')}, last at {last}")
                        if contexts else ("idle", "no contexts yet"))
     boxes = queries.grouped(rt, "sandboxes", "status")
-    out["sandboxes"] = (("operational", f"{plural(sum(boxes.values()), 'sandbox', 'sandboxes')}: "
+    out["sandboxes"] = (("operational", f"{plural(sum(boxes.values()), 'sandbox', 'sandboxes')} "
                                         f"{_breakdown(boxes)}") if boxes
                         else ("idle", "no sandboxes provisioned yet"))
     totals = rt.accounting.totals()
-    out["accounting"] = (("operational", f"{plural(totals['contexts'], 'context')} charged: "
+    out["accounting"] = (("operational", f"{plural(totals['contexts'], 'context')} charged, "
                                          f"{number(totals['computeUnits'])} compute units, "
                                          f"fee {number(totals['fee'])}") if totals["contexts"]
                          else ("idle", "no resource usage charged yet"))
     policies = queries.grouped(rt, "policies", "status")
     out["policies"] = (("operational" if policies.get("active") else "degraded",
-                        f"{plural(sum(policies.values()), 'policy', 'policies')}: "
+                        f"{plural(sum(policies.values()), 'policy', 'policies')} "
                         f"{_breakdown(policies)}") if policies
                        else ("idle", "no policies yet (the first call creates the spec default)"))
-    snap = background.snapshot
-    if snap is None:
-        out["instructions"] = ("computing", "the registry's statuses are being computed")
-        out["readiness"] = ("computing", "the readiness checks are running")
-    else:
-        statuses: dict[str, int] = {}
-        for ins in snap.instructions:
-            statuses[ins.status] = statuses.get(ins.status, 0) + 1
-        implemented = sum(1 for i in snap.instructions if i.implemented)
-        out["instructions"] = (
-            "operational" if snap.instructions and implemented == len(snap.instructions)
-            else "degraded",
-            f"{implemented}/{len(snap.instructions)} implemented; statuses: "
-            f"{_breakdown(statuses) or 'none'} (computed {snap.computed_at})")
-        if snap.readiness is None:
-            out["readiness"] = ("degraded", f"the checks failed to run: {snap.readiness_error}")
-        else:
-            report = snap.readiness
-            checks: dict[str, int] = {}
-            for check in report.checks:
-                checks[check.status] = checks.get(check.status, 0) + 1
-            out["readiness"] = (report.readiness.replace("_", " "),
-                                f"{_breakdown(checks)} (checked {report.checked_at})")
+    out["instructions"] = _instructions_status(instructions)
     if contexts:
         newest = queries.contexts_page(rt, before=None, limit=1, stage=None,
                                        execution_status=None, contract=None)
@@ -119,13 +133,14 @@ def service_statuses(rt: Runtime, background: Background) -> dict[str, tuple[str
     else:
         out["lifecycle"] = ("idle", "no executions yet")
     results = queries.grouped(rt, "results", "execution_status")
-    out["results"] = (("operational", f"{plural(sum(results.values()), 'result')}: "
+    out["results"] = (("operational", f"{plural(sum(results.values()), 'result')} "
                                       f"{_breakdown(results)}") if results
                       else ("idle", "no results recorded yet"))
     violations = queries.grouped(rt, "violations", "severity")
-    out["violations"] = (("operational", f"{plural(sum(violations.values()), 'violation')}: "
-                                         f"{_breakdown(violations)} severity") if violations
-                         else ("idle", "no violations recorded"))
+    out["violations"] = (("operational", f"{plural(sum(violations.values()), 'violation')} "
+                                         f"{_breakdown(violations, ' severity')}") if violations
+                         else ("idle", "no violations recorded yet"))
+    out["readiness"] = _readiness_status(readiness.view())
     out["events"] = _publisher_status(rt)
     return out
 
@@ -146,58 +161,72 @@ def _publisher_status(rt: Runtime) -> tuple[str, str]:
     return ("degraded" if dead else "operational"), detail
 
 
+def _section(name: str, content: Markup) -> Markup:
+    """A card the live script replaces whole with the server's newer rendering."""
+    return tag("section", content, class_="card", id=f"{name}-section", data_section=name)
+
+
 def _vm_section(rt: Runtime) -> Markup:
     vms = rt.vms.list(limit=20)
     if not vms:
-        return tag("section", Markup(f"{tag('h2', 'Virtual machine')}"
-                                     f"{tag('p', 'no VM registered yet', class_='muted', id='vm-none')}"),
-                   class_="card")
+        return _section("vm", Markup(tag("h2", "Virtual machine") + tag(
+            "p", "no VM registered yet", class_="muted", id="vm-none")))
     rows = [(vm.vm_id, vm.vm_name, vm.vm_version, ", ".join(vm.runtime_compatibility),
              vm.execution_mode, tag("span", vm.status, class_=f"state state-{vm.status}"),
              vm.created_at) for vm in vms]
-    return tag("section", Markup(tag("h2", "Virtual machine") + table(
+    return _section("vm", Markup(tag("h2", "Virtual machine") + table(
         ["VM id", "name", "version", "spec versions", "execution mode", "status", "created"],
-        rows, id="vms")), class_="card")
+        rows, id="vms")))
 
 
-def _readiness_section(background: Background) -> Markup:
-    snap = background.snapshot
-    since = background.computing_since
-    note = tag("p", f"being recomputed since {since}", class_="muted") if since else Markup("")
-    if snap is None:
-        return tag("section", Markup(tag("h2", "Readiness")
-                                     + tag("p", "the readiness checks are running; reload to "
-                                                "see them", class_="muted", id="readiness-pending")),
-                   class_="card")
-    if snap.readiness is None:
-        body = tag("p", f"the checks failed to run: {snap.readiness_error}", class_="error")
-    else:
-        report = snap.readiness
-        rows = [(c.name, tag("span", c.status, class_=f"state state-{c.status}"),
-                 f"{c.seconds:.2f} s", c.evidence) for c in report.checks]
-        body = Markup(tag("p", Markup(f"readiness {tag('strong', report.readiness, id='readiness')}"
-                                      f", checked at {esc(report.checked_at)}; computed in the "
-                                      f"background in {snap.seconds:.2f} s, recomputed when a "
-                                      f"page finds it older than 5 minutes"))
-                      + table(["check", "status", "took", "evidence"], rows, id="checks"))
-    return tag("section", Markup(tag("h2", "Readiness") + note + body), class_="card")
+def _readiness_section(readiness: ReadinessCache) -> Markup:
+    view = readiness.view()
+    since = view.computing_since
+    parts = [tag("h2", "Readiness")]
+    if view.error is not None:
+        parts.append(tag("p", f"the last computation failed: {view.error}", class_="error"))
+    if view.report is None:
+        if since is not None:
+            parts.append(tag("p", f"the readiness checks are running (since {since}); this "
+                                  "section shows them when they finish", class_="muted",
+                             id="readiness-pending"))
+        return _section("readiness", join(parts))
+    if since is not None:
+        parts.append(tag("p", f"being recomputed since {since}", class_="muted"))
+    report = view.report
+    rows = [(c.name, tag("span", c.status, class_=f"state state-{c.status}"),
+             f"{c.seconds:.2f} s", c.evidence) for c in report.checks]
+    took = "" if view.seconds is None else f" in {view.seconds:.2f} s"
+    parts.append(tag("p", Markup(
+        f"readiness {tag('strong', report.readiness, id='readiness')}, checked at "
+        f"{esc(report.checked_at)}; computed in the background{took}, again when a reader "
+        f"finds it older than {plural(int(view.max_age), 'second')}")))
+    parts.append(table(["check", "status", "took", "evidence"], rows, id="checks"))
+    return _section("readiness", join(parts))
 
 
-def _models_section(counts: dict[str, int | None]) -> Markup:
+def _field_names(names: set[str]):
+    """A docstring literal naming a field is shown as the field is: in camel case."""
+    def literal(word: str) -> str:
+        return camel(word) if word in names else word
+    return literal
+
+
+def _models_section(counts: dict[str, int]) -> Markup:
     cards = []
     for model in MODELS:
         name = model.__name__
-        doc = inspect.getdoc(model) or ""
+        doc = (inspect.getdoc(model) or "").split("\n\n")[0]
+        names = {f.name for f in dataclasses.fields(model)}
         fields = join(tag("code", camel(f.name) + ("?" if f.name in model.OPTIONAL else ""))
                       for f in dataclasses.fields(model))
         count = counts[name]
-        shown = "computing" if count is None else (
-            f"{count:,} computed from the spec table" if MODEL_SERVICES[name] == "instructions"
-            else plural(count, "record"))
+        shown = (f"{count:,} computed from the spec table"
+                 if MODEL_SERVICES[name] == "instructions" else plural(count, "record"))
         cards.append(tag("div", Markup(
             tag("h3", name) + tag("p", shown, class_="count", data_model=name)
-            + tag("p", doc.split("\n\n")[0], class_="muted") + tag("p", fields, class_="fields")),
-            class_="model"))
+            + tag("p", prose(doc, _field_names(names)), class_="muted")
+            + tag("p", fields, class_="fields")), class_="model"))
     return tag("section", Markup(tag("h2", f"Domain models \u2014 {len(MODELS)}")
                                  + tag("div", join(cards), class_="models")), class_="card")
 
@@ -206,19 +235,17 @@ def _services_section(statuses: dict[str, tuple[str, str]]) -> Markup:
     rows = []
     for attr in Runtime.SERVICES:
         state, evidence = statuses[attr]
-        rows.append((SERVICE_NAMES[attr],
-                     tag("span", state, class_=f"state state-{state.replace(' ', '_')}",
-                         data_service=attr),
-                     tag("span", evidence, data_evidence=attr)))
+        rows.append((SERVICE_NAMES[attr], Markup(
+            tag("span", state, class_=f"state state-{state.replace(' ', '_')}", data_service=attr)
+            + ": " + tag("span", evidence, data_evidence=attr))))
     return tag("section", Markup(tag("h2", f"Service registry \u2014 {len(Runtime.SERVICES)} services")
-                                 + table(["service", "status", "evidence"], rows, id="services")),
+                                 + table(["service", "status: evidence"], rows, id="services")),
                class_="card")
 
 
-def render(rt: Runtime, background: Background):
-    background.refresh()
-    counts = model_counts(rt, background)
-    statuses = service_statuses(rt, background)
+def render(rt: Runtime, readiness: ReadinessCache, instructions: InstructionsCache):
+    counts = model_counts(rt, instructions)
+    statuses = service_statuses(rt, readiness, instructions)
     stages = catalog().stages
     banner = tag("p", Markup(
         "\u26a0 Truthful Data Policy Enforced \u2014 every figure on these pages is read from "
@@ -235,13 +262,21 @@ def render(rt: Runtime, background: Background):
     intro = tag("p", f"Virtual Machine & Execution Sandbox: the runtime of spec chapter 10, "
                      f"{len(Runtime.SERVICES)} services over one database; a context passes "
                      f"{' > '.join(stages)}", class_="muted")
-    body = join([banner, intro, _vm_section(rt), _readiness_section(background), latest,
+    body = join([banner, intro, _vm_section(rt), _readiness_section(readiness), latest,
                  _models_section(counts), _services_section(statuses)])
     return page("RTWO VM \u2014 Virtual Machine & Execution Sandbox", body, script=True)
 
 
-def summary_json(rt: Runtime, background: Background) -> dict:
+def summary_json(rt: Runtime, readiness: ReadinessCache, instructions: InstructionsCache) -> dict:
     """What the live script updates on the overview: record counts and service statuses."""
-    return {"models": model_counts(rt, background),
-            "services": {k: {"state": state, "evidence": evidence}
-                         for k, (state, evidence) in service_statuses(rt, background).items()}}
+    return {"models": model_counts(rt, instructions),
+            "services": {k: {"state": state, "evidence": evidence} for k, (state, evidence)
+                         in service_statuses(rt, readiness, instructions).items()}}
+
+
+def sections_json(rt: Runtime, readiness: ReadinessCache, instructions: InstructionsCache) -> dict:
+    """``/overview/sections``: the VM and readiness sections as the page renders them (HTML,
+    every value escaped) and the summary, for the live script to put on the open page."""
+    return {"sections": {"vm": str(_vm_section(rt)), "readiness": str(_readiness_section(readiness))},
+            "readinessVersion": readiness.version,
+            "summary": summary_json(rt, readiness, instructions)}

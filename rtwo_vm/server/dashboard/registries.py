@@ -9,8 +9,8 @@ from rtwo_vm.runtime import InvalidInput, Runtime
 from rtwo_vm.runtime.catalog import catalog
 from rtwo_vm.runtime.publisher import VMEventPublisher
 from rtwo_vm.runtime.sinks import redact
+from rtwo_vm.server.background import InstructionsCache
 from rtwo_vm.server.dashboard import queries
-from rtwo_vm.server.dashboard.background import Background
 from rtwo_vm.server.dashboard.html import Markup, esc, join, link, page, plural, table, tag
 
 VIOLATIONS_SHOWN = 100
@@ -66,14 +66,9 @@ def _latest(rt: Runtime, violation_type: str | None) -> list:
     return [rt.violations._from(r) for r in rt.store.all(sql, args + (VIOLATIONS_SHOWN,))]
 
 
-def instructions(background: Background):
-    snap = background.snapshot
-    if snap is None:
-        from rtwo_vm.runtime.registry import RuntimeInstructionRegistry
-        registry = RuntimeInstructionRegistry()
-        records, evidence, when = registry.list(), registry.last_evidence, "now"
-    else:
-        records, evidence, when = list(snap.instructions), snap.instruction_evidence, snap.computed_at
+def instructions(cache: InstructionsCache):
+    view = cache.view()
+    records, evidence, when = view.records, view.evidence, view.computed_at
     head = join(tag("th", tag("button", label, type="button"), data_sort=kind)
                 for label, kind in (("opcode", "number"), ("mnemonic", "text"), ("type", "text"),
                                     ("base cost", "number"), ("cost rule", "text"),
@@ -94,7 +89,7 @@ def instructions(background: Background):
     sortable = tag("table", Markup(f"<thead><tr>{head}</tr></thead><tbody>{join(rows)}</tbody>"),
                    class_="sortable", id="instructions")
     facts = tag("ul", join(tag("li", f"{k}: {v}") for k, v in evidence.items()))
-    note = tag("p", f"{len(records)} instructions of the spec table; statuses computed {when} "
+    note = tag("p", f"{len(records)} instructions of the spec table; statuses computed at {when} "
                     "from what exists for each (handlers, SMT models, conformance vectors); "
                     "click a column to sort", class_="muted")
     return page("Runtime instruction registry", join([note, facts, sortable]), script=True)

@@ -1,5 +1,8 @@
 // RTWO VM dashboard: live rows and figures from /live (server-sent events), sortable tables.
-// Every value from the server is set with textContent, never parsed as HTML.
+// Every value from the server is set with textContent, never parsed as HTML, except the
+// overview's sections from /overview/sections: HTML the server rendered with every value
+// escaped (html.py), put in place of the section of the same name (the page's CSP allows no
+// inline script, so markup can never run code).
 (function () {
   "use strict";
 
@@ -77,6 +80,36 @@
     }
   }
 
+  // The overview's VM and readiness sections and figures, fetched again when /live says
+  // they changed; one request at a time, and one more if asked meanwhile.
+  var sections = { busy: false, again: false };
+
+  function refreshSections() {
+    if (!document.querySelector("[data-section]") || !window.fetch) { return; }
+    if (sections.busy) { sections.again = true; return; }
+    sections.busy = true;
+    fetch("/overview/sections", { headers: { Accept: "application/json" } })
+      .then(function (r) { return r.ok ? r.json() : Promise.reject(new Error(String(r.status))); })
+      .then(function (data) {
+        Object.keys(data.sections || {}).forEach(function (name) {
+          var old = document.querySelector('[data-section="' + CSS.escape(name) + '"]');
+          var holder = document.createElement("template");
+          holder.innerHTML = data.sections[name];
+          var fresh = holder.content.firstElementChild;
+          if (old && fresh && fresh.getAttribute("data-section") === name) {
+            old.replaceWith(fresh);
+          }
+        });
+        if (data.summary) { applySummary(data.summary); }
+        document.body.setAttribute("data-readiness-version", String(data.readinessVersion));
+      })
+      .catch(function () { /* the next event or reconnect asks again */ })
+      .then(function () {
+        sections.busy = false;
+        if (sections.again) { sections.again = false; refreshSections(); }
+      });
+  }
+
   function live() {
     var holder = document.querySelector("[data-live]");
     if (!holder || !window.EventSource) { return; }
@@ -87,6 +120,7 @@
     source.addEventListener("open", function () {
       if (status) { status.textContent = "live: connected"; }
       document.body.setAttribute("data-live-state", "open");
+      refreshSections();     // what changed before the stream (re)started
     });
     source.addEventListener("error", function () {
       if (status) { status.textContent = "live: reconnecting"; }
@@ -98,6 +132,8 @@
     source.addEventListener("summary", function (e) {
       applySummary(JSON.parse(e.data));
     });
+    source.addEventListener("vm", refreshSections);
+    source.addEventListener("readiness", refreshSections);
     window.addEventListener("pagehide", function () { source.close(); });
   }
 
