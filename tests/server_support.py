@@ -68,6 +68,7 @@ def spawn(tmp_path: Path, *, db: Path | None = None, token: str | None = TOKEN,
     deadline = time.monotonic() + 60
     while True:
         if proc.poll() is not None:
+            assert proc.stderr is not None
             raise AssertionError(f"the server exited: {proc.stderr.read().decode()[-2000:]}")
         try:
             if httpx.get(server.url + "/api/v1/vms", timeout=5).status_code == 200:
