@@ -216,9 +216,10 @@ _PREMISES: list = []
 
 
 def _premises(s, ins) -> tuple:
-    """well_formed(s) and the tiers, built once for the searches of one state and row."""
+    """well_formed(s) and the tiers, built once for the searches of one state and row, and
+    the z3 context those searches run in (``_fresh``)."""
     if not (_PREMISES and _PREMISES[0] is s and _PREMISES[1] is ins):
-        _PREMISES[:] = [s, ins, well_formed(s), _tiers(s, ins)]
+        _PREMISES[:] = [s, ins, well_formed(s), _tiers(s, ins), z3.Context()]
     return _PREMISES[2], _PREMISES[3]
 
 
@@ -248,18 +249,14 @@ def unsatisfiable(cond, s, ins) -> bool:
 
 def solve(cond, s, ins):
     """A model (in the main context) of ``cond`` on a well-formed ``s``, from the first tier
-    that has one. Each check is solved, like every proof query, from its SMT-LIB text
-    (printed from a fresh context, smtlib.fresh_solver) in a z3 context of its own: the
-    main context numbers terms in creation order, which depends on what the process built
-    before and can steer z3 to another model, so solving there would make the inputs found
-    depend on the searches before; from the text they depend on the query alone (tests pin
-    it)."""
-    from proofs.smtlib import fresh_solver
+    that has one. Each check runs in a z3 context of its own holding only the check's terms
+    (smtlib.fresh_solver): the main context numbers terms in creation order, which depends
+    on what the process built before and can steer z3 to another model, so solving there
+    would make the inputs found depend on the searches before; in a fresh context they
+    depend on the query alone (tests pin it)."""
     premise, tiers = _premises(s, ins)
     for tier in tiers:
-        text = fresh_solver([premise, cond, *tier]).to_smt2()
-        solver = _solver(z3.Context())
-        solver.from_string(text)
+        solver = _fresh(premise, cond, *tier)
         answer = solver.check()
         if answer == z3.sat:
             return solver.model().translate(z3.main_ctx())
@@ -271,12 +268,24 @@ def solve(cond, s, ins):
 def solve_small(cond, s, ins):
     """A model of ``cond`` on a well-formed ``s`` within the small tier alone (few pages,
     short byte strings, small meters and stack), or None: one check, under the same work
-    units as ``solve``'s, from its text."""
-    from proofs.smtlib import fresh_solver
+    units as ``solve``'s, in a context of its own."""
     premise, tiers = _premises(s, ins)
-    solver = _solver(z3.Context())
-    solver.from_string(fresh_solver([premise, cond, *tiers[SMALL_TIER]]).to_smt2())
+    solver = _fresh(premise, cond, *tiers[SMALL_TIER])
     return solver.model().translate(z3.main_ctx()) if solver.check() == z3.sat else None
+
+
+def _fresh(*terms) -> z3.Solver:
+    """A solver with the search's settings over ``terms``. They are printed as SMT-LIB from
+    a z3 context of their own (smtlib.fresh_solver; a translation keeps traces of the main
+    context's numbering, the printed text does not) and parsed into the context of the
+    searches of this state and row (made by ``_premises``, holding nothing else but the
+    texts parsed before in the row): what it finds depends on the row's queries alone,
+    never on what the process built before (tests pin it)."""
+    from proofs.smtlib import fresh_solver
+    text = fresh_solver(list(terms)).to_smt2()
+    solver = _solver(_PREMISES[4])
+    solver.from_string(text)
+    return solver
 
 
 def _exact_limits(branch, pre):
