@@ -356,7 +356,7 @@ def main() -> int:
         print(f"  HTTP        1 client              {one:8,.0f} calls/s  "
               f"({one / local:.2f}x in process)")
         print(f"  HTTP        {args.clients} clients at once     {many:8,.0f} calls/s  "
-              f"({many / local:.2f}x in process)")
+              f"({many / local:.2f}x in process)", flush=True)
         print(f"databases (load average {load()}):", flush=True)
         small_db, large_db = cache / f"contexts-{args.small}.db", cache / f"contexts-{args.contexts}.db"
         small_note = build(small_db, args.small, args.rebuild)
