@@ -75,6 +75,13 @@ def main() -> int:
     print("ten slowest rows:")
     for r in sorted(rows, key=lambda r: -r["seconds"])[:10]:
         print(f"  {r['seconds']:7.2f} s  {r['theorem']} {r['opcode']} w{r['width']}  {r['status']}")
+    by_theorem: defaultdict[str, list[float]] = defaultdict(list)
+    for r in rows:
+        by_theorem[r["theorem"]].append(r["seconds"])
+    print("theorems by total seconds (rows, total, share of the suite's row seconds):")
+    total = sum(r["seconds"] for r in rows) or 1.0
+    for name, secs in sorted(by_theorem.items(), key=lambda kv: -sum(kv[1]))[:12]:
+        print(f"  {sum(secs):7.1f} s  {len(secs):4} rows  {100 * sum(secs) / total:4.1f}%  {name}")
     if args.budgets:
         most: dict[str, int] = defaultdict(int)
         for r in rows:

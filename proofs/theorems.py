@@ -39,11 +39,22 @@ from proofs.words import SPEC, ceil_div, width
 
 
 def setup(mnemonic: str, bits: int, model=None, prefix: str = ""):
+    """(word, instruction, pre-state, immediate, branches of the model's step). The theorems
+    of a row are built one after the other from the same step: the last one is kept (with
+    the model it was built from, so that an override is never confused with another)."""
+    key = (mnemonic, bits, prefix)
+    if _LAST and _LAST[0] == key and _LAST[1] is model:
+        return _LAST[2]
     w = width(bits)
     ins = SPEC.by_mnemonic[mnemonic]
     pre = fresh_state(w, prefix)
     imm = immediate(w, ins)
-    return w, ins, pre, imm, step(pre, mnemonic, imm, model)
+    built = (w, ins, pre, imm, step(pre, mnemonic, imm, model))
+    _LAST[:] = [key, model, built]
+    return built
+
+
+_LAST: list = []   # [key, model, what setup built]: the step shared by a row's theorems
 
 
 def _conj(parts) -> z3.BoolRef:
