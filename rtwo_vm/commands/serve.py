@@ -69,6 +69,26 @@ def openapi_text() -> str:
     return json.dumps(create_app(":memory:").openapi(), indent=2, sort_keys=True) + "\n"
 
 
+def _bind(host: str, port: int):
+    """A listening socket on ``host``:``port`` (0: a free port, reported by the start line)."""
+    import socket
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as err:
+        raise CliError(f"--host {host}: {err.strerror}") from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as err:
+        sock.close()
+        raise CliError(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
 def _cmd_serve(args) -> int:
     if args.print_openapi:
         try:
@@ -92,10 +112,20 @@ def _cmd_serve(args) -> int:
         app = create_app(args.db, token=token)
     except StoreError as err:
         raise CliError(str(err)) from None
+    sock = _bind(args.host, port)
+    bound_port = sock.getsockname()[1]
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    access = "actions need the token" if token else "read-only: no --token-file"
+    print(f"rtwo-vm serve: http://{host}:{bound_port}/ over {args.db} ({access}); "
+          "Ctrl-C stops", flush=True)
     app.state.readiness.refresh()  # the first readiness report, computed in the background
     # An idle keep-alive connection is kept longer than clients keep theirs (httpx and most
     # pools: 5 s, uvicorn's own default): closed at the same moment, a client would send its
     # next request on a connection the server is closing and see it fail.
-    uvicorn.run(app, host=args.host, port=port, log_level="warning", access_log=False,
-                timeout_keep_alive=KEEP_ALIVE_SECONDS)
+    config = uvicorn.Config(app, log_level="warning", access_log=False,
+                            timeout_keep_alive=KEEP_ALIVE_SECONDS)
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()
     return 0
