@@ -3,7 +3,7 @@
 against a small database, and the server's memory at that size.
 
     python benchmarks/server_benchmark.py [--calls 400] [--clients 4] [--contexts 100000]
-        [--small 1000] [--reads 30] [--db-cache DIR] [--rebuild]
+        [--small 1000] [--reads 30] [--db-cache DIR] [--rebuild] [--no-calls]
 
 Needs the [serve] extra. Every server is a real ``rtwo-vm serve`` subprocess (this checkout's
 code) on 127.0.0.1 with a token file, over a SQLite file in WAL mode, read with httpx.
@@ -132,8 +132,8 @@ def build(path: Path, contexts: int, rebuild: bool) -> dict:
                       f"about {(contexts - done) / rate:,.0f} s left", flush=True)
                 report_at += 30
         seconds = time.perf_counter() - start
-        outcomes = dict(rt.store.all("SELECT execution_status, count(*) FROM results "
-                                     "GROUP BY execution_status ORDER BY 1"))
+        outcomes = {str(r[0]): int(r[1]) for r in rt.store.all(
+            "SELECT execution_status, count(*) FROM results GROUP BY execution_status ORDER BY 1")}
         violations = rt.store.single("SELECT count(*) FROM violations")[0]
         events = rt.store.single("SELECT count(*) FROM outbox")[0]
         rt.store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -342,21 +342,24 @@ def main() -> int:
     parser.add_argument("--db-cache", help="directory of the built databases (default: "
                         "<tmp>/rtwo-vm-server-bench; in this checkout only under build/)")
     parser.add_argument("--rebuild", action="store_true", help="build the databases again")
+    parser.add_argument("--no-calls", action="store_true", help="skip the calls part (pages "
+                        "and memory only)")
     args = parser.parse_args()
     cache = cache_dir(args.db_cache)
     print(f"rtwo-vm serve benchmark; {os.cpu_count()} cores, load average {load()} "
           f"(1/5/15 min) at the start")
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        local = in_process(args.calls, work)
-        one, many = over_http(args.calls, args.clients, work)
-        print(f"calls ({args.calls} calls of a storage write + LOG1 each, fresh WAL database "
-              f"files, FULL sync):")
-        print(f"  in process  Runtime.call          {local:8,.0f} calls/s")
-        print(f"  HTTP        1 client              {one:8,.0f} calls/s  "
-              f"({one / local:.2f}x in process)")
-        print(f"  HTTP        {args.clients} clients at once     {many:8,.0f} calls/s  "
-              f"({many / local:.2f}x in process)", flush=True)
+        if not args.no_calls:
+            local = in_process(args.calls, work)
+            one, many = over_http(args.calls, args.clients, work)
+            print(f"calls ({args.calls} calls of a storage write + LOG1 each, fresh WAL "
+                  f"database files, FULL sync):")
+            print(f"  in process  Runtime.call          {local:8,.0f} calls/s")
+            print(f"  HTTP        1 client              {one:8,.0f} calls/s  "
+                  f"({one / local:.2f}x in process)")
+            print(f"  HTTP        {args.clients} clients at once     {many:8,.0f} calls/s  "
+                  f"({many / local:.2f}x in process)", flush=True)
         print(f"databases (load average {load()}):", flush=True)
         small_db, large_db = cache / f"contexts-{args.small}.db", cache / f"contexts-{args.contexts}.db"
         small_note = build(small_db, args.small, args.rebuild)

@@ -221,6 +221,11 @@ def test_a_link_to_a_database_is_used_and_a_link_to_nothing_is_refused(tmp_path,
 
 
 def test_schema_versions_of_another_release_are_refused(tmp_path, db):
+    sql(db, "PRAGMA user_version = 3")  # a version-4 schema claiming to be version 3
+    refused("contexts", "list", "--db", str(db), fragment="unknown index 'accounting_by_status'")
+    for index in ("violations_by_time", "violations_by_severity", "results_by_status",
+                  "sandboxes_by_status", "accounting_by_status"):
+        sql(db, f"DROP INDEX {index}")
     sql(db, "PRAGMA user_version = 2")  # a version-3 schema claiming to be version 2
     refused("contexts", "list", "--db", str(db), fragment="altered table 'delivery_failures'")
     sql(db, "PRAGMA user_version = -7")

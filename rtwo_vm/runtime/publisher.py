@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterable
 from rtwo_vm.runtime.catalog import catalog
 from rtwo_vm.runtime.delivery import BackgroundDispatcher, DeliveryReport, Dispatcher
 from rtwo_vm.runtime.events import EventBus, RecordWriter, VMEvent
-from rtwo_vm.runtime.records import InvalidInput, Page, UnknownRecord, keyset
+from rtwo_vm.runtime.records import InvalidInput, Page, UnknownRecord, count_at_most, keyset
 from rtwo_vm.runtime import stored
 from rtwo_vm.runtime.sinks import Sink, redact
 from rtwo_vm.runtime.sinks.kinds import make_sink, sink_from_row
@@ -52,9 +52,10 @@ class VMEventPublisher:
         return [VMEvent.from_row(r) for r in self.store.all(sql, tuple(args))]
 
     def page(self, *, limit: int, after: tuple | None = None, stream: str | None = None,
-             type: str | None = None) -> Page:
+             type: str | None = None, count_bound: int | None = None) -> Page:
         """A page of the outbox in event order after the event number ``after`` (a 1-tuple),
-        with the number of events matching ``stream`` and ``type`` in all."""
+        with the number of events matching ``stream`` and ``type`` in all (counted up to
+        ``count_bound``: see records.count_at_most)."""
         if type is not None and type not in catalog().values("event_type"):
             raise InvalidInput(f"unknown event type {type!r}; use one of "
                                f"{', '.join(catalog().values('event_type'))}")
@@ -63,8 +64,8 @@ class VMEventPublisher:
             if value is not None:
                 where.append(f"{column} = ?")
                 args.append(value)
-        total = self.store.single("SELECT count(*) FROM outbox" + (
-            " WHERE " + " AND ".join(where) if where else ""), tuple(args))[0]
+        total, exact = count_at_most(self.store, "outbox" + (
+            " WHERE " + " AND ".join(where) if where else ""), tuple(args), count_bound)
         after_sql, after_args = keyset(("event_id",), after)
         if after_sql:
             where.append(after_sql)
@@ -73,10 +74,14 @@ class VMEventPublisher:
                                                         else "") + " ORDER BY event_id LIMIT ?",
                               (*args, limit + 1))
         items = [VMEvent.from_row(r) for r in rows[:limit]]
-        return Page(items, (items[-1].event_id,) if len(rows) > limit else None, total)
+        return Page(items, (items[-1].event_id,) if len(rows) > limit else None, total, exact)
 
     def count(self) -> int:
         return self.store.single("SELECT count(*) FROM outbox")[0]
+
+    def count_at_most(self, bound: int) -> tuple[int, bool]:
+        """(count, exact): the events, counted up to ``bound`` (records.count_at_most)."""
+        return count_at_most(self.store, "outbox", (), bound)
 
     def last_at(self) -> str | None:
         row = self.store.one("SELECT created_at FROM outbox ORDER BY event_id DESC LIMIT 1")

@@ -65,6 +65,52 @@ class Page:
     items: list
     next: tuple | None
     total: int
+    exact: bool = True   # False: counting stopped at a bound; more than ``total`` match
+
+
+def count_at_most(store: Store, source: str, args: tuple = (), bound: int | None = None
+                  ) -> tuple[int, bool]:
+    """(count, exact) of the rows of ``source`` (a FROM ... [WHERE ...] clause, without the
+    FROM). With a ``bound``, at most bound + 1 rows are read: past the bound the answer is
+    (bound, False), "more than bound", so the cost stays that of ``bound`` rows at any size
+    of the table. Without one, an exact count."""
+    if bound is None:
+        return store.single(f"SELECT count(*) FROM {source}", args)[0], True
+    if type(bound) is not int or bound < 1:
+        raise ValueError("the count bound must be a positive integer")
+    n = store.single(f"SELECT count(*) FROM (SELECT 1 FROM {source} LIMIT ?)",
+                     args + (bound + 1,))[0]
+    return (n, True) if n <= bound else (bound, False)
+
+
+def breakdown(store: Store, table: str, column: str, bound: int,
+              max_values: int = 32) -> tuple[dict[str, tuple[int, bool]], bool]:
+    """Counts of ``table`` rows by the values of ``column`` (names are the caller's own, never
+    input), each (count, exact) counted up to ``bound`` (count_at_most), and whether the
+    breakdown is complete and exact.
+    The distinct values are found by index seeks (``min(column) > previous``), at most
+    ``max_values`` of them (more: not exact); with an index on the column, each step reads
+    an index range and never the table."""
+    out: dict[str, tuple[int, bool]] = {}
+    exact = True
+    previous = None
+    while True:
+        if previous is None:
+            row = store.single(f"SELECT min({column}) FROM {table}")
+        else:
+            row = store.single(f"SELECT min({column}) FROM {table} WHERE {column} > ?",
+                               (previous,))
+        value = row[0]
+        if value is None:
+            break
+        if len(out) == max_values:
+            exact = False
+            break
+        n, whole = count_at_most(store, f"{table} WHERE {column} = ?", (value,), bound)
+        out[str(value)] = (n, whole)
+        exact = exact and whole
+        previous = value
+    return out, exact
 
 
 def keyset(keys: tuple[str, ...], after: tuple | None) -> tuple[str, tuple]:
@@ -132,6 +178,10 @@ class _RecordService:
     def count(self) -> int:
         return self.store.single(f"SELECT count(*) FROM {self.TABLE}")[0]
 
+    def count_at_most(self, bound: int) -> tuple[int, bool]:
+        """(count, exact): the records, counted up to ``bound`` (see count_at_most)."""
+        return count_at_most(self.store, self.TABLE, (), bound)
+
     def last_at(self) -> str | None:
         """When the latest record was made (None: there is none), by the page order."""
         source = self._source()
@@ -146,29 +196,41 @@ class _RecordService:
 
     def page(self, *, limit: int, after: tuple | None = None, contract_id: str | None = None,
              created_from: str | None = None, created_to: str | None = None,
+             count_bound: int | None = None,
              _where: tuple[tuple[str, tuple], ...] = (), **equal: Any) -> Page:
         """At most ``limit`` records after the order key ``after``, in the stable order
         (PAGE_KEY), filtered by column values (None: any), the contract and a range of
         creation times (ISO 8601 text in UTC as the runtime writes it, both ends included).
-        A page reads its own rows and a count, never a whole table into memory."""
+        A page reads its own rows and a count, never a whole table into memory; with a
+        ``count_bound`` the count reads at most that many rows and the total past it is
+        "more than count_bound" (``Page.exact`` False)."""
         if type(limit) is not int or limit < 1:
             raise InvalidInput("limit must be a positive integer")
         where = [clause for clause, _ in _where]
         args: list[Any] = [arg for _, clause_args in _where for arg in clause_args]
         for column, value in equal.items():
             if value is not None:
-                where.append(f"t.{column} = ?")
+                # A value shared by a share of the table (a status, a type) is read in page
+                # order, "+" keeping the planner off the column's index (walking it would mean
+                # sorting every match); a context's records are few, read by their index.
+                where.append(f"{'' if column == 'context_id' else '+'}t.{column} = ?")
                 args.append(value)
+        on_context = False   # a filter on the joined context
         if contract_id is not None:
             where.append(("c" if self.JOIN_CONTEXT else "t") + ".contract_id = ?")
             args.append(contract_id)
+            on_context = self.JOIN_CONTEXT
         for bound, op in ((created_from, ">="), (created_to, "<=")):
             if bound is not None:
                 where.append(f"{self.CREATED} {op} ?")
                 args.append(bound)
+                on_context = on_context or self.CREATED.startswith("c.")
         source = self._source()
         filtered = " WHERE " + " AND ".join(where) if where else ""
-        total = self.store.single(f"SELECT count(*) FROM {source}{filtered}", tuple(args))[0]
+        # Every record of a context has its context (a foreign key the store enforces), so
+        # the join only matters to the count when a filter reads the context.
+        counted = source if on_context else f"{self.TABLE} t"
+        total, exact = count_at_most(self.store, counted + filtered, tuple(args), count_bound)
         after_sql, after_args = keyset(self.PAGE_KEY, after)
         if after_sql:
             where.append(after_sql)
@@ -180,7 +242,7 @@ class _RecordService:
         last = rows[limit - 1] if len(rows) > limit else None
         following = None if last is None else tuple(
             last[f"page_key_{i}"] for i in range(len(self.PAGE_KEY)))
-        return Page(items, following, total)
+        return Page(items, following, total, exact)
 
 
 class ExecutionContextManager(_RecordService):
@@ -193,6 +255,10 @@ class ExecutionContextManager(_RecordService):
     def entry_count(self) -> int:
         """Entry contexts: one per invocation run through the lifecycle (callees excluded)."""
         return self.store.single("SELECT count(*) FROM contexts WHERE parent_context_id IS NULL")[0]
+
+    def entry_count_at_most(self, bound: int) -> tuple[int, bool]:
+        """(count, exact) of the entry contexts, counted up to ``bound`` (an index range)."""
+        return count_at_most(self.store, "contexts WHERE parent_context_id IS NULL", (), bound)
 
     def history(self, context_id: str) -> list[StageEntry]:
         self.get(context_id)
@@ -247,11 +313,13 @@ class ExecutionContextManager(_RecordService):
     def page(self, *, limit: int, after: tuple | None = None,  # type: ignore[override]
              status: str | None = None, execution_status: str | None = None,
              contract_id: str | None = None, created_from: str | None = None,
-             created_to: str | None = None, roots_only: bool = False) -> Page:
+             created_to: str | None = None, roots_only: bool = False,
+             count_bound: int | None = None) -> Page:
         """A page of contexts in commit order (``seq``), filtered as ``list`` does and by a
         range of creation times."""
         return super().page(limit=limit, after=after, contract_id=contract_id,
                             created_from=created_from, created_to=created_to,
+                            count_bound=count_bound,
                             _where=self._filters(status, execution_status, roots_only, "t"))
 
     def outcomes(self) -> dict[str, tuple[str | None, str, str | None]]:
@@ -358,7 +426,9 @@ class SandboxViolationService(_RecordService):
 
     MODEL, TABLE, KEY = RTWOSandboxViolation, "violations", "violation_id"
     NOUN = "violation"
-    PAGE_KEY, JOIN_CONTEXT = ("c.seq", "t.violation_id"), True
+    # Their own order: creation time, then id (index violations_by_time), so that a page is
+    # an index range of the violations table; the join serves the contract filter.
+    PAGE_KEY, JOIN_CONTEXT = ("t.created_at", "t.violation_id"), True
 
     def __init__(self, store: Store, clock: Callable[[], str], writer: RecordWriter):
         super().__init__(store)

@@ -30,7 +30,7 @@ from rtwo_vm.runtime.readiness import VMReadinessService
 from rtwo_vm.runtime.recording import ExecutionRecorder
 from rtwo_vm.runtime.records import (
     ExecutionContextManager, ExecutionResultService, InvalidInput, Page, ResourceAccountingService,
-    SandboxManager, SandboxViolationService, UnknownRecord, keyset,
+    SandboxManager, SandboxViolationService, UnknownRecord, count_at_most, keyset,
 )
 from rtwo_vm.runtime.registry import (
     DeterminismPolicyService, RuntimeInstructionRegistry, VirtualMachineRegistry,
@@ -181,11 +181,13 @@ class Runtime:
         return {"address": addr, "codeHash": row["code_hash"], "codeSize": len(row["code"]),
                 "deployedAt": row["deployed_at"], "storage": storage}
 
-    def contracts_page(self, *, limit: int, after: tuple | None = None) -> Page:
+    def contracts_page(self, *, limit: int, after: tuple | None = None,
+                       count_bound: int | None = None) -> Page:
         """A page of deployed contracts in deployment order (deployed_at, address), each
-        without its storage (its slot count instead: ``contract`` shows one whole)."""
+        without its storage (its slot count instead: ``contract`` shows one whole); the total
+        counted up to ``count_bound`` (records.count_at_most)."""
         after_sql, after_args = keyset(("deployed_at", "address"), after)
-        total = self.store.single("SELECT count(*) FROM contracts")[0]
+        total, exact = count_at_most(self.store, "contracts", (), count_bound)
         rows = self.store.all(
             "SELECT address, length(code) AS code_size, code_hash, deployed_at, (SELECT count(*) "
             "FROM storage s WHERE s.address = contracts.address) AS storage_slots FROM contracts"
@@ -200,7 +202,8 @@ class Runtime:
             items.append({"address": addr, "codeHash": r["code_hash"], "codeSize": r["code_size"],
                           "deployedAt": r["deployed_at"], "storageSlots": r["storage_slots"]})
         last = rows[limit - 1] if len(rows) > limit else None
-        return Page(items, None if last is None else (last["deployed_at"], last["address"]), total)
+        return Page(items, None if last is None else (last["deployed_at"], last["address"]),
+                    total, exact)
 
     def contracts(self) -> list[dict[str, Any]]:
         return [self.contract(stored.word(r[0], "contracts", r[0], "address"))

@@ -105,7 +105,19 @@ ALTER TABLE delivery_failures ADD COLUMN next_at REAL NOT NULL DEFAULT 0;
 ALTER TABLE delivery_failures ADD COLUMN dead_at TEXT;
 """
 
-MIGRATIONS: tuple[str, ...] = (_SCHEMA_1, _SCHEMA_2, _SCHEMA_3_DELIVERY)
+# Indexes that keep the server's pages flat as the records grow (issue 26): violations in
+# their own order (creation time, then id) instead of their context's seq across a join, and
+# the columns the overview breaks its figures down by, so that a breakdown or a capped count
+# reads an index range instead of the table.
+_SCHEMA_4_PAGES = """
+CREATE INDEX violations_by_time ON violations(created_at, violation_id);
+CREATE INDEX violations_by_severity ON violations(severity);
+CREATE INDEX results_by_status ON results(execution_status);
+CREATE INDEX sandboxes_by_status ON sandboxes(status);
+CREATE INDEX accounting_by_status ON accounting(status);
+"""
+
+MIGRATIONS: tuple[str, ...] = (_SCHEMA_1, _SCHEMA_2, _SCHEMA_3_DELIVERY, _SCHEMA_4_PAGES)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

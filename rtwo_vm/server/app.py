@@ -37,8 +37,11 @@ def create_app(db: str | Path, *, token: str | None = None) -> FastAPI:
         finally:
             runtimes.close()
 
+    # No /docs or /redoc: FastAPI's Swagger UI and ReDoc pages load their scripts from a CDN,
+    # and the server works offline; /openapi.json describes the API.
     app = FastAPI(title="RTWO VM", version=engine_version(), lifespan=lifespan,
-                  summary="The RTWO VM runtime's eleven services over HTTP (spec chapter 10)")
+                  summary="The RTWO VM runtime's eleven services over HTTP (spec chapter 10)",
+                  docs_url=None, redoc_url=None)
     app.state.runtimes = runtimes
     app.state.token = token
     # One of each per process, read by the API and the dashboard (background.py).

@@ -25,6 +25,7 @@ class Bounds:
     max_page_size: int
     max_text_chars: int
     readiness_max_age_seconds: int
+    max_counted: int
 
 
 @functools.cache

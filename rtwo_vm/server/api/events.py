@@ -28,7 +28,7 @@ def events(rt: RT, page: Annotated[PageParams, Depends()],
            stream: TextQuery = None,
            type: str | None = enum_query(catalog().values("event_type"), "only this type")):
     """The outbox in event order; ``stream`` is a context id, ``contract:ADDRESS`` ..."""
-    return page.answer(rt.events.page(limit=page.limit, after=page.after(1), stream=stream,
+    return page.answer(rt.events.page(**page.window(1), stream=stream,
                                       type=type))
 
 

@@ -4,7 +4,9 @@ A page is read after the order key of the previous page's last record (the runti
 ``page`` methods: contexts by ``seq``, a context's records by their context's ``seq``, events
 by number), never by offset, so a page costs the same at the millionth record as at the
 first and stays stable while records are added. The cursor handed out is that key, encoded
-(base64url of its JSON); it is opaque to clients.
+(base64url of its JSON); it is opaque to clients. A page's ``total`` is counted up to api.toml
+``bounds.max_counted`` records: exact below it, "more than max_counted" above it
+(``totalExact`` false), so that counting does not grow with the tables either.
 """
 
 from __future__ import annotations
@@ -65,10 +67,17 @@ class PageParams:
     def after(self, width: int) -> tuple | None:
         return decode(self.cursor, width)
 
+    def window(self, width: int) -> dict[str, Any]:
+        """The arguments of a runtime ``page`` call: the page size, the order key after which
+        it starts and the bound of its count (api.toml ``bounds.max_counted``)."""
+        return {"limit": self.limit, "after": self.after(width),
+                "count_bound": bounds().max_counted}
+
     def answer(self, page: Page, items: Sequence[Any] | None = None) -> dict[str, Any]:
         shown = [i.to_json() if hasattr(i, "to_json") else i for i in page.items] \
             if items is None else list(items)
-        return {"items": shown, "next": encode(page.next), "total": page.total, "limit": self.limit}
+        return {"items": shown, "next": encode(page.next), "total": page.total,
+                "totalExact": page.exact, "limit": self.limit}
 
 
 def moment(text: str | None, name: str) -> str | None:

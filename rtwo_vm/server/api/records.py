@@ -60,27 +60,34 @@ def _by_id_or_context(service: Any, record_id: str) -> dict:
 
 @router.get("/overview", response_model=schemas.Overview, tags=["overview"])
 def overview(rt: RT, request: Request):
-    """Record counts per domain model and, per service, its count and latest record time."""
+    """Record counts per domain model and, per service, its count and latest record time.
+    Each count reads at most api.toml ``bounds.max_counted`` records (an index range): above
+    that it answers the bound with ``countExact`` false, "more than"; each latest time is
+    one index seek."""
     latest = request.app.state.readiness.latest()
+    bound = bounds().max_counted
     services = {
-        "vms": (rt.vms.count(), rt.vms.last_at()),
-        "contexts": (rt.contexts.count(), rt.contexts.last_at()),
-        "sandboxes": (rt.sandboxes.count(), rt.sandboxes.last_at()),
-        "accounting": (rt.accounting.count(), rt.accounting.last_at()),
-        "policies": (rt.policies.count(), rt.policies.last_at()),
-        "instructions": (len(spec.load().instructions), None),
-        "lifecycle": (rt.contexts.entry_count(), rt.contexts.last_at()),
-        "results": (rt.results.count(), rt.results.last_at()),
-        "violations": (rt.violations.count(), rt.violations.last_at()),
-        "readiness": (0 if latest is None else 1, None if latest is None else latest.checked_at),
-        "events": (rt.events.count(), rt.events.last_at()),
+        "vms": (*rt.vms.count_at_most(bound), rt.vms.last_at()),
+        "contexts": (*rt.contexts.count_at_most(bound), rt.contexts.last_at()),
+        "sandboxes": (*rt.sandboxes.count_at_most(bound), rt.sandboxes.last_at()),
+        "accounting": (*rt.accounting.count_at_most(bound), rt.accounting.last_at()),
+        "policies": (*rt.policies.count_at_most(bound), rt.policies.last_at()),
+        "instructions": (len(spec.load().instructions), True, None),
+        "lifecycle": (*rt.contexts.entry_count_at_most(bound), rt.contexts.last_at()),
+        "results": (*rt.results.count_at_most(bound), rt.results.last_at()),
+        "violations": (*rt.violations.count_at_most(bound), rt.violations.last_at()),
+        "readiness": (0 if latest is None else 1, True,
+                      None if latest is None else latest.checked_at),
+        "events": (*rt.events.count_at_most(bound), rt.events.last_at()),
     }
     counts = {"RTWOVirtualMachine": "vms", "RTWOExecutionContext": "contexts",
               "RTWOExecutionSandbox": "sandboxes", "RTWOResourceAccounting": "accounting",
               "RTWODeterminismPolicy": "policies", "RTWORuntimeInstruction": "instructions",
               "RTWOExecutionResult": "results", "RTWOSandboxViolation": "violations"}
     return {"models": {model: services[name][0] for model, name in counts.items()},
-            "services": {name: {"count": c, "lastAt": at} for name, (c, at) in services.items()},
+            "modelsExact": {model: services[name][1] for model, name in counts.items()},
+            "services": {name: {"count": c, "countExact": exact, "lastAt": at}
+                         for name, (c, exact, at) in services.items()},
             "stateRoot": rt.state_root, "schemaVersion": rt.store.schema_version,
             "readiness": None if latest is None else latest.readiness,
             "readinessAt": None if latest is None else latest.checked_at}
@@ -93,7 +100,7 @@ def vms(rt: RT, page: Pages,
         status: str | None = enum_query(_cat.values("vm_status"), "only VMs with this status"),
         createdFrom: TimeQuery = None, createdTo: TimeQuery = None):
     _check("status", status, _cat.values("vm_status"))
-    return page.answer(rt.vms.page(limit=page.limit, after=page.after(2), status=status,
+    return page.answer(rt.vms.page(**page.window(2), status=status,
                                    **_range(createdFrom, createdTo)))
 
 
@@ -105,7 +112,7 @@ def vm(rt: RT, vm_id: RecordId):
 @router.get("/contracts", response_model=schemas.PageOf[schemas.ContractSummary], responses=LIST,
             tags=["contracts"])
 def contracts(rt: RT, page: Pages):
-    return page.answer(rt.contracts_page(limit=page.limit, after=page.after(2)))
+    return page.answer(rt.contracts_page(**page.window(2)))
 
 
 @router.get("/contracts/{address}", response_model=schemas.Contract, responses=ONE, tags=["contracts"])
@@ -121,7 +128,7 @@ def policies(rt: RT, page: Pages,
              status: str | None = enum_query(_cat.values("policy_status"), "only these"),
              createdFrom: TimeQuery = None, createdTo: TimeQuery = None):
     _check("status", status, _cat.values("policy_status"))
-    return page.answer(rt.policies.page(limit=page.limit, after=page.after(2), status=status,
+    return page.answer(rt.policies.page(**page.window(2), status=status,
                                         **_range(createdFrom, createdTo)))
 
 
@@ -143,7 +150,7 @@ def contexts(rt: RT, page: Pages,
              contract: TextQuery = None, createdFrom: TimeQuery = None, createdTo: TimeQuery = None,
              entryOnly: bool = False):
     return page.answer(rt.contexts.page(
-        limit=page.limit, after=page.after(1), status=status, execution_status=executionStatus,
+        **page.window(1), status=status, execution_status=executionStatus,
         contract_id=_contract(contract), roots_only=entryOnly, **_range(createdFrom, createdTo)))
 
 
@@ -174,7 +181,7 @@ def sandboxes(rt: RT, page: Pages,
     _check("isolationLevel", isolationLevel, tuple(_cat.isolation))
     _check("status", status, _cat.values("sandbox_status"))
     return page.answer(rt.sandboxes.page(
-        limit=page.limit, after=page.after(1), isolation_level=isolationLevel, status=status,
+        **page.window(1), isolation_level=isolationLevel, status=status,
         contract_id=_contract(contract), **_range(createdFrom, createdTo)))
 
 
@@ -191,7 +198,7 @@ def accounting(rt: RT, page: Pages,
                contract: TextQuery = None, createdFrom: TimeQuery = None, createdTo: TimeQuery = None):
     _check("status", status, _cat.values("accounting_status"))
     return page.answer(rt.accounting.page(
-        limit=page.limit, after=page.after(1), status=status, contract_id=_contract(contract),
+        **page.window(1), status=status, contract_id=_contract(contract),
         **_range(createdFrom, createdTo)))
 
 
@@ -208,7 +215,7 @@ def results(rt: RT, page: Pages,
             contract: TextQuery = None, createdFrom: TimeQuery = None, createdTo: TimeQuery = None):
     _check("executionStatus", executionStatus, STATUSES)
     return page.answer(rt.results.page(
-        limit=page.limit, after=page.after(1), execution_status=executionStatus,
+        **page.window(1), execution_status=executionStatus,
         contract_id=_contract(contract), **_range(createdFrom, createdTo)))
 
 
@@ -229,7 +236,7 @@ def violations(rt: RT, page: Pages,
     _check("severity", severity, _cat.values("severity"))
     _check("status", status, _cat.values("violation_status"))
     return page.answer(rt.violations.page(
-        limit=page.limit, after=page.after(2), violation_type=violationType, severity=severity,
+        **page.window(2), violation_type=violationType, severity=severity,
         status=status, context_id=context, contract_id=_contract(contract),
         **_range(createdFrom, createdTo)))
 

@@ -59,7 +59,12 @@ class PageOf(BaseModel, Generic[T]):
 
     items: list[T]
     next: Optional[str] = Field(description="the cursor of the next page (null: this is the last)")
-    total: int = Field(ge=0, description="records matching the filters in all")
+    total: int = Field(ge=0, description=(
+        "records matching the filters in all, counted up to api.toml bounds.max_counted: "
+        "exact when totalExact is true; when false, more than this many match (counting "
+        "stopped at the bound, so that a page costs the same at any size of the tables)"))
+    totalExact: bool = Field(description="whether total is the exact count (false: more than "
+                                         "total records match)")
     limit: int = Field(ge=1, description="the page size asked for")
 
 
@@ -217,14 +222,18 @@ class Readiness(BaseModel):
 
 
 class ServiceFacts(BaseModel):
-    count: int = Field(ge=0)
+    count: int = Field(ge=0, description="its records, counted up to api.toml bounds.max_counted")
+    countExact: bool = Field(description="whether count is exact (false: more than count)")
     lastAt: Optional[str]
 
 
 class Overview(BaseModel):
-    """Record counts per domain model and, per service, the facts a status line needs."""
+    """Record counts per domain model and, per service, the facts a status line needs. Each
+    count reads at most api.toml bounds.max_counted records: past it the figure is that
+    bound and its exactness flag is false ("more than")."""
 
     models: dict[str, int]
+    modelsExact: dict[str, bool] = Field(description="per model, whether its count is exact")
     services: dict[str, ServiceFacts]
     stateRoot: str
     schemaVersion: int

@@ -14,6 +14,7 @@ from reference_vm.errors import VMError
 from reference_vm.result import STATUSES
 from rtwo_vm.runtime import Runtime, UnknownRecord
 from rtwo_vm.runtime.catalog import catalog
+from rtwo_vm.server.api.codes import bounds
 from rtwo_vm.server.dashboard import queries
 from rtwo_vm.server.dashboard.html import (
     Markup, definition, esc, join, link, not_found, number, page, table, tag,
@@ -85,8 +86,9 @@ def contexts(rt: Runtime, *, status: str | None, result: str | None, contract: s
         params["before"] = str(rows[-1].seq)
         more = tag("p", link("/contexts?" + urlencode(params), "older contexts", id="older"))
     filtered = bool(status or result or contract or before)
-    total = rt.contexts.count()
-    note = tag("p", Markup(f"{tag('span', f'{total:,}', id='context-count')} contexts recorded; "
+    total, exact = rt.contexts.count_at_most(bounds().max_counted)
+    shown = f"{total:,}" if exact else f"more than {total:,}"
+    note = tag("p", Markup(f"{tag('span', shown, id='context-count')} contexts recorded; "
                            f"newest first, {size} a page"
                            + ("; new contexts appear here as they are recorded"
                               if not filtered else "")), class_="muted")

@@ -65,6 +65,13 @@ def plural(count: int, noun: str, nouns: str | None = None) -> str:
     return f"{count:,} {noun if count == 1 else (nouns or noun + 's')}"
 
 
+def counted(count: int, exact: bool, noun: str, nouns: str | None = None) -> str:
+    """A count that may have stopped at a bound: "3 contexts", "more than 10,000 contexts"."""
+    if exact:
+        return plural(count, noun, nouns)
+    return f"more than {count:,} {nouns or noun + 's'}"
+
+
 def table(headers: Sequence[Any], rows: Iterable[Sequence[Any]], **attrs: Any) -> Markup:
     head = join(tag("th", h) for h in headers)
     body = join(tag("tr", join(tag("td", c) for c in row)) for row in rows)

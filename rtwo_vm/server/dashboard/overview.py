@@ -25,8 +25,9 @@ from rtwo_vm.runtime.catalog import catalog
 from rtwo_vm.runtime.models import camel
 from rtwo_vm.server.background import InstructionsCache, ReadinessCache, ReadinessView
 from rtwo_vm.server.dashboard import queries
+from rtwo_vm.server.api.codes import bounds
 from rtwo_vm.server.dashboard.html import (
-    Markup, esc, join, link, number, page, plural, prose, table, tag,
+    Markup, counted, esc, join, link, number, page, plural, prose, table, tag,
 )
 
 # The seed's names of the eleven services, by the attribute of Runtime that implements each.
@@ -49,19 +50,33 @@ MODEL_SERVICES = {
 
 
 
-def model_counts(rt: Runtime, instructions: InstructionsCache) -> dict[str, int]:
-    """Records per model; instructions are computed, not stored: the registry's count."""
-    counts: dict[str, int] = {}
+def bound() -> int:
+    """The most records one figure of the page counts (api.toml ``bounds.max_counted``): up
+    to it a figure is exact, past it the page says "more than" that."""
+    return bounds().max_counted
+
+
+def model_counts(rt: Runtime, instructions: InstructionsCache) -> dict[str, tuple[int, bool]]:
+    """Records per model, (count, exact) counted up to :func:`bound`; instructions are
+    computed, not stored: the registry's count."""
+    counts: dict[str, tuple[int, bool]] = {}
     for model in MODELS:
         service = MODEL_SERVICES[model.__name__]
-        counts[model.__name__] = (len(instructions.view().records) if service == "instructions"
-                                  else getattr(rt, service).count())
+        counts[model.__name__] = ((len(instructions.view().records), True)
+                                  if service == "instructions"
+                                  else getattr(rt, service).count_at_most(bound()))
     return counts
 
 
-def _breakdown(counts: dict[str, int], suffix: str = "") -> str:
-    """``(2 active, 1 retired)``: counts by value, in parentheses."""
-    return "(" + ", ".join(f"{n:,} {k}" for k, n in counts.items()) + suffix + ")"
+def _breakdown(counts: dict[str, tuple[int, bool]], suffix: str = "") -> str:
+    """``(2 active, 1 retired)``: counts by value, in parentheses ("more than" past the
+    bound)."""
+    return "(" + ", ".join(("" if exact else "more than ") + f"{n:,} {k}"
+                           for k, (n, exact) in counts.items()) + suffix + ")"
+
+
+def _total(counts: dict[str, tuple[int, bool]]) -> int:
+    return sum(n for n, _ in counts.values())
 
 
 def _readiness_status(view: ReadinessView) -> tuple[str, str]:
@@ -70,9 +85,9 @@ def _readiness_status(view: ReadinessView) -> tuple[str, str]:
         if view.error is not None:
             return "degraded", f"the checks failed to run: {view.error}"
         return "computing", f"the readiness checks are running (since {view.computing_since})"
-    checks: dict[str, int] = {}
+    checks: dict[str, tuple[int, bool]] = {}
     for check in report.checks:
-        checks[check.status] = checks.get(check.status, 0) + 1
+        checks[check.status] = (checks.get(check.status, (0, True))[0] + 1, True)
     again = f"; being recomputed since {view.computing_since}" if view.computing_since else ""
     return (report.readiness.replace("_", " "),
             f"{plural(len(report.checks), 'check')} {_breakdown(checks)}, checked at "
@@ -83,9 +98,9 @@ def _instructions_status(instructions: InstructionsCache) -> tuple[str, str]:
     view = instructions.view()
     if not view.records:
         return "degraded", f"no instructions computed: {view.evidence}"
-    statuses: dict[str, int] = {}
+    statuses: dict[str, tuple[int, bool]] = {}
     for ins in view.records:
-        statuses[ins.status] = statuses.get(ins.status, 0) + 1
+        statuses[ins.status] = (statuses.get(ins.status, (0, True))[0] + 1, True)
     implemented = sum(1 for i in view.records if i.implemented)
     return ("operational" if implemented == len(view.records) else "degraded",
             f"{implemented:,} of {plural(len(view.records), 'instruction')} implemented "
@@ -99,28 +114,37 @@ def service_statuses(rt: Runtime, readiness: ReadinessCache,
     verdict when the evidence shows a fault, ``computing`` while its evidence is being
     computed, ``recording`` for events kept with no sink to deliver them to."""
     out: dict[str, tuple[str, str]] = {}
-    vms = queries.grouped(rt, "vms", "status")
+    cap = bound()
+    vms, exact = queries.grouped(rt, "vms", "status", cap)
     if not vms:
         out["vms"] = ("idle", "no VM registered yet (the first call registers the reference VM)")
     else:
-        out["vms"] = ("operational" if vms.get("active") else "degraded",
-                      f"{plural(sum(vms.values()), 'VM')} {_breakdown(vms)}")
-    contexts = rt.contexts.count()
+        out["vms"] = ("operational" if vms.get("active", (0, True))[0] else "degraded",
+                      f"{counted(_total(vms), exact, 'VM')} {_breakdown(vms)}")
+    contexts, contexts_exact = rt.contexts.count_at_most(cap)
     last = queries.latest(rt, "contexts", "created_at", "seq")
-    out["contexts"] = (("operational", f"{plural(contexts, 'context')}, last at {last}")
+    out["contexts"] = (("operational", f"{counted(contexts, contexts_exact, 'context')}, "
+                                       f"last at {last}")
                        if contexts else ("idle", "no contexts yet"))
-    boxes = queries.grouped(rt, "sandboxes", "status")
-    out["sandboxes"] = (("operational", f"{plural(sum(boxes.values()), 'sandbox', 'sandboxes')} "
+    boxes, exact = queries.grouped(rt, "sandboxes", "status", cap)
+    out["sandboxes"] = (("operational", f"{counted(_total(boxes), exact, 'sandbox', 'sandboxes')} "
                                         f"{_breakdown(boxes)}") if boxes
                         else ("idle", "no sandboxes provisioned yet"))
-    totals = rt.accounting.totals()
-    out["accounting"] = (("operational", f"{plural(totals['contexts'], 'context')} charged, "
-                                         f"{number(totals['computeUnits'])} compute units, "
-                                         f"fee {number(totals['fee'])}") if totals["contexts"]
-                         else ("idle", "no resource usage charged yet"))
-    policies = queries.grouped(rt, "policies", "status")
-    out["policies"] = (("operational" if policies.get("active") else "degraded",
-                        f"{plural(sum(policies.values()), 'policy', 'policies')} "
+    charged, exact = queries.charged(rt, cap)
+    if not charged:
+        out["accounting"] = ("idle", "no resource usage charged yet")
+    elif exact:
+        totals = rt.accounting.totals()
+        out["accounting"] = ("operational", f"{plural(totals['contexts'], 'context')} charged, "
+                                            f"{number(totals['computeUnits'])} compute units, "
+                                            f"fee {number(totals['fee'])}")
+    else:
+        out["accounting"] = ("operational", f"{counted(charged, False, 'context')} charged "
+                                            "(their sums are not computed for a page: "
+                                            "rtwo-vm accounting totals)")
+    policies, exact = queries.grouped(rt, "policies", "status", cap)
+    out["policies"] = (("operational" if policies.get("active", (0, True))[0] else "degraded",
+                        f"{counted(_total(policies), exact, 'policy', 'policies')} "
                         f"{_breakdown(policies)}") if policies
                        else ("idle", "no policies yet (the first call creates the spec default)"))
     out["instructions"] = _instructions_status(instructions)
@@ -128,16 +152,16 @@ def service_statuses(rt: Runtime, readiness: ReadinessCache,
         newest = queries.contexts_page(rt, before=None, limit=1, stage=None,
                                        execution_status=None, contract=None)
         path = [e.stage for e in rt.contexts.history(newest[0].context.context_id)] if newest else []
-        out["lifecycle"] = ("operational", f"{plural(contexts, 'context')} through the lifecycle; "
-                                           f"the latest: {' > '.join(path)}")
+        out["lifecycle"] = ("operational", f"{counted(contexts, contexts_exact, 'context')} "
+                                           f"through the lifecycle; the latest: {' > '.join(path)}")
     else:
         out["lifecycle"] = ("idle", "no executions yet")
-    results = queries.grouped(rt, "results", "execution_status")
-    out["results"] = (("operational", f"{plural(sum(results.values()), 'result')} "
+    results, exact = queries.grouped(rt, "results", "execution_status", cap)
+    out["results"] = (("operational", f"{counted(_total(results), exact, 'result')} "
                                       f"{_breakdown(results)}") if results
                       else ("idle", "no results recorded yet"))
-    violations = queries.grouped(rt, "violations", "severity")
-    out["violations"] = (("operational", f"{plural(sum(violations.values()), 'violation')} "
+    violations, exact = queries.grouped(rt, "violations", "severity", cap)
+    out["violations"] = (("operational", f"{counted(_total(violations), exact, 'violation')} "
                                          f"{_breakdown(violations, ' severity')}") if violations
                          else ("idle", "no violations recorded yet"))
     out["readiness"] = _readiness_status(readiness.view())
@@ -212,7 +236,7 @@ def _field_names(names: set[str]):
     return literal
 
 
-def _models_section(counts: dict[str, int]) -> Markup:
+def _models_section(counts: dict[str, tuple[int, bool]]) -> Markup:
     cards = []
     for model in MODELS:
         name = model.__name__
@@ -220,9 +244,9 @@ def _models_section(counts: dict[str, int]) -> Markup:
         names = {f.name for f in dataclasses.fields(model)}
         fields = join(tag("code", camel(f.name) + ("?" if f.name in model.OPTIONAL else ""))
                       for f in dataclasses.fields(model))
-        count = counts[name]
+        count, exact = counts[name]
         shown = (f"{count:,} computed from the spec table"
-                 if MODEL_SERVICES[name] == "instructions" else plural(count, "record"))
+                 if MODEL_SERVICES[name] == "instructions" else counted(count, exact, "record"))
         cards.append(tag("div", Markup(
             tag("h3", name) + tag("p", shown, class_="count", data_model=name)
             + tag("p", prose(doc, _field_names(names)), class_="muted")
@@ -269,7 +293,9 @@ def render(rt: Runtime, readiness: ReadinessCache, instructions: InstructionsCac
 
 def summary_json(rt: Runtime, readiness: ReadinessCache, instructions: InstructionsCache) -> dict:
     """What the live script updates on the overview: record counts and service statuses."""
-    return {"models": model_counts(rt, instructions),
+    counts = model_counts(rt, instructions)
+    return {"models": {name: n for name, (n, _) in counts.items()},
+            "modelsExact": {name: exact for name, (_, exact) in counts.items()},
             "services": {k: {"state": state, "evidence": evidence} for k, (state, evidence)
                          in service_statuses(rt, readiness, instructions).items()}}
 

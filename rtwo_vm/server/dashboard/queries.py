@@ -1,7 +1,7 @@
 """Bounded reads the pages need beyond the services' own: newest-first pages and aggregates.
 
-Every query here has a LIMIT or is an aggregate (count, group by): no page loads a whole
-table. Rows become domain models through the service that owns the table (its ``_from``,
+Every query here has a LIMIT or is a count that stops at a bound (records.count_at_most,
+records.breakdown): no page loads or counts a whole table. Rows become domain models through the service that owns the table (its ``_from``,
 which checks every column as the service's own reads do), so nothing here interprets a
 record differently from the runtime.
 """
@@ -16,6 +16,7 @@ from rtwo_vm.runtime import Runtime
 from rtwo_vm.runtime.catalog import catalog
 from rtwo_vm.runtime.events import VMEvent
 from rtwo_vm.runtime.models import RTWOExecutionContext
+from rtwo_vm.runtime.records import breakdown, count_at_most
 
 PAGE_SIZE = 50
 MAX_PAGE_SIZE = 200
@@ -81,11 +82,17 @@ def _row(rt: Runtime, row) -> ContextRow:
                       result["error"] if result else None, ended["stage"] if ended else None)
 
 
-def grouped(rt: Runtime, table: str, column: str) -> dict[str, int]:
-    """Counts of ``table`` rows by ``column`` (names are the dashboard's own, never input)."""
-    rows = rt.store.all(f"SELECT {column}, count(*) FROM {table} GROUP BY {column} "
-                        f"ORDER BY {column}")
-    return {str(r[0]): int(r[1]) for r in rows}
+def grouped(rt: Runtime, table: str, column: str, bound: int) -> tuple[dict[str, tuple[int, bool]], bool]:
+    """Counts of ``table`` rows by ``column`` (names are the dashboard's own, never input),
+    each (count, exact) counted up to ``bound`` over an index range (records.breakdown), and
+    whether all of them are exact."""
+    return breakdown(rt.store, table, column, bound)
+
+
+def charged(rt: Runtime, bound: int) -> tuple[int, bool]:
+    """(count, exact) of the charged accounting records, counted up to ``bound`` (an index
+    range of accounting_by_status)."""
+    return count_at_most(rt.store, "accounting WHERE status = 'charged'", (), bound)
 
 
 def latest(rt: Runtime, table: str, column: str, order: str) -> str | None:

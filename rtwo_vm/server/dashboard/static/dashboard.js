@@ -60,9 +60,11 @@
     Object.keys(data.models || {}).forEach(function (name) {
       var el = document.querySelector('[data-model="' + CSS.escape(name) + '"]');
       var n = data.models[name];
+      var exact = !data.modelsExact || data.modelsExact[name] !== false;
       if (!el || n === null) { return; }
       el.textContent = name === "RTWORuntimeInstruction"
-        ? n.toLocaleString("en-US") + " computed from the spec table" : plural(n, "record");
+        ? n.toLocaleString("en-US") + " computed from the spec table"
+        : exact ? plural(n, "record") : "more than " + n.toLocaleString("en-US") + " records";
     });
     Object.keys(data.services || {}).forEach(function (name) {
       var s = data.services[name];
@@ -76,7 +78,8 @@
     });
     var count = document.getElementById("context-count");
     if (count && data.models && data.models.RTWOExecutionContext !== undefined) {
-      count.textContent = data.models.RTWOExecutionContext.toLocaleString("en-US");
+      count.textContent = (data.modelsExact && data.modelsExact.RTWOExecutionContext === false
+        ? "more than " : "") + data.models.RTWOExecutionContext.toLocaleString("en-US");
     }
   }
 
