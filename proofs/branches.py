@@ -207,6 +207,9 @@ def keep_freed_memory() -> None:
 def _solver(ctx):
     solver = z3.Solver(ctx=ctx)
     solver.set("random_seed", 0)
+    # No relevancy filtering: the same answers on the searches for about 13% less work
+    # (measured on seven opcodes' 104 searches); deterministic like every other setting.
+    solver.set("relevancy", 0)
     solver.set("rlimit", RLIMIT)
     solver.set("timeout", WALL_MS)
     return solver

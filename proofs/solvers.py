@@ -172,8 +172,16 @@ def _z3_solver(config: Config, wall_seconds: float):
     solver.set("rlimit", config.rlimit)
     solver.set("timeout", int(wall_seconds * 1000))
     for key, value in config.options:
-        solver.set(key, value)
+        solver.set(key, _z3_value(value))
     return solver
+
+
+def _z3_value(text: str):
+    """An option's value as z3 takes it: budgets.toml's numbers and booleans are read back
+    as text (Config.options), and z3 refuses a symbol where it wants a number or a bool."""
+    if text in ("true", "false", "True", "False"):
+        return text in ("true", "True")
+    return int(text) if text.isdigit() else text
 
 
 def _z3(config: Config, text: str, wall_seconds: float) -> Answer:

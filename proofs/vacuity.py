@@ -5,8 +5,8 @@ premises: such a claim proves nothing, and a row holding one is ``vacuous`` (a f
 exactly as a row whose premises are unsatisfiable. So for every proved claim of that form,
 ``premises ∧ A`` is checked satisfiable: the distinct antecedents of a task (in the order
 they first appear) as one incremental script (smtlib.checks_script without its premises'
-check: the assumptions, then each antecedent between push and pop), by z3 under the budget of the profile's z3 script
-configuration — resource limits only, so the answer depends on the text alone. An
+check: the assumptions, then each antecedent between push and pop), by z3 under the budget of ``z3-antecedents`` (else the profile's z3 script
+configuration) — resource limits only, so the answer depends on the text alone. An
 antecedent left undecided within the budget leaves its row unproved (unknown, or timeout
 at the wall-clock safety net), never proved.
 
@@ -28,8 +28,13 @@ def antecedent(claim) -> z3.BoolRef | None:
 
 
 def config(budgets) -> solvers.Config:
-    """The z3 configuration that checks antecedents: the first z3 script configuration of
-    the budgets (z3-script in proofs/budgets.toml), else plain z3 (one text per check)."""
+    """The z3 configuration that checks antecedents: ``z3-antecedents`` when the budgets name
+    it (these checks are satisfiable ones, which z3's default phase caching finds fast and the
+    provers' options may not), else the first z3 script configuration of the budgets, else
+    plain z3 (one text per check)."""
+    named = budgets.configs.get("z3-antecedents")
+    if named is not None and named.solver == "z3":
+        return named
     for c in budgets.configs.values():
         if c.solver == "z3" and c.script:
             return c
