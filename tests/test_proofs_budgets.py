@@ -29,7 +29,7 @@ def test_the_same_statuses_and_solver_work_quiet_and_beside_four_busy_processes(
     quiet = verdicts(run_suite(HEAVY))
     assert [v[3] for v in quiet] == [PROVED] * 4 and all(v[4] == "agrees" for v in quiet)
     assert {label for v in quiet for label in v[5]} == {
-        "cvc5 (solve-bv-as-int=sum, logic ALL)", "z3 (incremental script)"}
+        "cvc5 (solve-bv-as-int=sum, logic ALL)", "z3 (phase_selection=2, incremental script)"}
     assert {label for v in quiet for label in v[6]} == {"z3", "cvc5 (incremental script)"}
     spinners = [subprocess.Popen([sys.executable, "-c", SPIN], stdout=subprocess.PIPE, text=True)
                 for _ in range(4)]

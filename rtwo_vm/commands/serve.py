@@ -24,7 +24,7 @@ KEEP_ALIVE_SECONDS = 75   # as nginx: longer than the 5 s of client pools
 
 def register(sub) -> None:
     p = sub.add_parser("serve", help="serve the runtime's services over HTTP, with the dashboard",
-                       description=__doc__.split("\n\n")[0])
+                       description="The runtime's services over HTTP (/api/v1) and the dashboard, over one database; read-only without --token-file.")
     p.add_argument("--db", default=os.environ.get(DB_ENV, DEFAULT_DB),
                    help=f"the database (default: ${DB_ENV}, else ./{DEFAULT_DB}); created if missing")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
