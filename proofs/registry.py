@@ -269,57 +269,16 @@ def _declaration(th: Theorem) -> list:
 
 def _declared_in_child(file: Path, source: bytes, module_name: str) -> list:
     """Run the file in a forked child; the declarations it reports, or TheoremFileError."""
-    import json
-    import os
-    import select
-    import time
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:                      # the child: report, then end without running anything else
-        code = 1
-        try:
-            os.close(read_end)
-            try:
-                doc: dict = {"declared": [_declaration(th) for th in _run_source(str(file), source, module_name)]}
-            except BaseException as err:  # noqa: BLE001 - SystemExit and KeyboardInterrupt included
-                doc = {"error": f"{type(err).__name__}: {err}".splitlines()[0][:500] if str(err)
-                       else type(err).__name__}
-            data = json.dumps(doc).encode()
-            while data:
-                data = data[os.write(write_end, data):]
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(write_end)
-    chunks, total, deadline, late = [], 0, time.monotonic() + LOAD_SECONDS, False
+    from proofs.forked import ChildEnded, ChildLate, report_of
     try:
-        while total <= MAX_FILE:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([read_end], [], [], left)[0]:
-                os.kill(pid, 9)
-                late = True
-                break
-            chunk = os.read(read_end, 1 << 16)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-    finally:
-        os.close(read_end)
-        if total > MAX_FILE:
-            os.kill(pid, 9)
-        _, status = os.waitpid(pid, 0)
-    try:
-        reported = json.loads(b"".join(chunks)) if total <= MAX_FILE else None
-    except ValueError:
-        reported = None
-    if late:
-        raise TheoremFileError(f"--theorems: {file}: loading the file took more than {LOAD_SECONDS:g} s")
-    if not isinstance(reported, dict):
-        ended = (f"killed by signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status)
-                 else f"exit status {os.waitstatus_to_exitcode(status)}")
+        reported = report_of(lambda: {"declared": [_declaration(th) for th in
+                                                   _run_source(str(file), source, module_name)]},
+                             seconds=LOAD_SECONDS, max_bytes=MAX_FILE)
+    except ChildLate as late:
+        raise TheoremFileError(f"--theorems: {file}: loading the file {late}") from None
+    except ChildEnded as ended:
         raise TheoremFileError(f"--theorems: {file}: loading the file ended its process ({ended}) "
-                               "before it reported its theorems")
+                               "before it reported its theorems") from None
     if "error" in reported:
         raise TheoremFileError(f"--theorems: {file}: {reported['error']}")
     return [tuple(d) for d in reported["declared"]]

@@ -34,8 +34,6 @@ from __future__ import annotations
 
 import builtins
 import hashlib
-import json
-import os
 import sys
 import types
 from dataclasses import dataclass
@@ -331,57 +329,16 @@ def _run_source(file: str, source: bytes, module_name: str) -> list[Property]:
 
 
 def _names_in_child(file: Path, source: bytes, module_name: str) -> list[str]:
-    import select
-    import time
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            os.close(read_end)
-            try:
-                doc: dict = {"names": [p.name for p in _run_source(str(file), source, module_name)]}
-            except BaseException as err:  # noqa: BLE001 - SystemExit included
-                text = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
-                doc = {"error": text.splitlines()[0][:500]}
-            data = json.dumps(doc).encode()
-            while data:
-                data = data[os.write(write_end, data):]
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(write_end)
-    chunks, total, deadline, late = [], 0, time.monotonic() + LOAD_SECONDS, False
+    from proofs.forked import ChildEnded, ChildLate, report_of
     try:
-        while total <= MAX_FILE:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([read_end], [], [], left)[0]:
-                os.kill(pid, 9)
-                late = True
-                break
-            chunk = os.read(read_end, 1 << 16)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-    finally:
-        os.close(read_end)
-        if total > MAX_FILE:
-            os.kill(pid, 9)
-        _, status = os.waitpid(pid, 0)
-    if late:
-        raise PropertyError(f"--properties: {file}: loading the file took more than "
-                            f"{LOAD_SECONDS:g} s")
-    answer: object
-    try:
-        answer = json.loads(b"".join(chunks)) if total <= MAX_FILE else None
-    except ValueError:
-        answer = None
-    if not isinstance(answer, dict):
-        ended = (f"killed by signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status)
-                 else f"exit status {os.waitstatus_to_exitcode(status)}")
+        answer = report_of(lambda: {"names": [p.name for p in _run_source(str(file), source,
+                                                                       module_name)]},
+                           seconds=LOAD_SECONDS, max_bytes=MAX_FILE)
+    except ChildLate as late:
+        raise PropertyError(f"--properties: {file}: loading the file {late}") from None
+    except ChildEnded as ended:
         raise PropertyError(f"--properties: {file}: loading the file ended its process "
-                            f"({ended}) before it reported its properties")
+                            f"({ended}) before it reported its properties") from None
     if "error" in answer:
         raise PropertyError(f"--properties: {file}: {answer['error']}")
     return [str(n) for n in answer.get("names", [])]
