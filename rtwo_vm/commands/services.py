@@ -187,14 +187,7 @@ def _cmd_contexts(args) -> int:
                     "createdAt"])
             return 0
         context_id = need_id(args)
-        context = rt.contexts.get(context_id)
-        doc = {"context": context.to_json(),
-               "history": [e.to_json() for e in rt.contexts.history(context_id)],
-               "sandbox": rt.sandboxes.for_context(context_id).to_json(),
-               "accounting": rt.accounting.for_context(context_id).to_json(),
-               "result": rt.results.for_context(context_id).to_json(),
-               "violations": [v.to_json() for v in rt.violations.for_context(context_id)],
-               "children": [c.context_id for c in rt.contexts.children(context_id)]}
+        doc = rt.context_record(context_id)
     print_json(doc)
     return 0
 

@@ -212,6 +212,18 @@ class Runtime:
 
     # -- executions -------------------------------------------------------------------------
 
+    def context_record(self, context_id: str) -> dict[str, Any]:
+        """A context with its stage history and every record of it, as JSON (``rtwo-vm
+        contexts show`` and ``GET /api/v1/contexts/{id}``); UnknownRecord for an unknown id."""
+        context = self.contexts.get(context_id)
+        return {"context": context.to_json(),
+                "history": [e.to_json() for e in self.contexts.history(context_id)],
+                "sandbox": self.sandboxes.for_context(context_id).to_json(),
+                "accounting": self.accounting.for_context(context_id).to_json(),
+                "result": self.results.for_context(context_id).to_json(),
+                "violations": [v.to_json() for v in self.violations.for_context(context_id)],
+                "children": [c.context_id for c in self.contexts.children(context_id)]}
+
     def call(self, request: CallRequest | None = None, **fields: Any) -> RecordedExecution:
         """Run an invocation through all ten stages and record it (see CallRequest)."""
         if request is None:

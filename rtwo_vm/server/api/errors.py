@@ -27,8 +27,14 @@ from rtwo_vm.server.api.codes import ApiError, status_of
 
 log = logging.getLogger("rtwo_vm.server")
 
-HTTP_CODES = {404: "UNKNOWN_ROUTE", 405: "METHOD_NOT_ALLOWED", 413: "BODY_TOO_LARGE",
-              401: "UNAUTHORIZED", 415: "UNSUPPORTED_MEDIA_TYPE"}
+# The codes of the answers FastAPI and Starlette make themselves, found by their HTTP status
+# (api.toml gives each code its status).
+HTTP_ANSWERS = ("UNKNOWN_ROUTE", "METHOD_NOT_ALLOWED", "BODY_TOO_LARGE", "UNAUTHORIZED",
+                "UNSUPPORTED_MEDIA_TYPE")
+# The runtime's refusals, as the command line's guard turns them into one-line errors.
+REFUSALS: dict[type[Exception], str] = {
+    UnknownRecord: "UNKNOWN_RECORD", InvalidInput: "INVALID_REQUEST",
+    ModelError: "INVALID_REQUEST", RuntimeBusy: "SERVER_BUSY"}
 LIMIT_FIELDS = ("limits",)   # a body field whose refusal is INVALID_LIMITS
 
 
@@ -66,27 +72,14 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        code = HTTP_CODES.get(exc.status_code, "INVALID_REQUEST")
+        code = {status_of(c): c for c in HTTP_ANSWERS}.get(exc.status_code, "INVALID_REQUEST")
         text = {"UNKNOWN_ROUTE": f"no route {request.url.path[:120]}",
                 "METHOD_NOT_ALLOWED": f"{request.method} is not allowed on this route"
                 }.get(code, str(exc.detail))
         return answer(code, text, exc.headers)
 
-    @app.exception_handler(UnknownRecord)
-    async def _unknown(request: Request, exc: UnknownRecord) -> JSONResponse:
-        return answer("UNKNOWN_RECORD", _text(exc))
-
-    @app.exception_handler(InvalidInput)
-    async def _input(request: Request, exc: InvalidInput) -> JSONResponse:
-        return answer("INVALID_REQUEST", _text(exc))
-
-    @app.exception_handler(ModelError)
-    async def _model(request: Request, exc: ModelError) -> JSONResponse:
-        return answer("INVALID_REQUEST", _text(exc))
-
-    @app.exception_handler(RuntimeBusy)
-    async def _busy(request: Request, exc: RuntimeBusy) -> JSONResponse:
-        return answer("SERVER_BUSY", _text(exc))
+    for refusal, code in REFUSALS.items():
+        app.add_exception_handler(refusal, _refusal(code))
 
     @app.exception_handler(StoreError)
     async def _store(request: Request, exc: StoreError) -> JSONResponse:
@@ -104,6 +97,12 @@ def install(app: FastAPI) -> None:
     async def _fault(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unexpected error answering %s %s", request.method, request.url.path)
         return answer("SERVER_FAULT", f"the server failed: {type(exc).__name__}")
+
+
+def _refusal(code: str):
+    async def handler(request: Request, exc: Exception) -> JSONResponse:
+        return answer(code, _text(exc))
+    return handler
 
 
 def _text(exc: BaseException) -> str:

@@ -157,14 +157,7 @@ def contexts(rt: RT, page: Pages,
 @router.get("/contexts/{context_id}", response_model=schemas.ContextRecord, responses=ONE,
             tags=["contexts"])
 def context(rt: RT, context_id: RecordId):
-    record = rt.contexts.get(context_id)
-    return {"context": record.to_json(),
-            "history": [e.to_json() for e in rt.contexts.history(context_id)],
-            "sandbox": rt.sandboxes.for_context(context_id).to_json(),
-            "accounting": rt.accounting.for_context(context_id).to_json(),
-            "result": rt.results.for_context(context_id).to_json(),
-            "violations": [v.to_json() for v in rt.violations.for_context(context_id)],
-            "children": [c.context_id for c in rt.contexts.children(context_id)]}
+    return rt.context_record(context_id)
 
 
 def _check(name: str, value: str | None, allowed) -> None:
