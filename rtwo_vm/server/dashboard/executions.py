@@ -62,7 +62,7 @@ def contexts(rt: Runtime, *, status: str | None, result: str | None, contract: s
     try:
         contract_id = _word(contract, "contract") if contract else None
         before_seq = int(_word(before, "before"), 16) if before else None
-        size = int(_word(limit, "limit"), 16) if limit else queries.PAGE_SIZE
+        size = int(_word(limit, "limit"), 16) if limit else bounds().default_page_size
         rows = queries.contexts_page(rt, before=before_seq, limit=size, stage=status or None,
                                      execution_status=result or None, contract=contract_id)
     except queries.BadFilter as err:
@@ -78,7 +78,7 @@ def contexts(rt: Runtime, *, status: str | None, result: str | None, contract: s
                                                  placeholder="0x100", size=20)))
         + tag("button", "filter", type="submit")), method="get", action="/contexts",
         class_="filters")
-    size = max(1, min(size, queries.MAX_PAGE_SIZE))
+    size = max(1, min(size, bounds().max_page_size))
     more = ""
     if len(rows) == size:
         params = {k: v for k, v in (("status", status), ("result", result),

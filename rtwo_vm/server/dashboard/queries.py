@@ -11,15 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from reference_vm.result import STATUSES
 from rtwo_vm.runtime import Runtime
 from rtwo_vm.runtime.catalog import catalog
 from rtwo_vm.runtime.events import VMEvent
 from rtwo_vm.runtime.models import RTWOExecutionContext
-from rtwo_vm.runtime.records import breakdown, count_at_most
+from rtwo_vm.runtime.records import (
+    ExecutionContextManager, InvalidInput, breakdown, count_at_most,
+)
+from rtwo_vm.server.api.codes import bounds
 
-PAGE_SIZE = 50
-MAX_PAGE_SIZE = 200
 
 
 class BadFilter(ValueError):
@@ -38,20 +38,13 @@ class ContextRow:
 def contexts_page(rt: Runtime, *, before: int | None, limit: int, stage: str | None,
                   execution_status: str | None, contract: str | None) -> list[ContextRow]:
     """Contexts newest first (by commit order), at most ``limit``, older than ``before``."""
-    where: list[str] = []
-    args: list[Any] = []
-    if stage is not None:
-        if stage not in catalog().stages:
-            raise BadFilter(f"unknown lifecycle stage {stage!r}")
-        where.append("EXISTS (SELECT 1 FROM stage_history h WHERE h.context_id = c.context_id "
-                     "AND h.stage = ?)")
-        args.append(stage)
-    if execution_status is not None:
-        if execution_status not in STATUSES:
-            raise BadFilter(f"unknown execution status {execution_status!r}")
-        where.append("EXISTS (SELECT 1 FROM results r WHERE r.context_id = c.context_id "
-                      "AND r.execution_status = ?)")
-        args.append(execution_status)
+    # The filters are the context service's own (rt.contexts.list and page use them).
+    try:
+        filters = ExecutionContextManager._filters(stage, execution_status, False, "c")
+    except InvalidInput as err:
+        raise BadFilter(str(err).split(";")[0]) from None
+    where = [clause for clause, _ in filters]
+    args: list[Any] = [arg for _, clause_args in filters for arg in clause_args]
     if contract is not None:
         where.append("c.contract_id = ?")
         args.append(contract)
@@ -62,7 +55,7 @@ def contexts_page(rt: Runtime, *, before: int | None, limit: int, stage: str | N
     if where:
         sql += " WHERE " + " AND ".join(where)
     sql += " ORDER BY c.seq DESC LIMIT ?"
-    args.append(max(1, min(limit, MAX_PAGE_SIZE)))
+    args.append(max(1, min(limit, bounds().max_page_size)))
     return [_row(rt, r) for r in rt.store.all(sql, tuple(args))]
 
 
