@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Headless Chromium for the documentation browser test (Debian's package; no browser
+# Headless Chromium for the documentation and dashboard browser tests (Debian's package; no browser
 # download of its own). Does nothing when it is already installed.
 set -euo pipefail
 if command -v chromium >/dev/null 2>&1; then
