@@ -72,3 +72,21 @@ def test_the_readme_python_example_runs(newcomer):
     done = newcomer(f"{sys.executable} -c '{code}'")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("success 0100000000000000")
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    """.ci/run's command is the README's set-up test command, install steps included (CI
+    starts from a clean clone: every install step is in the project's files)."""
+    setup = README.split("## Set up on a fresh machine", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```sh\n(.*?)```", setup, flags=re.S)
+    readme_test = next(b for b in blocks if "pytest" in b)
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+    def command(text: str) -> str:
+        lines = [line for line in text.replace("\\\n", " ").splitlines()
+                 if line.strip() and not line.lstrip().startswith(("#", "set ", "export ", "cd "))]
+        return " ".join(" ".join(lines).split())
+
+    assert command(ci) == command(readme_test)
+    for script in re.findall(r"(scripts/[\w.-]+)", ci):
+        assert (ROOT / script).is_file(), script
