@@ -110,3 +110,21 @@ def test_unknown_operators_and_a_partial_record_are_refused():
         assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, (args, proc.stderr)
     assert "the kinds are binop" in subprocess.run([*CLI, "--operator", "shuffle"], capture_output=True,
                                                   text=True, timeout=60).stderr
+
+
+def test_a_verdict_does_not_depend_on_the_parent_process_address_space(planted, split):
+    """The mutant's child is forked from this process and inherits its address space (thread
+    stacks and malloc arenas of threads long gone, a JIT's reservations): its memory bound is
+    on what the mutant adds. Here this process first maps 2.5 GiB it never touches; the
+    mutant that survives the deepest call chain of the corpus still survives it."""
+    import mmap
+    _, old = split
+    (deepest,) = [v for v in old if v["id"] == "call/CALL/depth_limit"]
+    mutant = _mutant(planted, "unsorted")
+    reserved = mmap.mmap(-1, 5 << 29, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    try:
+        run.set_plan(run.Plan([mutant], [deepest], timeout=300.0))
+        (verdict,) = list(backend.local_map(run.prescreen, [0], 1))
+    finally:
+        reserved.close()
+    assert verdict["status"] == "survived", verdict

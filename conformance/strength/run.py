@@ -31,7 +31,7 @@ from typing import Any, Mapping, Sequence
 from conformance.strength import isolate
 from conformance.strength.mutants import Mutant
 
-MEMORY_LIMIT = 2 * 1024 ** 3   # bytes of address space for a mutant's child
+MEMORY_LIMIT = 2 * 1024 ** 3   # bytes of address space a mutant's child may add to its parent's
 JUNK = (0x5EED5EED5EED5EED, 0x0123456789ABCDEF)
 
 
@@ -74,6 +74,22 @@ def set_plan(plan: Plan) -> None:
     _PLAN = plan
 
 
+def _address_space() -> int:
+    """Bytes of address space this process has mapped (0 where /proc does not say). A forked
+    child starts with its parent's: thread stacks and malloc arenas of threads long gone, a
+    JIT's reservations. The bound is on what the mutant adds to it, so that a verdict never
+    depends on what the parent process did before (a bound on the total left deep call chains
+    without memory once the parent had grown past it, and killed correct code)."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
 def _alarm(signum, frame):
     raise _Timeout()
 
@@ -85,7 +101,8 @@ def prescreen(index: int) -> dict[str, Any]:
     mutant = plan.mutants[index]
     started = time.perf_counter()
     try:
-        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+        limit = _address_space() + MEMORY_LIMIT
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     except (ValueError, OSError):
         pass
     signal.signal(signal.SIGALRM, _alarm)
