@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+from dataclasses import dataclass
 
 import z3
 from z3 import z3core
@@ -220,10 +221,42 @@ _PREMISES: list = []
 
 def _premises(s, ins) -> tuple:
     """well_formed(s) and the tiers, built once for the searches of one state and row, and
-    the z3 context those searches run in (``_fresh``)."""
+    the z3 context those searches run in (``_fresh``), and the row's printed texts
+    (``print_row``)."""
     if not (_PREMISES and _PREMISES[0] is s and _PREMISES[1] is ins):
-        _PREMISES[:] = [s, ins, well_formed(s), _tiers(s, ins), z3.Context()]
+        _PREMISES[:] = [s, ins, well_formed(s), _tiers(s, ins), z3.Context(), None]
     return _PREMISES[2], _PREMISES[3]
+
+
+@dataclass(frozen=True)
+class _Printed:
+    """A row's search terms printed as SMT-LIB from one z3 context of its own: the
+    declarations, and each term's ``(assert …)`` block by its id in the main context."""
+    declarations: str
+    blocks: dict[int, str]
+
+    def text(self, terms) -> str:
+        return self.declarations + "\n".join(self.blocks[t.get_id()] for t in terms) + "\n"
+
+
+def print_row(s, ins, conds) -> None:
+    """Print the premise, every tier's terms and ``conds`` (the row's searches) at once, in
+    the order given, from one fresh context (smtlib.fresh_solver): a search's text is then
+    the declarations and its terms' blocks (each assertion names its shared subterms on its
+    own), and depends on the row's terms alone, as a text printed per search would, for one
+    context per row instead of one per search."""
+    from proofs.smtlib import fresh_solver
+    from proofs.solvers import toplevel
+    premise, tiers = _premises(s, ins)
+    terms: dict[int, z3.BoolRef] = {}
+    for t in [premise, *(t for tier in tiers for t in tier), *conds]:
+        terms.setdefault(t.get_id(), t)
+    blocks = toplevel(fresh_solver(list(terms.values())).to_smt2())
+    declarations = [b for b in blocks if b.startswith("(declare-")]
+    asserts = [b for b in blocks if b.startswith("(assert")]
+    if len(asserts) != len(terms):
+        raise ValueError("print_row: z3 exported another number of assertions than it was given")
+    _PREMISES[5] = _Printed("\n".join(declarations) + "\n", dict(zip(terms, asserts)))
 
 
 # The stack checks' halts are infeasible for many rows (an instruction that pushes no more
@@ -284,8 +317,12 @@ def _fresh(*terms) -> z3.Solver:
     searches of this state and row (made by ``_premises``, holding nothing else but the
     texts parsed before in the row): what it finds depends on the row's queries alone,
     never on what the process built before (tests pin it)."""
-    from proofs.smtlib import fresh_solver
-    text = fresh_solver(list(terms)).to_smt2()
+    printed = _PREMISES[5]
+    if printed is not None and all(t.get_id() in printed.blocks for t in terms):
+        text = printed.text(terms)
+    else:
+        from proofs.smtlib import fresh_solver
+        text = fresh_solver(list(terms)).to_smt2()
     solver = _solver(_PREMISES[4])
     solver.from_string(text)
     return solver
@@ -314,11 +351,19 @@ def _branch_inputs(mnemonic: str, bits: int) -> tuple:
     imm = immediate(w, ins)
     found = []
     every = step(pre, mnemonic, imm)
+    cases_of = []
     for branch in every:
         cases = {branch.label: branch.cond}
         if branch.status == RUNNING:
             for name, extra in _exact_limits(branch, pre).items():
                 cases[f"{branch.label} [{name}]"] = z3.And(branch.cond, extra)
+        cases_of.append(cases)
+    # Each split case once, on whichever running branch has it (labelled by that branch).
+    running = [b for b in every if b.status == RUNNING]
+    split = {name: z3.And(extra, z3.Or([b.cond for b in running]))
+             for name, extra in splits(pre, ins).items()}
+    print_row(pre, ins, [c for cases in cases_of for c in cases.values()] + list(split.values()))
+    for branch, cases in zip(every, cases_of):
         if _likely_unreachable(branch.status, ins) and unsatisfiable(branch.cond, pre, ins):
             continue
         for label, cond in cases.items():
@@ -326,10 +371,8 @@ def _branch_inputs(mnemonic: str, bits: int) -> tuple:
             if model is not None:
                 x = inputs_from_model(model, pre, mnemonic, imm)
                 found.append({"branch": label, "outcome": branch.status, **x})
-    # Each split case once, on whichever running branch has it (labelled by that branch).
-    running = [b for b in every if b.status == RUNNING]
-    for name, extra in splits(pre, ins).items():
-        model = solve(z3.And(extra, z3.Or([b.cond for b in running])), pre, ins)
+    for name, cond in split.items():
+        model = solve(cond, pre, ins)
         if model is not None:
             branch = next(b for b in running if _read(model, b.cond))
             x = inputs_from_model(model, pre, mnemonic, imm)
