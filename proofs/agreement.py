@@ -29,10 +29,11 @@ from proofs.words import SPEC
 RUNNING = "running"
 
 
-def model_outcome(x: dict, model=None, world: World | None = None):
-    """The model's branch taken from the concrete state of ``x`` (a completed inputs); a
-    CALL's callee runs through the model over ``world`` (made from ``x`` when not given)."""
-    pre = concrete_state(x)
+def model_outcome(x: dict, model=None, world: World | None = None, pre=None):
+    """The model's branch taken from the concrete state of ``x`` (a completed inputs), or
+    from ``pre`` when given (that state, already built); a CALL's callee runs through the
+    model over ``world`` (made from ``x`` when not given)."""
+    pre = concrete_state(x) if pre is None else pre
     if x["mnemonic"] == "CALL":
         world = world_of(x, pre) if world is None else world
         world.model_table = None if model is None else {"CALL": model}
@@ -50,8 +51,9 @@ def compare(inputs: dict, handler=None, model=None) -> list[str]:
     # Every byte the interpreter holds non-zero is probed on the model too.
     written = nonzero(got.memory)
     try:
-        world = world_of(x, concrete_state(x))
-        expected = observe(x, model_outcome(x, model, world), keys, written, world=world)
+        pre = concrete_state(x)
+        world = world_of(x, pre)
+        expected = observe(x, model_outcome(x, model, world, pre), keys, written, world=world)
     except ModelError as err:
         return [f"model: {err}"] + paths.differences(x, handler, keys)
     diffs = []
