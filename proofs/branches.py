@@ -312,11 +312,12 @@ def solve_small(cond, s, ins):
 
 def _fresh(*terms) -> z3.Solver:
     """A solver with the search's settings over ``terms``. They are printed as SMT-LIB from
-    a z3 context of their own (smtlib.fresh_solver; a translation keeps traces of the main
-    context's numbering, the printed text does not) and parsed into the context of the
-    searches of this state and row (made by ``_premises``, holding nothing else but the
-    texts parsed before in the row): what it finds depends on the row's queries alone,
-    never on what the process built before (tests pin it)."""
+    a z3 context of their own — the row's, when ``print_row`` printed them all, else one
+    for this search (smtlib.fresh_solver; a translation keeps traces of the main context's
+    numbering, the printed text does not) — and parsed into the context of the searches of
+    this state and row (made by ``_premises``, holding nothing else but the texts parsed
+    before in the row): what it finds depends on the row's queries alone, never on what the
+    process built before (tests pin it)."""
     printed = _PREMISES[5]
     if printed is not None and all(t.get_id() in printed.blocks for t in terms):
         text = printed.text(terms)
