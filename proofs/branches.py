@@ -231,9 +231,12 @@ def _premises(s, ins) -> tuple:
 @dataclass(frozen=True)
 class _Printed:
     """A row's search terms printed as SMT-LIB from one z3 context of its own: the
-    declarations, and each term's ``(assert …)`` block by its id in the main context."""
+    declarations, and each term's ``(assert …)`` block by its id in the main context. The
+    terms are held too: z3 gives a freed term's id to the next term it makes, and a held
+    term's id names that term alone."""
     declarations: str
     blocks: dict[int, str]
+    terms: tuple
 
     def text(self, terms) -> str:
         return self.declarations + "\n".join(self.blocks[t.get_id()] for t in terms) + "\n"
@@ -256,7 +259,8 @@ def print_row(s, ins, conds) -> None:
     asserts = [b for b in blocks if b.startswith("(assert")]
     if len(asserts) != len(terms):
         raise ValueError("print_row: z3 exported another number of assertions than it was given")
-    _PREMISES[5] = _Printed("\n".join(declarations) + "\n", dict(zip(terms, asserts)))
+    _PREMISES[5] = _Printed("\n".join(declarations) + "\n", dict(zip(terms, asserts)),
+                            tuple(terms.values()))
 
 
 # The stack checks' halts are infeasible for many rows (an instruction that pushes no more

@@ -5,8 +5,9 @@ premises: such a claim proves nothing, and a row holding one is ``vacuous`` (a f
 exactly as a row whose premises are unsatisfiable. So for every proved claim of that form,
 ``premises ∧ A`` is checked satisfiable: the distinct antecedents of a task (in the order
 they first appear) as one incremental script (smtlib.checks_script without its premises'
-check: the assumptions, then each antecedent between push and pop), by z3 under the budget of ``z3-antecedents`` (else the profile's z3 script
-configuration) — resource limits only, so the answer depends on the text alone. An
+check: the assumptions, then each antecedent between push and pop), by z3 under the budget
+of ``z3-antecedents`` (else the profile's z3 script configuration) — resource limits only,
+so the answer depends on the text alone. An
 antecedent left undecided within the budget leaves its row unproved (unknown, or timeout
 at the wall-clock safety net), never proved.
 

@@ -286,12 +286,15 @@ class ExecutionContextManager(_RecordService):
         ``status`` keeps those whose stage history entered that lifecycle stage (``committed``
         or ``rolled_back``: how stage 9 went; ``executing``: those that ran), and
         ``execution_status`` those whose result has that status (chapter 7.1)."""
-        where = self._filters(status, execution_status, roots_only, "contexts")
+        where = self.filters(status, execution_status, roots_only, "contexts")
         return super().list(limit=limit, _where=where, contract_id=contract_id)
 
     @staticmethod
-    def _filters(status: str | None, execution_status: str | None, roots_only: bool,
-                 table: str) -> tuple[tuple[str, tuple], ...]:
+    def filters(status: str | None, execution_status: str | None, roots_only: bool,
+                table: str) -> tuple[tuple[str, tuple], ...]:
+        """The (SQL clause, arguments) pairs of the context filters over ``table``'s alias
+        (``list``, ``page`` and the dashboard's newest-first page use them); InvalidInput
+        for an unknown stage or execution status."""
         cat = catalog()
         where: list[tuple[str, tuple]] = []
         if roots_only:
@@ -320,7 +323,7 @@ class ExecutionContextManager(_RecordService):
         return super().page(limit=limit, after=after, contract_id=contract_id,
                             created_from=created_from, created_to=created_to,
                             count_bound=count_bound,
-                            _where=self._filters(status, execution_status, roots_only, "t"))
+                            _where=self.filters(status, execution_status, roots_only, "t"))
 
     def outcomes(self) -> dict[str, tuple[str | None, str, str | None]]:
         """For each context id: (the stage-9 stage it went through, its execution status, its

@@ -70,9 +70,11 @@ def install(app: FastAPI) -> None:
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         return answer(*validation_message(exc))
 
+    code_of_status = {status_of(c): c for c in HTTP_ANSWERS}
+
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        code = {status_of(c): c for c in HTTP_ANSWERS}.get(exc.status_code, "INVALID_REQUEST")
+        code = code_of_status.get(exc.status_code, "INVALID_REQUEST")
         text = {"UNKNOWN_ROUTE": f"no route {request.url.path[:120]}",
                 "METHOD_NOT_ALLOWED": f"{request.method} is not allowed on this route"
                 }.get(code, str(exc.detail))

@@ -21,7 +21,6 @@ from rtwo_vm.runtime.records import (
 from rtwo_vm.server.api.codes import bounds
 
 
-
 class BadFilter(ValueError):
     """A filter value the page does not know (shown, nothing queried)."""
 
@@ -40,7 +39,7 @@ def contexts_page(rt: Runtime, *, before: int | None, limit: int, stage: str | N
     """Contexts newest first (by commit order), at most ``limit``, older than ``before``."""
     # The filters are the context service's own (rt.contexts.list and page use them).
     try:
-        filters = ExecutionContextManager._filters(stage, execution_status, False, "c")
+        filters = ExecutionContextManager.filters(stage, execution_status, False, "c")
     except InvalidInput as err:
         raise BadFilter(str(err).split(";")[0]) from None
     where = [clause for clause, _ in filters]
