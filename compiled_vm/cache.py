@@ -1,6 +1,7 @@
 """Per-code profiles: how often each segment ran and what has been compiled for it.
 
-A profile is keyed by the code section and the word width, so every execution in the process
+A profile is keyed by the code section and the rules (spec version and word width), so every
+execution in the process
 that runs the same code shares the counts and the compiled functions. The cache is bounded in
 bytes since code comes from outside: each entry is charged an estimate computed from what it
 holds (``Profile.size``: its prepared program, reference_vm.program.program_bytes, its count and
@@ -18,6 +19,7 @@ from typing import Callable, cast
 from compiled_vm.codegen import generate, inlined
 from compiled_vm.regions import region_at
 from reference_vm.program import Program, program_bytes
+from reference_vm.rules import Rules
 
 MAX_BYTES = 64 << 20
 PROFILE_BYTES = 512       # the Profile, its dict of sources, its entry in a table
@@ -43,12 +45,12 @@ class Profile:
         # The estimated bytes it holds (its key, the code, is the program's own code section).
         self.size = PROFILE_BYTES + program_bytes(program, 0) + SLOT_BYTES * size
 
-    def compile_at(self, head: int, word) -> None:
+    def compile_at(self, head: int, rules: Rules) -> None:
         """Compile the region at head (a loop through it, else its segment)."""
         region = region_at(self.program, head)
         if not region.loop and sum(map(inlined, (d for d, _ in region.segments[0].steps))) < MIN_INLINED:
             return   # too little to gain over the interpreter's segment: stays interpreted
-        source, namespace = generate(region, word)
+        source, namespace = generate(region, rules)
         code = compile(source, f"<rtwo-compiled {head}>", "exec")
         exec(code, namespace)  # noqa: S102 - source generated here from validated code
         self.fns[head] = cast(RegionFn, namespace["region"])   # generate's source defines it
@@ -58,23 +60,24 @@ class Profile:
 
 
 class ProfileCache:
-    """code section (bytes, hashed as a dict key) -> its Profile, one table per word width.
+    """code section (bytes, hashed as a dict key) -> its Profile, one table per rules (version
+    and word width: a program's handlers are built for its rules).
 
     The first execution of a code gets no profile (COLD) unless one of its frames runs long;
     the second gets one. Entries go in through ``put`` and grow through ``grew``, which keep
     ``bytes`` (the estimated total); when it would pass ``max_bytes`` every table is emptied.
-    Lookups are plain dict lookups on ``table(bits)``.
+    Lookups are plain dict lookups on ``table(rules)``.
     """
 
     def __init__(self, max_bytes: int = MAX_BYTES):
         self.max_bytes = max_bytes
         self.bytes = 0
-        self.tables: dict[int, dict[bytes, Profile | object]] = {}
+        self.tables: dict[Rules, dict[bytes, Profile | object]] = {}
 
-    def table(self, bits: int) -> dict[bytes, Profile | object]:
-        table = self.tables.get(bits)
+    def table(self, rules: Rules) -> dict[bytes, Profile | object]:
+        table = self.tables.get(rules)
         if table is None:
-            table = self.tables[bits] = {}
+            table = self.tables[rules] = {}
         return table
 
     @staticmethod

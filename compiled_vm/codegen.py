@@ -25,14 +25,12 @@ results stay Python booleans while only a branch or ISZERO uses them.
 
 from __future__ import annotations
 
-import spec
 from compiled_vm.regions import Region
 from reference_vm.instructions.stack import family_of
 from reference_vm.machine import Handler
 from reference_vm.program import METER_READERS, Segment
-from reference_vm.words import Word
+from reference_vm.rules import Rules
 
-STACK_DEPTH = spec.load().limits["machine"]["stack_depth"]
 MAX_DEPTH = 8          # expressions are held in a local after this many operations
 
 RING = {"ADD": "+", "SUB": "-", "MUL": "*"}
@@ -73,16 +71,17 @@ class Val:
 
 
 class Gen:
-    def __init__(self, region: Region, word: Word, head: int):
+    def __init__(self, region: Region, rules: Rules, head: int):
         self.region = region
-        self.word = word
+        self.rules = rules
+        self.word = rules.word
         self.head = head
         self.lines: list[str] = []
         self.indent = 1
         self.sym: list[Val] = []
         self.listed = 0          # items in the real list relative to the base below the entry items
         self.temps = 0
-        self.namespace: dict[str, object] = {"M": word.mask}
+        self.namespace: dict[str, object] = {"M": self.word.mask}
         steps = [d for s in region.segments for d, _ in s.steps]
         self.counted = (region.loop and sum(s.cost for s in region.segments) > 0
                         and all(inlined(d) for d in steps))
@@ -360,7 +359,7 @@ class Gen:
         need = region.need
         self.region_cost = sum(s.cost for s in region.segments)
         self.emit("n = len(stack)")
-        self.emit(f"if n < {need} or n + {region.peak} > {STACK_DEPTH}:")
+        self.emit(f"if n < {need} or n + {region.peak} > {self.rules.stack_depth}:")
         self.emit(f"    return ~{self.head}")
         entry = [f"v{i}" for i in range(need)]
         if self.counted:
@@ -418,7 +417,7 @@ class Gen:
         self.cost_before = 0
 
 
-def generate(region: Region, word: Word) -> tuple[str, dict[str, object]]:
+def generate(region: Region, rules: Rules) -> tuple[str, dict[str, object]]:
     """The source of the region's function and the names it needs."""
-    gen = Gen(region, word, region.segments[0].start)
+    gen = Gen(region, rules, region.segments[0].start)
     return gen.generate(), gen.namespace

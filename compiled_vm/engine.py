@@ -34,7 +34,7 @@ from reference_vm.machine import Frame
 from reference_vm.request import Context, Limits, Message
 from reference_vm.result import ExecutionResult
 from reference_vm.state import WorldState
-from reference_vm.words import word as word_of
+from reference_vm.rules import Rules, rules as rules_of
 
 from compiled_vm.cache import COLD, Profile, ProfileCache
 
@@ -56,7 +56,7 @@ class CompiledExecution(Execution):
         program = frame.program
         code = program.code.code
         cache = self.engine.cache
-        table = cache.table(self.word.bits)
+        table = cache.table(self.rules)
         profile = table.get(code)
         pc = 0
         if profile is None:     # first sight of this code: interpret, unless the frame runs long
@@ -104,7 +104,7 @@ class CompiledExecution(Execution):
                 count = counts[pc] + 1
                 counts[pc] = count
                 if count == threshold:
-                    engine.compile(profile, pc, self.word)
+                    engine.compile(profile, pc, self.rules)
                     if fns[pc] is not None:
                         continue
             segment = segments[pc]
@@ -130,28 +130,28 @@ class Engine:
         self.bound: dict[tuple, bool] = {}       # (code, policy) pairs that passed binding
 
     def bound_program(self, state: WorldState, address: int, policy: policy_mod.Policy,
-                      word) -> Program:
+                      rules: Rules) -> Program:
         """``reference_vm.execute.checked_program`` (the policy's check, then the program at
         ``address`` bound to the policy), remembering what passed: both are pure functions of
         the policy's fields (and the code), and for the short programs run again and again
         they cost more than running the code."""
-        key = _policy_key(policy)
+        key = _policy_key(policy, rules)
         if key is None or key not in self.checked:
-            policy.check()
+            policy.check(rules.spec)
             if key is not None:
                 _remember(self.checked, key)
-        program = program_at(state, address, word)
+        program = program_at(state, address, rules)
         bound = None if key is None else (program.code.code, key)
         if bound is None or bound not in self.bound:
-            policy_mod.bind(program.code, policy)
+            policy_mod.bind(program.code, policy, rules.spec)
             if bound is not None:
                 _remember(self.bound, bound)
         return program
 
-    def compile(self, profile, head: int, word) -> None:
+    def compile(self, profile, head: int, rules: Rules) -> None:
         before = profile.size
         try:
-            profile.compile_at(head, word)
+            profile.compile_at(head, rules)
         except Exception:  # noqa: BLE001 - a region that cannot be compiled stays interpreted
             self.compile_failures += 1
         if profile.size != before:
@@ -159,31 +159,34 @@ class Engine:
 
     def execute(self, state: WorldState, message: Message, context: Context | None = None,
                 policy: policy_mod.Policy | None = None, limits: Limits | None = None, *,
-                word_bits: int | None = None, tracer: Tracer | None = None) -> ExecutionResult:
-        """Run ``message`` against ``state``; the same result as ``reference_vm.execute``."""
+                version: str, word_bits: int | None = None,
+                tracer: Tracer | None = None) -> ExecutionResult:
+        """Run ``message`` against ``state`` under spec version ``version``; the same result as
+        ``reference_vm.execute``."""
         if tracer is not None:
-            return reference_execute(state, message, context, policy, limits,
+            return reference_execute(state, message, context, policy, limits, version=version,
                                      word_bits=word_bits, tracer=tracer)
+        rules = rules_of(version, word_bits)
         context, policy, limits = with_defaults(context, policy, limits)
         try:
-            word = word_of(word_bits)
             try:
-                program = admit(state, message, context, policy, limits, word, self.bound_program)
+                program = admit(state, message, context, policy, limits, rules, self.bound_program)
             except VMError as err:
                 return _before_execution(err.kind, err.code)
-            return run_entry(CompiledExecution(self, state, context, policy, limits, word, None),
+            return run_entry(CompiledExecution(self, state, context, policy, limits, rules, None),
                              program, message, limits)
         except Exception:  # noqa: BLE001 - as the reference: any escape is INTERNAL_ERROR
             return _before_execution("internal", "INTERNAL_ERROR")
 
 
-def _policy_key(policy: object) -> tuple | None:
-    """The policy's fields as a key, when they are exactly strings and tuples of strings
-    (None otherwise: such a policy is checked and bound afresh every time)."""
+def _policy_key(policy: object, rules: Rules) -> tuple | None:
+    """The policy's fields and the version as a key, when the fields are exactly strings and
+    tuples of strings (None otherwise: such a policy is checked and bound afresh every time)."""
     if type(policy) is not policy_mod.Policy:
         return None
-    key = _POLICY_VALUES(policy)
-    for value in key:
+    values = _POLICY_VALUES(policy)
+    key = (rules.version, *values)
+    for value in values:
         kind = type(value)
         if kind is str or value is None:
             continue
@@ -206,7 +209,8 @@ DEFAULT = Engine()
 
 def execute(state: WorldState, message: Message, context: Context | None = None,
             policy: policy_mod.Policy | None = None, limits: Limits | None = None, *,
-            word_bits: int | None = None, tracer: Tracer | None = None) -> ExecutionResult:
+            version: str, word_bits: int | None = None,
+            tracer: Tracer | None = None) -> ExecutionResult:
     """``reference_vm.execute`` on the process-wide compiled engine."""
-    return DEFAULT.execute(state, message, context, policy, limits, word_bits=word_bits,
-                           tracer=tracer)
+    return DEFAULT.execute(state, message, context, policy, limits, version=version,
+                           word_bits=word_bits, tracer=tracer)

@@ -1,4 +1,5 @@
-"""Dynamic resource charges (spec chapter 5): the cost rules instructions name in cost_rule.
+"""Dynamic resource charges (spec chapter 5): the cost rules instructions name in cost_rule, with
+the parameters of the execution's version (``Rules``).
 
 Every function here either charges in full and returns, or raises before changing any meter.
 
@@ -7,22 +8,9 @@ May raise Exhausted with: COMPUTE_LIMIT_EXCEEDED, MEMORY_LIMIT_EXCEEDED, STORAGE
 
 from __future__ import annotations
 
-import spec
 from reference_vm.errors import Exhausted
 from reference_vm.machine import Frame, Meter
-
-_SCHEDULE = spec.load().schedule
-PAGE_SIZE = _SCHEDULE["memory"]["page_size"]
-PAGE_COST = _SCHEDULE["memory"]["page_cost"]
-COPY_WORD_SIZE = _SCHEDULE["copy"]["word_size"]
-COPY_WORD_COST = _SCHEDULE["copy"]["word_cost"]
-HASH_BLOCK_SIZE = _SCHEDULE["hash"]["block_size"]
-HASH_BLOCK_COST = _SCHEDULE["hash"]["block_cost"]
-DIGEST_SIZE = _SCHEDULE["hash"]["digest_size"]
-NEW_SLOT_COST = _SCHEDULE["storage"]["new_slot_cost"]
-READ_UNITS = _SCHEDULE["storage"]["read_units"]
-WRITE_UNITS = _SCHEDULE["storage"]["write_units"]
-NEW_SLOT_UNITS = _SCHEDULE["storage"]["new_slot_units"]
+from reference_vm.rules import Rules
 
 
 def charge(frame: Frame, units: int) -> None:
@@ -33,7 +21,7 @@ def charge(frame: Frame, units: int) -> None:
     meter.compute_used += units
 
 
-def grow_to(frame: Frame, end: int) -> None:
+def grow_to(rules: Rules, frame: Frame, end: int) -> None:
     """Make memory cover [0, end): check the memory limit first, then charge page_cost per page.
 
     Memory grows to the least whole number of pages covering ``end``; it never shrinks.
@@ -42,30 +30,31 @@ def grow_to(frame: Frame, end: int) -> None:
     if end <= len(memory):
         return
     meter = frame.meter
-    new_pages = -(-end // PAGE_SIZE) - len(memory) // PAGE_SIZE
+    page_size = rules.page_size
+    new_pages = -(-end // page_size) - len(memory) // page_size
     if meter.pages_live + new_pages > meter.memory_limit:
         raise Exhausted("MEMORY_LIMIT_EXCEEDED", f"needs {new_pages} more pages")
-    charge(frame, new_pages * PAGE_COST)
-    memory.extend(bytes(new_pages * PAGE_SIZE))
+    charge(frame, new_pages * rules.page_cost)
+    memory.extend(bytes(new_pages * page_size))
     meter.pages_live += new_pages
     if meter.pages_live > meter.pages_peak:
         meter.pages_peak = meter.pages_live
 
 
-def touch(frame: Frame, offset: int, length: int) -> None:
+def touch(rules: Rules, frame: Frame, offset: int, length: int) -> None:
     """The memory_expansion rule: a range of zero length touches nothing, wherever it is."""
     if length:
-        grow_to(frame, offset + length)
+        grow_to(rules, frame, offset + length)
 
 
-def copy_cost(length: int) -> int:
+def copy_cost(rules: Rules, length: int) -> int:
     """Compute units for copying ``length`` bytes: word_cost per started copy word."""
-    return -(-length // COPY_WORD_SIZE) * COPY_WORD_COST
+    return -(-length // rules.copy_word_size) * rules.copy_word_cost
 
 
-def hash_cost(length: int) -> int:
+def hash_cost(rules: Rules, length: int) -> int:
     """Compute units for hashing ``length`` bytes: block_cost per started block."""
-    return -(-length // HASH_BLOCK_SIZE) * HASH_BLOCK_COST
+    return -(-length // rules.hash_block_size) * rules.hash_block_cost
 
 
 def charge_storage(frame: Frame, units: int) -> None:
@@ -76,17 +65,10 @@ def charge_storage(frame: Frame, units: int) -> None:
     meter.storage_units += units
 
 
-def pages_of(frame: Frame) -> int:
-    return len(frame.memory) // PAGE_SIZE
+def pages_of(rules: Rules, frame: Frame) -> int:
+    return len(frame.memory) // rules.page_size
 
 
-def release(meter: Meter, frame: Frame) -> None:
+def release(rules: Rules, meter: Meter, frame: Frame) -> None:
     """A returning frame's memory stops counting toward the pages alive."""
-    meter.pages_live -= pages_of(frame)
-
-
-def fee(compute: int, memory_pages: int, storage_units: int) -> int:
-    """The fee formula of chapter 5.5, in integers."""
-    prices = _SCHEDULE["fee"]
-    return (compute * prices["compute_price"] + memory_pages * prices["memory_page_price"]
-            + storage_units * prices["storage_unit_price"])
+    meter.pages_live -= pages_of(rules, frame)

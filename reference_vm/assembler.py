@@ -1,4 +1,4 @@
-"""RTWO assembly: text to a version 1.0 container (spec chapter 9).
+"""RTWO assembly: text to a container of a given spec version (spec chapter 9, 9.8).
 
 Syntax, one statement per line; ``;`` or ``#`` starts a comment::
 
@@ -24,27 +24,41 @@ would make its section larger fails, naming its line, before anything is allocat
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
 import spec
 from reference_vm import container
-from reference_vm.words import word as word_of
+from reference_vm.rules import rules as rules_of
 
 LABEL = re.compile(r"^([A-Za-z_.$][A-Za-z0-9_.$]*):")
 IDENT = re.compile(r"^[A-Za-z_.$][A-Za-z0-9_.$]*$")
 HEX2 = re.compile(r"[0-9A-Fa-f]{2}")
-# The PUSHn rows of the table by immediate size; a label is pushed as the PUSHn whose
-# immediate has the size of a jump target, so that offsets are known before labels are.
-_PUSHES = {row.immediate_size: row.mnemonic for row in spec.load().instructions
-           if row.immediate_kind == "value"}
-PUSH_SIZES = tuple(sorted(_PUSHES))
-LABEL_PUSH = _PUSHES[next(r.immediate_size for r in spec.load().instructions
-                          if r.immediate_kind == "jump_target")]
 
 
-_MACHINE = spec.load().limits["machine"]
-SECTION_LIMITS = {"code": _MACHINE["code_size"], "data": _MACHINE["data_size"]}
+@dataclass(frozen=True)
+class _Table:
+    """What assembling for one version needs from its table."""
+
+    by_mnemonic: dict[str, spec.Instruction]
+    by_opcode: dict[int, spec.Instruction]
+    pushes: dict[int, str]        # the PUSHn rows by immediate size
+    push_sizes: tuple[int, ...]
+    label_push: str               # a label is pushed as the PUSHn of a jump target's size,
+    #                               so that offsets are known before labels are
+    section_limits: dict[str, int]
+
+
+@functools.cache
+def _table(version: str) -> _Table:
+    table = spec.load(version)
+    pushes = {row.immediate_size: row.mnemonic for row in table.instructions
+              if row.immediate_kind == "value"}
+    label_size = next(r.immediate_size for r in table.instructions if r.immediate_kind == "jump_target")
+    machine = table.limits["machine"]
+    return _Table(dict(table.by_mnemonic), dict(table.by_opcode), pushes, tuple(sorted(pushes)),
+                  pushes[label_size], {"code": machine["code_size"], "data": machine["data_size"]})
 # Digits of a number literal: far more than any word needs, few enough to parse in no time.
 MAX_NUMBER_DIGITS = 200
 
@@ -160,21 +174,24 @@ def _directive_bytes(name: str, args: str, word_size: int, room: int) -> bytes:
     raise ValueError(f"unknown directive {name}")
 
 
-def _check_size(section: str, used: int) -> None:
-    if used > SECTION_LIMITS[section]:
+def _check_size(tables: _Table, section: str, used: int) -> None:
+    if used > tables.section_limits[section]:
         raise ValueError(f"the .{section} section would hold {used} bytes, more than the "
-                         f"{SECTION_LIMITS[section]} a container allows")
+                         f"{tables.section_limits[section]} a container allows")
 
 
-def _push_size(value: int, mask: int) -> int:
+def _push_size(tables: _Table, value: int, mask: int) -> int:
     v = value & mask
-    return next(size for size in PUSH_SIZES if v < 1 << (8 * size))  # the widest always fits
+    return next(size for size in tables.push_sizes if v < 1 << (8 * size))  # the widest always fits
 
 
-def assemble(source: str) -> bytes:
-    """Assemble RTWO assembly into container bytes. Raises AssemblyError."""
-    table = spec.load().by_mnemonic
-    word = word_of()
+def assemble(source: str, version: str) -> bytes:
+    """Assemble RTWO assembly into a container of spec version ``version``: its header names
+    the version and only that version's mnemonics are known (9.8). Raises AssemblyError;
+    spec.VersionError for an unknown version."""
+    tables = _table(version)
+    table = tables.by_mnemonic
+    word = rules_of(version).word
     items: list[_Item] = []
     labels: dict[str, tuple[str, int]] = {}
     offsets = {"code": 0, "data": 0}
@@ -199,43 +216,43 @@ def assemble(source: str) -> bytes:
                 continue
             if head_lower.startswith("."):
                 raw = _directive_bytes(head_lower, rest, word.size,
-                                       SECTION_LIMITS[section] - offsets[section])
+                                       tables.section_limits[section] - offsets[section])
                 items.append(_Item(number, section, offsets[section], len(raw), "bytes", raw=raw))
                 offsets[section] += len(raw)
-                _check_size(section, offsets[section])
+                _check_size(tables, section, offsets[section])
                 continue
             if section != "code":
                 raise ValueError("instructions belong in the .code section")
-            item = _instruction(number, head.upper(), rest, table, word.mask, offsets["code"])
+            item = _instruction(number, head.upper(), rest, tables, word.mask, offsets["code"])
             items.append(item)
             offsets["code"] += item.size
-            _check_size("code", offsets["code"])
+            _check_size(tables, "code", offsets["code"])
         except (ValueError, IndexError, StopIteration) as err:
             raise AssemblyError(f"line {number}: {err}") from None
     code, data = bytearray(), bytearray()
     for item in items:
         out = code if item.section == "code" else data
         try:
-            out.extend(item.raw if item.kind == "bytes" else _encode(item, table, labels, word.mask))
+            out.extend(item.raw if item.kind == "bytes" else _encode(item, tables, labels))
         except ValueError as err:
             raise AssemblyError(f"line {item.line}: {err}") from None
-    return container.build(bytes(code), bytes(data))
+    return container.build(bytes(code), bytes(data), spec.load(version).number)
 
 
-def _instruction(line: int, mnemonic: str, operand: str, table, mask: int, offset: int) -> _Item:
+def _instruction(line: int, mnemonic: str, operand: str, tables: _Table, mask: int, offset: int) -> _Item:
     if mnemonic == "PUSH":
         if not operand:
             raise ValueError("push needs an operand")
         if IDENT.match(operand):
-            mnemonic = LABEL_PUSH
+            mnemonic = tables.label_push
         else:
             value = parse_number(operand)
             if not -((mask + 1) >> 1) <= value <= mask:
                 bits = mask.bit_length()
                 raise ValueError(f"push operand {operand} is outside the {bits}-bit word "
                                  f"(from -2^{bits - 1} to 2^{bits}-1)")
-            mnemonic = _PUSHES[_push_size(value, mask)]
-    ins = table.get(mnemonic)
+            mnemonic = tables.pushes[_push_size(tables, value, mask)]
+    ins = tables.by_mnemonic.get(mnemonic)
     if ins is None:
         raise ValueError(f"unknown mnemonic {mnemonic.lower()!r}")
     if ins.immediate_size and not operand:
@@ -245,8 +262,8 @@ def _instruction(line: int, mnemonic: str, operand: str, table, mask: int, offse
     return _Item(line, "code", offset, ins.size, "ins", opcode=ins.opcode, operand=operand or None)
 
 
-def _encode(item: _Item, table, labels: dict[str, tuple[str, int]], mask: int) -> bytes:
-    ins = spec.load().by_opcode[item.opcode]
+def _encode(item: _Item, tables: _Table, labels: dict[str, tuple[str, int]]) -> bytes:
+    ins = tables.by_opcode[item.opcode]
     if item.operand is None:
         return bytes([ins.opcode])
     if IDENT.match(item.operand):

@@ -4,13 +4,16 @@ Layout, all integers little-endian::
 
     offset  size  field
     0       4     magic "RTWO" (52 54 57 4F)
-    4       1     major version (1)
-    5       1     minor version (0)
+    4       1     major version
+    5       1     minor version (the container's version: its instruction set, chapter 3.2.1)
     6       2     flags (reserved, 0)
     8       4     code size C
     12      4     data size D
     16      C     code section
     16+C    D     data section
+
+A container's version must be one the execution's version runs (``Rules.container_versions``:
+from 1.1, every version of the same major version up to the execution's).
 
 May raise InvalidCode with: CONTAINER_TRUNCATED, BAD_MAGIC, UNSUPPORTED_VERSION,
 RESERVED_FLAGS_SET, CONTAINER_SIZE_MISMATCH, CODE_TOO_LARGE, DATA_TOO_LARGE.
@@ -20,11 +23,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import spec
 from reference_vm.errors import InvalidCode
+from reference_vm.rules import Rules
 
 MAGIC = b"RTWO"
-VERSION = (1, 0)
 HEADER_SIZE = 16
 
 
@@ -32,16 +34,17 @@ HEADER_SIZE = 16
 class Container:
     code: bytes
     data: bytes
+    version: tuple[int, int]
 
 
-def parse(blob: bytes) -> Container:
+def parse(blob: bytes, rules: Rules) -> Container:
     """Split a container into its code and data sections, checking the header."""
-    machine = spec.load().limits["machine"]
     if len(blob) < HEADER_SIZE:
         raise InvalidCode("CONTAINER_TRUNCATED", f"{len(blob)} bytes")
     if blob[0:4] != MAGIC:
         raise InvalidCode("BAD_MAGIC")
-    if (blob[4], blob[5]) != VERSION:
+    version = (blob[4], blob[5])
+    if version not in rules.container_versions:
         raise InvalidCode("UNSUPPORTED_VERSION", f"{blob[4]}.{blob[5]}")
     if blob[6:8] != b"\0\0":
         raise InvalidCode("RESERVED_FLAGS_SET")
@@ -50,15 +53,17 @@ def parse(blob: bytes) -> Container:
     if len(blob) != HEADER_SIZE + code_size + data_size:
         raise InvalidCode("CONTAINER_SIZE_MISMATCH",
                           f"header says {HEADER_SIZE + code_size + data_size} bytes, got {len(blob)}")
-    if code_size > machine["code_size"]:
+    if code_size > rules.code_size:
         raise InvalidCode("CODE_TOO_LARGE", f"{code_size} bytes")
-    if data_size > machine["data_size"]:
+    if data_size > rules.data_size:
         raise InvalidCode("DATA_TOO_LARGE", f"{data_size} bytes")
     code_end = HEADER_SIZE + code_size
-    return Container(code=bytes(blob[HEADER_SIZE:code_end]), data=bytes(blob[code_end:]))
+    return Container(code=bytes(blob[HEADER_SIZE:code_end]), data=bytes(blob[code_end:]),
+                     version=version)
 
 
-def build(code: bytes, data: bytes = b"") -> bytes:
-    """Wrap code and data sections in a version 1.0 container."""
-    return (MAGIC + bytes(VERSION) + b"\0\0" + len(code).to_bytes(4, "little")
+def build(code: bytes, data: bytes, version: tuple[int, int]) -> bytes:
+    """Wrap code and data sections in a container of ``version`` ((major, minor): a version's
+    ``spec.Spec.number``)."""
+    return (MAGIC + bytes(version) + b"\0\0" + len(code).to_bytes(4, "little")
             + len(data).to_bytes(4, "little") + code + data)

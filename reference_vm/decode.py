@@ -1,4 +1,5 @@
-"""Decode a code section into instructions (spec chapter 3.2, first two rules).
+"""Decode a code section into instructions (spec chapter 3.2, first two rules), by the instruction
+set of the container's version under the execution's version (chapter 3.2.1).
 
 May raise InvalidCode with: UNDEFINED_OPCODE, TRUNCATED_IMMEDIATE.
 """
@@ -6,6 +7,7 @@ May raise InvalidCode with: UNDEFINED_OPCODE, TRUNCATED_IMMEDIATE.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Mapping
 
 import spec
 from reference_vm.errors import InvalidCode
@@ -24,9 +26,10 @@ class Decoded:
         return self.offset + self.instruction.size
 
 
-def decode(code: bytes) -> list[Decoded]:
-    """Every instruction of the code section in order; immediates are read little-endian."""
-    table = spec.load().by_opcode
+def decode(code: bytes, table: Mapping[int, spec.Instruction]) -> list[Decoded]:
+    """Every instruction of the code section in order, by the instruction set ``table``
+    (opcode -> row: ``Rules.instruction_set`` of the container's version); immediates are read
+    little-endian."""
     out = []
     pc = 0
     while pc < len(code):

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import spec
 from reference_vm import container
+from reference_vm.errors import InvalidCode
+from reference_vm.rules import rules as rules_of
 
 HEX_LINE = 32
 
 
-def _decode_lenient(code: bytes) -> list[tuple[int, spec.Instruction | None, int]]:
-    table = spec.load().by_opcode
+def _decode_lenient(code: bytes, table) -> list[tuple[int, spec.Instruction | None, int]]:
     out: list[tuple[int, spec.Instruction | None, int]] = []
     pc = 0
     while pc < len(code):
@@ -33,9 +34,16 @@ def _label(offset: int) -> str:
 
 
 def disassemble(blob: bytes, *, offsets: bool = True) -> str:
-    """Assembly text for a container. Raises InvalidCode if the header is invalid."""
-    parsed = container.parse(blob)
-    decoded = _decode_lenient(parsed.code)
+    """Assembly text for a container, decoded by the instruction set of the version its header
+    names. Raises InvalidCode if the header is invalid or names no version of the spec."""
+    names = {v.number: v.version for v in spec.versions()}
+    version = names.get((blob[4], blob[5])) if len(blob) >= 6 and blob[:4] == container.MAGIC else None
+    if version is None:
+        container.parse(blob, rules_of(spec.versions()[0].version))   # the header's own error
+        raise InvalidCode("UNSUPPORTED_VERSION")
+    rules = rules_of(version)
+    parsed = container.parse(blob, rules)
+    decoded = _decode_lenient(parsed.code, rules.instruction_set(parsed.version))
     boundaries = {pc for pc, ins, _ in decoded if ins is not None}
     targets = {imm for _, ins, imm in decoded
                if ins is not None and ins.immediate_kind == "jump_target" and imm in boundaries}

@@ -7,9 +7,24 @@ spec, or with a code of another kind, is itself an invariant failure.
 
 from __future__ import annotations
 
+import functools
+from types import MappingProxyType
+from typing import Mapping
+
 import spec
 
-_ERRORS = spec.load().errors
+
+@functools.cache
+def code_kinds() -> Mapping[str, str]:
+    """Outcome code -> its kind, over every version: a code keeps its kind in every version
+    that has it (checked here), so an error's kind does not depend on the version raising it;
+    which codes a version may raise is its handlers' business, checked by its vectors."""
+    kinds: dict[str, str] = {}
+    for row in spec.versions():
+        for code, err in spec.load(row.version).errors.items():
+            if kinds.setdefault(code, err.kind) != err.kind:
+                raise ValueError(f"{code} changes its kind between spec versions")
+    return MappingProxyType(kinds)
 
 
 class Halt(Exception):
@@ -27,8 +42,7 @@ class VMError(Exception):
     kind = ""
 
     def __init__(self, code: str, detail: str = ""):
-        known = _ERRORS.get(code)
-        if known is None or known.kind != self.kind:
+        if code_kinds().get(code) != self.kind:
             raise InternalInvariantError(f"{type(self).__name__} raised with code {code!r}")
         super().__init__(f"{code}: {detail}" if detail else code)
         self.code = code

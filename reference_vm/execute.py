@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 from typing import Callable, Protocol
 
-import spec
 from reference_vm import policy as policy_mod
 from reference_vm.accounting import pages_of, release
 from reference_vm.decode import Decoded
@@ -31,13 +30,8 @@ from reference_vm.request import (
     Context, Limits, Message, check_limits, check_request, check_state,
 )
 from reference_vm.result import CallRecord, Event, ExecutionResult, Usage
+from reference_vm.rules import Rules, rules as rules_of
 from reference_vm.state import Journal, WorldState
-from reference_vm.words import Word, word as word_of
-
-_MACHINE = spec.load().limits["machine"]
-STACK_DEPTH = _MACHINE["stack_depth"]
-CALL_DEPTH = _MACHINE["call_depth"]
-COUNTER_SIZE = spec.load().schedule["randomness"]["counter_size"]
 
 
 class Tracer(Protocol):
@@ -54,32 +48,32 @@ class FrameOutcome:
         self.status, self.error, self.error_pc, self.output = status, error, error_pc, output
 
 
-def program_at(state: WorldState, address: int, word: Word) -> Program:
+def program_at(state: WorldState, address: int, rules: Rules) -> Program:
     """The validated, prepared program of the contract at address (stage validated). Raises
     RequestRejected or InvalidCode."""
     contract = state.contracts.get(address)
     if contract is None:
         raise RequestRejected("CONTRACT_NOT_FOUND", hex(address))
-    return load_program(contract.code, word)
+    return load_program(contract.code, rules)
 
 
 def bound_program(state: WorldState, address: int, policy: policy_mod.Policy,
-                  word: Word) -> Program:
+                  rules: Rules) -> Program:
     """The validated, policy-bound program of the contract at address (stages validated and
     policy_bound). Raises RequestRejected, InvalidCode or PolicyViolation."""
-    program = program_at(state, address, word)
-    policy_mod.bind(program.code, policy)
+    program = program_at(state, address, rules)
+    policy_mod.bind(program.code, policy, rules.spec)
     return program
 
 
 def checked_program(state: WorldState, address: int, policy: policy_mod.Policy,
-                    word: Word) -> Program:
+                    rules: Rules) -> Program:
     """The entry program: the policy's own check (stage requested), then bound_program."""
-    policy.check()
-    return bound_program(state, address, policy, word)
+    policy.check(rules.spec)
+    return bound_program(state, address, policy, rules)
 
 
-Bind = Callable[[WorldState, int, policy_mod.Policy, Word], Program]
+Bind = Callable[[WorldState, int, policy_mod.Policy, Rules], Program]
 
 
 def with_defaults(context: Context | None, policy: policy_mod.Policy | None,
@@ -91,29 +85,32 @@ def with_defaults(context: Context | None, policy: policy_mod.Policy | None,
 
 
 def admit(state: WorldState, message: Message, context: Context, policy: policy_mod.Policy,
-          limits: Limits, word: Word, bind: Bind = checked_program) -> Program:
+          limits: Limits, rules: Rules, bind: Bind = checked_program) -> Program:
     """Stages requested .. sandbox_provisioned, in the spec's order: the request, the state,
     the policy and the entry program (``bind``: the policy's check, validation and binding),
     then the limits. Nothing runs and nothing is charged. Raises VMError."""
-    check_request(message, context, word)
-    check_state(state, word)
+    check_request(message, context, rules)
+    check_state(state, rules.word)
     if not isinstance(policy, policy_mod.Policy):
         raise RequestRejected("INVALID_REQUEST", "policy must be a Policy")
-    program = bind(state, message.to, policy, word)
-    check_limits(limits)
+    program = bind(state, message.to, policy, rules)
+    check_limits(limits, rules.spec)
     return program
 
 
 class Execution:
-    """The state of one execution shared by its frames: journal, meter, context, policy."""
+    """The state of one execution shared by its frames: the rules of its version, journal,
+    meter, context, policy."""
 
     def __init__(self, pre: WorldState, context: Context, policy: policy_mod.Policy,
-                 limits: Limits, word: Word, tracer: Tracer | None):
+                 limits: Limits, rules: Rules, tracer: Tracer | None):
         self.pre = pre
         self.journal = Journal(pre)
         self.context = context
         self.policy = policy
-        self.word = word
+        self.rules = rules
+        self.word = rules.word
+        self.stack_depth = rules.stack_depth
         self.meter = Meter(limits.memory_pages, limits.storage_units)
         self.tracer = tracer
         self.random_counter = 0
@@ -121,12 +118,15 @@ class Execution:
 
     def next_random(self) -> int:
         """The next word of the random stream: SHA-256(seed || counter), little-endian."""
-        block = self.context.random_seed + self.random_counter.to_bytes(COUNTER_SIZE, "little")
+        block = self.context.random_seed + self.random_counter.to_bytes(self.rules.counter_size, "little")
         self.random_counter += 1
         return int.from_bytes(hashlib.sha256(block).digest()[:self.word.size], "little")
 
-    def call(self, caller: Frame, address: int, compute: int, call_data: bytes) -> tuple[bool, bytes]:
-        """Run a nested frame for CALL; return (succeeded, return data for the caller)."""
+    def call(self, caller: Frame, address: int, compute: int, call_data: bytes,
+             read_only: bool = False) -> tuple[bool, bytes]:
+        """Run a nested frame for CALL or STATICCALL (``read_only``: the callee's frame is
+        read-only, spec 2.4); return (succeeded, return data for the caller)."""
+        rules = self.rules
         meter = self.meter
         depth = caller.depth + 1
         index = len(self.calls)
@@ -141,22 +141,22 @@ class Execution:
             compute, reads, writes, new_slots, units = (a - b for a, b in zip(used, start))
             self.calls[index] = CallRecord(
                 depth, caller.address, address, status, error, error_pc, compute,
-                memory_pages=pages_of(frame) if frame is not None else 0,
+                memory_pages=pages_of(rules, frame) if frame is not None else 0,
                 storage_reads=reads, storage_writes=writes, storage_new_slots=new_slots,
                 storage_units=units)
 
-        if depth > CALL_DEPTH:
+        if depth > rules.call_depth:
             record("fault", "CALL_DEPTH_EXCEEDED", None)
             return False, b""
         try:
-            program = bound_program(self.pre, address, self.policy, self.word)
+            program = self.bind_callee(address)
         except VMError as err:
             record(err.kind, err.code, None)
             return False, b""
         limit = min(caller.compute_limit, meter.compute_used + compute)
         callee = Frame(program=program, address=address, caller=caller.address,
                        call_data=call_data, compute_limit=limit, depth=depth,
-                       meter=meter, execution=self)
+                       meter=meter, execution=self, read_only=read_only)
         mark = self.journal.mark()
         outcome = self.run_frame(callee)
         record(outcome.status, outcome.error, outcome.error_pc, callee)
@@ -165,6 +165,11 @@ class Execution:
             return True, outcome.output
         self.journal.revert_to(mark)
         return False, outcome.output if outcome.status == "reverted" else b""
+
+    def bind_callee(self, address: int) -> Program:
+        """A callee's validated, policy-bound program (step 3 of spec 6.11; engines override
+        it to bind their own prepared programs)."""
+        return bound_program(self.pre, address, self.policy, self.rules)
 
     def run_frame(self, frame: Frame) -> FrameOutcome:
         try:
@@ -177,7 +182,7 @@ class Execution:
         except VMError as err:
             return FrameOutcome(err.kind, err.code, frame.pc, b"")
         finally:
-            release(self.meter, frame)
+            release(self.rules, self.meter, frame)
         raise InternalInvariantError("a frame ended without halting")
 
     def _run(self, frame: Frame) -> None:
@@ -198,7 +203,7 @@ class Execution:
         meter = self.meter
         height = len(stack)
         used = meter.compute_used + segment.cost
-        if height >= segment.need and height + segment.peak <= STACK_DEPTH and used <= frame.compute_limit:
+        if height >= segment.need and height + segment.peak <= self.stack_depth and used <= frame.compute_limit:
             meter.compute_used = used
             for handler, immediate in segment.body:
                 handler(frame, immediate)
@@ -220,6 +225,7 @@ class Execution:
         stack = frame.stack
         meter = self.meter
         tracer = self.tracer
+        stack_depth = self.stack_depth
         target = None
         for decoded, handler in segment.steps:
             ins = decoded.instruction
@@ -229,7 +235,7 @@ class Execution:
             height = len(stack)
             if height < ins.inputs:
                 raise Fault("STACK_UNDERFLOW", ins.mnemonic)
-            if height - ins.inputs + ins.outputs > STACK_DEPTH:
+            if height - ins.inputs + ins.outputs > stack_depth:
                 raise Fault("STACK_OVERFLOW", ins.mnemonic)
             if meter.compute_used + ins.cost > frame.compute_limit:
                 raise Exhausted("COMPUTE_LIMIT_EXCEEDED", ins.mnemonic)
@@ -262,21 +268,24 @@ def run_entry(execution: "Execution", program: Program, message: Message, limits
         state_changes=execution.journal.changes() if succeeded else (),
         events=tuple(Event(a, t, d) for a, t, d in entry.events) if succeeded else (),
         calls=calls,
-        usage=Usage.of(execution.meter))
+        usage=Usage.of(execution.meter, execution.rules))
 
 
 def execute(state: WorldState, message: Message, context: Context | None = None,
             policy: policy_mod.Policy | None = None, limits: Limits | None = None, *,
-            word_bits: int | None = None, tracer: Tracer | None = None) -> ExecutionResult:
-    """Run ``message`` against ``state`` and return the result. Never raises."""
+            version: str, word_bits: int | None = None,
+            tracer: Tracer | None = None) -> ExecutionResult:
+    """Run ``message`` against ``state`` under spec version ``version`` and return the result.
+    Never raises, except spec.VersionError (a ValueError) for a version that does not exist:
+    that is the caller's mistake, not an outcome of the request."""
+    rules = rules_of(version, word_bits)
     context, policy, limits = with_defaults(context, policy, limits)
     try:
-        word = word_of(word_bits)
         try:
-            program = admit(state, message, context, policy, limits, word)
+            program = admit(state, message, context, policy, limits, rules)
         except VMError as err:
             return _before_execution(err.kind, err.code)
-        return run_entry(Execution(state, context, policy, limits, word, tracer), program,
+        return run_entry(Execution(state, context, policy, limits, rules, tracer), program,
                          message, limits, tracer)
     except Exception:  # noqa: BLE001 - any escape is an implementation bug, reported as such
         return _before_execution("internal", "INTERNAL_ERROR")

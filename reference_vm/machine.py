@@ -57,10 +57,11 @@ class Frame:
 
     __slots__ = ("stack", "memory", "return_stack", "pc", "address", "caller", "call_data",
                  "data", "return_data", "program", "compute_limit", "depth", "events",
-                 "meter", "execution")
+                 "meter", "execution", "read_only")
 
     def __init__(self, *, program: Prepared, address: int, caller: int, call_data: bytes,
-                 compute_limit: int, depth: int, meter: Meter, execution: Any):
+                 compute_limit: int, depth: int, meter: Meter, execution: Any,
+                 read_only: bool = False):
         self.stack: list[int] = []
         self.memory = bytearray()
         self.return_stack: list[int] = []
@@ -76,3 +77,4 @@ class Frame:
         self.events: list[tuple[int, tuple[int, ...], bytes]] = []
         self.meter = meter
         self.execution = execution
+        self.read_only = read_only      # from 1.1: under a STATICCALL (spec 2.4)

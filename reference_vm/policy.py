@@ -22,11 +22,12 @@ import spec
 from reference_vm.errors import PolicyViolation, RequestRejected
 from reference_vm.validate import ValidCode
 
-_POLICY = spec.load().policy
+# The Python API's defaults: the base version's (rules.rules refuses a version changing them).
+_DEFAULTS = spec.load(spec.versions()[0].version).policy["fields"]
 
 
 def _default(name: str) -> str:
-    return _POLICY["fields"][name]["default"]
+    return _DEFAULTS[name]["default"]
 
 
 @dataclass(frozen=True)
@@ -40,58 +41,59 @@ class Policy:
     allowed_operations: tuple[str, ...] | None = None
     forbidden_operations: tuple[str, ...] = ()
 
-    def check(self) -> None:
-        """Refuse a policy that names an unknown value or operation."""
-        for fname, fdef in _POLICY["fields"].items():
+    def check(self, table: spec.Spec) -> None:
+        """Refuse a policy that names a value or an operation unknown to version ``table``."""
+        for fname, fdef in table.policy["fields"].items():
             if getattr(self, fname) not in fdef["values"]:
                 raise RequestRejected("INVALID_REQUEST",
                                       f"policy {fname} must be one of {', '.join(fdef['values'])}")
         for listed in (self.allowed_operations or ()), self.forbidden_operations:
             if not isinstance(listed, tuple):
                 raise RequestRejected("INVALID_REQUEST", "operation lists must be tuples")
-            unknown = [n for n in listed if not isinstance(n, str) or n not in _operation_names()]
+            unknown = [n for n in listed if not isinstance(n, str) or n not in _operation_names(table)]
             if unknown:
                 raise RequestRejected("INVALID_REQUEST", f"unknown operation {unknown[0]!r}")
 
-    def refusal(self, ins: spec.Instruction) -> str | None:
-        """The error code refusing this instruction under the policy, or None."""
+    def refusal(self, ins: spec.Instruction, table: spec.Spec) -> str | None:
+        """The error code refusing this instruction under the policy in version ``table``, or None."""
+        policy = table.policy
         keys = (ins.mnemonic, ins.type)
         if any(k in self.forbidden_operations for k in keys) or (
                 self.allowed_operations is not None
                 and not any(k in self.allowed_operations for k in keys)):
-            return _POLICY["forbidden_by_listing"]["error"]
+            return policy["forbidden_by_listing"]["error"]
         if ins.gate is not None:
-            gate = _POLICY["gate"][ins.gate]
+            gate = policy["gate"][ins.gate]
             if getattr(self, gate["field"]) not in gate["open_when"]:
                 return gate["error"]
         return None
 
 
 @functools.cache
-def _operation_names() -> frozenset[str]:
-    """What an operation list may name: every mnemonic and every instruction type."""
-    table = spec.load()
+def _operation_names(table: spec.Spec) -> frozenset[str]:
+    """What an operation list may name in a version: every mnemonic and every instruction type."""
     return frozenset(table.by_mnemonic) | frozenset(table.instruction_types)
 
 
 @functools.lru_cache(maxsize=1024)
-def refusals(policy: Policy) -> dict[int, str]:
-    """Opcode -> the error code refusing it under ``policy``, for every refused instruction."""
+def refusals(policy: Policy, table: spec.Spec) -> dict[int, str]:
+    """Opcode -> the error code refusing it under ``policy`` in version ``table``, for every
+    refused instruction."""
     refused = {}
-    for ins in spec.load().instructions:
-        code = policy.refusal(ins)
+    for ins in table.instructions:
+        code = policy.refusal(ins, table)
         if code is not None:
             refused[ins.opcode] = code
     return refused
 
 
-def bind(code: ValidCode, policy: Policy) -> None:
+def bind(code: ValidCode, policy: Policy, table: spec.Spec) -> None:
     """Refuse the code if the policy forbids any instruction it holds (the first in offset
-    order decides the error)."""
+    order decides the error), in version ``table``."""
     try:
-        refused = refusals(policy)
+        refused = refusals(policy, table)
     except TypeError:            # a policy holding a list: not cacheable, computed afresh
-        refused = refusals.__wrapped__(policy)
+        refused = refusals.__wrapped__(policy, table)
     if not refused:
         return
     for d in code.instructions:

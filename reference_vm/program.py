@@ -8,7 +8,8 @@ other than through its stack or base-cost checks, and only it can observe the me
 a segment's stack needs and total base cost fit, execute.py may check and charge them once for
 the whole segment with a result identical to checking every instruction in turn.
 
-Prepared programs are cached by their container's bytes and word (``load_program``), bounded
+Prepared programs are cached by their container's bytes and rules (``load_program``: a version
+at a word width), bounded
 in bytes, not in entries: a long-lived adapter or fuzz worker meets code from outside, and a
 64 KiB code of one-byte instructions prepares into about 28 MB. Each entry is charged
 :func:`program_bytes`, an estimate computed from what the program holds (its code and data
@@ -31,7 +32,7 @@ from reference_vm.errors import InternalInvariantError
 from reference_vm.instructions import table
 from reference_vm.machine import Handler
 from reference_vm.validate import ValidCode, validate
-from reference_vm.words import Word
+from reference_vm.rules import Rules
 
 # COMPUTELEFT has no cost rule but must see the meter exactly as a per-instruction charge would.
 METER_READERS = frozenset({"COMPUTELEFT"})
@@ -79,8 +80,8 @@ def _segment(run: list[Decoded], handlers: dict[int, Handler]) -> Segment:
                    steps=tuple(zip(run, [h for h, _ in bound])))
 
 
-def prepare(code: ValidCode, word: Word) -> Program:
-    handlers = table(word)
+def prepare(code: ValidCode, rules: Rules) -> Program:
+    handlers = table(rules)
     starts = {0}
     for d in code.instructions:
         if d.instruction.immediate_kind == "jump_target":
@@ -132,19 +133,19 @@ class ProgramCache:
 
     def __init__(self, max_bytes: int = PROGRAM_CACHE_BYTES):
         self.max_bytes = max_bytes
-        self._entries: OrderedDict[tuple[bytes, Word], tuple[Program, int]] = OrderedDict()
+        self._entries: OrderedDict[tuple[bytes, Rules], tuple[Program, int]] = OrderedDict()
         self._bytes = self._hits = self._misses = 0
         self._lock = threading.Lock()
         # An attribute of the instance, not of the class: code that empties every cache of
         # reference_vm/ (conformance.fuzz.feedback) finds it on the instance alone.
         self.cache_clear = self._clear
 
-    def __call__(self, blob: bytes, word: Word) -> Program:
-        """Validate and prepare a container, cached by its bytes and word: the result depends
+    def __call__(self, blob: bytes, rules: Rules) -> Program:
+        """Validate and prepare a container, cached by its bytes and rules: the result depends
         only on its arguments, and a process serving many requests meets the same code again
         (the policy is bound separately, from refusals computed once per policy:
         policy.refusals)."""
-        key = (blob, word)
+        key = (blob, rules)
         entries = self._entries
         entry = entries.get(key)         # the hit path takes no lock: each step is atomic
         if entry is not None:
@@ -155,7 +156,7 @@ class ProgramCache:
             self._hits += 1
             return entry[0]
         self._misses += 1
-        program = prepare(validate(blob), word)
+        program = prepare(validate(blob, rules), rules)
         size = program_bytes(program, len(blob))
         if size > self.max_bytes:
             return program

@@ -12,10 +12,14 @@ from dataclasses import dataclass, field
 
 import spec
 from reference_vm.errors import RequestRejected
+from reference_vm.rules import Rules
 from reference_vm.words import Word
 
-_LIMITS = spec.load().limits
-SEED_SIZE = spec.load().schedule["randomness"]["seed_size"]
+# The Python API's defaults: the base version's values, which rules.rules refuses any version
+# to change (reference_vm/rules.py, API_DEFAULTS).
+_BASE = spec.load(spec.versions()[0].version)
+_LIMITS = _BASE.limits
+SEED_SIZE = _BASE.schedule["randomness"]["seed_size"]
 
 
 @dataclass(frozen=True)
@@ -50,7 +54,8 @@ def _is_word(value: object, word: Word) -> bool:
     return type(value) is int and 0 <= value <= word.mask
 
 
-def check_request(message: Message, context: Context, word: Word) -> None:
+def check_request(message: Message, context: Context, rules: Rules) -> None:
+    word = rules.word
     if not isinstance(message, Message) or not isinstance(context, Context):
         raise RequestRejected("INVALID_REQUEST", "message and context must be Message and Context")
     for name, value in (("to", message.to), ("caller", message.caller),
@@ -59,10 +64,10 @@ def check_request(message: Message, context: Context, word: Word) -> None:
             raise RequestRejected("INVALID_REQUEST", f"{name} must be a {word.bits}-bit word")
     if not isinstance(message.call_data, bytes):
         raise RequestRejected("INVALID_REQUEST", "call data must be bytes")
-    if len(message.call_data) > _LIMITS["machine"]["call_data_size"]:
-        raise RequestRejected("INVALID_REQUEST", f"call data exceeds {_LIMITS['machine']['call_data_size']} bytes")
-    if not isinstance(context.random_seed, bytes) or len(context.random_seed) != SEED_SIZE:
-        raise RequestRejected("INVALID_REQUEST", f"random seed must be {SEED_SIZE} bytes")
+    if len(message.call_data) > rules.call_data_size:
+        raise RequestRejected("INVALID_REQUEST", f"call data exceeds {rules.call_data_size} bytes")
+    if not isinstance(context.random_seed, bytes) or len(context.random_seed) != rules.seed_size:
+        raise RequestRejected("INVALID_REQUEST", f"random seed must be {rules.seed_size} bytes")
 
 
 def check_state(state: object, word: Word) -> None:
@@ -78,11 +83,11 @@ def check_state(state: object, word: Word) -> None:
         raise RequestRejected("INVALID_REQUEST", problem)
 
 
-def check_limits(limits: Limits) -> None:
+def check_limits(limits: Limits, table: spec.Spec) -> None:
     if not isinstance(limits, Limits):
         raise RequestRejected("INVALID_LIMITS", "limits must be a Limits")
     for name in Limits.DIMENSIONS:
         value = getattr(limits, name)
-        low, high = _LIMITS["minimum"][name], _LIMITS["maximum"][name]
+        low, high = table.limits["minimum"][name], table.limits["maximum"][name]
         if type(value) is not int or not low <= value <= high:
             raise RequestRejected("INVALID_LIMITS", f"{name} must be an integer in [{low}, {high}]")

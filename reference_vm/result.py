@@ -13,8 +13,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from reference_vm.accounting import fee as fee_of
 from reference_vm.machine import Meter
+from reference_vm.rules import Rules
 from reference_vm.state import StateChange
 
 STATUSES = ("success", "reverted", "invalid", "rejected", "violation", "fault", "exhausted",
@@ -70,15 +70,13 @@ class Usage:
     storage_writes: int = 0
     storage_new_slots: int = 0
     storage_units: int = 0
+    fee: int = 0          # by the prices of the execution's version (chapter 5.5)
 
     @classmethod
-    def of(cls, meter: Meter) -> "Usage":
+    def of(cls, meter: Meter, rules: Rules) -> "Usage":
         return cls(meter.compute_used, meter.pages_peak, meter.storage_reads,
-                   meter.storage_writes, meter.storage_new_slots, meter.storage_units)
-
-    @property
-    def fee(self) -> int:
-        return fee_of(self.compute, self.memory_pages, self.storage_units)
+                   meter.storage_writes, meter.storage_new_slots, meter.storage_units,
+                   rules.fee(meter.compute_used, meter.pages_peak, meter.storage_units))
 
 
 @dataclass(frozen=True, slots=True)

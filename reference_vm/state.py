@@ -101,14 +101,20 @@ class StateChange:
 
 
 class Journal:
-    """Storage as seen during an execution: the pre-state plus an undo log of writes."""
+    """Storage as seen during an execution: the pre-state plus an undo log of writes; and the
+    execution's transient storage (spec 2.3.3, from 1.1), undone by the same log.
 
-    __slots__ = ("_pre", "_written", "_log")
+    ``transient_alive`` is the number of transient slots holding a non-zero value now."""
+
+    __slots__ = ("_pre", "_written", "_log", "_transient", "transient_alive")
 
     def __init__(self, pre: WorldState):
         self._pre = pre
         self._written: dict[tuple[int, int], int] = {}
-        self._log: list[tuple[tuple[int, int], int | None]] = []
+        # (slot, previous value or None) for storage; (None, slot, previous) for transient.
+        self._log: list[tuple] = []
+        self._transient: dict[tuple[int, int], int] = {}
+        self.transient_alive = 0
 
     def load(self, address: int, key: int) -> int:
         value = self._written.get((address, key))
@@ -121,13 +127,34 @@ class Journal:
         self._log.append((slot, self._written.get(slot)))
         self._written[slot] = value
 
+    def transient_load(self, address: int, key: int) -> int:
+        return self._transient.get((address, key), 0)
+
+    def transient_store(self, address: int, key: int, value: int) -> None:
+        slot = (address, key)
+        previous = self._transient.get(slot, 0)
+        self._log.append((None, slot, previous))
+        self._set_transient(slot, previous, value)
+
+    def _set_transient(self, slot: tuple[int, int], previous: int, value: int) -> None:
+        if value:
+            self._transient[slot] = value
+        else:
+            self._transient.pop(slot, None)
+        self.transient_alive += (value != 0) - (previous != 0)
+
     def mark(self) -> int:
         return len(self._log)
 
     def revert_to(self, mark: int) -> None:
-        """Undo every write made since ``mark``, newest first."""
+        """Undo every write made since ``mark``, newest first (storage and transient)."""
         while len(self._log) > mark:
-            slot, previous = self._log.pop()
+            entry = self._log.pop()
+            if entry[0] is None:
+                _, slot, previous = entry
+                self._set_transient(slot, self._transient.get(slot, 0), previous)
+                continue
+            slot, previous = entry
             if previous is None:
                 del self._written[slot]
             else:

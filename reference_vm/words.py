@@ -1,8 +1,8 @@
 """Machine words.
 
-The spec fixes the word at 64 bits. The width is a parameter here only so that proofs and
-exhaustive agreement checks can run the very same handlers at 8 bits; nothing else changes
-with it.
+The spec fixes the word at 64 bits (`limits.toml` machine.word_bits). The width is a parameter
+here only so that proofs and exhaustive agreement checks can run the very same handlers at 8
+bits; nothing else changes with it.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-import spec
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,10 +39,9 @@ class Word:
 
 
 @functools.cache
-def word(bits: int | None = None) -> Word:
-    """The word of the given width; by default the spec's (64 bits)."""
-    if bits is None:
-        bits = spec.load().limits["machine"]["word_bits"]
+def word(bits: int) -> Word:
+    """The word of the given width (the spec's is a version's `limits.toml` machine.word_bits:
+    rules.rules takes it from there)."""
     if bits not in (8, 16, 32, 64):
         raise ValueError(f"unsupported word width {bits}; use 8, 16, 32 or 64")
     return Word(bits)

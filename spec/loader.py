@@ -1,34 +1,27 @@
-"""Load the spec data files into typed, immutable objects.
+"""Load a version of the spec data into typed, immutable objects.
 
-The loader checks the cross-references a JSON Schema cannot express (unique opcodes, gates
-and error codes that exist, stages that exist); :func:`validate_against_schemas` checks each
-file against its schema and is run by the test suite and ``rtwo-vm spec check``.
+A version is a value: :func:`load` takes its name (``spec.versions`` lists them) and returns
+that version's :class:`Spec`; nothing here holds a current or default version. The loader
+checks the cross-references a JSON Schema cannot express (unique opcodes, gates and error
+codes that exist, stages that exist); :func:`validate_against_schemas` checks each file of
+each version against its schema and is run by the test suite and ``rtwo-vm spec check``.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import tomllib
 from dataclasses import dataclass
 from importlib import resources
 from types import MappingProxyType
 from typing import Any, Mapping
 
-SPEC_VERSION = "1.0"
-# The release of the specification text: patch releases (1.0.x) only clarify it, so vectors,
-# data files and adapters keep naming SPEC_VERSION (spec/CHANGELOG.md).
-SPEC_RELEASE = "1.0.2"
-
-
-def _data_files() -> tuple[str, ...]:
-    folder = resources.files("spec").joinpath("data")
-    return tuple(sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".toml")))
-
+from spec import prose, versioning as versions
+from spec.versioning import VersionError, data_files
 
 # Every data file has a schema of the same name; the core ones are typed in Spec below and
-# the rest are read with raw(name).
-DATA_FILES = _data_files()
+# the rest are read with raw(name, version).
+DATA_FILES = data_files()
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,11 +61,13 @@ class ErrorCode:
     meaning: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Spec:
-    """The whole machine-readable specification."""
+    """The whole machine-readable specification of one version (one object per version, from
+    load(): compared and hashed by identity)."""
 
     version: str
+    release: str
     instructions: tuple[Instruction, ...]
     by_opcode: Mapping[int, Instruction]
     by_mnemonic: Mapping[str, Instruction]
@@ -87,20 +82,35 @@ class Spec:
         """Instruction types in table order, each once (computed once: policy checks ask often)."""
         return tuple(dict.fromkeys(i.type for i in self.instructions))
 
+    @property
+    def number(self) -> tuple[int, int]:
+        """(major, minor): the bytes 4 and 5 of a container of this version (chapter 3.1)."""
+        return versions.version(self.version).number
+
+    @functools.cached_property
+    def container_versions(self) -> tuple[tuple[int, int], ...]:
+        """The container versions a VM of this version runs: every version of the same major
+        version up to this one (chapter 3.1.2, check 3; from 1.1, chapter 1.7)."""
+        mine = self.number
+        return tuple(v.number for v in versions.versions()
+                     if v.number[0] == mine[0] and v.number <= mine)
+
     def error(self, code: str) -> ErrorCode:
         return self.errors[code]
+
+    def raw(self, name: str) -> Mapping[str, Any]:
+        """The parsed content of one data file of this version."""
+        return raw(name, self.version)
 
 
 def _read_text(*parts: str) -> str:
     return resources.files("spec").joinpath(*parts).read_text(encoding="utf-8")
 
 
-@functools.cache
-def raw(name: str) -> Mapping[str, Any]:
-    """The parsed content of ``spec/data/<name>.toml``."""
-    if name not in DATA_FILES:
-        raise KeyError(f"no spec data file {name!r}")
-    return tomllib.loads(_read_text("data", f"{name}.toml"))
+def raw(name: str, version: str) -> Mapping[str, Any]:
+    """The parsed content of data file ``name`` in ``version`` (the base's file, or the base's
+    content with the version's diff applied: spec/versions.py)."""
+    return versions.raw(name, version)
 
 
 @functools.cache
@@ -109,23 +119,30 @@ def schema(name: str) -> Mapping[str, Any]:
     return json.loads(_read_text("schemas", f"{name}.schema.json"))
 
 
-def chapters() -> dict[str, str]:
-    """The normative prose chapters, file name -> Markdown text, in chapter order."""
-    folder = resources.files("spec").joinpath("chapters")
-    names = sorted(p.name for p in folder.iterdir() if p.name.endswith(".md"))
-    return {n: folder.joinpath(n).read_text(encoding="utf-8") for n in names}
+def chapters(version: str) -> dict[str, str]:
+    """The normative prose chapters of ``version``, file name -> Markdown, in chapter order."""
+    return prose.chapters(version)
 
 
 def validate_against_schemas() -> list[str]:
-    """Check every data file against its JSON Schema; return the problems found."""
+    """Check every data file of every version, and every version's diff, against its JSON
+    Schema; return the problems found."""
     import jsonschema  # only needed by the checker, not by the VM
 
     problems = []
-    for name in DATA_FILES:
-        validator = jsonschema.Draft202012Validator(schema(name))
-        for err in validator.iter_errors(raw(name)):
-            path = "/".join(str(p) for p in err.absolute_path)
-            problems.append(f"{name}.toml: {path}: {err.message}")
+    check = jsonschema.Draft202012Validator(schema("versions"))
+    problems += [f"versions.toml: {e.message}" for e in check.iter_errors(versions.document())]
+    for version in versions.names():
+        if versions.version(version).base is not None:
+            check = jsonschema.Draft202012Validator(schema("version-diff"))
+            for err in check.iter_errors(versions.diff_document(version)):
+                path = "/".join(str(p) for p in err.absolute_path)
+                problems.append(f"versions/{version}/diff.toml: {path}: {err.message}")
+        for name in DATA_FILES:
+            validator = jsonschema.Draft202012Validator(schema(name))
+            for err in validator.iter_errors(raw(name, version)):
+                path = "/".join(str(p) for p in err.absolute_path)
+                problems.append(f"{version} {name}.toml: {path}: {err.message}")
     return problems
 
 
@@ -160,34 +177,42 @@ def _check_references(spec: Spec) -> list[str]:
         if t["from"] not in stages or not set(t["to"]) <= stages:
             problems.append(f"transition from {t['from']}: unknown stage")
     for name in DATA_FILES:
-        if raw(name)["spec_version"] != SPEC_VERSION:
-            problems.append(f"{name}.toml: spec_version is not {SPEC_VERSION}")
+        if raw(name, spec.version)["spec_version"] != spec.version:
+            problems.append(f"{name}.toml: spec_version is not {spec.version}")
     return problems
 
 
 @functools.cache
-def load() -> Spec:
-    """Load and cross-check the specification. Raises ValueError if the data is inconsistent."""
+def load(version: str) -> Spec:
+    """Load and cross-check version ``version`` of the specification. Raises VersionError (a
+    ValueError) for an unknown version and ValueError if the data is inconsistent."""
+    row = versions.version(version)
+    instructions = raw("instructions", row.version)["instruction"]
     rows = [
         Instruction(cost_rule=r.get("cost_rule"), gate=r.get("gate"),
                     **{k: v for k, v in r.items() if k not in ("cost_rule", "gate")})
-        for r in raw("instructions")["instruction"]
+        for r in instructions
     ]
     rows.sort(key=lambda i: i.opcode)
-    errors = {e["code"]: ErrorCode(**e) for e in raw("errors")["error"]}
+    errors = {e["code"]: ErrorCode(**e) for e in raw("errors", row.version)["error"]}
     strip = lambda d: {k: v for k, v in d.items() if k != "spec_version"}  # noqa: E731
     spec = Spec(
-        version=SPEC_VERSION,
+        version=row.version,
+        release=row.release,
         instructions=tuple(rows),
         by_opcode=MappingProxyType({i.opcode: i for i in rows}),
         by_mnemonic=MappingProxyType({i.mnemonic: i for i in rows}),
         errors=MappingProxyType(errors),
-        schedule=_freeze(strip(raw("schedule"))),
-        limits=_freeze(strip(raw("limits"))),
-        lifecycle=_freeze(strip(raw("lifecycle"))),
-        policy=_freeze(strip(raw("policy"))),
+        schedule=_freeze(strip(raw("schedule", row.version))),
+        limits=_freeze(strip(raw("limits", row.version))),
+        lifecycle=_freeze(strip(raw("lifecycle", row.version))),
+        policy=_freeze(strip(raw("policy", row.version))),
     )
     problems = _check_references(spec)
     if problems:
-        raise ValueError("inconsistent spec data: " + "; ".join(problems))
+        raise ValueError(f"inconsistent spec data of version {row.version}: " + "; ".join(problems))
     return spec
+
+
+__all__ = ["DATA_FILES", "ErrorCode", "Instruction", "Spec", "VersionError", "chapters", "load",
+           "raw", "schema", "validate_against_schemas"]

@@ -8,10 +8,11 @@ MIN % -1 is 0. Signed quotients round toward zero; a signed remainder has the si
 from __future__ import annotations
 
 from reference_vm.machine import Frame, Handler
-from reference_vm.words import Word
+from reference_vm.rules import Rules
 
 
-def handlers(word: Word) -> dict[str, Handler]:
+def handlers(rules: Rules) -> dict[str, Handler]:
+    word = rules.word
     mask = word.mask
     sign = word.sign_bit
     modulus = 1 << word.bits
@@ -71,5 +72,22 @@ def handlers(word: Word) -> dict[str, Handler]:
         remainder = abs(a) % abs(b)
         stack[-1] = (-remainder if a < 0 else remainder) & mask
 
+    bits = word.bits
+
+    def MULHU(frame: Frame, imm: int) -> None:
+        """a b -- (a * b) >>u W : The high W bits of the 2W-bit product of a and b read unsigned."""
+        stack = frame.stack
+        b = stack.pop()
+        stack[-1] = (stack[-1] * b) >> bits
+
+    def MULHS(frame: Frame, imm: int) -> None:
+        """a b -- (sa * sb) >>s W : The high W bits of the 2W-bit two's complement product of a and b read signed.
+
+        Python's >> on a negative integer rounds toward negative infinity, as the spec's floor.
+        """
+        stack = frame.stack
+        b = signed(stack.pop())
+        stack[-1] = ((signed(stack[-1]) * b) >> bits) & mask
+
     return {"ADD": ADD, "SUB": SUB, "MUL": MUL, "DIVU": DIVU, "DIVS": DIVS, "REMU": REMU,
-            "REMS": REMS}
+            "REMS": REMS, "MULHU": MULHU, "MULHS": MULHS}

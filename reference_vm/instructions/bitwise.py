@@ -7,10 +7,11 @@ A rotate amount is taken modulo W.
 from __future__ import annotations
 
 from reference_vm.machine import Frame, Handler
-from reference_vm.words import Word
+from reference_vm.rules import Rules
 
 
-def handlers(word: Word) -> dict[str, Handler]:
+def handlers(rules: Rules) -> dict[str, Handler]:
+    word = rules.word
     mask = word.mask
     bits = word.bits
     sign = word.sign_bit
@@ -73,5 +74,21 @@ def handlers(word: Word) -> dict[str, Handler]:
         a = stack[-1]
         stack[-1] = ((a >> r) | (a << (bits - r))) & mask
 
+    def CLZ(frame: Frame, imm: int) -> None:
+        """a -- clz(a) : The number of zero bits of a above its highest one bit; W for a = 0."""
+        stack = frame.stack
+        stack[-1] = bits - stack[-1].bit_length()
+
+    def CTZ(frame: Frame, imm: int) -> None:
+        """a -- ctz(a) : The number of zero bits of a below its lowest one bit; W for a = 0."""
+        stack = frame.stack
+        a = stack[-1]
+        stack[-1] = (a & -a).bit_length() - 1 if a else bits
+
+    def POPCNT(frame: Frame, imm: int) -> None:
+        """a -- popcnt(a) : The number of one bits of a."""
+        stack = frame.stack
+        stack[-1] = stack[-1].bit_count()
+
     return {"AND": AND, "OR": OR, "XOR": XOR, "NOT": NOT, "SHL": SHL, "SHRU": SHRU,
-            "SHRS": SHRS, "ROTL": ROTL, "ROTR": ROTR}
+            "SHRS": SHRS, "ROTL": ROTL, "ROTR": ROTR, "CLZ": CLZ, "CTZ": CTZ, "POPCNT": POPCNT}

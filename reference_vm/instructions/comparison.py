@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from reference_vm.machine import Frame, Handler
-from reference_vm.words import Word
+from reference_vm.rules import Rules
 
 
-def handlers(word: Word) -> dict[str, Handler]:
+def handlers(rules: Rules) -> dict[str, Handler]:
+    word = rules.word
     # Flipping the sign bit maps two's complement order onto unsigned order.
     flip = word.sign_bit
 

@@ -8,10 +8,10 @@ under a policy that forbids them.
 from __future__ import annotations
 
 from reference_vm.machine import Frame, Handler
-from reference_vm.words import Word
+from reference_vm.rules import Rules
 
 
-def handlers(word: Word) -> dict[str, Handler]:
+def handlers(rules: Rules) -> dict[str, Handler]:
     def TIME(frame: Frame, imm: int) -> None:
         """-- time : Push the block time of the execution context."""
         frame.stack.append(frame.execution.context.block_time)

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import spec
 from reference_vm.accounting import touch
 from reference_vm.errors import Fault, Halt
 from reference_vm.machine import Frame, Handler
-from reference_vm.words import Word
-
-RETURN_STACK_DEPTH = spec.load().limits["machine"]["return_stack_depth"]
-CALLSUB_SIZE = spec.load().by_mnemonic["CALLSUB"].size
+from reference_vm.rules import Rules
 
 
-def handlers(word: Word) -> dict[str, Handler]:
+def handlers(rules: Rules) -> dict[str, Handler]:
+    return_stack_depth = rules.return_stack_depth
+    callsub_size = rules.spec.by_mnemonic["CALLSUB"].size
+
     def STOP(frame: Frame, imm: int) -> None:
         """-- : Halt with status success and empty output."""
         raise Halt(False, b"")
@@ -33,9 +32,9 @@ def handlers(word: Word) -> dict[str, Handler]:
 
         Fault RETURN_STACK_OVERFLOW when the return stack already holds return_stack_depth offsets.
         """
-        if len(frame.return_stack) >= RETURN_STACK_DEPTH:
+        if len(frame.return_stack) >= return_stack_depth:
             raise Fault("RETURN_STACK_OVERFLOW")
-        frame.return_stack.append(frame.pc + CALLSUB_SIZE)
+        frame.return_stack.append(frame.pc + callsub_size)
         return target
 
     def RETSUB(frame: Frame, imm: int) -> int:
@@ -55,7 +54,7 @@ def handlers(word: Word) -> dict[str, Handler]:
         stack = frame.stack
         length = stack.pop()
         offset = stack.pop()
-        touch(frame, offset, length)
+        touch(rules, frame, offset, length)
         raise Halt(False, bytes(frame.memory[offset:offset + length]))
 
     def REVERT(frame: Frame, imm: int) -> None:
@@ -66,7 +65,7 @@ def handlers(word: Word) -> dict[str, Handler]:
         stack = frame.stack
         length = stack.pop()
         offset = stack.pop()
-        touch(frame, offset, length)
+        touch(rules, frame, offset, length)
         raise Halt(True, bytes(frame.memory[offset:offset + length]))
 
     def TRAP(frame: Frame, imm: int) -> None:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from reference_vm.instructions.memory import copy_into_memory
 from reference_vm.machine import Frame, Handler
-from reference_vm.words import Word
+from reference_vm.rules import Rules
 
 
-def handlers(word: Word) -> dict[str, Handler]:
+def handlers(rules: Rules) -> dict[str, Handler]:
+    word = rules.word
     size = word.size
     mask = word.mask
 
@@ -39,7 +40,7 @@ def handlers(word: Word) -> dict[str, Handler]:
         length = stack.pop()
         offset = stack.pop()
         dst = stack.pop()
-        copy_into_memory(frame, dst, frame.call_data, offset, length)
+        copy_into_memory(rules, frame, dst, frame.call_data, offset, length)
 
     def COMPUTELEFT(frame: Frame, imm: int) -> None:
         """-- units : Push the compute units this frame may still use, after this instruction's own cost."""
@@ -58,7 +59,7 @@ def handlers(word: Word) -> dict[str, Handler]:
         length = stack.pop()
         offset = stack.pop()
         dst = stack.pop()
-        copy_into_memory(frame, dst, frame.data, offset, length)
+        copy_into_memory(rules, frame, dst, frame.data, offset, length)
 
     def RETURNDATASIZE(frame: Frame, imm: int) -> None:
         """-- size : Push the length of the output of the most recent CALL of this frame (0 before any)."""
@@ -73,7 +74,7 @@ def handlers(word: Word) -> dict[str, Handler]:
         length = stack.pop()
         offset = stack.pop()
         dst = stack.pop()
-        copy_into_memory(frame, dst, frame.return_data, offset, length)
+        copy_into_memory(rules, frame, dst, frame.return_data, offset, length)
 
     return {"CALLER": CALLER, "SELF": SELF, "CALLDATASIZE": CALLDATASIZE,
             "CALLDATALOAD": CALLDATALOAD, "CALLDATACOPY": CALLDATACOPY,

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from reference_vm.accounting import charge, copy_cost, grow_to, touch
 from reference_vm.machine import Frame, Handler
-from reference_vm.words import Word
+from reference_vm.rules import Rules
 
 
-def handlers(word: Word) -> dict[str, Handler]:
+def handlers(rules: Rules) -> dict[str, Handler]:
+    word = rules.word
     size = word.size
     mask = word.mask
 
@@ -24,7 +25,7 @@ def handlers(word: Word) -> dict[str, Handler]:
         offset = stack[-1]
         end = offset + size
         if end > len(frame.memory):
-            grow_to(frame, end)
+            grow_to(rules, frame, end)
         stack[-1] = int.from_bytes(frame.memory[offset:end], "little")
 
     def MSTORE(frame: Frame, imm: int) -> None:
@@ -37,7 +38,7 @@ def handlers(word: Word) -> dict[str, Handler]:
         offset = stack.pop()
         end = offset + size
         if end > len(frame.memory):
-            grow_to(frame, end)
+            grow_to(rules, frame, end)
         frame.memory[offset:end] = value.to_bytes(size, "little")
 
     def MLOAD8(frame: Frame, imm: int) -> None:
@@ -48,7 +49,7 @@ def handlers(word: Word) -> dict[str, Handler]:
         stack = frame.stack
         offset = stack[-1]
         if offset >= len(frame.memory):
-            grow_to(frame, offset + 1)
+            grow_to(rules, frame, offset + 1)
         stack[-1] = frame.memory[offset]
 
     def MSTORE8(frame: Frame, imm: int) -> None:
@@ -60,7 +61,7 @@ def handlers(word: Word) -> dict[str, Handler]:
         value = stack.pop()
         offset = stack.pop()
         if offset >= len(frame.memory):
-            grow_to(frame, offset + 1)
+            grow_to(rules, frame, offset + 1)
         frame.memory[offset] = value & 0xFF
 
     def MSIZE(frame: Frame, imm: int) -> None:
@@ -70,7 +71,7 @@ def handlers(word: Word) -> dict[str, Handler]:
     def MCOPY(frame: Frame, imm: int) -> None:
         """dst src length -- : Copy memory[src, src+length) to memory[dst, dst+length) as if through a temporary buffer.
 
-        Cost rule memory_copy: memory_expansion to cover both ranges, then copy_cost(length).
+        Cost rule memory_copy: memory_expansion to cover both ranges, then copy_cost(rules, length).
         """
         stack = frame.stack
         length = stack.pop()
@@ -78,8 +79,8 @@ def handlers(word: Word) -> dict[str, Handler]:
         dst = stack.pop()
         if not length:
             return
-        grow_to(frame, max(src, dst) + length)
-        charge(frame, copy_cost(length))
+        grow_to(rules, frame, max(src, dst) + length)
+        charge(frame, copy_cost(rules, length))
         memory = frame.memory
         memory[dst:dst + length] = memory[src:src + length]
 
@@ -87,14 +88,14 @@ def handlers(word: Word) -> dict[str, Handler]:
             "MSIZE": MSIZE, "MCOPY": MCOPY}
 
 
-def copy_into_memory(frame: Frame, dst: int, source: bytes, offset: int, length: int) -> None:
+def copy_into_memory(rules: Rules, frame: Frame, dst: int, source: bytes, offset: int, length: int) -> None:
     """The memory_copy rule for copies from outside memory: bytes past the source's end are zero.
 
-    memory_expansion over [dst, dst+length), then copy_cost(length), then the copy.
+    memory_expansion over [dst, dst+length), then copy_cost(rules, length), then the copy.
     """
     if not length:
         return
-    touch(frame, dst, length)
-    charge(frame, copy_cost(length))
+    touch(rules, frame, dst, length)
+    charge(frame, copy_cost(rules, length))
     chunk = source[offset:offset + length]
     frame.memory[dst:dst + length] = chunk + bytes(length - len(chunk))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import spec
 from reference_vm.machine import Frame, Handler
-from reference_vm.words import Word
+from reference_vm.rules import Rules
 
 FAMILIES = ("PUSH", "DUP", "SWAP")
 
@@ -20,53 +20,54 @@ def family_of(row: spec.Instruction) -> str | None:
     return family if family in FAMILIES and family != row.mnemonic else None
 
 
-def handlers(word: Word) -> dict[str, Handler]:
+def handlers(rules: Rules) -> dict[str, Handler]:
+    word = rules.word
+
     def POP(frame: Frame, imm: int) -> None:
         """a -- : Discard the top item."""
         frame.stack.pop()
 
     table: dict[str, Handler] = {"POP": POP}
-    for row in spec.load().instructions:
+    for row in rules.spec.instructions:
         family = family_of(row)
         if family == "PUSH":
-            table[row.mnemonic] = _push(row.mnemonic, word.mask)
+            table[row.mnemonic] = _push(row, word.mask)
         elif family == "DUP":
-            table[row.mnemonic] = _dup(row.mnemonic, row.inputs)
+            table[row.mnemonic] = _dup(row, row.inputs)
         elif family == "SWAP":
-            table[row.mnemonic] = _swap(row.mnemonic, row.inputs - 1)
+            table[row.mnemonic] = _swap(row, row.inputs - 1)
     return table
 
 
-def _documented(handler: Handler, mnemonic: str) -> Handler:
-    row = spec.load().by_mnemonic[mnemonic]
-    handler.__name__ = mnemonic
+def _documented(handler: Handler, row: spec.Instruction) -> Handler:
+    handler.__name__ = row.mnemonic
     handler.__doc__ = f"{row.signature} : {row.meaning}"
     return handler
 
 
-def _push(mnemonic: str, mask: int) -> Handler:
+def _push(row: spec.Instruction, mask: int) -> Handler:
     # The mask only bites at the reduced widths proofs use; at 64 bits every immediate fits.
     def PUSH(frame: Frame, value: int) -> None:
         frame.stack.append(value & mask)
 
-    return _documented(PUSH, mnemonic)
+    return _documented(PUSH, row)
 
 
-def _dup(mnemonic: str, n: int) -> Handler:
+def _dup(row: spec.Instruction, n: int) -> Handler:
     depth = -n
 
     def DUP(frame: Frame, imm: int) -> None:
         stack = frame.stack
         stack.append(stack[depth])
 
-    return _documented(DUP, mnemonic)
+    return _documented(DUP, row)
 
 
-def _swap(mnemonic: str, n: int) -> Handler:
+def _swap(row: spec.Instruction, n: int) -> Handler:
     other = -1 - n
 
     def SWAP(frame: Frame, imm: int) -> None:
         stack = frame.stack
         stack[-1], stack[other] = stack[other], stack[-1]
 
-    return _documented(SWAP, mnemonic)
+    return _documented(SWAP, row)
