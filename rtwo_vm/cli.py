@@ -22,7 +22,7 @@ from reference_vm.errors import VMError
 from reference_vm.result import canonical
 from reference_vm.trace import FORMATS as TRACE_FORMATS, tracer_for
 from rtwo_vm.inputs import (
-    CliError, instruction_name, parse_assignment, parse_count, parse_hex,
+    CliError, add_spec_version, parse_assignment, parse_count, parse_hex,
     parse_word, policy_of, read_code, read_state_file,
 )
 from rtwo_vm.parsing import RUN_OPTION_GROUPS, group_commands, group_options, harden
@@ -38,7 +38,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _cmd_asm(args) -> int:
-    blob = read_code(args.file)
+    blob = read_code(args.file, args.spec_version)
     if args.hex or args.output == "-":
         print(blob.hex())
         return 0
@@ -54,7 +54,7 @@ def _cmd_asm(args) -> int:
 
 
 def _cmd_disasm(args) -> int:
-    blob = read_code(args.file)
+    blob = read_code(args.file, spec.latest())   # a .rasm file: assembled as the newest version
     try:
         sys.stdout.write(disassemble(blob, offsets=not args.no_offsets))
     except VMError as err:
@@ -73,15 +73,16 @@ def _cmd_run(args) -> int:
         if native_vm.missing():
             raise CliError(native_vm.missing())
     address = parse_word(args.address, "--address")
-    contracts = read_state_file(args.state) if args.state else {}
+    version = args.spec_version
+    contracts = read_state_file(args.state, version) if args.state else {}
     for item in args.contract or ():
         addr_text, path = parse_assignment(item, "--contract")
-        contracts[parse_word(addr_text, "--contract address")] = Contract(read_code(path))
+        contracts[parse_word(addr_text, "--contract address")] = Contract(read_code(path, version))
     storage = {}
     for item in args.storage or ():
         key, value = parse_assignment(item, "--storage")
         storage[parse_word(key, "--storage key")] = parse_word(value, "--storage value")
-    contracts[address] = Contract(read_code(args.file), storage)
+    contracts[address] = Contract(read_code(args.file, version), storage)
     message = Message(address, parse_word(args.caller, "--caller"),
                       parse_hex(args.calldata, "--calldata"))
     seed = parse_hex(args.seed, "--seed") if args.seed else bytes(32)
@@ -104,7 +105,8 @@ def _cmd_run(args) -> int:
         elif args.trace is not None:
             trace_file = stack.enter_context(_TraceFile(args.trace))
             tracer = tracer_for(args.trace_format, trace_file)
-        result = run(WorldState(contracts), message, context, policy, limits, tracer=tracer)
+        result = run(WorldState(contracts), message, context, policy, limits, version=version,
+                     tracer=tracer)
         if trace_file is not None and trace_file.error is not None:
             raise CliError(f"cannot write {args.trace}: {trace_file.error}")
     doc = result.to_json()
@@ -177,33 +179,11 @@ def _cmd_examples(args) -> int:
     return 0
 
 
-def _cmd_spec(args) -> int:
-    table = spec.load()
-    if args.action == "check":
-        from spec.loader import validate_against_schemas
-        try:
-            problems = validate_against_schemas()
-        except ImportError:
-            raise CliError("spec check needs the jsonschema package (pip install jsonschema)") from None
-        for p in problems:
-            print(p)
-        print(f"spec {table.version}: {len(table.instructions)} instructions, "
-              f"{len(table.errors)} outcome codes, " + ("OK" if not problems else f"{len(problems)} problems"))
-        return 0 if not problems else 1
-    if args.action == "opcodes":
-        for ins in table.instructions:
-            print(f"0x{ins.opcode:02x} {ins.mnemonic:<15} {ins.type:<12} {ins.signature}")
-        return 0
-    ins = instruction_name(args.name, "spec show")
-    print(_pretty({f: getattr(ins, f) for f in ins.__dataclass_fields__}))
-    return 0
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="rtwo-vm", description=__doc__.splitlines()[0],
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version",
-                        version=f"rtwo-vm 1.0.0 (spec {spec.SPEC_VERSION})")
+                        version=f"rtwo-vm 1.1.0 (spec versions {', '.join(spec.names())})")
     # A command that runs other commands (check) calls this entry point; it never imports the CLI.
     parser.set_defaults(cli_main=main)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -212,6 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", help=".rasm assembly file")
     p.add_argument("-o", "--output", help="output path (default: FILE with .rtwo; - for hex on stdout)")
     p.add_argument("--hex", action="store_true", help="print the container as hex instead")
+    add_spec_version(p, "the version of the container written, whose mnemonics are known")
     p.set_defaults(func=_cmd_asm)
 
     p = sub.add_parser("disasm", help="disassemble a container (binary or hex file)")
@@ -251,6 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--engine", choices=["reference", "compiled", "native"], default="reference",
                    help="the reference interpreter (default), the compiled engine (compiled_vm) or "
                         "the native tier (native_vm; needs the native extra: llvmlite)")
+    add_spec_version(p, "the version the execution runs under (and of the containers of .rasm files)")
     p.set_defaults(func=_cmd_run)
     run_parser = p
 
@@ -260,11 +242,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print full results as JSON")
     p.set_defaults(func=_cmd_examples)
 
-    p = sub.add_parser("spec", help="check or show the specification data")
-    p.add_argument("action", choices=["check", "show", "opcodes"],
-                   help="check the data against its schemas, list the opcodes, or show one")
-    p.add_argument("name", nargs="?", help="mnemonic or opcode for show")
-    p.set_defaults(func=_cmd_spec)
 
     # Each tool adds its own commands (rtwo_vm/commands/*.py, each with register(sub)), so
     # that heavy imports (z3, sqlite) happen only when their command runs.

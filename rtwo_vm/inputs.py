@@ -20,9 +20,9 @@ from reference_vm.container import HEADER_SIZE, MAGIC
 
 ASSEMBLY_SUFFIXES = (".rasm", ".asm", ".s")
 
-_MACHINE = spec.load().limits["machine"]
-# The largest container the spec admits (chapter 3.1): a binary input is refused beyond it.
-MAX_CONTAINER = HEADER_SIZE + _MACHINE["code_size"] + _MACHINE["data_size"]
+# The largest container any version admits (chapter 3.1): a binary input is refused beyond it.
+MAX_CONTAINER = max(HEADER_SIZE + m["code_size"] + m["data_size"]
+                    for m in (spec.load(v.version).limits["machine"] for v in spec.versions()))
 # Hex text of the largest container, with room for whitespace between the digits.
 MAX_HEX_TEXT = 4 * MAX_CONTAINER + 2
 # Assembly has no spec bound of its own (comments, .zero); this one is generous.
@@ -62,13 +62,34 @@ def _looks_like_text(blob: bytes) -> bool:
     return all(ch.isprintable() or ch in "\t\r\n\f\v" for ch in text)
 
 
-def read_code(path: str) -> bytes:
-    """Container bytes from an assembly file (.rasm, .asm, .s), a hex text file or a binary
-    container. Any other text file is refused, not run as a (truncated) container."""
+def spec_version(text: str) -> str:
+    """argparse type of ``--spec-version``: a version of spec/versions.toml (else a usage
+    error: one line, exit 2)."""
+    import argparse
+    try:
+        return spec.version(text).version
+    except spec.VersionError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def add_spec_version(parser, what: str = "the spec version to use") -> None:
+    """``--spec-version V`` on a command, by default the newest version (spec/versions.toml's
+    last): the value then flows through the command's calls, never through a global."""
+    parser.add_argument("--spec-version", dest="spec_version", type=spec_version,
+                        default=spec.latest(), metavar="VERSION",
+                        help=f"{what} (default: the newest, {spec.latest()}; "
+                             f"versions: {', '.join(spec.names())})")
+
+
+def read_code(path: str, version: str) -> bytes:
+    """Container bytes from an assembly file (.rasm, .asm, .s: assembled into a container of
+    spec version ``version``), a hex text file or a binary container (taken as it is: its
+    header names its version). Any other text file is refused, not run as a (truncated)
+    container."""
     if Path(path).suffix in ASSEMBLY_SUFFIXES:
         blob = read_bounded(path, MAX_ASSEMBLY, "an assembly file may hold")
         try:
-            return assemble(blob.decode("utf-8"))
+            return assemble(blob.decode("utf-8"), version)
         except UnicodeDecodeError:
             raise CliError(f"{path}: assembly must be UTF-8 text") from None
         except AssemblyError as err:
@@ -193,7 +214,7 @@ def _inside(root: Path, name: str, what: str) -> str:
     return str(target)
 
 
-def read_state_file(path: str, base: Path | None = None) -> dict[int, Contract]:
+def read_state_file(path: str, version: str, base: Path | None = None) -> dict[int, Contract]:
     """A JSON pre-state: {"contracts": {"0xADDR": {"code": FILE-or-HEX, "storage": {K: V}}}}."""
     doc = read_json(path)
     contracts = doc.get("contracts") if isinstance(doc, dict) else None
@@ -207,18 +228,19 @@ def read_state_file(path: str, base: Path | None = None) -> dict[int, Contract]:
             raise CliError(f"{path}: contract {addr_text[:40]} needs a \"code\" string")
         code_ref = body["code"]
         code = (parse_hex(code_ref, f"{path}: code of {addr_text}") if code_ref.startswith("0x")
-                else read_code(_inside(root, code_ref, f"{path}: code of {addr_text[:40]}")))
+                else read_code(_inside(root, code_ref, f"{path}: code of {addr_text[:40]}"), version))
         storage = parse_storage(body.get("storage", {}), f"{path}: storage of {addr_text[:40]}")
         out[address] = Contract(code, storage)
     return out
 
 
-def operation_names(names: list[str] | None, option: str) -> tuple[str, ...] | None:
-    """Mnemonics (any case) and instruction types (any case) for --forbid/--allow, spelled
-    as the spec spells them; an unknown name is a usage error, not a run-time refusal."""
+def operation_names(names: list[str] | None, option: str, version: str) -> tuple[str, ...] | None:
+    """Mnemonics (any case) and instruction types (any case) of spec version ``version`` for
+    --forbid/--allow, spelled as the spec spells them; an unknown name is a usage error, not a
+    run-time refusal."""
     if names is None:
         return None
-    table = spec.load()
+    table = spec.load(version)
     types = {t.lower(): t for t in table.instruction_types}
     out = []
     for name in names:
@@ -228,14 +250,15 @@ def operation_names(names: list[str] | None, option: str) -> tuple[str, ...] | N
             out.append(types[name.lower()])
         else:
             raise CliError(f"{option} {name[:40]!r}: not a mnemonic or instruction type "
-                           f"(types: {', '.join(sorted(types.values()))}; mnemonics: rtwo-vm "
-                           "spec opcodes)")
+                           f"in spec {version} (types: {', '.join(sorted(types.values()))}; "
+                           f"mnemonics: rtwo-vm spec opcodes --spec-version {version})")
     return tuple(out)
 
 
-def instruction_name(name: str | None, what: str):
-    """The instruction row named by a mnemonic (any case) or an opcode number."""
-    table = spec.load()
+def instruction_name(name: str | None, what: str, version: str):
+    """The instruction row of spec version ``version`` named by a mnemonic (any case) or an
+    opcode number."""
+    table = spec.load(version)
     if not name:
         raise CliError(f"{what} needs a mnemonic or an opcode (e.g. ADD or 0x01)")
     ins = table.by_mnemonic.get(name.upper())
@@ -245,7 +268,8 @@ def instruction_name(name: str | None, what: str):
         except ValueError:
             ins = None
     if ins is None:
-        raise CliError(f"no instruction {name[:40]!r} (rtwo-vm spec opcodes lists them)")
+        raise CliError(f"no instruction {name[:40]!r} in spec {version} "
+                       f"(rtwo-vm spec opcodes --spec-version {version} lists them)")
     return ins
 
 
@@ -298,10 +322,11 @@ def nonnegative_int(text: str) -> int:
 
 def policy_of(args) -> Policy:
     """The determinism policy that ``rtwo-vm run``'s policy options name (and every command
-    that takes them: symbolic, equivalence)."""
+    that takes them: symbolic, equivalence), with names of ``args.spec_version``."""
     return Policy(time_access="allowed" if args.allow_time else "forbidden",
                   randomness="seeded" if args.allow_randomness else "forbidden",
                   external_call="forbidden" if args.forbid_calls else "allowed",
                   storage_access=args.storage_access,
-                  allowed_operations=operation_names(args.allow, "--allow"),
-                  forbidden_operations=operation_names(args.forbid or [], "--forbid") or ())
+                  allowed_operations=operation_names(args.allow, "--allow", args.spec_version),
+                  forbidden_operations=operation_names(args.forbid or [], "--forbid",
+                                                       args.spec_version) or ())
