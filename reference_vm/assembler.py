@@ -190,7 +190,6 @@ def assemble(source: str, version: str) -> bytes:
     the version and only that version's mnemonics are known (9.8). Raises AssemblyError;
     spec.VersionError for an unknown version."""
     tables = _table(version)
-    table = tables.by_mnemonic
     word = rules_of(version).word
     items: list[_Item] = []
     labels: dict[str, tuple[str, int]] = {}
