@@ -1,8 +1,8 @@
 """Shared spec constants and hand computations for the ``tests/test_ops_*.py`` files.
 
-Everything here is derived from the spec data files (``spec.load()``: the instruction table,
-``schedule.toml`` and the limits) with plain Python arithmetic, written independently of
-``reference_vm``. The instruction tests build their expected costs, fees, page counts and word
+Everything here is derived from the spec data files of version 1.0 (``spec.load("1.0")``: the
+instruction table, ``schedule.toml`` and the limits; ``for_version`` gives another version's)
+with plain Python arithmetic, written independently of ``reference_vm``. The instruction tests build their expected costs, fees, page counts and word
 values from these helpers, so a test compares the VM against the spec rather than against itself.
 
 Import what a test file needs with ``from opspec import ...`` (``tests/`` is on ``sys.path``).
@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import spec
 
-S = spec.load()
+VERSION = "1.0"       # the version whose instructions the test_ops_* files check (conftest.BASE_VERSION)
+S = spec.load(VERSION)
 SCHED = S.schedule
 
 # ---- words ---------------------------------------------------------------------------------
