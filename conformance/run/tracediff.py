@@ -48,9 +48,10 @@ class Divergence:
         return f"first divergence {where}{after}: {self.field}: expected {self.expected!r}, got {self.actual!r}"
 
 
-def reference_trace(vector_input: Mapping[str, Any]) -> list[dict[str, Any]]:
+def reference_trace(vector_input: Mapping[str, Any], version: str) -> list[dict[str, Any]]:
+    """The reference's native trace of a vector input under spec ``version``."""
     out = io.StringIO()
-    run_reference(vector_input, tracer=JsonLinesTracer(out))
+    run_reference(vector_input, version, tracer=JsonLinesTracer(out))
     return [json.loads(line) for line in out.getvalue().splitlines()]
 
 
