@@ -105,6 +105,8 @@ def run(args) -> int:
         found = _selection(args, version, folder, out)
         if found is not None:
             plans.append((version, *found))
+    for version, _ in corpora:   # (after --last-failed read its reports: refused as they are)
+        files.check_outputs(out / version)
     if args.last_failed and not plans:
         reports = [out / v / "report.json" for v, _ in corpora]
         if not any(r.exists() or r.is_symlink() for r in reports):

@@ -15,7 +15,7 @@ import spec
 from conformance.constants import corpus_dir
 from conformance.corpus import explain, fill as fill_mod, store
 from conformance.corpus.vector import Case
-from tests.planting import plant
+from planting import plant
 
 ROOT = Path(__file__).resolve().parent.parent
 # The corpus of 1.0 as it was committed before versions existed (conformance/vectors/, now

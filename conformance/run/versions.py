@@ -48,11 +48,23 @@ def _unknown(versions: Sequence[str]) -> str | None:
     return next((v for v in versions if v not in spec.names()), None)
 
 
+def _hello_of(found: Discovery, argv: list[str], settings: Settings) -> None:
+    """The hello of the newest version an UNSUPPORTED_SPEC_VERSION error listed (its name and
+    capabilities, for the report); the versions stay those the error listed when it is refused."""
+    newest = max(found.announced, key=lambda v: spec.version(v).number)
+    try:
+        reply = _ask(argv, settings, newest)
+    except StartError:
+        return
+    if reply.get("type") == "hello" and not hello_problems(reply, newest):
+        found.hello = reply
+
+
 def discover(command: str, argv: list[str], settings: Settings, wanted: Sequence[str]) -> Discovery:
     """Ask the adapter (``argv``) which of the ``wanted`` versions it implements."""
     found = Discovery(command)
     order = sorted(wanted, key=lambda v: spec.version(v).number, reverse=True)
-    refused: list[str] = []
+    refused: list[str] = []            # refused without saying which versions it implements
     for version in order:
         try:
             reply = _ask(argv, settings, version)
@@ -76,7 +88,7 @@ def discover(command: str, argv: list[str], settings: Settings, wanted: Sequence
                                          f"not a version of spec/versions.toml ({', '.join(spec.names())})")
                     return found
                 found.announced = [v for v in listed if v != version]
-                refused.append(version)
+                _hello_of(found, argv, settings)
                 break
             refused.append(version)
             continue
@@ -87,7 +99,7 @@ def discover(command: str, argv: list[str], settings: Settings, wanted: Sequence
     for version in wanted:
         if version in refused:
             found.not_checked[version] = (f"refused: the adapter answered the hello of spec {version} "
-                                          "with UNSUPPORTED_SPEC_VERSION")
+                                          "with UNSUPPORTED_SPEC_VERSION, listing no version")
         elif version not in found.announced:
             said = ", ".join(found.announced) or "none of them"
             found.not_checked[version] = f"not announced: the adapter implements {said}"
