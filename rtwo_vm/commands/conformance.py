@@ -251,14 +251,14 @@ def _cmd_selftest(args) -> int:
             # An adapter that could not say which versions it implements is checked on the newest
             # asked for: its handshake check says what went wrong.
             versions = [v for v in corpora if found.checks(v)] or ([] if not found.start_error else list(corpora)[-1:])
+            for version, why in found.not_checked.items():
+                print(f"spec {version}: not checked: {why}")
             for version in versions:
                 _, vectors = corpus_args.load_corpus(corpora[version], version)
                 checks = run_selftest(command, {v["id"]: v for v in vectors}, version, timeout=args.timeout)
                 status = max(status, _print_checks(command, version, checks))
         finally:
             kill_all()
-    for version, why in found.not_checked.items():
-        print(f"spec {version}: not checked: {why}")
     return status if versions else EXIT_COULD_NOT_RUN
 
 
