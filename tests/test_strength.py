@@ -13,6 +13,7 @@ import sys
 
 import pytest
 
+from conformance.constants import corpus_dir
 from conformance.corpus import store
 from conformance.strength import backend, mutants, report, run
 
@@ -108,8 +109,8 @@ def test_a_hanging_mutant_is_stopped_and_counted_as_killed():
     assert source.count(find) == 1
     hang = mutants.Mutant("test:hang", "instructions/control.py", "curated", "STOP loops forever", 1, find,
                           "while True: pass", source.replace(find, "        while True:\n            pass\n"))
-    vectors = [v for v in store.load() if v["id"] == "control/STOP/happy"]
-    run.set_plan(run.Plan([hang], vectors, timeout=1.0))
+    vectors = [v for v in store.load(corpus_dir("1.0")) if v["id"] == "control/STOP/happy"]
+    run.set_plan(run.Plan([hang], vectors, "1.0", timeout=1.0))
     (verdict,) = list(backend.local_map(run.prescreen, [0], 1))
     assert verdict["status"] == "killed" and verdict["how"] == "timeout"
 
@@ -128,10 +129,9 @@ def test_bad_options_are_refused():
 
 
 def test_a_task_runs_in_a_fresh_interpreter_as_a_remote_backend_would():
-    from conformance.constants import VECTORS_DIR
     from conformance.strength import worker
     (bug,) = [b for b in mutants.curated() if b.id == "curated:sub_operands_swapped"]
-    verdict = worker.run_subprocess(worker.task(bug, VECTORS_DIR, ["arithmetic/SUB/*"], True, 60))
+    verdict = worker.run_subprocess(worker.task(bug, corpus_dir("1.0"), "1.0", ["arithmetic/SUB/*"], True, 60))
     assert verdict["status"] == "killed" and len(verdict["killers"]) >= 2
 
 
