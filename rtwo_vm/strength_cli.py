@@ -112,7 +112,7 @@ def run(args, corpus_dir: Path, version: str, out: TextIO, checked: Checked | No
         raise CliError("the filters select no vector")
     try:
         generated = [] if args.curated_only else mut.select(tuple(args.module), args.limit, tuple(args.operator))
-        curated = [] if args.no_curated else mut.curated()
+        curated = [] if args.no_curated else mut.curated(version)
     except (ValueError, OSError) as err:
         raise CliError(f"cannot generate the mutants: {err}") from None
     if not args.curated_only:
@@ -170,7 +170,8 @@ def run(args, corpus_dir: Path, version: str, out: TextIO, checked: Checked | No
     redundant = (rep.redundant_vectors([verdicts[m] for m in ordered], [v["id"] for v in vectors])
                  if args.redundant else None)
     report = rep.Report(ordered, verdicts, len(vectors), manifest["digest"], {**reasons, **unreachable}, redundant,
-                        contradicted=sorted(m for m in unreachable if m in verdicts and verdicts[m]["status"] == "killed"))
+                        contradicted=sorted(m for m in unreachable if m in verdicts and verdicts[m]["status"] == "killed"),
+                        spec_version=version)
     print(rep.render(report), file=out)
     try:
         if args.json:

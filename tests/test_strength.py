@@ -59,6 +59,22 @@ def test_curated_bugs_are_patches_with_descriptions():
     for bug in bugs:
         assert bug.description and bug.source != (mutants.PACKAGE / bug.module).read_text()
         compile(bug.source, bug.id, "exec")
+    # A bug of 1.1's instructions is run against the 1.1 corpus, never against 1.0's.
+    newer = {b.id for b in bugs} - {b.id for b in mutants.curated("1.0")}
+    assert {"curated:mulhs_second_operand_unsigned", "curated:tstore_in_read_only_frame"} <= newer
+    assert {b.id for b in mutants.curated("1.1")} == {b.id for b in bugs}
+
+
+def test_the_curated_bugs_of_1_1_are_killed_twice_by_its_corpus():
+    from conformance.corpus.selection import select
+    newer = [b for b in mutants.curated("1.1") if b.id not in {o.id for o in mutants.curated("1.0")}]
+    vectors = select(store.load(corpus_dir("1.1")), ["arithmetic/MULHS/*", "bitwise/CTZ/*", "call/STATICCALL/*",
+                                                     "transient/*"])
+    run.set_plan(run.Plan(newer, vectors, "1.1", exhaustive=frozenset(b.id for b in newer), timeout=120.0))
+    verdicts = list(backend.local_map(run.prescreen, range(len(newer)), 2))
+    assert len(verdicts) == len(newer) >= 6
+    for verdict in verdicts:
+        assert verdict["status"] == "killed" and len(verdict["killers"]) >= 2, verdict
 
 
 def test_an_equivalent_mutant_needs_a_reason(tmp_path):

@@ -4,8 +4,8 @@ states and products whose signs and magnitudes differ; CLZ, CTZ and POPCNT (6.5,
 
 from __future__ import annotations
 
-from conformance.corpus.definitions.common import MASK, MIN, SMAX, binary, operand_pairs, unary
-from conformance.corpus.definitions.v1_1.common import MACHINE, VERSION
+from conformance.corpus.definitions.common import MASK, MIN, SMAX, binary, operand_pairs, push_all, returning, unary
+from conformance.corpus.definitions.v1_1.common import MACHINE, VERSION, case
 
 BITS = MACHINE["word_bits"]
 
@@ -47,3 +47,8 @@ def cases():
     for mnemonic in ("CLZ", "CTZ", "POPCNT"):
         for suffix, a in COUNTED:
             yield unary("bitwise", mnemonic, suffix, a, since=VERSION)
+        # 0 counted twice over: the count of 0 (W for CLZ and CTZ), then the count of that.
+        name = mnemonic.lower()
+        yield case(f"bitwise/{mnemonic}/zero_then_its_count", f"{mnemonic} of 0, then {mnemonic} of that result; "
+                   "returns both.", push_all([0]) + f"{name}\ndup1\n{name}\n" + returning(2),
+                   opcodes=(mnemonic, "DUP1"), categories=("semantics", "edge"))
