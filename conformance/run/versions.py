@@ -62,7 +62,9 @@ def _hello_of(found: Discovery, argv: list[str], settings: Settings) -> None:
 
 def discover(command: str, argv: list[str], settings: Settings, wanted: Sequence[str]) -> Discovery:
     """Ask the adapter (``argv``) which of the ``wanted`` versions it implements."""
+    from conformance.run.suite import slug
     found = Discovery(command)
+    settings = replace(settings, log_label=f"{slug(command)}__versions")    # its kept log's name
     order = sorted(wanted, key=lambda v: spec.version(v).number, reverse=True)
     refused: list[str] = []            # refused without saying which versions it implements
     for version in order:
