@@ -147,7 +147,7 @@ def run(args) -> int:
         except SelectionError as err:
             raise CliError(str(err)) from None
         result, lines, summary = _one_version(args, version, manifest, vectors, sample, known, impls,
-                                              settings, seed, count, out, logs)
+                                              settings, seed, count, out, logs, not_checked)
         summaries[version] = summary
         code = max(code, summary["exit_code"])       # 3 could not run > 1 does not conform > 0
         if not args.json:
@@ -175,9 +175,11 @@ def _label(discovery) -> str:
     return str(impl.get("name") or discovery.command)[:200]
 
 
-def _one_version(args, version, manifest, vectors, sample, known, commands, settings, seed, count, out, logs):
-    """Run one version's suite and write its reports into <out>/<version>/; (result, the
-    text lines to print, the --json summary)."""
+def _one_version(args, version, manifest, vectors, sample, known, commands, settings, seed, count, out, logs,
+                 not_checked=()):
+    """Run one version's suite and write its reports into <out>/<version>/ (which name the
+    versions the run did not check, and why); (result, the text lines to print, the --json
+    summary)."""
     from dataclasses import replace
 
     from conformance.report.counts import plural
@@ -191,7 +193,7 @@ def _one_version(args, version, manifest, vectors, sample, known, commands, sett
     folder = out / version
     options = Options(repeat=args.repeat, seed=seed, max_traces=args.max_traces,
                       settings=replace(settings, spec_version=version), exitfirst=args.exitfirst, blind=args.blind)
-    run_info = {"seed": seed, "fresh": len(sample), "fresh_requested": count}
+    run_info = {"seed": seed, "fresh": len(sample), "fresh_requested": count, "not_checked": list(not_checked)}
     everything = list(vectors) + sample
     lines = [f"spec {version}: {plural(len(vectors), 'vector')} of its corpus and a fresh sample of "
              f"{plural(len(sample), 'vector')}"] if not args.quiet else []

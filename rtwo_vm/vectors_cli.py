@@ -110,8 +110,11 @@ def _checkout(args):
 
 
 def _one_line(err: Exception) -> str:
+    from conformance.corpus.fill import UnexplainedDifference
     lines = str(err).splitlines()
-    text = lines[0][:300] if lines else type(err).__name__
+    # an unexplained difference names the vector, the fields and what its request touches
+    cap = 1500 if isinstance(err, UnexplainedDifference) else 300
+    text = lines[0][:cap] if lines else type(err).__name__
     return text + (f" (and {len(lines) - 1} more lines)" if len(lines) > 1 else "")
 
 
@@ -138,6 +141,8 @@ def cmd_fill(args) -> int:
                       refresh_symbolic=args.refresh_symbolic)
         for note in filled.notes + [n for c in filled.corpora.values() for n in c.notes]:
             print(f"note: {note}", file=sys.stderr)
+        for line in _explained_lines(filled):
+            print(line)
         if args.check:
             differing = 0
             for version, corpus in filled.corpora.items():
@@ -161,6 +166,22 @@ def cmd_fill(args) -> int:
               + ", ".join(f"{n} {s}" for s, n in manifest["sources"].items()))
         print(f"spec {version}: digest {manifest['digest']}")
     return 0
+
+
+def _explained_lines(filled) -> list[str]:
+    """Per version, how many vectors differ from the previous version's vector of the same
+    definition, and the diff items explaining them (chapter 11.2.6)."""
+    from collections import Counter
+    by_version: dict[str, Counter] = {}
+    for key, items in filled.explained.items():
+        version = key.split(":", 1)[0]
+        by_version.setdefault(version, Counter()).update(items)
+    out = []
+    for version, items in sorted(by_version.items(), key=lambda kv: list(filled.corpora).index(kv[0])):
+        count = sum(1 for key in filled.explained if key.startswith(version + ":"))
+        out.append(f"spec {version}: {count} vectors differ from the previous version's, each explained by a diff "
+                   "item (" + ", ".join(f"{item}: {n}" for item, n in sorted(items.items())) + ")")
+    return out
 
 
 def _versions_line(filled) -> str:

@@ -68,6 +68,9 @@ def test_a_run_checks_only_what_an_adapter_of_1_0_announces_and_says_so(tmp_path
                                        "command": faulty("only-1.0"),
                                        "why": "not announced: the adapter implements 1.0"}]
     assert (tmp_path / "1.0" / "report.json").exists() and not (tmp_path / "1.1").exists()
+    # the 1.0 report says so too (what a CI job keeps)
+    report = json.loads((tmp_path / "1.0" / "report.json").read_text())
+    assert report["spec_version"] == "1.0" and report["not_checked"] == summary["not_checked"]
     # Asked for 1.1 alone, it has nothing to check: could not run (exit 3), in words.
     alone = cli("conformance", "run", "--impl", faulty("only-1.0"), "--spec-version", "1.1", "--filter",
                 "arithmetic/ADD/one__*", "--fresh", "0", "--repeat", "0", "--out", str(tmp_path / "b"))

@@ -151,7 +151,8 @@ def unexplained(old: Mapping[str, Any], new: Mapping[str, Any]) -> str | None:
     if any(item.tokens & found for item in items(v_old, v_new)):
         return None
     shown = ", ".join(fields[:6]) + (f" and {len(fields) - 6} more" if len(fields) > 6 else "")
-    ran = ", ".join(sorted(_shown(t) for t in found)[:12]) or "nothing"
+    names = sorted(_shown(t) for t in found)
+    ran = (", ".join(names[:12]) + (f" and {len(names) - 12} more" if len(names) > 12 else "")) or "nothing"
     return (f"{new['id']}: differs between {v_old} and {v_new} in {shown}, and no item of the diff "
             f"explains it (the request touches {ran}; an item explains a difference when it "
             "touches one of these: its rows, or its affects list)")

@@ -11,6 +11,7 @@ not when it is not (not announced, refused).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Sequence
 
 import spec
@@ -64,7 +65,8 @@ def discover(command: str, argv: list[str], settings: Settings, wanted: Sequence
     """Ask the adapter (``argv``) which of the ``wanted`` versions it implements."""
     from conformance.run.suite import slug
     found = Discovery(command)
-    settings = replace(settings, log_label=f"{slug(command)}__versions")    # its kept log's name
+    # its kept log is named as the probe's: after the command's file names
+    settings = replace(settings, log_label=f"{slug(' '.join(Path(a).name for a in argv)[:40])}__versions")
     order = sorted(wanted, key=lambda v: spec.version(v).number, reverse=True)
     refused: list[str] = []            # refused without saying which versions it implements
     for version in order:
