@@ -136,9 +136,29 @@ def test_an_unknown_version_is_one_line_and_exit_2(argv):
     done = subprocess.run([sys.executable, "-m", "rtwo_vm.cli", *argv], cwd=ROOT, capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 2, done.stdout + done.stderr
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) <= 2 and "unknown spec version" in lines[-1], done.stderr
-    assert done.stdout == ""
+    assert done.stderr.startswith("rtwo-vm: error: argument --spec-version: unknown spec version ")
+    assert done.stderr.count("\n") == 1 and done.stdout == "", done.stderr
+
+
+def test_a_vector_of_an_unknown_version_is_refused_in_one_line(tmp_path):
+    """One vector of a copy of the 1.0 corpus names spec 9.9: every command reading the corpus
+    refuses it in one line, exit 2, before any adapter runs."""
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    for f in corpus_dir("1.0").iterdir():
+        (folder / f.name).write_bytes(f.read_bytes())
+    lines = (folder / "hash.jsonl").read_text().splitlines()
+    vector = json.loads(lines[0])
+    vector["_meta"]["spec_version"] = "9.9"
+    lines[0] = json.dumps(vector, sort_keys=True, separators=(",", ":"))
+    (folder / "hash.jsonl").write_text("\n".join(lines) + "\n")
+    why = f"rtwo-vm: error: cannot read the corpus in {folder}: vector {vector['id']} is of spec 9.9, in the corpus of spec 1.0\n"
+    for argv in (["vectors", "check"], ["vectors", "list"],
+                 ["conformance", "run", "--repeat", "0", "--fresh", "0", "--out", str(tmp_path / "out")]):
+        done = subprocess.run([sys.executable, "-m", "rtwo_vm.cli", *argv, "--dir", str(folder)], cwd=ROOT,
+                              capture_output=True, text=True, timeout=60)
+        assert (done.returncode, done.stderr, done.stdout) == (2, why, ""), argv
+    assert not (tmp_path / "out").exists()
 
 
 def test_a_corpus_folder_of_an_unknown_version_is_refused_in_one_line(tmp_path):

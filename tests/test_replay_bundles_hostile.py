@@ -262,3 +262,12 @@ def test_replay_keep_logs_never_follows_a_link(written, tmp_path, capsys):
     err = refused(capsys, "conformance", "replay", str(save(tmp_path, written)), "--impl", reference_command(),
                   "--keep-logs", str(tmp_path / "logs"))
     assert "symbolic link" in err and list(elsewhere.iterdir()) == []
+
+
+def test_a_bundle_of_an_unknown_version_is_refused_in_one_line(written, tmp_path, capsys):
+    """A bundle names the version its session ran: one naming a version spec/versions.toml does
+    not define is refused before any adapter starts."""
+    marker = tmp_path / "ran"
+    bundle = dict(copy.deepcopy(written), spec_version="9.9")
+    err = refused(capsys, "conformance", "replay", str(save(tmp_path, bundle)), "--impl", marker_adapter(marker))
+    assert "9.9" in err and not marker.exists()
