@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+import spec
 from conformance.run.keeper import KeeperError, start, sweep
 from conformance.protocol import SHUTDOWN, ProtocolError, decode, encode, hello_problems, hello_request
 
@@ -43,15 +44,10 @@ _LIVE: set["AdapterProcess"] = set()
 _TOKENS: set[bytes] = set()          # tokens of processes started and not yet retired
 
 
-def _default_max_line() -> int:
-    """The largest response line a request with the default limits can need: the output of a
-    full memory (hex, two characters a byte) plus 1 MiB for the rest of the result."""
-    import spec
-    return max(2 * spec.load(v).limits["default"]["memory_pages"] * spec.load(v).schedule["memory"]["page_size"]
-               for v in spec.names()) + (1 << 20)
-
-
-DEFAULT_MAX_LINE = _default_max_line()
+# The largest response line a request with the default limits can need, in any version: the
+# output of a full memory (hex, two characters a byte) plus 1 MiB for the rest of the result.
+DEFAULT_MAX_LINE = max(2 * spec.load(v).limits["default"]["memory_pages"] * spec.load(v).schedule["memory"]["page_size"]
+                       for v in spec.names()) + (1 << 20)
 DEFAULT_MAX_LOG = 64 * 1024       # bytes of each process's stderr kept (the end of it)
 
 
@@ -313,8 +309,7 @@ class AdapterProcess:
             self.flush()
 
     def hello_reply(self) -> dict[str, Any]:
-        """The adapter's answer to the hello, a protocol message of any type (StartError when
-        there is none, or it is not a protocol message)."""
+        """The adapter's answer to the hello, a message of any type (else StartError)."""
         self.begin_handshake()
         line = self.wait_line(time.monotonic() + self.settings.handshake_timeout)
         if line is None:

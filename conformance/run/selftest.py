@@ -20,9 +20,7 @@ Each check runs in its own adapter process (started and handshaken afresh), so a
 or a lost response in one check never shows up as another check's failure; a failing check
 names its own problem and ends with the tail of that process's stderr.
 
-A selftest is for one spec version: every session's hello names it, and the samples and traces
-are that version's vectors, judged under it (``rtwo-vm conformance selftest`` runs one per
-version the adapter announces).
+A selftest is for one spec version, named by every hello; its samples are that version's vectors.
 """
 
 from __future__ import annotations
@@ -42,7 +40,7 @@ from conformance.protocol import (
 )
 from conformance.run.process import AdapterProcess, Settings, StartError, describe_exit
 from conformance.run.requests import request_id
-from conformance.run.tracediff import first_divergence, reference_trace
+from conformance.run.tracediff import eip3155_trace, first_divergence, reference_trace
 
 # Traces are checked on the samples and on these: backward and conditional jumps, a
 # subroutine call, nested subroutine calls, and calls nested three frames deep.
@@ -216,8 +214,7 @@ def run_selftest(command: str, vectors: Mapping[str, Mapping[str, Any]], version
 
 
 def _schema_problem(name: str, document: Any, hello: str | None = None) -> str | None:
-    """The schema's problems with ``document``; with ``hello`` (a session's version), also the
-    runner's checks of a hello to a session of that version."""
+    """The schema's problems with ``document``, and with ``hello`` (a version) a hello's."""
     from conformance.corpus.schema import schema_problems
     problems = schema_problems(name, document, authoritative=True) + (
         hello_problems(document, hello) if hello is not None else [])
@@ -350,19 +347,6 @@ def _traces(session: _Session, samples, token: str, version: str, trace_format: 
             return f"{v['id']}: {divergence}"
     session.note = _coverage_note("traces", len(samples), unsupported, "compared")
     return None
-
-
-def eip3155_trace(vector_input: Mapping[str, Any], version: str) -> list[dict[str, Any]]:
-    """The reference's EIP-3155 trace of a vector input under spec ``version`` (chapter 11.5.5)."""
-    import io
-    import json
-
-    from conformance.corpus.vector import run_reference
-    from reference_vm.trace import Eip3155Tracer
-
-    out = io.StringIO()
-    run_reference(vector_input, version, Eip3155Tracer(out))
-    return [json.loads(line) for line in out.getvalue().splitlines()]
 
 
 def _expect_error(session: _Session, message, code: str, what: str, echoed: str | None = None) -> str | None:

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Mapping, Sequence
 
 from conformance.corpus.vector import run_reference
-from reference_vm.trace import JsonLinesTracer
+from reference_vm.trace import Eip3155Tracer, JsonLinesTracer
 
 # Compared in this order, so the divergence names the most telling field first.
 STEP_FIELDS = ("depth", "pc", "op", "opName", "immediate", "stack", "computeUsed", "cost", "memSize")
@@ -52,6 +52,13 @@ def reference_trace(vector_input: Mapping[str, Any], version: str) -> list[dict[
     """The reference's native trace of a vector input under spec ``version``."""
     out = io.StringIO()
     run_reference(vector_input, version, tracer=JsonLinesTracer(out))
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def eip3155_trace(vector_input: Mapping[str, Any], version: str) -> list[dict[str, Any]]:
+    """The reference's EIP-3155 trace of a vector input under spec ``version`` (chapter 11.5.5)."""
+    out = io.StringIO()
+    run_reference(vector_input, version, Eip3155Tracer(out))
     return [json.loads(line) for line in out.getvalue().splitlines()]
 
 
