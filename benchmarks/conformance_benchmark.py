@@ -1,9 +1,10 @@
 """Conformance speed: filling the corpus, and validating it against the reference adapter
 through the protocol.
 
-    python benchmarks/conformance_benchmark.py [--rounds 3] [--workers 2]
+    python benchmarks/conformance_benchmark.py [--rounds 3] [--workers 2] [--spec-version 1.0]
 
-Prints, best of the rounds:
+One spec version's corpus (default 1.0, the figure comparable with the runs before versions;
+a run of several versions is one such suite per version). Prints, best of the rounds:
   fill      vectors/s filling every vector with the reference interpreter (schema-checked,
             rendered to the stored form, not written)
   validate  vectors/s of the main pass of ``rtwo-vm conformance run`` over the whole corpus
@@ -27,6 +28,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import spec  # noqa: E402
+from conformance.constants import corpus_dir  # noqa: E402
 from conformance.corpus import store  # noqa: E402
 from conformance.corpus.fill import fill  # noqa: E402
 from conformance.run.process import Settings  # noqa: E402
@@ -46,17 +49,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--spec-version", default="1.0", choices=spec.names())
     args = parser.parse_args()
+    version = args.spec_version
 
     fill_rates = []
     for _ in range(args.rounds):
-        filled = fill()
+        filled = fill(versions=(version,))
         started = time.perf_counter()
-        store.render(filled.vectors, filled.manifest_extra)
-        fill_rates.append(len(filled.vectors) / (filled.seconds + time.perf_counter() - started))
-    vectors = store.load()
+        corpus = filled.corpora[version]
+        store.render(corpus.vectors, version, corpus.manifest_extra)
+        fill_rates.append(len(corpus.vectors) / (filled.seconds + time.perf_counter() - started))
+    vectors = store.load(corpus_dir(version))
     tune_gc()                      # as rtwo-vm conformance run does
-    settings = Settings(workers=args.workers)
+    settings = Settings(version, workers=args.workers)
     main_rates, cpu = [], []
     for _ in range(args.rounds):
         before = cpu_seconds()
@@ -68,13 +74,13 @@ def main() -> int:
         main_rates.append(run.rate)
     full = []
     for _ in range(max(1, args.rounds // 2)):
-        fresh = sample(7, 100, vectors, False)
+        fresh = sample(7, 100, vectors, False, version)
         result = run_suite([reference_command()], vectors + fresh, [], Options(repeat=1, settings=settings))
         assert result.ok
         full.append(result.seconds)
     best_fill, best_validate = max(fill_rates), max(main_rates)
     cores = min(os.cpu_count() or 1, args.workers + 1)
-    print(f"corpus: {len(vectors)} vectors; {args.workers} adapter processes; best of {args.rounds}")
+    print(f"corpus: {len(vectors)} vectors of spec {version}; {args.workers} adapter processes; best of {args.rounds}")
     print(f"  fill      {best_fill:8,.0f} vectors/s   (target {FILL_TARGET:,})")
     print(f"  validate  {best_validate:8,.0f} vectors/s   (target {VALIDATE_TARGET:,}; main pass through the protocol)")
     print(f"            {1e6 * min(cpu):8,.0f} us CPU per vector (runner and adapters); "

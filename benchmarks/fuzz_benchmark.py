@@ -1,7 +1,10 @@
 """Fuzzing speed and power: throughput, Ray scaling, time to first finding of seeded bugs.
 
     python benchmarks/fuzz_benchmark.py [--requests 4096] [--budget 300] [--bugs NAME,...]
-                                        [--skip-ray] [--skip-bugs]
+                                        [--skip-ray] [--skip-bugs] [--spec-version 1.0]
+
+Every request runs under one spec version (default 1.0, comparable with the runs before
+versions; the seeded bugs are 1.0 implementations).
 
 Prints:
   throughput  requests/s per core with the reference adapter as the implementation under test:
@@ -35,6 +38,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import spec  # noqa: E402
+from conformance.constants import corpus_dir  # noqa: E402
 from conformance.corpus import store  # noqa: E402
 from conformance.fuzz.campaign import Options, run_campaign  # noqa: E402
 from conformance.fuzz.feedback import corpus_cells  # noqa: E402
@@ -51,10 +56,10 @@ def cpu(who: int) -> float:
     return r.ru_utime + r.ru_stime
 
 
-def throughput(requests: int) -> None:
-    vectors = store.load()
-    config = {"seed": 1, "impls": [reference_command()], "pool": [s.to_json() for s in corpus_seeds(vectors)],
-              "cells": sorted(corpus_cells(vectors))}
+def throughput(requests: int, version: str) -> None:
+    vectors = store.load(corpus_dir(version))
+    config = {"seed": 1, "impls": [reference_command()], "spec_version": version,
+              "pool": [s.to_json() for s in corpus_seeds(vectors, version)], "cells": sorted(corpus_cells(vectors))}
     worker = make_worker(0, config)     # as every backend builds its workers
     worker.run({"start": 0, "count": 32, "pool_size": len(worker.pool)})      # warm-up
     self0, children0 = cpu(resource.RUSAGE_SELF), cpu(resource.RUSAGE_CHILDREN)
@@ -72,7 +77,7 @@ def throughput(requests: int) -> None:
           f"comparing, {theirs:.2f} s in the adapter processes)")
 
 
-def ray_scaling(runs: int) -> None:
+def ray_scaling(runs: int, version: str) -> None:
     try:
         import ray  # noqa: F401
     except ImportError:
@@ -82,14 +87,14 @@ def ray_scaling(runs: int) -> None:
     for workers in (1, 2):
         with tempfile.TemporaryDirectory() as out:
             state = run_campaign(Options(impls=[reference_command()], out=Path(out), seed=1, runs=runs,
-                                         workers=workers, ray="local"))
+                                         workers=workers, ray="local", spec_version=version))
             rates[workers] = state["executions"] / state["seconds"]
     efficiency = rates[2] / (2 * rates[1])
     print(f"ray         1 worker {rates[1]:,.0f}/s, 2 workers {rates[2]:,.0f}/s: scaling efficiency "
           f"{efficiency:.0%} ({runs} requests each, local cluster)")
 
 
-def bugs(names: list[str], budget: float) -> None:
+def bugs(names: list[str], budget: float, version: str) -> None:
     sys.path.insert(0, str(SEEDED.parent))
     import seeded_bug_adapter
     names = names or list(seeded_bug_adapter.BUGS)
@@ -98,7 +103,8 @@ def bugs(names: list[str], budget: float) -> None:
         command = shlex.join([sys.executable, str(SEEDED), "--bug", name])
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp)
-            state = run_campaign(Options(impls=[command], out=out, seed=1, seconds=budget, stop_on_finding=True))
+            state = run_campaign(Options(impls=[command], out=out, seed=1, seconds=budget, stop_on_finding=True,
+                                         spec_version=version))
             if not state["buckets"]:
                 print(f"bug {name:<24} NOT found in {state['seconds']:.0f} s ({state['executions']:,} requests)")
                 continue
@@ -132,12 +138,13 @@ def main() -> int:
     parser.add_argument("--bugs", default="", help="comma-separated bug names (default: all)")
     parser.add_argument("--skip-ray", action="store_true")
     parser.add_argument("--skip-bugs", action="store_true")
+    parser.add_argument("--spec-version", default="1.0", choices=spec.names())
     args = parser.parse_args()
-    throughput(args.requests)
+    throughput(args.requests, args.spec_version)
     if not args.skip_ray:
-        ray_scaling(args.ray_runs)
+        ray_scaling(args.ray_runs, args.spec_version)
     if not args.skip_bugs:
-        bugs([b for b in args.bugs.split(",") if b], args.budget)
+        bugs([b for b in args.bugs.split(",") if b], args.budget, args.spec_version)
     return 0
 
 

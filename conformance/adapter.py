@@ -7,6 +7,10 @@ result as one line, flush.
 
 ``Adapter.handle`` maps one request to one response; ``serve`` is the loop around it.
 Wrappers (the seeded-fault adapters of the tests) subclass Adapter and override ``execute``.
+
+It implements every version of spec/versions.toml (``spec_versions``) and runs each session
+under the version of the runner's hello (``spec_version``, chapter 11.5.3): one process, one
+version.
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ import json
 import sys
 from typing import Any, BinaryIO, Mapping
 
-from conformance.constants import PROTOCOL, SPEC_VERSION
+import spec
+from conformance.constants import PROTOCOL
 from conformance.protocol import EXIT_OK, EXIT_UNSUPPORTED, PROTOCOL_MAJOR, encode, loads_bounded
 from conformance.corpus.schema import execute_problems
 from conformance.corpus.vector import error_stage, request_of
@@ -37,6 +42,7 @@ class Adapter:
     name = NAME
     version = VERSION
     capabilities: tuple[str, ...] = ("trace", "trace_eip3155")
+    spec_versions: tuple[str, ...] = spec.names()   # the versions implemented (every one)
     trace_format = "native"          # of the request being answered (11.5.5), set by handle
     engine = staticmethod(execute)   # the execute function: the reference, or compiled_vm's
 
@@ -44,17 +50,24 @@ class Adapter:
         self.log = log
         self.verbose = verbose
         self.greeted = False  # an execute before the hello is answered BAD_MESSAGE (11.5.3)
+        self.spec_version: str | None = None   # the session's version, from the runner's hello
 
     def hello(self, request: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
         """The hello reply, and whether to go on (False: the adapter must exit)."""
         protocol = request.get("protocol")
         if not isinstance(protocol, str) or protocol.rsplit("/", 1)[-1] != str(PROTOCOL_MAJOR):
             return self.error(None, "UNSUPPORTED_PROTOCOL", f"this adapter speaks {PROTOCOL}"), False
-        if request.get("spec_version") != SPEC_VERSION:
-            return self.error(None, "UNSUPPORTED_SPEC_VERSION", f"this adapter implements spec {SPEC_VERSION}"), False
+        version = request.get("spec_version")
+        if version not in self.spec_versions:
+            shown = version if isinstance(version, str) and len(version) <= 40 else repr(version)[:40]
+            reply = self.error(None, "UNSUPPORTED_SPEC_VERSION",
+                               f"this adapter implements spec {', '.join(self.spec_versions)}, not {shown}")
+            reply["spec_versions"] = list(self.spec_versions)
+            return reply, False
+        self.spec_version = version
         return {"type": "hello", "protocol": PROTOCOL,
                 "implementation": {"name": self.name, "version": self.version},
-                "spec_versions": [SPEC_VERSION], "capabilities": list(self.capabilities)}, True
+                "spec_versions": list(self.spec_versions), "capabilities": list(self.capabilities)}, True
 
     @staticmethod
     def error(request_id: Any, code: str, message: str) -> dict[str, Any]:
@@ -62,14 +75,17 @@ class Adapter:
                 "code": code, "message": message}
 
     def execute(self, vector_id: str, vector_input: Mapping[str, Any], trace: bool) -> dict[str, Any]:
-        """Run one vector input on the reference interpreter; the result response."""
-        request = request_of(vector_input)
+        """Run one vector input on the reference interpreter under the session's version; the
+        result response."""
+        version = self.spec_version
+        assert version is not None          # handle answers an execute before the hello itself
+        request = request_of(vector_input, version)
         out = io.StringIO()
         tracer = tracer_for(self.trace_format, out) if trace else None
         result = self.engine(request.state, request.message, request.context, request.policy,
-                             request.limits, tracer=tracer)
+                             request.limits, version=version, tracer=tracer)
         reply: dict[str, Any] = {"type": "result", "id": vector_id, "result": result.to_json(),
-                                 "stage": error_stage(result.error)}
+                                 "stage": error_stage(result.error, version)}
         if tracer is not None:
             reply["trace"] = [json.loads(line) for line in out.getvalue().splitlines()]
         return reply

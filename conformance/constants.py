@@ -1,5 +1,9 @@
 """Versions and locations of the conformance suite.
 
+The spec version is never a constant here: every vector, corpus, session and report is for
+one version of spec/versions.toml (chapter 11, 1.7), which flows through the calls. Each
+version's corpus is ``conformance/vectors/<version>/`` (:func:`corpus_dir`).
+
 They live here rather than in conformance/__init__.py so that they import the same way
 whether ``conformance`` is loaded as a regular package or, as an editable install made
 before the package existed does, as a namespace package.
@@ -9,10 +13,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import spec
 from spec.files import read_bounded
 
-SPEC_VERSION = spec.SPEC_VERSION
 # Bump GENERATOR_VERSION whenever a change of the generator changes any filled vector, so
 # that every vector names the generator that produced it.
 GENERATOR = "rtwo-vm vectors fill"
@@ -20,11 +22,17 @@ GENERATOR_VERSION = "1.0.0"
 PROTOCOL = "rtwo-conformance/1"
 
 PACKAGE_DIR = Path(__file__).resolve().parent
-VECTORS_DIR = PACKAGE_DIR / "vectors"
+VECTORS_DIR = PACKAGE_DIR / "vectors"        # one folder per spec version: corpus_dir()
+MANIFEST_NAME = "manifest.json"              # in each version's folder (chapter 11.3)
 KNOWN_FAILURES_DIR = PACKAGE_DIR / "known_failures"
 SMT_CACHE = PACKAGE_DIR / "smt_inputs.json"
 SYMBOLIC_CACHE = PACKAGE_DIR / "symbolic_inputs.json"
 EXAMPLES_DIR = PACKAGE_DIR.parent / "examples"
+
+
+def corpus_dir(version: str, root: Path = VECTORS_DIR) -> Path:
+    """The folder of spec version ``version``'s corpus under ``root`` (chapter 11.3)."""
+    return root / version
 
 
 def project_root(start: Path | None = None) -> Path | None:

@@ -13,6 +13,10 @@ request order. Logs go to stderr, never to stdout.
 
 End of input on stdin means shutdown without the bye. The runner may send several requests
 before reading their responses (pipelining), so an adapter must read and answer in order.
+
+A session runs one spec version, the one of the runner's hello (chapter 11.5.3): a runner that
+checks several versions runs one session per version, and learns the adapter's versions from
+its hello's ``spec_versions`` (or those of an UNSUPPORTED_SPEC_VERSION error).
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ import json
 import re
 from typing import Any, Mapping
 
-from conformance.constants import PROTOCOL, SPEC_VERSION
+import spec
+from conformance.constants import PROTOCOL
 
 PROTOCOL_MAJOR = int(PROTOCOL.rsplit("/", 1)[1])
 NAME_LIMIT = 200      # characters of an implementation name, version or capability
@@ -98,8 +103,9 @@ def _shown(line: bytes, limit: int = 120) -> str:
     return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
-def hello_request() -> dict[str, Any]:
-    return {"type": "hello", "protocol": PROTOCOL, "spec_version": SPEC_VERSION}
+def hello_request(version: str) -> dict[str, Any]:
+    """The runner's hello of a session of spec version ``version``."""
+    return {"type": "hello", "protocol": PROTOCOL, "spec_version": version}
 
 
 def execute_request(request_id: str, vector_input: Mapping[str, Any], trace: bool = False) -> dict[str, Any]:
@@ -110,8 +116,18 @@ def execute_request(request_id: str, vector_input: Mapping[str, Any], trace: boo
 SHUTDOWN = {"type": "shutdown"}
 
 
-def hello_problems(hello: Mapping[str, Any]) -> list[str]:
-    """Why an adapter's hello is not acceptable (empty when it is)."""
+def announced_versions(message: Mapping[str, Any]) -> list[str] | None:
+    """The ``spec_versions`` of an adapter's hello, or of its UNSUPPORTED_SPEC_VERSION error,
+    when it is a list of strings (None otherwise: not said)."""
+    versions = message.get("spec_versions")
+    if isinstance(versions, list) and versions and all(isinstance(v, str) for v in versions):
+        return list(versions)
+    return None
+
+
+def hello_problems(hello: Mapping[str, Any], version: str) -> list[str]:
+    """Why an adapter's hello to a session of spec version ``version`` is not acceptable
+    (empty when it is): it must list that version, and only versions of spec/versions.toml."""
     out = []
     if hello.get("type") != "hello":
         return [f"expected a hello, got type {hello.get('type')!r}"]
@@ -125,8 +141,12 @@ def hello_problems(hello: Mapping[str, Any]) -> list[str]:
     elif len(impl["name"]) > NAME_LIMIT or len(impl["version"]) > NAME_LIMIT:
         out.append(f"implementation name and version must be at most {NAME_LIMIT} characters")
     versions = hello.get("spec_versions")
-    if not isinstance(versions, list) or SPEC_VERSION not in versions:
-        out.append(f"spec_versions must list {SPEC_VERSION}")
+    if not isinstance(versions, list) or version not in versions:
+        out.append(f"spec_versions must list {version}, the version of this session")
+    elif any(v not in spec.names() for v in versions):
+        unknown = next(v for v in versions if v not in spec.names())
+        out.append(f"spec_versions lists {str(unknown)[:40]!r}, not a version of spec/versions.toml "
+                   f"({', '.join(spec.names())})")
     caps = hello.get("capabilities")
     if not isinstance(caps, list) or not all(isinstance(c, str) for c in caps):
         out.append("capabilities must be a list of strings")

@@ -43,16 +43,14 @@ def seed_value(text: str) -> int:
 
 
 def previous_failures(out: Path):
-    """The previous report in ``out`` for --last-failed (conformance.run.inputs.Previous)."""
+    """The previous report in ``out`` (one version's folder of a run's output) for --last-failed
+    (conformance.run.inputs.Previous)."""
     from conformance.run.inputs import read_previous
     from spec.files import FileRefused
     try:
-        previous = read_previous(out / "report.json")
+        return read_previous(out / "report.json")
     except FileRefused as err:
         raise CliError(f"--last-failed: {err}") from None
-    if not previous.failed:
-        raise CliError(f"--last-failed: the previous report {out / 'report.json'} has no failures")
-    return previous
 
 
 def check_outputs(out: Path) -> None:
@@ -103,10 +101,12 @@ def _is_file(target: str) -> bool:
         return False
 
 
-def replay(args, load_vectors: Callable[[], list], check_commands: Callable[[list[str]], None],
+def replay(args, load_vectors: Callable[[str | None], list], check_commands: Callable[[list[str]], None],
            guard: Callable[[], ContextManager[None]]) -> int:
-    """``rtwo-vm conformance replay TARGET``: a bundle file (replayed only with --impl) or a
-    vector id (with --impl or the reference adapter)."""
+    """``rtwo-vm conformance replay TARGET``: a bundle file (replayed only with --impl, in a
+    session of the bundle's spec version, with that version's corpus for the preceding vectors)
+    or a vector id (of --spec-version's corpus, else the newest; with --impl or the reference
+    adapter). ``load_vectors(version)`` reads a version's corpus (None: the command's)."""
     from conformance.run import replay as rp
     from conformance.report.counts import plural
     from conformance.report.text import summary
@@ -114,6 +114,7 @@ def replay(args, load_vectors: Callable[[], list], check_commands: Callable[[lis
     from conformance.run.suite import reference_command
     from spec.files import FileRefused
     vectors = None
+    version: str | None = None
     if _is_file(args.target):
         try:
             bundle = rp.read_bundle(args.target)
@@ -123,8 +124,12 @@ def replay(args, load_vectors: Callable[[], list], check_commands: Callable[[lis
             raise CliError(rp.impl_required(bundle))
         check_commands([args.impl])
         plan = rp.plan_bundle(bundle, args.impl, args.repeat or 0, args.seed)
+        version = plan.version
+        if args.spec_version is not None and args.spec_version != version:
+            raise CliError(f"{args.target}: a bundle of spec {version}, not {args.spec_version} "
+                           "(a bundle is replayed under its own version)")
     else:
-        vectors = load_vectors()
+        vectors = load_vectors(None)
         found = [v for v in vectors if v["id"] == args.target]
         if not found:
             raise CliError(f"{args.target}: neither a bundle file nor a vector id")
@@ -133,7 +138,7 @@ def replay(args, load_vectors: Callable[[], list], check_commands: Callable[[lis
         check_commands([plan.command])
     if any(p.get("preceded_by") for p in plan.passes) and vectors is None:
         try:
-            vectors = load_vectors()
+            vectors = load_vectors(version)
         except CliError as err:
             print(f"note: {err}; preceding vectors are not replayed", file=sys.stderr)
             vectors = []
@@ -148,11 +153,11 @@ def replay(args, load_vectors: Callable[[], list], check_commands: Callable[[lis
         print(f"note: {note}")
     with guard():
         try:
-            result, stderr = rp.replay(plan, {v["id"]: v for v in vectors or []}, Settings(timeout=args.timeout),
-                                       logs)
+            result, stderr = rp.replay(plan, {v["id"]: v for v in vectors or []},
+                                       Settings(plan.version, timeout=args.timeout), logs)
         finally:
             kill_all()
-    title = f"replay of {plan.vector['id']} in {plural(len(plan.passes), 'pass', 'passes')}"
+    title = f"replay of {plan.vector['id']} in {plural(len(plan.passes), 'pass', 'passes')} (spec {plan.version})"
     print(summary(result, {}, title=title))
     for name, text in stderr:
         if text:

@@ -90,7 +90,7 @@ def _check_record(args) -> None:
                        "checkout, installed with pip install -e . (the installed package is read only)")
 
 
-def run(args, corpus_dir: Path, out: TextIO, checked: Checked | None = None) -> int:
+def run(args, corpus_dir: Path, version: str, out: TextIO, checked: Checked | None = None) -> int:
     from conformance.corpus import store
     from conformance.corpus.selection import SelectionError, select
     from conformance.run.safety_net import RETRY_FACTOR
@@ -112,7 +112,7 @@ def run(args, corpus_dir: Path, out: TextIO, checked: Checked | None = None) -> 
         raise CliError("the filters select no vector")
     try:
         generated = [] if args.curated_only else mut.select(tuple(args.module), args.limit, tuple(args.operator))
-        curated = [] if args.no_curated else mut.curated()
+        curated = [] if args.no_curated else mut.curated(version)
     except (ValueError, OSError) as err:
         raise CliError(f"cannot generate the mutants: {err}") from None
     if not args.curated_only:
@@ -125,13 +125,14 @@ def run(args, corpus_dir: Path, out: TextIO, checked: Checked | None = None) -> 
                        "seconds": 0.0, "shortest": None} for m in generated if m.id in reasons}
     todo = [m for m in everything if m.id not in verdicts]
     exhaustive = frozenset(m.id for m in (todo if args.redundant else curated))
-    plan = runner.Plan(todo, vectors, runner.candidates(), exhaustive, args.timeout, runner.reference_traces(vectors))
+    plan = runner.Plan(todo, vectors, version, runner.candidates(version), exhaustive, args.timeout,
+                       runner.reference_traces(vectors, version))
     workers = args.workers or backend.default_workers()
 
     def prescreen(mutants, timeout: float, progress=None) -> None:
         runner.set_plan(replace(plan, mutants=mutants, timeout=timeout))
         results = (backend.local_map(runner.prescreen, range(len(mutants)), workers) if args.backend == "local"
-                   else backend.ray_map([worker.task(m, corpus_dir, args.filter, m.id in exhaustive, timeout)
+                   else backend.ray_map([worker.task(m, corpus_dir, version, args.filter, m.id in exhaustive, timeout)
                                          for m in mutants], workers))
         for verdict in results:
             verdicts[verdict["mutant"]] = verdict
@@ -161,7 +162,7 @@ def run(args, corpus_dir: Path, out: TextIO, checked: Checked | None = None) -> 
         with Progress(len(survivors), "strength: confirming survivors", enabled=show,
                       failed_label="survived") as confirming:
             for m in survivors:
-                killed = runner.confirm(m, vectors, args.timeout)
+                killed = runner.confirm(m, vectors, args.timeout, version)
                 if killed is not None:
                     verdicts[m.id] = {**killed.to_json(), "seconds": verdicts[m.id]["seconds"]}
                 confirming.advance(failed=killed is None)
@@ -169,7 +170,8 @@ def run(args, corpus_dir: Path, out: TextIO, checked: Checked | None = None) -> 
     redundant = (rep.redundant_vectors([verdicts[m] for m in ordered], [v["id"] for v in vectors])
                  if args.redundant else None)
     report = rep.Report(ordered, verdicts, len(vectors), manifest["digest"], {**reasons, **unreachable}, redundant,
-                        contradicted=sorted(m for m in unreachable if m in verdicts and verdicts[m]["status"] == "killed"))
+                        contradicted=sorted(m for m in unreachable if m in verdicts and verdicts[m]["status"] == "killed"),
+                        spec_version=version)
     print(rep.render(report), file=out)
     try:
         if args.json:

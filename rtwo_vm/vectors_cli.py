@@ -31,17 +31,18 @@ EDITABLE = "pip install -e ."
 
 
 def register(vs) -> None:
-    r = vs.add_parser("release", help="build a reproducible tarball of the corpus, schemas and protocol chapter")
-    corpus_args.add_options(r)
+    r = vs.add_parser("release", help="build a reproducible tarball of each version's corpus, schemas and "
+                                      "protocol chapter")
+    corpus_args.add_options(r, "every version, each under its own release")
     r.add_argument("-o", "--out", default="build/release", metavar="DIR",
                    help="directory for the tarball (default build/release)")
     r.add_argument("--version", dest="release_version", default=None, metavar="VERSION",
-                   help="release a corpus that is not the committed one under this new version, later "
-                        "than the checkout's spec release (default: the spec release, which names the "
-                        "committed corpus only)")
+                   help="release a corpus that is not the committed one under this new release of its "
+                        "spec version, later than the checkout's (default: the version's spec release, "
+                        "which names the committed corpus only); with one corpus only (--spec-version)")
     r.set_defaults(func=_cmd_release)
     s = vs.add_parser("strength", help="mutation testing: how many mutants of the reference the corpus kills")
-    corpus_args.add_options(s)
+    corpus_args.add_options(s, "the newest")
     s.add_argument("--module", action="append", default=[], metavar="NAME",
                    help="mutate only these reference_vm modules (e.g. instructions/arithmetic, accounting)")
     s.add_argument("--limit", type=nonnegative_int, default=None, metavar="N", help="at most N generated mutants (a sample)")
@@ -109,8 +110,11 @@ def _checkout(args):
 
 
 def _one_line(err: Exception) -> str:
+    from conformance.corpus.fill import UnexplainedDifference
     lines = str(err).splitlines()
-    text = lines[0][:300] if lines else type(err).__name__
+    # an unexplained difference names the vector, the fields and what its request touches
+    cap = 1500 if isinstance(err, UnexplainedDifference) else 300
+    text = lines[0][:cap] if lines else type(err).__name__
     return text + (f" (and {len(lines) - 1} more lines)" if len(lines) > 1 else "")
 
 
@@ -125,33 +129,76 @@ def cmd_fill(args) -> int:
         argv = ["vectors", "fill"] + (["--check"] if args.check else []) + (["--refresh-smt"] if args.refresh_smt else [])
         argv += ["--refresh-symbolic"] if args.refresh_symbolic else []
         argv += [f"--source={s}" for s in args.source or ()] + (["--dir", _absolute(args.dir)] if args.dir else [])
+        argv += ["--spec-version", args.spec_version] if args.spec_version else []
         return _delegate(args, project, argv)
     from conformance.corpus import store
     from conformance.corpus.fill import fill
-    from conformance.corpus.vector import SOURCES
+    from conformance.corpus.vector import SOURCES, VERSIONS
     from spec.files import FileRefused
-    directory = corpus_args.directory(args)
+    folders = _fill_folders(args, VERSIONS)
     try:
-        filled = fill(args.source or SOURCES, refresh_smt=args.refresh_smt,
+        filled = fill(args.source or SOURCES, versions=list(folders), refresh_smt=args.refresh_smt,
                       refresh_symbolic=args.refresh_symbolic)
-        for note in filled.notes:
+        for note in filled.notes + [n for c in filled.corpora.values() for n in c.notes]:
             print(f"note: {note}", file=sys.stderr)
+        for line in _explained_lines(filled):
+            print(line)
         if args.check:
-            diff = store.differences(store.render(filled.vectors, filled.manifest_extra), directory)
-            for line in diff:
-                print(line)
-            print(f"filled {len(filled.vectors)} vectors in {filled.seconds:.2f} s ({filled.rate:,.0f} vectors/s); "
-                  + ("stored corpus is identical" if not diff else f"stored corpus differs in {len(diff)} files"))
-            return 0 if not diff else 1
-        manifest = store.write(filled.vectors, directory, filled.manifest_extra)
+            differing = 0
+            for version, corpus in filled.corpora.items():
+                diff = store.differences(store.render(corpus.vectors, version, corpus.manifest_extra),
+                                         folders[version])
+                for line in diff:
+                    print(f"spec {version}: {line}")
+                differing += len(diff)
+            print(f"filled {filled.count} vectors in {filled.seconds:.2f} s ({filled.rate:,.0f} vectors/s); "
+                  + ("stored corpus is identical" if not differing else f"stored corpus differs in {differing} files")
+                  + f" ({_versions_line(filled)})")
+            return 0 if not differing else 1
+        manifests = {v: store.write(c.vectors, folders[v], v, c.manifest_extra) for v, c in filled.corpora.items()}
     except (FileRefused, ValueError) as err:
         raise CliError(_one_line(err)) from None
     except OSError as err:
-        raise CliError(f"cannot write the corpus to {directory}: {err.strerror or err}") from None
-    print(f"filled {manifest['vector_count']} vectors in {filled.seconds:.2f} s ({filled.rate:,.0f} vectors/s) "
-          f"into {directory}: " + ", ".join(f"{n} {s}" for s, n in manifest["sources"].items()))
-    print(f"digest {manifest['digest']}")
+        raise CliError(f"cannot write the corpus: {err.strerror or err}") from None
+    print(f"filled {filled.count} vectors in {filled.seconds:.2f} s ({filled.rate:,.0f} vectors/s)")
+    for version, manifest in manifests.items():
+        print(f"spec {version}: {manifest['vector_count']} vectors into {folders[version]}: "
+              + ", ".join(f"{n} {s}" for s, n in manifest["sources"].items()))
+        print(f"spec {version}: digest {manifest['digest']}")
     return 0
+
+
+def _explained_lines(filled) -> list[str]:
+    """Per version, how many vectors differ from the previous version's vector of the same
+    definition, and the diff items explaining them (chapter 11.2.6)."""
+    from collections import Counter
+    by_version: dict[str, Counter] = {}
+    for key, items in filled.explained.items():
+        version = key.split(":", 1)[0]
+        by_version.setdefault(version, Counter()).update(items)
+    out = []
+    for version, items in sorted(by_version.items(), key=lambda kv: list(filled.corpora).index(kv[0])):
+        count = sum(1 for key in filled.explained if key.startswith(version + ":"))
+        out.append(f"spec {version}: {count} vectors differ from the previous version's, each explained by a diff "
+                   "item (" + ", ".join(f"{item}: {n}" for item, n in sorted(items.items())) + ")")
+    return out
+
+
+def _versions_line(filled) -> str:
+    return ", ".join(f"spec {v}: {len(c.vectors)}" for v, c in filled.corpora.items())
+
+
+def _fill_folders(args, versions) -> dict:
+    """Version -> the folder its corpus is written to (or compared with): <root>/<version> of
+    every version (or of --spec-version's); a --dir holding one corpus (a manifest.json) is that
+    corpus's version alone."""
+    from conformance.constants import MANIFEST_NAME, corpus_dir
+    base = corpus_args.root(args)
+    if args.dir and ((base / MANIFEST_NAME).exists() or (base / MANIFEST_NAME).is_symlink()):
+        version, folder = corpus_args.corpora(args)[0]
+        return {version: folder}
+    chosen = [args.spec_version] if args.spec_version else list(versions)
+    return {v: corpus_dir(v, base) for v in chosen}
 
 
 def cmd_promote(args) -> int:
@@ -171,40 +218,50 @@ def cmd_promote(args) -> int:
     from conformance.corpus import fuzz_source
     from conformance.fuzz.promote import PromoteError, promote
     promoted = Path(args.promoted) if args.promoted else fuzz_source.PROMOTED
-    directory = corpus_args.directory(args)
+    directory = corpus_args.root(args)
     try:
-        manifest = promote(Path(args.findings), args.ids, promoted=promoted, corpus_dir=directory)
+        manifests = promote(Path(args.findings), args.ids, promoted=promoted, corpus_dir=directory)
     except (PromoteError, ValueError) as err:
         raise CliError(_one_line(err)) from None
     except OSError as err:
         raise CliError(f"cannot promote: {err.strerror or err}") from None
-    print(f"promoted into {promoted}; corpus {directory}: {manifest['vector_count']} vectors ("
-          + ", ".join(f"{n} {s}" for s, n in manifest["sources"].items()) + f"), digest {manifest['digest']}")
+    print(f"promoted into {promoted}; corpora in {directory}:")
+    for version, manifest in manifests.items():
+        print(f"spec {version}: {manifest['vector_count']} vectors ("
+              + ", ".join(f"{n} {s}" for s, n in manifest["sources"].items()) + f"), digest {manifest['digest']}")
     return 0
 
 
 # -- release and strength -------------------------------------------------------------------
 
-def _corpus(args) -> Path:
-    """The corpus directory (--dir, else the project's), refused with a one-line error when
-    its manifest or vectors are malformed, as in every other vectors command."""
-    corpus_args.load(args)
-    return corpus_args.directory(args)
+def _corpus(args) -> tuple[str, Path]:
+    """(version, folder) of the one corpus a command works on (--spec-version, else the newest),
+    refused with a one-line error when its manifest or vectors are malformed, as in every other
+    vectors command."""
+    version, folder = corpus_args.corpora(args, "latest")[-1]
+    corpus_args.load_corpus(folder, version)
+    return version, folder
 
 
 def _cmd_release(args) -> int:
     from conformance.corpus.release import ReleaseError, build
-    try:
-        path, digest = build(Path(args.out), _corpus(args), args.release_version)
-    except ReleaseError as err:
-        raise CliError(str(err)) from None
-    except OSError as err:
-        raise CliError(f"cannot write the release to {args.out}: {err.strerror or err}") from None
-    print(f"{path}  sha256 {digest}")
+    corpora = corpus_args.corpora(args, "all")
+    if args.release_version and len(corpora) > 1:
+        raise CliError("--version names the release of one corpus: give --spec-version too")
+    for version, folder in corpora:
+        corpus_args.load_corpus(folder, version)
+        try:
+            path, digest = build(Path(args.out), folder, args.release_version)
+        except ReleaseError as err:
+            raise CliError(str(err)) from None
+        except OSError as err:
+            raise CliError(f"cannot write the release to {args.out}: {err.strerror or err}") from None
+        print(f"{path}  sha256 {digest}")
     return 0
 
 
 def _cmd_strength(args) -> int:
     from rtwo_vm.strength_cli import check_arguments, run
     checked = check_arguments(args)        # every argument, before any work
-    return run(args, _corpus(args), sys.stdout, checked)
+    version, folder = _corpus(args)
+    return run(args, folder, version, sys.stdout, checked)

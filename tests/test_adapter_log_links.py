@@ -31,11 +31,15 @@ def test_a_link_planted_at_a_log_name_is_replaced_never_followed(tmp_path):
     assert victim.read_text() == "keep me"
     written = sorted(p.name for p in logs.iterdir() if not p.is_symlink())
     # The main pass's processes and the trace check's one have names the adapter planted
-    # links at (the probe's is named after the command); each is now a regular file with
-    # the adapter's stderr, and no temporary file is left.
+    # links at (the version discovery's and each version's probe are named after the
+    # command); each is now a regular file with the adapter's stderr, and no temporary file
+    # is left.
     planted = [n for n in written if n.startswith("link-planter__")]
     assert any("__main-" in n for n in planted) and any("__traces-" in n for n in planted), written
-    assert len(planted) == len(written) - 1 and not [n for n in written if not n.endswith(".adapter.log")], written
+    named = [n for n in written if "__probe-" in n or "__versions-" in n]
+    assert len([n for n in named if "__versions-" in n]) == 1, written
+    assert len(planted) + len(named) == len(written), written
+    assert not [n for n in written if not n.endswith(".adapter.log")], written
     for name in written:
         assert (logs / name).read_text() == "stderr of the link planter\n", name
 

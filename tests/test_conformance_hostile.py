@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from conformance.constants import corpus_dir
+
 ROOT = Path(__file__).resolve().parent.parent
 FAULTY = ROOT / "tests" / "conformance_fixtures" / "faulty_adapter.py"
 SIX = "arithmetic/ADD/one__*"         # 6 vectors
@@ -30,7 +32,7 @@ def manifest_for(directory: Path) -> str:
     that of the vectors: what these tests check comes before any digest check)."""
     import hashlib
     from conformance.corpus import store
-    real = store.read_manifest()
+    real = store.read_manifest(corpus_dir("1.0"))
     files = [{"path": f.name, "vectors": f.read_text().count("\n"),
               "sha256": hashlib.sha256(f.read_bytes()).hexdigest()} for f in sorted(directory.glob("*.jsonl"))]
     return json.dumps({**real, "files": files, "vector_count": sum(f["vectors"] for f in files)})
@@ -40,7 +42,7 @@ def add_vectors() -> int:
     """How many vectors the committed corpus holds for arithmetic/ADD/* (the tests' selection)."""
     from conformance.corpus import store
     from conformance.corpus.selection import select
-    return len(select(store.load(), ["arithmetic/ADD/*"]))
+    return len(select(store.load(corpus_dir("1.0")), ["arithmetic/ADD/*"]))
 
 def faulty(fault: str, tmp_path: Path, target: str = TARGET) -> str:
     # The pid file path marks every adapter process of the test (see survivors()).
@@ -55,7 +57,7 @@ def run(tmp_path: Path, *args: str, timeout: float = 120) -> tuple[subprocess.Co
     # VmHWM is the peak of this process image alone; ru_maxrss would carry over the peak of
     # the process that forked it (pytest's own memory) across exec.
     code = ("import runpy, sys\n"
-            f"sys.argv = ['rtwo-vm', 'conformance', 'run'] + {list(args)!r}\n"
+            f"sys.argv = ['rtwo-vm', 'conformance', 'run', '--spec-version', '1.0'] + {list(args)!r}\n"
             "try:\n    runpy.run_module('rtwo_vm.cli', run_name='__main__')\n"
             "finally:\n    peak = next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM:'))\n"
             f"    open({str(rss)!r}, 'w').write(peak)\n")
@@ -93,7 +95,7 @@ def size(directory: Path) -> int:
 
 
 def report(out: Path) -> dict:
-    return json.loads((out / "report.json").read_text())
+    return json.loads((out / "1.0" / "report.json").read_text())
 
 
 def failures(out: Path) -> dict[str, dict]:
@@ -170,7 +172,8 @@ def test_sigterm_kills_every_adapter_and_leaves_no_temporary_directory(tmp_path)
     tmp.mkdir()
     pidfile = tmp_path / "adapter.pid"
     runner = subprocess.Popen([sys.executable, "-m", "rtwo_vm.cli", "conformance", "run", "--impl",
-                               faulty("hello-pid", tmp_path), "--out", str(tmp_path / "out"), *BASE[:-3],
+                               faulty("hello-pid", tmp_path), "--out", str(tmp_path / "out"), "--spec-version",
+                               "1.0", *BASE[:-3],
                                "--timeout", "60", "--no-progress"], cwd=ROOT, env={**os.environ, "TMPDIR": str(tmp)},
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
@@ -248,7 +251,7 @@ def test_a_partial_implementation_reads_its_wrong_answers_first(tmp_path):
     assert "(b on top); returns the result." in text and "spec 6.3; opcodes ADD" in text  # description, sections
     assert "push8" in text and "│" in text                      # the disassembly beside the diff
     assert [f["kind"] for f in impl["failures"][:6]] == ["result"] * 6
-    assert len(list((out / "bundles").glob("*.json"))) == 4 and "--max-bundles" in text
+    assert len(list((out / "1.0" / "bundles").glob("*.json"))) == 4 and "--max-bundles" in text
 
 
 def test_an_impostor_does_not_inherit_the_reference_known_failures(tmp_path):
@@ -271,8 +274,8 @@ def test_ci_outputs_junit_json_html_exitfirst_and_last_failed(tmp_path):
                   "--filter", SIX, "--repeat", "0", "--max-failures", "10", "--no-progress")
     summary = json.loads(done.stdout)
     assert done.returncode == 1 and summary["exit_code"] == 1 and summary["seed"] == 9
-    assert summary["implementations"][0]["failure_kinds"] == {"crash": 3}
-    suites = ET.fromstring((out / "junit.xml").read_text())
+    assert summary["versions"]["1.0"]["implementations"][0]["failure_kinds"] == {"crash": 3}
+    suites = ET.fromstring((out / "1.0" / "junit.xml").read_text())
     suite = suites.find("testsuite")
     props = {p.get("name"): p.get("value") for p in suite.iter("property")}
     assert props["seed"] == "9" and props["implementation.name"] == "faulty-reference" and "corpus.digest" in props
@@ -281,7 +284,7 @@ def test_ci_outputs_junit_json_html_exitfirst_and_last_failed(tmp_path):
     assert all(t >= 0 for t in times) and any(t > 0 for t in times)
     error = suite.find(".//error")
     assert error is not None and "replay bundle:" in error.text
-    page = (out / "report.html").read_text()
+    page = (out / "1.0" / "report.html").read_text()
     assert "arithmetic/ADD/one__minus_one" in page and "<script" not in page and "http" not in page.split("</style>")[1]
     # -x stops at the first failure; --last-failed reruns the three that failed.
     first, _ = run(tmp_path, "--impl", impl, "--out", str(tmp_path / "x"), "-x", *BASE, "--workers", "1",
@@ -289,7 +292,7 @@ def test_ci_outputs_junit_json_html_exitfirst_and_last_failed(tmp_path):
     assert first.returncode == 1 and "stopped at the first failure (-x)" in first.stdout
     again, _ = run(tmp_path, "--impl", impl, "--out", str(out), "--last-failed", "--json", "--repeat", "0",
                    "--max-failures", "10", "--no-progress")
-    counts = json.loads(again.stdout)["implementations"][0]["counts"]
+    counts = json.loads(again.stdout)["versions"]["1.0"]["implementations"][0]["counts"]
     assert counts["fail"] == 3 and counts["pass"] == 0
 
 
@@ -320,7 +323,7 @@ def test_bundle_names_are_unique_and_safe_for_every_id():
 def test_duplicate_corpus_ids_are_an_error_naming_the_id(tmp_path, capsys):
     from conformance.corpus import store
     from rtwo_vm.cli import main
-    (vector,) = [v for v in store.load() if v["id"] == TARGET]
+    (vector,) = [v for v in store.load(corpus_dir("1.0")) if v["id"] == TARGET]
     (tmp_path / "arithmetic.jsonl").write_text((json.dumps(vector) + "\n") * 2)
     (tmp_path / "manifest.json").write_text(manifest_for(tmp_path))
     assert main(["vectors", "list", "--dir", str(tmp_path)]) == 2
@@ -339,19 +342,19 @@ def test_the_reference_adapter_answers_hostile_requests_with_bad_message():
 def test_awkward_ids_get_one_bundle_each_and_valid_reports(tmp_path):
     import xml.etree.ElementTree as ET
     from conformance.corpus import store
-    (vector,) = [v for v in store.load() if v["id"] == TARGET]
+    (vector,) = [v for v in store.load(corpus_dir("1.0")) if v["id"] == TARGET]
     ids = ["a/b", "a__b", "x/" + "y" * 300, "nul/\u0000/id"]
-    corpus_dir = tmp_path / "corpus"
-    corpus_dir.mkdir()
-    (corpus_dir / "odd.jsonl").write_text("".join(json.dumps({**vector, "id": i}) + "\n" for i in ids))
-    (corpus_dir / "manifest.json").write_text(manifest_for(corpus_dir))
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    (folder / "odd.jsonl").write_text("".join(json.dumps({**vector, "id": i}) + "\n" for i in ids))
+    (folder / "manifest.json").write_text(manifest_for(folder))
     out = tmp_path / "out"
-    done, _ = run(tmp_path, "--dir", str(corpus_dir), "--impl", faulty("wrong-result", tmp_path, "*"),
+    done, _ = run(tmp_path, "--dir", str(folder), "--impl", faulty("wrong-result", tmp_path, "*"),
                   "--out", str(out), "--fresh", "0", "--repeat", "0", "--no-progress")
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     assert sorted(failures(out)) == sorted(ids)
-    assert len(list((out / "bundles").glob("*.json"))) == 4
-    suite = ET.fromstring((out / "junit.xml").read_bytes()).find("testsuite")
+    assert len(list((out / "1.0" / "bundles").glob("*.json"))) == 4
+    suite = ET.fromstring((out / "1.0" / "junit.xml").read_bytes()).find("testsuite")
     assert suite.get("failures") == "4"
 
 
@@ -364,10 +367,10 @@ def test_reports_are_cut_to_their_limits_with_a_marker(tmp_path):
     from conformance.run.process import Settings
     from conformance.corpus.selection import select
     from conformance.run.suite import Options, run_suite
-    vectors = select(store.load(), ["arithmetic/ADD/*"])
+    vectors = select(store.load(corpus_dir("1.0")), ["arithmetic/ADD/*"])
     n = len(vectors)
     result = run_suite([faulty("wrong-result", tmp_path, "*")], vectors, [],
-                       Options(repeat=0, settings=Settings(timeout=5), trace_sample=False))
+                       Options(repeat=0, settings=Settings("1.0", timeout=5), trace_sample=False))
     full = to_json(result, {})
     assert len(full["implementations"][0]["failures"]) == n and "truncated" not in full
     size = len(encode_report(full))

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from conformance.constants import corpus_dir
 from conformance.corpus import store
 from conformance.adapter import Adapter
 from conformance.protocol import decode, encode, execute_request, hello_request
@@ -24,7 +25,7 @@ FAULTY = ROOT / "tests" / "conformance_fixtures" / "faulty_adapter.py"
 
 @pytest.fixture(scope="module")
 def vectors():
-    return {v["id"]: v for v in store.load()}
+    return {v["id"]: v for v in store.load(corpus_dir("1.0"))}
 
 
 def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -34,8 +35,9 @@ def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
 
 def test_reference_adapter_answers_every_message_kind(vectors):
     adapter = Adapter()
-    hello, go_on = adapter.handle(encode(hello_request()))
+    hello, go_on = adapter.handle(encode(hello_request("1.0")))
     assert go_on and schema_problems("adapter-message", hello, authoritative=True) == []
+    assert hello["spec_versions"] == ["1.0", "1.1"] and adapter.spec_version == "1.0"
     v = vectors["storage/SSTORE/new_slot"]
     reply, _ = adapter.handle(encode(execute_request(v["id"], v["input"], trace=True)))
     assert reply["result"] == v["expected"]["result"] and reply["stage"] is None
@@ -46,20 +48,40 @@ def test_reference_adapter_answers_every_message_kind(vectors):
     bad_reply = adapter.handle(encode(bad_input))[0]
     assert (bad_reply["type"], bad_reply["id"], bad_reply["code"]) == ("error", "x", "BAD_MESSAGE")
     assert adapter.handle(encode({"type": "shutdown"})) == ({"type": "bye"}, False)
-    refused, go_on = adapter.handle(encode({**hello_request(), "spec_version": "9.9"}))
+    refused, go_on = adapter.handle(encode({**hello_request("1.0"), "spec_version": "9.9"}))
     assert refused["code"] == "UNSUPPORTED_SPEC_VERSION" and not go_on
+    assert refused["spec_versions"] == ["1.0", "1.1"]      # 11.5.3: which versions it implements
+    assert schema_problems("adapter-message", refused, authoritative=True) == []
+
+
+def test_a_session_runs_the_version_of_its_hello():
+    # One request, two sessions: SHA256 is repriced by 1.1 (P1), the bytes hashed are not.
+    v = next(x for x in store.load(corpus_dir("1.0")) if x["id"] == "hash/SHA256/length_64")
+    results = {}
+    for version in ("1.0", "1.1"):
+        adapter = Adapter()
+        adapter.handle(encode(hello_request(version)))
+        reply, _ = adapter.handle(encode(execute_request("r", v["input"])))
+        results[version] = reply["result"]
+    assert results["1.0"] == v["expected"]["result"]
+    assert results["1.1"]["output"] == results["1.0"]["output"]
+    assert results["1.1"]["usage"]["compute"] < results["1.0"]["usage"]["compute"]
 
 
 def test_request_messages_pass_the_runner_schema(vectors):
     v = vectors["call/CALL/callee_trap"]
     assert schema_problems("runner-message", decode(encode(execute_request(v["id"], v["input"]))), True) == []
-    assert schema_problems("runner-message", hello_request(), True) == []
+    assert schema_problems("runner-message", hello_request("1.1"), True) == []
+    assert schema_problems("runner-message", hello_request("1.x"), True) != []
 
 
-def test_selftest_passes_on_the_reference(vectors):
-    checks = run_selftest(reference_command(), vectors)
+@pytest.mark.parametrize("version,samples", [("1.0", 12), ("1.1", 17)])
+def test_selftest_passes_on_the_reference(version, samples):
+    vectors = {v["id"]: v for v in store.load(corpus_dir(version))}
+    checks = run_selftest(reference_command(), vectors, version)
     assert [c.name for c in checks if not c.ok] == []
-    assert len(checks) == 19
+    assert len(checks) == 19 and f"executes {samples} sample vectors of every outcome kind exactly" in \
+        [c.name for c in checks]
     assert [c.note for c in checks if c.note] == []     # every sample answered: no coverage note
 
 
@@ -70,7 +92,7 @@ def test_selftest_passes_on_the_reference(vectors):
 ])
 def test_selftest_names_what_a_broken_adapter_gets_wrong(vectors, fault, failing_check):
     command = shlex.join([sys.executable, str(FAULTY), "--fault", fault])
-    checks = run_selftest(command, vectors, timeout=5)
+    checks = run_selftest(command, vectors, "1.0", timeout=5)
     assert any(failing_check in c.name and not c.ok for c in checks), [(c.name, c.ok) for c in checks]
 
 
@@ -92,7 +114,7 @@ def test_selftest_names_what_a_broken_adapter_gets_wrong(vectors, fault, failing
 ])
 def test_selftest_fails_an_adapter_that_breaks_a_rule_of_11_5(vectors, fault, failing, detail):
     command = shlex.join([sys.executable, str(FAULTY), "--fault", fault])
-    checks = run_selftest(command, vectors, timeout=5)
+    checks = run_selftest(command, vectors, "1.0", timeout=5)
     failed = [c for c in checks if not c.ok]
     assert [next((p for p in failing if c.name.startswith(p)), c.name) for c in failed] == failing, failed
     assert detail in failed[-1].detail, failed[-1].detail
@@ -101,8 +123,8 @@ def test_selftest_fails_an_adapter_that_breaks_a_rule_of_11_5(vectors, fault, fa
 def test_the_reference_adapter_answers_inputs_outside_the_schema_bad_message():
     # Spec 1.0.2, D7 and D8: 1.0.1's reference ran "to": "0x1AB" and took "trace": "yes" as true.
     adapter = Adapter()
-    adapter.handle(encode(hello_request()))
-    v = store.load()[0]
+    adapter.handle(encode(hello_request("1.0")))
+    v = store.load(corpus_dir("1.0"))[0]
     for change in ({"trace": "yes"}, {"trace": None}, {"trace_format": "json", "trace": False},
                    {"input": {**v["input"], "message": {**v["input"]["message"], "to": "0x1AB"}}}):
         request = {**execute_request("r", v["input"]), **change}
@@ -120,7 +142,7 @@ def test_each_selftest_check_reports_its_own_problem(vectors):
     # input fail, each naming the stray line; the lost response does not leak into later checks.
     target = "control/TRAP/alone"     # the third sample: not the input of the error checks' probe
     command = shlex.join([sys.executable, str(FAULTY), "--fault", "garbage", "--target", target])
-    checks = run_selftest(command, vectors, timeout=5)
+    checks = run_selftest(command, vectors, "1.0", timeout=5)
     failing = {c.name: c.detail for c in checks if not c.ok}
     trace_check = "capability trace: step traces equal the reference's (jumps, subroutine calls, nested calls)"
     eip3155_check = "capability trace_eip3155: EIP-3155 traces equal the reference's"
@@ -133,7 +155,7 @@ def test_each_selftest_check_reports_its_own_problem(vectors):
 
 def test_selftest_of_an_adapter_that_dies_names_its_exit_status_and_stderr(vectors):
     command = shlex.join([sys.executable, str(FAULTY), "--fault", "exit-70", "--target", "control/TRAP/alone"])
-    checks = run_selftest(command, vectors, timeout=5)
+    checks = run_selftest(command, vectors, "1.0", timeout=5)
     failing = [c for c in checks if not c.ok]
     assert [c.name.split(":")[0].split(" ")[0] for c in failing] == ["executes", "answers", "capability", "capability"]
     for c in failing:
@@ -145,10 +167,19 @@ def test_cli_run_on_a_filter_writes_reports(tmp_path):
     done = cli("conformance", "run", "--filter", "hash/*", "--filter", "opcode=CALL,source=definition",
                "--out", str(tmp_path), "--no-progress")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "RESULT: every implementation conforms" in done.stdout
-    doc = json.loads((tmp_path / "report.json").read_text())
-    assert doc["ok"] and doc["corpus"]["filters"] == ["hash/*", "opcode=CALL,source=definition"]
-    assert (tmp_path / "junit.xml").exists()
+    # The reference adapter announces both versions: one suite, one report per version.
+    assert done.stdout.count("RESULT: every implementation conforms") == 2
+    assert "checked: spec 1.0 conforms, spec 1.1 conforms (2 versions)" in done.stdout
+    for version in ("1.0", "1.1"):
+        doc = json.loads((tmp_path / version / "report.json").read_text())
+        assert doc["ok"] and doc["corpus"]["filters"] == ["hash/*", "opcode=CALL,source=definition"]
+        assert doc["spec_version"] == version and (tmp_path / version / "junit.xml").exists()
+    one = cli("conformance", "run", "--filter", "hash/*", "--spec-version", "1.1", "--out", str(tmp_path / "one"),
+              "--no-progress", "--fresh", "0", "--repeat", "0", "--json")
+    assert one.returncode == 0, one.stdout + one.stderr
+    summary = json.loads(one.stdout)
+    assert list(summary["versions"]) == ["1.1"] and summary["not_checked"] == [] and summary["ok"]
+    assert not (tmp_path / "one" / "1.0").exists()
 
 
 def test_cli_run_fails_a_faulty_adapter_and_its_bundle_replays(tmp_path):
@@ -157,11 +188,14 @@ def test_cli_run_fails_a_faulty_adapter_and_its_bundle_replays(tmp_path):
     done = cli("conformance", "run", "--impl", impl, "--filter", "hash/*", "--repeat", "0", "--fresh", "0",
                "--out", str(tmp_path))
     assert done.returncode == 1 and "NOT CONFORMING" in done.stdout
-    (bundle,) = (tmp_path / "bundles").glob("*.json")
-    replay = cli("conformance", "replay", str(bundle), "--impl", impl)
-    assert replay.returncode == 1 and "output: expected" in replay.stdout
-    fixed = cli("conformance", "replay", str(bundle), "--impl", reference_command())
-    assert fixed.returncode == 0, fixed.stdout
+    for version in ("1.0", "1.1"):        # the vector is in both corpora (one request, two results)
+        (bundle,) = (tmp_path / version / "bundles").glob("*.json")
+        assert json.loads(bundle.read_text())["spec_version"] == version
+        replay = cli("conformance", "replay", str(bundle), "--impl", impl)
+        assert replay.returncode == 1 and "output: expected" in replay.stdout
+        assert f"(spec {version})" in replay.stdout
+        fixed = cli("conformance", "replay", str(bundle), "--impl", reference_command())
+        assert fixed.returncode == 0, fixed.stdout
 
 
 def test_cli_rejects_bad_arguments_with_exit_2():
@@ -173,11 +207,18 @@ def test_cli_rejects_bad_arguments_with_exit_2():
 
 def test_cli_vectors_commands():
     coverage = cli("vectors", "coverage")
-    assert coverage.returncode == 0 and "targets met" in coverage.stdout and "DIVS" in coverage.stdout
+    assert coverage.returncode == 0 and coverage.stdout.count("targets met") == 2 and "DIVS" in coverage.stdout
+    assert "coverage of 3157 vectors of spec 1.0" in coverage.stdout and "MULHS" in coverage.stdout
     check = cli("vectors", "check")
-    assert check.returncode == 0 and check.stdout.strip().endswith("valid")
+    lines = check.stdout.strip().splitlines()
+    assert check.returncode == 0 and [line.split(":")[0] for line in lines] == ["spec 1.0", "spec 1.1"]
+    assert all(line.endswith("valid") for line in lines)
     shown = cli("vectors", "show", "arithmetic/DIVS/min__minus_one")
     assert shown.returncode == 0 and json.loads(shown.stdout)["expected"]["result"]["status"] == "success"
+    assert json.loads(shown.stdout)["_meta"]["spec_version"] == "1.1" and "--spec-version" in shown.stderr
+    old = cli("vectors", "show", "validation/UNSUPPORTED_VERSION/v1_1")        # in 1.0's corpus alone
+    assert old.returncode == 0 and json.loads(old.stdout)["_meta"]["spec_version"] == "1.0"
+    assert cli("vectors", "show", "bitwise/CLZ/zero", "--spec-version", "1.0").returncode == 2
     listed = cli("vectors", "list", "--filter", "outcome=CALL_DEPTH_EXCEEDED")
     # Only ever in call records: the filter selects nothing, a usage error in every command.
     assert listed.returncode == 2 and listed.stdout == "" and "select no vector" in listed.stderr
@@ -187,7 +228,8 @@ def test_cli_vectors_commands():
 
 def test_cli_selftest_of_the_reference():
     done = cli("conformance", "selftest")
-    assert done.returncode == 0 and "19/19 checks passed" in done.stdout
+    assert done.returncode == 0 and done.stdout.count("19/19 checks passed") == 2
+    assert "(spec 1.0): 19/19" in done.stdout and "(spec 1.1): 19/19" in done.stdout
 
 
 def test_the_eip3155_example_of_11_5_5_is_what_the_reference_writes():
@@ -203,7 +245,7 @@ def test_the_eip3155_example_of_11_5_5_is_what_the_reference_writes():
     step = re.search(r'`(\{"depth":1,"gas":"0x64"[^`]*\})`', text).group(1)
     summary = re.search(r'`(\{"gasUsed":[^`]*\})`', text).group(1)
     out = io.StringIO()
-    run_reference(input_of(case("x", "x", "push1 1\nstop\n", limits={"compute": 100})), Eip3155Tracer(out))
+    run_reference(input_of(case("x", "x", "push1 1\nstop\n", limits={"compute": 100})), "1.0", Eip3155Tracer(out))
     lines = out.getvalue().splitlines()
     assert len(lines) == 3 and lines[0] == step and lines[2] == summary
     assert json.loads(lines[1]) == {**json.loads(step), "pc": 2, "op": 0, "opName": "STOP", "gas": "0x63",

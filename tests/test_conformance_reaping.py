@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from conformance.constants import corpus_dir
 from conformance.corpus import store
 from conformance.run.process import AdapterProcess, Settings, StartError
 from conformance.corpus.selection import select
@@ -71,8 +72,8 @@ def assert_none_survive(folder: Path, started: int, wait: float = 0.0) -> None:
 
 
 def test_the_pytest_process_as_runner_leaves_no_daemon(tmp_path):
-    vectors = select(store.load(), [SIX])
-    options = Options(repeat=1, settings=Settings(timeout=10.0, workers=2))
+    vectors = select(store.load(corpus_dir("1.0")), [SIX])
+    options = Options(repeat=1, settings=Settings("1.0", timeout=10.0, workers=2))
     result = run_suite([command(tmp_path)], vectors, [], options)
     (run,) = result.runs
     assert run.count("pass") == len(vectors) == 6, {k: o.status for k, o in run.outcomes.items()}
@@ -89,7 +90,7 @@ def test_conformance_run_with_two_workers_leaves_no_daemon(tmp_path):
     folder = tmp_path / "d"
     folder.mkdir()
     done = rtwo_vm("conformance", "run", "--impl", command(folder), "--out", str(tmp_path / "out"),
-                   "--filter", SIX, "--workers", "2", "--repeat", "1", "--no-progress")
+                   "--filter", SIX, "--workers", "2", "--repeat", "1", "--no-progress", "--spec-version", "1.0")
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert_none_survive(folder, started=3)
 
@@ -147,7 +148,7 @@ def test_the_daemon_escapes_without_its_keeper(tmp_path):
 def test_a_command_that_cannot_start_is_a_start_error_and_leaves_no_keeper(tmp_path):
     missing = tmp_path / "no-such-adapter"
     with pytest.raises(StartError, match=r"cannot start '.*no-such-adapter': No such file or directory"):
-        AdapterProcess([str(missing)], Settings(), None, 0)
+        AdapterProcess([str(missing)], Settings("1.0"), None, 0)
     left = []
     for name in os.listdir("/proc"):
         try:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from conformance.constants import corpus_dir
 from conformance.corpus import store
 from conformance.run import replay as rp
 from conformance.report.bundles import write_bundles
@@ -37,7 +38,7 @@ def cli(*args: str, cwd: Path = ROOT, timeout: float = 120) -> subprocess.Comple
 
 @pytest.fixture(scope="module")
 def vectors():
-    return store.load()
+    return store.load(corpus_dir("1.0"))
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +49,7 @@ def hashes(vectors):
 def test_a_determinism_failure_is_recorded_with_its_environment_and_fails_its_replay(hashes, vectors,
                                                                                      tmp_path, monkeypatch):
     monkeypatch.setenv("TZ", "UTC0")   # the main pass in UTC, where the fault hides
-    result = run_suite([faulty("nondeterministic")], hashes, [], Options(repeat=1))
+    result = run_suite([faulty("nondeterministic")], hashes, [], Options(Settings("1.0"), repeat=1))
     bundles = write_bundles(result, tmp_path)
     path = bundles[(result.runs[0].command, TARGET)]
     bundle = json.loads(path.read_text())
@@ -62,12 +63,12 @@ def test_a_determinism_failure_is_recorded_with_its_environment_and_fails_its_re
 
     monkeypatch.delenv("TZ")   # the replay sets the recorded values itself
     by_id = {v["id"]: v for v in vectors}
-    replayed, _ = rp.replay(rp.plan_bundle(bundle, faulty("nondeterministic")), by_id, Settings())
+    replayed, _ = rp.replay(rp.plan_bundle(bundle, faulty("nondeterministic")), by_id, Settings("1.0"))
     o = replayed.runs[0].outcomes[TARGET]
     assert not replayed.ok and o.categories == ["nondeterministic"], [str(m) for m in o.failures]
     assert o.failures[0].field == "determinism pass 1 against the main pass: usage.compute"
     assert any("TZ=XST+11" in p for p in replayed.runs[0].passes)
-    fixed, _ = rp.replay(rp.plan_bundle(bundle, reference_command()), by_id, Settings())
+    fixed, _ = rp.replay(rp.plan_bundle(bundle, reference_command()), by_id, Settings("1.0"))
     assert fixed.ok
 
 
@@ -76,7 +77,7 @@ def test_replaying_a_vector_id_runs_a_perturbed_pass_too(hashes, vectors):
     plan = rp.plan_vector(vector, faulty("nondeterministic"))
     assert [p["name"] for p in plan.passes] == ["main pass", "determinism pass 1"]
     plan.passes[0]["environment"]["TZ"] = "UTC0"
-    result, _ = rp.replay(plan, {}, Settings())
+    result, _ = rp.replay(plan, {}, Settings("1.0"))
     assert result.runs[0].outcomes[TARGET].categories == ["nondeterministic"]
 
 
@@ -85,10 +86,10 @@ def test_a_bundle_replays_from_any_directory_and_shows_the_adapter_stderr(tmp_pa
     # with the adapter the user names there.
     impl = faulty("wrong-result", script="tests/conformance_fixtures/faulty_adapter.py")
     done = cli("conformance", "run", "--impl", impl, "--filter", "hash/SHA256/length_*", "--repeat", "0",
-               "--fresh", "0", "--out", str(tmp_path / "out"), "--no-progress")
+               "--fresh", "0", "--out", str(tmp_path / "out"), "--no-progress", "--spec-version", "1.0")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "1 replay bundle in" in done.stdout and "1 replay bundles" not in done.stdout
-    (bundle,) = (tmp_path / "out" / "bundles").glob("*.json")
+    (bundle,) = (tmp_path / "out" / "1.0" / "bundles").glob("*.json")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     refused = cli("conformance", "replay", str(bundle), cwd=elsewhere)
@@ -107,7 +108,7 @@ def test_a_bundle_replays_from_any_directory_and_shows_the_adapter_stderr(tmp_pa
 
 def test_adapter_stderr_is_kept_on_request(hashes, tmp_path):
     logs = tmp_path / "logs"
-    settings = Settings(log_dir=logs)
+    settings = Settings("1.0", log_dir=logs)
     result = run_suite([faulty("noisy")], hashes, [], Options(repeat=1, settings=settings))
     assert result.ok
     kept = sorted(p.name for p in logs.glob("*.adapter.log"))
@@ -122,10 +123,11 @@ def test_cli_keep_logs_defaults_to_the_report_directory(tmp_path):
     (out / "logs").mkdir(parents=True)
     (out / "logs" / "old.adapter.log").write_text("a log of an earlier run")
     done = cli("conformance", "run", "--impl", impl, "--filter", "hash/SHA256/length_*", "--repeat", "0",
-               "--out", str(out), "--keep-logs", "--no-progress")
+               "--out", str(out), "--keep-logs", "--no-progress", "--spec-version", "1.0")
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"adapter stderr logs in {out / 'logs'}" in done.stdout
     names = [p.name for p in (out / "logs").glob("*.adapter.log")]
     assert "old.adapter.log" not in names and any("__main-" in n for n in names)
-    off = cli("conformance", "run", "--filter", "hash/SHA256/length_0", "--out", str(tmp_path / "o2"), "--no-progress")
+    off = cli("conformance", "run", "--filter", "hash/SHA256/length_0", "--out", str(tmp_path / "o2"), "--no-progress",
+              "--spec-version", "1.0")
     assert off.returncode == 0 and not (tmp_path / "o2" / "logs").exists()

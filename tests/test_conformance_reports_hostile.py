@@ -62,8 +62,9 @@ def cli(*argv: str, limit: int | None = None) -> subprocess.CompletedProcess:
 
 
 def run_args(out: Path, impl: str, *more: str) -> list[str]:
+    """A run of spec 1.0: its reports in OUT/1.0."""
     return ["conformance", "run", "--impl", impl, "--filter", FILTER, "--repeat", "0", "--fresh", "0",
-            "--out", str(out), "--no-progress", *more]
+            "--out", str(out), "--no-progress", "--spec-version", "1.0", *more]
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
@@ -93,26 +94,28 @@ BAD = [json.dumps(doc) for doc in BAD_REPORTS] + BAD_TEXTS
 @pytest.mark.parametrize("text", BAD, ids=[text[:40] for text in BAD])
 def test_a_malformed_previous_report_is_refused_in_one_line(tmp_path, capsys, text):
     marker = tmp_path / "ran"
-    (tmp_path / "report.json").write_text(text)
+    (tmp_path / "1.0").mkdir()
+    (tmp_path / "1.0" / "report.json").write_text(text)
     err = refused(capsys, *run_args(tmp_path, marker_adapter(marker), "--last-failed"))
-    assert "--last-failed" in err and str(tmp_path / "report.json") in err
+    assert "--last-failed" in err and str(tmp_path / "1.0" / "report.json") in err
     assert not marker.exists()
 
 
 def test_a_valid_previous_report_reruns_its_failures(tmp_path, capsys):
     """The control: the same file, well formed, runs (the marker adapter starts)."""
     marker = tmp_path / "ran"
-    (tmp_path / "report.json").write_text(json.dumps(VALID))
+    (tmp_path / "1.0").mkdir()
+    (tmp_path / "1.0" / "report.json").write_text(json.dumps(VALID))
     assert main(run_args(tmp_path, marker_adapter(marker), "--last-failed")) == 0
     assert marker.exists() and "1 passed" in capsys.readouterr().out
 
 
 def test_a_fifo_or_a_device_as_previous_report_is_refused_without_blocking(tmp_path):
     fifo_dir, zero_dir = tmp_path / "fifo", tmp_path / "zero"
-    fifo_dir.mkdir()
-    zero_dir.mkdir()
-    os.mkfifo(fifo_dir / "report.json")
-    (zero_dir / "report.json").symlink_to("/dev/zero")
+    (fifo_dir / "1.0").mkdir(parents=True)
+    (zero_dir / "1.0").mkdir(parents=True)
+    os.mkfifo(fifo_dir / "1.0" / "report.json")
+    (zero_dir / "1.0" / "report.json").symlink_to("/dev/zero")
     for out in (fifo_dir, zero_dir):
         done = cli(*run_args(out, reference_command(), "--last-failed"))
         assert done.returncode == 2 and "not a regular file" in done.stderr, done.stderr
@@ -129,19 +132,20 @@ def test_the_run_refuses_numbers_its_reports_could_not_be_read_back_with(capsys)
 
 @pytest.mark.parametrize("more", [(), ("--max-bundles", "0")], ids=["a bundle fails first", "junit.xml fails first"])
 def test_a_full_disk_keeps_the_previous_report_whole(tmp_path, more):
-    out = tmp_path / "out"
-    first = cli(*run_args(out, faulty()))
+    base = tmp_path / "out"
+    out = base / "1.0"
+    first = cli(*run_args(base, faulty()))
     assert first.returncode == 1, first.stdout + first.stderr
     before = snapshot(out)
     assert {"report.json", "junit.xml", "report.html"} <= set(before) and len(before) == 4
     assert inputs.read_previous(out / "report.json").failed == {TARGET}   # what a run writes reads back
 
-    full = cli(*run_args(out, faulty("hash/SHA256/length_0"), *more), limit=1024)
+    full = cli(*run_args(base, faulty("hash/SHA256/length_0"), *more), limit=1024)
     assert full.returncode == 2, full.stdout + full.stderr
     assert full.stderr.count("\n") == 1 and "cannot write" in full.stderr and "kept whole" in full.stderr
     assert snapshot(out) == before                      # every earlier file whole, no temporary file
 
-    again = cli(*run_args(out, faulty("hash/SHA256/length_0"), *more))
+    again = cli(*run_args(base, faulty("hash/SHA256/length_0"), *more))
     assert again.returncode == 1, again.stdout + again.stderr
     after = snapshot(out)
     assert inputs.read_previous(out / "report.json").failed == {"hash/SHA256/length_0"}
@@ -149,7 +153,8 @@ def test_a_full_disk_keeps_the_previous_report_whole(tmp_path, more):
     assert len(bundles) == (0 if more else 1) and all("length_0" in name for name in bundles)
 
 
-@pytest.mark.parametrize("name", ["report.json", "junit.xml", "report.html", "bundles", "."])
+@pytest.mark.parametrize("name", ["1.0/report.json", "1.0/junit.xml", "1.0/report.html", "1.0/bundles", "1.0",
+                                  "."])
 def test_no_output_path_follows_a_link(tmp_path, capsys, name):
     marker = tmp_path / "ran"
     elsewhere = tmp_path / "elsewhere"
@@ -160,8 +165,8 @@ def test_no_output_path_follows_a_link(tmp_path, capsys, name):
     if name == ".":
         out.symlink_to(elsewhere)
     else:
-        out.mkdir()
-        (out / name).symlink_to(elsewhere if name == "bundles" else victim)
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        (out / name).symlink_to(elsewhere if name in ("1.0/bundles", "1.0") else victim)
     err = refused(capsys, *run_args(out, marker_adapter(marker)))
     assert "symbolic link" in err
     assert not marker.exists() and victim.read_text() == "keep me" and os.listdir(elsewhere) == ["victim"]
@@ -192,7 +197,9 @@ def test_clearing_old_logs_removes_links_never_what_they_name(tmp_path):
 @pytest.fixture(scope="module")
 def failing():
     from conformance.corpus import store
-    return run_suite([faulty()], select(store.load(), [TARGET]), [], Options(repeat=0))
+    from conformance.constants import corpus_dir
+    from conformance.run.process import Settings
+    return run_suite([faulty()], select(store.load(corpus_dir("1.0")), [TARGET]), [], Options(Settings("1.0"), repeat=0))
 
 
 def test_a_link_planted_under_a_bundle_name_is_not_written_through(failing, tmp_path):

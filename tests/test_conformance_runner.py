@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from conformance.constants import corpus_dir
 from conformance.corpus import store
 from conformance.report.bundles import write_bundles
 from conformance.report.document import to_json
@@ -33,7 +34,7 @@ def faulty(fault: str, target: str = TARGET, op: str = "ADD") -> str:
 
 @pytest.fixture(scope="module")
 def vectors():
-    return store.load()
+    return store.load(corpus_dir("1.0"))
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +42,8 @@ def subset(vectors):
     return select(vectors, SUBSET)
 
 
-def _run(commands, vectors, repeat=1, timeout=10.0, known=()):
-    options = Options(repeat=repeat, settings=Settings(timeout=timeout, workers=2))
+def _run(commands, vectors, repeat=1, timeout=10.0, known=(), version="1.0"):
+    options = Options(repeat=repeat, settings=Settings(version, timeout=timeout, workers=2))
     return run_suite(commands, vectors, list(known), options)
 
 
@@ -60,8 +61,18 @@ def test_reference_passes_the_whole_corpus_through_its_adapter(reference_run, ve
     assert len(run.passes) == 2 and "PYTHONHASHSEED" in run.passes[1]
 
 
+def test_reference_passes_the_whole_1_1_corpus_in_sessions_of_1_1():
+    vectors = store.load(corpus_dir("1.1"))
+    result = _run([reference_command()], vectors, repeat=0, version="1.1")
+    (run,) = result.runs
+    failing = [(o.vector_id, [str(m) for m in o.failures], o.reason)
+               for o in run.outcomes.values() if o.status != "pass"]
+    assert failing == [] and run.issues == [] and run.count("pass") == len(vectors) and result.ok
+    assert result.version == "1.1" and run.hello["spec_versions"] == ["1.0", "1.1"]
+
+
 def test_reports_are_written_and_parse(reference_run, tmp_path):
-    manifest = store.read_manifest()
+    manifest = store.read_manifest(corpus_dir("1.0"))
     doc = to_json(reference_run, manifest)
     assert doc["ok"] and doc["implementations"][0]["counts"]["pass"] == manifest["vector_count"]
     json.dumps(doc)
@@ -227,7 +238,7 @@ def _listing(tmp_path, *ids):
     entries = "".join(f'[[known_failure]]\nid = "{i}"\nreason = "seeded fault"\n' for i in ids)
     listing.write_text(f'version = 1\nspec_version = "1.0"\nimplementation = "faulty-reference"\n'
                        f'fingerprint = "*faulty_adapter.py*"\n{entries}')
-    return load_known_failures([listing])
+    return load_known_failures([listing], "1.0")
 
 
 def test_a_listed_vector_still_runs_and_fails_as_expected_with_its_reason(subset, tmp_path):
@@ -313,7 +324,7 @@ def test_a_correct_answer_longer_than_max_line_is_not_oversized(vectors):
     chosen = select(vectors, [big])
     size = len(json.dumps(chosen[0]["expected"]["result"], separators=(",", ":")))
     assert size > 8192   # the answer is longer than the max_line below
-    options = Options(repeat=0, settings=Settings(timeout=30.0, workers=1, max_line=8192))
+    options = Options(repeat=0, settings=Settings("1.0", timeout=30.0, workers=1, max_line=8192))
     result = run_suite([reference_command()], chosen, [], options)
     (run,) = result.runs
     assert run.outcomes[big].status == "pass", [str(m) for m in run.outcomes[big].failures]

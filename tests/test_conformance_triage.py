@@ -14,12 +14,30 @@ from pathlib import Path
 import pytest
 
 import spec
-from test_cli_hostile import refused, run_cli
+from rtwo_vm.cli import main
+
+
+def run_cli(*args: str) -> tuple[int, str, str]:
+    """(exit status, stdout, stderr) of rtwo-vm ARGS in this process."""
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(list(args))
+    return code, out.getvalue(), err.getvalue()
+
+
+def refused(*args: str, fragment: str = "") -> str:
+    """The one-line usage error (exit 2) of rtwo-vm ARGS."""
+    code, out, err = run_cli(*args)
+    assert code == 2 and err.startswith("rtwo-vm: error: ") and err.count("\n") == 1, (args, code, err[:400])
+    assert "Traceback" not in err and fragment in err, (args, err)
+    return err
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "conformance_fixtures" / "half_finished_vm.py"
 IMPL = f"{sys.executable} {FIXTURE}"
-TABLE = spec.load()
+TABLE = spec.load("1.0")          # the half-finished VM is a VM of 1.0 (its hello says so)
 SIZE = {i.opcode: i.size for i in TABLE.instructions}
 NAME = {i.opcode: i.mnemonic for i in TABLE.instructions}
 MACHINE = TABLE.limits["machine"]
@@ -28,7 +46,7 @@ IMPLEMENTED = {op for op, m in NAME.items() if m.startswith("PUSH") or m in ("AD
 
 def _corpus() -> list[dict]:
     vectors = []
-    for path in sorted((ROOT / "conformance" / "vectors").glob("*.jsonl")):
+    for path in sorted((ROOT / "conformance" / "vectors" / "1.0").glob("*.jsonl")):
         vectors += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     return vectors
 
@@ -75,7 +93,10 @@ def first_run(tmp_path_factory):
     code, text, err = run_cli("conformance", "run", "--no-blind", "--impl", IMPL, "--out", str(out), "--fresh", "0",
                               "--repeat", "0", "--show", "0", "--by-opcode")
     assert code == 1, (text[-2000:], err[-2000:])
-    return out, text, json.loads((out / "report.json").read_text())
+    # A VM of 1.0 is checked on 1.0 alone, and told so.
+    assert "spec 1.1: not checked for half-finished-vm: not announced: the adapter implements 1.0" in text
+    assert not (out / "1.1").exists()
+    return out / "1.0", text, json.loads((out / "1.0" / "report.json").read_text())
 
 
 def test_swap1_and_mstore_top_what_to_implement_next(first_run):
@@ -146,12 +167,12 @@ def test_last_failed_kind_wrong_reruns_only_the_wrong_answers(first_run, tmp_pat
     out, _, doc = first_run
     _, _, wrong = _by_hand()
     again = tmp_path / "again"
-    again.mkdir()
-    (again / "report.json").write_text((out / "report.json").read_text())
+    (again / "1.0").mkdir(parents=True)
+    (again / "1.0" / "report.json").write_text((out / "report.json").read_text())
     code, text, err = run_cli("conformance", "run", "--impl", IMPL, "--out", str(again), "--repeat", "0",
                               "--last-failed", "--kind", "wrong", "--show", "0")
     assert code == 1, err[-2000:]
-    rerun = json.loads((again / "report.json").read_text())["implementations"][0]
+    rerun = json.loads((again / "1.0" / "report.json").read_text())["implementations"][0]
     assert set(rerun["failed_ids"]) == wrong and 0 < len(wrong) < 50
     assert rerun["counts"]["unsupported"] == 0 and rerun["counts"]["pass"] == 0
     assert f"{len(wrong)} vectors of corpus" in text
@@ -159,7 +180,7 @@ def test_last_failed_kind_wrong_reruns_only_the_wrong_answers(first_run, tmp_pat
     old = json.loads((out / "report.json").read_text())
     for entry in old["implementations"]:
         del entry["failure_summaries"]
-    (again / "report.json").write_text(json.dumps(old))
+    (again / "1.0" / "report.json").write_text(json.dumps(old))
     refused("conformance", "run", "--impl", IMPL, "--out", str(again), "--last-failed", "--kind", "wrong",
             fragment="has no failure kinds")
 
@@ -191,7 +212,7 @@ def test_the_ranking_follows_its_documented_definition():
     outcomes = [Outcome("v1", "pass"), Outcome("v5", "fail", [Mismatch("output", "0x", "0x00", "result")])]
     outcomes += [Outcome(v, "fail", unsupported, "", {"type": "error", "code": "UNSUPPORTED_INPUT", "message": m})
                  for v, m in said.items()]
-    section = triage(outcomes, vectors)
+    section = triage(outcomes, vectors, "1.0")
     # SWAP1 and MSTORE both block 2; SWAP1 alone unblocks v2, so it ranks first; after SWAP1,
     # v2 can run; after both, v3 too (v4 still needs its policy gate).
     assert section["instructions"] == [
@@ -205,4 +226,4 @@ def test_the_ranking_follows_its_documented_definition():
         {"message": "opcode 0x3a at offset N not implemented", "count": 2},
         {"message": "policy allowed_operations not implemented", "count": 1}]
     assert normalised("id r-17: PUSH8 0xFF at 3\nof 40") == "id r-N: PUSH8 0xff at N of N"
-    assert triage([Outcome("v1", "pass")], vectors)["instructions"] == []
+    assert triage([Outcome("v1", "pass")], vectors, "1.0")["instructions"] == []

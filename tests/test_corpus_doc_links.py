@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from markdown.extensions.toc import slugify
 
-from conformance.constants import VECTORS_DIR
+import spec
+from conformance.constants import corpus_dir
 from rtwo_vm import docgen, docvalues
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
@@ -64,12 +65,19 @@ def test_a_broken_link_is_caught():
 
 
 def test_guides_quote_the_committed_digest_and_count():
-    manifest = json.loads((VECTORS_DIR / "manifest.json").read_text())
+    manifest = json.loads((corpus_dir("1.0") / "manifest.json").read_text())
+    newest = json.loads((corpus_dir(spec.latest()) / "manifest.json").read_text())
     guide = (DOCS / "guides" / "implementing.md").read_text()
     filled = docvalues.fill(guide)
     assert "{{" not in filled
-    assert f"{manifest['vector_count']} vectors of corpus {manifest['digest'][:12]}" in filled
+    assert f"{manifest['vector_count']} vectors of corpus {manifest['digest'][:12]} (spec 1.0" in filled
     stale = re.findall(r"corpus ([0-9a-f]{12}) \(spec", guide)
-    assert stale == [], "write {{ corpus.digest12 }} instead of a digest"
+    assert stale == [], "write {{ corpus.v1_0_digest12 }} instead of a digest"
+    # unprefixed names are the newest version's corpus, v<major>_<minor>_ names a version's
+    assert docvalues.fill("{{ corpus.vectors }} {{ corpus.digest }}") == \
+        f"{newest['vector_count']} {newest['digest']}"
+    vectors = (DOCS / "guides" / "vectors.md").read_text()
+    assert f"spec 1.0: {manifest['vector_count']} vectors, digest {manifest['digest'][:16]}: valid" in \
+        docvalues.fill(vectors)
     with pytest.raises(ValueError, match="corpus.digset"):
         docvalues.fill("{{ corpus.digset }}")

@@ -19,6 +19,7 @@ import sys
 import pytest
 
 import spec
+from conformance.constants import corpus_dir
 from conformance.corpus import store
 from conformance.protocol import execute_request, hello_request
 
@@ -143,7 +144,7 @@ COMPUTE_PRICE, PAGE_PRICE, UNIT_PRICE = 1, 100, 50
 STACK_DEPTH, RETURN_STACK_DEPTH, CALL_DEPTH = 1024, 1024, 64
 HEADER = 16  # magic 4, version 2, flags 2, code size 4, data size 4 (chapter 3)
 
-VECTORS = {v["id"]: v for v in store.load()}
+VECTORS = {v["id"]: v for v in store.load(corpus_dir("1.0"))}
 BY_OPCODE = {op: m for m, (op, *_) in PINNED.items()}
 
 
@@ -174,7 +175,7 @@ def entry_code(vector) -> list[tuple[int, str, int]]:
 
 
 def test_the_data_files_hold_the_pinned_numbers():
-    table = spec.load()
+    table = spec.load("1.0")
     assert len(table.instructions) == INSTRUCTION_COUNT
     assert {i.mnemonic: (i.opcode, i.immediate_size, i.inputs, i.outputs, i.cost) for i in table.instructions} == PINNED
     assert {e.code: e.kind for e in table.errors.values()} == OUTCOME_CODES
@@ -320,7 +321,7 @@ def test_return_stack_overflow_and_call_depth_by_hand():
 
 
 def traced(vector_id):
-    text = "".join(json.dumps(m) + "\n" for m in (hello_request(),
+    text = "".join(json.dumps(m) + "\n" for m in (hello_request("1.0"),
                                                    execute_request(vector_id, VECTORS[vector_id]["input"], True)))
     proc = subprocess.run([sys.executable, "-m", "conformance.adapter"], input=text, capture_output=True,
                           text=True, timeout=60)

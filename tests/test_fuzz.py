@@ -14,8 +14,11 @@ import pytest
 from conformance.corpus import store
 from conformance.fuzz.findings import make_vector
 from conformance.fuzz.generate import generate
-from conformance.fuzz.program import FuzzInput, TABLE
+from conformance.fuzz.program import FuzzInput
 from conformance.corpus.schema import vector_problems
+import spec
+
+TABLE = spec.load("1.0")
 
 ROOT = Path(__file__).resolve().parents[1]
 SEEDED = ROOT / "tests" / "fuzz_fixtures" / "seeded_bug_adapter.py"
@@ -23,6 +26,10 @@ FAULTY = ROOT / "tests" / "conformance_fixtures" / "faulty_adapter.py"
 
 
 def cli(*args, cwd=None, timeout=240, env=None):
+    """rtwo-vm ARGS; a new campaign of spec 1.0 unless ARGS name a version (the campaigns of
+    these tests are those of before 1.1, request for request: a 1.0 campaign draws the same)."""
+    if args[:1] == ("fuzz",) and "--spec-version" not in args and "--resume" not in args:
+        args = (*args, "--spec-version", "1.0")
     return subprocess.run([sys.executable, "-m", "rtwo_vm.cli", *args], cwd=cwd or ROOT, capture_output=True,
                           text=True, timeout=timeout, env=env)
 
@@ -56,7 +63,7 @@ def test_generated_requests_are_schema_valid_vectors_and_round_trip():
         assert vector_problems(vector) == [], vector["id"]
         vi = vector["input"]
         assert FuzzInput.from_json(inp.to_json()).vector_input() == vi
-        assert FuzzInput.from_vector_input(vi).vector_input() == vi
+        assert FuzzInput.from_vector_input(vi, "1.0").vector_input() == vi
         seen_statuses.add(vector["expected"]["result"]["status"])
         malformed += vector["expected"]["result"]["status"] == "invalid"
     # both valid programs that run and a share of malformed containers
@@ -197,16 +204,22 @@ def test_promote_findings_into_a_corpus(sstore_campaign, tmp_path):
     findings = out / "findings"
     finding = store.load(findings)[0]
     promoted, target = tmp_path / "promoted.jsonl", tmp_path / "corpus"
-    manifest = promote(findings, [finding["id"]], promoted=promoted, corpus_dir=target,
-                       sources=("definition", "fuzz"))
-    assert manifest["sources"]["fuzz"] == 1
-    assert store.problems(target) == []
-    [stored] = [v for v in store.load(target) if v["id"] == finding["id"]]
-    assert stored["input"] == finding["input"] and stored["expected"] == finding["expected"]
-    assert stored["tags"]["source"] == "fuzz"
-    before = {p.name: p.read_bytes() for p in target.iterdir()}
+    manifests = promote(findings, [finding["id"]], promoted=promoted, corpus_dir=target,
+                        sources=("definition", "fuzz"))
+    # A finding of a 1.0 campaign is a vector of 1.0 and of every later version (same input).
+    assert {v: m["sources"]["fuzz"] for v, m in manifests.items()} == {"1.0": 1, "1.1": 1}
+    assert "spec_version" not in promoted.read_text()      # a 1.0 entry, as every entry before 1.1
+    for version in ("1.0", "1.1"):
+        assert store.problems(target / version) == []
+        [stored] = [v for v in store.load(target / version) if v["id"] == finding["id"]]
+        assert stored["input"] == finding["input"] and stored["tags"]["source"] == "fuzz"
+        assert stored["_meta"]["spec_version"] == version
+        if version == "1.0":
+            assert stored["expected"] == finding["expected"]
+    before = {p.relative_to(target): p.read_bytes() for p in target.rglob("*") if p.is_file()}
     promote(findings, [], promoted=promoted, corpus_dir=target, sources=("definition", "fuzz"))
-    assert {p.name: p.read_bytes() for p in target.iterdir()} == before     # deterministic, idempotent
+    after = {p.relative_to(target): p.read_bytes() for p in target.rglob("*") if p.is_file()}
+    assert after == before     # deterministic, idempotent
     with pytest.raises(PromoteError):
         promote(findings, ["fuzz/no/such"], promoted=promoted, corpus_dir=target, sources=("definition",))
 
@@ -239,6 +252,39 @@ def test_backend_maps_in_task_order_and_broadcasts(workers):
         assert [value for value, _ in backend.map([1, 2, 3])] == [101, 102, 103]
     finally:
         backend.close()
+
+
+def test_a_1_1_campaign_draws_1_1_s_instructions_and_a_1_0_one_never_does():
+    new = {"MULHU", "MULHS", "CLZ", "CTZ", "POPCNT", "STATICCALL", "TLOAD", "TSTORE"}
+    drawn = {v: set() for v in ("1.0", "1.1")}
+    for version in drawn:
+        pool: list = []
+        for i in range(600):
+            inp = generate(21, i, pool, version)
+            assert inp.version == version
+            drawn[version] |= set(inp.mnemonics())
+            versions = {code.version for code, _ in inp.contracts.values() if code.rows is not None}
+            assert versions <= {version}, versions       # fresh code is of the campaign's version
+            if i % 7 == 0:
+                pool.append(inp)
+    assert not drawn["1.0"] & new
+    assert new <= drawn["1.1"], new - drawn["1.1"]
+
+
+def test_a_1_1_campaign_against_the_reference_finds_nothing_and_one_against_mulhs_sign_finds_it(tmp_path):
+    ref = cli("fuzz", "--runs", "768", "--seed", "4", "--spec-version", "1.1", "--out", str(tmp_path / "ref"))
+    assert ref.returncode == 0, ref.stdout + ref.stderr
+    r = report(tmp_path / "ref")
+    assert r["spec_version"] == "1.1" and r["buckets"] == [] and "(spec 1.1)" in ref.stdout
+    planted = adapter(ROOT / "tests" / "conformance_fixtures" / "planted_vm.py", "--bug", "mulhs-sign")
+    bad = cli("fuzz", "--impl", planted, "--runs", "4096", "--seed", "4", "--spec-version", "1.1",
+              "--stop-on-finding", "--out", str(tmp_path / "bad"))
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    finding = store.load(tmp_path / "bad" / "findings")[0]
+    assert finding["_meta"]["spec_version"] == "1.1" and "MULHS" in finding["tags"]["opcodes"]
+    # The planted bug is 1.1's: a 1.0 campaign cannot draw MULHS, and its findings folder is 1.0's.
+    again = cli("fuzz", "--resume", str(tmp_path / "bad"), "--spec-version", "1.0", "--impl", planted)
+    assert again.returncode == 2 and "a campaign of spec 1.1, not 1.0" in again.stderr
 
 
 def test_a_request_without_contracts_can_be_mutated():

@@ -23,11 +23,14 @@ CRASH_LINE = "IndexError: Cannot choose from an empty sequence"
 
 
 def cli(*args, timeout=300):
+    if args[:1] == ("fuzz",) and "--spec-version" not in args and "--resume" not in args:
+        args = (*args, "--spec-version", "1.0")      # the campaigns of before 1.1, request for request
     return subprocess.run([sys.executable, "-m", "rtwo_vm.cli", *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=timeout)
 
 
 def planted(*args, timeout=300):
+    args = (*args, "--spec-version", "1.0")
     return subprocess.run([sys.executable, str(PLANTED), *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=timeout)
 

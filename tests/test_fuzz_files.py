@@ -17,11 +17,13 @@ import pytest
 from conformance.corpus import store
 
 ROOT = Path(__file__).resolve().parents[1]
-VECTORS = ROOT / "conformance" / "vectors"
+VECTORS = ROOT / "conformance" / "vectors" / "1.0"
 FAULTY = ROOT / "tests" / "conformance_fixtures" / "faulty_adapter.py"
 
 
 def cli(*args, timeout=240):
+    if args[:1] == ("fuzz",) and "--spec-version" not in args and "--resume" not in args:
+        args = (*args, "--spec-version", "1.0")      # the campaigns of before 1.1, request for request
     return subprocess.run([sys.executable, "-m", "rtwo_vm.cli", *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=timeout)
 
@@ -158,10 +160,10 @@ def test_findings_replace_only_the_campaigns_own_files(tmp_path):
     from conformance.fuzz.findings import make_vector
     folder = tmp_path / "findings"
     vector = make_vector(generate(1, 0), 1, 0, "fee", "x")
-    write_findings(folder, [vector], 1)
+    write_findings(folder, [vector], 1, "1.0")
     assert sorted(p.name for p in folder.iterdir()) == ["fuzz.jsonl", "manifest.json"]
     assert [v["id"] for v in store.load(folder)] == ["fuzz/s1/000000000"]
-    write_findings(folder, [], 1)
+    write_findings(folder, [], 1, "1.0")
     assert sorted(p.name for p in folder.iterdir()) == ["manifest.json"] and store.load(folder) == []
 
 
@@ -173,7 +175,7 @@ def test_a_failed_write_leaves_the_previous_state_and_findings_whole(tmp_path, m
     from conformance.fuzz.generate import generate
     from conformance.fuzz.state import save_state
     save_state(tmp_path, {"version": 1, "n": 1})
-    write_findings(tmp_path / "findings", [make_vector(generate(1, 0), 1, 0, "fee", "x")], 1)
+    write_findings(tmp_path / "findings", [make_vector(generate(1, 0), 1, 0, "fee", "x")], 1, "1.0")
     before, findings_before = snapshot(tmp_path), snapshot(tmp_path / "findings")
 
     def full(fd):
@@ -182,7 +184,7 @@ def test_a_failed_write_leaves_the_previous_state_and_findings_whole(tmp_path, m
     with pytest.raises(OSError):
         save_state(tmp_path, {"version": 1, "n": 2})
     with pytest.raises(OSError):
-        write_findings(tmp_path / "findings", [], 1)
+        write_findings(tmp_path / "findings", [], 1, "1.0")
     assert snapshot(tmp_path) == before and snapshot(tmp_path / "findings") == findings_before
 
 

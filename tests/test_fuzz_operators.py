@@ -7,7 +7,9 @@ contract at all, an entry address outside every contract or outside the word ran
 bits), empty rows, raw containers of any bytes, limits that are negative, fractional, booleans
 or beyond the maximum, policy and isolation names the spec does not know, call data and code at
 and past their maximal sizes. The strategy below draws all of those; each operator must return
-a request (no exception) whose vector input is again schema-valid.
+a request (no exception) whose vector input is again schema-valid. Requests are of every spec
+version, each contract's rows of any container version (a 1.1 mnemonic in a 1.0 container too:
+a pool may hold what a splice of two campaigns' rows would make).
 """
 
 from __future__ import annotations
@@ -20,12 +22,15 @@ from conformance.fuzz.findings import program_text
 from conformance.fuzz.build import ENTRY, MALFORMATIONS, MASK, MISSING, has_loop, malform, request_bound
 from conformance.fuzz.generate import generate
 from conformance.fuzz.mutate import MUTATIONS, mutate, mutate_once, tune_limit
-from conformance.fuzz.program import ACCESS_ORDER, TABLE, Code, FuzzInput, disassemble
+import spec
+from conformance.fuzz.program import ACCESS_ORDER, Code, FuzzInput, disassemble
 from conformance.fuzz.shrink import Shrinker
 from conformance.fuzz.state import request_problem
 from conformance.corpus.vector import isolation_levels
-from reference_vm.container import build
+from reference_vm.container import build as build_container
 
+TABLE = spec.load(spec.latest())         # every mnemonic of every version (versions add rows)
+VERSIONS = spec.names()
 MACHINE = TABLE.limits["machine"]
 WIDE = (1 << 128) - 1                     # a request word may state up to 128 bits
 LOW, HIGH = TABLE.limits["minimum"], TABLE.limits["maximum"]
@@ -43,11 +48,14 @@ def codes(draw) -> Code:
         rows = [] if shape == "empty rows" else draw(st.lists(st.tuples(
             st.sampled_from(MNEMONICS), st.one_of(st.integers(0, 8), st.integers(0, MASK), st.integers(0, WIDE))),
             min_size=1, max_size=24))
-        return Code(rows=rows, data=draw(st.binary(max_size=40)))
+        return Code(rows=rows, data=draw(st.binary(max_size=40)), version=draw(st.sampled_from(VERSIONS)))
     if shape == "raw":
         return Code(raw=draw(st.binary(max_size=40)))
     if shape == "raw container":
-        return Code(raw=build(draw(st.binary(max_size=40)), draw(st.binary(max_size=16))))
+        return Code(raw=build_container(draw(st.binary(max_size=40)), draw(st.binary(max_size=16)),
+                                        spec.version(draw(st.sampled_from(VERSIONS))).number))
+    def build(code: bytes, data: bytes) -> bytes:
+        return build_container(code, data, spec.version(draw(st.sampled_from(VERSIONS))).number)
     # at and past the code and data sizes of the machine
     which = draw(st.sampled_from(["code", "code+1", "data", "data+1"]))
     n = MACHINE["code_size" if which.startswith("code") else "data_size"] + which.endswith("+1")
@@ -92,9 +100,11 @@ def fuzz_inputs(draw) -> FuzzInput:
     call_data = draw(st.one_of(st.binary(max_size=80),
                                st.sampled_from([bytes(MACHINE["call_data_size"]),
                                                 bytes(MACHINE["call_data_size"] + 1)])))
+    version = draw(st.sampled_from(VERSIONS))
     inp = FuzzInput(contracts, to, draw(words), call_data, draw(words),
                     draw(st.one_of(st.just(bytes(32)), st.binary(max_size=40))), draw(policies()),
-                    draw(st.one_of(st.sampled_from(sorted(isolation_levels())), names)), draw(limits()))
+                    draw(st.one_of(st.sampled_from(sorted(isolation_levels(version))), names)), draw(limits()),
+                    version)
     return inp
 
 
@@ -181,7 +191,7 @@ def test_generation_from_any_pool_is_total(pool, seed, index):
         if isinstance(p.limits["compute"], int):      # the reference runs them (limit tuning): keep them quick
             p.limits["compute"] = min(p.limits["compute"], 20000)
     for i in range(index, index + 4):
-        check_request(generate(seed, i, pool))
+        check_request(generate(seed, i, pool, pool[0].version))
     check_request(mutate(random.Random(seed), pool[0].copy(), pool))
 
 

@@ -25,11 +25,12 @@ from conformance.fuzz.shrink import Shrinker
 from conformance.fuzz.unsupported import named
 from reference_vm.container import parse
 from reference_vm.decode import decode
+from reference_vm.rules import rules
 
 ROOT = Path(__file__).resolve().parents[1]
 HALF = ROOT / "tests" / "conformance_fixtures" / "half_finished_vm.py"
 COMMAND = shlex.join([sys.executable, str(HALF)])
-TABLE = spec.load()
+TABLE = spec.load("1.0")          # the half-finished VM is a VM of 1.0: its campaigns are 1.0's
 # What the fixture implements, from its documented contract and the instruction table.
 IMPLEMENTED = {i.mnemonic for i in TABLE.instructions if i.mnemonic.startswith("PUSH")} | {"ADD", "STOP", "RETURN"}
 UNSUPPORTED = "error:UNSUPPORTED_INPUT"
@@ -40,8 +41,8 @@ def program_mnemonics(vector_input: dict) -> list[str]:
     """Every instruction of every contract of a request, decoded from its container bytes."""
     out = []
     for body in vector_input["pre_state"]["contracts"].values():
-        code = parse(bytes.fromhex(body["code"][2:])).code
-        out += [d.instruction.mnemonic for d in decode(code)]
+        parsed = parse(bytes.fromhex(body["code"][2:]), rules("1.0"))
+        out += [d.instruction.mnemonic for d in decode(parsed.code, rules("1.0").instruction_set(parsed.version))]
     return out
 
 
@@ -79,7 +80,8 @@ def check_split(report: dict, findings: dict[str, dict]) -> None:
 def campaign(tmp_path_factory):
     out = tmp_path_factory.mktemp("partial") / "fuzz"
     proc = subprocess.run([sys.executable, "-m", "rtwo_vm.cli", "fuzz", "--impl", COMMAND, "--runs", str(RUNS),
-                           "--seed", str(SEED), "--out", str(out)], cwd=ROOT, capture_output=True, text=True,
+                           "--seed", str(SEED), "--out", str(out), "--spec-version", "1.0"], cwd=ROOT,
+                          capture_output=True, text=True,
                           timeout=600)
     assert proc.returncode == 1, proc.stderr[-2000:]
     return out, proc.stdout

@@ -22,8 +22,7 @@ from conformance.corpus import fuzz_source
 from conformance.fuzz.findings import make_vector, write_findings
 from conformance.fuzz.generate import generate
 from conformance.fuzz.promote import entry_of
-from test_cli_hostile import refused
-from test_vectors_author import copy_packages
+from test_vectors_author import copy_packages, refused
 
 ROOT = Path(__file__).resolve().parent.parent
 SEEDED = Path("tests") / "fuzz_fixtures" / "seeded_bug_adapter.py"
@@ -52,16 +51,18 @@ def rtwo(checkout: Path, *args: str, timeout: float = 300) -> subprocess.Complet
 
 
 def failed_ids(out: Path) -> list[str]:
-    [impl] = json.loads((out / "report.json").read_text())["implementations"]
+    [impl] = json.loads((out / "1.0" / "report.json").read_text())["implementations"]
     return impl["failed_ids"]
 
 
 def test_a_campaign_finding_promoted_and_filled_kills_the_seeded_bug(tmp_path):
-    committed = sha(ROOT / "conformance" / "vectors" / "manifest.json")
+    committed = sha(ROOT / "conformance" / "vectors" / "1.0" / "manifest.json")
     checkout = make_checkout(tmp_path / "checkout")
-    vectors, promoted = checkout / "conformance" / "vectors", checkout / "conformance" / "fuzz" / "promoted.jsonl"
+    root = checkout / "conformance" / "vectors"
+    vectors, promoted = root / "1.0", checkout / "conformance" / "fuzz" / "promoted.jsonl"
+    newer = store.load(root / "1.1")
     buggy = shlex.join([sys.executable, str(checkout / SEEDED), "--bug", BUG])
-    run = ("conformance", "run", "--repeat", "0", "--fresh", "0", "--seed", "1", "--quiet")
+    run = ("conformance", "run", "--repeat", "0", "--fresh", "0", "--seed", "1", "--quiet", "--spec-version", "1.0")
     before = store.load(vectors)
     earlier = {e["id"] for e in fuzz_source.read(promoted)}
 
@@ -71,7 +72,8 @@ def test_a_campaign_finding_promoted_and_filled_kills_the_seeded_bug(tmp_path):
 
     # 1. a bounded campaign finds it, runs to its end and exits 1 with its findings
     campaign = tmp_path / "campaign"
-    done = rtwo(checkout, "fuzz", "--impl", buggy, "--runs", RUNS, "--seed", SEED, "--out", str(campaign), "--json")
+    done = rtwo(checkout, "fuzz", "--impl", buggy, "--runs", RUNS, "--seed", SEED, "--out", str(campaign), "--json",
+                "--spec-version", "1.0")
     assert done.returncode == 1, done.stdout[-2000:] + done.stderr
     report = json.loads(done.stdout)
     assert report["stopped"] == f"--runs {RUNS}" and report["executions"] == int(RUNS)
@@ -92,16 +94,18 @@ def test_a_campaign_finding_promoted_and_filled_kills_the_seeded_bug(tmp_path):
     assert manifest["sources"]["fuzz"] == len(earlier) + len(ids)
     assert f"digest {manifest['digest']}" in done.stdout
     assert store.problems(vectors) == []
+    # A finding of a 1.0 campaign is a vector of 1.1 too (same input, 1.1's result).
+    assert len(store.load(root / "1.1")) == len(newer) + len(ids) and store.problems(root / "1.1") == []
     stored = {v["id"]: v for v in store.load(vectors)}
     for v in found:       # recomputed by the filler: the reference's result the campaign recorded
         assert stored[v["id"]]["expected"] == v["expected"] and stored[v["id"]]["tags"]["source"] == "fuzz"
 
     # 3. a plain refill keeps them: the corpus files stay byte for byte what promote wrote
-    written = {p.name: p.read_bytes() for p in vectors.iterdir()}
+    written = {p.relative_to(root): p.read_bytes() for p in root.rglob("*") if p.is_file()}
     done = rtwo(checkout, "vectors", "fill")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert f"digest {manifest['digest']}" in done.stdout
-    assert {p.name: p.read_bytes() for p in vectors.iterdir()} == written
+    assert f"spec 1.0: digest {manifest['digest']}" in done.stdout
+    assert {p.relative_to(root): p.read_bytes() for p in root.rglob("*") if p.is_file()} == written
 
     # 4. the new corpus kills the bug on exactly the promoted vectors; the reference passes them
     done = rtwo(checkout, *run, "--impl", buggy, "--out", str(tmp_path / "c1"))
@@ -110,7 +114,7 @@ def test_a_campaign_finding_promoted_and_filled_kills_the_seeded_bug(tmp_path):
     done = rtwo(checkout, *run, "--filter", f"fuzz/s{SEED}/*", "--out", str(tmp_path / "c2"))
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr
     assert failed_ids(tmp_path / "c2") == []
-    assert sha(ROOT / "conformance" / "vectors" / "manifest.json") == committed     # the real checkout untouched
+    assert sha(ROOT / "conformance" / "vectors" / "1.0" / "manifest.json") == committed   # the real checkout untouched
 
 
 def test_a_finding_of_another_campaign_under_a_promoted_id_is_refused(tmp_path):
@@ -126,7 +130,7 @@ def test_a_finding_of_another_campaign_under_a_promoted_id_is_refused(tmp_path):
     promoted.write_text(json.dumps(entry_of(first)) + "\n")
     before = promoted.read_bytes()
     findings = tmp_path / "findings"
-    write_findings(findings, [other], 1)
+    write_findings(findings, [other], 1, "1.0")
     refused("vectors", "promote", str(findings), "--promoted", str(promoted), "--dir", str(target),
             fragment=f"{first['id']}: already promoted with another input")
     assert promoted.read_bytes() == before and not target.exists()

@@ -4,7 +4,9 @@ and an unpacked release is a corpus directory ``conformance run --dir`` accepts.
 
 One version names one corpus: under the checkout's spec release only the committed corpus is
 packed (a real git repository made here: the corpus committed, then edited), a new
-``--version`` packs an edited one, and the tarball's name carries the corpus digest."""
+``--version`` packs an edited one, and the tarball's name carries the corpus digest. Each spec
+version's corpus is released on its own, under its own release (1.0.2 for 1.0, 1.1.0 for 1.1);
+most tests work on 1.0's."""
 
 from __future__ import annotations
 
@@ -20,19 +22,21 @@ from pathlib import Path
 import pytest
 
 import spec
-from conformance.constants import VECTORS_DIR, project_packages
+from conformance.constants import VECTORS_DIR, corpus_dir, project_packages
 
 CLI = [sys.executable, "-m", "rtwo_vm.cli"]
 SCHEMAS = {"vector", "vector-manifest", "adapter-message", "runner-message", "known-failures"}
-STORED = json.loads((VECTORS_DIR / "manifest.json").read_text())
-RELEASE = spec.SPEC_RELEASE
+V = "1.0"                                          # the spec version most tests release
+STORED = json.loads((corpus_dir(V) / "manifest.json").read_text())
+RELEASE = spec.load(V).release
 NAME = f"rtwo-vm-vectors-{RELEASE}-{STORED['digest'][:12]}"
 _MAJOR, _MINOR, _PATCH = (int(n) for n in RELEASE.split("-")[0].split("."))
 NEXT = f"{_MAJOR}.{_MINOR}.{_PATCH + 1}"          # a later version than this checkout's release
 
 
-def release(out, *extra, cwd=None):
-    return subprocess.run([*CLI, "vectors", "release", "-o", str(out), *extra],
+def release(out, *extra, cwd=None, version: str | None = V):
+    chosen = ["--spec-version", version] if version else []
+    return subprocess.run([*CLI, "vectors", "release", "-o", str(out), *chosen, *extra],
                           capture_output=True, text=True, timeout=300, cwd=cwd)
 
 
@@ -73,7 +77,7 @@ def test_release_is_reproducible_and_usable(tmp_path):
     for entry in manifest["files"]:
         assert hashlib.sha256((top / entry["path"]).read_bytes()).hexdigest() == entry["sha256"]
     assert {p.name.removesuffix(".schema.json") for p in (top / "schemas").iterdir()} == SCHEMAS
-    assert (top / "protocol.md").read_text().startswith("# 11 Conformance")
+    assert (top / "protocol.md").read_text() == spec.chapters(V)["11-conformance.md"]
     text = (top / "README.md").read_text()
     assert text.startswith(f"# RTWO VM conformance vectors {RELEASE}\n")
     assert manifest["digest"] in text and f"{NAME}.tar.gz" in text and str(manifest["vector_count"]) in text
@@ -81,8 +85,30 @@ def test_release_is_reproducible_and_usable(tmp_path):
                           "--repeat", "0", "--quiet", "--out", str(tmp_path / "out")],
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr
-    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    report = json.loads((tmp_path / "out" / V / "report.json").read_text())
     assert json.dumps(report).count(manifest["digest"]) >= 1
+
+
+def test_every_version_is_released_under_its_own_release(tmp_path):
+    done = release(tmp_path / "all", version=None)
+    assert done.returncode == 0, done.stderr
+    names = sorted(p.name for p in (tmp_path / "all").iterdir())
+    expected = []
+    for version in spec.names():
+        digest = json.loads((corpus_dir(version) / "manifest.json").read_text())["digest"]
+        expected.append(f"rtwo-vm-vectors-{spec.load(version).release}-{digest[:12]}.tar.gz")
+    assert names == sorted(expected) and len(names) == len(spec.names()) >= 2
+    newest = spec.latest()
+    (tarball,) = [tmp_path / "all" / n for n in names if n.startswith(f"rtwo-vm-vectors-{spec.load(newest).release}-")]
+    top = unpack(tarball, tmp_path / "x")
+    manifest = json.loads((top / "manifest.json").read_text())
+    assert manifest["spec_version"] == newest
+    assert (top / "protocol.md").read_text() == spec.chapters(newest)["11-conformance.md"]
+    assert f"Specification release: {spec.load(newest).release}" in (top / "README.md").read_text()
+    # --version names one corpus's release: with two corpora it needs --spec-version
+    refused(release(tmp_path / "out", "--version", NEXT, version=None), "give --spec-version too")
+    # a release of another spec version's numbering is refused
+    refused(release(tmp_path / "out", "--version", "1.1.0"), "not a release of spec 1.0")
 
 
 @pytest.mark.parametrize("version", [[], ["--version", NEXT]])
@@ -90,7 +116,7 @@ def test_invalid_corpus_is_refused_and_leaves_nothing(tmp_path, version):
     # A vector edited by hand: the manifest no longer names the files (their SHA-256, the
     # digest). No version, new or not, packs it.
     corpus = tmp_path / "corpus"
-    shutil.copytree(VECTORS_DIR, corpus)
+    shutil.copytree(corpus_dir(V), corpus)
     path = corpus / "hash.jsonl"
     path.write_text(path.read_text().replace('"0x', '"0X', 1))
     proc = release(tmp_path / "out", "--dir", str(corpus), *version)
@@ -125,13 +151,13 @@ def git(repo: Path, *args: str) -> str:
 
 
 def committed_repo(tmp_path: Path) -> Path:
+    """A repository holding every version's corpus; the folder of 1.0's."""
     repo = tmp_path / "repo"
-    folder = repo / "conformance" / "vectors"
-    shutil.copytree(VECTORS_DIR, folder)
+    shutil.copytree(VECTORS_DIR, repo / "conformance" / "vectors")
     git(repo, "init", "-q")
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "corpus")
-    return folder
+    return corpus_dir(V, repo / "conformance" / "vectors")
 
 
 def edit_a_vector(folder: Path) -> str:
@@ -181,7 +207,7 @@ def test_an_edited_corpus_is_refused_under_the_old_version_and_packed_under_a_ne
     assert "--version" in done.stderr
     assert not out.exists()
     # staged is not committed
-    git(folder.parent.parent, "add", "-A")
+    git(folder.parent.parent.parent, "add", "-A")
     refused(release(out, "--dir", str(folder)), "not the committed one")
     # ... and "--version" with the release it already has is not a new version
     refused(release(out, "--dir", str(folder), "--version", RELEASE), "not the committed one")
@@ -204,7 +230,7 @@ def test_once_committed_the_edit_is_the_release_but_one_folder_never_holds_two_o
     out = tmp_path / "out"
     assert release(out, "--dir", str(folder)).returncode == 0
     digest = edit_a_vector(folder)
-    git(folder.parent.parent, "commit", "-q", "-am", "edit a vector")
+    git(folder.parent.parent.parent, "commit", "-q", "-am", "edit a vector")
     # committed: the release of this checkout's version, but not beside the other of that version
     refused(release(out, "--dir", str(folder)), f"already holds {NAME}.tar.gz")
     assert [p.name for p in out.iterdir()] == [f"{NAME}.tar.gz"]
@@ -217,7 +243,7 @@ def test_a_repository_handed_over_runs_none_of_its_commands(tmp_path):
     # Its configuration names an fsmonitor hook and a clean filter that would leave a marker:
     # the check asks git only for HEAD's tree and blobs, which runs neither.
     folder = committed_repo(tmp_path)
-    repo = folder.parent.parent
+    repo = folder.parent.parent.parent
     marker = tmp_path / "ran"
     hook = tmp_path / "hook.sh"
     hook.write_text(f"#!/bin/sh\ntouch {marker}\ncat\n")
@@ -232,7 +258,7 @@ def test_a_repository_handed_over_runs_none_of_its_commands(tmp_path):
 
 def test_a_corpus_never_committed_is_refused(tmp_path):
     repo = tmp_path / "repo"
-    shutil.copytree(VECTORS_DIR, repo / "vectors")
+    shutil.copytree(corpus_dir(V), repo / "vectors")
     git(repo, "init", "-q")
     refused(release(tmp_path / "out", "--dir", str(repo / "vectors")), "no corpus is committed in that folder")
 
@@ -241,7 +267,7 @@ def test_outside_git_only_the_installed_corpus_is_the_committed_one(tmp_path):
     # tmp_path is in no git repository: a copy of the corpus the running package holds (itself
     # committed in this checkout) is released; an edited copy needs a new version.
     copy = tmp_path / "copy"
-    shutil.copytree(VECTORS_DIR, copy)
+    shutil.copytree(corpus_dir(V), copy)
     assert not any((d / ".git").exists() for d in (copy, *copy.parents))
     done = release(tmp_path / "out", "--dir", str(copy))
     assert done.returncode == 0, done.stderr
@@ -249,9 +275,9 @@ def test_outside_git_only_the_installed_corpus_is_the_committed_one(tmp_path):
     digest = edit_a_vector(copy)
     done = release(tmp_path / "out2", "--dir", str(copy))
     refused(done, "is not in a git repository and is not the corpus installed with rtwo-vm")
-    done = release(tmp_path / "out2", "--dir", str(copy), "--version", "1.1.0-rc.1")
+    done = release(tmp_path / "out2", "--dir", str(copy), "--version", f"{NEXT}-rc.1")
     assert done.returncode == 0, done.stderr
-    assert [p.name for p in (tmp_path / "out2").iterdir()] == [f"rtwo-vm-vectors-1.1.0-rc.1-{digest[:12]}.tar.gz"]
+    assert [p.name for p in (tmp_path / "out2").iterdir()] == [f"rtwo-vm-vectors-{NEXT}-rc.1-{digest[:12]}.tar.gz"]
 
 
 def test_an_installed_copy_in_a_folder_a_checkout_ignores_releases_its_own_corpus(tmp_path):
@@ -271,7 +297,7 @@ def test_an_installed_copy_in_a_folder_a_checkout_ignores_releases_its_own_corpu
     git(repo, "commit", "-q", "-m", "a checkout")
     done = subprocess.run([sys.executable, "-P", "-c",
                            "import sys; from rtwo_vm.cli import main; sys.exit(main(sys.argv[1:]))",
-                           "vectors", "release", "-o", str(tmp_path / "out")],
+                           "vectors", "release", "-o", str(tmp_path / "out"), "--spec-version", V],
                           cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(site)},
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
@@ -286,7 +312,7 @@ def test_a_checkout_without_git_cannot_tell_what_was_committed(tmp_path):
         shutil.copytree(root / name, checkout / name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(root / "pyproject.toml", checkout / "pyproject.toml")
     command = [sys.executable, "-P", "-c", "import sys; from rtwo_vm.cli import main; sys.exit(main(sys.argv[1:]))",
-               "vectors", "release", "-o", str(tmp_path / "out")]
+               "vectors", "release", "-o", str(tmp_path / "out"), "--spec-version", V]
     env = {**os.environ, "PYTHONPATH": str(checkout)}
     done = subprocess.run(command, cwd=checkout, env=env, capture_output=True, text=True, timeout=300)
     refused(done, "is in a checkout without git")

@@ -22,6 +22,7 @@ import pytest
 from conformance.run import determinism, inputs, replay as rp
 from conformance.report.bundles import write_bundles
 from conformance.run.outcomes import PRECEDING_KEPT
+from conformance.constants import corpus_dir
 from conformance.run.process import Settings
 from conformance.corpus.selection import select
 from conformance.run.suite import Options, reference_command, run_suite
@@ -37,7 +38,8 @@ def written(tmp_path_factory) -> dict:
     """A bundle as a real run writes it: a wrong result, with a determinism pass."""
     from conformance.corpus import store
     wrong = shlex.join([sys.executable, str(FAULTY), "--fault", "wrong-result", "--target", TARGET])
-    result = run_suite([wrong], select(store.load(), [TARGET]), [], Options(repeat=1))
+    result = run_suite([wrong], select(store.load(corpus_dir("1.0")), [TARGET]), [],
+                       Options(Settings("1.0"), repeat=1))
     (path,) = write_bundles(result, tmp_path_factory.mktemp("bundles")).values()
     return json.loads(path.read_text())
 
@@ -140,8 +142,8 @@ def test_a_recorded_path_never_reaches_the_adapter_even_past_the_reader(written,
         (folder / "rtwo-test-adapter").chmod(0o755)
     monkeypatch.setenv("PATH", f"{good}{os.pathsep}{os.environ['PATH']}")
     record = dict(written["passes"][0], environment={"TZ": "UTC0", "PATH": str(evil), "BASH_ENV": str(marker)})
-    plan = rp.Plan(written["vector"], "rtwo-test-adapter", [record])
-    result, _ = rp.replay(plan, {}, Settings())
+    plan = rp.Plan(written["vector"], "rtwo-test-adapter", written["spec_version"], [record])
+    result, _ = rp.replay(plan, {}, Settings("1.0"))
     assert result.ok and not marker.exists()
 
 
@@ -225,7 +227,7 @@ def test_one_process_per_replayed_pass(written, tmp_path):
     bundle = dict(written, passes=[main_pass] + [dict(other, differs=True)] * 3 + [dict(other, differs=False)] * 5)
     plan = rp.plan_bundle(inputs.read_bundle(save(tmp_path, bundle)), counting)
     assert len(plan.passes) == 4
-    rp.replay(plan, {}, Settings())
+    rp.replay(plan, {}, Settings("1.0"))
     assert len(starts.read_text().split()) == 1 + 4
 
 
@@ -260,3 +262,12 @@ def test_replay_keep_logs_never_follows_a_link(written, tmp_path, capsys):
     err = refused(capsys, "conformance", "replay", str(save(tmp_path, written)), "--impl", reference_command(),
                   "--keep-logs", str(tmp_path / "logs"))
     assert "symbolic link" in err and list(elsewhere.iterdir()) == []
+
+
+def test_a_bundle_of_an_unknown_version_is_refused_in_one_line(written, tmp_path, capsys):
+    """A bundle names the version its session ran: one naming a version spec/versions.toml does
+    not define is refused before any adapter starts."""
+    marker = tmp_path / "ran"
+    bundle = dict(copy.deepcopy(written), spec_version="9.9")
+    err = refused(capsys, "conformance", "replay", str(save(tmp_path, bundle)), "--impl", marker_adapter(marker))
+    assert "9.9" in err and not marker.exists()

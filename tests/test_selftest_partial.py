@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from conformance.constants import corpus_dir
 from conformance.corpus import store
 from conformance.run.selftest import run_selftest
 
@@ -22,7 +23,7 @@ TRACES = "capability trace: step traces equal the reference's (jumps, subroutine
 
 @pytest.fixture(scope="module")
 def vectors():
-    return {v["id"]: v for v in store.load()}
+    return {v["id"]: v for v in store.load(corpus_dir("1.0"))}
 
 
 def partial(*options: str) -> str:
@@ -49,14 +50,14 @@ def test_a_partial_vm_passes_every_protocol_check_and_its_unsupported_samples_ar
 
 
 def test_a_partial_vm_with_one_wrong_answer_fails_the_sample_check_only(vectors):
-    checks = run_selftest(partial("--wrong-on", "request/compute.maximum/limit+1"), vectors, timeout=30)
+    checks = run_selftest(partial("--wrong-on", "request/compute.maximum/limit+1"), vectors, "1.0", timeout=30)
     failed = [(c.name, c.detail) for c in checks if not c.ok]
     assert failed == [(SAMPLES, "request/compute.maximum/limit+1: output: expected '0x', got '0x00'")], failed
     assert len(checks) == 19
 
 
 def test_an_unsupported_answer_without_the_request_id_is_a_wrong_answer(vectors):
-    checks = run_selftest(partial("--no-id"), vectors, timeout=30)
+    checks = run_selftest(partial("--no-id"), vectors, "1.0", timeout=30)
     failed = {c.name: c.detail for c in checks if not c.ok}
     # The pipelined check, which only checks ids, fails as well.
     assert set(failed) == {"answers 40 pipelined requests in order with their ids", SAMPLES, TRACES}, failed

@@ -13,6 +13,7 @@ import sys
 
 import pytest
 
+from conformance.constants import corpus_dir
 from conformance.corpus import store
 from conformance.strength import backend, mutants, report, run
 
@@ -58,6 +59,22 @@ def test_curated_bugs_are_patches_with_descriptions():
     for bug in bugs:
         assert bug.description and bug.source != (mutants.PACKAGE / bug.module).read_text()
         compile(bug.source, bug.id, "exec")
+    # A bug of 1.1's instructions is run against the 1.1 corpus, never against 1.0's.
+    newer = {b.id for b in bugs} - {b.id for b in mutants.curated("1.0")}
+    assert {"curated:mulhs_second_operand_unsigned", "curated:tstore_in_read_only_frame"} <= newer
+    assert {b.id for b in mutants.curated("1.1")} == {b.id for b in bugs}
+
+
+def test_the_curated_bugs_of_1_1_are_killed_twice_by_its_corpus():
+    from conformance.corpus.selection import select
+    newer = [b for b in mutants.curated("1.1") if b.id not in {o.id for o in mutants.curated("1.0")}]
+    vectors = select(store.load(corpus_dir("1.1")), ["arithmetic/MULHS/*", "bitwise/CTZ/*", "call/STATICCALL/*",
+                                                     "transient/*"])
+    run.set_plan(run.Plan(newer, vectors, "1.1", exhaustive=frozenset(b.id for b in newer), timeout=120.0))
+    verdicts = list(backend.local_map(run.prescreen, range(len(newer)), 2))
+    assert len(verdicts) == len(newer) >= 6
+    for verdict in verdicts:
+        assert verdict["status"] == "killed" and len(verdict["killers"]) >= 2, verdict
 
 
 def test_an_equivalent_mutant_needs_a_reason(tmp_path):
@@ -108,8 +125,8 @@ def test_a_hanging_mutant_is_stopped_and_counted_as_killed():
     assert source.count(find) == 1
     hang = mutants.Mutant("test:hang", "instructions/control.py", "curated", "STOP loops forever", 1, find,
                           "while True: pass", source.replace(find, "        while True:\n            pass\n"))
-    vectors = [v for v in store.load() if v["id"] == "control/STOP/happy"]
-    run.set_plan(run.Plan([hang], vectors, timeout=1.0))
+    vectors = [v for v in store.load(corpus_dir("1.0")) if v["id"] == "control/STOP/happy"]
+    run.set_plan(run.Plan([hang], vectors, "1.0", timeout=1.0))
     (verdict,) = list(backend.local_map(run.prescreen, [0], 1))
     assert verdict["status"] == "killed" and verdict["how"] == "timeout"
 
@@ -128,10 +145,9 @@ def test_bad_options_are_refused():
 
 
 def test_a_task_runs_in_a_fresh_interpreter_as_a_remote_backend_would():
-    from conformance.constants import VECTORS_DIR
     from conformance.strength import worker
     (bug,) = [b for b in mutants.curated() if b.id == "curated:sub_operands_swapped"]
-    verdict = worker.run_subprocess(worker.task(bug, VECTORS_DIR, ["arithmetic/SUB/*"], True, 60))
+    verdict = worker.run_subprocess(worker.task(bug, corpus_dir("1.0"), "1.0", ["arithmetic/SUB/*"], True, 60))
     assert verdict["status"] == "killed" and len(verdict["killers"]) >= 2
 
 

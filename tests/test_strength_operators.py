@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from conformance.constants import corpus_dir
 from conformance.corpus import store
 from conformance.corpus.definitions import classes
 from conformance.strength import backend, mutants, operators, run
@@ -77,13 +78,13 @@ def test_the_unreachable_stale_mutant_is_the_depth_refusal(planted):
     listed = mutants.unreachable()
     (depth,) = [i for i in listed if i.startswith("execute.py:Execution.call:stale")]
     line = (mutants.PACKAGE / "execute.py").read_text().splitlines()[planted[depth].line - 3]
-    assert "depth > CALL_DEPTH" in line
+    assert "depth > rules.call_depth" in line
 
 
 @pytest.fixture(scope="module")
 def split():
     ids = {c.id for c in classes.cases()}
-    everything = store.load()
+    everything = store.load(corpus_dir("1.0"))
     new = [v for v in everything if v["id"] in ids]
     assert len(new) == len(ids) == 59
     groups = ("storage/", "call/", "environment/", "memory/", "validation/")
@@ -95,11 +96,11 @@ def split():
 def test_a_class_mutant_is_killed_by_the_class_vectors_and_survives_the_others(planted, split, name):
     new, old = split
     mutant = _mutant(planted, name)
-    run.set_plan(run.Plan([mutant], new, exhaustive=frozenset({mutant.id}), timeout=120.0))
+    run.set_plan(run.Plan([mutant], new, "1.0", exhaustive=frozenset({mutant.id}), timeout=120.0))
     (killed,) = list(backend.local_map(run.prescreen, [0], 1))
     assert killed["status"] == "killed" and killed["how"] == "vector", killed
     assert any(CLASSES[name][2] in k for k in killed["killers"]), killed["killers"]
-    run.set_plan(run.Plan([mutant], old, timeout=300.0))
+    run.set_plan(run.Plan([mutant], old, "1.0", timeout=300.0))
     (survived,) = list(backend.local_map(run.prescreen, [0], 1))
     assert survived["status"] == "survived", survived
 
@@ -123,7 +124,7 @@ def test_a_verdict_does_not_depend_on_the_parent_process_address_space(planted, 
     mutant = _mutant(planted, "unsorted")
     reserved = mmap.mmap(-1, 5 << 29, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
     try:
-        run.set_plan(run.Plan([mutant], [deepest], timeout=300.0))
+        run.set_plan(run.Plan([mutant], [deepest], "1.0", timeout=300.0))
         (verdict,) = list(backend.local_map(run.prescreen, [0], 1))
     finally:
         reserved.close()

@@ -29,7 +29,7 @@ def test_an_eip3155_trace_request_gets_the_hand_computed_lines():
     native = execute_request("r2", vector_input, trace=True)
     bad = {**execute_request("r3", vector_input, trace=True), "trace_format": "geth"}
     assert schema_problems("runner-message", bad, True) != []
-    hello, eip, nat, refused, after = converse(hello_request(), request, native, bad,
+    hello, eip, nat, refused, after = converse(hello_request("1.0"), request, native, bad,
                                                {**request, "id": "r4"})
     assert "trace_eip3155" in hello["capabilities"] and "trace" in hello["capabilities"]
     step = {"memSize": 0, "depth": 1, "refund": 0}

@@ -26,11 +26,30 @@ from conformance.fuzz.generate import generate
 from conformance.fuzz.program import FuzzInput, code_of_container
 from conformance.corpus.vector import content_hash
 from reference_vm import assemble
-from test_cli_hostile import refused, run_cli
+from rtwo_vm.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = project_packages(ROOT) or ()   # what pip install . copies (pyproject.toml)
-LIMITS = spec.load().limits
+LIMITS = spec.load("1.0").limits
+VERSIONS = spec.names()
+
+
+def run_cli(*args: str) -> tuple[int, str, str]:
+    """(exit status, stdout, stderr) of rtwo-vm ARGS in this process."""
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(list(args))
+    return code, out.getvalue(), err.getvalue()
+
+
+def refused(*args: str, fragment: str = "") -> str:
+    """The one-line usage error (exit 2) of rtwo-vm ARGS."""
+    code, out, err = run_cli(*args)
+    assert code == 2 and err.startswith("rtwo-vm: error: ") and err.count("\n") == 1, (args, code, err[:400])
+    assert "Traceback" not in err and fragment in err, (args, err)
+    return err
 # The installed CLI, without the working directory first on the path (python -P), as the
 # rtwo-vm console script runs it.
 INSTALLED_CLI = "import sys; from rtwo_vm.cli import main; sys.exit(main(sys.argv[1:]))"
@@ -46,7 +65,7 @@ def finding(index: int = 3) -> dict:
 def looping(compute, memory_pages=None) -> dict:
     """A schema-valid finding whose entry contract loops for ever, with these limits (its
     expected result is not recomputed: nothing may run it)."""
-    inp = FuzzInput(contracts={0x100: (code_of_container(assemble("top:\njump top")), {})})
+    inp = FuzzInput(contracts={0x100: (code_of_container(assemble("top:\njump top", "1.0"), "1.0"), {})})
     inp.limits["compute"] = 100     # filled cheaply, then given the limits under test
     vector = make_vector(inp, 1, 7, "result:x", "impl")
     vector["input"]["sandbox"]["limits"]["compute"] = compute
@@ -58,7 +77,7 @@ def looping(compute, memory_pages=None) -> dict:
 
 def findings_dir(tmp_path: Path, *vectors: dict, name: str = "findings") -> Path:
     folder = tmp_path / name
-    write_findings(folder, list(vectors), 1)
+    write_findings(folder, list(vectors), 1, "1.0")
     return folder
 
 
@@ -122,12 +141,16 @@ def test_promote_in_a_checkout_with_a_plain_install_writes_the_checkout_with_its
     entries = {e["id"]: e for e in fuzz_source.read(checkout / "conformance" / "fuzz" / "promoted.jsonl")}
     assert sorted(entries) == sorted({e["id"] for e in committed} | {wanted["id"]})
     assert entries[wanted["id"]]["input"] == wanted["input"]
-    vectors = checkout / "conformance" / "vectors"
-    manifest = json.loads((vectors / "manifest.json").read_text())
-    assert manifest["sources"]["fuzz"] == len(committed) + 1 and manifest["generator"] == f"rtwo-vm vectors fill {version}"
-    [stored] = [v for v in store.load(vectors) if v["id"] == wanted["id"]]
-    assert stored["expected"] == wanted["expected"]
-    assert stored["_meta"]["generator"] == f"rtwo-vm vectors fill {version}"
+    for spec_version in VERSIONS:     # a finding of a 1.0 campaign: in every version's corpus
+        vectors = checkout / "conformance" / "vectors" / spec_version
+        manifest = json.loads((vectors / "manifest.json").read_text())
+        assert manifest["sources"]["fuzz"] == len(committed) + 1
+        assert manifest["generator"] == f"rtwo-vm vectors fill {version}"
+        [stored] = [v for v in store.load(vectors) if v["id"] == wanted["id"]]
+        assert stored["input"] == wanted["input"] and stored["_meta"]["spec_version"] == spec_version
+        assert stored["_meta"]["generator"] == f"rtwo-vm vectors fill {version}"
+        if spec_version == "1.0":
+            assert stored["expected"] == wanted["expected"]
     # the next fill of that checkout keeps the finding: --check finds the stored corpus identical
     check = installed_cli(installed, work, "vectors", "fill", "--check")
     assert check.returncode == 0, check.stdout + check.stderr
@@ -167,7 +190,7 @@ def promote_into(tmp_path: Path, found: Path, *extra: str) -> tuple[Path, Path, 
 
 
 def real_manifest(**changes) -> dict:
-    return {**json.loads((ROOT / "conformance" / "vectors" / "manifest.json").read_text()), **changes}
+    return {**json.loads((ROOT / "conformance" / "vectors" / "1.0" / "manifest.json").read_text()), **changes}
 
 
 def plant(path: Path, content: str | bytes) -> None:
@@ -310,19 +333,20 @@ def test_promote_writes_whole_files_and_a_link_inside_the_corpus_stops_it_before
     promoted, target, args = promote_into(tmp_path, found)
     code, out, err = run_cli(*args)
     assert code == 0, err
-    assert store.problems(target) == [] and leftovers(tmp_path / "out") == []
-    before = {p.name: p.read_bytes() for p in target.iterdir()}
+    assert all(store.problems(target / v) == [] for v in VERSIONS) and leftovers(tmp_path / "out") == []
+    corpus = target / "1.0"
+    before = {p.name: p.read_bytes() for p in corpus.iterdir()}
     promoted_before = promoted.read_bytes()
     # the manifest, written last, is a link: refused before any group file changes
     outside = tmp_path / "outside.json"
     outside.write_text("precious")
-    (target / "manifest.json").unlink()
-    (target / "manifest.json").symlink_to(outside)
-    (target / "fuzz.jsonl").write_text("stale\n")
+    (corpus / "manifest.json").unlink()
+    (corpus / "manifest.json").symlink_to(outside)
+    (corpus / "fuzz.jsonl").write_text("stale\n")
     refused(*args, fragment="symbolic link")
-    assert outside.read_text() == "precious" and (target / "fuzz.jsonl").read_text() == "stale\n"
+    assert outside.read_text() == "precious" and (corpus / "fuzz.jsonl").read_text() == "stale\n"
     assert promoted.read_bytes() == promoted_before
-    assert {p.name for p in target.iterdir()} == set(before)
+    assert {p.name for p in corpus.iterdir()} == set(before)
 
 
 # -- vectors strength: every argument before any work; vectors release ------------------------
@@ -371,8 +395,8 @@ def test_release_reads_the_corpus_bounded_and_never_writes_through_a_link(tmp_pa
     assert list((tmp_path / "real").iterdir()) == []
     out.unlink()
     out.mkdir()
-    digest = json.loads((ROOT / "conformance" / "vectors" / "manifest.json").read_text())["digest"]
-    tarball = out / f"rtwo-vm-vectors-{spec.SPEC_RELEASE}-{digest[:12]}.tar.gz"
+    digest = json.loads((ROOT / "conformance" / "vectors" / "1.0" / "manifest.json").read_text())["digest"]
+    tarball = out / f"rtwo-vm-vectors-{spec.load('1.0').release}-{digest[:12]}.tar.gz"
     tarball.symlink_to(tmp_path / "precious")
     (tmp_path / "precious").write_text("precious")
     refused("vectors", "release", "-o", str(out), fragment="symbolic link")

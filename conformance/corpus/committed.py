@@ -47,14 +47,14 @@ def corpus_files(names) -> list[str]:
     return sorted(n for n in names if n == "manifest.json" or n.endswith(".jsonl"))
 
 
-def check(directory: Path, files: Mapping[str, bytes]) -> None:
-    """Refuse (NotCommitted) unless ``files`` (name -> bytes of the corpus in ``directory``, as
-    packed) are the committed corpus."""
-    from conformance.constants import PACKAGE_DIR, VECTORS_DIR, project_root
+def check(directory: Path, files: Mapping[str, bytes], version: str) -> None:
+    """Refuse (NotCommitted) unless ``files`` (name -> bytes of the corpus of spec ``version`` in
+    ``directory``, as packed) are the committed corpus of that version."""
+    from conformance.constants import PACKAGE_DIR, corpus_dir, project_root
     if in_git(directory) and not _ignored(directory):
         _check_git(directory, files)
         return
-    installed = VECTORS_DIR
+    installed = corpus_dir(version)
     if _same_folder(directory, installed):
         home = PACKAGE_DIR.parent.resolve()
         if project_root(home) == home:    # the package is a checkout's own, not an installed copy
@@ -65,7 +65,7 @@ def check(directory: Path, files: Mapping[str, bytes]) -> None:
     if differing:
         raise NotCommitted(f"{directory} is not in a git repository and is not the corpus installed with "
                            f"rtwo-vm ({installed}): {_names(differing)} differ")
-    check(installed, theirs)
+    check(installed, theirs, version)
 
 
 def in_git(directory: Path) -> bool:

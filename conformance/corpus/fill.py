@@ -1,10 +1,15 @@
 """``rtwo-vm vectors fill``: gather cases from the sources, run each through the
-reference interpreter, validate every vector, and render the corpus.
+reference interpreter under every version it is valid for, validate every vector, and render
+one corpus per version.
 
 Filling is deterministic: cases come in a fixed order, the random source is seeded, the SMT
 source reads its committed cache, the symbolic source reads its committed witnesses
 (conformance/symbolic_inputs.json), and vectors are rendered as canonical JSON sorted by id,
 so two fills give byte-identical files.
+
+A case valid in two consecutive versions that are both filled gives two vectors of one input;
+when they differ, some diff item of the newer version must explain it
+(conformance.corpus.explain), or the fill fails naming the vector and the fields.
 """
 
 from __future__ import annotations
@@ -18,15 +23,17 @@ from typing import Any, Iterable, Iterator
 
 import spec
 from conformance.constants import SMT_CACHE
-from conformance.corpus import fuzz_source, random_source, smt_source, symbolic_source
-from conformance.corpus.coverage import BOUNDARY_LIMITS
+from conformance.corpus import explain, fuzz_source, random_source, smt_source, symbolic_source
+from conformance.corpus.coverage import boundary_limits
 from conformance.corpus.definitions import all_cases
-from conformance.corpus.vector import BOUNDARY_POINTS, SOURCES, Boundary, Case, fill_case, vector_line
+from conformance.corpus.vector import (
+    BOUNDARY_POINTS, DEFAULTS, SOURCES, VERSIONS, Boundary, Case, fill_case, input_of, vector_line,
+    version_order,
+)
 from reference_vm import Limits
 from reference_vm.assembler import AssemblyError
 
-TABLE = spec.load()
-POLICY_KEYS = (*TABLE.policy["fields"], "allowed_operations", "forbidden_operations")
+POLICY_KEYS = (*DEFAULTS.policy["fields"], "allowed_operations", "forbidden_operations")
 SECTION = re.compile(r"[0-9]+(\.[0-9]+)*")
 
 # Generated (SMT and random) vectors larger than this are left out: z3 happily picks 64 KiB
@@ -44,19 +51,40 @@ def _unknown(kind: str, name: Any, known) -> str:
     return f"unknown {kind} {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
 
 
-def case_problems(case: Case) -> list[str]:
-    """What is wrong with a definition before it is run: names the spec does not know, and
-    fields of the wrong kind. (The filled vector is checked against the schema afterwards.)"""
+def _version_problems(case: Case) -> list[str]:
+    out = []
+    for field_name in ("since", "until", "container"):
+        value = getattr(case, field_name)
+        if value is not None and value not in VERSIONS:
+            out.append(_unknown(f"version in {field_name}", value, VERSIONS))
+    if out:
+        return out
+    if case.until is not None and version_order(case.until) < version_order(case.since):
+        out.append(f"until {case.until} is before since {case.since}")
+    if case.container is not None and version_order(case.container) > version_order(case.since):
+        out.append(f"container version {case.container} is after since {case.since}: a version runs "
+                   "no newer container")
+    return out
+
+
+def case_problems(case: Case, versions: Iterable[str] = ()) -> list[str]:
+    """What is wrong with a definition before it is run: versions and names the spec does not
+    know (in each of ``versions`` it is filled for), and fields of the wrong kind. (The filled
+    vector is checked against the schema afterwards.)"""
     out = []
     if not isinstance(case.id, str) or not case.id:
         return ["the case has no id"]
+    out += _version_problems(case)
     if not isinstance(case.code, (str, bytes)):
         out.append(f"code must be assembly text or container bytes, not {type(case.code).__name__}")
     if isinstance(case.opcodes, str):
         out.append(f"opcodes must be a tuple of mnemonics, not the string {case.opcodes!r}")
     else:
-        out += [_unknown("opcode", m, TABLE.by_mnemonic) + " in opcodes"
-                for m in case.opcodes if m not in TABLE.by_mnemonic]
+        for m in case.opcodes:
+            unknown = [v for v in versions if m not in spec.load(v).by_mnemonic]
+            if unknown:
+                out.append(_unknown("opcode", m, spec.load(unknown[-1]).by_mnemonic) + " in opcodes"
+                           + (f" (spec {', '.join(unknown)})" if unknown != list(versions) else ""))
     out += [f"section {s!r} is not a section number" for s in case.sections
             if not isinstance(s, str) or not SECTION.fullmatch(s)]
     out += [_unknown("policy field", k, POLICY_KEYS) for k in case.policy if k not in POLICY_KEYS]
@@ -67,34 +95,55 @@ def case_problems(case: Case) -> list[str]:
         if not isinstance(case.boundary, Boundary):
             out.append("boundary must be a Boundary")
         else:
-            if case.boundary.limit not in BOUNDARY_LIMITS:
-                out.append(_unknown("boundary limit", case.boundary.limit, BOUNDARY_LIMITS))
+            unknown = [v for v in versions if case.boundary.limit not in boundary_limits(v)]
+            if unknown:
+                out.append(_unknown("boundary limit", case.boundary.limit, boundary_limits(unknown[-1]))
+                           + (f" (spec {', '.join(unknown)})" if unknown != list(versions) else ""))
             if case.boundary.at not in BOUNDARY_POINTS:
                 out.append(_unknown("boundary point", case.boundary.at, BOUNDARY_POINTS))
     return out
 
 
-def fill_checked(case: Case) -> dict[str, Any]:
-    """fill_case, with every problem of the definition reported as ``id: problem``."""
-    problems = case_problems(case)
+def fill_checked(case: Case, versions: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """fill_case for each of ``versions`` the case is valid in (version -> vector), with every
+    problem of the definition reported as ``id: problem``."""
+    versions = [v for v in versions if case.valid_in(v)] if not _version_problems(case) else []
+    problems = case_problems(case, versions)
     if problems:
         raise DefinitionError(f"{case.id}: " + "; ".join(problems))
     try:
-        return fill_case(case)
+        vector_input = input_of(case)
     except AssemblyError as err:
-        raise DefinitionError(f"{case.id}: assembly: {err}") from None
+        raise DefinitionError(f"{case.id}: assembly ({case.container_version}): {err}") from None
+    return {version: fill_case(case, version, vector_input) for version in versions}
 
 
 @dataclass
 class Filled:
+    """One version's filled corpus."""
+
+    version: str
     vectors: list[dict[str, Any]]
-    seconds: float
     manifest_extra: dict[str, Any]
     notes: list[str] = field(default_factory=list)
 
+
+@dataclass
+class Fill:
+    """A fill of several versions: each version's corpus, and what applies to all."""
+
+    corpora: dict[str, Filled]
+    seconds: float
+    notes: list[str] = field(default_factory=list)
+    explained: dict[str, list[str]] = field(default_factory=dict)   # vector id -> the items explaining it
+
+    @property
+    def count(self) -> int:
+        return sum(len(f.vectors) for f in self.corpora.values())
+
     @property
     def rate(self) -> float:
-        return len(self.vectors) / self.seconds if self.seconds else float("inf")
+        return self.count / self.seconds if self.seconds else float("inf")
 
 
 def smt_inputs(refresh: bool = False) -> tuple[dict[str, list[dict]] | None, list[str]]:
@@ -114,7 +163,9 @@ def smt_inputs(refresh: bool = False) -> tuple[dict[str, list[dict]] | None, lis
     return inputs, notes
 
 
-def cases(sources: Iterable[str] = SOURCES, smt: dict[str, list[dict]] | None = None) -> Iterator[Case]:
+def cases(sources: Iterable[str] = SOURCES, smt: dict[str, list[dict]] | None = None,
+          symbolic: dict[str, Any] | None = None) -> Iterator[Case]:
+    """Every case of the sources, of every version."""
     sources = tuple(sources)
     if "definition" in sources:
         yield from all_cases()
@@ -124,58 +175,85 @@ def cases(sources: Iterable[str] = SOURCES, smt: dict[str, list[dict]] | None = 
         yield from random_source.cases()
     if "fuzz" in sources:
         yield from fuzz_source.cases()
+    if "symbolic" in sources and symbolic:
+        yield from symbolic_source.cases(symbolic)
 
 
-def _symbolic_vectors(entries: dict[str, Any] | None) -> Iterator[dict[str, Any]]:
-    if entries:
-        yield from symbolic_source.vectors(entries)
+class UnexplainedDifference(ValueError):
+    """A vector whose result differs between two versions with no diff item to explain it."""
 
 
-def fill(sources: Iterable[str] = SOURCES, *, validate: bool = True, refresh_smt: bool = False,
-         refresh_symbolic: bool = False) -> Filled:
-    """Fill every case; raise ValueError on a duplicate id, a definition that cannot be filled
-    (DefinitionError, naming the case) or an invalid vector."""
-    sources = tuple(sources)
+def _checked_versions(versions: Iterable[str]) -> tuple[str, ...]:
+    for version in versions:
+        spec.version(version)          # VersionError (one line) for an unknown one
+    return tuple(v for v in VERSIONS if v in set(versions))
+
+
+def fill(sources: Iterable[str] = SOURCES, *, versions: Iterable[str] = VERSIONS, validate: bool = True,
+         refresh_smt: bool = False, refresh_symbolic: bool = False) -> Fill:
+    """Fill every case for each of ``versions`` it is valid in; raise ValueError on a duplicate
+    id within a version, a definition that cannot be filled (DefinitionError, naming the case),
+    an invalid vector, or a difference between two filled consecutive versions that no diff item
+    explains (UnexplainedDifference)."""
+    sources, versions = tuple(sources), _checked_versions(versions)
     smt, notes = smt_inputs(refresh_smt) if "smt" in sources else (None, [])
     symbolic = None
     if "symbolic" in sources:
         symbolic, more = symbolic_source.inputs(refresh_symbolic)
         notes += more
     started = time.perf_counter()
-    vectors, seen, dropped = [], set(), []
-    for case in cases(sources, smt):
-        if case.id in seen:
-            raise DefinitionError(f"{case.id}: duplicate vector id (two definitions use it)")
-        seen.add(case.id)
-        vector = fill_checked(case)
-        size = len(vector_line(vector)) if case.source != "definition" else 0
-        if size > MAX_GENERATED_BYTES:
-            dropped.append(f"{case.id} ({size:,} bytes)")
-            continue
-        vectors.append(vector)
-    for vector in _symbolic_vectors(symbolic):
-        if vector["id"] in seen:
-            raise DefinitionError(f"{vector['id']}: duplicate vector id (two symbolic paths use it)")
-        seen.add(vector["id"])
-        size = len(vector_line(vector))
-        if size > MAX_GENERATED_BYTES:
-            dropped.append(f"{vector['id']} ({size:,} bytes)")
-            continue
-        vectors.append(vector)
-    if dropped:
-        notes.append(f"{len(dropped)} generated vectors left out, each larger than the "
-                     f"{MAX_GENERATED_BYTES // 1024} KiB a generated vector may take (solver-chosen "
-                     f"inputs such as 64 KiB of event data; hand-written vectors cover those "
-                     f"ranges): {', '.join(dropped)}")
-    if validate:
-        from conformance.corpus.schema import corpus_problems
-        problems = corpus_problems(vectors)
-        if problems:
-            raise ValueError(f"{len(problems)} problems in the filled vectors; first: {problems[0]}")
-    seconds = time.perf_counter() - started
-    extra: dict[str, Any] = {"random_seed": random_source.SEED, "smt_inputs": None}
-    if smt:
-        extra["smt_inputs"] = {"path": SMT_CACHE.name,
-                               "sha256": hashlib.sha256(SMT_CACHE.read_bytes()).hexdigest(),
-                               "branches": sum(len(v) for v in smt.values())}
-    return Filled(vectors, seconds, extra, notes)
+    vectors: dict[str, list[dict[str, Any]]] = {v: [] for v in versions}
+    seen: dict[str, set[str]] = {v: set() for v in versions}
+    dropped: dict[str, list[str]] = {v: [] for v in versions}
+    unexplained: list[str] = []
+    explained: dict[str, list[str]] = {}
+    for case in cases(sources, smt, symbolic):
+        filled = fill_checked(case, versions)
+        previous: dict[str, Any] | None = None
+        for version, vector in filled.items():
+            if case.id in seen[version]:
+                raise DefinitionError(f"{case.id}: duplicate vector id in spec {version} "
+                                      "(two definitions valid in it use it)")
+            seen[version].add(case.id)
+            if previous is not None and _consecutive(previous["_meta"]["spec_version"], version, versions):
+                why = explain.unexplained(previous, vector)
+                if why:
+                    unexplained.append(why)
+                elif vector["expected"] != previous["expected"]:
+                    explained[f"{version}:{case.id}"] = explain.explaining(previous, vector)
+            previous = vector
+            size = len(vector_line(vector)) if case.source != "definition" else 0
+            if size > MAX_GENERATED_BYTES:
+                dropped[version].append(f"{case.id} ({size:,} bytes)")
+                continue
+            vectors[version].append(vector)
+    if unexplained:
+        raise UnexplainedDifference(f"{len(unexplained)} vectors differ between versions with no diff "
+                                    f"item to explain it; first: {unexplained[0]}")
+    corpora = {}
+    for version in versions:
+        version_notes = []
+        if dropped[version]:
+            version_notes.append(
+                f"{len(dropped[version])} generated vectors of spec {version} left out, each larger than the "
+                f"{MAX_GENERATED_BYTES // 1024} KiB a generated vector may take (solver-chosen "
+                f"inputs such as 64 KiB of event data; hand-written vectors cover those "
+                f"ranges): {', '.join(dropped[version])}")
+        if validate:
+            from conformance.corpus.schema import corpus_problems
+            problems = corpus_problems(vectors[version])
+            if problems:
+                raise ValueError(f"{len(problems)} problems in the filled vectors of spec {version}; "
+                                 f"first: {problems[0]}")
+        extra: dict[str, Any] = {"random_seed": random_source.SEED, "smt_inputs": None}
+        if smt:
+            extra["smt_inputs"] = {"path": SMT_CACHE.name,
+                                   "sha256": hashlib.sha256(SMT_CACHE.read_bytes()).hexdigest(),
+                                   "branches": sum(len(v) for v in smt.values())}
+        corpora[version] = Filled(version, vectors[version], extra, version_notes)
+    return Fill(corpora, time.perf_counter() - started, notes, explained)
+
+
+def _consecutive(old: str, new: str, versions: tuple[str, ...]) -> bool:
+    """Whether ``new`` directly follows ``old`` among the filled versions."""
+    return versions.index(new) == versions.index(old) + 1

@@ -12,6 +12,9 @@ value); otherwise one push operand changes (which moves offsets, lengths and val
 call data changes, or a limit moves. With a --filter the sample holds variants of the
 selected vectors only. Every expected result comes from the reference
 interpreter in the same run. Ids are ``fresh/<seed>/<n>``.
+
+A sample is for one spec version (the run's): its random programs are of that version (its
+instructions, its containers), and every expected result is the reference's under it.
 """
 
 from __future__ import annotations
@@ -21,19 +24,29 @@ import json
 import random
 from typing import Any, Mapping, Sequence
 
+import spec
 from conformance.corpus.random_source import EDGE_WORDS, random_case
 from conformance.corpus.vector import (
-    TABLE, bytes_hex, expected_of, fill_case, outcome_of, parse_bytes, run_reference, tags_of,
+    DEFAULTS, bytes_hex, expected_of, fill_case, outcome_of, parse_bytes, run_reference, tags_of,
 )
 from reference_vm import container
 from reference_vm.decode import decode
+from reference_vm.rules import rules
 
 PREFIX = "fresh/"
 
 
 def is_fresh(vector_id: str) -> bool:
     return vector_id.startswith(PREFIX)
-LIMITS = TABLE.limits
+
+
+# The request range and default sandbox (the same in every version); machine limits are the
+# version's (_machine).
+LIMITS = DEFAULTS.limits
+
+
+def _machine(version: str):
+    return spec.load(version).limits["machine"]
 
 
 def new_seed() -> int:
@@ -41,21 +54,29 @@ def new_seed() -> int:
     return random.SystemRandom().randrange(1, 1 << 32)
 
 
-def _random_vector(rng: random.Random, seed: int, n: int) -> dict[str, Any]:
+def _random_vector(rng: random.Random, seed: int, n: int, version: str) -> dict[str, Any]:
     # The corpus's random programs (conformance.corpus.random_source), with a larger compute range.
     case = random_case(rng, f"fresh/{seed}/{n:04d}",
-                       f"Fresh random valid program {n} of seed {seed}.", compute_max=20000)
-    vector = fill_case(case)
+                       f"Fresh random valid program {n} of seed {seed}.", compute_max=20000, version=version)
+    vector = fill_case(case, version)
     vector.pop("_meta", None)
     return vector
 
 
-def _change_operand(rng: random.Random, blob: bytes) -> tuple[bytes, str] | None:
+def _parsed(blob: bytes, version: str):
+    """(container, its instructions) of a valid container under ``version``; None otherwise."""
     try:
-        parsed = container.parse(blob)
-        decoded = decode(parsed.code)
+        parsed = container.parse(blob, rules(version))
+        return parsed, decode(parsed.code, rules(version).instruction_set(parsed.version))
     except Exception:  # noqa: BLE001 - invalid code has no operands to change
         return None
+
+
+def _change_operand(rng: random.Random, blob: bytes, version: str) -> tuple[bytes, str] | None:
+    found = _parsed(blob, version)
+    if found is None:
+        return None
+    parsed, decoded = found
     pushes = [d for d in decoded if d.instruction.immediate_size and d.instruction.immediate_kind != "jump_target"]
     if not pushes:
         return None
@@ -68,7 +89,7 @@ def _change_operand(rng: random.Random, blob: bytes) -> tuple[bytes, str] | None
         value = (value + 1) % (1 << bits)
     code = bytearray(parsed.code)
     code[d.offset + 1:d.end] = value.to_bytes(size, "little")
-    return (container.build(bytes(code), parsed.data),
+    return (container.build(bytes(code), parsed.data, parsed.version),
             f"{d.instruction.mnemonic} at offset {d.offset}: {d.immediate} -> {value}")
 
 
@@ -94,7 +115,8 @@ def _change_limit(rng: random.Random, vector_input: dict[str, Any], boundary) ->
     return f"limit {name}: {old} -> {new}"
 
 
-def _variant(rng: random.Random, base: Mapping[str, Any], seed: int, n: int) -> dict[str, Any] | None:
+def _variant(rng: random.Random, base: Mapping[str, Any], seed: int, n: int,
+             version: str) -> dict[str, Any] | None:
     vector_input = copy.deepcopy(base["input"])
     contracts = vector_input["pre_state"]["contracts"]
     entry = contracts.get(vector_input["message"]["to"])
@@ -108,19 +130,19 @@ def _variant(rng: random.Random, base: Mapping[str, Any], seed: int, n: int) -> 
         elif boundary["limit"] in SIZES:
             what = _size_step(rng, vector_input, boundary["limit"])
         else:
-            what = _demand_step(rng, vector_input, boundary["limit"])
+            what = _demand_step(rng, vector_input, boundary["limit"], version)
     elif kind <= 1 and entry is not None:
-        changed = _change_operand(rng, parse_bytes(entry["code"]))
+        changed = _change_operand(rng, parse_bytes(entry["code"]), version)
         if changed is not None:
             entry["code"], what = bytes_hex(changed[0]), changed[1]
     if what is None and kind == 2:
         data = bytearray(parse_bytes(vector_input["message"]["call_data"]) or b"\0")
         data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
-        vector_input["message"]["call_data"] = bytes_hex(bytes(data[:LIMITS["machine"]["call_data_size"]]))
+        vector_input["message"]["call_data"] = bytes_hex(bytes(data[:_machine(version)["call_data_size"]]))
         what = "call data changed"
     if what is None:
         what = _change_limit(rng, vector_input, boundary)
-    result = run_reference(vector_input)
+    result = run_reference(vector_input, version)
     if result.status == "internal":
         return None
     result_json = result.to_json()
@@ -129,7 +151,7 @@ def _variant(rng: random.Random, base: Mapping[str, Any], seed: int, n: int) -> 
     tags = dict(base["tags"], outcome=outcome_of(result_json),
                 call_outcomes=sorted({outcome_of(c) for c in result_json["calls"]}))
     return {"id": f"fresh/{seed}/{n:04d}", "description": f"Fresh variant of {base['id']} ({what}).",
-            "tags": tags, "input": vector_input, "expected": expected_of(result)}
+            "tags": tags, "input": vector_input, "expected": expected_of(result, version)}
 
 
 # The boundary classes a sample aims at first (chapter 11.8.2): each is visited twice per
@@ -151,7 +173,7 @@ def strata(selected: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[Mappin
 
 
 SIZES = ("code_size", "data_size", "call_data_size")
-STOP = bytes([TABLE.by_mnemonic["STOP"].opcode])
+STOP = bytes([DEFAULTS.by_mnemonic["STOP"].opcode])     # the same byte in every version
 
 
 def _size_step(rng: random.Random, vector_input: dict[str, Any], limit: str) -> str | None:
@@ -182,25 +204,23 @@ def _size_step(rng: random.Random, vector_input: dict[str, Any], limit: str) -> 
            f"{len(code) if limit == 'code_size' else len(data)}"
 
 
-def _demand_step(rng: random.Random, vector_input: dict[str, Any], limit: str) -> str | None:
+def _demand_step(rng: random.Random, vector_input: dict[str, Any], limit: str, version: str) -> str | None:
     """Move the push operand or call-data word of the entry code nearest the machine limit's
     value by a small step (-2 to +4): for a vector at a machine limit, what sets its demand
     (a depth, a count) moves across it."""
     entry = vector_input["pre_state"]["contracts"].get(vector_input["message"]["to"])
     found: list[tuple[int, str, int, int]] = []      # value, where, offset, size
+    parsed = None
     if entry is not None:
-        try:
-            parsed = container.parse(parse_bytes(entry["code"]))
-            decoded = decode(parsed.code)
-        except Exception:  # noqa: BLE001 - invalid code has no operands to move
-            decoded, parsed = [], None
+        both = _parsed(parse_bytes(entry["code"]), version)
+        parsed, decoded = both if both is not None else (None, [])
         found += [(d.immediate, "code", d.offset + 1, d.instruction.immediate_size) for d in decoded
                   if d.instruction.immediate_kind == "value"]
     data = parse_bytes(vector_input["message"]["call_data"])
     found += [(int.from_bytes(data[i:i + 8], "little"), "data", i, 8) for i in range(0, len(data) - 7, 8)]
     if not found:
         return None
-    target = LIMITS["machine"].get(limit, 0)
+    target = _machine(version).get(limit, 0)
     value, where, offset, size = min(found, key=lambda f: (abs(f[0] - target), rng.random()))
     # More often beyond than below: a narrow bug in a limit's error shows only past it.
     new = (value + rng.choice((-2, -1, 1, 2, 3, 4))) % (1 << 8 * size)
@@ -210,7 +230,7 @@ def _demand_step(rng: random.Random, vector_input: dict[str, Any], limit: str) -
     assert entry is not None and parsed is not None
     code = bytearray(parsed.code)
     code[offset:offset + size] = new.to_bytes(size, "little")
-    entry["code"] = bytes_hex(container.build(bytes(code), parsed.data))
+    entry["code"] = bytes_hex(container.build(bytes(code), parsed.data, parsed.version))
     return f"operand at offset {offset - 1}: {value} -> {new}"
 
 
@@ -218,14 +238,15 @@ def _key(vector_input: Mapping[str, Any]) -> str:
     return json.dumps(vector_input, sort_keys=True, separators=(",", ":"))
 
 
-def sample(seed: int, count: int, selected: Sequence[Mapping[str, Any]], filtered: bool) -> list[dict[str, Any]]:
-    """``count`` fresh vectors from ``seed`` (the same on every machine for the same inputs).
-    The variants visit the selection's boundary classes in rounds (strata)."""
+def sample(seed: int, count: int, selected: Sequence[Mapping[str, Any]], filtered: bool,
+           version: str) -> list[dict[str, Any]]:
+    """``count`` fresh vectors of spec ``version`` from ``seed`` (the same on every machine for
+    the same inputs). The variants visit the selection's boundary classes in rounds (strata)."""
     rng = random.Random(seed)
     out: list[dict[str, Any]] = []
     randoms = 0 if filtered or not selected else count // 2
     for n in range(randoms):
-        out.append(_random_vector(rng, seed, n))
+        out.append(_random_vector(rng, seed, n, version))
     n = randoms
     visits = 0
     rounds = strata(selected)
@@ -234,7 +255,7 @@ def sample(seed: int, count: int, selected: Sequence[Mapping[str, Any]], filtere
         cls, members = rounds[visits % len(rounds)]
         visits += 1
         for _ in range(8):          # a few draws per visit: a boundary step may change nothing
-            variant = _variant(rng, rng.choice(members), seed, n)
+            variant = _variant(rng, rng.choice(members), seed, n, version)
             # A variant that lands on a published input (a boundary step onto a sibling) is
             # no fresh vector: a lookup would answer it.
             if variant is not None and _key(variant["input"]) not in published:
@@ -242,7 +263,7 @@ def sample(seed: int, count: int, selected: Sequence[Mapping[str, Any]], filtere
                 n += 1
                 break
     while len(out) < count:      # nothing selected to vary: random programs only
-        out.append(_random_vector(rng, seed, n))
+        out.append(_random_vector(rng, seed, n, version))
         n += 1
     return out
 

@@ -23,15 +23,18 @@ from typing import Any, Callable, Iterator, Mapping
 import spec
 from conformance.constants import PACKAGE_DIR
 from conformance.corpus.store import MAX_GROUP_BYTES
-from conformance.corpus.vector import Case, json_integer, parse_bytes, parse_word
+from conformance.corpus.vector import BASE, DEFAULTS, Case, json_integer, parse_bytes, parse_word
 from spec.files import FileRefused, loads_json, read_bounded
 
 PROMOTED = PACKAGE_DIR / "fuzz" / "promoted.jsonl"
-LIMITS = spec.load().limits
+LIMITS = DEFAULTS.limits        # the request range and default sandbox: the same in every version
 # The dimensions whose limit bounds how long (compute) and how large (memory) the reference's
 # run of a request may grow; storage is charged compute as well.
 BOUNDED = ("compute", "memory_pages")
 ENTRY_KEYS = ("id", "description", "categories", "opcodes", "input")
+# Optional: the spec version the finding was made under (default the first, 1.0): its vector is
+# valid from that version on (Case.since), with the input as found.
+VERSION_KEY = "spec_version"
 GROUP = "fuzz/"
 MAX_DEPTH = 64
 
@@ -52,7 +55,8 @@ def _entry_check() -> Callable[[Any], list[str]]:
         "required": list(ENTRY_KEYS),
         "properties": {"id": vector["properties"]["id"], "description": vector["properties"]["description"],
                        "categories": tags["categories"], "opcodes": tags["opcodes"],
-                       "input": {"$ref": "#/$defs/input"}}})
+                       "input": {"$ref": "#/$defs/input"},
+                       VERSION_KEY: vector["properties"]["_meta"]["properties"]["spec_version"]}})
 
 
 def entry_problems(entry: Any) -> list[str]:
@@ -62,6 +66,8 @@ def entry_problems(entry: Any) -> list[str]:
     if found:
         return found
     out = []
+    if entry.get(VERSION_KEY, BASE) not in spec.names():
+        out.append(f"spec_version {entry[VERSION_KEY]!r} is not a version of spec/versions.toml")
     if not entry["id"].startswith(GROUP):
         out.append(f"id {entry['id']!r} is not in the {GROUP} group")
     for name, value in entry["input"]["sandbox"]["limits"].items():
@@ -123,7 +129,8 @@ def case_of(entry: Mapping[str, Any]) -> Case:
                 caller=parse_word(vi["message"]["caller"]), call_data=parse_bytes(vi["message"]["call_data"]),
                 block_time=parse_word(vi["context"]["block_time"]),
                 random_seed=parse_bytes(vi["context"]["random_seed"]), policy=policy,
-                limits=dict(sandbox["limits"]), source="fuzz", isolation_level=sandbox["isolation_level"])
+                limits=dict(sandbox["limits"]), source="fuzz", isolation_level=sandbox["isolation_level"],
+                since=entry.get(VERSION_KEY, BASE))
 
 
 def cases(path: Path = PROMOTED) -> Iterator[Case]:

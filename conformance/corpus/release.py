@@ -1,7 +1,8 @@
-"""``rtwo-vm vectors release``: a versioned, reproducible tarball of the corpus.
+"""``rtwo-vm vectors release``: a versioned, reproducible tarball of one spec version's corpus.
 
-One version names one corpus. The version of a release is the checkout's specification
-release (``spec.SPEC_RELEASE``) unless ``--version`` names a later one:
+Each spec version's corpus is released on its own, under that version's release
+(``spec.load(version).release``: 1.0.2 for 1.0, 1.1.0 for 1.1). One release names one corpus.
+The release is the version's specification release unless ``--version`` names a later one:
 
 - under the checkout's version the corpus must be the committed one (conformance/corpus/committed.py:
   in a git work tree, every corpus file exactly as in ``HEAD``; outside git, the corpus
@@ -21,8 +22,8 @@ under one top directory of the same name:
   ``rtwo-vm conformance run --dir DIR``);
 - ``schemas/``: the JSON Schemas of chapter 11 (vector, manifest, adapter and runner
   messages, known-failure lists);
-- ``protocol.md``: spec chapter 11 (vectors, corpus, adapter protocol), and ``CHANGELOG.md``,
-  the changes of each spec release;
+- ``protocol.md``: the version's spec chapter 11 (vectors, corpus, adapter protocol), and
+  ``CHANGELOG.md``, the changes of each spec release;
 - ``README.md``: release version, spec release, vector count and corpus digest, and how to use
   the files without Python.
 
@@ -46,12 +47,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import spec
-from conformance.constants import PROTOCOL, VECTORS_DIR
+from conformance.constants import PROTOCOL
 from conformance.corpus.schema import SCHEMAS
 from spec.files import FileRefused, atomic_writer, output_dir
 
 SCHEMA_DIR = Path(spec.__file__).resolve().parent / "schemas"
-CHAPTER = Path(spec.__file__).resolve().parent / "chapters" / "11-conformance.md"
+CHAPTER = "11-conformance.md"                 # of the version's chapters (spec.chapters)
 CHANGELOG = Path(spec.__file__).resolve().parent / "CHANGELOG.md"
 # MAJOR.MINOR.PATCH with an optional pre-release (dot-separated letters and digits): it goes
 # into a file name and a README, so nothing else is accepted.
@@ -86,27 +87,33 @@ def _order(version: str) -> tuple:
                                                           for p in pre.split("."))))
 
 
-def check_version(version: str | None) -> tuple[str, bool]:
-    """(version, new): the checkout's release (spec.SPEC_RELEASE) when None; ``new`` when it is
-    later than that one. An earlier version, or a malformed one, is refused."""
-    if version is None or version == spec.SPEC_RELEASE:
-        return spec.SPEC_RELEASE, False
+def check_version(version: str | None, spec_version: str) -> tuple[str, bool]:
+    """(release, new): the checkout's release of ``spec_version`` when ``version`` is None;
+    ``new`` when it is later than that one. An earlier version, a malformed one, or one of
+    another spec version (1.1.0 for the corpus of 1.0), is refused."""
+    current = spec.load(spec_version).release
+    if version is None or version == current:
+        return current, False
     if VERSION.fullmatch(version) is None:
         raise ReleaseError(f"--version {version[:40]!r}: not a version (MAJOR.MINOR.PATCH, optionally "
                            "-PRERELEASE of letters, digits and dots)")
-    if _order(version) < _order(spec.SPEC_RELEASE):
-        raise ReleaseError(f"--version {version}: earlier than this checkout's release {spec.SPEC_RELEASE}, "
-                           "so it would name a past release; give a later version")
+    if _order(version) < _order(current):
+        raise ReleaseError(f"--version {version}: earlier than this checkout's release {current} of spec "
+                           f"{spec_version}, so it would name a past release; give a later version")
+    if version.split(".")[:2] != spec_version.split("."):
+        raise ReleaseError(f"--version {version}: not a release of spec {spec_version} (its releases are "
+                           f"{spec_version}.N): a corpus is released under its own version's releases")
     return version, True
 
 
-def readme(manifest: dict, version: str = spec.SPEC_RELEASE) -> str:
+def readme(manifest: dict, version: str) -> str:
     name = Release(version, manifest["digest"]).name
+    spec_version = manifest["spec_version"]
     return f"""# RTWO VM conformance vectors {version}
 
 - Release: {version} of corpus `{manifest['digest'][:DIGEST_CHARS]}` (`{name}.tar.gz`)
-- Specification release: {spec.SPEC_RELEASE} (vectors and adapters name spec version
-  `{spec.SPEC_VERSION}`; patch releases only clarify the text)
+- Specification release: {spec.load(spec_version).release} (vectors and adapters name spec version
+  `{spec_version}`; patch releases only clarify the text)
 - Adapter protocol: `{PROTOCOL}`
 - Vectors: {manifest['vector_count']}
 - Corpus digest: `{manifest['digest']}`
@@ -134,7 +141,7 @@ def readme(manifest: dict, version: str = spec.SPEC_RELEASE) -> str:
 """
 
 
-def stored_corpus(directory: Path = VECTORS_DIR) -> tuple[dict, dict[str, bytes]]:
+def stored_corpus(directory: Path) -> tuple[dict, dict[str, bytes]]:
     """(manifest, name -> bytes of manifest.json and every group file) of a valid corpus: its
     manifest names the files exactly (SHA-256, counts, digest) and every vector is valid."""
     from conformance.corpus import store
@@ -153,17 +160,18 @@ def stored_corpus(directory: Path = VECTORS_DIR) -> tuple[dict, dict[str, bytes]
     return manifest, out
 
 
-def members(directory: Path = VECTORS_DIR, version: str = spec.SPEC_RELEASE) -> dict[str, bytes]:
-    """Archive path -> bytes of every member (before the top directory is prefixed)."""
+def members(directory: Path, version: str | None = None) -> dict[str, bytes]:
+    """Archive path -> bytes of every member (before the top directory is prefixed), of the
+    release ``version`` (default: its spec version's release)."""
     manifest, out = stored_corpus(directory)
-    return _with_documents(out, manifest, version)
+    return _with_documents(out, manifest, version or spec.load(manifest["spec_version"]).release)
 
 
 def _with_documents(files: dict[str, bytes], manifest: dict, version: str) -> dict[str, bytes]:
     out = dict(files)
     for name in SCHEMAS:
         out[f"schemas/{name}.schema.json"] = (SCHEMA_DIR / f"{name}.schema.json").read_bytes()
-    out["protocol.md"] = CHAPTER.read_bytes()
+    out["protocol.md"] = spec.chapters(manifest["spec_version"])[CHAPTER].encode()
     out["CHANGELOG.md"] = CHANGELOG.read_bytes()
     out["README.md"] = readme(manifest, version).encode()
     return out
@@ -203,18 +211,20 @@ def _earlier_of_other_corpus(folder: Path, release: Release) -> str | None:
     return None
 
 
-def build(out_dir: Path, directory: Path = VECTORS_DIR, version: str | None = None) -> tuple[Path, str]:
-    """Write the release tarball into out_dir; return its path and SHA-256. Refused (ReleaseError,
-    one line) for a malformed version or corpus, an edited corpus under the checkout's version,
-    or a folder holding the same version of another corpus. The file is written under a fresh
+def build(out_dir: Path, directory: Path, version: str | None = None) -> tuple[Path, str]:
+    """Write the release tarball of the corpus in ``directory`` (of the spec version its manifest
+    names) into out_dir; return its path and SHA-256. Refused (ReleaseError, one line) for a
+    malformed version or corpus, an edited corpus under the checkout's release of its version,
+    or a folder holding the same release of another corpus. The file is written under a fresh
     temporary name and renamed (spec.files.atomic_writer), so a failure leaves no partial
     tarball and the previous one whole."""
     from conformance.corpus import committed
-    version, new = check_version(version)
     manifest, stored = stored_corpus(directory)
+    spec_version = manifest["spec_version"]
+    version, new = check_version(version, spec_version)
     if not new:
         try:
-            committed.check(directory, stored)
+            committed.check(directory, stored, spec_version)
         except committed.NotCommitted as err:
             raise ReleaseError(f"{err}; release {version} is the committed corpus: commit the change, "
                                f"or give --version with a later version than {version}") from None

@@ -14,8 +14,6 @@ from typing import Any, Iterable, Mapping
 import spec
 from conformance.corpus.vector import content_hash, error_stage, isolation_levels
 
-TABLE = spec.load()
-STAGES = frozenset(s["name"] for s in TABLE.lifecycle["stage"])
 # The JSON Schemas of chapter 11, in spec/schemas.
 SCHEMAS = ("vector", "vector-manifest", "known-failures", "adapter-message", "runner-message")
 
@@ -52,31 +50,44 @@ def schema_problems(name: str, document: Any, authoritative: bool = False) -> li
     return out
 
 
+def version_problem(version: Any, where: str = "_meta/spec_version") -> str | None:
+    """Why ``version`` is not a version of spec/versions.toml (None when it is)."""
+    if version in spec.names():
+        return None
+    shown = version if isinstance(version, str) and len(version) <= 40 else repr(version)[:40]
+    return f"{where}: {shown!r} is not a version of spec/versions.toml ({', '.join(spec.names())})"
+
+
 def _reference_problems(vector: Mapping[str, Any]) -> list[str]:
     out = []
+    version = vector["_meta"]["spec_version"]
+    problem = version_problem(version)
+    if problem:
+        return [problem]
+    table = spec.load(version)
     tags = vector["tags"]
     for m in tags["opcodes"]:
-        if m not in TABLE.by_mnemonic:
+        if m not in table.by_mnemonic:
             out.append(f"tags/opcodes: unknown mnemonic {m}")
     outcomes = [tags["outcome"], *tags["call_outcomes"]]
     result = vector["expected"]["result"]
     codes = [result["error"], *(c["error"] for c in result["calls"])]
     for code in [*outcomes, *codes]:
-        if code is not None and code not in ("success", "reverted") and code not in TABLE.errors:
+        if code is not None and code not in ("success", "reverted") and code not in table.errors:
             out.append(f"unknown outcome code {code}")
-    if result["error"] is not None and result["error"] in TABLE.errors:
-        if TABLE.errors[result["error"]].kind != result["status"]:
+    if result["error"] is not None and result["error"] in table.errors:
+        if table.errors[result["error"]].kind != result["status"]:
             out.append(f"expected/result: status {result['status']} is not the kind of {result['error']}")
-        if vector["expected"]["error_stage"] != error_stage(result["error"]):
+        if vector["expected"]["error_stage"] != error_stage(result["error"], version):
             out.append("expected/error_stage: disagrees with errors.toml")
     elif vector["expected"]["error_stage"] is not None:
         out.append("expected/error_stage: must be null when there is no error")
     stage = vector["expected"]["error_stage"]
-    if stage is not None and stage not in STAGES:
+    if stage is not None and stage not in {s["name"] for s in table.lifecycle["stage"]}:
         out.append(f"expected/error_stage: unknown stage {stage}")
     sandbox = vector["input"]["sandbox"]
-    level = isolation_levels().get(sandbox["isolation_level"])
-    order = spec.raw("sandbox")["sandbox"]["storage_access_order"]
+    level = isolation_levels(version).get(sandbox["isolation_level"])
+    order = table.raw("sandbox")["sandbox"]["storage_access_order"]
     if level is None:
         out.append(f"input/sandbox/isolation_level: unknown level {sandbox['isolation_level']}")
     elif sandbox["storage_access"] not in order:
@@ -89,22 +100,28 @@ def _reference_problems(vector: Mapping[str, Any]) -> list[str]:
 
 
 def vector_problems(vector: Any, authoritative: bool = False) -> list[str]:
-    """Every problem of one vector; empty when it is valid on its own."""
+    """Every problem of one vector; empty when it is valid on its own (for the version it names)."""
     problems = schema_problems("vector", vector, authoritative)
     if problems:
         return problems
     return _reference_problems(vector)
 
 
-def corpus_problems(vectors: Iterable[Mapping[str, Any]], authoritative: bool = False) -> list[str]:
-    """Problems of each vector, prefixed with its id, and of the set (duplicate ids)."""
+def corpus_problems(vectors: Iterable[Mapping[str, Any]], version: str | None = None,
+                    authoritative: bool = False) -> list[str]:
+    """Problems of each vector, prefixed with its id, and of the set (duplicate ids); with
+    ``version``, a vector of another version is a problem too (chapter 11.3: every vector of a
+    corpus has the corpus's version)."""
     out, seen = [], set()
     for index, vector in enumerate(vectors):
         vid = vector.get("id", f"#{index}") if isinstance(vector, Mapping) else f"#{index}"
         if vid in seen:
             out.append(f"{vid}: duplicate id")
         seen.add(vid)
-        out.extend(f"{vid}: {p}" for p in vector_problems(vector, authoritative))
+        found = vector_problems(vector, authoritative)
+        if not found and version is not None and vector["_meta"]["spec_version"] != version:
+            found = [f"_meta/spec_version: {vector['_meta']['spec_version']}, in the corpus of spec {version}"]
+        out.extend(f"{vid}: {p}" for p in found)
     return out
 
 

@@ -14,7 +14,9 @@ command line, the implementation version, or "name version". A list applies only
 match, so an adapter that merely calls itself by another implementation's name does not
 inherit that implementation's list. Listed vectors still run: one that fails is an expected failure, reported with its
 reason; one that passes is reported as now passing and fails the run until it is removed
-from the list (strict, like pytest's ``xfail(strict=True)``).
+from the list (strict, like pytest's ``xfail(strict=True)``). A list names the spec version it
+is for (``spec_version``) and applies to the runs of that version only: a vector that fails
+under 1.0 says nothing about the vector of the same id under 1.1.
 """
 
 from __future__ import annotations
@@ -93,6 +95,7 @@ class KnownFailure:
     implementation: str
     source: str                  # the file it came from
     fingerprint: str = "*"
+    spec_version: str = ""       # the version whose runs the list is for
 
     def describe(self) -> str:
         return f"{self.reason} ({Path(self.source).name})"
@@ -106,8 +109,10 @@ class KnownFailure:
 MAX_KNOWN_FAILURES = 4 << 20   # bytes of one --known-failures file
 
 
-def load_known_failures(paths: Iterable[Path]) -> list[KnownFailure]:
-    from conformance.corpus.schema import schema_problems
+def load_known_failures(paths: Iterable[Path], version: str) -> list[KnownFailure]:
+    """The entries of the lists in ``paths`` that are for spec ``version`` (every list is
+    checked, whatever its version)."""
+    from conformance.corpus.schema import schema_problems, version_problem
 
     out = []
     for path in paths:
@@ -117,12 +122,15 @@ def load_known_failures(paths: Iterable[Path]) -> list[KnownFailure]:
             raise SelectionError(str(err)) from None
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
             raise SelectionError(f"{path}: {err}") from None
-        problems = schema_problems("known-failures", doc)
+        problems = schema_problems("known-failures", doc) or [
+            p for p in [version_problem(doc["spec_version"], "spec_version")] if p]
         if problems:
             raise SelectionError(f"{path}: " + "; ".join(problems))
+        if doc["spec_version"] != version:
+            continue
         for entry in doc.get("known_failure", []):
             out.append(KnownFailure(entry["id"], entry["reason"], doc["implementation"], str(path),
-                                    doc["fingerprint"]))
+                                    doc["fingerprint"], doc["spec_version"]))
     return out
 
 

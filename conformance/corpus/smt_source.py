@@ -10,6 +10,9 @@ return stack, depth). The program rebuilds what matters for the branch and trans
 meters into limits with the same headroom: compute limit = compute used when the opcode
 starts + (model limit - model used), and likewise for memory pages alive and storage units.
 Depth is rebuilt (by self-calls) only for CALL branches about the call depth.
+
+The programs are definitions of the first spec version (its models, its 1.0 containers), valid
+in every later version: each version's corpus holds them with its own results.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import re
 from typing import Any, Iterator
 
 from conformance.constants import SMT_CACHE
-from conformance.corpus.definitions.common import MASK, OPEN, PAGE, TABLE, fill_stack, push_all, returning
+from conformance.corpus.definitions.common import BASE, MASK, OPEN, PAGE, TABLE, fill_stack, push_all, returning
 from conformance.corpus.vector import Case, input_of, run_reference
 
 ENTRY_DEFAULT = 0x100
@@ -91,7 +94,7 @@ class _AtOpcode:
 
 def _code_size(text: str) -> int:
     from reference_vm import assemble
-    return int.from_bytes(assemble(text)[8:12], "little")
+    return int.from_bytes(assemble(text, BASE)[8:12], "little")
 
 
 def _opcode_text(ins, x: dict[str, Any]) -> str:
@@ -172,7 +175,7 @@ def build_case(mnemonic: str, x: dict[str, Any], index: int) -> Case | None:
     probe = Case(**base, limits={"compute": LIMITS["maximum"]["compute"] // 1000,
                                  "memory_pages": LIMITS["maximum"]["memory_pages"]})
     at = _AtOpcode(op_offset, depth)
-    run_reference(input_of(probe), tracer=at)
+    run_reference(input_of(probe), BASE, tracer=at)
     if at.seen is None:
         return None
     compute_at, pages_at, units_at = at.seen

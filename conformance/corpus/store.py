@@ -1,6 +1,7 @@
-"""The stored corpus: one JSON-lines file per id group under conformance/vectors, each line
-one vector in canonical JSON, lines sorted by id; and manifest.json naming every file with its
-vector count and SHA-256, and the corpus digest (spec chapter 11.3).
+"""The stored corpus of a version: one JSON-lines file per id group under
+conformance/vectors/<version>, each line one vector in canonical JSON, lines sorted by id; and
+manifest.json naming the version, every file with its vector count and SHA-256, and the corpus
+digest (spec chapter 11.3).
 
 The digest is the SHA-256 of the lines "<id> <content_hash>\\n" of every vector in id order:
 it changes exactly when some vector's content does.
@@ -14,11 +15,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from conformance.constants import GENERATOR, GENERATOR_VERSION, PROTOCOL, SPEC_VERSION, VECTORS_DIR
-from conformance.corpus.vector import SOURCES, vector_line
+from conformance.constants import GENERATOR, GENERATOR_VERSION, MANIFEST_NAME, PROTOCOL, VECTORS_DIR, corpus_dir
+from conformance.corpus.vector import SOURCES, VERSIONS, vector_line
 from spec.files import FileRefused, atomic_write, output_dir, read_bounded, read_json, refuse_link
 
-MANIFEST = "manifest.json"
+MANIFEST = MANIFEST_NAME
 # A corpus directory may come from anywhere (--dir, a findings folder, an unpacked release):
 # what is read of it is bounded. The committed corpus is far below these (a 3 KiB manifest,
 # group files of at most about 1 MiB, 6 MiB in all).
@@ -39,8 +40,10 @@ def digest(vectors: Iterable[Mapping[str, Any]]) -> str:
     return h.hexdigest()
 
 
-def render(vectors: Sequence[Mapping[str, Any]], extra: Mapping[str, Any] | None = None) -> dict[str, str]:
-    """File name -> exact file text for a corpus: the group files and the manifest."""
+def render(vectors: Sequence[Mapping[str, Any]], version: str,
+           extra: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """File name -> exact file text for the corpus of spec version ``version``: the group files
+    and the manifest."""
     groups: dict[str, list[str]] = {}
     for v in sorted(vectors, key=lambda v: v["id"]):
         groups.setdefault(group_of(v["id"]), []).append(vector_line(v))
@@ -48,7 +51,7 @@ def render(vectors: Sequence[Mapping[str, Any]], extra: Mapping[str, Any] | None
     sources = Counter(v["tags"]["source"] for v in vectors)
     manifest = {
         "corpus": "RTWO VM conformance vectors",
-        "spec_version": SPEC_VERSION,
+        "spec_version": version,
         "generator": f"{GENERATOR} {GENERATOR_VERSION}",
         "protocol": PROTOCOL,
         "vector_count": len(vectors),
@@ -62,14 +65,14 @@ def render(vectors: Sequence[Mapping[str, Any]], extra: Mapping[str, Any] | None
     return files
 
 
-def write(vectors: Sequence[Mapping[str, Any]], directory: Path = VECTORS_DIR,
+def write(vectors: Sequence[Mapping[str, Any]], directory: Path, version: str,
           extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Replace the corpus in ``directory``; return the manifest. Each file is replaced
+    """Replace the corpus of ``version`` in ``directory``; return the manifest. Each file is replaced
     atomically (spec.files.atomic_write; never through a symbolic link), the group files
     before the manifest, and stale group files are removed last, so that an interrupted
     write leaves every file whole."""
     output_dir(directory, "corpus folder")
-    files = render(vectors, extra)
+    files = render(vectors, version, extra)
     for name in files:                 # every output checked before the first is written
         refuse_link(directory / name, "corpus file")
     for name, text in files.items():
@@ -89,7 +92,7 @@ def _stored(path: Path) -> bytes | None:
         return None
 
 
-def read_manifest(directory: Path = VECTORS_DIR) -> dict[str, Any]:
+def read_manifest(directory: Path) -> dict[str, Any]:
     """The manifest of the corpus in ``directory``, read bounded (spec.files.read_json), with
     the shape reading the corpus needs: "files", a list of entries whose "path" names a file
     in the folder. FileNotFoundError when there is none; FileRefused (a ValueError, one line)
@@ -109,7 +112,7 @@ def _plain(name: Any) -> bool:
     return isinstance(name, str) and name not in ("", ".", "..") and Path(name).name == name
 
 
-def checked_manifest(directory: Path = VECTORS_DIR) -> dict[str, Any]:
+def checked_manifest(directory: Path) -> dict[str, Any]:
     """read_manifest, and the manifest checked against its schema (vector-manifest)."""
     from conformance.corpus.schema import schema_problems
     manifest = read_manifest(directory)
@@ -128,7 +131,7 @@ class DuplicateId(ValueError):
     """Two vectors of a corpus share an id."""
 
 
-def load(directory: Path = VECTORS_DIR) -> list[dict[str, Any]]:
+def load(directory: Path) -> list[dict[str, Any]]:
     """Every vector of the corpus, in id order. ValueError for a line that is not a bounded
     JSON object (conformance.protocol.loads_bounded), DuplicateId for an id seen twice; every
     file is read bounded (FileRefused for a device, a FIFO or an oversized file)."""
@@ -167,8 +170,9 @@ def load(directory: Path = VECTORS_DIR) -> list[dict[str, Any]]:
     return out
 
 
-def problems(directory: Path = VECTORS_DIR, vectors: Sequence[Mapping[str, Any]] | None = None) -> list[str]:
-    """Everything wrong with a stored corpus: manifest against files, digest, each vector."""
+def problems(directory: Path, vectors: Sequence[Mapping[str, Any]] | None = None) -> list[str]:
+    """Everything wrong with a stored corpus: manifest against files, digest, each vector (of
+    the manifest's version: a vector of another version does not belong in it)."""
     from conformance.corpus.schema import corpus_problems, schema_problems
 
     manifest = read_manifest(directory)
@@ -194,11 +198,11 @@ def problems(directory: Path = VECTORS_DIR, vectors: Sequence[Mapping[str, Any]]
         found.append("manifest digest differs from the vectors")
     if len(vectors) != manifest["vector_count"]:
         found.append("manifest vector_count differs from the vectors")
-    found.extend(corpus_problems(vectors))
+    found.extend(corpus_problems(vectors, manifest["spec_version"]))
     return found
 
 
-def differences(fresh: dict[str, str], directory: Path = VECTORS_DIR, limit: int = 20) -> list[str]:
+def differences(fresh: dict[str, str], directory: Path, limit: int = 20) -> list[str]:
     """How the stored corpus differs from freshly rendered files (empty when byte-identical)."""
     out = []
     stored = {p.name for p in directory.glob("*.jsonl")} | ({MANIFEST} if (directory / MANIFEST).exists() else set())
@@ -236,7 +240,12 @@ def _changed_ids(old: str, new: str, limit: int) -> str:
     return f" ({len(changed)} vectors: {shown})"
 
 
-def vectors_per_opcode(directory: Path = VECTORS_DIR) -> dict[str, int]:
+def corpus_versions(root: Path = VECTORS_DIR) -> list[str]:
+    """The versions of spec/versions.toml whose corpus folder exists under ``root``, oldest first."""
+    return [v for v in VERSIONS if (corpus_dir(v, root) / MANIFEST).exists()]
+
+
+def vectors_per_opcode(directory: Path) -> dict[str, int]:
     """Mnemonic -> number of vectors tagged with it (used by the documentation pages)."""
     try:
         vectors = load(directory)

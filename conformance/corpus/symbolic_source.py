@@ -8,6 +8,11 @@ vector is that witness input with the reference's result as its expected result,
 ``proofs.symbolic.vectors.vector`` (the vectors ``rtwo-vm symbolic --emit-vectors`` writes),
 tagged ``source: symbolic``.
 
+The vectors are definitions of the first spec version (the examples are 1.0 containers), valid
+in every later version. A fill reads the cache only (no z3, no proofs package): the witness
+becomes a Case filled like every other, whose vector is exactly the one
+``rtwo-vm symbolic --emit-vectors`` writes (its generator named in ``_meta``).
+
 A witness is a z3 model, and z3's models depend on its version (and, within one process, on
 the terms made before: the same example explored after another can get another witness),
 so the witnesses are cached in conformance/symbolic_inputs.json (committed) and every fill
@@ -31,7 +36,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 
 from conformance.constants import EXAMPLES_DIR, SYMBOLIC_CACHE
 
@@ -71,8 +76,9 @@ def examples() -> list[Example]:
 
 
 def _containers(example: Example) -> dict[int, bytes]:
+    from conformance.corpus.vector import BASE
     from reference_vm import assemble
-    return {a: assemble((EXAMPLES_DIR / f).read_text(encoding="utf-8"))
+    return {a: assemble((EXAMPLES_DIR / f).read_text(encoding="utf-8"), BASE)
             for a, f in sorted(example.files().items())}
 
 
@@ -91,15 +97,6 @@ def settings(example: Example, codes: dict[int, bytes]) -> dict[str, Any]:
                           for a, blob in sorted(codes.items())},
             "max_calldata": s.max_calldata, "loop_bound": s.loop_bound,
             "max_paths": s.max_paths, "max_steps": s.max_steps}
-
-
-def setup_from(settings_doc: dict[str, Any]):
-    """The Setup a cache entry's settings describe."""
-    from proofs.symbolic.world import Setup
-    codes = {int(a, 16): bytes.fromhex(c["code"][2:]) for a, c in settings_doc["contracts"].items()}
-    return Setup(entry=int(settings_doc["entry"], 16), codes=codes,
-                 max_calldata=settings_doc["max_calldata"], loop_bound=settings_doc["loop_bound"],
-                 max_paths=settings_doc["max_paths"], max_steps=settings_doc["max_steps"])
 
 
 def signature(outcome: str, choices: Iterable) -> str:
@@ -164,6 +161,13 @@ def inputs(refresh: bool = False, path: Path = SYMBOLIC_CACHE) -> tuple[dict[str
     if not examples():   # an installed copy, or a checkout of the packages alone: the cache as it is
         return cached, [] if cached else [f"no examples in {EXAMPLES_DIR} and no cache "
                                           f"{path.name}: symbolic source skipped"]
+    try:
+        from proofs.symbolic import world  # noqa: F401 - what exploring (and the bounds) need
+    except Exception as err:  # noqa: BLE001 - the proofs package is optional for a fill
+        if refresh:
+            raise
+        return cached, [f"proofs.symbolic is not usable ({type(err).__name__}: {str(err)[:80]}): the "
+                        f"symbolic cache {path.name} is used as it is, not checked against the examples"]
     entries, explored = {}, []
     for example in examples():
         entry = cached.get(example.name)
@@ -180,17 +184,14 @@ def inputs(refresh: bool = False, path: Path = SYMBOLIC_CACHE) -> tuple[dict[str
     return entries, notes
 
 
-def _witness(doc: dict[str, Any]):
-    from proofs.symbolic.witness import Witness
-    return Witness(int(doc["caller"], 16), bytes.fromhex(doc["call_data"][2:]),
-                   int(doc["block_time"], 16), bytes.fromhex(doc["seed"][2:]),
-                   {int(a, 16): {int(k, 16): int(v, 16) for k, v in s.items()}
-                    for a, s in doc["storage"].items()})
+def _slug(text: str) -> str:
+    """A vector id part: letters, digits and _.+=- only (as proofs.symbolic.vectors.slug)."""
+    import re
+    return re.sub(r"[^A-Za-z0-9_.+=-]+", "_", text).strip("_") or "contract"
 
 
 def vector_id(example: str, path: dict[str, Any]) -> str:
-    from proofs.symbolic.vectors import slug
-    return f"symbolic/{slug(example)}/{path['outcome'].lower()}_{path['signature']}"
+    return f"symbolic/{_slug(example)}/{path['outcome'].lower()}_{path['signature']}"
 
 
 def _description(name: str, path: dict[str, Any]) -> str:
@@ -200,15 +201,26 @@ def _description(name: str, path: dict[str, Any]) -> str:
                                         else "the only path"))
 
 
-def vectors(entries: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """One vector per cached path, the expected result from the reference interpreter."""
-    from conformance.corpus.vector import run_reference
-    from proofs.symbolic.vectors import vector, vector_input
+# The tool whose vectors these are (proofs.symbolic.vectors writes the same ones).
+GENERATOR = "rtwo-vm symbolic 1.0.0"
 
+
+def cases(entries: dict[str, Any]):
+    """One Case per cached path: the witness's request under the default policy and limits
+    (the exploration's), each contract with the witness's storage; read from the cache alone."""
+    from conformance.corpus.vector import Case
     for name, entry in sorted(entries.items()):
-        setup = setup_from(entry["settings"])
+        settings_doc = entry["settings"]
+        entry_address = int(settings_doc["entry"], 16)
+        codes = {int(a, 16): bytes.fromhex(c["code"][2:]) for a, c in settings_doc["contracts"].items()}
         for path in entry["paths"]:
-            witness = _witness(path["witness"])
-            result = run_reference(vector_input(setup, witness)).to_json()
-            yield vector(vector_id(name, path), _description(name, path), setup, witness, result,
-                         path["opcodes"])
+            witness = path["witness"]
+            storage = {int(a, 16): {int(k, 16): int(v, 16) for k, v in s.items()}
+                       for a, s in witness["storage"].items()}
+            yield Case(id=vector_id(name, path), description=_description(name, path),
+                       code=codes[entry_address], to=entry_address, storage=storage.get(entry_address, {}),
+                       contracts={a: (blob, storage.get(a, {})) for a, blob in codes.items() if a != entry_address},
+                       caller=int(witness["caller"], 16), call_data=bytes.fromhex(witness["call_data"][2:]),
+                       block_time=int(witness["block_time"], 16), random_seed=bytes.fromhex(witness["seed"][2:]),
+                       opcodes=tuple(path["opcodes"]), categories=("symbolic",), source="symbolic",
+                       generator=GENERATOR)

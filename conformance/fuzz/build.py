@@ -13,23 +13,30 @@ or out-of-range request fields.
 
 Only ``random.Random`` methods whose sequences Python keeps stable (randrange, choice,
 getrandbits, random) are used.
+
+Everything is drawn from one spec version's table (``vocabulary``): a campaign of 1.1 emits
+MULHU, MULHS, CLZ, CTZ, POPCNT, STATICCALL, TLOAD and TSTORE in 1.1 containers, one of 1.0
+never does (and draws exactly what it drew before 1.1 existed).
 """
 
 from __future__ import annotations
 
+import functools
 import random
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Mapping, Sequence
 
 import spec
-from conformance.corpus.vector import default_isolation, isolation_levels
-from conformance.fuzz.program import ACCESS_ORDER, TABLE, Code, FuzzInput, default_limits, default_policy
+from conformance.corpus.vector import BASE, DEFAULTS, VERSIONS, default_isolation, isolation_levels
+from conformance.fuzz.program import ACCESS_ORDER, LIMITS, Code, FuzzInput, default_limits, default_policy, row
 from reference_vm.container import HEADER_SIZE, MAGIC
 
 MASK = (1 << 64) - 1
 MIN = 1 << 63
 SMAX = MIN - 1
-MACHINE = TABLE.limits["machine"]
-PAGE = spec.load().schedule["memory"]["page_size"]
+# The sizes of the machine (the same in every version; a version's own limits: vocabulary()).
+MACHINE = DEFAULTS.limits["machine"]
+PAGE = DEFAULTS.schedule["memory"]["page_size"]
 WORD_BYTES = MACHINE["word_bits"] // 8
 ENTRY, CALLER = 0x100, 0xCA11E7
 MISSING = 0x1FF
@@ -58,6 +65,8 @@ OPERANDS = {  # operand kinds in push order (bottom first)
     "CALLDATALOAD": ("cdoffset",), "CALLDATACOPY": ("offset", "cdoffset", "length"),
     "DATACOPY": ("offset", "cdoffset", "length"), "RETURNDATACOPY": ("offset", "cdoffset", "length"),
     "SHA256": ("offset", "offset", "length"), "CALL": ("address", "compute", "offset", "length"),
+    "STATICCALL": ("address", "compute", "offset", "length"), "TLOAD": ("key",), "TSTORE": ("key", "word"),
+    "MULHS": ("word", "word"), "MULHU": ("word", "word"),
     "LOG0": ("offset", "length"), "LOG1": ("offset", "length", "word"),
     "LOG2": ("offset", "length", "word", "word"), "LOG3": ("offset", "length", "word", "word", "word"),
     "LOG4": ("offset", "length", "word", "word", "word", "word"),
@@ -66,15 +75,40 @@ OPERANDS = {  # operand kinds in push order (bottom first)
 # An instruction is drawn by type first (weights below), then uniformly within the type, so
 # the 37 stack instructions do not crowd out the single CALL.
 TYPE_WEIGHT = {"control": 2, "stack": 2, "arithmetic": 3, "comparison": 2, "bitwise": 3, "memory": 5,
-               "storage": 3, "environment": 4, "hash": 1, "event": 2, "call": 4, "context": 2}
-BY_TYPE = {t: [i for i in TABLE.instructions if i.type == t and i.flow != "halt" and i.mnemonic != "RETSUB"]
-           for t in TYPE_WEIGHT}
-BODY = [i for t, w in TYPE_WEIGHT.items() for i in BY_TYPE[t] for _ in range(w * 60 // max(1, len(BY_TYPE[t])))]
+               "storage": 3, "environment": 4, "hash": 1, "event": 2, "call": 4, "context": 2, "transient": 3}
 CALL_OBSERVERS = ("RETURNDATASIZE", "RETURNDATACOPY", "RETURNDATACOPY", "RANDOM", "SLOAD", "MSIZE", "COMPUTELEFT",
                   "CALL")
-# Mnemonics whose immediate is a jump target (a row index in the rows); PUSHn by n.
-JUMPS = frozenset(i.mnemonic for i in TABLE.instructions if i.immediate_kind == "jump_target")
+CALLS = ("CALL", "STATICCALL")      # instructions after which the call's effects are looked at
+# Mnemonics whose immediate is a jump target (a row index in the rows), in any version; PUSHn by n.
+JUMPS = frozenset(m for v in VERSIONS for m, i in spec.load(v).by_mnemonic.items()
+                  if i.immediate_kind == "jump_target")
 PUSH_OF_SIZE = {n: f"PUSH{n}" for n in (1, 2, 4, 8)}
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """What a campaign of one spec version draws from: the version's table, its instructions
+    by type and the weighted body of a program."""
+
+    version: str
+    table: spec.Spec
+    by_type: Mapping[str, list]
+    body: list
+    machine: Mapping[str, int]
+
+
+@functools.cache
+def vocabulary(version: str) -> Vocabulary:
+    table = spec.load(version)
+    by_type = {t: [i for i in table.instructions if i.type == t and i.flow != "halt" and i.mnemonic != "RETSUB"]
+               for t in TYPE_WEIGHT}
+    body = [i for t, w in TYPE_WEIGHT.items() for i in by_type[t] for _ in range(w * 60 // max(1, len(by_type[t])))]
+    return Vocabulary(table.version, table, by_type, body, table.limits["machine"])
+
+
+# The first version's, for callers that name none (the tests of 1.0 campaigns).
+BY_TYPE = vocabulary(BASE).by_type
+BODY = vocabulary(BASE).body
 
 
 def _pick(rng: random.Random, choices: Sequence[int], randbits: int = 64, p_random: float = 0.15) -> int:
@@ -84,7 +118,9 @@ def _pick(rng: random.Random, choices: Sequence[int], randbits: int = 64, p_rand
 class Builder:
     """Emits rows for one contract, tracking the stack height."""
 
-    def __init__(self, rng: random.Random, addresses: Sequence[int], call_data_size: int, data_size: int):
+    def __init__(self, rng: random.Random, addresses: Sequence[int], call_data_size: int, data_size: int,
+                 version: str = BASE):
+        self.vocabulary = vocabulary(version)
         self.rng, self.addresses = rng, list(addresses)
         self.cds, self.ds = call_data_size, data_size
         self.rows: list[tuple[str, int]] = []
@@ -123,7 +159,7 @@ class Builder:
         self.height += 1
 
     def operands(self, mnemonic: str) -> None:
-        ins = TABLE.by_mnemonic[mnemonic]
+        ins = row(mnemonic)
         kinds = OPERANDS.get(mnemonic, ("word",) * ins.inputs)
         rng = self.rng
         if rng.random() < 0.12 and self.height >= ins.inputs:
@@ -144,7 +180,7 @@ class Builder:
                 self.push(self.value(kind))
 
     def emit(self, mnemonic: str) -> None:
-        ins = TABLE.by_mnemonic[mnemonic]
+        ins = row(mnemonic)
         if ins.type != "stack" or mnemonic.startswith(("DUP", "SWAP", "POP")):
             if ins.type != "stack" or self.height < ins.inputs:
                 self.operands(mnemonic)
@@ -161,7 +197,7 @@ class Builder:
         else:
             self.rows.append((mnemonic, 0))
         self.height = max(0, self.height - ins.inputs) + ins.outputs
-        if mnemonic == "CALL" and self.rng.random() < 0.6:
+        if mnemonic in CALLS and self.rng.random() < 0.6:
             # look at what the call may have changed: return data, the random stream, storage, memory
             self.emit(self.rng.choice(CALL_OBSERVERS))
 
@@ -209,7 +245,7 @@ class Builder:
         if self.subs:
             start = len(self.rows)
             for _ in range(1 + self.rng.randrange(4)):
-                self.emit(self.rng.choice(BODY).mnemonic) if self.rng.random() < 0.5 else self.emit("ADD")
+                self.emit(self.rng.choice(self.vocabulary.body).mnemonic) if self.rng.random() < 0.5 else self.emit("ADD")
             self.rows = [(m, min(t, len(self.rows) - 1)) if m in JUMPS
                          and i >= start else (m, t) for i, (m, t) in enumerate(self.rows)]
             self.rows.append(("RETSUB", 0))
@@ -218,9 +254,11 @@ class Builder:
         return self.rows
 
 
-def recursive_rows(rng: random.Random) -> list[tuple[str, int]]:
-    """A contract calling itself with all its compute: recursion down to the depth limit."""
-    rows = [("SELF", 0), ("PUSH8", MASK), ("PUSH1", rng.choice((0, 8))), ("PUSH1", rng.choice((0, 8))), ("CALL", 0)]
+def recursive_rows(rng: random.Random, version: str = BASE) -> list[tuple[str, int]]:
+    """A contract calling itself with all its compute: recursion down to the depth limit (by
+    STATICCALL now and then, in a version that has it)."""
+    call = "STATICCALL" if "STATICCALL" in vocabulary(version).table.by_mnemonic and rng.random() < 0.3 else "CALL"
+    rows = [("SELF", 0), ("PUSH8", MASK), ("PUSH1", rng.choice((0, 8))), ("PUSH1", rng.choice((0, 8))), (call, 0)]
     tail = rng.choice((("PUSH1", 1), ("SLOAD", 0)))
     if tail[0] == "SLOAD":
         rows += [("PUSH1", 0), ("SLOAD", 0), ("PUSH1", 1), ("ADD", 0), ("PUSH1", 0), ("SWAP1", 0), ("SSTORE", 0)]
@@ -238,25 +276,29 @@ def deep_rows(rng: random.Random) -> list[tuple[str, int]]:
 
 
 def fresh_rows(rng: random.Random, addresses: Sequence[int], cds: int, ds: int,
-               callee: bool = False) -> list[tuple[str, int]]:
-    """A fresh program; a callee's is shorter and more often writes memory first, so that it
-    more often succeeds and returns data its caller can look at."""
-    b = Builder(rng, addresses, cds, ds)
+               callee: bool = False, version: str = BASE) -> list[tuple[str, int]]:
+    """A fresh program of ``version``'s instructions; a callee's is shorter and more often
+    writes memory first, so that it more often succeeds and returns data its caller can look at."""
+    b = Builder(rng, addresses, cds, ds, version)
     if rng.random() < (0.8 if callee else 0.5):
         b.prologue()
     sizes = (0, 1, 1, 2, 3, 4, 6) if callee else (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 24)
+    body = b.vocabulary.body
     for _ in range(rng.choice(sizes)):
-        b.emit(rng.choice(BODY).mnemonic)
+        b.emit(rng.choice(body).mnemonic)
     b.halt()
     return b.finish()
 
 
-def snippet(rng: random.Random, addresses: Sequence[int], cds: int, ds: int) -> list[tuple[str, int]]:
-    """Rows of one instruction with its operands (no jumps), for insertion by a mutator."""
-    b = Builder(rng, addresses, cds, ds)
-    ins = rng.choice(BODY)
+def snippet(rng: random.Random, addresses: Sequence[int], cds: int, ds: int,
+            version: str = BASE) -> list[tuple[str, int]]:
+    """Rows of one instruction of ``version`` with its operands (no jumps), for insertion by a
+    mutator."""
+    b = Builder(rng, addresses, cds, ds, version)
+    body = b.vocabulary.body
+    ins = rng.choice(body)
     while ins.immediate_kind == "jump_target":
-        ins = rng.choice(BODY)
+        ins = rng.choice(body)
     b.emit(ins.mnemonic)
     return b.rows
 
@@ -269,8 +311,9 @@ def _call_data(rng: random.Random) -> bytes:
     return words[:n]
 
 
-def random_policy(rng: random.Random, mnemonics: Sequence[str]) -> tuple[dict, str]:
-    fields = TABLE.policy["fields"]
+def random_policy(rng: random.Random, mnemonics: Sequence[str], version: str = BASE) -> tuple[dict, str]:
+    table = vocabulary(version).table
+    fields = table.policy["fields"]
     policy = default_policy()
     for name, odds in (("time_access", 0.85), ("randomness", 0.85), ("external_call", 0.93)):
         values = fields[name]["values"]
@@ -278,10 +321,10 @@ def random_policy(rng: random.Random, mnemonics: Sequence[str]) -> tuple[dict, s
         policy[name] = open_value if rng.random() < odds else "forbidden"
     r = rng.random()
     policy["storage_access"] = "read_write" if r < 0.8 else "read_only" if r < 0.9 else "none"
-    levels = [n for n, lv in isolation_levels().items()
+    levels = [n for n, lv in isolation_levels(version).items()
               if ACCESS_ORDER.index(lv["max_storage_access"]) >= ACCESS_ORDER.index(policy["storage_access"])]
-    isolation = default_isolation() if rng.random() < 0.6 else rng.choice(sorted(levels))
-    names = list(mnemonics) + sorted(TABLE.instruction_types)
+    isolation = default_isolation(version) if rng.random() < 0.6 else rng.choice(sorted(levels))
+    names = list(mnemonics) + sorted(table.instruction_types)
     if rng.random() < 0.04:
         policy["allowed"] = sorted({rng.choice(names) for _ in range(1 + rng.randrange(6))})
     if rng.random() < 0.04:
@@ -313,14 +356,15 @@ def random_limits(rng: random.Random) -> dict[str, int]:
 def request_bound(rng: random.Random, inp: FuzzInput) -> None:
     """Put one limit at the edge of the request range: minimum-1, maximum, maximum+1."""
     name = rng.choice(("compute", "memory_pages", "storage_units"))
-    low, high = TABLE.limits["minimum"][name], TABLE.limits["maximum"][name]
+    low, high = LIMITS["minimum"][name], LIMITS["maximum"][name]
     choice = rng.choice((low - 1, low, high, high + 1))
     if choice == high and name == "compute" and has_loop(inp):
         choice = high + 1
     inp.limits[name] = choice
 
 
-def fresh(rng: random.Random) -> FuzzInput:
+def fresh(rng: random.Random, version: str = BASE) -> FuzzInput:
+    """A fresh request of spec ``version`` (its instructions, its containers)."""
     count = rng.choice((1, 1, 2, 2, 3, 4))
     addresses = [ENTRY + i for i in range(count)]
     call_data = _call_data(rng)
@@ -328,19 +372,19 @@ def fresh(rng: random.Random) -> FuzzInput:
     for address in addresses:
         data = bytes(rng.getrandbits(8) for _ in range(rng.choice((0, 0, 1, 8, 9, 16, 33, 64))))
         if address != ENTRY and rng.random() < 0.15 or (address == ENTRY and rng.random() < 0.04):
-            rows = recursive_rows(rng)
+            rows = recursive_rows(rng, version)
         else:
-            rows = fresh_rows(rng, addresses, len(call_data), len(data), callee=address != ENTRY)
+            rows = fresh_rows(rng, addresses, len(call_data), len(data), callee=address != ENTRY, version=version)
         if address == ENTRY and rng.random() < 0.02:
             rows = deep_rows(rng) + rows
         storage = {}
         if rng.random() < 0.5:
             storage = {_pick(rng, KEYS): rng.choice(EDGE_WORDS[1:]) for _ in range(1 + rng.randrange(4))}
-        contracts[address] = (Code(rows=rows, data=data), storage)
+        contracts[address] = (Code(rows=rows, data=data, version=version), storage)
     inp = FuzzInput(contracts, ENTRY, rng.choice((CALLER, 0, 1, MASK, rng.getrandbits(64))), call_data,
                     rng.choice((0, 1, 1700000000, MASK, rng.getrandbits(64))),
-                    bytes(rng.getrandbits(8) for _ in range(32)))
-    inp.policy, inp.isolation = random_policy(rng, inp.mnemonics())
+                    bytes(rng.getrandbits(8) for _ in range(32)), version=version)
+    inp.policy, inp.isolation = random_policy(rng, inp.mnemonics(), version)
     inp.limits = random_limits(rng)
     if rng.random() < 0.03:
         request_bound(rng, inp)
@@ -359,7 +403,7 @@ def malform(rng: random.Random, inp: FuzzInput, kind: int | None = None) -> None
     without contracts gets one, at its entry address when that is a word. ``kind`` (0 ..
     MALFORMATIONS-1) forces the corruption drawn (tests)."""
     if not inp.contracts:
-        inp.contracts[inp.to if 0 <= inp.to <= MASK else ENTRY] = (Code(rows=[("STOP", 0)]), {})
+        inp.contracts[inp.to if 0 <= inp.to <= MASK else ENTRY] = (Code(rows=[("STOP", 0)], version=inp.version), {})
     address = inp.to if inp.to in inp.contracts and rng.random() < 0.8 else rng.choice(sorted(inp.contracts))
     code, storage = inp.contracts[address]
     blob = bytearray(code.container())
@@ -380,26 +424,29 @@ def malform(rng: random.Random, inp: FuzzInput, kind: int | None = None) -> None
     elif kind == 5 and len(blob) > HEADER_SIZE:
         blob = blob[:-1]
     elif kind == 6 and code.rows:
-        undefined = [b for b in range(256) if b not in TABLE.by_opcode]
+        # A byte that is no opcode of the container's own version (1.1's new opcodes are
+        # undefined in a 1.0 container).
+        defined = vocabulary(code.version).table.by_opcode
+        undefined = [b for b in range(256) if b not in defined]
         body = bytearray(blob[HEADER_SIZE:HEADER_SIZE + int.from_bytes(blob[8:12], "little")])
         body.insert(rng.randrange(len(body) + 1), rng.choice(undefined))
-        blob = bytearray(_container(bytes(body), code.data))
+        blob = bytearray(_container(bytes(body), code.data, code.version))
     elif kind == 7 and code.rows:
-        body = blob[HEADER_SIZE:HEADER_SIZE + int.from_bytes(blob[8:12], "little")] + bytes([TABLE.by_mnemonic["PUSH8"].opcode])
+        body = blob[HEADER_SIZE:HEADER_SIZE + int.from_bytes(blob[8:12], "little")] + bytes([row("PUSH8").opcode])
         body += bytes(rng.randrange(8))
-        blob = bytearray(_container(bytes(body), code.data))
+        blob = bytearray(_container(bytes(body), code.data, code.version))
     elif kind == 8 and code.rows:
         rows = list(code.rows)
         rows.insert(0, ("JUMP", 1))
         body = bytearray(_encode(rows))
         body[1] = (body[1] + 1 + rng.randrange(2)) % 256   # into the middle of an instruction
-        blob = bytearray(_container(bytes(body), code.data))
+        blob = bytearray(_container(bytes(body), code.data, code.version))
     elif kind == 9 and code.rows and len(code.rows) > 1:
-        blob = bytearray(_container(_encode(code.rows[:-1] + [("NOP", 0)]), code.data))
+        blob = bytearray(_container(_encode(code.rows[:-1] + [("NOP", 0)]), code.data, code.version))
     elif kind == 10 and rng.random() < 0.15:
-        blob = bytearray(_container(bytes(MACHINE["code_size"] + 1), b""))
+        blob = bytearray(_container(bytes(MACHINE["code_size"] + 1), b"", inp.version))
     elif kind == 11 and rng.random() < 0.15:
-        blob = bytearray(_container(b"\x00", bytes(MACHINE["data_size"] + 1)))
+        blob = bytearray(_container(b"\x00", bytes(MACHINE["data_size"] + 1), inp.version))
     else:
         blob.append(rng.getrandbits(8))
     inp.contracts[address] = (Code(raw=bytes(blob)), storage)
@@ -410,6 +457,6 @@ def _encode(rows):
     return encode_rows(rows)
 
 
-def _container(code: bytes, data: bytes) -> bytes:
+def _container(code: bytes, data: bytes, version: str) -> bytes:
     from reference_vm.container import build
-    return build(code, data)
+    return build(code, data, spec.version(version).number)

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from conformance.corpus.vector import BASE
 from conformance.fuzz.backend import BackendError, make_backend
 from conformance.fuzz.findings import FINDINGS, SAFETY_NET, bucket_text, check_outputs, write_findings
 from conformance.fuzz.pool import Pool, corpus_seeds, fits
@@ -59,14 +60,17 @@ class Options:
     worker_config: dict[str, Any] = field(default_factory=dict)
     factory: Callable | None = None     # the workers' factory (default conformance.fuzz.worker.make_worker)
     state: dict[str, Any] | None = None  # the checked state to resume (else read from out)
+    spec_version: str = BASE            # the version every request runs under (rtwo-vm fuzz --spec-version)
 
 
 def _new_state(options: Options) -> dict[str, Any]:
+    from conformance.constants import corpus_dir
     from conformance.corpus import store
     from conformance.fuzz.feedback import corpus_cells
-    vectors = store.load()
-    seeds = corpus_seeds(vectors)
-    return {"version": STATE_VERSION, "seed": options.seed, "impls": list(options.impls),
+    vectors = store.load(corpus_dir(options.spec_version))
+    seeds = corpus_seeds(vectors, options.spec_version)
+    return {"version": STATE_VERSION, "spec_version": options.spec_version, "seed": options.seed,
+            "impls": list(options.impls),
             "next_index": 0, "pool": [s.to_json() for s in seeds], "pool_added": 0,
             "corpus_cells": len(corpus_cells(vectors)), "cells": sorted(corpus_cells(vectors)), "arcs": [],
             "classes": [], "buckets": {}, "executions": 0, "seconds": 0.0, "outcomes": {}, "workers": {},
@@ -143,6 +147,9 @@ def run_campaign(options: Options, on_epoch: Callable[[dict[str, Any]], None] | 
         state = options.state if options.state is not None else load_state(out)
         if state["impls"] != list(options.impls):
             raise StateError(impls_differ(out, state["impls"], options.impls))
+        if state["spec_version"] != options.spec_version:
+            raise StateError(f"{out}: a campaign of spec {state['spec_version']}, resumed with --spec-version "
+                             f"{options.spec_version}: resume it with --spec-version {state['spec_version']}")
     else:
         state = _new_state(options)
     options.state = None
@@ -150,6 +157,7 @@ def run_campaign(options: Options, on_epoch: Callable[[dict[str, Any]], None] | 
     pool = Pool.from_json(state["pool"], state["pool_added"])
     cells, arcs = set(state["cells"]), set(state["arcs"])
     config = {**options.worker_config, "seed": state["seed"], "impls": list(options.impls),
+              "spec_version": state["spec_version"],
               "timeout": options.timeout, "pool": state["pool"], "pool_added": state["pool_added"],
               "cells": state["cells"], "arcs": state["arcs"], "classes": list(state["buckets"]),
               "findings_full": _findings_full(state),
@@ -206,9 +214,9 @@ def run_campaign(options: Options, on_epoch: Callable[[dict[str, Any]], None] | 
             if found or net or time.perf_counter() - saved >= SAVE_SECONDS:
                 _snapshot(state, pool, cells, arcs)
                 if found:
-                    write_findings(out / FINDINGS, _vectors(state), state["seed"])
+                    write_findings(out / FINDINGS, _vectors(state), state["seed"], state["spec_version"])
                 if net:
-                    write_findings(out / SAFETY_NET, _net_vectors(state), state["seed"])
+                    write_findings(out / SAFETY_NET, _net_vectors(state), state["seed"], state["spec_version"])
                 save_state(out, state)
                 saved = time.perf_counter()
             if on_epoch:
@@ -216,9 +224,9 @@ def run_campaign(options: Options, on_epoch: Callable[[dict[str, Any]], None] | 
     finally:
         backend.close()
     _snapshot(state, pool, cells, arcs)
-    write_findings(out / FINDINGS, _vectors(state), state["seed"])
+    write_findings(out / FINDINGS, _vectors(state), state["seed"], state["spec_version"])
     if state["safety_net"]:
-        write_findings(out / SAFETY_NET, _net_vectors(state), state["seed"])
+        write_findings(out / SAFETY_NET, _net_vectors(state), state["seed"], state["spec_version"])
     save_state(out, state)
     return state
 
@@ -301,7 +309,8 @@ def report_json(state: dict[str, Any], out: Path) -> dict[str, Any]:
                         "finding": {k: v for k, v in f.items() if k not in ("vector", "input")} or None,
                         "text": bucket_text(b)})
     return {
-        "seed": state["seed"], "implementations": impls, "executions": state["executions"],
+        "seed": state["seed"], "spec_version": state["spec_version"], "implementations": impls,
+        "executions": state["executions"],
         "seconds": round(state["seconds"], 3), "execs_per_second": round(state["executions"] / seconds, 1),
         "stopped": state.get("stopped"),
         "workers": [{"worker": int(w), "requests": v["requests"], "busy_seconds": round(v["busy_seconds"], 3),
@@ -326,7 +335,8 @@ def report_json(state: dict[str, Any], out: Path) -> dict[str, Any]:
 
 def report_text(report: dict[str, Any]) -> str:
     cov = report["coverage"]
-    lines = [f"fuzz campaign seed {report['seed']}: {report['executions']:,} requests in {report['seconds']:.1f} s "
+    lines = [f"fuzz campaign seed {report['seed']} (spec {report['spec_version']}): {report['executions']:,} requests "
+             f"in {report['seconds']:.1f} s "
              f"({report['execs_per_second']:,.0f}/s; stopped by {report['stopped']})",
              "implementations: " + ", ".join(f"{i['name'] or '?'} ({i['command']})" for i in report["implementations"]),
              "workers: " + ", ".join(f"#{w['worker']} {w['requests']:,} requests, {w['execs_per_second']:,.0f}/s busy"

@@ -11,8 +11,9 @@ Branch arcs are (file, line, next line) transitions inside ``reference_vm/``, re
 the reference run roughly 10-30 times slower, so only a fraction of requests is traced
 (``ArcTracer.share``, chosen by index so the choice does not depend on the worker count), and
 the caches of the reference are emptied before a traced run so that the arcs of a request
-never depend on what the same process ran before (the word and its handler table, which no
-request decides, are kept built and the arcs of building them added: ``ArcTracer.run``).
+never depend on what the same process ran before (the campaign version's rules, its word, its
+handler table and the instruction set of each container version it runs, which no request
+decides, are kept built and the arcs of building them added: ``ArcTracer.run``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any, Iterable, Mapping
 import reference_vm
 from reference_vm.instructions import table as handler_table
 from reference_vm.program import load_program
+from reference_vm.rules import rules as rules_of
 from reference_vm.words import word as word_of
 from conformance.corpus.coverage import SANDBOX
 from conformance.corpus.vector import outcome_of
@@ -105,19 +107,26 @@ class ArcTracer:
 
     ROOT = str(Path(reference_vm.__file__).resolve().parent)
 
-    def __init__(self, share: int = 16):
+    def __init__(self, share: int, version: str):
         self.share = share            # one request in ``share`` is traced (0: none)
+        self.version = version        # the spec version every traced request runs under
         self._names: dict[str, str] = {}
         self._built: tuple[set[str], set[str]] | None = None
 
     def _building_arcs(self) -> tuple[set[str], set[str]]:
-        """The arcs of building, from empty caches, the word (vector inputs have one word
-        width) and then its handler table: what a traced run with every cache emptied takes
-        in words.word (always, execute starts there) and in instructions.table (when a
-        program is prepared, which starts there). Found once per process."""
+        """The arcs of building, from empty caches, the version's rules (vector inputs have one
+        word width) and then its handler table: what a traced run with every cache emptied takes
+        in rules.rules (always, execute starts there) and in instructions.table (when a program
+        is prepared, which starts there). Found once per process; the instruction set of every
+        container version the rules run is built then too (kept by the rules: no traced run
+        builds one)."""
         if self._built is None:
             _clear_reference_caches()
-            self._built = (self._traced(word_of, None)[1], self._traced(lambda: handler_table(word_of(None)))[1])
+            self._built = (self._traced(rules_of, self.version)[1],
+                           self._traced(lambda: handler_table(rules_of(self.version)))[1])
+            built = rules_of(self.version)
+            for container_version in built.container_versions:
+                built.instruction_set(container_version)
         return self._built
 
     def wanted(self, index: int) -> bool:
@@ -137,8 +146,8 @@ class ArcTracer:
         the arcs of building them added where the run would have built them: the word always,
         the table when the run prepared a program (the emptied program cache holds one)."""
         word_arcs, table_arcs = self._building_arcs()
-        _clear_reference_caches(keep=(word_of, handler_table))
-        handler_table(word_of(None))         # warm, whatever emptied them since
+        _clear_reference_caches(keep=(rules_of, word_of, handler_table))
+        handler_table(rules_of(self.version))         # warm, whatever emptied them since
         value, arcs = self._traced(fn, *args)
         arcs |= word_arcs
         if load_program.cache_info().currsize:

@@ -16,7 +16,7 @@ from conformance.corpus import store
 from spec.files import FileRefused, atomic_write, output_dir, refuse_link
 from conformance.fuzz.classify import slug
 from conformance.fuzz.program import FuzzInput, disassemble
-from conformance.corpus.vector import Case, content_hash, expected_of, run_reference, tags_of
+from conformance.corpus.vector import Case, expected_of, run_reference, stamped, tags_of
 
 GENERATOR = "rtwo-vm fuzz"
 FINDINGS = "findings"
@@ -36,11 +36,9 @@ def categories(seed: int, kind: str) -> tuple[str, ...]:
 
 def make_vector(inp: FuzzInput, seed: int, index: int, kind: str, impl: str,
                 description: str | None = None) -> dict[str, Any]:
-    """The vector of a (shrunk) request, expected result from the reference."""
-    from conformance.constants import SPEC_VERSION
-    from conformance.constants import GENERATOR_VERSION
+    """The vector of a (shrunk) request of its spec version, expected result from the reference."""
     vi = inp.vector_input()
-    result = run_reference(vi)
+    result = run_reference(vi, inp.version)
     result_json = result.to_json()
     case = Case(id=vector_id(seed, index), description="", code=b"", opcodes=tuple(inp.mnemonics()),
                 categories=categories(seed, kind), source="fuzz")
@@ -48,13 +46,12 @@ def make_vector(inp: FuzzInput, seed: int, index: int, kind: str, impl: str,
         "id": case.id,
         "description": description or (f"Fuzz finding: request {index} of campaign seed {seed}, shrunk; "
                                        f"divergence class {kind} of {impl}."),
-        "tags": tags_of(case, result_json),
+        "tags": tags_of(case, result_json, inp.version),
         "input": vi,
-        "expected": expected_of(result),
+        "expected": expected_of(result, inp.version),
     }
-    vector["_meta"] = {"spec_version": SPEC_VERSION, "generator": f"{GENERATOR} {GENERATOR_VERSION}",
-                       "content_hash": content_hash(vector)}
-    return vector
+    from conformance.constants import GENERATOR_VERSION
+    return stamped(vector, inp.version, f"{GENERATOR} {GENERATOR_VERSION}")
 
 
 def program_text(inp: FuzzInput) -> list[str]:
@@ -132,12 +129,12 @@ def check_outputs(out: Path) -> Path:
     return folder
 
 
-def write_findings(directory: Path, vectors: Iterable[Mapping[str, Any]], seed: int) -> None:
-    """Replace the vectors in DIR/findings (a corpus directory with its manifest): each file
-    written atomically (spec.files.atomic_write), a group file no longer needed removed, and
-    nothing else touched (see _own_folder)."""
+def write_findings(directory: Path, vectors: Iterable[Mapping[str, Any]], seed: int, version: str) -> None:
+    """Replace the vectors in DIR/findings (a corpus directory of spec ``version``, the
+    campaign's, with its manifest): each file written atomically (spec.files.atomic_write), a
+    group file no longer needed removed, and nothing else touched (see _own_folder)."""
     folder = _own_folder(directory)
-    files = store.render(sorted(vectors, key=lambda v: v["id"]), {"random_seed": seed, "smt_inputs": None})
+    files = store.render(sorted(vectors, key=lambda v: v["id"]), version, {"random_seed": seed, "smt_inputs": None})
     if set(files) - set(OWN_FILES):
         raise FileRefused(f"{folder}: a finding outside the fuzz group ({sorted(set(files) - set(OWN_FILES))[0]})")
     for name, text in files.items():        # the group file, then the manifest naming it

@@ -12,7 +12,7 @@ from conformance.fuzz.build import (
     EDGE_WORDS, ENTRY, JUMPS, KEYS, LIMIT_CHOICES, MASK, Builder, _call_data, _pick, fresh_rows, random_policy,
     recursive_rows, request_bound, snippet,
 )
-from conformance.fuzz.program import TABLE, Code, FuzzInput
+from conformance.fuzz.program import LIMITS, Code, FuzzInput, row
 
 
 def _rows_contract(rng: random.Random, inp: FuzzInput) -> int | None:
@@ -20,9 +20,11 @@ def _rows_contract(rng: random.Random, inp: FuzzInput) -> int | None:
     return rng.choice(candidates) if candidates else None
 
 
-def _context(inp: FuzzInput, address: int) -> tuple[list[int], int, int]:
+def _context(inp: FuzzInput, address: int) -> tuple[list[int], int, int, str]:
+    """What rows written into a contract draw from: the addresses, the call data and data
+    sizes, and the contract's container version (its instruction set)."""
     code, _ = inp.contracts[address]
-    return sorted(inp.contracts), len(inp.call_data), len(code.data)
+    return sorted(inp.contracts), len(inp.call_data), len(code.data), code.version
 
 
 def _shift_targets(rows, at: int, by: int):
@@ -40,11 +42,11 @@ def tune_limit(rng: random.Random, inp: FuzzInput) -> None:
     from conformance.corpus.vector import run_reference
     from reference_vm.request import Limits
     name = rng.choice(Limits.DIMENSIONS)
-    low, high = TABLE.limits["minimum"][name], TABLE.limits["maximum"][name]
+    low, high = LIMITS["minimum"][name], LIMITS["maximum"][name]
     if not low <= inp.limits[name] <= high:
-        inp.limits[name] = TABLE.limits["default"][name] if name != "compute" else 20000
+        inp.limits[name] = LIMITS["default"][name] if name != "compute" else 20000
     try:
-        used = run_reference(inp.vector_input()).usage
+        used = run_reference(inp.vector_input(), inp.version).usage
     except Exception:  # noqa: BLE001 - a malformed request: nothing to tune
         return
     value = getattr(used, name)
@@ -94,12 +96,12 @@ def mutate_once(rng: random.Random, inp: FuzzInput, pool: Sequence[FuzzInput], k
         elif kind == 7:                                 # splice rows from another entry
             picks = [pool[rng.randrange(len(pool))] for _ in range(4)] if pool else []
             donors = [c.rows for p in picks for _, (c, _s) in sorted(p.contracts.items())
-                      if c.rows and len(c.rows) > 1]
+                      if c.rows and len(c.rows) > 1 and c.version == code.version]
             if donors:
                 donor = rng.choice(donors)
                 a = rng.randrange(len(donor) - 1)
                 piece = [(m, t) for m, t in donor[a:a + 1 + rng.randrange(6)] if m != "RETSUB"
-                         and TABLE.by_mnemonic[m].immediate_kind != "jump_target" and TABLE.by_mnemonic[m].flow != "halt"]
+                         and row(m).immediate_kind != "jump_target" and row(m).flow != "halt"]
                 rows = _shift_targets(rows, i, len(piece))
                 rows[i:i] = piece
         elif kind == 8:                                 # replace the halt
@@ -107,8 +109,9 @@ def mutate_once(rng: random.Random, inp: FuzzInput, pool: Sequence[FuzzInput], k
             b.halt()
             rows = rows[:-1] + b.rows
         else:                                           # a fresh contract body
-            rows = fresh_rows(rng, *ctx) if rng.random() < 0.9 else recursive_rows(rng)
-        inp.contracts[address] = (Code(rows=rows, data=code.data), storage)
+            rows = fresh_rows(rng, *ctx[:3], version=code.version) if rng.random() < 0.9 \
+                else recursive_rows(rng, code.version)
+        inp.contracts[address] = (Code(rows=rows, data=code.data, version=code.version), storage)
     elif kind == 10:
         tune_limit(rng, inp)
     elif kind == 11:
@@ -117,7 +120,7 @@ def mutate_once(rng: random.Random, inp: FuzzInput, pool: Sequence[FuzzInput], k
         if rng.random() < 0.1:
             request_bound(rng, inp)
     elif kind == 12:
-        inp.policy, inp.isolation = random_policy(rng, inp.mnemonics())
+        inp.policy, inp.isolation = random_policy(rng, inp.mnemonics(), inp.version)
     elif kind == 13:
         if rng.random() < 0.5 and inp.call_data:
             data = bytearray(inp.call_data)
@@ -137,15 +140,15 @@ def mutate_once(rng: random.Random, inp: FuzzInput, pool: Sequence[FuzzInput], k
     else:                           # add or replace a callee contract (also: no contract yet)
         address = ENTRY + 1 + rng.randrange(3)
         addresses = sorted(set(inp.contracts) | {address})
-        rows = fresh_rows(rng, addresses, len(inp.call_data), 0, callee=True) if rng.random() < 0.8 \
-            else recursive_rows(rng)
-        inp.contracts[address] = (Code(rows=rows), {})
+        rows = fresh_rows(rng, addresses, len(inp.call_data), 0, callee=True, version=inp.version) \
+            if rng.random() < 0.8 else recursive_rows(rng, inp.version)
+        inp.contracts[address] = (Code(rows=rows, version=inp.version), {})
 
 
 def mutate(rng: random.Random, inp: FuzzInput, pool: Sequence[FuzzInput]) -> FuzzInput:
     for _ in range(1 + rng.randrange(4)):
         mutate_once(rng, inp, pool)
     for name in inp.limits:
-        if name == "compute" and inp.limits[name] > TABLE.limits["maximum"]["compute"] + 1:
-            inp.limits[name] = MASK % (TABLE.limits["maximum"]["compute"] + 2)
+        if name == "compute" and inp.limits[name] > LIMITS["maximum"]["compute"] + 1:
+            inp.limits[name] = MASK % (LIMITS["maximum"]["compute"] + 2)
     return inp

@@ -46,12 +46,13 @@ class Pool:
         return cls([FuzzInput.from_json(j) for j in items], added)
 
 
-def corpus_seeds(vectors: Sequence[Mapping[str, Any]]) -> list[FuzzInput]:
-    """Up to SEED_LIMIT small corpus vectors, evenly spread over the id order."""
+def corpus_seeds(vectors: Sequence[Mapping[str, Any]], version: str) -> list[FuzzInput]:
+    """Up to SEED_LIMIT small vectors of spec ``version``'s corpus, evenly spread over the id
+    order, as requests of that version."""
     import json
     small = [v for v in vectors if len(json.dumps(v["input"])) <= SEED_MAX_BYTES]
     step = max(1, len(small) // SEED_LIMIT)
-    seeds = [FuzzInput.from_vector_input(v["input"]) for v in small[::step][:SEED_LIMIT]]
+    seeds = [FuzzInput.from_vector_input(v["input"], version) for v in small[::step][:SEED_LIMIT]]
     return [s for s in seeds if fits(s.to_json())]
 
 

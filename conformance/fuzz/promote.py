@@ -5,7 +5,9 @@ conformance.corpus.fuzz_source): id, description, categories, opcodes and input 
 result, which the filler recomputes. Then the corpus is filled from every source exactly as
 ``rtwo-vm vectors fill`` does and written with its manifest and digest, so ``vectors fill
 --check`` stays clean and the fill stays deterministic. Promoting the same finding twice
-changes nothing.
+changes nothing. A finding is for the spec version of its campaign: its entry names that version
+when it is not the first (``spec_version``), and its vector is filled into the corpus of that
+version and of every later one.
 
 A findings folder is a corpus folder from outside: its manifest and group files are read
 bounded (conformance.corpus.store), every chosen finding is a valid vector, and its entry is checked
@@ -23,7 +25,7 @@ from typing import Any, Iterable, Sequence
 from conformance.corpus import store
 from conformance.corpus import fuzz_source
 from conformance.fuzz.findings import NOT_VERDICTS
-from conformance.corpus.vector import SOURCES
+from conformance.corpus.vector import BASE, SOURCES, VERSIONS
 from reference_vm.result import canonical
 from spec.files import FileRefused, atomic_write, output_dir, refuse_link
 
@@ -33,9 +35,13 @@ class PromoteError(ValueError):
 
 
 def entry_of(vector: dict[str, Any]) -> dict[str, Any]:
-    return {"id": vector["id"], "description": vector["description"],
-            "categories": [c for c in vector["tags"]["categories"]], "opcodes": list(vector["tags"]["opcodes"]),
-            "input": vector["input"]}
+    entry = {"id": vector["id"], "description": vector["description"],
+             "categories": [c for c in vector["tags"]["categories"]], "opcodes": list(vector["tags"]["opcodes"]),
+             "input": vector["input"]}
+    version = vector["_meta"]["spec_version"]
+    if version != BASE:            # a first version's entry names none (as every entry before 1.1)
+        entry[fuzz_source.VERSION_KEY] = version
+    return entry
 
 
 def findings_of(findings_dir: Path) -> list[dict[str, Any]]:
@@ -85,9 +91,10 @@ def chosen_entries(found: list[dict[str, Any]], ids: Sequence[str], where: Path)
 
 
 def promote(findings_dir: Path, ids: Sequence[str] = (), *, promoted: Path = fuzz_source.PROMOTED,
-            corpus_dir: Path | None = None, sources: Iterable[str] = SOURCES) -> dict[str, Any]:
-    """Promote findings (all when ``ids`` is empty); returns the new manifest."""
-    from conformance.constants import VECTORS_DIR
+            corpus_dir: Path | None = None, sources: Iterable[str] = SOURCES) -> dict[str, dict[str, Any]]:
+    """Promote findings (all when ``ids`` is empty) into every version's corpus under
+    ``corpus_dir`` (the folder of the version folders); returns the new manifests by version."""
+    from conformance.constants import VECTORS_DIR, corpus_dir as version_dir
     from conformance.corpus.fill import MAX_GENERATED_BYTES, fill, fill_checked
     from conformance.corpus.schema import corpus_problems
     from conformance.corpus.vector import vector_line
@@ -110,19 +117,27 @@ def promote(findings_dir: Path, ids: Sequence[str] = (), *, promoted: Path = fuz
                                "campaign again with another --seed to promote this one")
         entries[entry["id"]] = entry
     new_cases = [fuzz_source.case_of(e) for e in entries.values()]
-    fuzz_vectors = [fill_checked(c) for c in sorted(new_cases, key=lambda c: c.id)]
-    too_big = [v["id"] for v in fuzz_vectors if len(vector_line(v)) > MAX_GENERATED_BYTES]
+    fuzz_vectors: dict[str, list[dict[str, Any]]] = {v: [] for v in VERSIONS}
+    for case in sorted(new_cases, key=lambda c: c.id):
+        for version, vector in fill_checked(case, VERSIONS).items():
+            fuzz_vectors[version].append(vector)
+    too_big = [v["id"] for vs in fuzz_vectors.values() for v in vs if len(vector_line(v)) > MAX_GENERATED_BYTES]
     if too_big:
         raise PromoteError(f"{too_big[0]}: larger than {MAX_GENERATED_BYTES // 1024} KiB, which a fill leaves out")
     filled = fill([s for s in sources if s != "fuzz"])
-    vectors = filled.vectors + fuzz_vectors
-    problems = corpus_problems(vectors)
-    if problems:
-        raise PromoteError("the promoted corpus would be invalid: " + problems[0])
+    corpora = {}
+    for version, corpus in filled.corpora.items():
+        vectors = corpus.vectors + fuzz_vectors[version]
+        problems = corpus_problems(vectors, version)
+        if problems:
+            raise PromoteError(f"the promoted corpus of spec {version} would be invalid: " + problems[0])
+        corpora[version] = (vectors, corpus.manifest_extra)
     try:
         output_dir(promoted.parent, "folder of the promoted-findings file")
-        manifest = store.write(vectors, target, filled.manifest_extra)
+        output_dir(target, "corpus folder")
+        manifests = {version: store.write(vectors, version_dir(version, target), version, extra)
+                     for version, (vectors, extra) in corpora.items()}
         atomic_write(promoted, "".join(canonical(entries[k]) + "\n" for k in sorted(entries)))
-        return manifest
+        return manifests
     except FileRefused as err:
         raise PromoteError(str(err)) from None

@@ -22,11 +22,12 @@ import json
 from typing import Callable
 
 from conformance.fuzz.build import CALLER, has_loop
-from conformance.fuzz.program import TABLE, Code, FuzzInput, default_limits, default_policy
+from conformance.fuzz.program import Code, FuzzInput, default_limits, default_policy, row, version_name
 from conformance.corpus.vector import default_isolation
 from reference_vm.container import parse
 from reference_vm.decode import decode
 from reference_vm.errors import InvalidCode
+from reference_vm.rules import rules
 
 
 # Candidates already known (no test) still cost a copy and a digest: a pass over thousands of
@@ -114,7 +115,7 @@ class Shrinker:
                     n = min(chunk, len(rows) - i)
                     trial = _remove(rows, i, n)
                     cand = current.copy()
-                    cand.contracts[address] = (Code(rows=trial, data=code.data), dict(storage))
+                    cand.contracts[address] = (Code(rows=trial, data=code.data, version=code.version), dict(storage))
                     if trial and self._try(cand):
                         rows, current, progress = trial, cand, True
                         improved = cand
@@ -129,7 +130,7 @@ class Shrinker:
                 while i + n <= len(rows) and len(rows) > n and self.tests < self.budget:
                     trial = _remove(rows, i, n)
                     cand = current.copy()
-                    cand.contracts[address] = (Code(rows=trial, data=code.data), dict(storage))
+                    cand.contracts[address] = (Code(rows=trial, data=code.data, version=code.version), dict(storage))
                     if self._try(cand):
                         rows, current, improved = trial, cand, cand
                     else:
@@ -152,12 +153,12 @@ class Shrinker:
                 for simpler in _simpler_ops(m):
                     trial = list(rows)
                     trial[i] = (simpler, 0)
-                    drop = TABLE.by_mnemonic[m].inputs - TABLE.by_mnemonic[simpler].inputs
+                    drop = row(m).inputs - row(simpler).inputs
                     if m.startswith("LOG") and drop and i >= drop and all(r[0].startswith("PUSH")
                                                                           for r in rows[i - drop:i]):
                         trial = _remove(trial, i - drop, drop)   # and the topics pushed just before it
                     cand = current.copy()
-                    cand.contracts[address] = (Code(rows=trial, data=code.data), dict(storage))
+                    cand.contracts[address] = (Code(rows=trial, data=code.data, version=code.version), dict(storage))
                     if self._try(cand):
                         rows, current, improved = trial, cand, cand
                         break
@@ -174,21 +175,22 @@ class Shrinker:
             current = improved or inp
             code, storage = current.contracts[address]
             if code.rows is None:               # raw bytes: its instructions as rows, or a STOP
-                for rows in _rows_of_raw(code.raw or b""), [("STOP", 0)]:
+                decoded, version = _rows_of_raw(code.raw or b"", inp.version)
+                for rows in decoded, [("STOP", 0)]:
                     cand = current.copy()
-                    cand.contracts[address] = (Code(rows=rows), dict(storage))
+                    cand.contracts[address] = (Code(rows=rows, version=version), dict(storage))
                     if rows and self._try(cand):
                         current = improved = cand
                         break
                 continue
             rows = list(code.rows)
             for i, (m, _imm) in enumerate(rows):
-                if m == "STOP" or (TABLE.by_mnemonic[m].flow != "halt" and len(rows) > 1):
+                if m == "STOP" or (row(m).flow != "halt" and len(rows) > 1):
                     continue
                 trial = list(rows)
                 trial[i] = ("STOP", 0)
                 cand = current.copy()
-                cand.contracts[address] = (Code(rows=trial, data=code.data), dict(storage))
+                cand.contracts[address] = (Code(rows=trial, data=code.data, version=code.version), dict(storage))
                 if self._try(cand):
                     rows, current, improved = trial, cand, cand
         return improved
@@ -208,7 +210,7 @@ class Shrinker:
                     trial = list(rows)
                     trial[i] = (f"PUSH{size}", value)
                     cand = current.copy()
-                    cand.contracts[address] = (Code(rows=trial, data=code.data), dict(storage))
+                    cand.contracts[address] = (Code(rows=trial, data=code.data, version=code.version), dict(storage))
                     if self._try(cand):
                         rows, current, improved = trial, cand, cand
                         break
@@ -246,7 +248,7 @@ class Shrinker:
             code, storage = (improved or inp).contracts[address]
             if code.rows is not None and code.data:
                 cand = (improved or inp).copy()
-                cand.contracts[address] = (Code(rows=list(code.rows)), dict(storage))
+                cand.contracts[address] = (Code(rows=list(code.rows), version=code.version), dict(storage))
                 if self._try(cand):
                     improved = cand
         return improved
@@ -260,9 +262,9 @@ class Shrinker:
                 cand.policy[name] = defaults[name]
                 if self._try(cand):
                     improved = cand
-        if (improved or inp).isolation != default_isolation():
+        if (improved or inp).isolation != default_isolation(inp.version):
             cand = (improved or inp).copy()
-            cand.isolation = default_isolation()
+            cand.isolation = default_isolation(inp.version)
             if self._try(cand):
                 improved = cand
         return improved
@@ -291,13 +293,16 @@ class Shrinker:
         return improved
 
 
-def _rows_of_raw(blob: bytes) -> list[tuple[str, int]]:
-    """The rows a raw container's code decodes to (every jump to row 0); [] when it does not."""
+def _rows_of_raw(blob: bytes, version: str) -> tuple[list[tuple[str, int]], str]:
+    """The rows a raw container's code decodes to under spec ``version`` (every jump to row 0)
+    and its container version; ([], ``version``) when it does not decode."""
     try:
-        return [(d.instruction.mnemonic, 0 if d.instruction.immediate_kind == "jump_target" else d.immediate)
-                for d in decode(parse(blob).code)]
+        parsed = parse(blob, rules(version))
+        table = rules(version).instruction_set(parsed.version)
+        return ([(d.instruction.mnemonic, 0 if d.instruction.immediate_kind == "jump_target" else d.immediate)
+                 for d in decode(parsed.code, table)], version_name(parsed.version))
     except InvalidCode:
-        return []
+        return [], version
 
 
 def _key(inp: FuzzInput) -> bytes:
@@ -309,7 +314,7 @@ def _remove(rows, i: int, n: int):
     """rows without rows[i:i+n], jump targets into the removed part moved to row i."""
     out = []
     for m, t in rows[:i] + rows[i + n:]:
-        if TABLE.by_mnemonic[m].immediate_kind == "jump_target":
+        if row(m).immediate_kind == "jump_target":
             t = t if t < i else max(i, t - n)
         out.append((m, t))
     return out
@@ -327,7 +332,7 @@ def _simpler_ops(mnemonic: str) -> list[str]:
 
 
 def _simpler(mnemonic: str, imm: int):
-    size = TABLE.by_mnemonic[mnemonic].immediate_size
+    size = row(mnemonic).immediate_size
     value = imm % (1 << (8 * size))
     out = []
     for v in (0, 1):

@@ -239,6 +239,7 @@ def _command(c: Any, where: str) -> None:
 def _members(impls: int) -> dict[str, Callable[[Any, str], Any]]:
     return {
         "version": lambda v, w: None,                     # checked first
+        "spec_version": _spec_version,
         "seed": lambda v, w: _int(v, w, -(1 << 63), (1 << 63) - 1),
         "impls": lambda v, w: None,                       # checked first (the others depend on it)
         "next_index": _int, "pool_added": _int, "executions": _int, "divergent": _int, "sessions": _int,
@@ -262,6 +263,13 @@ def _members(impls: int) -> dict[str, Callable[[Any, str], Any]]:
         "internal_errors": lambda v, w: _list(v, w, _internal, INTERNAL_KEEP),
         "skip": lambda v, w: _list(v, w, _int, INTERNAL_KEEP),
     }
+
+
+def _spec_version(value: Any, where: str) -> None:
+    """The campaign's spec version (a state from before 1.1 has none: 1.0)."""
+    import spec
+    if value not in spec.names():
+        raise _Damaged(f"{where}: {str(value)[:40]!r} is not a version of spec/versions.toml")
 
 
 def _outcomes(value: Any, where: str) -> None:
@@ -298,6 +306,11 @@ REQUIRED = ("version", "seed", "impls", "next_index", "pool", "pool_added", "cor
             "buckets", "executions", "seconds", "outcomes", "workers", "growth", "divergent", "sessions")
 
 
+def _first_version() -> str:
+    import spec
+    return spec.names()[0]
+
+
 def check_state(state: Any) -> None:
     """Raise _Damaged naming the first thing wrong with a parsed state: every member typed and
     range-checked against what a campaign can hold, no member unknown, none missing."""
@@ -320,6 +333,7 @@ def check_state(state: Any) -> None:
     state.setdefault("internal_errors", [])
     state.setdefault("skip", [])
     state.setdefault("classes", [])
+    state.setdefault("spec_version", _first_version())
     for key, check in members.items():
         if key in state:
             check(state[key], key)

@@ -4,7 +4,7 @@ fall into one bucket per missing element instead of one bucket for all of them.
 
 The message is adapter output, hence hostile: only its first MESSAGE_CHARS characters are
 read, and a name is accepted only when it is one the project knows — a mnemonic of the
-instruction table (``spec.load()``; upper case, as the table writes it, so the English "not"
+instruction table of any version (``spec.load(version)``; upper case, as the table writes it, so the English "not"
 is never NOT), an opcode number of the table after the word "opcode" or "instruction"
 (``opcode 0x30``, ``opcode 48``) or as a lone two-digit hex byte (``0x30``, not after "offset"
 or "pc"), or a field name of the request below its top-level groups (``allowed_operations``,
@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from conformance.fuzz.program import TABLE, FuzzInput
+from conformance.fuzz.program import FuzzInput, known_mnemonics, row_of_opcode
 
 UNSUPPORTED = "error:UNSUPPORTED_INPUT"    # the class of an unsupported answer naming nothing known
 MESSAGE_CHARS = 200
@@ -56,13 +56,14 @@ def named(message: Any) -> str | None:
     feature, depth = None, 0
     for i, token in enumerate(tokens):
         before = tokens[i - 1].lower() if i else ""
-        if token in TABLE.by_mnemonic:
+        if token in known_mnemonics():
             return token
         if token[0].isdigit():
             value = _number(token)
             lone_byte = len(token) == 4 and token[:2].lower() == "0x" and before not in _NOT_OPCODE_WORDS
-            if value is not None and value in TABLE.by_opcode and (before in _OPCODE_WORDS or lone_byte):
-                return TABLE.by_opcode[value].mnemonic
+            found = row_of_opcode(value) if value is not None else None
+            if found is not None and (before in _OPCODE_WORDS or lone_byte):
+                return found.mnemonic
         elif FEATURES.get(token, 0) > depth:
             feature, depth = token, FEATURES[token]
     return feature
@@ -84,7 +85,7 @@ def element(kind: str) -> str | None:
 
 
 def element_kind(name: str) -> str:
-    return "instruction" if name in TABLE.by_mnemonic else "feature" if name else "unnamed"
+    return "instruction" if name in known_mnemonics() else "feature" if name else "unnamed"
 
 
 def blocking_key(bucket: Mapping[str, Any]) -> tuple:

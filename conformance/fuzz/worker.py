@@ -25,7 +25,7 @@ from conformance.fuzz.build import has_loop
 from conformance.fuzz.generate import generate
 from conformance.fuzz.pool import Pool
 from conformance.fuzz.mutate import _shift_targets
-from conformance.fuzz.program import TABLE, Code, FuzzInput
+from conformance.fuzz.program import Code, FuzzInput, row
 from conformance.fuzz.session import Session
 from conformance.fuzz.shrink import Shrinker
 from conformance.fuzz.state import request_problem
@@ -33,7 +33,7 @@ from conformance.run.requests import SLACK
 from conformance.run.process import Settings
 from conformance.run.safety_net import RETRY_FACTOR  # a request that met the limit runs once more
 from conformance.run.tracediff import first_divergence, reference_trace
-from conformance.corpus.vector import expected_of, run_reference
+from conformance.corpus.vector import BASE, expected_of, run_reference
 
 # Appended after an instruction to show the top of the stack in the output.
 EXPOSE = [("PUSH1", 0), ("SWAP1", 0), ("MSTORE", 0), ("PUSH1", 0), ("PUSH1", 8), ("RETURN", 0)]
@@ -52,7 +52,9 @@ class Worker:
         self.index = index
         self.config = {**DEFAULTS, **config}
         self.seed = int(self.config["seed"])
-        settings = Settings(timeout=float(self.config["timeout"]), window=int(self.config["window"]), workers=1)
+        self.version = str(self.config.get("spec_version", BASE))     # every request's (the campaign's)
+        settings = Settings(self.version, timeout=float(self.config["timeout"]), window=int(self.config["window"]),
+                            workers=1)
         self.settings = settings
         self.sessions = [Session(cmd, settings) for cmd in self.config["impls"]]
         self.perturbed: dict[tuple[int, int], Session] = {}
@@ -63,7 +65,7 @@ class Worker:
         # the campaign keeps no more findings: a new class is counted, not shrunk (its finding
         # would be dropped; set between epochs, so the results do not depend on the workers)
         self.findings_full = bool(self.config.get("findings_full"))
-        self.tracer = ArcTracer(int(self.config["arc_share"]))
+        self.tracer = ArcTracer(int(self.config["arc_share"]), self.version)
         self.skip: frozenset[int] = frozenset(int(i) for i in self.config.get("skip", ()))
         self._at: tuple[int, FuzzInput | None] = (0, None)
         try:
@@ -94,7 +96,8 @@ class Worker:
         key = (impl, which % len(determinism.PERTURBATIONS))
         if key not in self.perturbed:
             env = determinism.perturbation(key[1], self.seed).env
-            settings = Settings(timeout=self.settings.timeout, window=self.settings.window, workers=1, env=env)
+            settings = Settings(self.version, timeout=self.settings.timeout, window=self.settings.window, workers=1,
+                                env=env)
             self.perturbed[key] = Session(self.config["impls"][impl], settings)
         return self.perturbed[key]
 
@@ -138,7 +141,7 @@ class Worker:
             if idx in skip:              # crashed in an earlier session: recorded, not run again
                 continue
             self._at = (idx, None)
-            inp = generate(self.seed, idx, view)
+            inp = generate(self.seed, idx, view, self.version)
             self._at = (idx, inp)
             inputs.append((idx, inp, inp.vector_input()))
         by_id = {f"fuzz/{idx}": vi for idx, _, vi in inputs}
@@ -165,18 +168,18 @@ class Worker:
             self._at = (idx, inp)
             t0 = time.perf_counter()
             if self.tracer.wanted(idx):
-                result, arcs = self.tracer.run(run_reference, vi)
+                result, arcs = self.tracer.run(run_reference, vi, self.version)
                 arc_runs += 1
             else:
-                result, arcs = run_reference(vi), set()
-            expected = expected_of(result)
+                result, arcs = run_reference(vi, self.version), set()
+            expected = expected_of(result, self.version)
             rj = expected["result"]
             rid = f"fuzz/{idx}"
             bound = self._bound(rj)
             if bound is not None:
                 limits[rid] = bound
             if idx in any_traced:
-                ref_traces[idx] = trace = reference_trace(vi)
+                ref_traces[idx] = trace = reference_trace(vi, self.version)
                 tb = self._trace_bound(rj, trace, bound)
                 if tb is not None:
                     trace_limits[rid] = tb
@@ -269,15 +272,15 @@ class Worker:
     # -- a divergence: shrink it and describe it -----------------------------------------------
     def check(self, impl: int, inp: FuzzInput, kind: str, trace: bool = False) -> Divergence | None:
         vi = inp.vector_input()
-        result = run_reference(vi)
+        result = run_reference(vi, self.version)
         if result.status == "internal":
             return Divergence("reference:INTERNAL_ERROR")
-        expected = expected_of(result)
+        expected = expected_of(result, self.version)
         session = self.sessions[impl]
         want_trace = (trace or kind.startswith("trace:")) and session.can_trace
         bound = self._bound(expected["result"])
         limits = {"fuzz/shrink": bound} if bound is not None else None
-        ref_trace = reference_trace(vi) if want_trace else None
+        ref_trace = reference_trace(vi, self.version) if want_trace else None
         traced_limits = limits
         if ref_trace is not None:
             tb = self._trace_bound(expected["result"], ref_trace, bound)
@@ -307,7 +310,7 @@ class Worker:
         answer = self.sessions[impl].run([("fuzz/expose", vi, True)])["fuzz/expose"]
         if answer.message is None or not isinstance(answer.message.get("trace"), list):
             return None
-        ref = reference_trace(vi)
+        ref = reference_trace(vi, self.version)
         d = first_divergence(ref, answer.message["trace"])
         if d is None or d.step == 0 or d.summary or ref[d.step - 1].get("depth") != 1:
             return None
@@ -315,7 +318,7 @@ class Worker:
         pc = 0
         for index, (m, _) in enumerate(code.rows):
             offsets[pc] = index
-            pc += TABLE.by_mnemonic[m].size
+            pc += row(m).size
         at = ref[d.step - 1].get("pc")
         j = offsets.get(at) if isinstance(at, int) else None
         if j is None:
@@ -323,7 +326,7 @@ class Worker:
         rows = _shift_targets(list(code.rows), j + 1, len(EXPOSE))
         rows[j + 1:j + 1] = EXPOSE
         cand = inp.copy()
-        cand.contracts[inp.to] = (Code(rows=rows, data=code.data), dict(storage))
+        cand.contracts[inp.to] = (Code(rows=rows, data=code.data, version=code.version), dict(storage))
         found = self.check(impl, cand, "")
         if found is None or found.kind.startswith(("trace:", "process:", "reference:")):
             return None
@@ -364,7 +367,7 @@ class Worker:
             vi = small.vector_input()
             answer = session.run([("fuzz/trace", vi, True)])["fuzz/trace"]
             if answer.message is not None and isinstance(answer.message.get("trace"), list):
-                d = first_divergence(reference_trace(vi), answer.message["trace"])
+                d = first_divergence(reference_trace(vi, self.version), answer.message["trace"])
                 trace_line = str(d) if d is not None else "traces agree"
         vector = make_vector(small, self.seed, idx, kind, session.name)
         ended = {"minimal": shrinker.minimal} if budget else {}     # not shrunk: neither minimal nor cut

@@ -74,6 +74,7 @@ def bundle_texts(result: SuiteResult, directory: Path, max_bundles: int = MAX_BU
             path = directory.resolve() / bundle_name(prefix, o.vector_id)
             doc = {
                 "bundle": BUNDLE_FORMAT,
+                "spec_version": result.version,
                 "implementation": {"command": run.command, "cwd": run.cwd, "name": run.name,
                                    "version": run.version},
                 "vector": result.vectors[o.vector_id],

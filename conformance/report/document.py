@@ -8,7 +8,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Mapping
 
-from conformance.constants import PROTOCOL, SPEC_VERSION
+from conformance.constants import PROTOCOL
 from conformance.report.counts import count_tables, failure_summary, ranked, status_counts
 from conformance.report.junit import NOW_PASSING
 from conformance.report.triage import triage
@@ -60,7 +60,7 @@ def to_json(result: SuiteResult, corpus: Mapping[str, Any], bundles: Mapping[tup
             "failures": [_entry(o, result, run, bundles) for o in failing[:REPORT_FAILURES]],
             "failures_left_out": max(0, len(failing) - REPORT_FAILURES),
             "failure_summaries": [failure_summary(o) for o in ranked(run, ("fail", "xfail"))],
-            "what_to_implement_next": triage(run.outcomes.values(), result.vectors),
+            "what_to_implement_next": triage(run.outcomes.values(), result.vectors, result.version),
             "known_failures": [{**_entry(o, result, run, bundles), "known_failure": o.known}
                                for o in ranked(run, ("xfail",))[:REPORT_FAILURES]],
             "now_passing": [{"id": o.vector_id, "known_failure": o.known, "action": NOW_PASSING}
@@ -68,7 +68,7 @@ def to_json(result: SuiteResult, corpus: Mapping[str, Any], bundles: Mapping[tup
             "by_category": {g: _nonzero(c) for g, c in sorted(by_group.items())},
             "by_opcode": {m: _nonzero(c) for m, c in sorted(by_opcode.items())},
         })
-    doc = {"report": "rtwo-vm conformance run", "protocol": PROTOCOL, "spec_version": SPEC_VERSION,
+    doc = {"report": "rtwo-vm conformance run", "protocol": PROTOCOL, "spec_version": result.version,
            "ok": result.ok, "seconds": round(result.seconds, 3),
            "corpus": {"digest": corpus.get("digest"), "vector_count": corpus.get("vector_count"),
                       "selected": sum(1 for v in result.vectors if not v.startswith("fresh/")),
@@ -99,7 +99,7 @@ def encode_report(doc: Mapping[str, Any]) -> str:
 def summary_json(result: SuiteResult, corpus: Mapping[str, Any], exit_code: int, paths: Mapping[str, Any],
                  run_info: Mapping[str, Any]) -> dict[str, Any]:
     """The short machine-readable summary ``--json`` prints on stdout."""
-    return {"ok": result.ok, "exit_code": exit_code, "spec_version": SPEC_VERSION,
+    return {"ok": result.ok, "exit_code": exit_code, "spec_version": result.version,
             "corpus": {"digest": corpus.get("digest"),
                        "selected": sum(1 for v in result.vectors if not v.startswith("fresh/"))},
             **dict(run_info), "seconds": round(result.seconds, 3), "reports": dict(paths),

@@ -9,7 +9,7 @@ import html
 from pathlib import Path
 from typing import Any, Mapping
 
-from conformance.constants import PROTOCOL, SPEC_VERSION
+from conformance.constants import PROTOCOL
 from conformance.report.counts import ranked, status_counts
 from conformance.report.text import disassembly
 from conformance.report.triage import html_rows, triage
@@ -36,7 +36,7 @@ def render(result: SuiteResult, corpus: Mapping[str, Any], bundles: Mapping[tupl
     out = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
            "<title>RTWO VM conformance report</title>", f"<style>{STYLE}</style></head><body>",
            "<h1>RTWO VM conformance report</h1>",
-           f"<p>spec {_e(SPEC_VERSION)}, {_e(PROTOCOL)}, corpus {_e(str(corpus.get('digest'))[:16])}, "
+           f"<p>spec {_e(result.version)}, {_e(PROTOCOL)}, corpus {_e(str(corpus.get('digest'))[:16])}, "
            f"seed {_e(run_info.get('seed'))}, fresh sample {_e(run_info.get('fresh'))}; "
            f"<b class='{'ok' if result.ok else 'bad'}'>"
            f"{'every implementation conforms' if result.ok else 'NOT CONFORMING'}</b></p>"]
@@ -52,7 +52,7 @@ def render(result: SuiteResult, corpus: Mapping[str, Any], bundles: Mapping[tupl
             out.append(f"<tr><th>{label}</th><td>{c['pass']}</td><td>{c['fail'] - c['unsupported']}</td>"
                        f"<td>{c['unsupported']}</td><td>{c['xfail']}</td><td>{c['xpass']}</td></tr>")
         out.append("</table>")
-        out.append(html_rows(triage(run.outcomes.values(), result.vectors), _e))
+        out.append(html_rows(triage(run.outcomes.values(), result.vectors, result.version), _e))
         failing = ranked(run, ("fail", "xfail"))
         if not failing:
             continue

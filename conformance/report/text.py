@@ -9,14 +9,13 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import spec
-from conformance.constants import PROTOCOL, SPEC_VERSION
+from conformance.constants import PROTOCOL
 from conformance.report.counts import count_tables, plural, ranked, status_counts
 from conformance.report.triage import text_lines as triage_lines, triage
 from conformance.run.inputs import printable
 from conformance.run.outcomes import KINDS, STATUSES, UNSUPPORTED, WRONG_ANSWERS, Outcome
 from conformance.run.suite import ImplementationRun, SuiteResult
 
-TABLE = spec.load()
 
 
 def _more(total: int, shown: int, indent: str = "     ") -> list[str]:
@@ -120,7 +119,7 @@ def _run_lines(run: ImplementationRun, result: SuiteResult, bundles, shown: int,
     if by_opcode:
         # "unsup": of the failing vectors, those answered UNSUPPORTED_INPUT (also in "fail").
         lines += _table("opcode", ((i.mnemonic, by_opcode_counts.get(i.mnemonic, Counter()))
-                                   for i in TABLE.instructions), columns + ["unsup"], 15)
+                                   for i in spec.load(result.version).instructions), columns + ["unsup"], 15)
     failing = ranked(run)
     unavailable = [o for o in failing if o.categories == ["unavailable"]]
     failing = [o for o in failing if o.categories != ["unavailable"]]
@@ -137,7 +136,7 @@ def _run_lines(run: ImplementationRun, result: SuiteResult, bundles, shown: int,
             lines.append("   opcodes with failures: " + ", ".join(
                 f"{m} {c['fail'] - c['unsupported']}/{sum(c[s] for s in STATUSES)}" for m, c in worst[:20]) + (
                 f" … and {len(worst) - 20} more" if len(worst) > 20 else ""))
-        lines += triage_lines(triage(run.outcomes.values(), result.vectors))
+        lines += triage_lines(triage(run.outcomes.values(), result.vectors, result.version))
     if kinds:
         failing = [o for o in failing if o.kind in kinds or set(o.categories) & set(kinds)]
     wrong = [o for o in failing if o.kind in WRONG_ANSWERS]
@@ -182,7 +181,7 @@ def summary(result: SuiteResult, corpus: Mapping[str, Any], bundles: Mapping[tup
     bundles = bundles or {}
     selected = sum(1 for v in result.vectors if not v.startswith("fresh/"))
     title = title or (f"{plural(selected, 'vector')} of corpus {str(corpus.get('digest'))[:12]}")
-    lines = [f"rtwo-vm conformance: {title} (spec {SPEC_VERSION}, {PROTOCOL}), "
+    lines = [f"rtwo-vm conformance: {title} (spec {result.version}, {PROTOCOL}), "
              f"{plural(len(result.runs), 'implementation')}, {result.seconds:.1f} s"]
     for run in result.runs:
         lines += _run_lines(run, result, bundles, shown, by_opcode, kinds)

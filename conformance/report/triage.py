@@ -37,49 +37,55 @@ from typing import Any, Iterable, Mapping
 import spec
 from conformance.run.outcomes import UNSUPPORTED, Outcome
 
-TABLE = spec.load()
-OPCODE_ORDER = {i.mnemonic: n for n, i in enumerate(TABLE.instructions)}
 SHOWN = 15                 # rows of each ranking in the text report
 MESSAGES_KEPT = 50         # distinct unsupported messages in the reports
 MESSAGE_CHARS = 200        # characters of one message kept
 _POLICY_VALUES = ("external_call", "time_access", "randomness")
 
 
-def _instructions(code_hex: Any) -> tuple[set[str], set[str]]:
-    """The mnemonics of a container's code section and its faults as features."""
+def _order(version: str) -> dict[str, int]:
+    """Mnemonic -> its place in ``version``'s instruction table."""
+    return {i.mnemonic: n for n, i in enumerate(spec.load(version).instructions)}
+
+
+def _instructions(code_hex: Any, version: str) -> tuple[set[str], set[str]]:
+    """The mnemonics of a container's code section (under spec ``version``) and its faults as
+    features."""
     from reference_vm.container import parse
     from reference_vm.decode import decode
     from reference_vm.errors import InvalidCode
+    from reference_vm.rules import rules
     try:
         blob = bytes.fromhex(str(code_hex)[2:])
     except ValueError:
         return set(), {"invalid code: not hexadecimal"}
     try:
-        code = parse(blob).code
+        parsed = parse(blob, rules(version))
     except InvalidCode as err:
         return set(), {f"invalid code: {err.code}"}
+    code, table = parsed.code, rules(version).instruction_set(parsed.version)
     try:
-        return {d.instruction.mnemonic for d in decode(code)}, set()
+        return {d.instruction.mnemonic for d in decode(code, table)}, set()
     except InvalidCode as err:
         # The instructions before the fault: decode the prefix that decodes.
         found: set[str] = set()
         pc = 0
-        while pc < len(code) and code[pc] in TABLE.by_opcode:
-            ins = TABLE.by_opcode[code[pc]]
+        while pc < len(code) and code[pc] in table:
+            ins = table[code[pc]]
             found.add(ins.mnemonic)     # a truncated immediate's instruction included
             pc += ins.size
         return found, {f"invalid code: {err.code}"}
 
 
-def elements(vector: Mapping[str, Any]) -> tuple[frozenset[str], frozenset[str]]:
-    """(instructions, request features and policy gates) a vector needs."""
+def elements(vector: Mapping[str, Any], version: str) -> tuple[frozenset[str], frozenset[str]]:
+    """(instructions, request features and policy gates) a vector of spec ``version`` needs."""
     vector_input = vector.get("input") or {}
     instructions: set[str] = set()
     features: set[str] = set()
     contracts = (vector_input.get("pre_state") or {}).get("contracts") or {}
     for contract in contracts.values() if isinstance(contracts, dict) else ():
         if isinstance(contract, dict):
-            found, faults = _instructions(contract.get("code", ""))
+            found, faults = _instructions(contract.get("code", ""), version)
             instructions |= found
             features |= faults
     policy = vector_input.get("policy") or {}
@@ -127,12 +133,14 @@ def _rank(blocked: Counter, alone: Counter, key) -> list[dict[str, Any]]:
             for name in sorted(blocked, key=lambda n: (-blocked[n], -alone[n], key(n)))]
 
 
-def triage(outcomes: Iterable[Outcome], vectors: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """The "what to implement next" section of one implementation's run (module docstring)."""
+def triage(outcomes: Iterable[Outcome], vectors: Mapping[str, Mapping[str, Any]], version: str) -> dict[str, Any]:
+    """The "what to implement next" section of one implementation's run of spec ``version``
+    (module docstring)."""
     outcomes = list(outcomes)
     if not any(o.status in ("fail", "xfail") for o in outcomes):
         outcomes = []            # nothing to triage: no program decoded
-    needs = {o.vector_id: elements(vectors[o.vector_id]) for o in outcomes}
+    needs = {o.vector_id: elements(vectors[o.vector_id], version) for o in outcomes}
+    order = _order(version)
     known: set[str] = set()
     for o in outcomes:
         if o.status in ("pass", "xpass"):
@@ -147,7 +155,7 @@ def triage(outcomes: Iterable[Outcome], vectors: Mapping[str, Mapping[str, Any]]
         blocked_f.update(features)
         if len(needed) + len(features) == 1:
             alone.update(needed | features)
-    instructions = _rank(blocked_i, alone, lambda n: OPCODE_ORDER.get(n, len(OPCODE_ORDER)))
+    instructions = _rank(blocked_i, alone, lambda n: order.get(n, len(order)))
     prefix: set[str] = set()
     waiting = sorted(((len(i), i) for i, f in missing.values() if i and not f), key=lambda x: x[0])
     for row in instructions:
@@ -161,7 +169,7 @@ def triage(outcomes: Iterable[Outcome], vectors: Mapping[str, Mapping[str, Any]]
                       "the instructions ranked so far",
         "failing": len(failing),
         "without_missing": sum(1 for i, f in missing.values() if not i and not f),
-        "known_instructions": sorted(known & set(OPCODE_ORDER), key=OPCODE_ORDER.__getitem__),
+        "known_instructions": sorted(known & set(order), key=order.__getitem__),
         "instructions": instructions,
         "features": _rank(blocked_f, alone, str),
         "unsupported_messages": [{"message": m, "count": n} for m, n in

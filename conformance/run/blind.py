@@ -21,6 +21,9 @@ and call records. All of them are tried at once; when that changes the vector, a
 number), then one by one, keeping only those that keep it (the reference runs once more per
 attempt). A vector none of them keeps (none in the corpus) is sent as published
 and counted as ``unblinded``.
+
+A run blinds the vectors of one spec version under that version's rules: the reference runs
+under it, and a container a transformation rewrites keeps its own version.
 """
 
 from __future__ import annotations
@@ -35,73 +38,28 @@ from typing import Any, Callable, Mapping, Sequence
 
 import spec
 from conformance.corpus.vector import bytes_hex, expected_of, parse_bytes, parse_word, run_reference, word_hex
+from conformance.run.blind_summary import (  # re-exported: what the run reports
+    OFF, OFF_NOTE, ORDER, PRESERVED, TRANSFORMATIONS, UNBLINDED, VALUES, Summary, line)
 from reference_vm import container
 from reference_vm.decode import Decoded
 from reference_vm.errors import InvalidCode
+from reference_vm.rules import rules
 from reference_vm.validate import ValidCode, validate
 
-_TABLE = spec.load()
-_MACHINE = _TABLE.limits["machine"]
-WORD_MASK = (1 << _MACHINE["word_bits"]) - 1
-WORD_BYTES = _MACHINE["word_bits"] // 8
-LIMITS = _TABLE.limits
+# The word width of every version (64 in 1.0 and 1.1): addresses and keys are words of it.
+(_WORD_BITS,) = {spec.load(v).limits["machine"]["word_bits"] for v in spec.names()}
+WORD_MASK = (1 << _WORD_BITS) - 1
+WORD_BYTES = _WORD_BITS // 8
 
-TRANSFORMATIONS: dict[str, str] = {
-    "addresses": "contract addresses, the entry address and the caller exchanged for fresh ones "
-                 "(in the contracts map, the message, push operands, call-data words and storage "
-                 "values); result addresses mapped back",
-    "code_tail": "unreachable instructions appended after a program's last halting instruction",
-    "data_tail": "bytes appended to a data section no DATASIZE reads",
-    "call_data_tail": "bytes appended to call data whose size is not read",
-    "block_time": "the block time changed",
-    "random_seed": "the random seed changed",
-    "limits": "sandbox limits away from the vector's boundary raised",
-    "unread_slot": "a storage slot added at a fresh key",
-    "decoy_contract": "a contract no execution reaches added at a fresh address",
-}
-ORDER = tuple(TRANSFORMATIONS)
-PRESERVED, VALUES, UNBLINDED = "preserved", "values", "unblinded"
-
-
-@dataclass
-class Summary:
-    """What a run's blinding did: per transformation the vectors it was applied to, per
-    verdict the vectors, the reference's runs and the time it took."""
-
-    seed: int
-    vectors: int = 0
-    applied: dict[str, int] = field(default_factory=lambda: {name: 0 for name in ORDER})
-    verdicts: dict[str, int] = field(default_factory=lambda: {PRESERVED: 0, VALUES: 0, UNBLINDED: 0})
-    unblinded: list[str] = field(default_factory=list)
-    reference_runs: int = 0
-    seconds: float = 0.0
-
-    def to_json(self) -> dict[str, Any]:
-        return {"on": True, "seed": self.seed, "vectors": self.vectors, "applied": dict(self.applied),
-                "verdicts": dict(self.verdicts), "unblinded": self.unblinded[:100],
-                "reference_runs": self.reference_runs, "seconds": round(self.seconds, 3),
-                "transformations": dict(TRANSFORMATIONS)}
-
-OFF_NOTE = "blinding off: a lookup could pass"
-OFF = {"on": False, "note": OFF_NOTE}
-
-
-def line(doc: Mapping[str, Any]) -> str:
-    """One line saying what a run's blinding did (Summary.to_json), or that it was off."""
-    if not doc.get("on"):
-        return OFF_NOTE
-    used = ", ".join(f"{name} {n:,}" for name, n in doc["applied"].items() if n)
-    text = (f"blinding: {doc['vectors']:,} requests blinded for seed {doc['seed']} ({used}); "
-            f"expected results from the reference ({doc['reference_runs']:,} runs, {doc['seconds']:.1f} s)")
-    if doc["verdicts"].get(UNBLINDED):
-        text += f"; {doc['verdicts'][UNBLINDED]} sent as published"
-    return text
+__all__ = ["OFF", "OFF_NOTE", "ORDER", "PRESERVED", "TRANSFORMATIONS", "UNBLINDED", "VALUES", "Summary", "line",
+           "blind_all", "blind_vector", "mapped_back", "transformed", "verdict"]
 
 
 # ---- the facts a vector's transformations depend on ------------------------------------------
 
 @dataclass
 class _Facts:
+    version: str                         # the spec version of the run
     vector_id: str
     boundary: str                        # the boundary limit's name, "" for none
     codes: dict[str, ValidCode | None]   # address text -> the validated container (None: invalid)
@@ -112,12 +70,21 @@ class _Facts:
     taken: set[int]                      # addresses in use: originals and their images
     known: dict[str, ValidCode] = field(default_factory=dict)   # codes the transformations made
 
+    @property
+    def machine(self) -> Mapping[str, int]:
+        return spec.load(self.version).limits["machine"]
+
+    @property
+    def limits(self) -> Mapping[str, Any]:
+        return spec.load(self.version).limits
+
 
 @functools.lru_cache(maxsize=8192)
-def _valid(code_hex: str) -> ValidCode | None:
-    """The validated container of a code text (cached: a run meets the same code often)."""
+def _valid(code_hex: str, version: str) -> ValidCode | None:
+    """The validated container of a code text under ``version`` (cached: a run meets the same
+    code often)."""
     try:
-        return validate(parse_bytes(code_hex))
+        return validate(parse_bytes(code_hex), rules(version))
     except (InvalidCode, ValueError):
         return None
 
@@ -142,10 +109,10 @@ def _fresh(rng: random.Random, width: int, taken: set[int]) -> int:
     raise ValueError("no fresh address of that width")   # 256 one-byte addresses in one vector
 
 
-def _facts(vector: Mapping[str, Any], seed: int) -> _Facts:
+def _facts(vector: Mapping[str, Any], seed: int, version: str) -> _Facts:
     vector_input = vector["input"]
     contracts = vector_input["pre_state"]["contracts"]
-    codes = {a: _valid(body["code"]) for a, body in contracts.items()}
+    codes = {a: _valid(body["code"], version) for a, body in contracts.items()}
     mnemonics = frozenset(m for v in codes.values() if v is not None for m in v.mnemonics)
     entry_code = codes.get(vector_input["message"]["to"])
     result = vector["expected"]["result"]
@@ -162,7 +129,7 @@ def _facts(vector: Mapping[str, Any], seed: int) -> _Facts:
             continue
         taken.add(b)
         sigma[a], sigma[b] = b, a
-    return _Facts(vector["id"], boundary, codes, mnemonics,
+    return _Facts(version, vector["id"], boundary, codes, mnemonics,
                   None if entry_code is None else entry_code.mnemonics, exhausted, sigma, taken)
 
 
@@ -183,14 +150,15 @@ def _rng(seed: int, vector_id: str, name: str) -> random.Random:
 def _code_of(facts: _Facts, code_hex: str) -> ValidCode | None:
     """The validated container of a code text: one a transformation made, or validated."""
     made = facts.known.get(code_hex)
-    return made if made is not None else _valid(code_hex)
+    return made if made is not None else _valid(code_hex, facts.version)
 
 
-def _made(facts: _Facts, code: bytes, data: bytes, instructions: Sequence[Decoded]) -> str:
-    """The text of a container a transformation made from a valid one, remembered with its
-    instructions (which it knows: they need no second decoding)."""
-    text = bytes_hex(container.build(code, data))
-    facts.known[text] = ValidCode(code, data, tuple(instructions))
+def _made(facts: _Facts, code: bytes, data: bytes, instructions: Sequence[Decoded],
+          version: tuple[int, int]) -> str:
+    """The text of a container of ``version`` a transformation made from a valid one (of that
+    version), remembered with its instructions (which it knows: they need no second decoding)."""
+    text = bytes_hex(container.build(code, data, version))
+    facts.known[text] = ValidCode(code, data, tuple(instructions), version)
     return text
 
 
@@ -204,7 +172,7 @@ def _rewrite_code(facts: _Facts, valid: ValidCode, sigma: Mapping[int, int]) -> 
             if new >> 8 * ins.immediate_size == 0:
                 code[d.offset + 1:d.end] = new.to_bytes(ins.immediate_size, "little")
                 instructions[i] = Decoded(d.offset, ins, new)
-    return _made(facts, bytes(code), valid.data, instructions)
+    return _made(facts, bytes(code), valid.data, instructions, valid.version)
 
 
 def _rewrite_words(data: bytes, sigma: Mapping[int, int]) -> bytes:
@@ -219,9 +187,18 @@ def _rewrite_words(data: bytes, sigma: Mapping[int, int]) -> bytes:
     return bytes(out)
 
 
+def _transient(facts: _Facts) -> bool:
+    """Whether a contract of the request has a transient storage instruction (chapter 6.13)."""
+    table = spec.load(facts.version)
+    return any(table.by_mnemonic[m].type == "transient" for m in facts.mnemonics if m in table.by_mnemonic)
+
+
 def _addresses(inp: dict[str, Any], facts: _Facts, rng: random.Random) -> bool:
+    # A request that uses transient storage keeps its addresses: transient slots are per address,
+    # and an execution starts with every one 0 (2.3.3), which only requests of one run sharing
+    # addresses can show of an implementation that carries them from one execution to the next.
     sigma = facts.sigma
-    if not sigma:
+    if not sigma or _transient(facts):
         return False
 
     def move(text: str) -> str:
@@ -257,9 +234,10 @@ def _code_tail(inp: dict[str, Any], facts: _Facts, rng: random.Random) -> bool:
                 raw[1:] = immediate.to_bytes(ins.immediate_size, "little")
             added.append(Decoded(len(valid.code) + len(tail), ins, immediate))
             tail += raw
-        if len(valid.code) + len(tail) > _MACHINE["code_size"]:
+        if len(valid.code) + len(tail) > facts.machine["code_size"]:
             continue
-        body["code"] = _made(facts, valid.code + bytes(tail), valid.data, [*valid.instructions, *added])
+        body["code"] = _made(facts, valid.code + bytes(tail), valid.data, [*valid.instructions, *added],
+                             valid.version)
         changed = True
     return changed
 
@@ -273,10 +251,10 @@ def _data_tail(inp: dict[str, Any], facts: _Facts, rng: random.Random) -> bool:
         if valid is None or "DATASIZE" in valid.mnemonics:
             continue
         size = rng.randint(1, 16)
-        if len(valid.data) + size > _MACHINE["data_size"]:
+        if len(valid.data) + size > facts.machine["data_size"]:
             continue
         extra = bytes(size) if "DATACOPY" in valid.mnemonics else rng.randbytes(size)
-        body["code"] = _made(facts, valid.code, valid.data + extra, valid.instructions)
+        body["code"] = _made(facts, valid.code, valid.data + extra, valid.instructions, valid.version)
         changed = True
     return changed
 
@@ -286,7 +264,7 @@ def _call_data_tail(inp: dict[str, Any], facts: _Facts, rng: random.Random) -> b
         return False
     data = parse_bytes(inp["message"]["call_data"])
     size = rng.randint(1, 16)
-    if len(data) + size > _MACHINE["call_data_size"]:
+    if len(data) + size > facts.machine["call_data_size"]:
         return False
     inp["message"]["call_data"] = bytes_hex(data + rng.randbytes(size))
     return True
@@ -296,7 +274,7 @@ def _block_time(inp: dict[str, Any], facts: _Facts, rng: random.Random) -> bool:
     if not _is_word(inp["context"]["block_time"]):
         return False
     old = parse_word(inp["context"]["block_time"])
-    new = rng.getrandbits(_MACHINE["word_bits"])
+    new = rng.getrandbits(_WORD_BITS)
     inp["context"]["block_time"] = word_hex(new if new != old else new ^ 1)
     return True
 
@@ -317,9 +295,9 @@ def _limits(inp: dict[str, Any], facts: _Facts, rng: random.Random) -> bool:
     limits = inp["sandbox"]["limits"]
     for name in sorted(limits):
         value = limits[name]
-        if name not in LIMITS["minimum"] or name not in LIMITS["maximum"]:
+        if name not in facts.limits["minimum"] or name not in facts.limits["maximum"]:
             continue
-        low, high = LIMITS["minimum"][name], LIMITS["maximum"][name]
+        low, high = facts.limits["minimum"][name], facts.limits["maximum"][name]
         if (type(value) is not int or not low <= value < high
                 or facts.boundary.split(".")[0] == name
                 or (name == "compute" and "COMPUTELEFT" in facts.mnemonics)):
@@ -346,8 +324,9 @@ def _decoy_contract(inp: dict[str, Any], facts: _Facts, rng: random.Random) -> b
     present = {parse_word(a) for a in contracts if _is_word(a)}
     address = _fresh(rng, WORD_BYTES, facts.taken | present)
     valid = sorted(body["code"] for a, body in contracts.items() if facts.codes.get(a) is not None)
-    stop = bytes([_TABLE.by_mnemonic["STOP"].opcode])
-    code = rng.choice(valid) if valid else bytes_hex(container.build(stop))
+    table = spec.load(facts.version)
+    stop = bytes([table.by_mnemonic["STOP"].opcode])
+    code = rng.choice(valid) if valid else bytes_hex(container.build(stop, b"", table.number))
     contracts[word_hex(address)] = {"code": code,
                                     "storage": {word_hex(rng.randint(1, WORD_MASK)): word_hex(rng.randint(1, WORD_MASK))}}
     return True
@@ -422,19 +401,21 @@ def verdict(stored: Mapping[str, Any], blinded: Mapping[str, Any], sigma: Mappin
 
 # ---- blinding vectors ---------------------------------------------------------------------------
 
-def blind_vector(vector: Mapping[str, Any], seed: int, summary: Summary | None = None) -> dict[str, Any]:
-    """The blinded vector sent in place of ``vector`` in a run of ``seed``: same id, tags and
-    description, the blinded input, the reference's expected result for it, and ``blinding``
-    (the seed, the transformations applied and the verdict)."""
+def blind_vector(vector: Mapping[str, Any], seed: int, version: str,
+                 summary: Summary | None = None) -> dict[str, Any]:
+    """The blinded vector sent in place of ``vector`` in a run of ``seed`` checking spec
+    ``version``: same id, tags and description, the blinded input, the reference's expected
+    result for it under ``version``, and ``blinding`` (the seed, the transformations applied and
+    the verdict)."""
     summary = summary if summary is not None else Summary(seed)
     stored = vector["expected"]["result"]
-    facts = _facts(vector, seed)
+    facts = _facts(vector, seed, version)
 
     def attempt(names: Sequence[str]) -> tuple[dict[str, Any], list[str], Any, str | None]:
         inp, applied = transformed(vector, facts, seed, names)
         if not applied:
             return inp, applied, None, None
-        result = run_reference(inp)
+        result = run_reference(inp, version)
         summary.reference_runs += 1
         return inp, applied, result, verdict(stored, result.to_json(), facts.sigma if "addresses" in applied else {})
 
@@ -463,7 +444,7 @@ def blind_vector(vector: Mapping[str, Any], seed: int, summary: Summary | None =
     for name in applied:
         summary.applied[name] += 1
     return {"id": vector["id"], "description": vector["description"], "tags": vector["tags"],
-            "input": inp, "expected": expected_of(result),
+            "input": inp, "expected": expected_of(result, version),
             "blinding": {"seed": seed, "transformations": applied, "verdict": kept}}
 
 
@@ -475,14 +456,14 @@ def _unblinded(vector: Mapping[str, Any], seed: int, summary: Summary) -> dict[s
         "blinding": {"seed": seed, "transformations": [], "verdict": UNBLINDED}}
 
 
-def blind_all(vectors: Sequence[Mapping[str, Any]], seed: int) -> tuple[list[dict[str, Any]], Summary]:
-    """Every vector blinded for ``seed``, and what the blinding did."""
+def blind_all(vectors: Sequence[Mapping[str, Any]], seed: int, version: str) -> tuple[list[dict[str, Any]], Summary]:
+    """Every vector blinded for ``seed`` under spec ``version``, and what the blinding did."""
     started = time.perf_counter()
     summary = Summary(seed)
     out = []
     for v in vectors:
         try:
-            out.append(blind_vector(v, seed, summary))
+            out.append(blind_vector(v, seed, version, summary))
         except Exception:  # noqa: BLE001 - a vector the transformations cannot read is sent as it is, and counted
             summary.vectors += 1
             out.append(_unblinded(v, seed, summary))

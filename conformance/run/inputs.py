@@ -93,6 +93,16 @@ def _first_problem(validator, document: Any) -> str | None:
     return f"{one_line(where, 80)}: {one_line(error.message)}"
 
 
+def bundle_version(bundle: Any) -> str:
+    """The spec version a bundle's vector ran under: its ``spec_version`` (format 3), else its
+    vector's ``_meta.spec_version``, else the first version (bundles of formats 1 and 2 were
+    all written by runs of version 1.0)."""
+    if isinstance(bundle.get("spec_version"), str):
+        return bundle["spec_version"]
+    meta = bundle["vector"].get("_meta")
+    return meta["spec_version"] if isinstance(meta, dict) else spec.names()[0]
+
+
 def bundle_problem(bundle: Any) -> str | None:
     """The first reason ``bundle`` is not a replay bundle (None when it is one)."""
     if not isinstance(bundle, dict):
@@ -102,6 +112,10 @@ def bundle_problem(bundle: Any) -> str | None:
     found = _first_problem(_bundle_validator(), bundle)
     if found:
         return found
+    version = bundle_version(bundle)
+    if version not in spec.names():
+        return (f"spec_version: {one_line(repr(version), 40)} is not a version of spec/versions.toml "
+                f"({', '.join(spec.names())})")
     try:
         for k, record in enumerate(bundle.get("passes") or []):
             where = f"passes/{k}"

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+import spec
 from conformance.run.keeper import KeeperError, start, sweep
 from conformance.protocol import SHUTDOWN, ProtocolError, decode, encode, hello_problems, hello_request
 
@@ -43,15 +44,10 @@ _LIVE: set["AdapterProcess"] = set()
 _TOKENS: set[bytes] = set()          # tokens of processes started and not yet retired
 
 
-def _default_max_line() -> int:
-    """The largest response line a request with the default limits can need: the output of a
-    full memory (hex, two characters a byte) plus 1 MiB for the rest of the result."""
-    import spec
-    memory = spec.raw("limits")["default"]["memory_pages"] * spec.raw("schedule")["memory"]["page_size"]
-    return 2 * memory + (1 << 20)
-
-
-DEFAULT_MAX_LINE = _default_max_line()
+# The largest response line a request with the default limits can need, in any version: the
+# output of a full memory (hex, two characters a byte) plus 1 MiB for the rest of the result.
+DEFAULT_MAX_LINE = max(2 * spec.load(v).limits["default"]["memory_pages"] * spec.load(v).schedule["memory"]["page_size"]
+                       for v in spec.names()) + (1 << 20)
 DEFAULT_MAX_LOG = 64 * 1024       # bytes of each process's stderr kept (the end of it)
 
 
@@ -95,6 +91,7 @@ class StartError(Exception):
 
 @dataclass
 class Settings:
+    spec_version: str                 # the version of every session (the runner's hello, chapter 11.5.3)
     timeout: float = 10.0             # seconds a vector may take once the adapter is on it
     handshake_timeout: float = 20.0
     window: int = 32                  # requests in flight per process
@@ -308,10 +305,11 @@ class AdapterProcess:
         """Send the hello without waiting (``handshake`` then reads the answer)."""
         if not self._hello_sent:
             self._hello_sent = True
-            self.send(encode(hello_request()))
+            self.send(encode(hello_request(self.settings.spec_version)))
             self.flush()
 
-    def handshake(self) -> dict[str, Any]:
+    def hello_reply(self) -> dict[str, Any]:
+        """The adapter's answer to the hello, a message of any type (else StartError)."""
         self.begin_handshake()
         line = self.wait_line(time.monotonic() + self.settings.handshake_timeout)
         if line is None:
@@ -320,10 +318,16 @@ class AdapterProcess:
                    else f"did not answer within {self.settings.handshake_timeout:g} s")
             raise StartError(f"no hello: the adapter {why}{self.stderr_tail()}")
         try:
-            hello = decode(line)
+            return decode(line)
         except ProtocolError as err:
             raise StartError(f"bad hello: {err}") from None
-        problems = hello_problems(hello)
+
+    def handshake(self) -> dict[str, Any]:
+        hello = self.hello_reply()
+        if hello.get("type") == "error":
+            raise StartError(f"the adapter refused the hello of spec {self.settings.spec_version}: "
+                             f"{str(hello.get('code'))[:40]}: {str(hello.get('message'))[:200]}")
+        problems = hello_problems(hello, self.settings.spec_version)
         if problems:
             raise StartError("bad hello: " + "; ".join(problems)[:500])
         self.hello = hello

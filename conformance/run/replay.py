@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from conformance.run import blind, determinism, safety_net
-from conformance.run.inputs import MAX_REPEAT, one_line, read_bundle
+from conformance.run.inputs import MAX_REPEAT, bundle_version, one_line, read_bundle
 from conformance.run.process import Settings, StartError
 from conformance.run.runner import Pool
 from conformance.run.outcomes import Outcome, PassRun, evaluate
@@ -42,6 +42,7 @@ class Plan:
 
     vector: Mapping[str, Any]
     command: str                                 # the user's adapter (never a bundle's)
+    version: str                                 # the spec version of the session (the bundle's)
     passes: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -87,11 +88,12 @@ def plan_bundle(bundle: Mapping[str, Any], impl: str, repeat: int = 0, seed: int
         notes.append("the bundle records no environment (format 1): replayed in the current environment")
     passes = [main] + [p for p in recorded if p is not main and p.get("differs")]
     passes += _perturbed(repeat, seed)
-    return Plan(bundle["vector"], impl, passes, notes)
+    return Plan(bundle["vector"], impl, bundle_version(bundle), passes, notes)
 
 
 def plan_vector(vector: Mapping[str, Any], command: str, repeat: int = 1, seed: int = 1) -> Plan:
-    return Plan(vector, command, [_main_record()] + _perturbed(repeat, seed))
+    """The passes of a corpus vector (of its own version) to replay with ``command``."""
+    return Plan(vector, command, vector["_meta"]["spec_version"], [_main_record()] + _perturbed(repeat, seed))
 
 
 def replay(plan: Plan, corpus: Mapping[str, Mapping[str, Any]], settings: Settings,
@@ -101,7 +103,7 @@ def replay(plan: Plan, corpus: Mapping[str, Mapping[str, Any]], settings: Settin
     started = time.perf_counter()
     vector, vid = plan.vector, plan.vector["id"]
     run = ImplementationRun(plan.command, cwd=str(Path.cwd()))
-    settings = replace(settings, workers=1, cwd=None)
+    settings = replace(settings, spec_version=plan.version, workers=1, cwd=None)
     argv = shlex.split(plan.command)
     stderr: list[tuple[str, str]] = []
     with tempfile.TemporaryDirectory(prefix="rtwo-replay-") as tmp:
@@ -114,7 +116,7 @@ def replay(plan: Plan, corpus: Mapping[str, Mapping[str, Any]], settings: Settin
             run.issues.append(f"the adapter could not start: {err}")
             run.outcomes[vid] = evaluate(vector, None)
             run.outcomes[vid].reason = str(err)
-            return SuiteResult([run], {vid: vector}, seconds=time.perf_counter() - started), stderr
+            return SuiteResult([run], {vid: vector}, plan.version, seconds=time.perf_counter() - started), stderr
         first = None
         for k, record in enumerate(plan.passes):
             reply, line = _run_pass(argv, settings, vector, record, corpus, k)
@@ -138,7 +140,7 @@ def replay(plan: Plan, corpus: Mapping[str, Mapping[str, Any]], settings: Settin
                 outcome.status = "fail"
                 outcome.failures.extend(diff)
     run.total_seconds = time.perf_counter() - started
-    return SuiteResult([run], {vid: vector}, seconds=run.total_seconds), stderr
+    return SuiteResult([run], {vid: vector}, plan.version, seconds=run.total_seconds), stderr
 
 
 def _run_pass(argv: list[str], settings: Settings, vector, record: Mapping[str, Any],
@@ -148,7 +150,8 @@ def _run_pass(argv: list[str], settings: Settings, vector, record: Mapping[str, 
     # A blinded run sent the preceding vectors blinded too, for the same seed (spec 11.8.4).
     blinding = vector.get("blinding")
     seed = blinding.get("seed") if isinstance(blinding, dict) else None
-    before = [corpus[i] if seed is None else blind.blind_vector(corpus[i], seed) for i in wanted if i in corpus]
+    before = [corpus[i] if seed is None else blind.blind_vector(corpus[i], seed, settings.spec_version)
+              for i in wanted if i in corpus]
     # Only the determinism variables, whatever the record holds (read_bundle refuses others).
     env = determinism.apply({k: v for k, v in (record.get("environment") or {}).items()
                              if k in determinism.ENV_KEYS})

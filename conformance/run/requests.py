@@ -34,7 +34,7 @@ def trace_response_limit(vector: Mapping[str, Any], settings: Settings) -> int:
     """The longest acceptable traced response: twice the reference's trace and result plus
     SLACK, and never below Settings.max_line (a trace of a deep stack can take megabytes)."""
     from conformance.run.tracediff import reference_trace
-    size = len(json.dumps(reference_trace(vector["input"]), separators=(",", ":")))
+    size = len(json.dumps(reference_trace(vector["input"], settings.spec_version), separators=(",", ":")))
     return max(settings.max_line, 2 * size + response_limit(vector, settings))
 
 

@@ -19,6 +19,8 @@ answered, 10 unsupported (not failures)"), while a wrong answer still fails them
 Each check runs in its own adapter process (started and handshaken afresh), so a stray line
 or a lost response in one check never shows up as another check's failure; a failing check
 names its own problem and ends with the tail of that process's stderr.
+
+A selftest is for one spec version, named by every hello; its samples are that version's vectors.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from conformance.protocol import (
 )
 from conformance.run.process import AdapterProcess, Settings, StartError, describe_exit
 from conformance.run.requests import request_id
-from conformance.run.tracediff import first_divergence, reference_trace
+from conformance.run.tracediff import eip3155_trace, first_divergence, reference_trace
 
 # Traces are checked on the samples and on these: backward and conditional jumps, a
 # subroutine call, nested subroutine calls, and calls nested three frames deep.
@@ -55,6 +57,12 @@ SAMPLE_IDS = (
 # nothing runs, so a protocol check never depends on how much of the instruction set a VM has.
 PROBE_ID = "control/STOP/happy"
 UNSUPPORTED = "UNSUPPORTED_INPUT"
+# What a version adds to the samples (ids of its corpus): its new instructions, its read-only
+# frames and its transient storage.
+VERSION_SAMPLE_IDS = {
+    "1.1": ("arithmetic/MULHS/min__minus_one", "bitwise/CLZ/zero", "call/STATICCALL/callee_sstore_read_only_write",
+            "transient/TSTORE/then_tload", "transient/TSTORE/read_back_in_callee"),
+}
 
 
 @dataclass
@@ -142,10 +150,13 @@ class _Checks:
         self.results.append(Check(name, problem is None, problem or "", ""))
 
 
-def run_selftest(command: str, vectors: Mapping[str, Mapping[str, Any]], timeout: float = 10.0) -> list[Check]:
+def run_selftest(command: str, vectors: Mapping[str, Mapping[str, Any]], version: str,
+                 timeout: float = 10.0) -> list[Check]:
+    """The checks of an adapter in sessions of spec ``version``, with that version's vectors."""
     argv = shlex.split(command)
-    settings = Settings(timeout=timeout, handshake_timeout=timeout)
-    samples = [vectors[i] for i in SAMPLE_IDS if i in vectors]
+    settings = Settings(version, timeout=timeout, handshake_timeout=timeout)
+    wanted = SAMPLE_IDS + VERSION_SAMPLE_IDS.get(version, ())
+    samples = [vectors[i] for i in wanted if i in vectors]
     traced = samples + [vectors[i] for i in TRACE_IDS if i in vectors]
     probe = [vectors[PROBE_ID]] if PROBE_ID in vectors else samples[:1]
     token = secrets.token_hex(6)
@@ -155,11 +166,12 @@ def run_selftest(command: str, vectors: Mapping[str, Mapping[str, Any]], timeout
     def handshake(session: _Session) -> str | None:
         state["hello"] = session.proc.handshake()
         return None
-    checks.run("handshake: answers hello with name, version, spec 1.0, capabilities", handshake, handshake=False)
+    checks.run(f"handshake: answers hello with name, version, spec {version}, capabilities", handshake,
+               handshake=False)
     if "hello" not in state:
         return checks.results
     checks.judge("hello passes the protocol schema",
-                 lambda: _schema_problem("adapter-message", state["hello"], hello=True))
+                 lambda: _schema_problem("adapter-message", state["hello"], hello=version))
     checks.run(f"executes {len(samples)} sample vectors of every outcome kind exactly",
                lambda s: _samples(s, samples, token))
     checks.run("answers 40 pipelined requests in order with their ids", lambda s: _pipelined(s, samples))
@@ -181,29 +193,31 @@ def run_selftest(command: str, vectors: Mapping[str, Mapping[str, Any]], timeout
     checks.run("answers an unknown trace_format with an error BAD_MESSAGE, with trace true and false",
                lambda s: _unknown_trace_format(s, probe))
     checks.run("reads a compute limit written 1000000000000.00000001 as its binary64 value 10^12 (7.3.2)",
-               lambda s: _binary64_limit(s, probe))
+               lambda s: _binary64_limit(s, probe, version))
     capabilities = state["hello"].get("capabilities", [])
     if "trace" in capabilities:
         checks.run("capability trace: step traces equal the reference's (jumps, subroutine calls, "
-                   "nested calls)", lambda s: _traces(s, traced, token))
+                   "nested calls)", lambda s: _traces(s, traced, token, version))
     if "trace_eip3155" in capabilities:
         checks.run("capability trace_eip3155: EIP-3155 traces equal the reference's",
-                   lambda s: _traces(s, traced, token, "eip3155"))
+                   lambda s: _traces(s, traced, token, version, "eip3155"))
     else:
         checks.run("without capability trace_eip3155: answers trace_format eip3155 with an error UNSUPPORTED_INPUT",
                    lambda s: _eip3155_unsupported(s, probe))
     checks.run("shutdown: answers bye and exits with status 0", _shutdown)
     checks.run("end of input: exits with status 0 without output", _eof)
-    checks.run("unknown protocol version: error UNSUPPORTED_PROTOCOL, exit status 3", _bad_protocol,
-               handshake=False)
-    checks.run("unknown spec version: error UNSUPPORTED_SPEC_VERSION, exit status 3", _bad_spec_version,
-               handshake=False)
+    checks.run("unknown protocol version: error UNSUPPORTED_PROTOCOL, exit status 3",
+               lambda s: _bad_protocol(s, version), handshake=False)
+    checks.run("unknown spec version: error UNSUPPORTED_SPEC_VERSION (passing the protocol schema), exit status 3",
+               _bad_spec_version, handshake=False)
     return checks.results
 
 
-def _schema_problem(name: str, document: Any, hello: bool = False) -> str | None:
+def _schema_problem(name: str, document: Any, hello: str | None = None) -> str | None:
+    """The schema's problems with ``document``, and with ``hello`` (a version) a hello's."""
     from conformance.corpus.schema import schema_problems
-    problems = schema_problems(name, document, authoritative=True) + (hello_problems(document) if hello else [])
+    problems = schema_problems(name, document, authoritative=True) + (
+        hello_problems(document, hello) if hello is not None else [])
     return "; ".join(problems) or None
 
 
@@ -302,7 +316,7 @@ def _answered(reply: Mapping[str, Any] | None, rid: str) -> bool:
             and (reply.get("type") == "result" or (reply.get("type") == "error" and reply.get("code") == UNSUPPORTED)))
 
 
-def _traces(session: _Session, samples, token: str, trace_format: str = "native") -> str | None:
+def _traces(session: _Session, samples, token: str, version: str, trace_format: str = "native") -> str | None:
     unsupported: list[tuple[str, str]] = []
     for v in samples:
         rid = _rid(token, v["id"])
@@ -321,31 +335,18 @@ def _traces(session: _Session, samples, token: str, trace_format: str = "native"
         if not isinstance(reply.get("trace"), list):
             return f"{v['id']}: no trace list in the result"
         if trace_format != "native":
-            expected = eip3155_trace(v["input"])
+            expected = eip3155_trace(v["input"], version)
             if reply["trace"] != expected:
                 step = next((i for i, (a, b) in enumerate(zip(expected, reply["trace"])) if a != b),
                             min(len(expected), len(reply["trace"])))
                 return (f"{v['id']}: the EIP-3155 trace differs at line {step}: expected "
                         f"{str(expected[step:step + 1])[:160]}, got {str(reply['trace'][step:step + 1])[:160]}")
             continue
-        divergence = first_divergence(reference_trace(v["input"]), reply["trace"])
+        divergence = first_divergence(reference_trace(v["input"], version), reply["trace"])
         if divergence is not None:
             return f"{v['id']}: {divergence}"
     session.note = _coverage_note("traces", len(samples), unsupported, "compared")
     return None
-
-
-def eip3155_trace(vector_input: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The reference's EIP-3155 trace of a vector input (chapter 11.5.5)."""
-    import io
-    import json
-
-    from conformance.corpus.vector import run_reference
-    from reference_vm.trace import Eip3155Tracer
-
-    out = io.StringIO()
-    run_reference(vector_input, Eip3155Tracer(out))
-    return [json.loads(line) for line in out.getvalue().splitlines()]
 
 
 def _expect_error(session: _Session, message, code: str, what: str, echoed: str | None = None) -> str | None:
@@ -432,14 +433,14 @@ def _unknown_trace_format(session: _Session, samples) -> str | None:
     return _answers(session, samples, "alive-after-trace-format")
 
 
-def _binary64_limit(session: _Session, samples) -> str | None:
+def _binary64_limit(session: _Session, samples, version: str) -> str | None:
     import copy
 
     from conformance.corpus.vector import run_reference
-    maximum = spec.load().limits["maximum"]["compute"]
+    maximum = spec.load(version).limits["maximum"]["compute"]
     vector_input = copy.deepcopy(dict(samples[0]["input"]))
     vector_input["sandbox"]["limits"]["compute"] = maximum
-    expected = run_reference(vector_input).to_json()
+    expected = run_reference(vector_input, version).to_json()
     line = encode(execute_request("binary64", vector_input))
     written = line.replace(f'"compute":{maximum},'.encode(), f'"compute":{maximum}.00000001,'.encode())
     if written == line:
@@ -480,13 +481,16 @@ def _bad_spec_version(session: _Session) -> str | None:
                         "the hello of spec version 9.9")
     if reply is None or reply.get("type") != "error" or reply.get("code") != "UNSUPPORTED_SPEC_VERSION":
         return f"expected an error UNSUPPORTED_SPEC_VERSION, got {str(reply)[:200]}"
+    problem = _schema_problem("adapter-message", reply)
+    if problem:
+        return f"the error UNSUPPORTED_SPEC_VERSION does not pass the protocol schema: {problem}"
     code = proc.proc.wait(timeout=session.settings.timeout)
     return None if code == EXIT_UNSUPPORTED else f"{describe_exit(code)}, expected exit status {EXIT_UNSUPPORTED}"
 
 
-def _bad_protocol(session: _Session) -> str | None:
+def _bad_protocol(session: _Session, version: str) -> str | None:
     proc = session.proc
-    reply = session.ask({"type": "hello", "protocol": "rtwo-conformance/999", "spec_version": "1.0"},
+    reply = session.ask({"type": "hello", "protocol": "rtwo-conformance/999", "spec_version": version},
                         "the hello of protocol 999")
     if reply is None or reply.get("type") != "error" or reply.get("code") != "UNSUPPORTED_PROTOCOL":
         return f"expected an error UNSUPPORTED_PROTOCOL, got {str(reply)[:200]}"

@@ -8,6 +8,10 @@ usage field by field, resource bounds, stage, determinism — and, when the adap
 trace checks (conformance.run.traces). With several implementations their results are also
 compared with each other.
 
+A suite runs one spec version (``Settings.spec_version``: every session's hello names it, every
+vector is of that version's corpus and every reference result is computed under it); ``rtwo-vm
+conformance run`` runs one suite per version an adapter announces (conformance.run.versions).
+
 Every request carries an opaque id derived from the run's seed, never the corpus id, and every
 corpus input is blinded for the run (conformance.run.blind, spec 11.8.4): what an implementation
 receives is never a published input, and its answers are judged against the reference's
@@ -42,10 +46,10 @@ def reference_command() -> str:
 
 @dataclass
 class Options:
+    settings: Settings               # the adapter processes' (spec_version: the version of the suite)
     repeat: int = 1                  # determinism passes (fresh, perturbed, shuffled)
     seed: int = 1                    # the run's seed: request ids, shuffled orders (and the fresh sample)
     max_traces: int = 50             # failing vectors whose traces are diffed, per implementation
-    settings: Settings = field(default_factory=Settings)
     trace_sample: bool = True        # check traces of passing vectors covering every opcode
     exitfirst: bool = False          # stop an implementation at its first unlisted failure
     blind: bool = True               # blind every corpus request (conformance.run.blind, spec 11.8.4)
@@ -103,6 +107,7 @@ class ImplementationRun:
 class SuiteResult:
     runs: list[ImplementationRun]
     vectors: dict[str, Mapping[str, Any]]
+    version: str                      # the spec version of every session and vector
     disagreements: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
     blinding: dict[str, Any] = field(default_factory=lambda: dict(blind.OFF))   # blind.Summary.to_json()
@@ -328,7 +333,8 @@ def _check_traces(run: ImplementationRun, argv, settings: Settings, by_id, optio
             divergence, found = None, [Mismatch("trace", "a traced response",
                                                 safety_net.hang_detail(settings), "timeout")]
         else:
-            divergence, found = traces.judge(by_id[reply.vector_id], reply.message, passed)
+            divergence, found = traces.judge(by_id[reply.vector_id], reply.message, passed,
+                                             settings.spec_version)
         outcome.divergence = divergence
         if not passed and (reply.message is None or not isinstance(reply.message.get("trace"), list)):
             outcome.reason = (outcome.reason + "; " if outcome.reason else "") + "no trace returned"
@@ -404,13 +410,13 @@ def run_suite(commands: Sequence[str], vectors: Sequence[Mapping[str, Any]], kno
     started = time.perf_counter()
     blinding = dict(blind.OFF)
     if options.blind:
-        vectors, summary = blind.blind_all(vectors, options.seed)
+        vectors, summary = blind.blind_all(vectors, options.seed, options.settings.spec_version)
         blinding = summary.to_json()
         options = replace(options, prepared=None)   # inputs encoded from the blinded vectors
     if options.prepared is None:        # encode every input once, for every implementation and pass
         options = replace(options, prepared=Prepared(vectors, options.settings))
     runs = [run_implementation(c, vectors, known, options, progress) for c in commands]
-    result = SuiteResult(runs, {v["id"]: v for v in vectors}, blinding=blinding)
+    result = SuiteResult(runs, {v["id"]: v for v in vectors}, options.settings.spec_version, blinding=blinding)
     if len(runs) > 1:
         _cross_check(runs, result)
     result.seconds = time.perf_counter() - started

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Mapping, Sequence
 
 from conformance.corpus.vector import run_reference
-from reference_vm.trace import JsonLinesTracer
+from reference_vm.trace import Eip3155Tracer, JsonLinesTracer
 
 # Compared in this order, so the divergence names the most telling field first.
 STEP_FIELDS = ("depth", "pc", "op", "opName", "immediate", "stack", "computeUsed", "cost", "memSize")
@@ -48,9 +48,17 @@ class Divergence:
         return f"first divergence {where}{after}: {self.field}: expected {self.expected!r}, got {self.actual!r}"
 
 
-def reference_trace(vector_input: Mapping[str, Any]) -> list[dict[str, Any]]:
+def reference_trace(vector_input: Mapping[str, Any], version: str) -> list[dict[str, Any]]:
+    """The reference's native trace of a vector input under spec ``version``."""
     out = io.StringIO()
-    run_reference(vector_input, tracer=JsonLinesTracer(out))
+    run_reference(vector_input, version, tracer=JsonLinesTracer(out))
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def eip3155_trace(vector_input: Mapping[str, Any], version: str) -> list[dict[str, Any]]:
+    """The reference's EIP-3155 trace of a vector input under spec ``version`` (chapter 11.5.5)."""
+    out = io.StringIO()
+    run_reference(vector_input, version, Eip3155Tracer(out))
     return [json.loads(line) for line in out.getvalue().splitlines()]
 
 

@@ -34,14 +34,15 @@ def covering_sample(vectors: Sequence[Mapping[str, Any]], limit: int = SAMPLE_LI
     return chosen
 
 
-def judge(vector: Mapping[str, Any], message: Mapping[str, Any] | None, passing: bool):
-    """(divergence, mismatches) of one traced reply; the mismatches are trace failures of a
-    passing vector (a failing one only gets its divergence named)."""
+def judge(vector: Mapping[str, Any], message: Mapping[str, Any] | None, passing: bool, version: str):
+    """(divergence, mismatches) of one traced reply in a session of spec ``version``; the
+    mismatches are trace failures of a passing vector (a failing one only gets its divergence
+    named)."""
     trace = message.get("trace") if isinstance(message, Mapping) else None
     if not isinstance(trace, list):
         problem = "no trace returned"
         return None, [Mismatch("trace", "a trace list (capability trace)", problem, "trace")] if passing else []
-    divergence = first_divergence(reference_trace(vector["input"]), trace)
+    divergence = first_divergence(reference_trace(vector["input"], version), trace)
     if divergence is None or not passing:
         return divergence, []
     return divergence, [Mismatch(f"trace step {divergence.step}: {divergence.field}", divergence.expected,

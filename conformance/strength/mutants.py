@@ -251,11 +251,19 @@ def generated(module: str, source: str | None = None) -> Iterator[Mutant]:
                      source=ast.unparse(work))
 
 
-def curated() -> list[Mutant]:
-    """The realistic bugs of curated.toml, each a textual patch of one module."""
+def curated(version: str | None = None) -> list[Mutant]:
+    """The realistic bugs of curated.toml, each a textual patch of one module; with ``version``
+    only those of the instructions of that spec version (a bug's ``since``, default the first)."""
+    import spec
     data = tomllib.loads((HERE / "curated.toml").read_text(encoding="utf-8"))
+    order = spec.names()
     out = []
     for entry in data["bug"]:
+        since = entry.get("since", order[0])
+        if since not in order:
+            raise ValueError(f"curated bug {entry['name']}: since {since!r} is not a spec version")
+        if version is not None and order.index(since) > order.index(version):
+            continue
         module = entry["module"]
         source = (PACKAGE / module).read_text(encoding="utf-8")
         find, replace = entry["find"], entry["replace"]

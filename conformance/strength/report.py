@@ -35,6 +35,7 @@ class Report:
     equivalent_reasons: Mapping[str, str] = field(default_factory=dict)
     redundant: list[str] | None = None            # vectors that are no mutant's only killer
     contradicted: list[str] = field(default_factory=list)   # unreachable.toml entries the corpus kills
+    spec_version: str | None = None               # the version of the corpus measured
 
     def generated(self) -> list[str]:
         return [i for i, m in self.mutants.items() if m.kind != "curated"]
@@ -72,9 +73,15 @@ class Report:
         return ((self.score is None or self.score >= SCORE_TARGET) and not self.curated_weak()
                 and not self.contradicted)
 
+    def corpus(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"vectors": self.vector_count, "digest": self.corpus_digest}
+        if self.spec_version is not None:
+            out["spec_version"] = self.spec_version
+        return out
+
     def summary(self) -> dict[str, Any]:
         """The small record the docs quote (--record): score, totals, per module, curated."""
-        return {"corpus": {"vectors": self.vector_count, "digest": self.corpus_digest},
+        return {"corpus": self.corpus(),
                 "score": self.score, "score_with_unreachable": self.score_with_unreachable, "target": SCORE_TARGET,
                 "counts": "killed / (killed + survived) of the generated mutants; equivalent and unreachable"
                           " (through the protocol) are not counted",
@@ -85,7 +92,7 @@ class Report:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "corpus": {"vectors": self.vector_count, "digest": self.corpus_digest},
+            "corpus": self.corpus(),
             "score": self.score, "score_with_unreachable": self.score_with_unreachable, "target": SCORE_TARGET,
             "curated_kills_required": CURATED_KILLS, "contradicted": self.contradicted,
             "totals": dict(self.totals()),
@@ -102,7 +109,8 @@ def _pct(x: float | None) -> str:
 
 
 def render(report: Report, show_survivors: int = 50) -> str:
-    lines = [f"corpus: {report.vector_count} vectors, digest {report.corpus_digest[:12]}", ""]
+    lines = [f"corpus: {report.vector_count} vectors" + (f" of spec {report.spec_version}" if report.spec_version else "")
+             + f", digest {report.corpus_digest[:12]}", ""]
     head = f"{'module':<28} {'mutants':>7} {'killed':>7} {'survived':>8} {'equiv.':>6} {'unreach.':>8} {'score':>7}"
     lines += [head, "-" * len(head)]
     for module, c in report.by_module().items():

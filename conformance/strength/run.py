@@ -60,6 +60,7 @@ class Plan:
 
     mutants: Sequence[Mutant]
     vectors: Sequence[Mapping[str, Any]]
+    version: str                             # the spec version of the corpus: every run is under it
     candidates: Sequence[Mapping[str, Any]] = ()
     exhaustive: frozenset[str] = frozenset()   # mutant ids whose every killer is wanted
     timeout: float = 120.0
@@ -126,7 +127,7 @@ def _prescreen(mutant: Mutant, plan: Plan, exhaustive: bool) -> Verdict:
     killers, how, detail = [], "", ""
     for vector in _likely_killers_first(mutant, plan.vectors):
         try:
-            got = run_reference(vector["input"]).to_json()
+            got = run_reference(vector["input"], plan.version).to_json()
         except Exception as err:  # noqa: BLE001 - execute never raises; a mutant's may
             got, problem = None, f"{type(err).__name__}: {err}"[:200]
         else:
@@ -139,18 +140,18 @@ def _prescreen(mutant: Mutant, plan: Plan, exhaustive: bool) -> Verdict:
                 break
     if killers:
         return Verdict(mutant.id, "killed", how, killers, detail)
-    killer = _trace_killer(plan.traced)
+    killer = _trace_killer(plan.traced, plan.version)
     if killer:
         return Verdict(mutant.id, "killed", "trace", [killer[0]], killer[1])
     verdict = Verdict(mutant.id, "survived")
-    verdict.shortest = _shortest(run_reference, plan.candidates)
+    verdict.shortest = _shortest(run_reference, plan.candidates, plan.version)
     return verdict
 
 
 TRACED_SUFFIXES = ("/happy", "/junk_beneath")
 
 
-def reference_traces(vectors: Sequence[Mapping[str, Any]]) -> list[tuple[Mapping[str, Any], str]]:
+def reference_traces(vectors: Sequence[Mapping[str, Any]], version: str) -> list[tuple[Mapping[str, Any], str]]:
     """The traced pass's vectors with the reference's native trace (chapter 11.5.5): every
     instruction's happy and junk_beneath vectors, those about segments, and the call vectors.
     A mutant whose results all agree is run on these traced, and a different trace, or a
@@ -164,12 +165,12 @@ def reference_traces(vectors: Sequence[Mapping[str, Any]]) -> list[tuple[Mapping
     for v in vectors:
         if v["id"].endswith(TRACED_SUFFIXES) or "segment" in v["tags"]["categories"] or v["id"].startswith("call/"):
             buffer = io.StringIO()
-            run_reference(v["input"], JsonLinesTracer(buffer))
+            run_reference(v["input"], version, JsonLinesTracer(buffer))
             out.append((v, buffer.getvalue()))
     return out
 
 
-def _trace_killer(traced) -> tuple[str, str] | None:
+def _trace_killer(traced, version: str) -> tuple[str, str] | None:
     if not traced:
         return None
     import io
@@ -178,7 +179,7 @@ def _trace_killer(traced) -> tuple[str, str] | None:
     for vector, expected in traced:
         tracer = trace.JsonLinesTracer(io.StringIO())
         try:
-            got = run_reference(vector["input"], tracer).to_json()
+            got = run_reference(vector["input"], version, tracer).to_json()
         except Exception as err:  # noqa: BLE001
             return vector["id"], f"traced run raised {type(err).__name__}"
         if got != vector["expected"]["result"]:
@@ -208,11 +209,11 @@ def _first_difference(expected: Mapping[str, Any], got: Mapping[str, Any] | None
     return ""
 
 
-def _shortest(run_reference, candidates) -> dict[str, Any] | None:
+def _shortest(run_reference, candidates, version: str) -> dict[str, Any] | None:
     best = None
     for candidate in candidates:
         try:
-            got = run_reference(candidate["input"]).to_json()
+            got = run_reference(candidate["input"], version).to_json()
         except Exception:  # noqa: BLE001
             got = None
         if got != candidate["expected"]:
@@ -223,10 +224,11 @@ def _shortest(run_reference, candidates) -> dict[str, Any] | None:
     return best
 
 
-def candidates(limit: int | None = None) -> list[dict[str, Any]]:
-    """Vectors that might kill a survivor, with the reference's results: every definition with
-    assembly source, run again with unrelated words beneath its stack, and seeded random
-    programs of a seed the corpus does not use. Size is the entry code's length in bytes."""
+def candidates(version: str, limit: int | None = None) -> list[dict[str, Any]]:
+    """Vectors of spec ``version`` that might kill a survivor, with the reference's results:
+    every definition valid in it with assembly source, run again with unrelated words beneath
+    its stack, and seeded random programs of the version and of a seed the corpus does not use.
+    Size is the entry code's length in bytes."""
     from conformance.corpus import random_source
     from conformance.corpus.definitions import all_cases
     from conformance.corpus.vector import input_of, run_reference
@@ -234,23 +236,23 @@ def candidates(limit: int | None = None) -> list[dict[str, Any]]:
     out = []
     pool = []
     for case in all_cases():
-        if isinstance(case.code, str) and case.deploy_entry:
+        if isinstance(case.code, str) and case.deploy_entry and case.valid_in(version):
             junk = "".join(f"push {w}\n" for w in JUNK)
             pool.append(replace(case, id=f"{case.id}+junk_beneath", code=junk + case.code))
-    pool.extend(random_source.cases(seed=random_source.SEED + 1, count=200))
+    pool.extend(random_source.programs(random_source.SEED + 1, 200, version))
     for case in pool[:limit]:
         try:
             vector_input = input_of(case)
         except Exception:  # noqa: BLE001 - a variant that does not assemble is no candidate
             continue
         code = vector_input["pre_state"]["contracts"].get(hex(case.to), {}).get("code", "0x")
-        out.append({"id": case.id, "input": vector_input, "expected": run_reference(vector_input).to_json(),
+        out.append({"id": case.id, "input": vector_input, "expected": run_reference(vector_input, version).to_json(),
                     "size": (len(code) - 2) // 2,
                     "source": case.code if isinstance(case.code, str) else "0x" + case.code.hex()})
     return out
 
 
-def confirm(mutant: Mutant, vectors: Sequence[Mapping[str, Any]], timeout: float) -> Verdict | None:
+def confirm(mutant: Mutant, vectors: Sequence[Mapping[str, Any]], timeout: float, version: str) -> Verdict | None:
     """Run the corpus through the mutant's adapter with the conformance runner. None when the
     runner passes it too (a confirmed survivor), else the verdict of the runner's kill."""
     import shlex
@@ -264,7 +266,8 @@ def confirm(mutant: Mutant, vectors: Sequence[Mapping[str, Any]], timeout: float
         path.write_text(json.dumps(mutant.to_json()), encoding="utf-8")
         command = shlex.join([sys.executable, "-m", "conformance.strength.adapter", str(path)])
         result = run_suite([command], list(vectors), [], Options(repeat=0, max_traces=0,
-                                                                   settings=Settings(workers=1, timeout=timeout)))
+                                                                   settings=Settings(version, workers=1,
+                                                                                     timeout=timeout)))
     (run,) = result.runs
     if run.ok:
         return None

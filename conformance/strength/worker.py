@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 
-def task(mutant, corpus_dir: Path, filters=(), exhaustive: bool = False, timeout: float = 120.0) -> dict:
-    return {"mutant": mutant.to_json(), "corpus": str(corpus_dir), "filters": list(filters),
+def task(mutant, corpus_dir: Path, version: str, filters=(), exhaustive: bool = False,
+         timeout: float = 120.0) -> dict:
+    return {"mutant": mutant.to_json(), "corpus": str(corpus_dir), "version": version, "filters": list(filters),
             "exhaustive": exhaustive, "timeout": timeout}
 
 
@@ -46,9 +47,10 @@ def main() -> int:
     vectors: Sequence[Mapping[str, Any]] = store.load(Path(doc["corpus"]))
     if doc["filters"]:
         vectors = select(vectors, doc["filters"])
-    run.set_plan(run.Plan([mutant], vectors, run.candidates(),
+    version = doc["version"]
+    run.set_plan(run.Plan([mutant], vectors, version, run.candidates(version),
                           frozenset([mutant.id]) if doc["exhaustive"] else frozenset(), doc["timeout"],
-                          run.reference_traces(vectors)))
+                          run.reference_traces(vectors, version)))
     print(json.dumps(run.prescreen(0)))
     return 0
 

@@ -1,5 +1,9 @@
 """``rtwo-vm vectors ...`` (fill, check, coverage, list, show, promote) and ``rtwo-vm conformance ...``
-(run, selftest, replay, adapter): the conformance corpus and the runner (spec chapter 11)."""
+(run, selftest, replay, adapter): the conformance corpora and the runner (spec chapter 11).
+
+Every command takes ``--spec-version``: the corpus of one version. Without it, fill, check,
+coverage, run and selftest work on every version (run and selftest: every version the adapter
+announces), list and show on the newest."""
 
 from __future__ import annotations
 
@@ -8,7 +12,6 @@ import contextlib
 import json
 import signal
 import sys
-from pathlib import Path
 
 from rtwo_vm import corpus_args
 from rtwo_vm.conformance_files import fresh_count, repeat_count, seed_value
@@ -25,8 +28,8 @@ WRONG = "wrong"     # --kind wrong: every wrong answer (conformance.run.outcomes
 def register(sub) -> None:
     p = sub.add_parser("vectors", help="fill, check and inspect the conformance vector corpus")
     vs = p.add_subparsers(dest="vectors_command", required=True, parser_class=type(p))
-    f = vs.add_parser("fill", help="fill the corpus from its sources with the reference interpreter")
-    corpus_args.add_options(f)
+    f = vs.add_parser("fill", help="fill each version's corpus from its sources with the reference interpreter")
+    corpus_args.add_options(f, "every version; --dir names the folder of the version folders")
     f.add_argument("--check", action="store_true", help="fill in memory and fail if the stored corpus differs")
     f.add_argument("--refresh-smt", action="store_true", help="ask proofs.branches (z3) again for branch inputs")
     f.add_argument("--refresh-symbolic", action="store_true",
@@ -46,12 +49,12 @@ def register(sub) -> None:
     c.add_argument("--source", action="append", choices=["definition", "smt", "random", "fuzz"], help="only these sources")
     c.set_defaults(func=_cmd_coverage)
     c = vs.add_parser("list", help="list vector ids (with --filter as in conformance run)")
-    corpus_args.add_options(c)
+    corpus_args.add_options(c, "the newest")
     c.add_argument("--filter", action="append", default=[], metavar="EXPR",
                    help="only vectors matching EXPR, as in conformance run (repeatable)")
     c.set_defaults(func=_cmd_list)
     c = vs.add_parser("show", help="print one vector as indented JSON")
-    corpus_args.add_options(c)
+    corpus_args.add_options(c, "the newest version holding the id")
     c.add_argument("id")
     c.set_defaults(func=_cmd_show)
     c = vs.add_parser("promote", help="move fuzz findings into the committed corpus (the fuzz source) and refill")
@@ -67,9 +70,11 @@ def register(sub) -> None:
     p = sub.add_parser("conformance", help="validate VM implementations against the vectors")
     cs = p.add_subparsers(dest="conformance_command", required=True, parser_class=type(p))
     r = cs.add_parser("run", help="run the corpus through one or more adapters (default: the reference's)",
-                      description="Exit status: 0 conforms, 1 does not conform, 2 usage error, "
-                                  "3 could not run (an adapter did not start or refused the handshake).")
-    corpus_args.add_options(r)
+                      description="One suite per spec version the adapters announce, each with its own "
+                                  "reports in OUT/VERSION. Exit status: 0 conforms, 1 does not conform, "
+                                  "2 usage error, 3 could not run (an adapter did not start or refused the "
+                                  "handshake, or implements none of the versions asked for).")
+    corpus_args.add_options(r, "every version the adapter announces")
     r.add_argument("--impl", action="append", metavar="CMD", help="adapter command line (repeatable)")
     r.add_argument("--filter", action="append", default=[], metavar="EXPR",
                    help="select vectors: id glob or key=glob terms joined by commas (repeatable: union)")
@@ -92,7 +97,8 @@ def register(sub) -> None:
                    help="extra known-failure list (conformance/known_failures/*.toml always apply)")
     r.add_argument("--max-traces", type=nonnegative_int, default=50, help="failing vectors whose traces are diffed")
     r.add_argument("--out", default="build/conformance",
-                   help="directory for report.json, junit.xml, report.html and bundles/ (default build/conformance)")
+                   help="directory of one folder per spec version, each with report.json, junit.xml, "
+                        "report.html and bundles/ (default build/conformance)")
     r.add_argument("--max-bundles", type=nonnegative_int, default=50, metavar="N",
                    help="replay bundles written at most, most telling failures first (default 50)")
     r.add_argument("--max-line", type=positive_int, default=None, metavar="BYTES",
@@ -117,12 +123,12 @@ def register(sub) -> None:
                    help="run only the vectors that failed in the previous report in --out (with its seed)")
     r.set_defaults(func=_cmd_run)
     s = cs.add_parser("selftest", help="check an adapter against the protocol (run this first)")
-    corpus_args.add_options(s)
+    corpus_args.add_options(s, "every version the adapter announces")
     s.add_argument("--impl", metavar="CMD", help="adapter command line (default: the reference's)")
     s.add_argument("--timeout", type=positive_float, default=10.0, help="seconds per request (default 10)")
     s.set_defaults(func=_cmd_selftest)
     s = cs.add_parser("replay", help="run one failing vector again from its replay bundle (or by id)")
-    corpus_args.add_options(s)
+    corpus_args.add_options(s, "a bundle's own version; for a vector id, the newest")
     s.add_argument("target", help="a replay bundle file, or a vector id")
     s.add_argument("--impl", metavar="CMD",
                    help="adapter command line, run from the current directory (needed for a bundle, "
@@ -141,59 +147,68 @@ def register(sub) -> None:
 def _cmd_check(args) -> int:
     from conformance.corpus import store
     from conformance.corpus.schema import corpus_problems
-    manifest, vectors = corpus_args.load(args)
-    problems = store.problems(corpus_args.directory(args), vectors)
-    problems += [p for p in corpus_problems(vectors, authoritative=True) if p not in problems]
-    for p in problems[:50]:
-        print(p)
-    print(f"{len(vectors)} vectors, digest {manifest['digest'][:16]}: "
-          + ("valid" if not problems else f"{len(problems)} problems"))
-    return 0 if not problems else 1
+    status = 0
+    for version, folder in corpus_args.corpora(args):
+        manifest, vectors = corpus_args.load_corpus(folder, version)
+        problems = store.problems(folder, vectors)
+        problems += [p for p in corpus_problems(vectors, version, authoritative=True) if p not in problems]
+        for p in problems[:50]:
+            print(p)
+        print(f"spec {version}: {len(vectors)} vectors, digest {manifest['digest'][:16]}: "
+              + ("valid" if not problems else f"{len(problems)} problems"))
+        status = status or (1 if problems else 0)
+    return status
 
 
 def _cmd_coverage(args) -> int:
     from conformance.corpus import coverage
-    _, vectors = corpus_args.load(args)
-    if args.source:
-        vectors = [v for v in vectors if v["tags"]["source"] in args.source]
-    try:
-        cov = coverage.measure(vectors)
-    except (KeyError, TypeError, ValueError, AttributeError) as err:
-        raise CliError(f"cannot measure the corpus: a malformed vector ({type(err).__name__}: "
-                       f"{str(err)[:80]})") from None
-    print(json.dumps(cov.to_json(), indent=2, sort_keys=True) if args.json else coverage.render(cov, not args.no_matrix))
-    return 0 if cov.complete else 1
-
-
-def _select(args, vectors):
-    from conformance.corpus.selection import SelectionError, select
-    try:
-        return select(vectors, args.filter)
-    except SelectionError as err:
-        raise CliError(str(err)) from None
+    found = {}
+    for version, folder in corpus_args.corpora(args):
+        _, vectors = corpus_args.load_corpus(folder, version)
+        if args.source:
+            vectors = [v for v in vectors if v["tags"]["source"] in args.source]
+        try:
+            found[version] = coverage.measure(vectors, version)
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            raise CliError(f"cannot measure the corpus of spec {version}: a malformed vector "
+                           f"({type(err).__name__}: {str(err)[:80]})") from None
+    if args.json:
+        print(json.dumps({v: c.to_json() for v, c in found.items()}, indent=2, sort_keys=True))
+    else:
+        print("\n\n".join(coverage.render(c, not args.no_matrix) for c in found.values()))
+    return 0 if all(c.complete for c in found.values()) else 1
 
 
 def _cmd_list(args) -> int:
+    from rtwo_vm.conformance_run import select
     _, vectors = corpus_args.load(args)
-    for v in _select(args, vectors):
+    for v in select(args, vectors):
         print(f"{v['id']}  {v['tags']['outcome']}")
     return 0
 
 
 def _cmd_show(args) -> int:
-    _, vectors = corpus_args.load(args)
-    found = [v for v in vectors if v["id"] == args.id]
-    if not found:
-        raise CliError(f"no vector {args.id!r}")
-    print(json.dumps(found[0], indent=2, sort_keys=True))
-    return 0
+    corpora = corpus_args.corpora(args)
+    for version, folder in reversed(corpora):      # the newest version holding the id
+        _, vectors = corpus_args.load_corpus(folder, version)
+        found = [v for v in vectors if v["id"] == args.id]
+        if found:
+            others = [v for v, _ in corpora if v != version]
+            if others and args.spec_version is None:
+                print(f"note: spec {version}'s vector; --spec-version shows another version's "
+                      f"({', '.join(others)})", file=sys.stderr)
+            print(json.dumps(found[0], indent=2, sort_keys=True))
+            return 0
+    raise CliError(f"no vector {args.id!r}" + (f" in the corpus of spec {args.spec_version}"
+                                               if args.spec_version else ""))
 
 
 def _cmd_run(args) -> int:
     from conformance.run.process import kill_all
+    from rtwo_vm import conformance_run
     with _terminated_as_interrupt():
         try:
-            return _run(args)
+            return conformance_run.run(args)
         finally:
             kill_all()
 
@@ -217,136 +232,37 @@ def _terminated_as_interrupt():
         signal.signal(signal.SIGTERM, previous)
 
 
-def _run(args) -> int:
-    from conformance.corpus import fresh
-    from conformance.report.counts import plural
-    from conformance.report.document import summary_json
-    from conformance.report.text import summary
-    from conformance.constants import KNOWN_FAILURES_DIR
-    from conformance.run.process import DEFAULT_MAX_LINE, Settings
-    from conformance.corpus.selection import SelectionError, load_known_failures
-    from conformance.run.blind import line as blind_line
-    from conformance.run.suite import Options, reference_command, run_suite
-    from rtwo_vm import conformance_files as files
-    from rtwo_vm.progress import Progress, wanted
-
-    from conformance.adapter import tune_gc
-    manifest, vectors = corpus_args.load(args)
-    tune_gc()                  # the corpus stays loaded: keep the collector off it
-    vectors = _select(args, vectors)
-    out = Path(args.out)
-    seed, count = args.seed, args.fresh
-    selected, wanted_fresh = vectors, None
-    if args.last_failed:
-        previous = files.previous_failures(out)
-        failed = _of_kinds(previous, _kinds(args), out)
-        vectors = [v for v in selected if v["id"] in failed]
-        wanted_fresh = {i for i in failed if fresh.is_fresh(i)}
-        if wanted_fresh:
-            # The same sample as the previous run: its seed and size, from the same selection
-            # (run --last-failed with the filters of the run it repeats).
-            seed = previous.seed if seed is None else seed
-            count = previous.fresh
-        if not vectors and not wanted_fresh:
-            raise CliError("--last-failed: none of the previous failures"
-                           + (f" of kind {', '.join(args.kind)}" if args.kind else "") + " is in the selection")
-    files.check_outputs(out)     # a link where the reports go: refused before the run
-    seed = fresh.new_seed() if seed is None else seed
-    sample = fresh.sample(seed, count, selected, bool(args.filter)) if count else []
-    if wanted_fresh is not None:
-        sample = [v for v in sample if v["id"] in wanted_fresh]
-    try:
-        known = load_known_failures(sorted(KNOWN_FAILURES_DIR.glob("*.toml")) + [Path(p) for p in args.known_failures])
-    except SelectionError as err:
-        raise CliError(str(err)) from None
-    commands = args.impl or [reference_command()]
-    _check_commands(commands)
-    logs = None if args.keep_logs is None else Path(args.keep_logs or out / "logs")
-    if logs is not None:
-        files.clear_logs(logs)
-    settings = Settings(timeout=args.timeout, window=args.window, workers=args.workers, log_dir=logs,
-                        handshake_timeout=2 * args.timeout,
-                        max_line=args.max_line or DEFAULT_MAX_LINE, max_failures=args.max_failures)
-    options = Options(repeat=args.repeat, seed=seed, max_traces=args.max_traces, settings=settings,
-                      exitfirst=args.exitfirst, blind=args.blind)
-    run_info = {"seed": seed, "fresh": len(sample), "fresh_requested": count}
-    if not args.quiet and not args.json:
-        print(f"seed {seed}; fresh sample of {plural(len(sample), 'vector')} (reproduce with --seed {seed})",
-              flush=True)
-    everything = list(vectors) + sample
-    progress = Progress(len(everything) * len(commands) * (1 + args.repeat), "conformance",
-                        enabled=wanted(args.progress, quiet=args.quiet or args.json))
-    with progress:
-        result = run_suite(commands, everything, known, options,
-                           lambda command, reply: progress.advance(failed=reply.failure is not None))
-    run_info["blinding"] = result.blinding
-    code = (EXIT_COULD_NOT_RUN if any(r.start_error for r in result.runs)
-            else EXIT_OK if result.ok else EXIT_NOT_CONFORMING)
-    properties = {"corpus.digest": manifest.get("digest"), "spec.version": manifest.get("spec_version"),
-                  "fresh": len(sample), "blinding": blind_line(result.blinding)}
-    bundles = files.write_reports(out, result, manifest, args.filter, run_info, properties,
-                                  max_bundles=args.max_bundles)
-    failing = sum(1 for r in result.runs for o in r.outcomes.values() if o.failed and "unavailable" not in o.categories)
-    paths = {"json": str(out / "report.json"), "junit": str(out / "junit.xml"), "html": str(out / "report.html"),
-             "bundles": str(out / "bundles"), "bundles_written": len(bundles),
-             "bundles_left_out": max(0, failing - len(bundles))}
-    if args.json:
-        print(json.dumps(summary_json(result, manifest, code, paths, run_info), indent=1, sort_keys=True))
-        return code
-    text = summary(result, manifest, bundles, shown=args.show, by_opcode=args.by_opcode,
-                       kinds=_kinds(args))
-    if not args.quiet:
-        print(blind_line(result.blinding))
-    print(text.splitlines()[-1] if args.quiet else text)
-    if not args.quiet:
-        cut = (f" (… and {paths['bundles_left_out']} more failures without a bundle: --max-bundles)"
-               if paths["bundles_left_out"] else "")
-        print(f"report: {out / 'report.json'}, {out / 'junit.xml'}, {out / 'report.html'}"
-              + (f", {plural(len(bundles), 'replay bundle')} in {out / 'bundles'}{cut}" if bundles else "")
-              + (f"; adapter stderr logs in {logs}" if logs is not None else ""))
-    return code
-
-
-def _kinds(args) -> tuple[str, ...] | None:
-    """The failure kinds of --kind, ``wrong`` spelled out; None: every kind."""
-    if not args.kind:
-        return None
-    from conformance.run.outcomes import WRONG_ANSWERS
-    return tuple(dict.fromkeys(k for kind in args.kind for k in (WRONG_ANSWERS if kind == WRONG else (kind,))))
-
-
-def _of_kinds(previous, kinds: tuple[str, ...] | None, out: Path) -> frozenset[str]:
-    """The previous failures to run again: all of them, or (--kind) those of these kinds."""
-    if kinds is None:
-        return previous.failed
-    if previous.kinds is None:
-        raise CliError(f"--last-failed --kind: the previous report {out / 'report.json'} has no failure "
-                       "kinds (written by an older rtwo-vm): run once without --kind")
-    return frozenset(i for i in previous.failed if previous.kinds.get(i, frozenset()) & set(kinds))
-
-
-def _check_commands(commands) -> None:
-    import shlex
-    for command in commands:
-        try:
-            if not shlex.split(command):
-                raise ValueError("empty command")
-        except ValueError as err:
-            raise CliError(f"--impl {command!r}: {err}") from None
-
-
 def _cmd_selftest(args) -> int:
+    import shlex
+
+    from conformance.run.process import Settings, kill_all
     from conformance.run.selftest import run_selftest
     from conformance.run.suite import reference_command
-    _, vectors = corpus_args.load(args)
+    from conformance.run.versions import discover
+    from rtwo_vm.conformance_run import check_commands
+    corpora = dict(corpus_args.corpora(args))
     command = args.impl or reference_command()
-    _check_commands([command])
-    from conformance.run.process import kill_all
+    check_commands([command])
+    status = EXIT_OK
     with _terminated_as_interrupt():
         try:
-            checks = run_selftest(command, {v["id"]: v for v in vectors}, timeout=args.timeout)
+            found = discover(command, shlex.split(command), Settings(next(iter(corpora)), timeout=args.timeout,
+                                                                     handshake_timeout=args.timeout), list(corpora))
+            # An adapter that could not say which versions it implements is checked on the newest
+            # asked for: its handshake check says what went wrong.
+            versions = [v for v in corpora if found.checks(v)] or ([] if not found.start_error else list(corpora)[-1:])
+            for version, why in found.not_checked.items():
+                print(f"spec {version}: not checked: {why}")
+            for version in versions:
+                _, vectors = corpus_args.load_corpus(corpora[version], version)
+                checks = run_selftest(command, {v["id"]: v for v in vectors}, version, timeout=args.timeout)
+                status = max(status, _print_checks(command, version, checks))
         finally:
             kill_all()
+    return status if versions else EXIT_COULD_NOT_RUN
+
+
+def _print_checks(command: str, version: str, checks) -> int:
     for c in checks:
         print(f"{'PASS' if c.ok else 'FAIL'}  {c.name}" + (f"\n      {c.detail[:2000]}" if c.detail else ""))
         for line in c.note[:2000].splitlines():
@@ -354,7 +270,7 @@ def _cmd_selftest(args) -> int:
     failed = sum(not c.ok for c in checks)
     # What the VM answered UNSUPPORTED_INPUT is coverage, not a failure (the first line of each note).
     coverage = "".join(f"; {c.note.splitlines()[0]}" for c in checks if c.note)
-    print(f"selftest of {command}: {len(checks) - failed}/{len(checks)} checks passed{coverage}")
+    print(f"selftest of {command} (spec {version}): {len(checks) - failed}/{len(checks)} checks passed{coverage}")
     if checks and not checks[0].ok:
         return EXIT_COULD_NOT_RUN
     return EXIT_OK if not failed else EXIT_NOT_CONFORMING
@@ -362,7 +278,18 @@ def _cmd_selftest(args) -> int:
 
 def _cmd_replay(args) -> int:
     from rtwo_vm.conformance_files import replay
-    return replay(args, lambda: corpus_args.load(args)[1], _check_commands, _terminated_as_interrupt)
+    from rtwo_vm.conformance_run import check_commands
+    return replay(args, lambda version: _corpus_of(args, version), check_commands, _terminated_as_interrupt)
+
+
+def _corpus_of(args, version: str | None) -> list:
+    """The vectors of ``version``'s corpus (None: of --spec-version, else the newest)."""
+    if version is None:
+        return corpus_args.load(args)[1]
+    chosen = dict(corpus_args.corpora(args, "all"))
+    if version not in chosen:
+        raise CliError(f"no corpus of spec {version} (the bundle's version) in {corpus_args.root(args)}")
+    return corpus_args.load_corpus(chosen[version], version)[1]
 
 
 def _cmd_adapter(args) -> int:

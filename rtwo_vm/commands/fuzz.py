@@ -4,6 +4,10 @@ Exit status: 0 nothing diverged, 1 something did (findings in DIR/findings), 2 u
 3 the campaign could not run (an adapter that does not start, Ray unavailable) or stopped on an
 internal error in a worker (state and report saved; ``--resume`` skips the request). Safety-net
 entries (requests that met the wall-clock limit twice, DIR/safety-net) do not count.
+
+A campaign runs one spec version (``--spec-version``, the newest by default; a resumed campaign
+its own): its requests are drawn from that version's instructions, every adapter session's hello
+names it, and the reference judges under it.
 """
 
 from __future__ import annotations
@@ -13,7 +17,8 @@ import json
 import sys
 from pathlib import Path
 
-from rtwo_vm.inputs import CliError, positive_float, positive_int
+import spec
+from rtwo_vm.inputs import CliError, positive_float, positive_int, spec_version
 
 EXIT_COULD_NOT_RUN = 3
 
@@ -26,6 +31,9 @@ def register(sub) -> None:
     stop.add_argument("--seconds", type=positive_float, default=None, help="wall-clock bound (default 60 without --runs)")
     stop.add_argument("--runs", type=positive_int, default=None, help="number of requests (reproducible)")
     p.add_argument("--seed", type=int, default=1, help="campaign seed (default 1)")
+    p.add_argument("--spec-version", dest="spec_version", type=spec_version, default=None, metavar="VERSION",
+                   help=f"the spec version of every request and session (default: the newest, {spec.latest()}; "
+                        f"a resumed campaign: its own; versions: {', '.join(spec.names())})")
     p.add_argument("--out", default="build/fuzz", help="campaign directory (default build/fuzz)")
     p.add_argument("--workers", type=positive_int, default=1, help="worker processes or Ray actors (default 1)")
     p.add_argument("--ray", metavar="local|ADDRESS", default=None,
@@ -84,12 +92,16 @@ def _cmd_fuzz(args) -> int:
             state = load_state(out)
             if state["impls"] != impls:
                 raise StateError(impls_differ(out, state["impls"], impls, named=bool(args.impl)))
+            if args.spec_version is not None and args.spec_version != state["spec_version"]:
+                raise StateError(f"{out}: a campaign of spec {state['spec_version']}, not {args.spec_version} "
+                                 "(a campaign is resumed under its own version)")
     except (StateError, FileRefused) as err:
         raise CliError(str(err)) from None
+    version = state["spec_version"] if state is not None else args.spec_version or spec.latest()
     seconds = args.seconds if args.seconds is not None or args.runs is not None else 60.0
     options = Options(impls=impls, out=out, seed=args.seed, seconds=seconds, runs=args.runs,
                       workers=args.workers, ray=args.ray, timeout=args.timeout, resume=bool(args.resume),
-                      stop_on_finding=args.stop_on_finding, state=state)
+                      stop_on_finding=args.stop_on_finding, state=state, spec_version=version)
     del state
     progress = Progress(args.runs, "fuzz", enabled=args.progress)
 

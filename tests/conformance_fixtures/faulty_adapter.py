@@ -48,6 +48,10 @@ with recognise.Recogniser, as an implementation written to pass would):
   no-eip3155        claims no trace_eip3155 and answers it with native traces
   exact-decimal     reads JSON numbers by their exact decimal value (1000000000000.00000001 is
                     no integer), not by their binary64 value
+  only-1.0          implements spec 1.0 alone: a hello of 1.1 is refused with UNSUPPORTED_SPEC_VERSION
+                    listing spec_versions ["1.0"] (an adapter written for 1.0, chapter 11.5.3)
+  only-1.0-silent   the same, but the error lists no spec_versions (the runner tries 1.0 next)
+  hello-lists-unknown   the hello lists spec version 9.9 besides 1.0 and 1.1
 """
 
 from __future__ import annotations
@@ -64,6 +68,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+import spec  # noqa: E402
+from conformance.constants import corpus_dir  # noqa: E402
 from conformance.corpus import store  # noqa: E402
 from conformance.adapter import Adapter  # noqa: E402
 from conformance.protocol import EXIT_UNSUPPORTED, encode  # noqa: E402
@@ -74,7 +80,8 @@ FAULTS = ("wrong-result", "miscount-compute", "nondeterministic", "crash", "exit
           "extra-line", "wrong-id", "exceed-limit", "bad-stage", "bad-hello", "noisy", "nested", "nested-hello",
           "huge-line", "endless-line", "blank-flood", "stderr-flood", "setsid-crash", "lookup", "lose-jumps", "partial", "impostor",
           "hello-pid", "execute-before-hello", "any-spec-version", "no-depth-bound", "traced-format-only",
-          "lenient-input", "eip3155-native", "no-eip3155", "exact-decimal")
+          "lenient-input", "eip3155-native", "no-eip3155", "exact-decimal", "only-1.0", "only-1.0-silent",
+          "hello-lists-unknown")
 PARTIAL = {"PUSH8", "PUSH1", "ADD", "SUB", "MUL", "STOP", "RETURN", "REVERT", "POP", "DUP1", "SWAP1", "MSTORE",
            "MLOAD", "TRAP", "JUMP"}
 NESTED = b"[" * 200_000 + b"\n"
@@ -87,13 +94,12 @@ def _key(vector_input) -> str:
 
 def _opcodes(vector_input):
     """The mnemonics of every contract's code, or None when a container does not decode."""
-    from reference_vm import container
-    from reference_vm.decode import decode
+    from recognise import decoded
     used = set()
     try:
         for body in vector_input["pre_state"]["contracts"].values():
-            parsed = container.parse(bytes.fromhex(body["code"][2:]))
-            used |= {d.instruction.mnemonic for d in decode(parsed.code)}
+            _, instructions = decoded(bytes.fromhex(body["code"][2:]))
+            used |= {d.instruction.mnemonic for d in instructions}
     except Exception:  # noqa: BLE001 - invalid code: not supported either
         return None
     return used
@@ -113,12 +119,19 @@ class FaultyAdapter(Adapter):
             self.capabilities = ()          # it has no VM to trace
         if fault == "no-eip3155":
             self.capabilities = ("trace",)
+        if fault in ("only-1.0", "only-1.0-silent"):
+            self.spec_versions = ("1.0",)
         self.greeted = fault == "execute-before-hello"
-        vectors = store.load() if target != "*" or fault == "lookup" else []
+        if self.greeted:
+            self.spec_version = "1.0"       # as the 1.0 reference did, before any hello
+        # Every version's corpus: the session's version is known only at the hello.
+        vectors = [v for version in spec.names() for v in store.load(corpus_dir(version))] \
+            if target != "*" or fault == "lookup" else []
         self.targets = None if target == "*" else {v["id"] for v in vectors if fnmatch.fnmatchcase(v["id"], target)}
         # Built before the hello, so that recognising a request costs no time of its own.
         self.recogniser = None if self.targets is None else Recogniser(vectors)
-        self.answers = {_key(v["input"]): v["expected"] for v in vectors} if fault == "lookup" else {}
+        self.answers = {(v["_meta"]["spec_version"], _key(v["input"])): v["expected"]
+                        for v in vectors} if fault == "lookup" else {}
         self.current = False
 
     def hit(self, vector_id: str) -> bool:
@@ -152,11 +165,15 @@ class FaultyAdapter(Adapter):
         return None if self.fault == "no-eip3155" else super().unsupported(request)
 
     def hello(self, request):
-        if self.fault == "any-spec-version":
-            request = {**request, "spec_version": "1.0"}
+        if self.fault == "any-spec-version" and request.get("spec_version") not in self.spec_versions:
+            request = {**request, "spec_version": self.spec_versions[-1]}
         reply, go_on = super().hello(request)
         if self.fault == "bad-hello":
             reply["protocol"] = "rtwo-conformance/0"
+        if self.fault == "only-1.0-silent":
+            reply.pop("spec_versions", None) if reply.get("type") == "error" else None
+        if self.fault == "hello-lists-unknown" and reply.get("type") == "hello":
+            reply["spec_versions"] = [*reply["spec_versions"], "9.9"]
         if self.fault == "hello-pid" and self.pidfile:
             Path(self.pidfile).write_text(str(os.getpid()))
         return reply, go_on
@@ -174,7 +191,7 @@ class FaultyAdapter(Adapter):
         if self.fault == "hello-pid":
             time.sleep(3600)
         if self.fault == "lookup":
-            expected = self.answers.get(_key(vector_input))
+            expected = self.answers.get((self.spec_version, _key(vector_input)))
             if expected is None:
                 return self.error(vector_id, "UNSUPPORTED_INPUT", "not in the published corpus")
             return {"type": "result", "id": vector_id, "result": expected["result"], "stage": expected["error_stage"]}

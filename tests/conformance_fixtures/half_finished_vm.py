@@ -25,8 +25,9 @@ import spec  # noqa: E402
 from conformance.adapter import Adapter, main  # noqa: E402
 from reference_vm import container  # noqa: E402
 from reference_vm.errors import InvalidCode  # noqa: E402
+from reference_vm.rules import rules  # noqa: E402
 
-TABLE = spec.load()
+TABLE = spec.load("1.0")           # a VM of 1.0
 IMPLEMENTED = {i.opcode for i in TABLE.instructions
                if i.mnemonic.startswith("PUSH") or i.mnemonic in ("ADD", "STOP", "RETURN")}
 LARGEST_COMPUTE = TABLE.limits["maximum"]["compute"]
@@ -50,13 +51,14 @@ class HalfFinishedVM(Adapter):
     name = "half-finished-vm"
     version = "0.1.0"
     capabilities = ()
+    spec_versions = ("1.0",)
 
     def execute(self, vector_id: str, vector_input: Mapping[str, Any], trace: bool) -> dict[str, Any]:
         if vector_input["policy"].get("allowed_operations") is not None:
             return self.error(vector_id, "UNSUPPORTED_INPUT", "policy allowed_operations not implemented")
         for body in vector_input["pre_state"]["contracts"].values():
             try:
-                code = container.parse(bytes.fromhex(body["code"][2:])).code
+                code = container.parse(bytes.fromhex(body["code"][2:]), rules("1.0")).code
             except InvalidCode:
                 continue         # the container checks come first, and those it has
             message = _unsupported(code)

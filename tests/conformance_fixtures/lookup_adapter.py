@@ -26,6 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from conformance.constants import corpus_dir  # noqa: E402
 from conformance.corpus import store  # noqa: E402
 from conformance.adapter import Adapter  # noqa: E402
 from recognise import Recogniser, exact_key, moved  # noqa: E402
@@ -53,11 +54,12 @@ class LookupAdapter(Adapter):
     name = "lookup-vm"
     version = "0.1"
     capabilities = ()
+    spec_versions = ("1.0",)          # written for 1.0: it knows the 1.0 corpus
 
     def __init__(self, bug: str, match: str):
         super().__init__()
         self.bug, self.match = bug, match
-        vectors = store.load() if match != "none" else []
+        vectors = store.load(corpus_dir("1.0")) if match != "none" else []
         self.exact = {exact_key(v["input"]): v for v in vectors}
         self.recogniser = Recogniser(vectors) if match == "normalised" else None
         self.looked_up = 0

@@ -25,6 +25,7 @@ from typing import Any, Mapping
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from conformance.constants import corpus_dir  # noqa: E402
 from conformance.corpus import store  # noqa: E402
 from conformance.adapter import Adapter  # noqa: E402
 
@@ -39,11 +40,12 @@ def missing(vector_input: Mapping[str, Any]) -> str | None:
     """Why this VM cannot run the input (the first instruction it lacks), or None."""
     from reference_vm import container
     from reference_vm.decode import decode
+    from reference_vm.rules import rules
     contracts = vector_input["pre_state"]["contracts"]
     for address in sorted(contracts):
         try:
-            parsed = container.parse(bytes.fromhex(contracts[address]["code"][2:]))
-            decoded = decode(parsed.code)
+            parsed = container.parse(bytes.fromhex(contracts[address]["code"][2:]), rules("1.0"))
+            decoded = decode(parsed.code, rules("1.0").instruction_set(parsed.version))
         except Exception:  # noqa: BLE001 - any code that does not decode
             return f"container checks not implemented (the code of {address} is no valid container)"
         for d in decoded:
@@ -57,13 +59,14 @@ class PartialAdapter(Adapter):
     name = "half-finished-vm"
     version = "0.1.0"
     capabilities = ("trace",)
+    spec_versions = ("1.0",)          # a VM of 1.0
 
     def __init__(self, wrong_on: str | None, no_id: bool = False):
         super().__init__()
         self.no_id = no_id
         self.wrong = None
         if wrong_on is not None:
-            (target,) = [v for v in store.load() if v["id"] == wrong_on]
+            (target,) = [v for v in store.load(corpus_dir("1.0")) if v["id"] == wrong_on]
             self.wrong = _key(target["input"])
 
     def execute(self, vector_id, vector_input, trace):

@@ -21,10 +21,20 @@ import json
 from collections import defaultdict
 from typing import Any, Mapping, Sequence
 
+import spec
 from reference_vm import container
 from reference_vm.decode import decode
+from reference_vm.rules import rules
 
 MASK = (1 << 64) - 1
+
+
+def decoded(blob: bytes, version: str | None = None):
+    """(container, instructions) of a container under spec ``version`` (default the newest,
+    which runs the containers of every version); InvalidCode when it does not decode."""
+    r = rules(version or spec.latest())
+    parsed = container.parse(blob, r)
+    return parsed, decode(parsed.code, r.instruction_set(parsed.version))
 
 
 def exact_key(vector_input: Any) -> str:
@@ -49,8 +59,7 @@ def _reachable(code_hex: str, masked: frozenset[int]) -> str | None:
     """The code section up to its last instruction reachable from offset 0, with every push
     operand equal to an address masked; None when the container does not decode."""
     try:
-        parsed = container.parse(bytes.fromhex(code_hex[2:]))
-        instructions = decode(parsed.code)
+        parsed, instructions = decoded(bytes.fromhex(code_hex[2:]))
     except Exception:  # noqa: BLE001 - invalid code is never blinded: its bytes are the key
         return None
     at = {d.offset: d for d in instructions}

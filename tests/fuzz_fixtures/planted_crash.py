@@ -29,16 +29,16 @@ def planted(index, config, crash_at, exit_process, after=False):
     import conformance.fuzz.worker as wm
     original = wm.generate
 
-    def generate(seed, idx, pool=()):
+    def generate(seed, idx, pool=(), version="1.0"):
         if idx == crash_at:
             if exit_process:
                 os._exit(9)
             if after:
-                inp = original(seed, idx, pool)
+                inp = original(seed, idx, pool, version)
                 inp.vector_input = lambda: random.Random(seed).choice([])     # this request only
                 return inp
             return random.Random(seed).choice([])     # a real IndexError, raised here in the worker
-        return original(seed, idx, pool)
+        return original(seed, idx, pool, version)
     wm.generate = generate
     return wm.Worker(index, config)
 

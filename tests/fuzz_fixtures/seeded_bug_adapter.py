@@ -36,12 +36,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-import spec  # noqa: E402
 from conformance.adapter import Adapter  # noqa: E402
 from reference_vm import instructions  # noqa: E402
 from reference_vm.accounting import (  # noqa: E402
-    NEW_SLOT_COST, NEW_SLOT_UNITS, READ_UNITS, WRITE_UNITS, charge, charge_storage, copy_cost, grow_to,
-    release, touch,
+    charge, charge_storage, copy_cost, grow_to, release, touch,
 )
 from reference_vm.errors import Halt, InternalInvariantError, VMError  # noqa: E402
 from reference_vm.instructions.memory import copy_into_memory  # noqa: E402
@@ -51,14 +49,14 @@ ex = importlib.import_module("reference_vm.execute")
 
 
 # -- handler bugs ------------------------------------------------------------------------------
-def _mcopy_large(word):
+def _mcopy_large(rules):
     def MCOPY(frame, imm):
         stack = frame.stack
         length, src, dst = stack.pop(), stack.pop(), stack.pop()
         if not length:
             return
-        grow_to(frame, max(src, dst) + length)
-        charge(frame, copy_cost(length))
+        grow_to(rules, frame, max(src, dst) + length)
+        charge(frame, copy_cost(rules, length))
         memory = frame.memory
         if length < 64:
             memory[dst:dst + length] = memory[src:src + length]
@@ -69,39 +67,39 @@ def _mcopy_large(word):
     return MCOPY
 
 
-def _calldataload32(word):
+def _calldataload32(rules):
     def CALLDATALOAD(frame, imm):
         stack = frame.stack
         offset = stack[-1] & 0xFFFFFFFF
-        stack[-1] = int.from_bytes(frame.call_data[offset:offset + word.size], "little")
+        stack[-1] = int.from_bytes(frame.call_data[offset:offset + rules.word.size], "little")
     return CALLDATALOAD
 
 
 def _copy32(name):
-    def make(word):
+    def make(rules):
         def COPY(frame, imm):
             stack = frame.stack
             length, offset, dst = stack.pop(), stack.pop(), stack.pop()
             source = frame.data if name == "DATACOPY" else frame.return_data
-            copy_into_memory(frame, dst, source, offset & 0xFFFFFFFF, length)
+            copy_into_memory(rules, frame, dst, source, offset & 0xFFFFFFFF, length)
         return COPY
     return make
 
 
-def _call_stale(word):
+def _call_stale(rules):
     def CALL(frame, imm):
         stack = frame.stack
         length, offset, compute, address = stack.pop(), stack.pop(), stack.pop(), stack.pop()
-        touch(frame, offset, length)
+        touch(rules, frame, offset, length)
         call_data = bytes(frame.memory[offset:offset + length])
-        ok, return_data = frame.execution.call(frame, address, compute, call_data)
+        ok, return_data = frame.execution.call(frame, address, compute, call_data, frame.read_only)
         if ok or return_data:
             frame.return_data = return_data
         stack.append(1 if ok else 0)
     return CALL
 
 
-def _log_grow(row):
+def _log_grow(row, rules):
     topic_count = row.inputs - 2
 
     def LOG(frame, imm):
@@ -110,15 +108,15 @@ def _log_grow(row):
         del stack[len(stack) - topic_count:]
         length, offset = stack.pop(), stack.pop()
         if offset < (1 << 40):
-            grow_to(frame, offset + length)
+            grow_to(rules, frame, offset + length)
         else:
-            touch(frame, offset, length)
-        charge(frame, copy_cost(length))
+            touch(rules, frame, offset, length)
+        charge(frame, copy_cost(rules, length))
         frame.events.append((frame.address, topics, bytes(frame.memory[offset:offset + length])))
     return LOG
 
 
-def _sstore_rewrite(word):
+def _sstore_rewrite(rules):
     def SSTORE(frame, imm):
         stack = frame.stack
         value, key = stack.pop(), stack.pop()
@@ -127,8 +125,8 @@ def _sstore_rewrite(word):
         original = frame.execution.pre.storage_of(frame.address).get(key, 0)
         new_slot = value != 0 and (current == 0 or (original == 0 and current != value))
         if new_slot:
-            charge(frame, NEW_SLOT_COST)
-        charge_storage(frame, WRITE_UNITS + (NEW_SLOT_UNITS if new_slot else 0))
+            charge(frame, rules.new_slot_cost)
+        charge_storage(frame, rules.write_units + (rules.new_slot_units if new_slot else 0))
         frame.meter.storage_writes += 1
         if new_slot:
             frame.meter.storage_new_slots += 1
@@ -145,18 +143,18 @@ HANDLERS = {
 
 
 def patch_handlers(bug: str) -> None:
-    table = spec.load()
     original = instructions.table.__wrapped__
 
     @functools.cache
-    def patched(word):
-        out = dict(original(word))
+    def patched(rules):
+        table = rules.spec
+        out = dict(original(rules))
         for mnemonic, make in HANDLERS.get(bug, {}).items():
-            out[table.by_mnemonic[mnemonic].opcode] = make(word)
+            out[table.by_mnemonic[mnemonic].opcode] = make(rules)
         if bug == "log-zero-length-grow":
             for row in table.instructions:
                 if row.type == "event":
-                    out[row.opcode] = _log_grow(row)
+                    out[row.opcode] = _log_grow(row, rules)
         return out
     instructions.table = patched
     program = importlib.import_module("reference_vm.program")
@@ -178,31 +176,31 @@ def patch_execution(bug: str) -> None:
                 else:
                     self._run_traced(frame)
             except Halt as halt:
-                release(self.meter, frame)
+                release(self.rules, self.meter, frame)
                 return ex.FrameOutcome("reverted" if halt.reverted else "success", None, None, halt.output)
             except VMError as err:
                 if frame.depth == 1:
-                    release(self.meter, frame)
+                    release(self.rules, self.meter, frame)
                 return ex.FrameOutcome(err.kind, err.code, frame.pc, b"")
             raise InternalInvariantError("a frame ended without halting")
         Execution.run_frame = run_frame
     elif bug == "random-rollback-fault":
-        def call(self, caller, address, compute, call_data):
+        def call(self, caller, address, compute, call_data, read_only=False):
             saved = self.random_counter
-            ok, data = original_call(self, caller, address, compute, call_data)
+            ok, data = original_call(self, caller, address, compute, call_data, read_only)
             record = self.calls[-1] if self.calls else None
             if not ok and record is not None and record.status != "reverted":
                 self.random_counter = saved
             return ok, data
         Execution.call = call
     elif bug == "storage-refund-reads":
-        def call(self, caller, address, compute, call_data):
+        def call(self, caller, address, compute, call_data, read_only=False):
             reads = self.meter.storage_reads
-            ok, data = original_call(self, caller, address, compute, call_data)
+            ok, data = original_call(self, caller, address, compute, call_data, read_only)
             if not ok:
                 n = self.meter.storage_reads - reads
                 self.meter.storage_reads -= n
-                self.meter.storage_units -= n * READ_UNITS
+                self.meter.storage_units -= n * self.rules.read_units
             return ok, data
         Execution.call = call
     elif bug == "fault-events-kept":
@@ -212,9 +210,9 @@ def patch_execution(bug: str) -> None:
                 self._kept = getattr(self, "_kept", []) + [(frame.depth, list(frame.events))]
             return outcome
 
-        def call(self, caller, address, compute, call_data):
+        def call(self, caller, address, compute, call_data, read_only=False):
             self._kept = []
-            ok, data = original_call(self, caller, address, compute, call_data)
+            ok, data = original_call(self, caller, address, compute, call_data, read_only)
             for depth, events in self._kept:
                 if depth == caller.depth + 1:
                     caller.events.extend(events)

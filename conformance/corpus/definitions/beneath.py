@@ -7,11 +7,15 @@ After the instruction the whole remaining stack (its outputs and the two words b
 stored at offset 256 upwards and memory [0, 256 + 8 * items) is returned, so memory effects and
 stack effects are both in the output. The jumps and subroutine calls get the two words beneath
 them too; STOP and TRAP, whose results hold no stack, are left out.
+
+Every version's rows get them (across_versions): a 1.0 instruction's vector is the same in
+every version, a later version's instruction's is written for that version.
 """
 
 from __future__ import annotations
 
-from conformance.corpus.definitions.common import OPEN, OTHER, TABLE, case, push_all
+import spec
+from conformance.corpus.definitions.common import OPEN, OTHER, across_versions, case, home, push_all
 
 JUNK = (0x5EED5EED5EED5EED, 0x0BAD0BAD0BAD0BAD)
 A, B = 0x1F3D5B79E1, 5
@@ -41,7 +45,7 @@ OPERANDS = {
     "MLOAD": [11], "MSTORE": [11, A], "MLOAD8": [11], "MSTORE8": [11, A], "MCOPY": [40, 11, 10],
     "SLOAD": [7], "SSTORE": [7, 0x5A], "CALLDATALOAD": [3], "CALLDATACOPY": [40, 3, 10],
     "DATACOPY": [40, 3, 10], "RETURNDATACOPY": [40, 3, 10], "SHA256": [40, 11, 10],
-    "CALL": [OTHER, 1000, 11, 10], "RETURN": [11, 10], "REVERT": [11, 10],
+    "CALL": [OTHER, 1000, 11, 10], "STATICCALL": [OTHER, 1000, 11, 10], "RETURN": [11, 10], "REVERT": [11, 10],
     **{f"LOG{n}": [11, 10] + [0x71 + i for i in range(n)] for n in range(5)},
 }
 
@@ -71,38 +75,44 @@ def _op(ins) -> str:
 
 
 def cases():
+    return across_versions(_cases)
+
+
+def _cases(version: str):
+    table = spec.load(version)
     for m, body in CONTROL.items():
-        ins = TABLE.by_mnemonic[m]
+        ins = table.by_mnemonic[m]
         yield case(f"{ins.type}/{m}/junk_beneath", f"{m} above two unrelated words; the remaining stack is returned.",
                    push_all(JUNK) + body + dump(len(JUNK)) + (SUBROUTINE if "sub" in body else ""),
-                   opcodes=(m,), categories=("semantics", "beneath"))
-    for ins in TABLE.instructions:
+                   opcodes=(m,), categories=("semantics", "beneath"), since=home(m))
+    for ins in table.instructions:
         m = ins.mnemonic
         if m in SKIPPED:
             continue
         prefix = MEMORY + (RETURN_DATA if m.startswith("RETURNDATA") else "")
         body = prefix + push_all(JUNK) + push_all(operands(ins)) + _op(ins)
-        if m == "CALL":
+        calls = ins.cost_rule == "call"
+        if calls:
             body += "push 100\npush 0\nreturndatasize\nreturndatacopy\n"  # the callee's answer
         tail = "" if ins.flow == "halt" else dump(len(JUNK) + ins.outputs)
-        callee = ECHO_CALLEE if m == "CALL" else PATTERN_CALLEE
+        callee = ECHO_CALLEE if calls else PATTERN_CALLEE
         yield case(f"{ins.type}/{m}/junk_beneath",
                    f"{m} on distinct operands above two unrelated words, with patterned memory, call data "
                    "and data; the remaining stack and memory are returned.",
                    body + tail + (DATA if m.startswith("DATA") else ""), opcodes=(m,),
                    categories=("semantics", "beneath"), call_data=CALL_DATA, storage=STORAGE,
                    contracts={OTHER: callee}, policy=OPEN, block_time=0x65432100,
-                   random_seed=bytes(range(32)))
+                   random_seed=bytes(range(32)), since=home(m))
     # Small operands above the same words, where a result read from the bottom of the stack
     # would coincide with the right one for the large operands above (found by the strength
     # run's candidates): equal, ordered and zero divisors.
     extra = {"arithmetic": (("small", 1, 7), ("zero_divisor", 7, 0)),
              "comparison": (("small", 1, 7), ("equal", 1, 1))}
-    for ins in TABLE.instructions:
+    for ins in table.instructions:
         for suffix, a, b in extra.get(ins.type, ()):
             if ins.inputs != 2:
                 continue
             yield case(f"{ins.type}/{ins.mnemonic}/junk_beneath_{suffix}",
                        f"{ins.mnemonic} of {a} and {b} above two unrelated words; the stack is returned.",
                        push_all(JUNK) + push_all([a, b]) + _op(ins) + dump(len(JUNK) + 1),
-                       opcodes=(ins.mnemonic,), categories=("semantics", "beneath"))
+                       opcodes=(ins.mnemonic,), categories=("semantics", "beneath"), since=home(ins.mnemonic))

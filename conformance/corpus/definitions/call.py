@@ -4,10 +4,8 @@ depth limit; call records in start order."""
 
 from __future__ import annotations
 
-from reference_vm.container import build
-
 from conformance.corpus.definitions.common import (
-    MACHINE, MASK, OPEN, OTHER, PAGE, THIRD, Boundary, case, push_all, returning,
+    MACHINE, MASK, OPEN, OTHER, PAGE, THIRD, Boundary, build, case, push_all, returning,
 )
 
 CALL_DEPTH = MACHINE["call_depth"]

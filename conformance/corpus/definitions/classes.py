@@ -16,9 +16,8 @@
 
 from __future__ import annotations
 
-from reference_vm.container import build
 
-from conformance.corpus.definitions.common import MACHINE, MASK, PAGE, TABLE, case, push_all
+from conformance.corpus.definitions.common import MACHINE, MASK, PAGE, TABLE, build, case, push_all
 
 CALL_DEPTH = MACHINE["call_depth"]
 COPIES = tuple(i.mnemonic for i in TABLE.instructions if i.cost_rule == "memory_copy")

@@ -3,13 +3,20 @@ snippets that return stack items, and a stack filler for depth boundaries."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Callable, Iterable, Iterator
+
 import spec
-from conformance.corpus.vector import CALLER, ENTRY, Boundary, Case
+from conformance.corpus.vector import BASE, CALLER, ENTRY, VERSIONS, Boundary, Case, version_order
+from reference_vm import container
 
-__all__ = ["Boundary", "CALLER", "Case", "ENTRY", "MASK", "MIN", "OPEN", "OTHER", "SMAX",
-           "TABLE", "THIRD", "WORDS", "case", "fill_stack", "name_of", "push_all", "returning"]
+__all__ = ["BASE", "Boundary", "CALLER", "Case", "ENTRY", "MASK", "MIN", "OPEN", "OTHER", "SMAX",
+           "TABLE", "THIRD", "VERSIONS", "WORDS", "across_versions", "build", "case", "fill_stack", "home",
+           "name_of", "push_all", "returning"]
 
-TABLE = spec.load()
+# The definitions written for the first version (1.0) read its tables; a definition of a later
+# version says so (Case.since) and reads that version's (definitions/v1_1/).
+TABLE = spec.load(BASE)
 MACHINE = TABLE.limits["machine"]
 SCHEDULE = TABLE.schedule
 PAGE = SCHEDULE["memory"]["page_size"]
@@ -37,6 +44,45 @@ def name_of(value: int) -> str:
 
 def case(id: str, description: str, code, **kw) -> Case:
     return Case(id=id, description=description, code=code, **kw)
+
+
+def home(mnemonic: str) -> str:
+    """The first version that defines ``mnemonic``: a definition about it is written for that
+    version (its containers are of that version)."""
+    return next(v for v in VERSIONS if mnemonic in spec.load(v).by_mnemonic)
+
+
+def across_versions(make: Callable[[str], Iterable[Case]]) -> Iterator[Case]:
+    """The cases ``make(version)`` gives for every version, each declared for the versions it is
+    the same in (chapter 11.2.6). ``make`` writes a case for the version's rules (a compute limit
+    measured under them, its table's rows); a case equal to the previous version's, since and
+    container included, is one definition valid in both, and one that changes ends the earlier
+    (until) and starts anew from this version, its containers still of its own ``since``."""
+    current: dict[str, tuple[Case, Case]] = {}      # id -> (case as made, case as declared)
+    done: list[Case] = []
+    previous: str | None = None
+    for version in VERSIONS:
+        made = {}
+        for c in make(version):
+            if c.id in made:
+                raise ValueError(f"{c.id}: made twice for spec {version}")
+            made[c.id] = c
+        for cid, (as_made, declared) in list(current.items()):
+            if made.get(cid) != as_made:
+                done.append(replace(declared, until=previous))
+                del current[cid]
+        for cid, c in made.items():
+            if cid not in current:
+                since = c.since if version_order(c.since) >= version_order(version) else version
+                current[cid] = (c, replace(c, since=since, container=c.container_version))
+        previous = version
+    done.extend(declared for _, declared in current.values())
+    return iter(done)
+
+
+def build(code: bytes, data: bytes = b"", version: str = BASE) -> bytes:
+    """A container of spec version ``version`` (default the first) holding code and data."""
+    return container.build(code, data, spec.load(version).number)
 
 
 def push_all(values) -> str:
@@ -68,15 +114,15 @@ def operand_pairs(values=WORDS):
 
 
 def binary(group: str, mnemonic: str, suffix: str, a: int, b: int, categories=("semantics",),
-           description: str | None = None) -> Case:
+           description: str | None = None, **kw) -> Case:
     return case(f"{group}/{mnemonic}/{suffix}",
                 description or f"{mnemonic} with a = {hex(a)} and b = {hex(b)} (b on top); returns the result.",
                 push_all([a, b]) + f"{mnemonic.lower()}\n" + returning(1),
-                opcodes=(mnemonic,), categories=categories)
+                opcodes=(mnemonic,), categories=categories, **kw)
 
 
-def unary(group: str, mnemonic: str, suffix: str, a: int) -> Case:
+def unary(group: str, mnemonic: str, suffix: str, a: int, categories=("semantics",), **kw) -> Case:
     return case(f"{group}/{mnemonic}/{suffix}",
                 f"{mnemonic} of {hex(a)}; returns the result.",
                 push_all([a]) + f"{mnemonic.lower()}\n" + returning(1),
-                opcodes=(mnemonic,), categories=("semantics",))
+                opcodes=(mnemonic,), categories=categories, **kw)

@@ -6,10 +6,9 @@ low byte is zero."""
 
 from __future__ import annotations
 
-from reference_vm.container import build
 
-from conformance.corpus.definitions.common import MACHINE, OTHER, THIRD, case, fill_stack, push_all, returning
-from conformance.corpus.vector import input_of, run_reference
+from conformance.corpus.definitions.common import MACHINE, OTHER, THIRD, build, case, fill_stack, push_all, returning
+from conformance.corpus.vector import BASE, input_of, run_reference
 
 STACK_DEPTH = MACHINE["stack_depth"]
 
@@ -113,7 +112,7 @@ def cases():
     # 5.2.3: when a segment's compute does not fit, each instruction is checked on its own, near
     # the top of the stack too (the stack checks of the stepping path).
     near_top = fill_stack(STACK_DEPTH - 3) + "push1 1\nadd\npush1 2\nadd\npush1 3\nmul\npush1 9\npop\nstop\n"
-    used = run_reference(input_of(case("x", "x", near_top))).usage.compute
+    used = run_reference(input_of(case("x", "x", near_top)), BASE).usage.compute
     yield case("arithmetic/ADD/stepped_near_the_top_of_the_stack",
                f"Binary instructions on a stack {STACK_DEPTH - 3} deep in a segment whose compute does not fit: "
                "each is checked on its own and runs; the final POP is exhausted.",

@@ -1,19 +1,25 @@
 """Per-instruction vectors generated from the instruction table, for every one of its rows:
 stack underflow, stack overflow at the stack depth boundary, compute at limit-1/limit/limit+1
 of a program that ends with the instruction, the base cost alone not fitting, and the
-instruction forbidden by name."""
+instruction forbidden by name.
+
+The rows and costs are each version's (across_versions): a case the same in two versions is
+one definition valid in both, written for the version that added its instruction; a compute
+boundary that moves with a version's costs (SHA256's in 1.1) is a case of each version."""
 
 from __future__ import annotations
 
-from conformance.corpus.definitions.common import MACHINE, OPEN, OTHER, TABLE, Boundary, case, fill_stack, push_all
+import spec
+from conformance.corpus.definitions.common import (
+    OPEN, OTHER, Boundary, across_versions, case, fill_stack, home, push_all,
+)
 from conformance.corpus.vector import Case, run_reference, input_of
 
-STACK_DEPTH = MACHINE["stack_depth"]
 CALLEE = "push 1\nstop\n"
 
 # Operands (bottom to top) that make the instruction succeed cheaply but exercise its cost rule.
 OPERANDS = {
-    "CALL": [OTHER, 1000, 0, 0], "MCOPY": [0, 0, 8], "CALLDATACOPY": [0, 0, 8], "DATACOPY": [0, 0, 8],
+    "CALL": [OTHER, 1000, 0, 0], "STATICCALL": [OTHER, 1000, 0, 0], "MCOPY": [0, 0, 8], "CALLDATACOPY": [0, 0, 8], "DATACOPY": [0, 0, 8],
     "RETURNDATACOPY": [0, 0, 8], "SHA256": [0, 0, 8], "RETURN": [0, 8], "REVERT": [0, 8],
     **{f"LOG{n}": [0, 8] + [1] * n for n in range(5)},
 }
@@ -22,10 +28,6 @@ SPECIAL = {
     "JUMP": "jump end\nend:\nstop\n", "JUMPI": "push 1\njumpi end\nend:\nstop\n",
     "CALLSUB": "callsub end\nend:\nstop\n", "RETSUB": "callsub s\nstop\ns:\nretsub\n",
 }
-
-
-def _group(mnemonic: str) -> str:
-    return TABLE.by_mnemonic[mnemonic].type
 
 
 def _op(ins) -> str:
@@ -52,17 +54,24 @@ def happy_program(ins) -> tuple[str, str]:
 
 
 def _base(ins, id_suffix: str, description: str, code: str, **kw) -> Case:
-    return case(f"{_group(ins.mnemonic)}/{ins.mnemonic}/{id_suffix}", description, code,
-                opcodes=(ins.mnemonic,), contracts={OTHER: CALLEE} if ins.mnemonic == "CALL" else {},
-                policy=kw.pop("policy", OPEN), **kw)
+    return case(f"{ins.type}/{ins.mnemonic}/{id_suffix}", description, code,
+                opcodes=(ins.mnemonic,), contracts={OTHER: CALLEE} if ins.cost_rule == "call" else {},
+                policy=kw.pop("policy", OPEN), since=home(ins.mnemonic), **kw)
 
 
-def _compute_used(c: Case) -> int:
-    return run_reference(input_of(c)).usage.compute
+def _compute_used(c: Case, version: str) -> int:
+    return run_reference(input_of(c), version).usage.compute
 
 
 def cases():
-    for ins in TABLE.instructions:
+    return across_versions(_cases)
+
+
+def _cases(version: str):
+    """The generic cases of every row of ``version``, measured under its rules."""
+    table = spec.load(version)
+    stack_depth = table.limits["machine"]["stack_depth"]
+    for ins in table.instructions:
         m = ins.mnemonic
         setup, program = happy_program(ins)
         if ins.inputs:
@@ -72,14 +81,14 @@ def cases():
         if ins.outputs > ins.inputs:
             growth = ins.outputs - ins.inputs
             for at, delta in (("limit-1", -1), ("limit", 0), ("limit+1", 1)):
-                height = STACK_DEPTH - growth + delta
-                yield _base(ins, f"stack_depth_{at}", f"{m} on a stack of {height} items (depth {STACK_DEPTH}).",
+                height = stack_depth - growth + delta
+                yield _base(ins, f"stack_depth_{at}", f"{m} on a stack of {height} items (depth {stack_depth}).",
                             fill_stack(height) + _op(ins) + _tail(ins), categories=("boundary",),
                             boundary=Boundary("stack_depth", at))
         happy = _base(ins, "happy", f"{m} on operands that succeed; the last charged instruction.", program,
                       categories=("semantics",))
         yield happy
-        needed = _compute_used(happy)
+        needed = _compute_used(happy, version)
         for at, limit in (("limit-1", needed + 1), ("limit", needed), ("limit+1", needed - 1)):
             if limit < 0:
                 continue
@@ -87,7 +96,7 @@ def cases():
                         program, limits={"compute": limit}, categories=("boundary",),
                         boundary=Boundary("compute", at))
         if ins.cost_rule is not None and ins.cost:
-            before = _compute_used(_base(ins, "setup", "setup", setup + "stop\n"))
+            before = _compute_used(_base(ins, "setup", "setup", setup + "stop\n"), version)
             if before + ins.cost < needed:
                 yield _base(ins, "base_cost_short", f"{m}'s base cost does not fit (its cost rule never runs).",
                             program, limits={"compute": before + ins.cost - 1}, categories=("limits",))

@@ -4,9 +4,8 @@ execution."""
 
 from __future__ import annotations
 
-from reference_vm.container import build
 
-from conformance.corpus.definitions.common import MASK, TABLE, Boundary, case
+from conformance.corpus.definitions.common import MASK, TABLE, Boundary, build, case
 
 LIMITS = TABLE.limits
 CALL_DATA_SIZE = LIMITS["machine"]["call_data_size"]
