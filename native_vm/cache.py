@@ -9,6 +9,12 @@ region is at most plan.MAX_IR instructions, so at most about 0.6 MiB). When eith
 passed, the least recently used regions leave: each is uninstalled from the profiles that run
 it (their slot goes back to the compiled tier's function, which is watched again and may come
 back up), and its code is freed by LLVM once no frame still runs it.
+
+Regions also leave by age: each region's code is held by one LLJIT (its *generation*, jit.py),
+and an LLJIT keeps a record of every library it ever had until it goes itself. When a region
+of a newer generation comes in, the regions of every generation but the two newest leave the
+cache (``retired`` counts them), so that cached code holds at most two LLJITs, whatever
+stays hot: a region that is still hot comes back up, into the current LLJIT.
 """
 
 from __future__ import annotations
@@ -35,6 +41,8 @@ class NativeCache:
         self.max_bytes = max_bytes
         self.bytes = 0
         self.evictions = 0
+        self.retired = 0
+        self.generation = 0       # the newest generation of a region put here
         self.entries: OrderedDict[tuple, NativeRegion] = OrderedDict()
         self._lock = threading.RLock()
 
@@ -54,12 +62,21 @@ class NativeCache:
             old = self.entries.pop(key, None)
             if old is not None:
                 self._drop(old)
+            if region.generation > self.generation:
+                self.generation = region.generation
+                self._retire(region.generation - 1)
             self.entries[key] = region
             self.bytes += region_bytes(region)
             while self.entries and (len(self.entries) > self.max_regions or self.bytes > self.max_bytes):
                 _, evicted = self.entries.popitem(last=False)
                 self._drop(evicted)
                 self.evictions += 1
+
+    def _retire(self, oldest: int) -> None:
+        """Every region of a generation older than ``oldest`` leaves."""
+        for key in [k for k, r in self.entries.items() if r.generation < oldest]:
+            self._drop(self.entries.pop(key))
+            self.retired += 1
 
     def _drop(self, region: NativeRegion) -> None:
         self.bytes -= region_bytes(region)

@@ -201,8 +201,8 @@ class Engine(CompiledEngine):
             if lowered.size > MAX_IR or not self.native.fits(lowered.size):
                 self.native_refused += 1
                 return None
-            tracker, address = jit.compile_module(lowered.module)
-            region = NativeRegion(plan, lowered, tracker, address)
+            tracker, address, generation = jit.compile_module(lowered.module)
+            region = NativeRegion(plan, lowered, tracker, address, generation)
         except Exception:  # noqa: BLE001 - a region LLVM refuses stays on the compiled tier
             self.native_failures += 1
             return None

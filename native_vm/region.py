@@ -70,10 +70,11 @@ class NativeRegion:
 
     __slots__ = ("tracker", "function", "exits", "need", "peak", "bail", "memory", "call_data",
                  "frame_reads", "return_data", "size", "head", "counted", "installs",
-                 "__weakref__")
+                 "generation", "__weakref__")
 
-    def __init__(self, plan: Plan, lowered, tracker, address: int):
+    def __init__(self, plan: Plan, lowered, tracker, address: int, generation: int = 0):
         self.tracker = tracker             # keeps the code alive
+        self.generation = generation       # the LLJIT that holds the code (jit.py)
         self.function = FUNCTION(address)
         self.exits: tuple[Exit, ...] = lowered.exits
         region = plan.region

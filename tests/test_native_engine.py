@@ -305,3 +305,29 @@ def test_tracing_steps_through_the_reference_and_writes_the_same_trace():
     want = traced(execute)
     assert traced(native_vm.execute) == want
     assert traced(eager().execute) == want
+
+
+def test_the_stack_and_the_meter_live_in_registers():
+    """jit.compile_module promotes every local of the lowered function to SSA registers
+    (ssa.py; no LLVM optimisation pipeline runs): the loop's function keeps no alloca and
+    reads and writes memory only through the context, the window and the VM's memory."""
+    from native_vm import ssa
+    from native_vm.lower import Lowering
+    from native_vm.plan import plan_for
+    from reference_vm.program import load_program
+    from reference_vm.words import word
+
+    program = load_program(LOOP, word())
+    (plan,) = [p for s in program.segments if s is not None
+               for p in [plan_for(program, s.start, 1, 0)] if p is not None and p.counted]
+    fn = Lowering(plan, word()).lower().module.get_global("region")
+    before = str(fn)
+    assert " alloca " in before and " phi " not in before
+    ssa.promote(fn)
+    after = str(fn)
+    assert " alloca " not in after and " phi " in after
+    # What is left of memory traffic is the context (%".1") and the window (%".2") only.
+    pointers = {line.split(", ptr ")[1].split(",")[0].split()[0] for line in after.splitlines()
+                if (" load " in line or line.lstrip().startswith("store ")) and ", ptr " in line}
+    geps = {line.split("=")[0].strip() for line in after.splitlines() if "getelementptr" in line}
+    assert pointers and pointers <= geps
