@@ -61,10 +61,17 @@ def test_counter_and_proxy_demonstrations(capsys):
     assert "counter_grows_by_one_as_an_integer: counterexample" in out
     assert "1 COMPUTE_LIMIT_EXCEEDED, 1 success" in out
     code, out, _ = run(capsys, "symbolic", str(EX / "proxy.rasm"), "--contract",
-                       f"0x101={EX / 'counter.rasm'}", "--properties",
+                       f"0x101={EX / 'counter.rasm'}", "--contract",
+                       f"0x102={EX / 'reverter.rasm'}", "--properties",
                        str(EX / "proxy_properties.py"), "--compute", "600")
     assert code == 0, out
     assert out.count(": proved") == 2
+    # without the reverter the second call finds no code: assumed, and said
+    code, out, _ = run(capsys, "symbolic", str(EX / "proxy.rasm"), "--contract",
+                       f"0x101={EX / 'counter.rasm'}", "--properties",
+                       str(EX / "proxy_properties.py"), "--compute", "600")
+    assert code == 4 and out.count(": bounded") == 2, out
+    assert out.count("callee 0x102 not given (assumed to have no code)") == 3
 
 
 def test_default_property_and_emitted_vectors_of_every_path(capsys):
