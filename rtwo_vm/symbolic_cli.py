@@ -185,7 +185,7 @@ def equivalence(args) -> int:
         print(report.equivalence_text(result, args.file, args.other, written))
     for d in result.disagreements:
         print(f"rtwo-vm: MODEL DISAGREEMENT: {d}", file=sys.stderr)
-    return {"equivalent": 0, "different": 1, "bounded": 4, "unknown": 4}.get(
+    return {"equivalent": 0, "different": 1, "bounded": 4, "unknown": 4, "stopped": 4}.get(
         result.verdict, EXIT_COULD_NOT_RUN)
 
 

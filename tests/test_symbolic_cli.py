@@ -212,9 +212,11 @@ def test_the_same_command_gives_the_same_report_under_any_hash_seed(tmp_path):
 
 
 def test_the_commands_defaults_are_the_executors():
-    from proofs.symbolic import world
+    from proofs.symbolic.world import Setup
     from rtwo_vm.cli import build_parser
-    args = build_parser().parse_args(["symbolic", "x.rasm"])
-    assert (args.max_calldata, args.loop_bound, args.max_paths, args.max_steps) == (
-        world.DEFAULT_MAX_CALLDATA, world.DEFAULT_LOOP_BOUND, world.DEFAULT_MAX_PATHS,
-        world.DEFAULT_MAX_STEPS)
+    names = ("max_calldata", "loop_bound", "max_paths", "max_steps", "max_work", "deadline",
+             "z3_memory")
+    setup = Setup(0x100, {0x100: b""})
+    for command in (["symbolic", "x.rasm"], ["equivalence", "x.rasm", "y.rasm"]):
+        args = build_parser().parse_args(command)
+        assert {n: getattr(args, n) for n in names} == {n: getattr(setup, n) for n in names}

@@ -103,8 +103,9 @@ def compare(setup_a, setup_b, fields=FIELDS, solver: Solver | None = None) -> Eq
     xa, xb = explore(setup_a, solver), explore(setup_b, solver)
     out = Equivalence("equivalent", tuple(fields), paths=(len(xa.ends), len(xb.ends)),
                       explorations=(xa, xb))
-    out.bounds = sorted({f"A: {b}" for b in xa.bounds_hit + xa.not_explored}
-                        | {f"B: {b}" for b in xb.bounds_hit + xb.not_explored})
+    out.bounds = sorted({f"{label}: {b}" for label, x in (("A", xa), ("B", xb))
+                         for b in x.bounds_hit + x.not_explored
+                         if not b.startswith("stopped:")})   # a safety net: out.stopped
     counter = [0]
 
     def fresh(name, like):

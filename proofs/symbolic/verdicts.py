@@ -189,7 +189,7 @@ def _finish(exploration, solver: Solver, v: Verdict, premises, past: bool = Fals
             "or later; longer call data is not explored)", ()))
     calldata_named = False
     for cut in left_out:
-        if cut.bound in v.bounds:
+        if cut.bound in v.bounds or cut.bound.startswith("stopped:"):   # a safety net
             continue
         if cut.bound.startswith("max-calldata"):
             if calldata_named or _excludes_longer_call_data(exploration, solver, premises, v.name):
