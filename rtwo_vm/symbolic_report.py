@@ -150,7 +150,10 @@ def _short(value, limit: int = 34) -> str:
 
 
 def _num(v) -> str:
-    return str(v) if not isinstance(v, list) else f"{v[0]}..{v[1]}"
+    """A number, or a range [least, greatest] (? where the budget left a side undecided)."""
+    if not isinstance(v, list):
+        return "?" if v is None else str(v)
+    return "..".join("?" if x is None else str(x) for x in v)
 
 
 def symbolic_text(exploration, replays, verdicts, written, file: str, ranges: bool) -> str:

@@ -107,7 +107,7 @@ class Solver:
             status = TIMEOUT if why.startswith("the wall clock") else MEMORY
             self.stats.timeout += 1
         else:
-            status = UNKNOWN
+            status = f"{UNKNOWN} ({why})"        # the phase's work budget is spent
             self.stats.unknown += 1
             self.stats.work_spent += 1
         if name:
@@ -136,11 +136,12 @@ class Solver:
                 self.run.stop(self.run.deadline_reason())
             why = status
         elif rlimit < self.rlimit:
-            status, why = UNKNOWN, f"{self.run.bound} spent"
+            why = f"{self.run.bound} spent"
+            status = f"{UNKNOWN} ({why})"
             self.stats.work_spent += 1
         else:
             status, why = UNKNOWN, UNKNOWN
-        if status == UNKNOWN:
+        if status.startswith(UNKNOWN):
             self.stats.unknown += 1
         else:
             self.stats.timeout += 1
