@@ -90,9 +90,15 @@ class RunBudget:
             self.deadline = deadline
 
     # -- work units (deterministic) ----------------------------------------------------------
-    def counter(self) -> int:
+    def sample(self) -> tuple[int, float]:
+        """(z3's work units so far, the megabytes it holds now), from one statistics read."""
         stats = self._probe.statistics()
-        return int(stats.get_key_value("rlimit count")) if "rlimit count" in stats.keys() else 0
+        keys = stats.keys()
+        return (int(stats.get_key_value("rlimit count")) if "rlimit count" in keys else 0,
+                float(stats.get_key_value("memory")) if "memory" in keys else 0.0)
+
+    def counter(self) -> int:
+        return self.sample()[0]
 
     def begin(self, phase: str) -> None:
         self.phase, self.phase_start = phase, self.counter()
@@ -128,15 +134,16 @@ class RunBudget:
 
     def memory(self) -> float:
         """Megabytes z3 holds now (in the whole process)."""
-        stats = self._probe.statistics()
-        return float(stats.get_key_value("memory")) if "memory" in stats.keys() else 0.0
+        return self.sample()[1]
 
-    def check_nets(self) -> None:
-        """Stopped when the deadline has passed or z3 holds more than its cap (or the run
-        was stopped already)."""
+    def check(self) -> bool:
+        """Before an instruction: False when the phase's work units are spent; Stopped when
+        the deadline has passed or z3 holds more than its cap (or the run was stopped)."""
+        count, memory = self.sample()
         if self.stopped is None and self.seconds_left() <= 0:
             self.stop(self.deadline_reason())
-        if self.stopped is None and self.memory() > self.z3_memory:
+        if self.stopped is None and memory > self.z3_memory:
             self.stop(self.memory_reason())
         if self.stopped is not None:
             raise Stopped(self.stopped)
+        return count - self.phase_start < self.max_work

@@ -236,9 +236,8 @@ class Explorer:
         x.steps += 1
         if x.steps > self.setup.max_steps:
             raise StopExploration(f"max-steps {self.setup.max_steps}")
-        if self.solver.run.left() <= 0:
+        if not self.solver.run.check():
             raise StopExploration(self.solver.run.bound)
-        self.solver.run.check_nets()
 
     def _count_end(self) -> None:
         self.result.frame_ends += 1

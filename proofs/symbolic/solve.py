@@ -129,8 +129,9 @@ class Solver:
             return UNKNOWN
         if answer == MEMORY:
             why, status = self.run.memory_reason(), MEMORY
-        elif "timeout" in s.reason_unknown():
-            # z3 names a spent rlimit "max. resource limit exceeded"; the safety net "timeout"
+        elif "timeout" in s.reason_unknown() or self.run.seconds_left() <= 0:
+            # the safety net: z3 says "timeout", or "canceled" as for a spent rlimit (then the
+            # deadline tells them apart)
             status = TIMEOUT
             if self.run.seconds_left() <= 0:
                 self.run.stop(self.run.deadline_reason())
