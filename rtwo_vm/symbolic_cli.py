@@ -25,7 +25,9 @@ COMPARE_FIELDS = ("status", "error", "error_pc", "output", "storage", "events", 
 
 def setup_of(args, file: str | None = None):
     """The proofs.symbolic Setup the options describe (CliError on a bad one)."""
-    from proofs.symbolic.world import SEED_SIZE, Setup, limits_problem, policy_problem
+    from proofs.symbolic.world import (
+        CALL_DATA_SIZE, SEED_SIZE, Setup, limits_problem, policy_problem,
+    )
     from reference_vm import Limits
 
     address = parse_word(args.address, "--address")
@@ -57,22 +59,26 @@ def setup_of(args, file: str | None = None):
     problem = policy_problem(policy)
     if problem:
         raise CliError(f"policy: {problem}")
-    if not 0 <= args.max_calldata <= 65536:
-        raise CliError("--max-calldata must be 0..65536 (the spec's call data size)")
+    if not 0 <= args.max_calldata <= CALL_DATA_SIZE:
+        raise CliError(f"--max-calldata must be 0..{CALL_DATA_SIZE} (the spec's call data size)")
     try:
         from proofs.symbolic.solve import budget
         budget(args.rlimit, args.budgets)
     except ValueError as err:
         raise CliError(f"--budgets: {err}") from None
-    return Setup(
-        entry=address, codes=codes, policy=policy, limits=limits,
-        max_calldata=args.max_calldata,
-        caller=None if args.caller is None else parse_word(args.caller, "--caller"),
-        call_data=None if args.calldata is None else parse_hex(args.calldata, "--calldata"),
-        time=None if args.time is None else parse_word(args.time, "--time"), seed=seed,
-        storage={a: s for a, s in pinned.items() if s}, concrete_storage=args.concrete_storage,
-        loop_bound=args.loop_bound, max_paths=args.max_paths, max_steps=args.max_steps,
-        rlimit=args.rlimit)
+    caller = None if args.caller is None else parse_word(args.caller, "--caller")
+    call_data = None if args.calldata is None else parse_hex(args.calldata, "--calldata")
+    time = None if args.time is None else parse_word(args.time, "--time")
+    try:
+        return Setup(
+            entry=address, codes=codes, policy=policy, limits=limits,
+            max_calldata=args.max_calldata, caller=caller, call_data=call_data, time=time,
+            seed=seed, storage={a: s for a, s in pinned.items() if s},
+            concrete_storage=args.concrete_storage, loop_bound=args.loop_bound,
+            max_paths=args.max_paths, max_steps=args.max_steps, max_work=args.max_work,
+            rlimit=args.rlimit, deadline=args.deadline, z3_memory=args.z3_memory)
+    except ValueError as err:
+        raise CliError(str(err)) from None
 
 
 def _reason(err: Exception) -> str:
@@ -179,7 +185,7 @@ def equivalence(args) -> int:
         print(report.equivalence_text(result, args.file, args.other, written))
     for d in result.disagreements:
         print(f"rtwo-vm: MODEL DISAGREEMENT: {d}", file=sys.stderr)
-    return {"equivalent": 0, "different": 1, "bounded": 4, "unknown": 4}.get(
+    return {"equivalent": 0, "different": 1, "bounded": 4, "unknown": 4, "stopped": 4}.get(
         result.verdict, EXIT_COULD_NOT_RUN)
 
 

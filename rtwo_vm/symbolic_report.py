@@ -102,15 +102,38 @@ def symbolic_json(exploration, replays, verdicts, written, code: int, ranges: bo
         "paths": [_path_json(exploration, e, r, ranges, names)
                   for e, r in zip(exploration.ends, replays)],
         "cuts": len(exploration.cuts), "bounds_hit": exploration.bounds_hit,
+        "not_explored": exploration.not_explored, "stopped": exploration.stopped,
+        "bounds": bounds_json(exploration),
         "dropped_after_sha256": exploration.refuted,
         "witnesses": _replay_counts(replays),
         "properties": [v.to_json() for v in verdicts],
         "vectors": written,
         "solver": {"queries": stats.queries, "unknown": stats.unknown, "timeout": stats.timeout,
                    "rlimit_per_query": exploration.solver.rlimit,
-                   "work_units": stats.rlimit_spent},
+                   "work_units": stats.rlimit_spent, "steps": exploration.steps,
+                   "frame_ends": exploration.frame_ends},
         "exit": code,
     }
+
+
+def bounds_json(exploration) -> dict:
+    """The bounds the run had (deterministic) and its safety nets."""
+    setup = exploration.setup
+    return {"max_calldata": None if setup.call_data is not None else setup.max_calldata,
+            "loop_bound": setup.loop_bound, "max_paths": setup.max_paths,
+            "max_steps": setup.max_steps, "max_work": setup.max_work,
+            "rlimit": exploration.solver.rlimit,
+            "safety_nets": {"deadline_seconds": setup.deadline, "z3_memory_mb": setup.z3_memory}}
+
+
+def bounds_text(exploration) -> str:
+    b = bounds_json(exploration)
+    calldata = "call data fixed" if b["max_calldata"] is None else \
+        f"max-calldata {b['max_calldata']}"
+    return (f"bounds: {calldata}, loop bound {b['loop_bound']}, max-paths {b['max_paths']}, "
+            f"max-steps {b['max_steps']}, max-work {b['max_work']}, rlimit {b['rlimit']} per "
+            f"query; safety nets: deadline {b['safety_nets']['deadline_seconds']:g} s, z3 "
+            f"memory {b['safety_nets']['z3_memory_mb']} MB")
 
 
 def _replay_counts(replays) -> dict:
@@ -127,7 +150,10 @@ def _short(value, limit: int = 34) -> str:
 
 
 def _num(v) -> str:
-    return str(v) if not isinstance(v, list) else f"{v[0]}..{v[1]}"
+    """A number, or a range [least, greatest] (? where the budget left a side undecided)."""
+    if not isinstance(v, list):
+        return "?" if v is None else str(v)
+    return "..".join("?" if x is None else str(x) for x in v)
 
 
 def symbolic_text(exploration, replays, verdicts, written, file: str, ranges: bool) -> str:
@@ -145,6 +171,10 @@ def symbolic_text(exploration, replays, verdicts, written, file: str, ranges: bo
     if exploration.refuted:
         lines[0] += (f"; {exploration.refuted} more dropped: no input follows them once SHA-256 "
                      "takes its true values")
+    for item in exploration.not_explored:
+        lines.append(f"  not explored: {item}")
+    if exploration.stopped:
+        lines.append(f"  STOPPED: {exploration.stopped}")
     lines += [head, "  " + "-" * (len(head) - 2)]
     for end, r in zip(ends, replays):
         d = describe(end, exploration.solver, ranges)
@@ -158,7 +188,9 @@ def symbolic_text(exploration, replays, verdicts, written, file: str, ranges: bo
                  + f" (of {len(ends)} paths, replayed on reference_vm)")
     stats = exploration.solver.stats
     lines.append(f"solver: {stats.queries} queries, {stats.unknown} unknown, "
-                 f"{stats.rlimit_spent} work units (at most {exploration.solver.rlimit} each)")
+                 f"{stats.rlimit_spent} work units (at most {exploration.solver.rlimit} each); "
+                 f"{exploration.steps} instructions, {exploration.frame_ends} frame ends")
+    lines.append(bounds_text(exploration))
     for v in verdicts:
         lines.append(f"property {v.name}: {v.verdict}" + (f" ({v.detail})" if v.detail else ""))
         if v.replay is not None and v.replay.witness is not None:
@@ -192,7 +224,9 @@ def symbolic_text(exploration, replays, verdicts, written, file: str, ranges: bo
 # -- equivalence ----------------------------------------------------------------------------
 
 def equivalence_json(result, written) -> dict:
-    return {"verdict": result.verdict, "compared": list(result.fields),
+    return {"verdict": result.verdict, "stopped": result.stopped,
+            "bounds_given": bounds_json(result.explorations[0]) if result.explorations else None,
+            "compared": list(result.fields),
             "paths": list(result.paths), "pairs": result.pairs, "queries": result.queries,
             "bounds": result.bounds, "undecided": result.undecided,
             "distinguishing_input": result.witness.to_json() if result.witness else None,
@@ -206,8 +240,12 @@ def equivalence_text(result, a: str, b: str, written) -> str:
              f"  paths: {result.paths[0]} of A, {result.paths[1]} of B; {result.pairs} "
              f"pair{'s' if result.pairs != 1 else ''} compared, "
              f"{result.queries} solver queries"]
-    if result.bounds:
-        lines.append(f"  bounds hit: {', '.join(result.bounds)}")
+    for bound in result.bounds:
+        lines.append(f"  not shown beyond: {bound}")
+    if result.stopped:
+        lines.append(f"  STOPPED: {result.stopped}")
+    if result.explorations:
+        lines.append("  " + bounds_text(result.explorations[0]))
     for u in result.undecided[:3]:
         lines.append(f"  undecided: {u}")
     if result.witness is not None:

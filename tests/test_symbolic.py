@@ -107,17 +107,37 @@ def test_counter_grows_by_one_or_changes_nothing_and_wraps_only_at_the_top():
 
 def test_proxy_through_the_call_the_counter_grows_by_one_or_changes_nothing():
     p = props("proxy_properties.py")
-    codes = {0x100: code("proxy.rasm"), 0x101: code("counter.rasm")}
+    # as examples/scenarios.toml deploys them: the counter at 0x101, the reverter at 0x102
+    codes = {0x100: code("proxy.rasm"), 0x101: code("counter.rasm"),
+             0x102: code("reverter.rasm")}
     for compute in (None, 600):     # 600: the counter's new-slot path fails inside the call
         limits = Limits() if compute is None else Limits(compute=compute)
         x = explore(Setup(0x100, codes, limits=limits))
-        assert replays(x) == ["agrees"] * len(x.ends)
+        assert replays(x) == ["agrees"] * len(x.ends) and not x.not_explored
         for name in p:
             assert check(x, p[name]).verdict == "proved", name
     failed = [e for e in x.ends if e.records and e.records[0].error == "COMPUTE_LIMIT_EXCEEDED"]
-    assert len(failed) == 1 and failed[0].status == "success"
-    # 0x102 is not deployed: the second call's record says so, as the interpreter's does
-    assert {(r.status, r.error) for r in failed[0].records[1:]} == {("rejected", "CONTRACT_NOT_FOUND")}
+    assert failed and all(e.status == "success" for e in failed)
+    # at 600 units each callee's new slot runs out of compute (its slot zero) or not: the
+    # reverter then reverts (its write undone), and the proxy succeeds in every case
+    assert {tuple((r.status, r.error) for r in e.records) for e in x.ends} == {
+        (a, b) for a in (("exhausted", "COMPUTE_LIMIT_EXCEEDED"), ("success", None))
+        for b in (("exhausted", "COMPUTE_LIMIT_EXCEEDED"), ("reverted", None))}
+
+
+def test_a_call_to_an_address_without_code_given_is_named_in_every_verdict():
+    p = props("proxy_properties.py")
+    del_102 = {0x100: code("proxy.rasm"), 0x101: code("counter.rasm")}
+    x = explore(Setup(0x100, del_102))
+    # 0x102 is not deployed: the second call's record says so, as the interpreter's does,
+    # and the run says it assumed no code there
+    assert {(r.status, r.error) for e in x.ends for r in e.records[1:]} == {
+        ("rejected", "CONTRACT_NOT_FOUND")}
+    assert x.not_explored == ["callee 0x102 not given (assumed to have no code)"]
+    for name in p:
+        v = check(x, p[name])
+        assert v.verdict == "bounded" and v.bounds == x.not_explored, name
+        assert exit_code([v]) == 4
 
 
 def test_a_loop_on_symbolic_call_data_is_bounded_and_a_concrete_one_is_not():

@@ -61,10 +61,17 @@ def test_counter_and_proxy_demonstrations(capsys):
     assert "counter_grows_by_one_as_an_integer: counterexample" in out
     assert "1 COMPUTE_LIMIT_EXCEEDED, 1 success" in out
     code, out, _ = run(capsys, "symbolic", str(EX / "proxy.rasm"), "--contract",
-                       f"0x101={EX / 'counter.rasm'}", "--properties",
+                       f"0x101={EX / 'counter.rasm'}", "--contract",
+                       f"0x102={EX / 'reverter.rasm'}", "--properties",
                        str(EX / "proxy_properties.py"), "--compute", "600")
     assert code == 0, out
     assert out.count(": proved") == 2
+    # without the reverter the second call finds no code: assumed, and said
+    code, out, _ = run(capsys, "symbolic", str(EX / "proxy.rasm"), "--contract",
+                       f"0x101={EX / 'counter.rasm'}", "--properties",
+                       str(EX / "proxy_properties.py"), "--compute", "600")
+    assert code == 4 and out.count(": bounded") == 2, out
+    assert out.count("callee 0x102 not given (assumed to have no code)") == 3
 
 
 def test_default_property_and_emitted_vectors_of_every_path(capsys):
@@ -205,9 +212,11 @@ def test_the_same_command_gives_the_same_report_under_any_hash_seed(tmp_path):
 
 
 def test_the_commands_defaults_are_the_executors():
-    from proofs.symbolic import world
+    from proofs.symbolic.world import Setup
     from rtwo_vm.cli import build_parser
-    args = build_parser().parse_args(["symbolic", "x.rasm"])
-    assert (args.max_calldata, args.loop_bound, args.max_paths, args.max_steps) == (
-        world.DEFAULT_MAX_CALLDATA, world.DEFAULT_LOOP_BOUND, world.DEFAULT_MAX_PATHS,
-        world.DEFAULT_MAX_STEPS)
+    names = ("max_calldata", "loop_bound", "max_paths", "max_steps", "max_work", "deadline",
+             "z3_memory")
+    setup = Setup(0x100, {0x100: b""})
+    for command in (["symbolic", "x.rasm"], ["equivalence", "x.rasm", "y.rasm"]):
+        args = build_parser().parse_args(command)
+        assert {n: getattr(args, n) for n in names} == {n: getattr(setup, n) for n in names}

@@ -29,6 +29,7 @@ from proofs import execute
 from proofs.accounting import umin
 from proofs.concrete import concrete_bytes, no_call, word
 from proofs.machine import RUNNING, SUCCESS, Branch, CallOracle, memory_range
+from proofs.symbolic.budget import simplify
 from proofs.symbolic.outcome import Record
 from proofs.symbolic.world import NOT_FOUND, W, Code, Refusal, frame_state
 from proofs.words import SPEC
@@ -52,7 +53,7 @@ class Calls:
 
     def targets(self, address) -> list:
         """(condition, address) for each contract the operand may name; None: any other."""
-        a = z3.simplify(address)
+        a = simplify(address)
         if z3.is_bv_value(a):
             return [(z3.BoolVal(True), a.as_long())]
         known = sorted(self.x.setup.codes)
@@ -82,11 +83,11 @@ class Calls:
         return out
 
     def _depth(self, s) -> int:
-        return z3.simplify(s.env.depth).as_long()
+        return simplify(s.env.depth).as_long()
 
     def _refused(self, code: Code, depth: int, address, status: str, error: str) -> Record:
         zero = W.cval(0)
-        return Record(depth, code.address, z3.simplify(address), status, error, None,
+        return Record(depth, code.address, simplify(address), status, error, None,
                       zero, zero, zero, zero, zero, zero)
 
     def _run(self, code: Code, p, after_branch, cond, target, depth, address) -> list:
@@ -111,13 +112,13 @@ class Calls:
     def _explore_callee(self, code: Code, p, after_branch, callee: Code, depth, address) -> list:
         s, after = p.state, after_branch.state
         length, offset = W.widen(s.stack[0]), W.widen(s.stack[1])
-        limit = z3.simplify(umin(after.compute_limit, after.compute + W.widen(s.stack[2])))
+        limit = simplify(umin(after.compute_limit, after.compute + W.widen(s.stack[2])))
         world = dict(p.world)
         world[code.address] = after.storage
         frame = frame_state(
             code=callee, caller=word(W, code.address),
             call_data=memory_range(after.memory, offset, length),
-            storage=world[callee.address], compute=z3.simplify(after.compute),
+            storage=world[callee.address], compute=simplify(after.compute),
             compute_limit=limit, pages_live=after.pages_live, pages_peak=after.pages_peak,
             memory_limit=after.memory_limit, storage_units=after.storage_units,
             storage_limit=after.storage_limit, reads=after.reads, writes=after.writes,
@@ -135,8 +136,8 @@ class Calls:
                 after_world[callee.address] = t.storage
             else:
                 after_world = dict(p.world)
-            gained = {n: z3.simplify(getattr(t, n) - getattr(after, n)) for n in GAINED}
-            pages = z3.simplify(z3.If(z3.UGT(t.pages_peak, after.pages_live),
+            gained = {n: simplify(getattr(t, n) - getattr(after, n)) for n in GAINED}
+            pages = simplify(z3.If(z3.UGT(t.pages_peak, after.pages_live),
                                       t.pages_peak - after.pages_live, W.cval(0)))
             output = t.output if t.output is not None and end.status in OUTCOME_LABEL \
                 else concrete_bytes(W, b"")
@@ -150,9 +151,9 @@ class Calls:
                 output=output, events=t.events if ok else ())
             want = OUTCOME_LABEL.get(end.status, "callee failed")
             error = None if end.status in OUTCOME_LABEL else end.status
-            rec = Record(depth, code.address, z3.simplify(address),
+            rec = Record(depth, code.address, simplify(address),
                          SPEC.errors[error].kind if error else end.status, error,
-                         z3.simplify(t.pc).as_long() if error else None, gained["compute"],
+                         simplify(t.pc).as_long() if error else None, gained["compute"],
                          t.memory.pages, gained["reads"], gained["writes"], gained["new_slots"],
                          gained["storage_units"])
             records = q.records[:index] + (rec,) + q.records[index + 1:]

@@ -5,7 +5,10 @@ caller, call data, storage of every contract, time and seed: the same z3 constan
 every pair of paths, one of each, the query "both path conditions hold and some compared
 field differs" is solved; a model is a distinguishing input, made consistent with SHA-256 and
 run on the reference for both contracts, which must differ in a compared field. No pair with
-a model (and no bound hit, no query undecided) proves the two equivalent.
+a model (and no bound hit, no query undecided) proves the two equivalent. What either
+exploration left out is named and makes the verdict ``bounded``: a path a bound cut, call
+data longer than ``max_calldata`` where a path reads past it, a call to an address without
+code given (assumed to have none). A safety net that stopped the run makes it ``stopped``.
 
 Fields (``--compare``): status, error, error_pc, output, storage (the post-state of every
 contract, i.e. the state changes), events, calls, usage, fee. By default all of them: the
@@ -19,6 +22,7 @@ from dataclasses import dataclass, field
 import z3
 
 from proofs.symbolic import witness as witnesses
+from proofs.symbolic.budget import TermTooLarge, simplify
 from proofs.symbolic.executor import explore
 from proofs.symbolic.outcome import USAGE
 from proofs.symbolic.solve import SAT, UNSAT, Solver
@@ -31,7 +35,7 @@ RECORD = ("callee", "compute", "memory_pages", "storage_reads", "storage_writes"
 
 @dataclass
 class Equivalence:
-    verdict: str                        # equivalent | bounded | different | unknown | disagreement
+    verdict: str          # equivalent | bounded | different | unknown | stopped | disagreement
     fields: tuple
     pairs: int = 0
     queries: int = 0
@@ -44,6 +48,7 @@ class Equivalence:
     pair: tuple = ()
     disagreements: list = field(default_factory=list)
     explorations: tuple = ()
+    stopped: str | None = None          # the safety net that stopped the run
 
 
 def _bytes_differ(a, b, j):
@@ -85,7 +90,12 @@ def difference(a, b, fields, fresh) -> z3.BoolRef:
         diffs += [a.usage[n] != b.usage[n] for n in USAGE]
     if "fee" in fields:
         diffs.append(a.fee != b.fee)
-    return z3.simplify(z3.Or(diffs)) if diffs else z3.BoolVal(False)
+    if not diffs:
+        return z3.BoolVal(False)
+    try:
+        return simplify(z3.Or(diffs))
+    except TermTooLarge:
+        return z3.Or(diffs)
 
 
 def compare(setup_a, setup_b, fields=FIELDS, solver: Solver | None = None) -> Equivalence:
@@ -93,7 +103,9 @@ def compare(setup_a, setup_b, fields=FIELDS, solver: Solver | None = None) -> Eq
     xa, xb = explore(setup_a, solver), explore(setup_b, solver)
     out = Equivalence("equivalent", tuple(fields), paths=(len(xa.ends), len(xb.ends)),
                       explorations=(xa, xb))
-    out.bounds = sorted({f"A: {b}" for b in xa.bounds_hit} | {f"B: {b}" for b in xb.bounds_hit})
+    out.bounds = sorted({f"{label}: {b}" for label, x in (("A", xa), ("B", xb))
+                         for b in x.bounds_hit + x.not_explored
+                         if not b.startswith("stopped:")})   # a safety net: out.stopped
     counter = [0]
 
     def fresh(name, like):
@@ -103,6 +115,8 @@ def compare(setup_a, setup_b, fields=FIELDS, solver: Solver | None = None) -> Eq
 
     for a in xa.ends:
         for b in xb.ends:
+            if solver.stopped:
+                break
             out.pairs += 1
             differ = difference(a, b, fields, fresh)
             if z3.is_false(differ):
@@ -133,7 +147,10 @@ def compare(setup_a, setup_b, fields=FIELDS, solver: Solver | None = None) -> Eq
             else:
                 out.verdict = "different"
             return out
-    if out.undecided:
+    if solver.stopped:
+        out.verdict = "stopped"
+        out.stopped = solver.stopped
+    elif out.undecided:
         out.verdict = "unknown"
     elif out.bounds:
         out.verdict = "bounded"

@@ -9,10 +9,15 @@ the ``deterministic`` theorem); otherwise each is kept when the solver finds the
 condition with it satisfiable — or cannot decide (``unknown``: kept, so no path is lost, and
 flagged). Exploration is depth first in the models' branch order: deterministic.
 
-Bounds, each named when hit: the loop bound K (a pc at which a path forked more than K
-times in one frame stops being followed: ``--loop-bound``), the number of paths
-(``--max-paths``: a path found past it stops the exploration) and the instructions per path
-(``--max-steps``, the safety net of loops with a constant trip count). CALL is ``calls.py``.
+Bounds, each named when hit (``bounds.py``): the loop bound K (a pc at which a path forked
+more than K times in one frame stops being followed: ``--loop-bound``), the path ends of
+every frame, callees' included (``--max-paths``: one past it stops the exploration), the
+instructions executed in all (``--max-steps``), the z3 work units of the exploration
+(``--max-work``: simplification and queries), and the rewriting steps of one simplification
+(a path whose terms need more is cut). What the run does not explore is named too: call
+data longer than ``--max-calldata`` where a path reads past it (``reads.py``), and calls to
+addresses without code given (assumed to have none). The safety nets (wall clock, z3's
+memory) stop the exploration and mark the run ``stopped``. CALL is ``calls.py``.
 """
 
 from __future__ import annotations
@@ -25,7 +30,8 @@ import z3
 from proofs import execute
 from proofs.machine import RUNNING, SUCCESS, Branch, Memory, State, base_memory
 from proofs.instructions.hash import digest_of
-from proofs.symbolic import outcome
+from proofs.symbolic import budget, outcome, reads
+from proofs.symbolic.budget import Stopped, TermTooLarge, active, simplify
 from proofs.symbolic.calls import Calls
 from proofs.symbolic.solve import SAT, UNSAT, Solver, is_abstract
 from proofs.symbolic.world import (
@@ -47,7 +53,7 @@ class ModelError(Exception):
 
 
 class StopExploration(Exception):
-    """More paths than --max-paths."""
+    """A bound of the whole exploration was reached (its name is the message)."""
 
 
 @dataclass(frozen=True)
@@ -92,19 +98,34 @@ class Exploration:
     solver: Solver | None = None
     codes: dict = field(default_factory=dict)
     refuted: int = 0              # paths dropped: infeasible once SHA-256 takes its values
+    unexplored: list = field(default_factory=list)   # Cut: inputs and callees not explored
+    steps: int = 0                # instructions executed, every path and frame
+    frame_ends: int = 0           # path ends of every frame, callees' included
+    invariant: dict = field(default_factory=dict)    # term id -> same past the bound (verdicts)
+    invariant_terms: list = field(default_factory=list)
 
     @property
     def bounds_hit(self) -> list[str]:
         return sorted({c.bound for c in self.cuts})
 
+    @property
+    def not_explored(self) -> list[str]:
+        """What the run did not explore (call data past the bound, callees not given)."""
+        return sorted({c.bound for c in self.unexplored})
+
+    @property
+    def stopped(self) -> str | None:
+        """The safety net that stopped the run, if one did."""
+        return self.solver.stopped if self.solver is not None else None
+
 
 def const(term) -> int | None:
-    t = z3.simplify(term)
+    t = simplify(term)
     return t.as_long() if z3.is_bv_value(t) else None
 
 
 def conjuncts(cond) -> list:
-    c = z3.simplify(cond)
+    c = simplify(cond)
     if z3.is_true(c):
         return []
     if z3.is_and(c):
@@ -129,6 +150,7 @@ class Explorer:
     def __init__(self, setup: Setup, solver: Solver | None = None):
         self.setup = setup
         self.solver = solver or Solver(setup.rlimit)
+        self.solver.configure(setup)
         self.inputs = make_inputs(setup)
         self.codes = {a: admit(a, blob, setup.policy) for a, blob in sorted(setup.codes.items())}
         self.result = Exploration(setup, self.inputs, solver=self.solver, codes=self.codes)
@@ -140,13 +162,19 @@ class Explorer:
         if isinstance(code, Refusal):
             self._refused(code)
             return self.result
-        state = entry_state(self.setup, self.inputs, code)
-        path = Path(state, tuple(self.inputs.constraints), dict(self.inputs.storage))
+        run = self.solver.run
+        run.begin(f"exploration of {self.setup.entry:#x}")
         try:
-            for end in self.frame(code, path):
-                self._finish(end)
-        except StopExploration:
-            self.result.cuts.append(Cut(f"max-paths {self.setup.max_paths}", ()))
+            with active(run):
+                state = entry_state(self.setup, self.inputs, code)
+                path = Path(state, tuple(self.inputs.constraints), dict(self.inputs.storage))
+                for end in self.frame(code, path):
+                    self._finish(end)
+        except StopExploration as stop:
+            self.result.cuts.append(Cut(str(stop), ()))
+        except Stopped as stop:
+            self.result.cuts.append(Cut(f"stopped: {stop}", ()))
+        run.begin("witnesses and verdicts")
         return self.result
 
     def _refused(self, refusal: Refusal) -> None:
@@ -165,8 +193,6 @@ class Explorer:
             if status == UNSAT:
                 self.result.refuted += 1
                 return
-        if len(self.result.ends) >= self.setup.max_paths:
-            raise StopExploration
         ok = end.status == SUCCESS
         status, error = (end.status, None) if end.status in (SUCCESS, "reverted") else (
             SPEC.errors[end.status].kind, end.status)
@@ -189,52 +215,119 @@ class Explorer:
         work = [path]
         while work:
             p = work.pop()
-            s = p.state
-            pc = const(s.pc)
+            pc = const(p.state.pc)
             if pc is None or pc not in code.at:
-                raise ModelError(f"pc {s.pc} is no instruction of {code.address:#x}")
-            if p.steps >= self.setup.max_steps:
-                self.result.cuts.append(Cut(f"max-steps {self.setup.max_steps}", p.conds))
+                raise ModelError(f"pc {p.state.pc} is no instruction of {code.address:#x}")
+            self._count_step()
+            try:
+                ends, successors = self._step(code, p, pc)
+            except TermTooLarge:
+                self.result.cuts.append(Cut(f"simplify steps {budget.SIMPLIFY_STEPS} at pc {pc} "
+                                            f"of {code.address:#x}", p.conds))
                 continue
-            mnemonic, imm = code.at[pc]
-            outputs = SPEC.by_mnemonic[mnemonic].outputs
-            p = replace(p, steps=p.steps + 1, pcs=p.pcs + (pc,))
-            if mnemonic == "CALL":
-                candidates = self.calls.step(code, p)
-                kept = self.feasible(candidates, one_step=False)
-            else:
-                p = self._note(code, p, mnemonic)
-                s = self._prepared(p.state, mnemonic)
-                ins = SPEC.by_mnemonic[mnemonic]
-                imm_term = z3.BitVecVal(imm, 8 * ins.immediate_size) if ins.immediate_size else None
-                branches = execute.step(s, mnemonic, imm_term)
-                kept = self.feasible([(b, p) for b in branches], one_step=True)
-                kept = [(b, self._abstract(q, s, mnemonic, b)) for b, q in kept]
-                if mnemonic in WRITES_MEMORY:
-                    kept = [(_flattened(b), replace(q, memory_writes=q.memory_writes + 1))
-                            if q.memory_writes + 1 >= FLATTEN_AFTER else
-                            (b, replace(q, memory_writes=q.memory_writes + 1)) for b, q in kept]
-                    kept = [(b, replace(q, memory_writes=0)) if q.memory_writes >= FLATTEN_AFTER
-                            else (b, q) for b, q in kept]
-            forked = len(kept) > 1
-            if forked:
-                visits = dict(p.visits)
-                visits[pc] = visits.get(pc, 0) + 1
-                over = visits[pc] > self.setup.loop_bound
-            successors = []
-            for b, q in kept:
-                if forked:
-                    q = replace(q, visits=tuple(sorted(visits.items())),
-                                choices=q.choices + ((code.address, pc, b.label),))
-                if b.status != RUNNING:
-                    yield FrameEnd(b.status, b.state, q)
-                elif forked and over:
-                    self.result.cuts.append(Cut(
-                        f"loop bound {self.setup.loop_bound} at pc {pc} of {code.address:#x}",
-                        q.conds))
-                else:
-                    successors.append(replace(q, state=normalise(b.state, p.state, outputs)))
+            for end in ends:
+                self._count_end()
+                yield end
             work.extend(reversed(successors))
+
+    def _count_step(self) -> None:
+        """One more instruction: the exploration's bounds and the safety nets."""
+        x = self.result
+        x.steps += 1
+        if x.steps > self.setup.max_steps:
+            raise StopExploration(f"max-steps {self.setup.max_steps}")
+        if not self.solver.run.check():
+            raise StopExploration(self.solver.run.bound)
+
+    def _count_end(self) -> None:
+        self.result.frame_ends += 1
+        if self.result.frame_ends > self.setup.max_paths:
+            raise StopExploration(f"max-paths {self.setup.max_paths}")
+
+    def _step(self, code: Code, p: Path, pc: int) -> tuple[list, list]:
+        """The instruction at ``pc`` on path ``p``: the frame ends it reaches and the paths
+        that go on."""
+        mnemonic, imm = code.at[pc]
+        outputs = SPEC.by_mnemonic[mnemonic].outputs
+        p = replace(p, steps=p.steps + 1, pcs=p.pcs + (pc,))
+        if mnemonic == "CALL":
+            candidates = self.calls.step(code, p)
+            kept = self.feasible(candidates, one_step=False)
+            self._absent_callees(p, kept)
+        else:
+            if mnemonic in reads.READS:
+                self._reads(code, p, pc, mnemonic)
+            p = self._note(code, p, mnemonic)
+            s = self._prepared(p.state, mnemonic)
+            ins = SPEC.by_mnemonic[mnemonic]
+            imm_term = z3.BitVecVal(imm, 8 * ins.immediate_size) if ins.immediate_size else None
+            branches = execute.step(s, mnemonic, imm_term)
+            kept = self.feasible([(b, p) for b in branches], one_step=True)
+            kept = [(b, self._abstract(q, s, mnemonic, b)) for b, q in kept]
+            if mnemonic in WRITES_MEMORY:
+                kept = [self._written(b, q, mnemonic) for b, q in kept]
+        forked = len(kept) > 1
+        if forked:
+            visits = dict(p.visits)
+            visits[pc] = visits.get(pc, 0) + 1
+            over = visits[pc] > self.setup.loop_bound
+        ends, successors = [], []
+        for b, q in kept:
+            if forked:
+                q = replace(q, visits=tuple(sorted(visits.items())),
+                            choices=q.choices + ((code.address, pc, b.label),))
+            if b.status != RUNNING:
+                ends.append(FrameEnd(b.status, b.state, q))
+            elif forked and over:
+                self.result.cuts.append(Cut(
+                    f"loop bound {self.setup.loop_bound} at pc {pc} of {code.address:#x}",
+                    q.conds))
+            else:
+                successors.append(replace(q, state=normalise(b.state, p.state, outputs)))
+        return ends, successors
+
+    @staticmethod
+    def _written(b, q: Path, mnemonic: str):
+        """After a memory write: memory made one array again every FLATTEN_AFTER writes,
+        and after every MCOPY (its bytes are read from memory itself: left as closures,
+        each copy would read the memory before it twice, and n copies 2^n times)."""
+        writes = q.memory_writes + (FLATTEN_AFTER if mnemonic == "MCOPY" else 1)
+        if writes >= FLATTEN_AFTER:
+            return _flattened(b), replace(q, memory_writes=0)
+        return b, replace(q, memory_writes=writes)
+
+    def _reads(self, code: Code, p: Path, pc: int, mnemonic: str) -> None:
+        """A read of the input call data: can an input of exactly max_calldata bytes reach
+        it and read past them (reads.py)? Then longer call data is not covered."""
+        s, x = p.state, self.result
+        if not self.setup.calldata_bounded or s.env.call_data is not self.inputs.call_data \
+                or any(c.bound.startswith("max-calldata") for c in x.unexplored):
+            return
+        bound = self.setup.max_calldata
+        cond = reads.past(s, mnemonic, bound)
+        if cond is None or z3.is_false(simplify(cond)):
+            return
+        at_bound = self.inputs.call_data_length == W.cval(bound)
+        status, _ = self.solver.check(p.conds + (at_bound, cond),
+                                      f"call data past {bound} bytes at pc {pc}")
+        if status != UNSAT:
+            x.unexplored.append(Cut(reads.describe(mnemonic, pc, code.address, bound), ()))
+
+    def _absent_callees(self, p: Path, kept: list) -> None:
+        """A CALL that reaches an address without code given: the run assumes it has none
+        (as ``rtwo-vm run`` does), and says so."""
+        for _, q in kept:
+            if len(q.records) <= len(p.records):
+                continue
+            record = q.records[len(p.records)]
+            if record is None or record.error != "CONTRACT_NOT_FOUND":
+                continue
+            callee = const(record.callee)
+            given = ", ".join(f"{a:#x}" for a in sorted(self.setup.codes))
+            where = (f"{callee:#x}" if callee is not None else
+                     f"at a symbolic address other than {given}")
+            self.result.unexplored.append(Cut(
+                f"callee {where} not given (assumed to have no code)", q.conds))
 
     def feasible(self, candidates, one_step: bool) -> list:
         """The candidates (branch, path) whose conditions can hold, each path extended with
@@ -273,9 +366,9 @@ class Explorer:
         s = p.state
         height = const(s.height) or 0
         if mnemonic == "SLOAD" and height >= 1:
-            return replace(p, keys=p.keys + ((code.address, z3.simplify(s.stack[0])),))
+            return replace(p, keys=p.keys + ((code.address, simplify(s.stack[0])),))
         if mnemonic == "SSTORE" and height >= 2:
-            key = (code.address, z3.simplify(s.stack[1]))
+            key = (code.address, simplify(s.stack[1]))
             return replace(p, keys=p.keys + (key,), written=p.written + (key,))
         return p
 
@@ -293,7 +386,7 @@ class Explorer:
         if b.status != RUNNING:
             return p
         if mnemonic == "RANDOM":
-            app = z3.simplify(b.state.stack[0])
+            app = simplify(b.state.stack[0])
         elif mnemonic == "SHA256" and (const(s.height) or 0) >= 3:
             ln, sr = W.widen(s.stack[0]), W.widen(s.stack[1])
             try:
@@ -304,7 +397,7 @@ class Explorer:
             return p
         # Both forms: the term as built (in memory, output) and as simplified (in the path
         # condition, whose conjuncts are simplified).
-        found = [a for a in (app, z3.simplify(app)) if is_abstract(a)]
+        found = [a for a in (app, simplify(app)) if is_abstract(a)]
         new = tuple(a for n, a in enumerate(found) if all(
             b.get_id() != a.get_id() for b in p.apps + tuple(found[:n])))
         return replace(p, apps=p.apps + new) if new else p
@@ -347,20 +440,20 @@ def normalise(s, before, fresh: int):
     window below), and what the step made simplified: the top ``fresh`` stack items (the
     ones it pushed; the rest are the previous state's, simplified already), the return
     stack, and each meter it changed (an unchanged one is the very same term)."""
-    pc = z3.simplify(s.pc)
+    pc = simplify(s.pc)
     height, rheight = const(s.height), const(s.rheight)
     if not z3.is_bv_value(pc) or height is None or rheight is None:
         raise ModelError("a symbolic pc or stack height")
     fresh = min(fresh, height)
-    stack = tuple(z3.simplify(v) for v in s.stack[:fresh]) + tuple(s.stack[fresh:height])
+    stack = tuple(simplify(v) for v in s.stack[:fresh]) + tuple(s.stack[fresh:height])
     if len(stack) < height:
         raise ModelError("the stack lost items below the window")
-    rstack = tuple(z3.simplify(v) for v in s.rstack[:rheight]) + (ZERO, ZERO)
-    meters = {n: z3.simplify(getattr(s, n)) for n in METERS
+    rstack = tuple(simplify(v) for v in s.rstack[:rheight]) + (ZERO, ZERO)
+    meters = {n: simplify(getattr(s, n)) for n in METERS
               if getattr(s, n) is not getattr(before, n)}
     pages = s.memory.pages
     memory = s.memory if pages is before.memory.pages else Memory(
-        z3.simplify(pages), s.memory.read, s.memory.hash_key)
+        simplify(pages), s.memory.read, s.memory.hash_key)
     return s.replace(pc=pc, height=z3.BitVecVal(height, W.counter_bits),
                      stack=stack + zero_window(), rheight=z3.BitVecVal(rheight, W.counter_bits),
                      rstack=rstack, memory=memory, **meters)

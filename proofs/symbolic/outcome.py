@@ -16,6 +16,7 @@ import z3
 
 from proofs.evaluate import compile_term
 from proofs.machine import Bytes
+from proofs.symbolic.budget import TermTooLarge, simplify
 from proofs.symbolic.solve import Solver, value
 from proofs.words import SPEC
 
@@ -126,7 +127,12 @@ def concretise(end: End, model: z3.ModelRef) -> dict:
 
 
 def constant(term) -> int | None:
-    t = z3.simplify(term)
+    """The term's value when it simplifies to a constant; None otherwise (or when it is too
+    large to simplify within the budget)."""
+    try:
+        t = simplify(term)
+    except TermTooLarge:
+        return None
     if z3.is_bv_value(t) or z3.is_int_value(t):
         return t.as_long()
     return None
@@ -152,7 +158,11 @@ def input_names(exploration, words: int = 64) -> dict:
 
 def short(term, limit: int = 160, names: dict | None = None) -> str:
     from proofs.symbolic.properties import render
-    text = " ".join(render(z3.simplify(term), names or {}, limit).split())
+    try:
+        term = simplify(term)
+    except TermTooLarge:
+        pass
+    text = " ".join(render(term, names or {}, limit).split())
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
@@ -197,7 +207,10 @@ def describe(end: End, solver: Solver, ranges: bool = True, names: dict | None =
             continue
         seen.add((address, key.get_id()))
         before, after = end.pre[address][key], end.post[address][key]
-        same = z3.simplify(before == after)
+        try:
+            same = simplify(before == after)
+        except TermTooLarge:
+            same = before == after
         if z3.is_true(same):
             continue
         changes.append({"address": hex(address), "key": word_text(key, names),

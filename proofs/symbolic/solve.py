@@ -2,9 +2,11 @@
 
 Every query is a conjunction of path conditions (and, for claims, a negated claim) solved by
 z3 with a resource limit in z3's own work units (``rlimit``; ``[config.symbolic]`` of
-``proofs/budgets.toml``), never a time limit: an undecided query is ``unknown`` and the
-query is named in the verdict. The budgets file's ``wall_seconds`` is a safety net only; a
-query that hits it is ``timeout``, reported as such.
+``proofs/budgets.toml``, and never more than the run's phase has left: ``budget.py``), never
+a time limit: an undecided query is ``unknown`` and the query is named in the verdict. The
+budgets file's ``wall_seconds`` (per query) and the run's deadline are safety nets only; a
+query that hits one is ``timeout``, and a query z3's memory cap stops is ``memory``: the run
+is then stopped (``budget.stopped``), reported as such, and later queries are not solved.
 
 SHA-256 over symbolic bytes and the random stream of a symbolic seed are uninterpreted
 function symbols in the models (proofs/instructions/hash.py, context.py). A model of a query
@@ -26,10 +28,12 @@ import z3
 from proofs import solvers
 from proofs.evaluate import constant
 from proofs.instructions.context import random_value
+from proofs.symbolic.budget import RunBudget
 from proofs.symbolic.integers import as_bitvectors
 from proofs.words import SPEC, width
 
 SAT, UNSAT, UNKNOWN, TIMEOUT = solvers.SAT, solvers.UNSAT, solvers.UNKNOWN, solvers.TIMEOUT
+MEMORY = "memory"
 CONFIG = "symbolic"
 MAX_ROUNDS = 24           # axiom instances added before a witness search gives up (unknown)
 COUNTER_SIZE = SPEC.schedule["randomness"]["counter_size"]
@@ -51,29 +55,100 @@ class Stats:
     timeout: int = 0
     rlimit_spent: int = 0
     undecided: list = field(default_factory=list)   # names of the queries left unknown
+    work_spent: int = 0             # queries left unknown because the phase's budget ran out
 
 
 class Solver:
     """Fresh z3 solver per query: an answer depends on the query alone, not on the order in
     which paths were explored."""
 
-    def __init__(self, rlimit: int | None = None, budgets: str | None = None):
+    def __init__(self, rlimit: int | None = None, budgets: str | None = None,
+                 run: RunBudget | None = None):
         self.rlimit, self.wall = budget(rlimit, budgets)
         self.stats = Stats()
-        self._seen = 0
+        self.run = run or RunBudget()
 
-    def _solver(self, optimize: bool = False):
+    def configure(self, setup) -> None:
+        """The run's budget and safety nets from a Setup (the first one starts the clock)."""
+        self.run.configure(setup.max_work, setup.deadline, setup.z3_memory)
+        self.run.start_clock()
+
+    @property
+    def stopped(self) -> str | None:
+        return self.run.stopped
+
+    def _limits(self, name: str) -> tuple[int, int] | str:
+        """(rlimit, timeout in ms) for the next query, or why it is not solved."""
+        if self.run.stopped is not None:
+            return self.run.stopped
+        left = self.run.left()
+        if left <= 0:
+            return f"{self.run.bound} spent"
+        seconds = min(self.wall, self.run.seconds_left())
+        if seconds <= 0:
+            self.run.stop(self.run.deadline_reason())
+        elif self.run.memory() > self.run.z3_memory:
+            self.run.stop(self.run.memory_reason())
+        if self.run.stopped is not None:
+            return self.run.stopped
+        return min(self.rlimit, left), max(1, int(seconds * 1000))
+
+    def _solver(self, rlimit: int, timeout: int, optimize: bool = False):
         s = z3.Optimize() if optimize else z3.Solver()
-        s.set("rlimit", self.rlimit)
-        s.set("timeout", int(self.wall * 1000))
+        s.set("rlimit", rlimit)
+        s.set("timeout", timeout)
+        if not optimize:               # z3's optimiser takes no memory cap: checked before
+            s.set("max_memory", self.run.z3_memory)
         return s
 
-    def _count(self, s) -> None:
-        """Work units of the last query: z3's count is the context's running total."""
-        stats = s.statistics()
-        total = stats.get_key_value("rlimit count") if "rlimit count" in stats.keys() else 0
-        self.stats.rlimit_spent += max(0, total - self._seen)
-        self._seen = max(self._seen, total)
+    def _unsolved(self, name: str, why: str) -> tuple[str, None]:
+        """A query not solved: the run is stopped or its phase's work budget is spent."""
+        if self.run.stopped is not None:
+            status = TIMEOUT if why.startswith("the wall clock") else MEMORY
+            self.stats.timeout += 1
+        else:
+            status = f"{UNKNOWN} ({why})"        # the phase's work budget is spent
+            self.stats.unknown += 1
+            self.stats.work_spent += 1
+        if name:
+            self.stats.undecided.append(f"{name}: {why}")
+        return status, None
+
+    def _solve(self, s, name: str, rlimit: int, record: bool = True) -> str:
+        """Check ``s``: sat, unsat, or the undecided status (counted and named when
+        ``record``: not for an optimisation tried before the plain query)."""
+        answer = str(s.check())
+        if answer == UNKNOWN and "memory" in s.reason_unknown():
+            self.run.stop(self.run.memory_reason())
+            answer = MEMORY
+        self.stats.queries += 1
+        self.stats.rlimit_spent = self.run.counter() - self.run.start
+        if answer in (SAT, UNSAT):
+            return answer
+        if not record and answer != MEMORY:
+            return UNKNOWN
+        if answer == MEMORY:
+            why, status = self.run.memory_reason(), MEMORY
+        elif "timeout" in s.reason_unknown() or self.run.seconds_left() <= 0:
+            # the safety net: z3 says "timeout", or "canceled" as for a spent rlimit (then the
+            # deadline tells them apart)
+            status = TIMEOUT
+            if self.run.seconds_left() <= 0:
+                self.run.stop(self.run.deadline_reason())
+            why = status
+        elif rlimit < self.rlimit:
+            why = f"{self.run.bound} spent"
+            status = f"{UNKNOWN} ({why})"
+            self.stats.work_spent += 1
+        else:
+            status, why = UNKNOWN, UNKNOWN
+        if status.startswith(UNKNOWN):
+            self.stats.unknown += 1
+        else:
+            self.stats.timeout += 1
+        if name:
+            self.stats.undecided.append(f"{name}: {why}")
+        return status
 
     def check(self, conds, name: str = "", integers: bool = False,
               prefer=()) -> tuple[str, z3.ModelRef | None]:
@@ -83,35 +158,27 @@ class Solver:
         that optimisation is undecided the plain query answers."""
         conds = (as_bitvectors(conds) or conds) if integers else list(conds)
         if prefer and not quantified(conds):
-            opt = self._solver(optimize=True)
+            limits = self._limits(name)
+            if isinstance(limits, str):
+                return self._unsolved(name, limits)
+            opt = self._solver(*limits, optimize=True)
             opt.add(*conds)
             for term in prefer:
                 opt.minimize(term)
-            answer = str(opt.check())
-            self.stats.queries += 1
-            self._count(opt)
+            answer = self._solve(opt, name, limits[0], record=False)
             if answer == SAT:
                 return SAT, opt.model()
             if answer == UNSAT:
                 return UNSAT, None
-        s = self._solver()
+        limits = self._limits(name)
+        if isinstance(limits, str):
+            return self._unsolved(name, limits)
+        s = self._solver(*limits)
         s.add(*conds)
-        answer = str(s.check())
-        self.stats.queries += 1
-        self._count(s)
+        answer = self._solve(s, name, limits[0])
         if answer == SAT:
             return SAT, s.model()
-        if answer == UNSAT:
-            return UNSAT, None
-        # z3 names a spent rlimit "max. resource limit exceeded"; the safety net "timeout".
-        status = TIMEOUT if "timeout" in s.reason_unknown() else UNKNOWN
-        if status == UNKNOWN:
-            self.stats.unknown += 1
-        else:
-            self.stats.timeout += 1
-        if name:
-            self.stats.undecided.append(f"{name}: {status}")
-        return status, None
+        return answer, None
 
     def consistent_model(self, conds, apps, name: str = "", integers: bool = False,
                          prefer=()) -> tuple[str, object]:
@@ -154,12 +221,14 @@ class Solver:
             return None, None
         out: list = []
         for goal in ("minimize", "maximize"):
-            opt = self._solver(optimize=True)
+            limits = self._limits("")
+            if isinstance(limits, str):
+                out.append(None)
+                continue
+            opt = self._solver(*limits, optimize=True)
             opt.add(*conds)
             handle = getattr(opt, goal)(term)
-            self.stats.queries += 1
-            answer = str(opt.check())
-            self._count(opt)
+            answer = self._solve(opt, "", limits[0], record=False)
             if answer != SAT:
                 out.append(None)
                 continue

@@ -3,11 +3,15 @@
 Per property: ``vacuous`` when its pre-conditions contradict each other (with the setup's
 constraints); ``counterexample`` when some path's condition with the pre-conditions and a
 negated claim has a model — made consistent with SHA-256, replayed on the reference, which
-must give the path's end, and the claim evaluated false in it; ``unknown`` when a query's
-budget ran out (the query is named); ``bounded`` when every explored path satisfies the
-claims but a bound cut a path the pre-conditions allow (the bounds are named); ``proved``
-when every path was explored and satisfies every claim. A counterexample whose replay does
-not give the path's end is a ``disagreement`` between the models and the interpreter.
+must give the path's end, and the claim evaluated false in it; ``stopped`` when a safety net
+(the wall clock, z3's memory) stopped the run: no verdict; ``unknown`` when a query's budget
+ran out (the query is named); ``bounded`` when every explored path satisfies the claims but
+something the pre-conditions allow was not explored (named): a path a bound cut, call data
+longer than ``max_calldata`` where a path or the property reads past it (``reads.py``), a
+call to an address without code given (assumed to have none); ``proved`` when every path
+was explored and satisfies every claim, and nothing was left out. A counterexample whose
+replay does not give the path's end is a ``disagreement`` between the models and the
+interpreter.
 """
 
 from __future__ import annotations
@@ -17,11 +21,16 @@ from typing import Any
 
 import z3
 
+from proofs.symbolic import reads
 from proofs.symbolic import witness as witnesses
+from proofs.symbolic.budget import TermTooLarge, simplify
+from proofs.symbolic.executor import Cut
 from proofs.symbolic.properties import Call, Property, PropertyError, as_claims, render
 from proofs.symbolic.solve import SAT, UNSAT, Solver, value
+from proofs.symbolic.world import CALL_DATA_SIZE, W
 
-ORDER = ("error", "disagreement", "counterexample", "vacuous", "unknown", "bounded", "proved")
+ORDER = ("error", "disagreement", "counterexample", "vacuous", "stopped", "unknown", "bounded",
+         "proved")
 
 
 @dataclass
@@ -76,6 +85,7 @@ def check(exploration, prop: Property, solver: Solver | None = None) -> Verdict:
         return v
     if status != SAT:
         v.undecided.append(f"{prop.name}: pre-conditions: {status}")
+    past = reads_past(exploration, solver, premises, f"{prop.name}: pre-conditions")
     for end in exploration.ends:
         try:
             call = Call(exploration, end)
@@ -84,9 +94,10 @@ def check(exploration, prop: Property, solver: Solver | None = None) -> Verdict:
         except PropertyError as err:
             return Verdict(prop.name, "error", prop.note, str(err))
         for claim in claims:
-            if z3.is_true(z3.simplify(claim)):
+            if _trivial(claim):
                 continue
             name = f"{prop.name} on path {end.index}"
+            past = past or reads_past(exploration, solver, [claim], name)
             status, model = solver.consistent_model(
                 tuple(end.conds) + tuple(premises) + (z3.Not(claim),), end.apps, name,
                 integers=True, prefer=witnesses.preferred(exploration))
@@ -105,27 +116,101 @@ def check(exploration, prop: Property, solver: Solver | None = None) -> Verdict:
             else:
                 v.verdict = "counterexample"
                 v.detail = f"path {end.index} ({end.outcome}) violates the claim"
-            return _finish(exploration, solver, v, premises)
-    return _finish(exploration, solver, v, premises)
+            return _finish(exploration, solver, v, premises, past)
+    return _finish(exploration, solver, v, premises, past)
 
 
-def _finish(exploration, solver: Solver, v: Verdict, premises) -> Verdict:
-    for cut in exploration.cuts:
-        if cut.bound in v.bounds:
+def _trivial(claim) -> bool:
+    try:
+        return z3.is_true(simplify(claim))
+    except TermTooLarge:
+        return False
+
+
+def reads_past(exploration, solver: Solver, terms, name: str) -> bool:
+    """Whether one of ``terms`` (a property's claims or pre-conditions) reads the call data
+    past ``max_calldata`` bytes: its value on some call data longer than the bound differs
+    from its value on that call data cut to the bound (reads.py). Asked of each lowest
+    Boolean subterm above the length (the guards of the bytes read, a comparison of the
+    size; ``reads.atoms``), each once per exploration; of the whole term when the length is
+    read under a binder. Undecided counts as yes."""
+    setup, inputs = exploration.setup, exploration.inputs
+    if not setup.calldata_bounded:
+        return False
+    length = inputs.call_data_length
+    for term in terms:
+        found = reads.atoms(term, length)
+        for atom in [term] if found is None else found:
+            known = exploration.invariant.get(atom.get_id())
+            if known is None:
+                known = _invariant(exploration, solver, atom, name)
+                exploration.invariant[atom.get_id()] = known
+                exploration.invariant_terms.append(atom)     # keeps its id its own
+            if not known:
+                return True
+    return False
+
+
+def _invariant(exploration, solver: Solver, atom, name: str) -> bool:
+    """Whether ``atom`` has the same value on every call data longer than the bound as on
+    the call data cut to the bound."""
+    length = exploration.inputs.call_data_length
+    longer = z3.Const(f"{length}__longer", length.sort())
+    bound = W.cval(exploration.setup.max_calldata)
+    differs = z3.substitute(atom, (length, longer)) != z3.substitute(atom, (length, bound))
+    status, _ = solver.check([z3.UGT(longer, bound), z3.ULE(longer, W.cval(CALL_DATA_SIZE)),
+                              differs], f"{name}: reads the call data past the bound",
+                             integers=True)
+    return status == UNSAT
+
+
+def _excludes_longer_call_data(exploration, solver: Solver, premises, name: str) -> bool:
+    """Whether the pre-conditions (with the setup's constraints but the length bound) allow
+    no call data longer than ``max_calldata``: then the run explored every input they allow."""
+    if not premises:
+        return False
+    inputs = exploration.inputs
+    others = [c for c in inputs.constraints
+              if inputs.length_bound is None or not c.eq(inputs.length_bound)]
+    length = inputs.call_data_length
+    status, _ = solver.check(others + list(premises) + [
+        z3.UGT(length, W.cval(exploration.setup.max_calldata)),
+        z3.ULE(length, W.cval(CALL_DATA_SIZE))], f"{name}: call data past the bound",
+        integers=True)
+    return status == UNSAT
+
+
+def _finish(exploration, solver: Solver, v: Verdict, premises, past: bool = False) -> Verdict:
+    left_out = list(exploration.cuts) + list(exploration.unexplored)
+    bound = exploration.setup.max_calldata
+    if past:
+        left_out.append(Cut(
+            f"max-calldata {bound} (the property reads the call data's length or byte {bound} "
+            "or later; longer call data is not explored)", ()))
+    calldata_named = False
+    for cut in left_out:
+        if cut.bound in v.bounds or cut.bound.startswith("stopped:"):   # a safety net
             continue
-        if cut.conds:
+        if cut.bound.startswith("max-calldata"):
+            if calldata_named or _excludes_longer_call_data(exploration, solver, premises, v.name):
+                continue
+            calldata_named = True
+        elif cut.conds:
             status, _ = solver.check(list(cut.conds) + list(premises),
                                      f"{v.name}: a path cut by {cut.bound}", integers=True)
             if status == UNSAT:
                 continue
         v.bounds.append(cut.bound)
-    if v.verdict == "proved":
+    stopped = exploration.stopped or solver.stopped
+    if stopped and v.verdict in ("proved", "unknown", "bounded"):
+        v.verdict, v.detail = "stopped", stopped
+    elif v.verdict == "proved":
         if v.undecided:
             v.verdict = "unknown"
             v.detail = "a solver budget ran out: " + "; ".join(v.undecided[:3])
         elif v.bounds:
             v.verdict = "bounded"
-            v.detail = "holds on every explored path; bounds hit: " + ", ".join(v.bounds)
+            v.detail = "holds on every explored path; not shown beyond: " + "; ".join(v.bounds)
         else:
             v.detail = f"holds on all {len(exploration.ends)} paths"
     return v
@@ -174,13 +259,14 @@ def worst(verdicts: list[Verdict]) -> str:
 
 
 def exit_code(verdicts: list[Verdict], disagreements: int = 0) -> int:
-    """0 all proved; 1 a counterexample or vacuous; 4 only bounded or unknown; 3 could not
-    run (a property raised, or the models and the reference disagree)."""
+    """0 all proved; 1 a counterexample or vacuous; 4 only bounded, unknown or stopped (a
+    safety net); 3 could not run (a property raised, or the models and the reference
+    disagree)."""
     kinds = {v.verdict for v in verdicts}
     if disagreements or kinds & {"error", "disagreement"}:
         return 3
     if kinds & {"counterexample", "vacuous"}:
         return 1
-    if kinds & {"unknown", "bounded"}:
+    if kinds & {"stopped", "unknown", "bounded"}:
         return 4
     return 0

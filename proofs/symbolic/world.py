@@ -5,7 +5,8 @@ the inputs left symbolic that the user does not fix: the caller, the call data (
 up to ``max_calldata``), the storage of every contract (each slot a free word unless pinned;
 ``concrete_storage`` makes every slot not pinned zero, as ``run`` does), the block time when
 the policy lets TIME run and the random seed when it lets RANDOM run. The bounds of the
-exploration (loop bound, paths, steps per path) and the solver budget are part of it.
+exploration (``bounds.py``: loop bound, paths, instructions, work units), the solver budget
+and the safety nets (wall clock, z3's memory) are part of it.
 
 Code is admitted as the interpreter admits it (chapter 3 validation, then chapter 4 binding
 in offset order): validation by ``reference_vm.validate`` — there is no z3 model of the
@@ -23,6 +24,10 @@ import z3
 
 import spec
 from proofs.concrete import concrete_bytes, counter, no_call, word
+from proofs.symbolic.bounds import (
+    DEFAULT_DEADLINE, DEFAULT_LOOP_BOUND, DEFAULT_MAX_CALLDATA, DEFAULT_MAX_PATHS,
+    DEFAULT_MAX_STEPS, DEFAULT_MAX_WORK, DEFAULT_Z3_MEMORY,
+)
 from proofs.machine import WINDOW, Bytes, Env, State, array_bytes, base_memory
 from proofs.words import SPEC, width
 from reference_vm.errors import InvalidCode
@@ -31,12 +36,10 @@ from reference_vm.request import Limits
 from reference_vm.validate import validate
 
 W = width()
-DEFAULT_MAX_CALLDATA = 64
-DEFAULT_LOOP_BOUND = 3
-DEFAULT_MAX_PATHS = 256
-DEFAULT_MAX_STEPS = 20_000
 SEED_SIZE = SPEC.schedule["randomness"]["seed_size"]
 CALL_DATA_SIZE = SPEC.limits["machine"]["call_data_size"]
+MAX_DEADLINE = 1e6                 # seconds (about 11 days)
+MAX_Z3_MEMORY = 1 << 22            # megabytes (4 TiB): z3 takes an unsigned count
 
 
 @dataclass(frozen=True)
@@ -56,8 +59,11 @@ class Setup:
     concrete_storage: bool = False          # every slot not pinned is zero
     loop_bound: int = DEFAULT_LOOP_BOUND
     max_paths: int = DEFAULT_MAX_PATHS
-    max_steps: int = DEFAULT_MAX_STEPS
+    max_steps: int = DEFAULT_MAX_STEPS      # instructions in all, every path and frame
+    max_work: int = DEFAULT_MAX_WORK        # z3 work units per exploration (and verdicts)
     rlimit: int | None = None               # per query; None: budgets.toml [config.symbolic]
+    deadline: float = DEFAULT_DEADLINE      # wall-clock seconds: a safety net
+    z3_memory: int = DEFAULT_Z3_MEMORY      # megabytes z3 may hold: a safety net
     prefix: str = ""                        # variable names (equivalence: shared inputs)
     assume: Callable | None = None          # assume(inputs) -> constraints on the inputs
 
@@ -66,9 +72,19 @@ class Setup:
             raise ValueError(f"no code at the entry address {self.entry:#x}")
         if not 0 <= self.max_calldata <= CALL_DATA_SIZE:
             raise ValueError(f"max_calldata must be 0..{CALL_DATA_SIZE}")
-        for name in ("loop_bound", "max_paths", "max_steps"):
+        for name in ("loop_bound", "max_paths", "max_steps", "max_work", "z3_memory"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
+        if self.z3_memory > MAX_Z3_MEMORY:
+            raise ValueError(f"z3_memory must be at most {MAX_Z3_MEMORY} MB")
+        if not 0 < self.deadline <= MAX_DEADLINE:
+            raise ValueError(f"deadline must be in (0, {MAX_DEADLINE:g}] seconds")
+
+    @property
+    def calldata_bounded(self) -> bool:
+        """Whether call data longer than the explored lengths exists (symbolic call data
+        shorter than the spec's call data size)."""
+        return self.call_data is None and self.max_calldata < CALL_DATA_SIZE
 
     @property
     def time_symbolic(self) -> bool:
@@ -148,11 +164,13 @@ class Inputs:
     block_time: z3.BitVecRef
     seed: z3.BitVecRef
     constraints: tuple
+    length_bound: z3.BoolRef | None = None  # call data length <= max_calldata (in constraints)
 
 
 def make_inputs(setup: Setup) -> Inputs:
     p = setup.prefix
     cs = []
+    bound = None
     caller = W.word(f"{p}caller")
     if setup.caller is not None:
         cs.append(caller == W.wval(setup.caller))
@@ -163,7 +181,8 @@ def make_inputs(setup: Setup) -> Inputs:
         length = W.counter(f"{p}call_data_len")
         bytes_array = z3.Array(f"{p}call_data", z3.BitVecSort(W.counter_bits), z3.BitVecSort(8))
         data = array_bytes(length, bytes_array)
-        cs.append(z3.ULE(length, W.cval(setup.max_calldata)))
+        bound = z3.ULE(length, W.cval(setup.max_calldata))
+        cs.append(bound)
     storage = {}
     for address in sorted(setup.codes):
         pinned = setup.storage.get(address, {})
@@ -180,7 +199,7 @@ def make_inputs(setup: Setup) -> Inputs:
         seed = z3.BitVec(f"{p}seed", 8 * SEED_SIZE)
     else:
         seed = z3.BitVecVal(int.from_bytes(setup.seed or bytes(SEED_SIZE), "little"), 8 * SEED_SIZE)
-    inputs = Inputs(caller, data, length, bytes_array, storage, time, seed, tuple(cs))
+    inputs = Inputs(caller, data, length, bytes_array, storage, time, seed, tuple(cs), bound)
     if setup.assume is not None:
         inputs = dataclasses.replace(inputs, constraints=inputs.constraints + tuple(
             setup.assume(inputs)))

@@ -5,18 +5,20 @@ opcode models (proofs/symbolic/).
 caller, storage (and time and seed where the policy lets them be read), replays a witness of
 every path on the reference interpreter, and checks properties (``--properties FILE``; by
 default: no path ends in a failure other than a revert). Exit status: 0 every property
-proved, 1 a counterexample or a vacuous property, 4 only bounded or unknown verdicts, 2 a
-usage error, 3 could not run (a property raised, or the models and the reference disagree on
-a witness).
+proved, 1 a counterexample or a vacuous property, 4 only bounded, unknown or stopped
+verdicts, 2 a usage error, 3 could not run (a property raised, or the models and the
+reference disagree on a witness).
 
 ``equivalence A B`` proves two contracts give the same result on every input within the
 bounds (``--compare`` the fields), or prints a distinguishing input and writes it as vectors.
-Exit status: 0 equivalent, 1 different, 4 bounded or unknown, 2 usage error, 3 could not run.
+Exit status: 0 equivalent, 1 different, 4 bounded, unknown or stopped, 2 usage error, 3
+could not run. The bounds and their defaults: proofs/symbolic/bounds.py.
 """
 
 from __future__ import annotations
 
-from rtwo_vm.inputs import positive_int
+from proofs.symbolic import bounds
+from rtwo_vm.inputs import positive_float, positive_int
 
 RUN_LIKE = (
     ("--address", dict(default="0x100", help="address of CONTRACT (default 0x100)")),
@@ -47,18 +49,39 @@ RUN_LIKE = (
 
 
 def _bounds(p) -> None:
-    p.add_argument("--max-calldata", type=int, default=64, dest="max_calldata", metavar="BYTES",
-                   help="longest symbolic call data (default 64)")
-    p.add_argument("--loop-bound", type=positive_int, default=3, dest="loop_bound", metavar="K",
-                   help="forks at one pc in one frame before the path is cut (default 3)")
-    p.add_argument("--max-paths", type=positive_int, default=256, dest="max_paths", metavar="N",
-                   help="paths explored before the exploration stops (default 256)")
-    p.add_argument("--max-steps", type=positive_int, default=20_000, dest="max_steps",
-                   metavar="N", help="instructions per path before it is cut (default 20000)")
+    p.add_argument("--max-calldata", type=int, default=bounds.DEFAULT_MAX_CALLDATA,
+                   dest="max_calldata", metavar="BYTES",
+                   help="longest symbolic call data explored (default "
+                        f"{bounds.DEFAULT_MAX_CALLDATA}); a path that reads past it makes the "
+                        "verdict bounded")
+    p.add_argument("--loop-bound", type=positive_int, default=bounds.DEFAULT_LOOP_BOUND,
+                   dest="loop_bound", metavar="K",
+                   help="forks at one pc in one frame before the path is cut (default "
+                        f"{bounds.DEFAULT_LOOP_BOUND})")
+    p.add_argument("--max-paths", type=positive_int, default=bounds.DEFAULT_MAX_PATHS,
+                   dest="max_paths", metavar="N",
+                   help="path ends, callees' included, before the exploration stops "
+                        f"(default {bounds.DEFAULT_MAX_PATHS})")
+    p.add_argument("--max-steps", type=positive_int, default=bounds.DEFAULT_MAX_STEPS,
+                   dest="max_steps", metavar="N",
+                   help="instructions executed in all, every path and frame, before the "
+                        f"exploration stops (default {bounds.DEFAULT_MAX_STEPS})")
+    p.add_argument("--max-work", type=positive_int, default=bounds.DEFAULT_MAX_WORK,
+                   dest="max_work", metavar="UNITS",
+                   help="z3 work units of each exploration, and again of the witnesses and "
+                        f"verdicts (default {bounds.DEFAULT_MAX_WORK})")
     p.add_argument("--rlimit", type=positive_int, default=None,
                    help="z3 work units per query (default: budgets file [config.symbolic])")
     p.add_argument("--budgets", metavar="FILE",
                    help="solver budgets file (default proofs/budgets.toml)")
+    p.add_argument("--deadline", type=positive_float, default=bounds.DEFAULT_DEADLINE,
+                   metavar="SECONDS",
+                   help="wall-clock safety net of the whole run: a run it stops is 'stopped', "
+                        f"never a verdict (default {bounds.DEFAULT_DEADLINE:g})")
+    p.add_argument("--z3-memory", type=positive_int, default=bounds.DEFAULT_Z3_MEMORY,
+                   dest="z3_memory", metavar="MB",
+                   help="memory z3 may hold, a safety net: a run it stops is 'stopped' "
+                        f"(default {bounds.DEFAULT_Z3_MEMORY})")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
