@@ -16,6 +16,7 @@ Exit status: 0 equivalent, 1 different, 4 bounded or unknown, 2 usage error, 3 c
 
 from __future__ import annotations
 
+from rtwo_vm import userfile_options
 from rtwo_vm.inputs import positive_int
 
 RUN_LIKE = (
@@ -71,6 +72,8 @@ def register(sub) -> None:
     p.add_argument("--properties", metavar="FILE",
                    help="Python file of properties (proofs.symbolic.properties API); default: "
                         "no path ends in invalid, fault, exhausted or violation")
+    userfile_options.add_options(p, "--properties",
+                                 "default 300 s to load it, 1800 s to build its claims")
     _bounds(p)
     p.add_argument("--emit-vectors", dest="emit_vectors", metavar="DIR",
                    help="write one vector per feasible path (its witness) and a manifest to DIR")
