@@ -61,6 +61,7 @@ def test_a_theorem_whose_builder_hangs_is_a_timeout_row():
     got = rows()
     assert got["hangs"]["status"] == "timeout"
     assert "took more than 3 s (the wall-clock safety net" in got["hangs"]["error"]
+    assert "hangs SUB w8: timeout: the task's process took more than 3 s" in done.stderr
     assert got["fine"]["status"] == "proved"
     assert seconds < 60
 
