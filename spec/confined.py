@@ -320,6 +320,7 @@ def _reaper(produce, limits: Limits, home: str, stop_r: int, status_w: int, repo
         os.close(output_w)
         status = _wait(child, stop_r)
         status = _end_tree(child, status)
+        shutil.rmtree(home, ignore_errors=True)     # here too: the caller may be gone
         os.write(status_w, json.dumps({"status": status}).encode())
         code = 0
     finally:

@@ -141,7 +141,7 @@ CALLER_SCRIPT = textwrap.dedent("""
     def spawn():
         if os.fork() == 0:
             os.setsid()
-            os.write(1, f"SLEEPER {os.getpid()}\\n".encode())
+            os.write(1, f"SLEEPER {os.getpid()} {os.getcwd()}\\n".encode())
             time.sleep(120)
             os._exit(0)
         time.sleep(120)
@@ -150,13 +150,13 @@ CALLER_SCRIPT = textwrap.dedent("""
 
 
 def test_killing_the_caller_ends_the_whole_tree():
-    """The caller is SIGKILLed mid-run: the reaper sees its pipe close and kills the child
-    and the sleeper that left the child's session."""
+    """The caller is SIGKILLed mid-run: the reaper sees its pipe close, kills the child and
+    the sleeper that left the child's session, and removes the child's folder."""
     caller = subprocess.Popen([sys.executable, "-c", CALLER_SCRIPT], stderr=subprocess.PIPE,
                               text=True)
     assert caller.stderr is not None
     line = caller.stderr.readline()
-    match = re.match(r"SLEEPER (\d+)", line)
+    match = re.match(r"SLEEPER (\d+) (\S+)", line)
     sleeper = int(match.group(1)) if match else 0
     try:
         assert sleeper, line
@@ -166,6 +166,11 @@ def test_killing_the_caller_ends_the_whole_tree():
         while _alive(sleeper) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not _alive(sleeper)
+        assert match is not None
+        folder = Path(match.group(2))
+        while folder.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert folder.name.startswith("rtwo-user-file-") and not folder.exists()
     finally:
         caller.kill()
         caller.wait(30)
