@@ -78,7 +78,8 @@ def main() -> int:
     args = parser.parse_args()
     from proofs.symbolic import Setup
     from proofs.symbolic.equivalence import compare
-    from proofs.symbolic.properties import NO_FAILURE, load_file
+    from proofs.symbolic.properties import NO_FAILURE
+    from proofs.symbolic.userfile import load_file
     from reference_vm import Limits, assemble
 
     def code(path: str) -> bytes:

@@ -201,19 +201,22 @@ class TheoremFileError(ValueError):
 
 
 MAX_FILE = 1 << 20          # bytes of a user's theorem file
-LOAD_SECONDS = 300.0        # how long loading it (in a child process) may take
 WIDTHS = (8, 16, 32, 64, 0)
 
 
-def load_file(path: str | Path) -> list[Theorem]:
+def load_file(path: str | Path, seconds: float | None = None,
+              memory: int | None = None) -> list[Theorem]:
     """What a user's Python file of theorem declarations declares (any file name: it is read
     as Python source, at most ``MAX_FILE`` bytes, through spec.files.read_bounded).
 
-    The file's code never runs in this process: it is run in a forked child, which reports
-    what it declared (name, opcode, widths, note, profile); a child that ends without its
-    report (``os._exit(0)`` in the file, a crash, a kill) is a TheoremFileError, and so are
-    two theorems of one name. Each returned Theorem's ``build`` runs the file again in the
-    process that calls it (a proof task's own process) and builds that theorem there."""
+    The file's code never runs in this process: it is run in a confined child
+    (spec/confined.py; ``seconds``, its wall-clock safety net, default
+    usertasks.LOAD_SECONDS; ``memory``, the bytes of address space it may add), which
+    reports what it declared (name, opcode, widths, note, profile); a child that ends
+    without its report (``os._exit(0)`` in the file, a crash, a kill, its deadline) is a
+    TheoremFileError, and so are two theorems of one name. Each returned Theorem's ``build``
+    runs the file again in the process that calls it (a proof task's own process, a
+    confined child too: proofs/usertasks.py) and builds that theorem there."""
     from spec.files import FileRefused, read_bounded
     file = Path(path)
     try:
@@ -222,7 +225,7 @@ def load_file(path: str | Path) -> list[Theorem]:
         raise TheoremFileError(f"--theorems: {err}") from None
     digest = hashlib.sha256(str(file.resolve()).encode()).hexdigest()[:12]
     module_name = f"rtwo_user_theorems_{digest}"
-    declared = _declared_in_child(file, source, module_name)
+    declared = _declared_in_child(file, source, module_name, seconds, memory)
     if not declared:
         raise TheoremFileError(f"--theorems: {file} declares no theorem "
                                "(use proofs.registry.declare, theorem, word_law or state_law)")
@@ -267,21 +270,29 @@ def _declaration(th: Theorem) -> list:
     return [th.name, th.opcode, list(widths), th.note, th.profile]
 
 
-def _declared_in_child(file: Path, source: bytes, module_name: str) -> list:
-    """Run the file in a forked child; the declarations it reports, or TheoremFileError."""
-    from proofs.forked import ChildEnded, ChildLate, report_of
+def _declared_in_child(file: Path, source: bytes, module_name: str, seconds: float | None,
+                       memory: int | None) -> list:
+    """Run the file in a confined child; the declarations it reports, or TheoremFileError."""
+    from proofs import usertasks
+    from spec import confined
+    bounds = usertasks.limits(seconds, memory, usertasks.LOAD_SECONDS)
     try:
-        reported = report_of(lambda: {"declared": [_declaration(th) for th in
-                                                   _run_source(str(file), source, module_name)]},
-                             seconds=LOAD_SECONDS, max_bytes=MAX_FILE)
-    except ChildLate as late:
+        reported = confined.run(lambda: {"declared": [
+            _declaration(th) for th in _run_source(str(file), source, module_name)]}, bounds)
+    except confined.ChildLate as late:
         raise TheoremFileError(f"--theorems: {file}: loading the file {late}") from None
-    except ChildEnded as ended:
+    except confined.ChildEnded as ended:
         raise TheoremFileError(f"--theorems: {file}: loading the file ended its process ({ended}) "
                                "before it reported its theorems") from None
     if "error" in reported:
-        raise TheoremFileError(f"--theorems: {file}: {reported['error']}")
-    return [tuple(d) for d in reported["declared"]]
+        raise TheoremFileError(f"--theorems: {file}: {str(reported['error'])[:300]}")
+    declared = reported.get("declared")
+    if not isinstance(declared, list) or not all(
+            isinstance(d, list) and len(d) == 5 and isinstance(d[0], str) and isinstance(d[1], str)
+            and isinstance(d[2], list) and all(type(w) is int for w in d[2])
+            and isinstance(d[3], str) and (d[4] is None or isinstance(d[4], str)) for d in declared):
+        raise TheoremFileError(f"--theorems: {file}: the child's report is malformed")
+    return [(d[0], d[1], tuple(d[2]), d[3], d[4]) for d in declared]
 
 
 _LOADED: dict[str, list[Theorem]] = {}     # module name -> what the file declared, in this process

@@ -123,6 +123,8 @@ def describe_failure(r: dict) -> str:
 def describe_undecided(r: dict) -> str:
     why = ("hit the wall-clock safety net" if r["status"] == TIMEOUT
            else "left undecided within its resource budget")
+    if isinstance(r.get("error"), str):     # a whole task's process killed at its deadline
+        why = r["error"]
     claims = r.get("undecided_claims")
     which = f" (claims {', '.join(map(str, claims))})" if claims else ""
     return (f"{r['theorem']} {r['opcode']} w{r['width']}: {r['status']}: {why}{which}; "

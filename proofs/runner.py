@@ -35,7 +35,8 @@ _THEOREMS: list = []
 def theorems(options: Options) -> list:
     from proofs import registry
     if options.theorems_file:
-        return registry.load_file(options.theorems_file)
+        return registry.load_file(options.theorems_file, options.file_seconds,
+                                  options.file_memory)
     return registry.builtin()
 
 
@@ -338,6 +339,22 @@ def _forked(context, tasks: list[tuple], jobs: int):
             conn.close()
 
 
+def _user_tasks(tasks: list[tuple], options: Options):
+    """A user's theorems file's tasks, each in a confined child (proofs/usertasks.py), which
+    works in a folder of its own: the export folder is named to it by its absolute path."""
+    import dataclasses
+    from proofs import usertasks
+    if options.export_dir:
+        verdicts.use(dataclasses.replace(options, export_dir=os.path.abspath(options.export_dir)))
+
+    def expected(task: tuple) -> list[tuple]:
+        keys = task[1] if task[0] == "group" else (task[1],)
+        return [(_THEOREMS[i].name, _THEOREMS[i].opcode, task[2] or "-") for i in keys]
+    bounds = usertasks.limits(options.file_seconds, options.file_memory,
+                              usertasks.TASK_SECONDS, verdicts.current.export_dir)
+    return usertasks.run(tasks, run_task, error_rows, expected, bounds, options.jobs)
+
+
 def run_suite(options: Options, progress=None) -> list[dict]:
     global _THEOREMS
     verdicts.use(options)
@@ -354,8 +371,10 @@ def run_suite(options: Options, progress=None) -> list[dict]:
         if t[0] == "batch":
             return sum(heavy(u) for u in t[1])
         return weight.get(t[0], 1) + (3 if t[1] == "CALL" else 0)
-    tasks = batched(sorted(plan(options, _THEOREMS), key=lambda t: -heavy(t)))
-    tasks.sort(key=lambda t: -heavy(t))
+    tasks = sorted(plan(options, _THEOREMS), key=lambda t: -heavy(t))
+    if not options.theorems_file:       # a user's tasks run one to a confined child
+        tasks = batched(tasks)
+        tasks.sort(key=lambda t: -heavy(t))
     _warm(options)
     rows = []
     context = multiprocessing.get_context("fork")
@@ -365,7 +384,8 @@ def run_suite(options: Options, progress=None) -> list[dict]:
             return sum(rows_of(u) for u in t[1])
         return len(t[1]) if t[0] == "group" else 1
     total = sum(rows_of(t) for t in tasks)
-    for done in _forked(context, tasks, options.jobs):
+    for done in (_user_tasks(tasks, options) if options.theorems_file
+                 else _forked(context, tasks, options.jobs)):
         for row in done:
             rows.append(row)
             if progress:

@@ -43,6 +43,8 @@ class Options:
     wall_seconds: float | None = None        # safety net per query (None: budgets.toml)
     budgets: str | None = None               # budgets file (None: proofs/budgets.toml)
     theorems_file: str | None = None         # a user's theorems instead of the built-in ones
+    file_seconds: float | None = None        # safety net of each child running that file
+    file_memory: int | None = None           # bytes of address space such a child may add
     samples: int = 8                         # hypothesis examples per opcode
     agreement: bool = True
     crosshair: bool = False                  # the informative CrossHair supplement

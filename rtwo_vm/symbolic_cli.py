@@ -13,6 +13,7 @@ import json
 import sys
 from pathlib import Path
 
+from rtwo_vm.userfile_options import file_limits
 from rtwo_vm.inputs import (
     CliError, parse_assignment, parse_count, parse_hex, parse_word, policy_of, read_code,
     read_state_file,
@@ -104,7 +105,8 @@ def _output_dir(path: str, what: str) -> None:
 
 def symbolic(args) -> int:
     from proofs.symbolic.executor import ModelError, explore
-    from proofs.symbolic.properties import NO_FAILURE, PropertyError, load_file
+    from proofs.symbolic.properties import NO_FAILURE, PropertyError
+    from proofs.symbolic.userfile import load_file
     from proofs.symbolic.verdicts import check, exit_code
     from proofs.symbolic.witness import replay_all
     from rtwo_vm import symbolic_report as report
@@ -115,7 +117,7 @@ def symbolic(args) -> int:
         if folder:
             _output_dir(folder, what)
     try:
-        props = load_file(args.properties) if args.properties else [NO_FAILURE]
+        props = load_file(args.properties, *file_limits(args)) if args.properties else [NO_FAILURE]
     except PropertyError as err:
         raise CliError(str(err)) from None
     solver = _solver(args)

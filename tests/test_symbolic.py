@@ -18,7 +18,8 @@ import z3
 import spec
 from proofs.symbolic import Setup, explore
 from proofs.symbolic.equivalence import compare
-from proofs.symbolic.properties import Property, load_file
+from proofs.symbolic.properties import Property
+from proofs.symbolic.userfile import load_file
 from proofs.symbolic.verdicts import check, exit_code
 from proofs.symbolic.witness import replay
 from reference_vm import Limits, assemble

@@ -18,8 +18,11 @@ fields. The modules:
 - ``outcome``: a path's end as a canonical result (symbolic, concretised in a model, or
   described with ranges); ``witness``: a path's witness input run on the reference
   interpreter and compared field by field;
-- ``properties``: the properties file API; ``verdicts``: proved / bounded / counterexample /
-  unknown / vacuous / stopped; ``equivalence``: two contracts compared on every input.
+- ``properties``: the properties file API; ``userfile``: a properties file loaded and its
+  claims built only in confined children, over placeholders of the call (``views``), and
+  read back from their SMT-LIB text over the parent's own symbols (``claimtext``);
+  ``verdicts``: proved / bounded / counterexample / unknown / vacuous / stopped;
+  ``equivalence``: two contracts compared on every input.
 
 The package's names are imported when first used, so that ``bounds`` is read without z3.
 """

@@ -25,19 +25,16 @@ counts and the fee are integers. A free variable of a claim (``c.any_key()``) is
 quantified: the claim must hold for each of its values. The pre-conditions are the
 property's premises; premises that contradict each other make the verdict ``vacuous``.
 
-The file is read as Python source, at most 1 MiB, and first run in a forked child of its own
-that only reports what it declared (as ``--theorems`` files are): a file that raises, exits
-or hangs is a one-line error before anything is explored.
+The file never runs in ``rtwo-vm`` itself (proofs/symbolic/userfile.py): it is loaded, and
+its functions are called, in confined child processes (spec/confined.py) over placeholders
+of the call's terms (views.py); what they return comes back as SMT-LIB text, which the
+parent reads over its own declarations (claimtext.py) and decides with its own solver.
 """
 
 from __future__ import annotations
 
 import builtins
-import hashlib
-import sys
-import types
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable
 
 import z3
@@ -45,8 +42,6 @@ import z3
 from proofs.symbolic.world import W
 from proofs.words import little_endian_word
 
-MAX_FILE = 1 << 20
-LOAD_SECONDS = 300.0
 FAILURES = ("invalid", "fault", "exhausted", "violation")
 
 
@@ -109,8 +104,19 @@ class Bytes:
                       f"{self._label}.word({render(offset, self._names)})")
 
 
+class Names(dict):
+    """z3 term id -> the name a property read it by (``pre.storage[caller]``); ``terms``
+    keeps the terms themselves (a child reports them as text, userfile.py)."""
+
+    def __init__(self):
+        super().__init__()
+        self.terms: dict = {}
+
+
 def _named(names: dict, term, name: str):
     names.setdefault(term.get_id(), name)
+    if isinstance(names, Names):
+        names.terms.setdefault(term.get_id(), term)
     return term
 
 
@@ -156,7 +162,8 @@ class Call:
 
     def __init__(self, exploration, end=None):
         inputs = exploration.inputs
-        self._end, self.keys, self.names = end, [], {}
+        self.exploration = exploration
+        self._end, self.keys, self.names = end, [], Names()
         self.address = exploration.setup.entry
         self.caller = _named(self.names, inputs.caller, "caller")
         self.calldata = Bytes(inputs.call_data, "calldata", self.names)
@@ -164,6 +171,11 @@ class Call:
         self.seed = inputs.seed
         self.pre = State(inputs.storage, self.address, self.keys, "pre", self.names)
         self._fresh = 0
+
+    @property
+    def end(self):
+        """The path's end (None for a pre-condition's view of the call)."""
+        return self._end
 
     def _result(self, what: str):
         if self._end is None:
@@ -286,59 +298,3 @@ def _render(t, names: dict, depth: int) -> str:
     if kind == z3.Z3_OP_UNINTERPRETED and not kids:
         return str(t)
     return f"{t.decl().name()}({', '.join(sub)})"
-
-
-# -- loading a file ------------------------------------------------------------------------
-
-def load_file(path: str | Path) -> list[Property]:
-    """The properties a file declares (its source at most MAX_FILE bytes): run first in a
-    forked child that reports their names, then in this process."""
-    from spec.files import FileRefused, read_bounded
-    file = Path(path)
-    try:
-        source = read_bounded(file, MAX_FILE, "properties file")
-    except FileRefused as err:
-        raise PropertyError(f"--properties: {err}") from None
-    module = "rtwo_user_properties_" + hashlib.sha256(str(file.resolve()).encode()).hexdigest()[:12]
-    names = _names_in_child(file, source, module)
-    if not names:
-        raise PropertyError(f"--properties: {file} declares no property "
-                            "(proofs.symbolic.properties.contract_property)")
-    if len(set(names)) != len(names):
-        twice = sorted({n for n in names if names.count(n) > 1})[0]
-        raise PropertyError(f"--properties: {file}: two properties are named {twice!r}")
-    try:
-        declared = _run_source(str(file), source, module)
-    except BaseException as err:  # noqa: BLE001 - already run once in the child: unexpected
-        raise PropertyError(f"--properties: {file}: {type(err).__name__}: {err}") from None
-    if [p.name for p in declared] != names:
-        raise PropertyError(f"--properties: {file}: declares other properties when run again")
-    return declared
-
-
-def _run_source(file: str, source: bytes, module_name: str) -> list[Property]:
-    module = types.ModuleType(module_name)
-    module.__file__ = file
-    _DECLARED.pop(module_name, None)
-    sys.modules[module_name] = module
-    try:
-        exec(compile(source, file, "exec"), module.__dict__)  # noqa: S102 - the user's own file
-    finally:
-        sys.modules.pop(module_name, None)
-    return list(_DECLARED.get(module_name, []))
-
-
-def _names_in_child(file: Path, source: bytes, module_name: str) -> list[str]:
-    from proofs.forked import ChildEnded, ChildLate, report_of
-    try:
-        answer = report_of(lambda: {"names": [p.name for p in _run_source(str(file), source,
-                                                                       module_name)]},
-                           seconds=LOAD_SECONDS, max_bytes=MAX_FILE)
-    except ChildLate as late:
-        raise PropertyError(f"--properties: {file}: loading the file {late}") from None
-    except ChildEnded as ended:
-        raise PropertyError(f"--properties: {file}: loading the file ended its process "
-                            f"({ended}) before it reported its properties") from None
-    if "error" in answer:
-        raise PropertyError(f"--properties: {file}: {answer['error']}")
-    return [str(n) for n in answer.get("names", [])]

@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from rtwo_vm import progress
+from rtwo_vm import progress, userfile_options
 from spec import files
 from rtwo_vm.inputs import CliError
 
@@ -37,6 +37,8 @@ def register(subparsers) -> None:
     p.add_argument("--theorems", metavar="FILE", dest="theorems_file",
                    help="prove the theorems declared in this Python file (proofs.registry "
                         "API) instead of the built-in ones")
+    userfile_options.add_options(p, "--theorems",
+                                 "default 300 s to load it, 1800 s for each proof task")
     p.add_argument("--export-smt2", dest="export_smt2", metavar="DIR",
                    help="write every proof query as SMT-LIB 2 into DIR")
     p.add_argument("--solver", default="cvc5", choices=["z3", "cvc5", "bitwuzla"],
@@ -130,7 +132,9 @@ def _options(args):
                       solver=args.solver, export_dir=args.export_smt2, jobs=args.jobs,
                       wall_seconds=args.timeout, budgets=args.budgets,
                       theorems_file=args.theorems_file, samples=args.samples,
-                      agreement=args.agreement, crosshair=args.crosshair)
+                      agreement=args.agreement, crosshair=args.crosshair,
+                      file_seconds=args.file_seconds,
+                      file_memory=userfile_options.file_limits(args)[1])
     if args.names and not args.theorems_file:
         known_names = {th.name for th in registry.builtin()} | {
             f"agreement_{k}" for k in ("branches", "hypothesis", "exhaustive", "policy",
@@ -140,7 +144,7 @@ def _options(args):
                 raise CliError(f"--theorem: no registered theorem {name!r}")
     if args.theorems_file:
         try:
-            declared = registry.load_file(args.theorems_file)
+            declared = registry.load_file(args.theorems_file, *userfile_options.file_limits(args))
         except registry.TheoremFileError as err:
             raise CliError(str(err)) from None
         for th in declared:

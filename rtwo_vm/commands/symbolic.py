@@ -18,6 +18,7 @@ could not run. The bounds and their defaults: proofs/symbolic/bounds.py.
 from __future__ import annotations
 
 from proofs.symbolic import bounds
+from rtwo_vm import userfile_options
 from rtwo_vm.inputs import positive_float, positive_int
 
 RUN_LIKE = (
@@ -94,6 +95,8 @@ def register(sub) -> None:
     p.add_argument("--properties", metavar="FILE",
                    help="Python file of properties (proofs.symbolic.properties API); default: "
                         "no path ends in invalid, fault, exhausted or violation")
+    userfile_options.add_options(p, "--properties",
+                                 "default 300 s to load it, 1800 s to build its claims")
     _bounds(p)
     p.add_argument("--emit-vectors", dest="emit_vectors", metavar="DIR",
                    help="write one vector per feasible path (its witness) and a manifest to DIR")
