@@ -12,6 +12,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
+from urllib.parse import urlparse
 
 import httpx
 
@@ -31,9 +32,9 @@ def code_hex(source: str) -> str:
     return assemble(source).hex()
 
 
-def free_port() -> int:
+def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((host, 0))
         return s.getsockname()[1]
 
 
@@ -51,20 +52,20 @@ class Server:
 
 
 def spawn(tmp_path: Path, *, db: Path | None = None, token: str | None = TOKEN,
-          extra: tuple[str, ...] = ()) -> Server:
-    """Start ``rtwo-vm serve`` (this checkout's code) and wait until it answers."""
+          extra: tuple[str, ...] = (), host: str = "127.0.0.1") -> Server:
+    """Start ``rtwo-vm serve`` (this checkout's code) on ``host`` and wait until it answers."""
     db = db or tmp_path / "rtwo-vm.db"
     args = [sys.executable, "-m", "rtwo_vm.cli", "serve", "--db", str(db)]
     if token is not None:
         token_file = tmp_path / "token"
         token_file.write_text(token + "\n")
         args += ["--token-file", str(token_file)]
-    port = free_port()
-    args += ["--port", str(port), *extra]
+    port = free_port(host)
+    args += ["--host", host, "--port", str(port), *extra]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
-    server = Server(proc, f"http://127.0.0.1:{port}", db)
+    server = Server(proc, f"http://{host}:{port}", db)
     deadline = time.monotonic() + 60
     while True:
         if proc.poll() is not None:
@@ -88,3 +89,84 @@ def serving(tmp_path: Path, **kwargs) -> Iterator[Server]:
         yield server
     finally:
         server.kill()
+
+
+# -- Raw HTTP over a socket, for the clients that misbehave ------------------------------------
+
+def connect(server: Server, timeout: float = 30) -> socket.socket:
+    where = urlparse(server.url)
+    return socket.create_connection((where.hostname, where.port), timeout=timeout)
+
+
+def port_of(server: Server) -> int:
+    port = urlparse(server.url).port
+    assert port is not None
+    return port
+
+
+def request_bytes(method: str, path: str, host: str, headers: tuple[tuple[str, str], ...] = (),
+                  body: bytes = b"") -> bytes:
+    """One HTTP/1.1 request, headers exactly as given (repeats kept), Content-Length added
+    when there is a body."""
+    lines = [f"{method} {path} HTTP/1.1", f"Host: {host}"]
+    lines += [f"{name}: {value}" for name, value in headers]
+    if body:
+        lines.append(f"Content-Length: {len(body)}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+def read_answer(sock: socket.socket) -> tuple[int, dict[str, str], bytes]:
+    """The next answer on ``sock`` (status, headers lowercased, body by Content-Length); a
+    connection that closes before a whole answer raises ConnectionError."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ConnectionError(f"closed before an answer: {data[:200]!r}")
+        data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    headers = {}
+    for line in header_lines:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    length = int(headers.get("content-length", "0"))
+    while len(rest) < length:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ConnectionError("closed in the middle of an answer's body")
+        rest += chunk
+    return int(status_line.split()[1]), headers, rest[:length]
+
+
+def ask(server: Server, data: bytes) -> tuple[int, dict[str, str], bytes]:
+    """Send ``data`` on a new connection and read one answer."""
+    with connect(server) as sock:
+        sock.sendall(data)
+        return read_answer(sock)
+
+
+def closed_by_server(sock: socket.socket, within: float) -> bool:
+    """Whether the server closes ``sock`` within ``within`` seconds (what it sends first is
+    read and dropped)."""
+    deadline = time.monotonic() + within
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        sock.settimeout(left)
+        try:
+            if not sock.recv(65536):
+                return True
+        except socket.timeout:
+            return False
+        except ConnectionError:
+            return True
+
+
+def rss_kib(pid: int) -> int:
+    """The resident memory of process ``pid`` (VmRSS of /proc/PID/status), in KiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no VmRSS for {pid}")

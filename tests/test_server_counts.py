@@ -21,6 +21,7 @@ from rtwo_vm.runtime.records import breakdown, count_at_most  # noqa: E402
 from rtwo_vm.server.api import codes  # noqa: E402
 
 API = "/api/v1"
+LOCAL = "http://localhost"   # a Host the application serves (the loopback names)
 
 
 @pytest.fixture
@@ -75,7 +76,7 @@ def test_a_count_is_exact_up_to_the_bound_and_more_than_it_past_it(db):
 def test_the_api_says_when_a_total_is_more_than_the_bound(db, monkeypatch):
     from rtwo_vm.server import create_app
     _bound(monkeypatch, 4)
-    with TestClient(create_app(db)) as c:
+    with TestClient(create_app(db), base_url=LOCAL) as c:
         doc = c.get(f"{API}/contexts", params={"limit": 2}).json()
         assert (doc["total"], doc["totalExact"], len(doc["items"])) == (4, False, 2)
         doc = c.get(f"{API}/results", params={"executionStatus": "success"}).json()
@@ -103,13 +104,13 @@ def test_the_api_says_when_a_total_is_more_than_the_bound(db, monkeypatch):
         assert "more than 4 contexts charged" in page                  # sums not computed
         assert "more than 4</span> contexts recorded" in c.get("/contexts").text
     _bound(monkeypatch, 3)
-    with TestClient(create_app(db)) as c:
+    with TestClient(create_app(db), base_url=LOCAL) as c:
         assert "more than 4 results (1 fault, more than 3 success)" in c.get("/").text
         summary = c.get("/overview/sections").json()["summary"]
         assert summary["models"]["RTWOExecutionResult"] == 3
         assert summary["modelsExact"]["RTWOExecutionResult"] is False
     _bound(monkeypatch, 5)
-    with TestClient(create_app(db)) as c:
+    with TestClient(create_app(db), base_url=LOCAL) as c:
         doc = c.get(f"{API}/contexts").json()
         assert (doc["total"], doc["totalExact"]) == (5, True)
         page = c.get("/").text
@@ -118,7 +119,7 @@ def test_the_api_says_when_a_total_is_more_than_the_bound(db, monkeypatch):
 
 def test_no_pages_that_load_scripts_from_a_cdn(db):
     from rtwo_vm.server import create_app
-    with TestClient(create_app(db)) as c:
+    with TestClient(create_app(db), base_url=LOCAL) as c:
         assert c.get("/docs").status_code == 404
         assert c.get("/redoc").status_code == 404
         assert c.get("/openapi.json").json()["info"]["title"] == "RTWO VM"

@@ -33,7 +33,7 @@ def client(tmp_path):
         recorded = rt.call(to=0x100, caller=1, transaction_reference=HOSTILE)
         rt.vms.register(HOSTILE)
     app = create_app(db)
-    with TestClient(app) as c:
+    with TestClient(app, base_url="http://localhost") as c:   # a served Host
         app.state.readiness.refresh()
         assert app.state.readiness.wait(120)
         yield c, recorded

@@ -92,8 +92,8 @@ def _raw(url: str, data: bytes) -> socket.socket:
     return sock
 
 
-def _request(body: bytes, length: int) -> bytes:
-    return (f"POST {API}/calls HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: {AUTH['Authorization']}"
+def _request(url: str, body: bytes, length: int) -> bytes:
+    return (f"POST {API}/calls HTTP/1.1\r\nHost: {urlparse(url).netloc}\r\nAuthorization: {AUTH['Authorization']}"
             f"\r\nContent-Type: application/json\r\nContent-Length: {length}\r\n\r\n").encode() + body
 
 
@@ -102,9 +102,9 @@ def test_a_client_that_goes_away_loses_nothing(tmp_path):
     with serving(tmp_path) as srv, srv.client(headers=AUTH) as c:
         _deploy(c)
         # Gone before its body is complete: nothing runs.
-        _raw(srv.url, _request(body[:10], len(body))).close()
+        _raw(srv.url, _request(srv.url, body[:10], len(body))).close()
         # Gone right after sending a whole request: the call is recorded whole or not at all.
-        _raw(srv.url, _request(body, len(body))).close()
+        _raw(srv.url, _request(srv.url, body, len(body))).close()
         deadline = time.monotonic() + 30
         total = -1
         while time.monotonic() < deadline:   # until the server has settled the second request

@@ -1,11 +1,15 @@
 """``rtwo-vm serve``: the runtime's services over HTTP and the dashboard (rtwo_vm/server/).
 
     rtwo-vm serve [--db PATH] [--host 127.0.0.1] [--port 8080] [--token-file FILE]
+                  [--allow-host NAME[:PORT] ...] [--header-timeout S] [--body-timeout S]
+                  [--max-connections N]
     rtwo-vm serve --print-openapi      # the OpenAPI document (docs/api/openapi.json), no server
 
 Read-only without ``--token-file``; every action (deploy, call, policy create, events requeue,
 deliver) needs ``Authorization: Bearer <the file's token>``. Binding to an address other than
-the loopback needs a token file. FastAPI and uvicorn are the extra ``pip install '.[serve]'``;
+the loopback needs a token file. Requests are answered for the loopback names and the bound
+address with the bound port, and for the names given with ``--allow-host`` (a reverse
+proxy's); the deadlines and the connection limit default to spec/data/api.toml's bounds. FastAPI and uvicorn are the extra ``pip install '.[serve]'``;
 without it the command refuses in one line (exit 2).
 """
 
@@ -19,7 +23,8 @@ from rtwo_vm.inputs import CliError, parse_count
 from rtwo_vm.runtime_cli import DB_ENV, DEFAULT_DB
 
 TOKEN_MIN, TOKEN_MAX = 16, 4096   # characters of a token file's token
-KEEP_ALIVE_SECONDS = 75   # as nginx: longer than the 5 s of client pools
+MAX_SECONDS = 86400               # the longest deadline an option accepts
+MAX_CONNECTIONS = 65536           # the largest --max-connections (file descriptors run out first)
 
 
 def register(sub) -> None:
@@ -31,6 +36,20 @@ def register(sub) -> None:
     p.add_argument("--port", default="8080", help="port to bind (default 8080; 0: any free port)")
     p.add_argument("--token-file", help="a file holding the bearer token actions need "
                                         f"({TOKEN_MIN}-{TOKEN_MAX} printable characters)")
+    p.add_argument("--allow-host", dest="allow_host", action="append", default=[],
+                   metavar="NAME[:PORT]",
+                   help="also answer requests whose Host is NAME (any port) or NAME:PORT, "
+                        "e.g. a reverse proxy's name (repeatable; default: the loopback names "
+                        "and the bound address, with the bound port)")
+    p.add_argument("--header-timeout", dest="header_timeout", metavar="SECONDS",
+                   help="seconds a request's header may take to arrive (default: api.toml "
+                        "bounds.header_timeout_seconds)")
+    p.add_argument("--body-timeout", dest="body_timeout", metavar="SECONDS",
+                   help="seconds an action's body may take to arrive after its header "
+                        "(default: api.toml bounds.body_timeout_seconds)")
+    p.add_argument("--max-connections", dest="max_connections", metavar="N",
+                   help="connections open at once; more are refused (default: api.toml "
+                        "bounds.max_connections)")
     p.add_argument("--print-openapi", dest="print_openapi", action="store_true",
                    help="print the API's OpenAPI document (as /openapi.json serves it) and exit")
     p.set_defaults(func=_cmd_serve)
@@ -89,6 +108,15 @@ def _bind(host: str, port: int):
     return sock
 
 
+def _bounded(text: str | None, what: str, least: int, most: int) -> int | None:
+    if text is None:
+        return None
+    value = parse_count(text, what)
+    if not least <= value <= most:
+        raise CliError(f"{what} must be from {least} to {most}, got {text[:40]}")
+    return value
+
+
 def _cmd_serve(args) -> int:
     if args.print_openapi:
         try:
@@ -102,28 +130,49 @@ def _cmd_serve(args) -> int:
     token = read_token(args.token_file) if args.token_file else None
     if token is None and not _loopback(args.host):
         raise CliError(f"--host {args.host} is not a loopback address: give --token-file to serve it")
+    header_timeout = _bounded(args.header_timeout, "--header-timeout", 1, MAX_SECONDS)
+    body_timeout = _bounded(args.body_timeout, "--body-timeout", 1, MAX_SECONDS)
+    max_connections = _bounded(args.max_connections, "--max-connections", 2, MAX_CONNECTIONS)
     try:
         import uvicorn
         from rtwo_vm.server import create_app
+        from rtwo_vm.server.connection import protocol
+        from rtwo_vm.server.served import Limits, Served
     except ImportError as err:
         raise CliError(f"rtwo-vm serve needs the serve extra (pip install 'rtwo-vm[serve]'): {err}") from None
     from rtwo_vm.runtime import StoreError
     try:
-        app = create_app(args.db, token=token)
-    except StoreError as err:
-        raise CliError(str(err)) from None
+        Served.of(args.host, port, args.allow_host)
+    except ValueError as err:
+        raise CliError(f"--allow-host {err}") from None
+    limits = Limits.defaults(header_timeout=header_timeout, body_timeout=body_timeout,
+                             max_connections=max_connections)
     sock = _bind(args.host, port)
-    bound_port = sock.getsockname()[1]
+    try:
+        bound_port = sock.getsockname()[1]
+        app = create_app(args.db, token=token, served=Served.of(args.host, bound_port, args.allow_host),
+                         limits=limits)
+    except StoreError as err:
+        sock.close()
+        raise CliError(str(err)) from None
+    except BaseException:
+        sock.close()
+        raise
     host = f"[{args.host}]" if ":" in args.host else args.host
     access = "actions need the token" if token else "read-only: no --token-file"
     print(f"rtwo-vm serve: http://{host}:{bound_port}/ over {args.db} ({access}); "
           "Ctrl-C stops", flush=True)
     app.state.readiness.refresh()  # the first readiness report, computed in the background
-    # An idle keep-alive connection is kept longer than clients keep theirs (httpx and most
-    # pools: 5 s, uvicorn's own default): closed at the same moment, a client would send its
-    # next request on a connection the server is closing and see it fail.
-    config = uvicorn.Config(app, log_level="warning", access_log=False,
-                            timeout_keep_alive=KEEP_ALIVE_SECONDS)
+    # The connections are rtwo_vm/server/connection.py's: h11 with the connection limit, the
+    # header deadline, graceful closing and small reads (on asyncio's loop, whose transports
+    # it sets; uvloop's are not); no WebSocket (the server serves none) and no
+    # X-Forwarded-* (a page on a rebound name could send them). An idle keep-alive connection
+    # is kept longer than clients keep theirs (httpx and most pools: 5 s): closed at the same
+    # moment, a client would send its next request on a connection the server is closing.
+    config = uvicorn.Config(app, log_level="warning", access_log=False, http=protocol(limits),
+                            loop="asyncio", ws="none", proxy_headers=False,
+                            timeout_keep_alive=limits.keep_alive,
+                            h11_max_incomplete_event_size=limits.max_header_bytes)
     try:
         uvicorn.Server(config).run(sockets=[sock])
     finally:

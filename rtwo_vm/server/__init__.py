@@ -5,7 +5,9 @@ any service: every route calls the same ``rtwo_vm.runtime.Runtime`` the CLI uses
 
     app.py        the ASGI application (``create_app``): routers, limits, error answers
     runtimes.py   one Runtime per worker thread over the database, closed at shutdown
-    access.py     bearer tokens for actions, bounds on bodies and queries
+    served.py     the Host names and origins served, the connection bounds
+    connection.py the connections (uvicorn's h11 protocol): limit, header deadline, closing
+    access.py     before any route: Host, repeated headers, origin, token, body bounds
     api/          the JSON API, ``/api/v1/...`` (read collections, records, actions)
     dashboard/    the pages, their static assets (shipped, no CDN) and live events (SSE)
 

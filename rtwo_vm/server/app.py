@@ -3,7 +3,9 @@
     app = create_app("rtwo-vm.db", token=None)     # read-only: every action answers 401
 
 ``token``: the bearer token every action needs (``--token-file``); without one the server is
-read-only. The API's routes are ``rtwo_vm.server.api.router`` (under ``/api/v1``), the
+read-only. ``served``: the Host names and origins answered (rtwo_vm/server/served.py; default:
+the loopback names at any port, for an application run in process); ``limits``: the
+connection bounds (default: api.toml's), read by access.py and connection.py. The API's routes are ``rtwo_vm.server.api.router`` (under ``/api/v1``), the
 dashboard's ``rtwo_vm.server.dashboard.router`` (``/`` and its pages, ``/static``, ``/live``).
 Both read the readiness report and the instruction registry from ``app.state.readiness`` and
 ``app.state.instructions`` (rtwo_vm/server/background.py): one computation of each per process.
@@ -17,11 +19,13 @@ from pathlib import Path
 from fastapi import FastAPI
 
 from rtwo_vm.server.runtimes import Runtimes
+from rtwo_vm.server.served import Limits, Served
 
 API_PREFIX = "/api/v1"
 
 
-def create_app(db: str | Path, *, token: str | None = None) -> FastAPI:
+def create_app(db: str | Path, *, token: str | None = None, served: Served | None = None,
+               limits: Limits | None = None) -> FastAPI:
     from rtwo_vm.runtime.registry import engine_version
     from rtwo_vm.server import access, api, dashboard
     from rtwo_vm.server.api.codes import bounds
@@ -44,6 +48,8 @@ def create_app(db: str | Path, *, token: str | None = None) -> FastAPI:
                   docs_url=None, redoc_url=None)
     app.state.runtimes = runtimes
     app.state.token = token
+    app.state.served = served or Served.of(None, None)
+    app.state.limits = limits or Limits.defaults()
     # One of each per process, read by the API and the dashboard (background.py).
     app.state.readiness = ReadinessCache(runtimes.path, bounds().readiness_max_age_seconds)
     app.state.instructions = InstructionsCache()

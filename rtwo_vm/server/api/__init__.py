@@ -16,6 +16,7 @@ from __future__ import annotations
 from fastapi import APIRouter, FastAPI
 
 from rtwo_vm.server.api import actions, errors, events, readiness, records
+from rtwo_vm.server.api.codes import status_of
 
 router = APIRouter()
 router.include_router(records.router)
@@ -33,17 +34,34 @@ def install(app: FastAPI, prefix: str) -> None:
     app.include_router(router, prefix=prefix)
 
 
+# Refusals below the routes (access.py, connection.py), declared on every operation they
+# can answer: any request, and any action.
+EVERY_REQUEST = ("UNKNOWN_HOST", "DUPLICATE_HEADER", "QUERY_TOO_LONG", "HEADER_TOO_LARGE",
+                 "REQUEST_TIMEOUT", "TOO_MANY_CONNECTIONS")
+EVERY_ACTION = ("FORBIDDEN_ORIGIN", "UNAUTHORIZED", "BODY_TOO_LARGE", "UNSUPPORTED_MEDIA_TYPE")
+
+
 def _openapi_without_422(app: FastAPI) -> None:
     """FastAPI documents a 422 answer for every route with parameters; this API answers a
-    request that fails validation 400 with the spec's code (errors.py), as documented."""
+    request that fails validation 400 with the spec's code (errors.py), as documented. Every
+    operation also gets the refusals made before any route runs."""
     build = app.openapi
 
     def openapi() -> dict:
         if app.openapi_schema is None:
             doc = build()
+            error = {"$ref": "#/components/schemas/ErrorBody"}
             for path in doc.get("paths", {}).values():
-                for operation in path.values():
-                    operation.get("responses", {}).pop("422", None)
+                for method, operation in path.items():
+                    responses = operation.get("responses", {})
+                    responses.pop("422", None)
+                    codes = EVERY_REQUEST + (EVERY_ACTION if method not in ("get", "head") else ())
+                    for code in codes:
+                        entry = responses.setdefault(str(status_of(code)), {
+                            "description": "", "content": {"application/json": {"schema": error}}})
+                        named = [c for c in entry["description"].split(", ") if c]
+                        if code not in named:
+                            entry["description"] = ", ".join([*named, code])
             for name in ("HTTPValidationError", "ValidationError"):
                 doc.get("components", {}).get("schemas", {}).pop(name, None)
             app.openapi_schema = doc

@@ -8,6 +8,7 @@ refusals (each with its own status). Nothing here writes a code, a status or a b
 from __future__ import annotations
 
 import functools
+import json
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Mapping
@@ -26,11 +27,31 @@ class Bounds:
     max_text_chars: int
     readiness_max_age_seconds: int
     max_counted: int
+    max_header_bytes: int
+    header_timeout_seconds: int
+    body_timeout_seconds: int
+    keep_alive_seconds: int
+    max_connections: int
+    live_max_streams: int
+    live_lifetime_seconds: int
+    live_replay_events: int
 
 
 @functools.cache
 def bounds() -> Bounds:
     return Bounds(**spec.raw("api")["bounds"])
+
+
+@dataclass(frozen=True)
+class Headers:
+    single: frozenset[str]        # headers a request may give at most once (lowercase)
+    loopback_hosts: tuple[str, ...]   # the Host names served by default
+
+
+@functools.cache
+def headers() -> Headers:
+    doc = spec.raw("api")["headers"]
+    return Headers(frozenset(doc["single_headers"]), tuple(doc["loopback_hosts"]))
 
 
 @functools.cache
@@ -48,6 +69,11 @@ def statuses() -> Mapping[str, int]:
 
 def status_of(code: str) -> int:
     return statuses()[code]
+
+
+def refusal_body(code: str, message: str) -> bytes:
+    """A refusal as the answer's JSON body (for the layers that answer below the application)."""
+    return json.dumps({"error": code, "message": message}).encode()
 
 
 class ApiError(Exception):

@@ -6,12 +6,17 @@ writes to the database, the CLI included. For each ``result.recorded`` event it 
 context's row (``event: context``), after each batch the overview's figures
 (``event: summary``), and after a batch with ``vm.*`` events ``event: vm`` (the overview then
 fetches its VM section). An ``EventSource`` that reconnects sends ``Last-Event-ID`` and resumes
-after it. Readiness is not in the outbox: the stream watches the server's readiness cache
+after it, at most api.toml ``bounds.live_replay_events`` events back: from an older cursor
+(``?after=0`` included) the stream first sends ``event: missed`` (``{"after": the cursor,
+"resumedAfter": where it resumes}``) and resumes there, so that a client costs the same at
+any size of the outbox. A cursor past the newest event resumes after the newest. Readiness is not in the outbox: the stream watches the server's readiness cache
 (rtwo_vm/server/background.py) and sends ``event: readiness`` when a computation starts or
 ends (the overview then fetches its readiness section).
 
-A stream ends when the client goes away (a heartbeat comment is written when nothing else
-was, and a failed write ends it), after ``LIFETIME`` seconds (the browser reconnects), and
+At most ``bounds.live_max_streams`` streams are open at once (more are answered 503). A
+stream ends when the client goes away (a heartbeat comment is written when nothing else
+was, and a failed write ends it), after ``bounds.live_lifetime_seconds`` (the browser
+reconnects), and
 when the server shuts down: :class:`Streams` is told by the SIGINT/SIGTERM handler chained
 in front of uvicorn's, because uvicorn waits for open responses to finish before it runs
 the application's shutdown, so a stream waiting for that would hang the server.
@@ -30,14 +35,13 @@ from fastapi import Request
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
+from rtwo_vm.server.api.codes import bounds
 from rtwo_vm.server.dashboard import queries
 from rtwo_vm.server.runtimes import Runtimes
 
 POLL = 0.5          # seconds between outbox queries
 BATCH = 500         # events read per query
 HEARTBEAT = 5.0     # seconds of silence before a comment line (finds closed clients)
-LIFETIME = 300.0    # seconds a stream lasts before the browser reconnects
-MAX_STREAMS = 64    # open streams at once; more get 503
 
 
 class Streams:
@@ -51,7 +55,7 @@ class Streams:
 
     def enter(self) -> bool:
         with self._lock:
-            if self.open >= MAX_STREAMS or self.closing.is_set():
+            if self.open >= bounds().live_max_streams or self.closing.is_set():
                 return False
             self.open += 1
             return True
@@ -85,20 +89,30 @@ class Streams:
         self._previous.clear()
 
 
-def _start_id(request: Request, runtimes: Runtimes) -> int | None:
-    """Where a stream starts: after Last-Event-ID or ?after=, else after the newest event."""
+def _start(request: Request, runtimes: Runtimes) -> tuple[int, int | None] | None:
+    """Where a stream starts: (the event id it resumes after, the cursor given when it was
+    older than the replay bound, else None); None for a cursor that is not an event id.
+    Without a cursor (Last-Event-ID, else ?after=) it starts after the newest event."""
     given = request.headers.get("last-event-id") or request.query_params.get("after")
+    cursor = None
     if given:
         try:
-            value = int(given)
+            cursor = int(given)
         except ValueError:
             return None
-        return value if 0 <= value < 1 << 63 else None
+        if not 0 <= cursor < 1 << 63:
+            return None
     rt = runtimes.take()
     try:
-        return queries.last_event_id(rt)
+        newest = queries.last_event_id(rt)
     finally:
         runtimes.give(rt)
+    if cursor is None:
+        return newest, None
+    oldest = max(newest - bounds().live_replay_events, 0)
+    if cursor < oldest:
+        return oldest, cursor
+    return min(cursor, newest), None
 
 
 def _poll(runtimes: Runtimes, after: int, summary
@@ -133,20 +147,24 @@ def _message(event: str, data: Any, event_id: int | None = None) -> str:
 
 def stream(request: Request, runtimes: Runtimes, streams: Streams, summary,
            readiness_version: Callable[[], int]):
-    start = _start_id(request, runtimes)
-    if start is None:
+    where = _start(request, runtimes)
+    if where is None:
         return StreamingResponse(iter(["event: error\ndata: \"bad Last-Event-ID\"\n\n"]),
                                  status_code=400, media_type="text/event-stream")
     if not streams.enter():
         return StreamingResponse(iter(["retry: 10000\n\n"]), status_code=503,
                                  media_type="text/event-stream")
 
+    start, missed = where
+
     async def body() -> AsyncIterator[str]:
         after = start
         seen = readiness_version()
         try:
             yield f"retry: 2000\nid: {after}\n\n"
-            ends = time.monotonic() + LIFETIME
+            if missed is not None:
+                yield _message("missed", {"after": missed, "resumedAfter": start}, start)
+            ends = time.monotonic() + bounds().live_lifetime_seconds
             quiet_since = time.monotonic()
             while not streams.closing.is_set() and time.monotonic() < ends:
                 last, rows, figures, full, vms = await run_in_threadpool(

@@ -135,6 +135,12 @@
     source.addEventListener("summary", function (e) {
       applySummary(JSON.parse(e.data));
     });
+    // Back too far (a long disconnection): the stream resumed later than asked, so rows
+    // between are missing from the table; the figures are fetched whole again.
+    source.addEventListener("missed", function () {
+      if (status) { status.textContent = "live: connected (older events skipped: reload for them)"; }
+      refreshSections();
+    });
     source.addEventListener("vm", refreshSections);
     source.addEventListener("readiness", refreshSections);
     window.addEventListener("pagehide", function () { source.close(); });
