@@ -149,7 +149,8 @@ def test_sink_confirm_makes_a_planted_sink_deliverable_after_showing_its_target(
     name = plant_sink(db, "jsonl", str(target), name="jsonl:somewhere-nice")
     listed = cli("events", "sinks", db=db)
     assert listed.returncode == 0
-    assert json.loads(listed.stdout)["sinks"][0]["confirmed"] is False
+    (sink,) = json.loads(listed.stdout)["sinks"]
+    assert sink["confirmed"] is False and sink["confirmedBy"] is None   # the row says op@here
     assert listed.stderr == (f"sink {name} is not confirmed on this machine, so nothing is "
                              f"delivered to it: check its target ({target}), then rtwo-vm "
                              f"events sink-confirm {name}\n")

@@ -236,7 +236,9 @@ class VMEventPublisher:
         doc = _camel_row(row)
         doc.pop("confirmation", None)
         doc.update(name=redact(row["name"]), target=redact(row["target"]), config=options,
-                   confirmed=confirmed)
+                   confirmed=confirmed,
+                   # who confirmed, as the row says: shown only when this machine's key agrees
+                   confirmedBy=row["confirmed_by"] if confirmed else None)
         return doc
 
     def sink_rows(self, store: Store | None = None) -> builtins.list[SinkRow]:
