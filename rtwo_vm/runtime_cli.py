@@ -54,13 +54,46 @@ def print_table(rows: list[dict], columns: list[str]) -> None:
     print(f"{len(rows)} shown")
 
 
-def print_listing(args, records, columns: list[str]) -> int:
-    docs = [r.to_json() for r in records]
+def is_damaged(doc) -> bool:
+    """A damaged entry (rtwo_vm/runtime/damaged.py): a row that does not decode."""
+    return isinstance(doc, dict) and doc.get("damaged") is True
+
+
+def damaged_in(doc) -> bool:
+    """Whether ``doc`` is, or holds anywhere, a damaged entry."""
+    if is_damaged(doc):
+        return True
+    if isinstance(doc, dict):
+        return any(damaged_in(v) for v in doc.values())
+    if isinstance(doc, list):
+        return any(damaged_in(v) for v in doc)
+    return False
+
+
+def print_rows(args, docs: list, columns: list[str]) -> int:
+    """Records as JSON or a table; a damaged entry in its place, its id in the first column
+    and ``DAMAGED`` in the second, then one line per damaged entry with its reason. Exit
+    status 1 when one was damaged, else 0."""
     if args.json:
         print_json(docs)
     else:
-        print_table(docs, columns)
-    return 0
+        print_table([{columns[0]: d["id"], columns[1]: "DAMAGED"} if is_damaged(d) else d
+                     for d in docs], columns)
+        for d in docs:
+            if is_damaged(d):
+                print(f"damaged {d['table']} {d['id']}: {d['reason']}")
+    return 1 if any(is_damaged(d) for d in docs) else 0
+
+
+def print_listing(args, records, columns: list[str]) -> int:
+    return print_rows(args, [r.to_json() for r in records], columns)
+
+
+def print_record(doc) -> int:
+    """One record (or a record with its parts) as JSON; exit status 1 when it is, or holds,
+    a damaged entry."""
+    print_json(doc)
+    return 1 if damaged_in(doc) else 0
 
 
 def need_id(args) -> str:

@@ -32,9 +32,13 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE")
 
 
 @pytest.fixture(autouse=True)
-def isolated_cwd(tmp_path, monkeypatch):
-    """Run every test in its own temporary directory, never in the checkout."""
+def isolated_cwd(tmp_path, tmp_path_factory, monkeypatch):
+    """Run every test in its own temporary directory, never in the checkout, with its own
+    sink key (rtwo_vm/runtime/sinks/approval.py: ``events sink-add`` creates it) outside it,
+    never the user's."""
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RTWO_VM_SINK_KEY_FILE",
+                       str(tmp_path_factory.mktemp("sink-key") / "sink.key"))
     return tmp_path
 
 

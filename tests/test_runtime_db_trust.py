@@ -38,6 +38,57 @@ def refused(*args: str, fragment: str = "") -> str:
     return err
 
 
+# Commands that only show records: a row that does not decode is shown as damaged in its
+# place (exit status 1), never refused (issue 33); those that use it refuse it (exit 2).
+SHOWING = {("results", "list"), ("contexts", "list"), ("contexts", "show"), ("policy", "list"),
+           ("policy", "show"), ("contracts", "list"), ("contracts", "show"), ("vm", "list"),
+           ("sandboxes", "list"), ("accounting", "list"), ("accounting", "totals"),
+           ("violations", "list"), ("events", "list"), ("events", "show"), ("events", "sinks")}
+
+
+JSON_SHOWING = {("contexts", "show"), ("policy", "show"), ("contracts", "show"),
+                ("accounting", "totals"), ("events", "show"), ("events", "sinks")}
+
+
+def shown_damaged(*args: str, fragment: str = "") -> str:
+    """The command shows the records with the damaged one as damaged, exit status 1."""
+    code, out, err = run_cli(*args)
+    assert code == 1, (args, code, out[:300], err[:300])
+    assert "Traceback" not in out + err and ('"damaged": true' in out or "\ndamaged " in out), out
+    text = out + "".join(f"damaged {d['table']} {d['id']}: {d['reason']}\n"
+                         for d in damaged_entries(out))
+    assert fragment in text, (fragment, text[-2000:])
+    return text
+
+
+def damaged_entries(out: str) -> list:
+    """The damaged entries a command printed as JSON (none when it printed a table)."""
+    import json
+    try:
+        doc = json.loads(out)
+    except ValueError:
+        return []
+    found: list = []
+
+    def walk(value) -> None:
+        if isinstance(value, dict):
+            if value.get("damaged") is True:
+                found.append(value)
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+    walk(doc)
+    return found
+
+
+def refused_or_shown(*args: str, fragment: str = "") -> str:
+    if tuple(args[:2]) in SHOWING:
+        return shown_damaged(*args, fragment=fragment)
+    return refused(*args, fragment=fragment)
+
+
 def run_child(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
     """The CLI in its own process, so that a hang fails the test instead of stalling it."""
     return subprocess.run([sys.executable, "-c", "import sys; from rtwo_vm.cli import main; "
@@ -92,7 +143,7 @@ def test_the_rewriter_is_live_without_the_check(db, monkeypatch):
     # Even then the rewritten row is not shown as if recorded: it differs from its digest.
     monkeypatch.undo()
     sql(db, "DROP TRIGGER rewrite")
-    refused("results", "list", "--db", str(db), fragment="output differs from the compared result")
+    shown_damaged("results", "list", "--db", str(db), fragment="output differs from the compared result")
 
 
 def test_a_recursive_trigger_is_refused_without_hanging(db):
@@ -274,9 +325,11 @@ def policy_db(db):
 def test_bad_policy_values_are_refused_naming_the_policy(policy_db, column, value, fragment):
     db, policy = policy_db
     sql(db, f"UPDATE policies SET {column} = {value} WHERE policy_id = '{policy}'")
-    for args in (("policy", "list"), ("policy", "show", policy), ("call", "0x100", "--policy", policy)):
-        refused(*args, "--db", str(db), fragment=f"policies {policy}: ")
-    refused("policy", "show", policy, "--db", str(db), fragment=fragment)
+    refused("call", "0x100", "--policy", policy, "--db", str(db), fragment=f"policies {policy}: ")
+    for args in (("policy", "list"), ("policy", "show", policy)):
+        shown_damaged(*args, "--db", str(db), fragment=f"damaged policies {policy}: "
+                      if args[1] == "list" else policy)
+    shown_damaged("policy", "show", policy, "--db", str(db), fragment=fragment)
 
 
 @pytest.mark.parametrize("statement, command, fragment", [
@@ -303,26 +356,32 @@ def test_bad_policy_values_are_refused_naming_the_policy(policy_db, column, valu
     ("DELETE FROM meta WHERE key = 'context_seq'", ("call", "0x100"), "meta context_seq: missing"),
     ("UPDATE storage SET key = 'k'", ("contracts", "show", "0x100"), "storage 0x100/k: key holds 'k'"),
 ])
-def test_damaged_rows_are_refused_in_one_line_naming_the_row(db, statement, command, fragment):
+def test_damaged_rows_are_shown_as_damaged_or_refused_naming_the_row(db, statement, command, fragment):
     conn = sqlite3.connect(str(db))
     context = conn.execute("SELECT context_id FROM contexts").fetchone()[0]
     conn.close()
     sql(db, "PRAGMA foreign_keys = OFF", "DROP TRIGGER stage_history_is_append_only", statement)
     args = [context if a == "CTX" else a for a in command]
-    refused(*args, "--db", str(db), fragment=fragment)
+    refused_or_shown(*args, "--db", str(db), fragment=fragment)
 
 
-def test_damaged_delivery_rows_are_refused_in_one_line(tmp_path, db):
+def test_damaged_delivery_rows_are_reported_in_one_line(tmp_path, db):
     out = tmp_path / "events.jsonl"
     assert run_cli("events", "sink-add", "jsonl", str(out), "--db", str(db))[0] == 0
     name = f"jsonl:{out.resolve()}"
     sql(db, f"INSERT INTO delivery_failures VALUES ('{name}', 1, 'many', 'x', 'now', 0, NULL)")
-    refused("events", "deliver", "--db", str(db), fragment=f"delivery_failures {name}/1: attempts holds 'many'")
-    refused("events", "sinks", "--db", str(db), fragment="attempts holds 'many'")
+    code, text, _ = run_cli("events", "deliver", "--db", str(db))
+    assert code == 1 and text == (f"{name}: 0 delivered, 0 failed, 0 dead, 0 left; damaged: "
+                                  f"delivery_failures {name}/1: attempts holds 'many', not a "
+                                  "non-negative integer (the database was changed outside the "
+                                  "runtime); the pass stopped\n"), text
+    shown_damaged("events", "sinks", "--db", str(db), fragment="attempts holds 'many'")
     sql(db, "DELETE FROM delivery_failures", f"UPDATE sinks SET config = '[]' WHERE name = '{name}'")
-    refused("events", "deliver", "--db", str(db), fragment=f"sinks {name}: config holds '[]', not a JSON object")
+    code, text, _ = run_cli("events", "deliver", "--db", str(db))
+    assert code == 1 and text.startswith(f"{name}: 0 delivered, 0 failed, 0 dead, 0 left; damaged: "
+                                         "config holds '[]', not a JSON object"), text
     sql(db, f"UPDATE sinks SET config = '{{\"timeout\": -1}}' WHERE name = '{name}'")
-    refused("events", "sinks", "--db", str(db), fragment=f"sinks {name}: sink option timeout")
+    shown_damaged("events", "sinks", "--db", str(db), fragment="sink option timeout")
     assert not out.exists()
 
 
@@ -378,4 +437,8 @@ def test_every_column_read_back_is_checked(full_db, tmp_path, table, column):
     sql(path, "PRAGMA foreign_keys = OFF", "DROP TRIGGER stage_history_is_append_only",
         f"UPDATE {table} SET {column} = {value} WHERE {where}")
     args = [context if a == "CTX" else a for a in READERS[table]]
-    refused(*args, "--db", str(path), fragment=f"rtwo-vm: error: {table} ")
+    if tuple(args[:2]) in SHOWING:
+        shown_damaged(*args, "--db", str(path), fragment=f'"table": "{table}"'
+                      if tuple(args[:2]) in JSON_SHOWING else f"damaged {table} ")
+    else:
+        refused(*args, "--db", str(path), fragment=f"rtwo-vm: error: {table} ")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -11,6 +12,18 @@ from rtwo_vm.runtime import Runtime, counting_ids
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
+
+
+def shown_url(url: str) -> str:
+    """How chapter 10.8 shows a URL whose path may hold a secret, computed here by hand:
+    scheme, host and port, ``/...`` for the path, ``?...`` for a query, ``***@`` for user
+    information, and ``#`` with 8 hex digits of the SHA-256 of the whole URL."""
+    scheme, rest = url.split("://", 1)
+    netloc, _, tail = rest.partition("/")
+    host = netloc.rpartition("@")[2]
+    query = "?..." if "?" in tail else ""
+    user = "***@" if "@" in netloc else ""
+    return f"{scheme}://{user}{host}/...{query}#{hashlib.sha256(url.encode()).hexdigest()[:8]}"
 
 
 def example(name: str) -> bytes:

@@ -8,7 +8,8 @@ import argparse
 import sys
 
 from rtwo_vm.runtime_cli import (
-    add_options, guard, need_id, open_runtime, print_json, print_table, refuse_unread_options,
+    add_options, guard, is_damaged, need_id, open_runtime, print_json, print_record, print_rows,
+    refuse_unread_options,
 )
 from rtwo_vm.inputs import CliError, parse_count
 from rtwo_vm.sink_options import COMMON_OPTIONS, KIND_OPTIONS
@@ -103,34 +104,36 @@ def _cmd_events(args) -> int:
             raise CliError(str(err)) from None
     with open_runtime(args) as rt:
         if args.action == "list":
-            events = rt.events.list(stream=args.context, type=args.type, limit=args.limit,
-                                    undelivered_to=args.undelivered)
+            events = [e.to_json() for e in rt.events.list(
+                stream=args.context, type=args.type, limit=args.limit,
+                undelivered_to=args.undelivered)]
             if args.json:
-                print_json([e.to_json() for e in events])
-            else:
-                print_table([{"eventId": e.event_id, "stream": e.stream, "type": e.type,
-                         "summary": _summary(e), "createdAt": e.created_at} for e in events],
-                       ["eventId", "stream", "type", "summary", "createdAt"])
-            return 0
+                return print_rows(args, events, [])
+            return print_rows(args, [e if is_damaged(e) else {
+                "eventId": e["eventId"], "stream": e["stream"], "type": e["type"],
+                "summary": _summary(e), "createdAt": e["createdAt"]} for e in events],
+                ["eventId", "stream", "type", "summary", "createdAt"])
         if args.action == "show":
-            print_json(rt.events.get(_event_id(need_id(args))).to_json())
-            return 0
+            return print_record(rt.events.get(_event_id(need_id(args))).to_json())
         if args.action == "sinks":
-            print_json({"sinks": rt.events.sinks(), "undelivered": rt.events.undelivered_counts(),
-                         "failures": rt.events.failures()})
+            doc = {"sinks": rt.events.sinks(), "undelivered": rt.events.undelivered_counts(),
+                   "failures": rt.events.failures()}
+            _confirm_hints(doc["sinks"])
+            return print_record(doc)
+        if args.action == "sink-confirm":
+            doc = rt.events.confirm_sink(need_id(args))
+            print_json({**doc, "name": _shown(doc["name"])})
+            print(f"confirmed sink {_shown(doc['name'])} on this machine: events go to the "
+                  f"{doc['kind']} target {doc['target']}", file=sys.stderr)
             return 0
         if args.action == "sink-remove":
             rt.events.remove_sink(need_id(args))
             print(f"removed sink {args.id}")
             return 0
         if args.action == "dead":
-            dead = rt.events.dead(args.sink)
-            if args.json:
-                print_json(dead)
-            else:
-                print_table(dead, ["sink", "eventId", "stream", "type", "attempts", "heldBack",
-                              "deadAt", "reason"])
-            return 0
+            return print_rows(args, rt.events.dead(args.sink),
+                              ["sink", "eventId", "stream", "type", "attempts", "heldBack",
+                               "deadAt", "reason"])
         if args.action == "requeue":
             if (args.id is None) == (not args.all):
                 raise CliError("events requeue needs an event ID or --all")
@@ -175,19 +178,34 @@ def _events_tail(args) -> int:
     return 0
 
 
+def _shown(name: str) -> str:
+    from rtwo_vm.runtime.sinks import redact
+    return redact(name)
+
+
+def _confirm_hints(sinks: list) -> None:
+    """One line on stderr per sink this machine has not confirmed, saying how to."""
+    from rtwo_vm.runtime.publisher import confirm_hint
+    for sink in sinks:
+        if not is_damaged(sink) and not sink.get("confirmed"):
+            print(f"sink {sink['name']} is not confirmed on this machine, so nothing is "
+                  f"delivered to it: check its target ({sink['target']}), then "
+                  f"{confirm_hint(sink['name'])}", file=sys.stderr)
+
+
 def _sink_args(args) -> tuple[str, str]:
     if not args.id or not args.target:
         raise CliError("events sink-add needs KIND (jsonl, webhook or nats) and TARGET")
     return args.id, args.target
 
 
-def _summary(event) -> str:
-    p = event.payload
-    if event.type == "lifecycle.transition":
+def _summary(event: dict) -> str:
+    p, kind = event["payload"], event["type"]
+    if kind == "lifecycle.transition":
         return f"{p.get('from') or '-'} -> {p.get('stage')}"
-    if event.type == "result.recorded":
+    if kind == "result.recorded":
         return f"{p.get('executionStatus')} {p.get('error') or ''}".strip()
-    if event.type == "violation.recorded":
+    if kind == "violation.recorded":
         return f"{p.get('violationType')} ({p.get('severity')})"
     return ""
 
@@ -196,14 +214,18 @@ def _register_events(sub) -> None:
     p = sub.add_parser(
         "events", help="VM events: outbox, sinks, delivery, dead events, NATS tail",
         description="The outbox and its delivery (chapter 10.8). list/show read the outbox; "
-                    "sink-add KIND TARGET registers a sink (jsonl FILE, webhook URL, nats URL); "
-                    "deliver runs one bounded pass to every sink; dead lists the events parked "
+                    "sink-add KIND TARGET registers a sink (jsonl FILE, webhook URL, nats URL), "
+                    "confirmed on this machine; sink-confirm NAME confirms a sink another "
+                    "database brought (only confirmed sinks are delivered to); "
+                    "deliver runs one bounded pass to every confirmed sink; dead lists the "
+                    "events parked "
                     "after --max-attempts failures and requeue puts them back; tail --nats URL "
                     "prints the stream's events as JSON lines.")
     p.add_argument("action", choices=["list", "show", "deliver", "sinks", "sink-add",
-                                      "sink-remove", "dead", "requeue", "tail"])
+                                      "sink-confirm", "sink-remove", "dead", "requeue", "tail"])
     p.add_argument("id", nargs="?", metavar="ID|KIND|NAME",
-                   help="show/requeue: an event id; sink-add: the kind; sink-remove: the name")
+                   help="show/requeue: an event id; sink-add: the kind; sink-confirm, "
+                        "sink-remove: the sink's name")
     p.add_argument("target", nargs="?",
                    help="sink-add: file path (jsonl) or URL (webhook http://..., nats://...)")
     p.add_argument("--context", help="list, tail: only this context's (stream's) events")

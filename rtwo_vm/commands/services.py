@@ -22,7 +22,8 @@ from rtwo_vm.inputs import (
     read_storage_file,
 )
 from rtwo_vm.runtime_cli import (
-    add_options, guard, need_id, open_runtime, print_json, print_listing, print_table, refuse_unread_options,
+    add_options, guard, is_damaged, need_id, open_runtime, print_json, print_listing, print_record,
+    print_rows, print_table, refuse_unread_options,
 )
 
 
@@ -127,15 +128,13 @@ def _print_recorded(rec, indent: str = "") -> None:
 def _cmd_contracts(args) -> int:
     with open_runtime(args) as rt:
         if args.action == "show":
-            print_json(rt.contract(parse_word(need_id(args), "address")))
-            return 0
+            return print_record(rt.contract(parse_word(need_id(args), "address")))
         docs = rt.contracts()
     if args.json:
-        print_json(docs)
-    else:
-        print_table([{**d, "storageSlots": len(d["storage"]), "codeHash": d["codeHash"][:16]}
-                for d in docs], ["address", "codeSize", "codeHash", "storageSlots", "deployedAt"])
-    return 0
+        return print_rows(args, docs, [])
+    return print_rows(args, [d if is_damaged(d) else {
+        **d, "storageSlots": len(d["storage"]), "codeHash": d["codeHash"][:16]} for d in docs],
+        ["address", "codeSize", "codeHash", "storageSlots", "deployedAt"])
 
 
 # -- record listings ------------------------------------------------------------------------
@@ -163,7 +162,7 @@ def _cmd_vm(args) -> int:
         elif args.action == "retire":
             vm = rt.vms.retire(vm_id)
         else:
-            vm = rt.vms.get(vm_id)
+            return print_record(rt.vms.get_entry(vm_id).to_json())
     print_json(vm.to_json())
     return 0
 
@@ -177,19 +176,30 @@ def _cmd_contexts(args) -> int:
                                        execution_status=args.result, contract_id=contract,
                                        roots_only=args.entry_only)
             if args.json:
-                print_json([c.to_json() for c in records])
-                return 0
+                return print_listing(args, records, [])
             # Every context's status is the final stage: show how each one ended instead.
             ended = rt.contexts.outcomes()
-            print_table([{**c.to_json(), "ended": ended.get(c.context_id, ("-",))[0],
-                     "result": " ".join(filter(None, ended.get(c.context_id, ())[1:]))} for c in records],
-                   ["contextId", "contractId", "depth", "ended", "result", "parentContextId",
-                    "createdAt"])
-            return 0
+            docs = [c.to_json() for c in records]
+            code = print_rows(args, [d if is_damaged(d) else {
+                **d, "ended": ended.get(d["contextId"], ("-",))[0],
+                "result": _outcome(ended.get(d["contextId"]))}
+                for d in docs], ["contextId", "contractId", "depth", "ended", "result",
+                                 "parentContextId", "createdAt"])
+            results = [ended[d["contextId"]][2] for d in docs if not is_damaged(d)
+                       and ended.get(d["contextId"], ("", ""))[1] == "damaged"]
+            for line in results:   # the context is whole, its result row is not
+                print(line)
+            return 1 if results else code
         context_id = need_id(args)
         doc = rt.context_record(context_id)
-    print_json(doc)
-    return 0
+    return print_record(doc)
+
+
+def _outcome(found) -> str:
+    """The ``result`` column of ``contexts list``: the execution status and error code."""
+    if not found:
+        return ""
+    return "damaged" if found[1] == "damaged" else " ".join(filter(None, found[1:]))
 
 
 def _simple(service_name: str, columns: list[str], filters=()):
@@ -201,24 +211,15 @@ def _simple(service_name: str, columns: list[str], filters=()):
                 given = {f: getattr(args, f) for f in filters}
                 return print_listing(args, service.list(limit=args.limit, **given), columns)
             if service_name == "accounting" and args.action == "totals":
-                print_json(service.totals())
-                return 0
+                return print_record(service.totals())
             if service_name == "violations" and args.action == "ack":
                 print_json(service.acknowledge(need_id(args)).to_json())
                 return 0
             if args.action != "show":
                 raise CliError(f"{service_name} has no action {args.action}")
-            record_id = need_id(args)
-            try:
-                record = service.get(record_id)
-            except LookupError:
-                record = service.for_context(record_id)  # a context id works as well
-                if isinstance(record, list):
-                    if not record:
-                        raise
-                    record = record[0]
-        print_json(record.to_json())
-        return 0
+            # by its id, or a context id (the record of that context)
+            record = service.get_entry(need_id(args))
+        return print_record(record.to_json())
     return command
 
 
@@ -267,7 +268,9 @@ def _cmd_policy(args) -> int:
             print_json({"policyId": policy_id, "refusals": refusals,
                          "binds": not refusals})
             return 0 if not refusals else 1
-        policy = rt.policies.retire(policy_id) if args.action == "retire" else rt.policies.get(policy_id)
+        if args.action != "retire":
+            return print_record(rt.policies.get_entry(policy_id).to_json())
+        policy = rt.policies.retire(policy_id)
     print_json(policy.to_json())
     return 0
 

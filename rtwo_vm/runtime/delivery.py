@@ -28,11 +28,13 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from rtwo_vm.runtime import stored
+from rtwo_vm.runtime.damaged import entry_of
 from rtwo_vm.runtime.events import VMEvent
 from rtwo_vm.runtime.sinks import (
     NOT_SENT, DeadlineReached, Session, Sink, SinkUnavailable, one_line, redact, remaining,
 )
 from rtwo_vm.runtime.store import Store
+from rtwo_vm.runtime.trust import DamagedRecord
 
 DEFAULT_DEADLINE = 10.0
 _LOG = logging.getLogger("rtwo_vm.delivery")
@@ -253,11 +255,20 @@ class Dispatcher:
             "FROM delivery_failures f JOIN outbox o ON o.event_id = f.event_id "
             "WHERE f.dead_at IS NOT NULL AND (? IS NULL OR f.sink = ?) "
             "ORDER BY f.sink, f.event_id", (sink_name, sink_name))
-        rows = [_failure_doc(r) for r in rows]
-        return [{"sink": redact(r["sink"]), "eventId": r["event_id"], "stream": r["stream"],
-                 "type": r["type"], "attempts": r["attempts"], "reason": redact(r["last_error"]),
-                 "lastAt": r["last_at"], "deadAt": r["dead_at"], "heldBack": r["held_back"]}
-                for r in rows]
+        out: list[dict[str, Any]] = []
+        for r in rows:
+            try:
+                _failure_doc(r)
+            except DamagedRecord as err:   # shown as damaged, the others as they are
+                entry = entry_of("delivery_failures", r, err)
+                out.append({**entry.to_json(), "id": redact(entry.id),
+                            "reason": redact(entry.reason)})
+                continue
+            out.append({"sink": redact(r["sink"]), "eventId": r["event_id"],
+                        "stream": r["stream"], "type": r["type"], "attempts": r["attempts"],
+                        "reason": redact(r["last_error"]), "lastAt": r["last_at"],
+                        "deadAt": r["dead_at"], "heldBack": r["held_back"]})
+        return out
 
     def requeue(self, event_ids: Iterable[int] | None = None,
                 sink_name: str | None = None) -> int:

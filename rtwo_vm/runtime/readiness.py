@@ -282,9 +282,20 @@ class VMReadinessService:
         roots = store.single("SELECT count(*) FROM contexts WHERE parent_context_id IS NULL")[0]
         events = store.single("SELECT count(*) FROM outbox")[0]
         pending = runtime.events.undelivered_counts()
+        rows = runtime.events.sink_rows()
+        broken = [r.sink for r in rows if getattr(r.sink, "damaged", False) is True]
+        unconfirmed = [r.name for r in rows if not r.confirmed and r.sink not in broken]
         evidence = (f"{store.path}: schema {store.schema_version}, integrity {integrity}; "
                     f"{contexts} contexts ({roots} entry), {len(incomplete)} incomplete; "
                     f"{events} events" + "".join(f", {n} undelivered to {s}"
                                                  for s, n in pending.items()))
-        ok = integrity == "ok" and not incomplete
+        if unconfirmed:
+            evidence += (f"; {len(unconfirmed)} sink(s) not confirmed on this machine "
+                         f"({', '.join(unconfirmed[:3])}: rtwo-vm events sink-confirm NAME)")
+        if broken:
+            first = broken[0]
+            evidence += (f"; {len(broken)} damaged sink row{'s' if len(broken) > 1 else ''} "
+                         f"({getattr(first, 'table', '')} {getattr(first, 'id', '')}: "
+                         f"{getattr(first, 'reason', '')})")
+        ok = integrity == "ok" and not incomplete and not broken
         return ("passed" if ok else "failed"), evidence

@@ -3,18 +3,22 @@
 Each service turns rows into domain models and lists them with simple filters. The write
 side is the execution lifecycle (execution.py), which records a context with all of these in
 one transaction; only violation acknowledgement changes a record afterwards.
+
+What only shows records (``list``, ``page``, ``entry``, ``history_entries``, ``totals``) puts
+a :class:`~rtwo_vm.runtime.damaged.DamagedEntry` in place of a row that does not decode;
+what uses one (``get`` and ``for_context``, and ``list(strict=True)``) raises DamagedRecord.
 """
 
 from __future__ import annotations
 
 import builtins
 import sqlite3
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import spec
 from reference_vm.result import STATUSES
 from rtwo_vm.runtime.catalog import catalog
+from rtwo_vm.runtime.damaged import DamagedEntry, decoded, entry_of, missing
 from rtwo_vm.runtime.events import RecordWriter
 from rtwo_vm.runtime.lifecycle import StageEntry
 from rtwo_vm.runtime import stored
@@ -22,15 +26,18 @@ from rtwo_vm.runtime.models import (
     ModelError, RTWOExecutionContext, RTWOExecutionResult, RTWOExecutionSandbox,
     RTWOResourceAccounting, RTWOSandboxViolation, field_names,
 )
+from rtwo_vm.runtime.schema import columns
+from rtwo_vm.runtime.paging import (
+    InvalidInput, Page, breakdown, count_at_most, keyset, page_key,
+)
 from rtwo_vm.runtime.store import DamagedRecord, Store
+
+__all__ = ["DamagedEntry", "InvalidInput", "Page", "UnknownRecord", "breakdown", "count_at_most",
+           "keyset"]
 
 
 class UnknownRecord(LookupError):
     """No record with the id asked for."""
-
-
-class InvalidInput(ValueError):
-    """A request the runtime refuses before recording anything."""
 
 
 def _model(model, row: sqlite3.Row, table: str, json_fields: tuple[str, ...] = ()):
@@ -56,75 +63,13 @@ def _model(model, row: sqlite3.Row, table: str, json_fields: tuple[str, ...] = (
                             "runtime)") from None
 
 
-@dataclass(frozen=True)
-class Page:
-    """One page of a collection in its stable order: the records, the order key of the last
-    one when more follow (give it as ``after`` for the next page; None on the last page) and
-    how many records match the filters in all."""
-
-    items: list
-    next: tuple | None
-    total: int
-    exact: bool = True   # False: counting stopped at a bound; more than ``total`` match
-
-
-def count_at_most(store: Store, source: str, args: tuple = (), bound: int | None = None
-                  ) -> tuple[int, bool]:
-    """(count, exact) of the rows of ``source`` (a FROM ... [WHERE ...] clause, without the
-    FROM). With a ``bound``, at most bound + 1 rows are read: past the bound the answer is
-    (bound, False), "more than bound", so the cost stays that of ``bound`` rows at any size
-    of the table. Without one, an exact count."""
-    if bound is None:
-        return store.single(f"SELECT count(*) FROM {source}", args)[0], True
-    if type(bound) is not int or bound < 1:
-        raise ValueError("the count bound must be a positive integer")
-    n = store.single(f"SELECT count(*) FROM (SELECT 1 FROM {source} LIMIT ?)",
-                     args + (bound + 1,))[0]
-    return (n, True) if n <= bound else (bound, False)
-
-
-def breakdown(store: Store, table: str, column: str, bound: int,
-              max_values: int = 32) -> tuple[dict[str, tuple[int, bool]], bool]:
-    """Counts of ``table`` rows by the values of ``column`` (names are the caller's own, never
-    input), each (count, exact) counted up to ``bound`` (count_at_most), and whether the
-    breakdown is complete and exact.
-    The distinct values are found by index seeks (``min(column) > previous``), at most
-    ``max_values`` of them (more: not exact); with an index on the column, each step reads
-    an index range and never the table."""
-    out: dict[str, tuple[int, bool]] = {}
-    exact = True
-    previous = None
-    while True:
-        if previous is None:
-            row = store.single(f"SELECT min({column}) FROM {table}")
-        else:
-            row = store.single(f"SELECT min({column}) FROM {table} WHERE {column} > ?",
-                               (previous,))
-        value = row[0]
-        if value is None:
-            break
-        if len(out) == max_values:
-            exact = False
-            break
-        n, whole = count_at_most(store, f"{table} WHERE {column} = ?", (value,), bound)
-        out[str(value)] = (n, whole)
-        exact = exact and whole
-        previous = value
-    return out, exact
-
-
-def keyset(keys: tuple[str, ...], after: tuple | None) -> tuple[str, tuple]:
-    """The condition "after this order key" over one or two key expressions (the first
-    ascending and indexed, the last unique), so that a page starts with an index seek and
-    never reads the records before it."""
-    if after is None:
-        return "", ()
-    if len(after) != len(keys):
-        raise InvalidInput("the cursor does not belong to this collection")
-    if len(keys) == 1:
-        return f"{keys[0]} > ?", (after[0],)
-    first, last = keys
-    return f"{first} >= ? AND ({first} > ? OR {last} > ?)", (after[0], after[0], after[1])
+def _stage(row: sqlite3.Row) -> StageEntry:
+    """A stage history row, checked (the stages of lifecycle.toml)."""
+    stages = catalog().stages
+    key = stored.row_key("stage_history", stored.check_row("stage_history", row))
+    stored.one_of(row["stage"], stages, "stage_history", key, "stage")
+    stored.one_of(row["from_stage"], stages, "stage_history", key, "from_stage", nullable=True)
+    return StageEntry(row["seq"], row["stage"], row["from_stage"], row["at"])
 
 
 class _RecordService:
@@ -146,21 +91,54 @@ class _RecordService:
     def _from(self, row: sqlite3.Row):
         return _model(self.MODEL, row, self.TABLE, self.JSON_FIELDS)
 
-    def get(self, record_id: str):
+    def entry(self, row: sqlite3.Row):
+        """The model of a row, or its damaged entry (to show, never to use)."""
+        return decoded(self.TABLE, row, self._from)
+
+    def _row(self, record_id: str) -> sqlite3.Row:
         row = self.store.one(f"SELECT * FROM {self.TABLE} WHERE {self.KEY} = ?", (record_id,))
         if row is None:
             raise UnknownRecord(f"no {self.NOUN} {record_id!r}")
-        return self._from(row)
+        return row
 
-    def for_context(self, context_id: str):
+    def _context_row(self, context_id: str) -> sqlite3.Row:
         row = self.store.one(f"SELECT * FROM {self.TABLE} WHERE context_id = ?", (context_id,))
         if row is None:
             raise UnknownRecord(f"no {self.NOUN} for context {context_id!r}")
-        return self._from(row)
+        return row
+
+    def get(self, record_id: str):
+        return self._from(self._row(record_id))
+
+    def for_context(self, context_id: str):
+        return self._from(self._context_row(context_id))
+
+    def get_entry(self, record_id: str):
+        """The record (or its damaged entry) with this id, or else of this context id (as
+        ``results show`` takes either); UnknownRecord when there is none."""
+        try:
+            return self.entry(self._row(record_id))
+        except UnknownRecord:
+            found = None if self.TABLE == "contexts" or "context_id" not in columns(
+                self.TABLE) else self.context_entry(record_id, required=False)
+            if found is None:
+                raise
+            return found
+
+    def context_entry(self, context_id: str, *, required: bool = True):
+        """The record of a context (or its damaged entry); when the context has none, a
+        damaged entry saying so (``required``) or None."""
+        row = self.store.one(f"SELECT * FROM {self.TABLE} WHERE context_id = ? LIMIT 1",
+                             (context_id,))
+        if row is None:
+            return missing(self.TABLE, context_id, f"the {self.NOUN} of context {context_id}") \
+                if required else None
+        return self.entry(row)
 
     def list(self, *, limit: int | None = None, _where: tuple[tuple[str, tuple], ...] = (),
-             **filters: Any) -> list:
-        """Records in creation order, filtered by column values (None: any)."""
+             strict: bool = False, **filters: Any) -> list:
+        """Records in creation order, filtered by column values (None: any); a damaged row is
+        its DamagedEntry, or with ``strict`` raises DamagedRecord."""
         where = [clause for clause, _ in _where]
         args = [arg for _, clause_args in _where for arg in clause_args]
         for column, value in filters.items():
@@ -173,7 +151,8 @@ class _RecordService:
         sql += f" ORDER BY {self.ORDER}"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
-        return [self._from(r) for r in self.store.all(sql, tuple(args))]
+        make = self._from if strict else self.entry
+        return [make(r) for r in self.store.all(sql, tuple(args))]
 
     def count(self) -> int:
         return self.store.single(f"SELECT count(*) FROM {self.TABLE}")[0]
@@ -238,10 +217,10 @@ class _RecordService:
                + f" FROM {source}" + (" WHERE " + " AND ".join(where) if where else "")
                + " ORDER BY " + ", ".join(self.PAGE_KEY) + " LIMIT ?")
         rows = self.store.all(sql, tuple(args) + after_args + (limit + 1,))
-        items = [self._from(r) for r in rows[:limit]]
+        items = [self.entry(r) for r in rows[:limit]]
         last = rows[limit - 1] if len(rows) > limit else None
-        following = None if last is None else tuple(
-            last[f"page_key_{i}"] for i in range(len(self.PAGE_KEY)))
+        following = None if last is None else page_key(tuple(
+            last[f"page_key_{i}"] for i in range(len(self.PAGE_KEY))))
         return Page(items, following, total, exact)
 
 
@@ -262,20 +241,26 @@ class ExecutionContextManager(_RecordService):
 
     def history(self, context_id: str) -> list[StageEntry]:
         self.get(context_id)
-        stages = catalog().stages
-        out = []
-        for r in self.store.all("SELECT * FROM stage_history WHERE context_id = ? ORDER BY seq",
-                                (context_id,)):
-            key = stored.row_key("stage_history", stored.check_row("stage_history", r))
-            stored.one_of(r["stage"], stages, "stage_history", key, "stage")
-            stored.one_of(r["from_stage"], stages, "stage_history", key, "from_stage",
-                          nullable=True)
-            out.append(StageEntry(r["seq"], r["stage"], r["from_stage"], r["at"]))
-        return out
+        return [_stage(r) for r in self._history_rows(context_id)]
+
+    def history_entries(self, context_id: str) -> builtins.list[StageEntry | DamagedEntry]:
+        """The stage history of a context, whatever its record holds, to show: a damaged
+        stage row is its DamagedEntry."""
+        return [decoded("stage_history", r, _stage) for r in self._history_rows(context_id)]
+
+    def _history_rows(self, context_id: str) -> builtins.list[sqlite3.Row]:
+        return self.store.all("SELECT * FROM stage_history WHERE context_id = ? ORDER BY seq",
+                              (context_id,))
 
     def children(self, context_id: str) -> list[RTWOExecutionContext]:
         return [self._from(r) for r in self.store.all(
             "SELECT * FROM contexts WHERE parent_context_id = ? ORDER BY call_index",
+            (context_id,))]
+
+    def children_ids(self, context_id: str) -> builtins.list[str]:
+        """The ids of a context's callees (as text, whatever their rows hold)."""
+        return [r[0] if isinstance(r[0], str) else stored.shown(r[0]) for r in self.store.all(
+            "SELECT context_id FROM contexts WHERE parent_context_id = ? ORDER BY call_index",
             (context_id,))]
 
     def list(self, *, limit: int | None = None, status: str | None = None,  # type: ignore[override]  # no _where
@@ -327,17 +312,28 @@ class ExecutionContextManager(_RecordService):
 
     def outcomes(self) -> dict[str, tuple[str | None, str, str | None]]:
         """For each context id: (the stage-9 stage it went through, its execution status, its
-        error code), the facts ``list`` filters on, in one query."""
+        error code), the facts ``list`` filters on, in one query; for a result row that does
+        not decode: (None, ``damaged``, the line of its damaged entry)."""
         roles = catalog().roles
         rows = self.store.all(
             "SELECT r.context_id, h.stage, r.execution_status, r.error, r.result_id FROM results r "
             "LEFT JOIN stage_history h ON h.context_id = r.context_id AND h.stage IN (?, ?)",
             (roles["commit"], roles["rollback"]))
+        out: dict[str, tuple[str | None, str, str | None]] = {}
         for r in rows:
-            key = stored.row_key("results", stored.check_row("results", r))
-            stored.one_of(r["execution_status"], STATUSES, "results", key, "execution_status")
-            stored.one_of(r["error"], spec.load().errors, "results", key, "error", nullable=True)
-        return {r[0]: (r[1], r[2], r[3]) for r in rows}
+            try:
+                key = stored.row_key("results", stored.check_row("results", r))
+                stored.one_of(r["execution_status"], STATUSES, "results", key, "execution_status")
+                stored.one_of(r["error"], spec.load().errors, "results", key, "error",
+                              nullable=True)
+                stage = stored.one_of(r[1], catalog().stages, "stage_history", key, "stage",
+                                      nullable=True)
+            except DamagedRecord as err:
+                if isinstance(r[0], str):
+                    out[r[0]] = (None, "damaged", entry_of("results", r, err).line())
+                continue
+            out[r[0]] = (stage, r[2], r[3])
+        return out
 
     def incomplete(self) -> builtins.list[str]:
         """Context ids missing any part of their record (never expected: one transaction)."""
@@ -396,18 +392,37 @@ class ResourceAccountingService(_RecordService):
         return (compute * prices["compute_price"] + memory_pages * prices["memory_page_price"]
                 + storage_units * prices["storage_unit_price"])
 
-    def totals(self) -> dict[str, int]:
-        for r in self.store.all("SELECT * FROM accounting WHERE status = 'charged' AND NOT ("
-                                + " AND ".join(f"typeof({c}) = 'integer' AND {c} >= 0" for c in
-                                               ("compute_units", "memory_units",
-                                                "storage_units", "fee")) + ") LIMIT 1"):
-            self._from(r)  # a charged record with a sum that is not a count: say which
-        row = self.store.single(
-            "SELECT count(*), coalesce(sum(compute_units), 0), coalesce(sum(memory_units), 0), "
-            "coalesce(sum(storage_units), 0), coalesce(sum(fee), 0) FROM accounting "
-            "WHERE status = 'charged'")
-        return {"contexts": row[0], "computeUnits": row[1], "memoryUnits": row[2],
-                "storageUnits": row[3], "fee": row[4]}
+    SUMMED = ("compute_units", "memory_units", "storage_units", "fee")
+    DAMAGED_SHOWN = 20   # the most damaged entries ``totals`` lists
+
+    def totals(self) -> dict[str, Any]:
+        """The charged contexts and their sums. A charged record whose sums are not counts
+        (a damaged row) is left out of the sums and listed under ``damaged`` (at most
+        DAMAGED_SHOWN entries); sums past SQLite's integers are added in Python."""
+        valid = " AND ".join(f"typeof({c}) = 'integer' AND {c} >= 0" for c in self.SUMMED)
+        bad = self.store.all(f"SELECT * FROM accounting WHERE status = 'charged' AND NOT "
+                             f"({valid}) LIMIT ?", (self.DAMAGED_SHOWN,))
+        sums = ", ".join(f"coalesce(sum({c}), 0)" for c in self.SUMMED)
+        where = f"FROM accounting WHERE status = 'charged' AND {valid}"
+        try:
+            row = tuple(self.store.single(f"SELECT count(*), {sums} {where}"))
+        except sqlite3.OperationalError as err:   # integer overflow: huge (damaged) counts
+            if "overflow" not in str(err):
+                raise
+            row = (0,) + (0,) * len(self.SUMMED)
+            for r in self.store.all(f"SELECT {', '.join(self.SUMMED)} {where}"):
+                row = (row[0] + 1,) + tuple(a + b for a, b in zip(row[1:], tuple(r)))
+        doc: dict[str, Any] = {"contexts": row[0], "computeUnits": row[1],
+                               "memoryUnits": row[2], "storageUnits": row[3], "fee": row[4]}
+        if bad:
+            doc["damaged"] = [self._bad_sum(r).to_json() for r in bad]
+        return doc
+
+    def _bad_sum(self, row: sqlite3.Row) -> DamagedEntry:
+        entry = self.entry(row)
+        if isinstance(entry, DamagedEntry):
+            return entry
+        return entry_of("accounting", row, DamagedRecord("a charged record without its sums"))
 
 
 class ExecutionResultService(_RecordService):

@@ -122,14 +122,14 @@ class VirtualMachineRegistry(_RecordService):
             if vm.status != "active":
                 raise InvalidInput(f"VM {vm_id} is {vm.status}, not active")
             return vm
-        active = self.list(status="active", limit=1)
+        active = self.list(status="active", limit=1, strict=True)
         if active:
             return active[0]
         if self.count() == 0:
             return self._first_vm()
         # Another writer may have made the first VM (registered and activated in one
         # transaction) between the two reads above: look again before refusing.
-        active = self.list(status="active", limit=1)
+        active = self.list(status="active", limit=1, strict=True)
         if active:
             return active[0]
         raise InvalidInput("no active VM: activate one (rtwo-vm vm activate ID)")

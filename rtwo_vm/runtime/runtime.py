@@ -23,6 +23,7 @@ from typing import Any, Callable, Mapping
 from reference_vm.errors import VMError
 from reference_vm.validate import validate
 from rtwo_vm.runtime import stored
+from rtwo_vm.runtime.damaged import entry_of
 from rtwo_vm.runtime.events import EventBus, RecordWriter
 from rtwo_vm.runtime.execution import CallRequest, ExecutionLifecycleService, RecordedExecution
 from rtwo_vm.runtime.publisher import VMEventPublisher
@@ -35,7 +36,9 @@ from rtwo_vm.runtime.records import (
 from rtwo_vm.runtime.registry import (
     DeterminismPolicyService, RuntimeInstructionRegistry, VirtualMachineRegistry,
 )
-from rtwo_vm.runtime.store import Store, word_text
+from rtwo_vm.runtime.paging import page_key
+from rtwo_vm.runtime.sinks.approval import SinkKey
+from rtwo_vm.runtime.store import DamagedRecord, Store, word_text
 
 WORD_MASK = (1 << 64) - 1
 FIRST_AUTO_ADDRESS = 0x100
@@ -83,7 +86,8 @@ class Runtime:
     def __init__(self, path: str | Path = ":memory:", *,
                  clock: Callable[[], datetime] | None = None,
                  ids: Callable[[str], str] | None = None, create: bool = True,
-                 deliver_on_open: bool = False, examples_dir: Path | None = None):
+                 deliver_on_open: bool = False, examples_dir: Path | None = None,
+                 sink_key: Path | None = None):
         self.store = Store(path, create=create)
         self.clock = utc_text(clock)
         self.ids = ids or random_ids
@@ -101,7 +105,10 @@ class Runtime:
             store=self.store, writer=self.writer, clock=self.clock, ids=self.ids, vms=self.vms,
             policies=self.policies,
             recorder=ExecutionRecorder(self.store, self.writer, self.ids))
-        self.events = VMEventPublisher(self.store, self.bus, self.writer, self.clock)
+        # The key that confirms sinks lives outside every database (sinks/approval.py):
+        # ``sink_key`` names its file (default: $RTWO_VM_SINK_KEY_FILE, else the user's config).
+        self.events = VMEventPublisher(self.store, self.bus, self.writer, self.clock,
+                                       SinkKey(sink_key))
         self.readiness = VMReadinessService(self, self.clock, examples_dir, scratch=scratch_runtime)
         if deliver_on_open:
             # A restarted runtime resumes delivering what a previous process left undelivered.
@@ -165,21 +172,34 @@ class Runtime:
         return deployed
 
     def contract(self, address: int) -> dict[str, Any]:
+        """A deployed contract with its storage; a row that does not decode is its damaged
+        entry (a storage slot that does not, under ``damaged`` beside the others)."""
         addr = word_text(address)
         row = self.store.one("SELECT * FROM contracts WHERE address = ?", (addr,))
         if row is None:
             raise UnknownRecord(f"no contract at {addr}")
-        stored.check_row("contracts", row)
-        stored.hex_digest(row["code_hash"], "contracts", addr, "code_hash")
-        storage = {}
+        try:
+            stored.check_row("contracts", row)
+            stored.hex_digest(row["code_hash"], "contracts", addr, "code_hash")
+        except DamagedRecord as err:
+            return entry_of("contracts", row, err).to_json()
+        storage: dict[str, str] = {}
+        damaged = []
         for r in self.store.all("SELECT * FROM storage WHERE address = ? "
                                 "ORDER BY length(key), key", (addr,)):
-            key = stored.row_key("storage", stored.check_row("storage", r))
-            stored.word(r["key"], "storage", key, "key")
-            stored.word(r["value"], "storage", key, "value")
+            try:
+                key = stored.row_key("storage", stored.check_row("storage", r))
+                stored.word(r["key"], "storage", key, "key")
+                stored.word(r["value"], "storage", key, "value")
+            except DamagedRecord as err:
+                damaged.append(entry_of("storage", r, err).to_json())
+                continue
             storage[r["key"]] = r["value"]
-        return {"address": addr, "codeHash": row["code_hash"], "codeSize": len(row["code"]),
-                "deployedAt": row["deployed_at"], "storage": storage}
+        doc = {"address": addr, "codeHash": row["code_hash"], "codeSize": len(row["code"]),
+               "deployedAt": row["deployed_at"], "storage": storage}
+        if damaged:
+            doc["damaged"] = damaged[:20]
+        return doc
 
     def contracts_page(self, *, limit: int, after: tuple | None = None,
                        count_bound: int | None = None) -> Page:
@@ -196,33 +216,47 @@ class Runtime:
         items = []
         for r in rows[:limit]:
             addr = r["address"]
-            stored.check_row("contracts", r)
-            stored.word(addr, "contracts", addr, "address")
-            stored.hex_digest(r["code_hash"], "contracts", addr, "code_hash")
+            try:
+                stored.check_row("contracts", r)
+                stored.word(addr, "contracts", addr, "address")
+                stored.hex_digest(r["code_hash"], "contracts", addr, "code_hash")
+            except DamagedRecord as err:
+                items.append(entry_of("contracts", r, err).to_json())
+                continue
             items.append({"address": addr, "codeHash": r["code_hash"], "codeSize": r["code_size"],
                           "deployedAt": r["deployed_at"], "storageSlots": r["storage_slots"]})
         last = rows[limit - 1] if len(rows) > limit else None
-        return Page(items, None if last is None else (last["deployed_at"], last["address"]),
-                    total, exact)
+        return Page(items, None if last is None else page_key((last["deployed_at"],
+                                                               last["address"])), total, exact)
 
     def contracts(self) -> list[dict[str, Any]]:
-        return [self.contract(stored.word(r[0], "contracts", r[0], "address"))
-                for r in self.store.all("SELECT address FROM contracts "
-                                        "ORDER BY deployed_at, address")]
+        """Every deployed contract (a damaged one as its damaged entry)."""
+        out = []
+        for r in self.store.all("SELECT * FROM contracts ORDER BY deployed_at, address"):
+            try:
+                address = stored.word(r["address"], "contracts", stored.row_key("contracts", r),
+                                      "address")
+            except DamagedRecord as err:
+                out.append(entry_of("contracts", r, err).to_json())
+                continue
+            out.append(self.contract(address))
+        return out
 
     # -- executions -------------------------------------------------------------------------
 
     def context_record(self, context_id: str) -> dict[str, Any]:
         """A context with its stage history and every record of it, as JSON (``rtwo-vm
-        contexts show`` and ``GET /api/v1/contexts/{id}``); UnknownRecord for an unknown id."""
-        context = self.contexts.get(context_id)
+        contexts show`` and ``GET /api/v1/contexts/{id}``); UnknownRecord for an unknown id.
+        A part that does not decode, or is missing, is shown as its damaged entry
+        (rtwo_vm/runtime/damaged.py), the other parts as they are."""
+        context = self.contexts.get_entry(context_id)
         return {"context": context.to_json(),
-                "history": [e.to_json() for e in self.contexts.history(context_id)],
-                "sandbox": self.sandboxes.for_context(context_id).to_json(),
-                "accounting": self.accounting.for_context(context_id).to_json(),
-                "result": self.results.for_context(context_id).to_json(),
+                "history": [e.to_json() for e in self.contexts.history_entries(context_id)],
+                "sandbox": self.sandboxes.context_entry(context_id).to_json(),
+                "accounting": self.accounting.context_entry(context_id).to_json(),
+                "result": self.results.context_entry(context_id).to_json(),
                 "violations": [v.to_json() for v in self.violations.for_context(context_id)],
-                "children": [c.context_id for c in self.contexts.children(context_id)]}
+                "children": self.contexts.children_ids(context_id)}
 
     def call(self, request: CallRequest | None = None, **fields: Any) -> RecordedExecution:
         """Run an invocation through all ten stages and record it (see CallRequest)."""

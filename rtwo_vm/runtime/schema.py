@@ -117,7 +117,17 @@ CREATE INDEX sandboxes_by_status ON sandboxes(status);
 CREATE INDEX accounting_by_status ON accounting(status);
 """
 
-MIGRATIONS: tuple[str, ...] = (_SCHEMA_1, _SCHEMA_2, _SCHEMA_3_DELIVERY, _SCHEMA_4_PAGES)
+# Sinks are data (issue 33, rtwo_vm/runtime/sinks/approval.py): a sink is delivered to only
+# when ``confirmation`` holds the HMAC of what its row says under this machine's sink key;
+# ``confirmed_by`` notes who confirmed it (user@host, shown, never trusted). Sinks of older
+# files have neither and are confirmed again (events sink-confirm).
+_SCHEMA_5_SINK_CONFIRMATION = """
+ALTER TABLE sinks ADD COLUMN confirmation TEXT;
+ALTER TABLE sinks ADD COLUMN confirmed_by TEXT;
+"""
+
+MIGRATIONS: tuple[str, ...] = (_SCHEMA_1, _SCHEMA_2, _SCHEMA_3_DELIVERY, _SCHEMA_4_PAGES,
+                               _SCHEMA_5_SINK_CONFIRMATION)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -22,6 +22,7 @@ sink of a kind, importing a kind's module (whose client library may be an option
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import time
@@ -81,14 +82,70 @@ def one_line(err: BaseException) -> str:
     return redact(f"{type(err).__name__}: {text[0] if text else ''}")[:500]
 
 
-# The user information of a URL (scheme://USER:PASSWORD@host): a sink's target may carry
-# credentials, which no message, listing or sink name shows.
-_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#@\s]*@")
+# A URL in a text: a scheme, "://" and everything up to white space. A sink's target may carry
+# secrets anywhere after its host: credentials (scheme://USER:PASSWORD@host), a token in the
+# path (https://hooks.example.com/services/T0/B0/SECRET) or in the query (?token=SECRET).
+_URL = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*)://(\S*)")
+_TRAILING = "'\")]>,;:."        # punctuation around a URL in a message, kept outside it
+_DIGEST = re.compile(r"[0-9a-f]{8}\Z")
+HIDDEN = "..."
+_NO_PATH = ("nats", "tls")   # schemes whose URLs the sinks take without a path (nats.py)
+
+
+def shown_url(url: str) -> str:
+    """A URL as every listing, name and message shows it: its scheme, host and port, with
+    ``***`` for the user information, ``/...`` for the path beyond the host, ``?...`` for the
+    query, and, when a path, query or fragment was hidden, ``#`` and the first 8 hex digits of
+    the SHA-256 of the whole URL, so that two sinks on one host are told apart
+    (``https://hooks.example.com/...?...#3fa9c2d1``). A URL already in this form is returned
+    unchanged (so that showing is idempotent). A ``nats://`` or ``tls://`` URL has no path
+    (the NATS sink refuses one), so what follows its host is kept: a NATS sink's name is
+    ``nats:URL/STREAM``."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    where = len(rest)
+    for mark in "/?#":
+        at = rest.find(mark)
+        if at != -1:
+            where = min(where, at)
+    netloc, tail = rest[:where], rest[where:]
+    userinfo, at_sign, host = netloc.rpartition("@")
+    path, _, fragment = tail.partition("#")
+    path, question, query = path.partition("?")
+    if (path in ("", "/", "/" + HIDDEN) and query in ("", HIDDEN)
+            and (fragment == "" or _DIGEST.match(fragment)) and userinfo in ("", "***")
+            and (fragment or (path, query) == ("", "") or path == "/")):
+        return f"{scheme}://{'***@' if at_sign else ''}{host}{tail}"
+    if scheme.lower() in _NO_PATH and not question and "#" not in tail:
+        path_kept = path   # a NATS URL has no path: after it comes a sink name's /STREAM
+    else:
+        path_kept = None
+    hidden = (path not in ("", "/") and path_kept is None) or bool(question) or "#" in tail
+    out = f"{scheme}://{'***@' if at_sign else ''}{host}"
+    if path_kept is not None or path == "/":
+        out += path
+    elif path:
+        out += "/" + HIDDEN
+    if question:
+        out += "?" + HIDDEN
+    if hidden:
+        out += "#" + hashlib.sha256(url.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return out
+
+
+def _shown_match(match: re.Match) -> str:
+    text = match.group(0)
+    kept = ""
+    while text and text[-1] in _TRAILING:
+        kept, text = text[-1] + kept, text[:-1]
+    return shown_url(text) + kept
 
 
 def redact(text: str) -> str:
-    """``text`` with the user information of every URL in it replaced by ``***``."""
-    return _USERINFO.sub(r"\1***@", text) if isinstance(text, str) else text
+    """``text`` with every URL in it shown as :func:`shown_url` shows it: no credentials, no
+    path beyond the host, no query (a webhook's secret token lives in either)."""
+    return _URL.sub(_shown_match, text) if isinstance(text, str) else text
 
 
 def send_each(events: Sequence[VMEvent], deadline: float, send_one) -> list[BaseException | None]:

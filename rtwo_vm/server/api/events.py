@@ -22,7 +22,7 @@ ACTION = refusals("INVALID_REQUEST", "UNKNOWN_RECORD", "UNAUTHORIZED", "BODY_TOO
                   "UNSUPPORTED_MEDIA_TYPE", "SERVER_BUSY")
 
 
-@router.get("/events", response_model=schemas.PageOf[schemas.Event],
+@router.get("/events", response_model=schemas.PageOf[schemas.EventShown],
             responses=refusals("INVALID_REQUEST"))
 def events(rt: RT, page: Annotated[PageParams, Depends()],
            stream: TextQuery = None,
@@ -38,13 +38,13 @@ def sinks(rt: RT):
             "failures": rt.events.failures()}
 
 
-@router.get("/events/dead", response_model=list[schemas.DeadEvent],
+@router.get("/events/dead", response_model=list[schemas.DeadEventShown],
             responses=refusals("INVALID_REQUEST", "UNKNOWN_RECORD"))
 def dead(rt: RT, sink: TextQuery = None):
     return rt.events.dead(sink)
 
 
-@router.get("/events/{event_id}", response_model=schemas.Event,
+@router.get("/events/{event_id}", response_model=schemas.EventShown,
             responses=refusals("INVALID_REQUEST", "UNKNOWN_RECORD"))
 def event(rt: RT, event_id: Annotated[int, Path(ge=0, le=(1 << 63) - 1)]):
     return rt.events.get(event_id).to_json()

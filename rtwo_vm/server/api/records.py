@@ -10,7 +10,8 @@ from fastapi import APIRouter, Depends, Path, Request
 
 import spec
 from reference_vm.result import STATUSES
-from rtwo_vm.runtime import Runtime, UnknownRecord
+from rtwo_vm.runtime import Runtime
+from rtwo_vm.runtime.store import DamagedRecord
 from rtwo_vm.runtime.catalog import catalog
 from rtwo_vm.runtime.records import Page
 from rtwo_vm.server.api import schemas
@@ -44,16 +45,16 @@ def _contract(text: str | None) -> str | None:
 
 
 def _by_id_or_context(service: Any, record_id: str) -> dict:
-    """A record by its id, or the record of a context (as ``rtwo-vm results show`` takes)."""
+    """A record by its id, or the record of a context (as ``rtwo-vm results show`` takes);
+    a row that does not decode is its damaged entry (200: the answer shows the database)."""
+    return service.get_entry(record_id).to_json()
+
+
+def _state_root(rt: Runtime) -> str | None:
     try:
-        return service.get(record_id).to_json()
-    except UnknownRecord:
-        record = service.for_context(record_id)
-        if isinstance(record, list):
-            if not record:
-                raise
-            record = record[0]
-        return record.to_json()
+        return rt.state_root
+    except DamagedRecord:
+        return None
 
 
 # -- overview ----------------------------------------------------------------------------
@@ -88,14 +89,14 @@ def overview(rt: RT, request: Request):
             "modelsExact": {model: services[name][1] for model, name in counts.items()},
             "services": {name: {"count": c, "countExact": exact, "lastAt": at}
                          for name, (c, exact, at) in services.items()},
-            "stateRoot": rt.state_root, "schemaVersion": rt.store.schema_version,
+            "stateRoot": _state_root(rt), "schemaVersion": rt.store.schema_version,
             "readiness": None if latest is None else latest.readiness,
             "readinessAt": None if latest is None else latest.checked_at}
 
 
 # -- VMs, contracts, policies --------------------------------------------------------------
 
-@router.get("/vms", response_model=schemas.PageOf[schemas.VirtualMachine], responses=LIST, tags=["vms"])
+@router.get("/vms", response_model=schemas.PageOf[schemas.VirtualMachineShown], responses=LIST, tags=["vms"])
 def vms(rt: RT, page: Pages,
         status: str | None = enum_query(_cat.values("vm_status"), "only VMs with this status"),
         createdFrom: TimeQuery = None, createdTo: TimeQuery = None):
@@ -104,25 +105,25 @@ def vms(rt: RT, page: Pages,
                                    **_range(createdFrom, createdTo)))
 
 
-@router.get("/vms/{vm_id}", response_model=schemas.VirtualMachine, responses=ONE, tags=["vms"])
+@router.get("/vms/{vm_id}", response_model=schemas.VirtualMachineShown, responses=ONE, tags=["vms"])
 def vm(rt: RT, vm_id: RecordId):
-    return rt.vms.get(vm_id).to_json()
+    return rt.vms.get_entry(vm_id).to_json()
 
 
-@router.get("/contracts", response_model=schemas.PageOf[schemas.ContractSummary], responses=LIST,
+@router.get("/contracts", response_model=schemas.PageOf[schemas.ContractSummaryShown], responses=LIST,
             tags=["contracts"])
 def contracts(rt: RT, page: Pages):
     return page.answer(rt.contracts_page(**page.window(2)))
 
 
-@router.get("/contracts/{address}", response_model=schemas.Contract, responses=ONE, tags=["contracts"])
+@router.get("/contracts/{address}", response_model=schemas.ContractShown, responses=ONE, tags=["contracts"])
 def contract(rt: RT, address: Annotated[str, Path(max_length=24, description="hex or decimal")]):
     address_word = _contract(address)
     assert address_word is not None
     return rt.contract(int(address_word, 16))
 
 
-@router.get("/policies", response_model=schemas.PageOf[schemas.DeterminismPolicy], responses=LIST,
+@router.get("/policies", response_model=schemas.PageOf[schemas.DeterminismPolicyShown], responses=LIST,
             tags=["policies"])
 def policies(rt: RT, page: Pages,
              status: str | None = enum_query(_cat.values("policy_status"), "only these"),
@@ -132,15 +133,15 @@ def policies(rt: RT, page: Pages,
                                         **_range(createdFrom, createdTo)))
 
 
-@router.get("/policies/{policy_id}", response_model=schemas.DeterminismPolicy, responses=ONE,
+@router.get("/policies/{policy_id}", response_model=schemas.DeterminismPolicyShown, responses=ONE,
             tags=["policies"])
 def policy(rt: RT, policy_id: RecordId):
-    return rt.policies.get(policy_id).to_json()
+    return rt.policies.get_entry(policy_id).to_json()
 
 
 # -- contexts and their records ------------------------------------------------------------
 
-@router.get("/contexts", response_model=schemas.PageOf[schemas.ExecutionContext], responses=LIST,
+@router.get("/contexts", response_model=schemas.PageOf[schemas.ExecutionContextShown], responses=LIST,
             tags=["contexts"])
 def contexts(rt: RT, page: Pages,
              status: str | None = enum_query(_cat.stages, "only contexts whose stage history "
@@ -165,7 +166,7 @@ def _check(name: str, value: str | None, allowed) -> None:
         raise ApiError("INVALID_REQUEST", f"{name}: must be one of {', '.join(allowed)}")
 
 
-@router.get("/sandboxes", response_model=schemas.PageOf[schemas.ExecutionSandbox], responses=LIST,
+@router.get("/sandboxes", response_model=schemas.PageOf[schemas.ExecutionSandboxShown], responses=LIST,
             tags=["sandboxes"])
 def sandboxes(rt: RT, page: Pages,
               isolationLevel: str | None = enum_query(tuple(_cat.isolation), "only this level"),
@@ -178,13 +179,13 @@ def sandboxes(rt: RT, page: Pages,
         contract_id=_contract(contract), **_range(createdFrom, createdTo)))
 
 
-@router.get("/sandboxes/{record_id}", response_model=schemas.ExecutionSandbox, responses=ONE,
+@router.get("/sandboxes/{record_id}", response_model=schemas.ExecutionSandboxShown, responses=ONE,
             tags=["sandboxes"])
 def sandbox(rt: RT, record_id: RecordId):
     return _by_id_or_context(rt.sandboxes, record_id)
 
 
-@router.get("/accounting", response_model=schemas.PageOf[schemas.ResourceAccounting],
+@router.get("/accounting", response_model=schemas.PageOf[schemas.ResourceAccountingShown],
             responses=LIST, tags=["accounting"])
 def accounting(rt: RT, page: Pages,
                status: str | None = enum_query(_cat.values("accounting_status"), "only this status"),
@@ -195,13 +196,13 @@ def accounting(rt: RT, page: Pages,
         **_range(createdFrom, createdTo)))
 
 
-@router.get("/accounting/{record_id}", response_model=schemas.ResourceAccounting, responses=ONE,
+@router.get("/accounting/{record_id}", response_model=schemas.ResourceAccountingShown, responses=ONE,
             tags=["accounting"])
 def accounting_record(rt: RT, record_id: RecordId):
     return _by_id_or_context(rt.accounting, record_id)
 
 
-@router.get("/results", response_model=schemas.PageOf[schemas.ExecutionResult], responses=LIST,
+@router.get("/results", response_model=schemas.PageOf[schemas.ExecutionResultShown], responses=LIST,
             tags=["results"])
 def results(rt: RT, page: Pages,
             executionStatus: str | None = enum_query(STATUSES, "only this execution status"),
@@ -212,13 +213,13 @@ def results(rt: RT, page: Pages,
         contract_id=_contract(contract), **_range(createdFrom, createdTo)))
 
 
-@router.get("/results/{record_id}", response_model=schemas.ExecutionResult, responses=ONE,
+@router.get("/results/{record_id}", response_model=schemas.ExecutionResultShown, responses=ONE,
             tags=["results"])
 def result(rt: RT, record_id: RecordId):
     return _by_id_or_context(rt.results, record_id)
 
 
-@router.get("/violations", response_model=schemas.PageOf[schemas.SandboxViolation],
+@router.get("/violations", response_model=schemas.PageOf[schemas.SandboxViolationShown],
             responses=LIST, tags=["violations"])
 def violations(rt: RT, page: Pages,
                violationType: str | None = enum_query(tuple(_cat.violation_types), "only this type"),
@@ -234,7 +235,7 @@ def violations(rt: RT, page: Pages,
         **_range(createdFrom, createdTo)))
 
 
-@router.get("/violations/{record_id}", response_model=schemas.SandboxViolation, responses=ONE,
+@router.get("/violations/{record_id}", response_model=schemas.SandboxViolationShown, responses=ONE,
             tags=["violations"])
 def violation(rt: RT, record_id: RecordId):
     return _by_id_or_context(rt.violations, record_id)

@@ -9,7 +9,7 @@ they come from (named beside each).
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any, Generic, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, Optional, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -52,6 +52,28 @@ else:
     RuntimeInstruction = _answer_model(models.RTWORuntimeInstruction)
     ExecutionResult = _answer_model(models.RTWOExecutionResult)
     SandboxViolation = _answer_model(models.RTWOSandboxViolation)
+
+
+class Damaged(BaseModel):
+    """A row of the database that does not decode (a JSON column that does not parse, a
+    number of the wrong type, an unknown enumerated value, a record its context refers to
+    that is missing), in place of its record: the other records show as they are
+    (rtwo_vm/runtime/damaged.py)."""
+
+    damaged: Literal[True]
+    table: str = Field(description="the table the row is in")
+    id: str = Field(description="the row's key (cut when long)")
+    reason: str = Field(description="why it does not decode, one line")
+
+
+# Each record as an answer shows it: the record, or its damaged entry.
+VirtualMachineShown = Union[VirtualMachine, Damaged]
+ExecutionContextShown = Union[ExecutionContext, Damaged]
+ExecutionSandboxShown = Union[ExecutionSandbox, Damaged]
+ResourceAccountingShown = Union[ResourceAccounting, Damaged]
+DeterminismPolicyShown = Union[DeterminismPolicy, Damaged]
+ExecutionResultShown = Union[ExecutionResult, Damaged]
+SandboxViolationShown = Union[SandboxViolation, Damaged]
 
 
 class PageOf(BaseModel, Generic[T]):
@@ -110,14 +132,15 @@ class RecordedExecution(BaseModel):
 
 
 class ContextRecord(BaseModel):
-    """A context with its ten-stage history and every record of it (as ``contexts show``)."""
+    """A context with its ten-stage history and every record of it (as ``contexts show``);
+    a part that does not decode, or is missing, is its damaged entry."""
 
-    context: ExecutionContext
-    history: list[StageEntry]
-    sandbox: ExecutionSandbox
-    accounting: ResourceAccounting
-    result: ExecutionResult
-    violations: list[SandboxViolation]
+    context: ExecutionContextShown
+    history: list[Union[StageEntry, Damaged]]
+    sandbox: ExecutionSandboxShown
+    accounting: ResourceAccountingShown
+    result: ExecutionResultShown
+    violations: list[SandboxViolationShown]
     children: list[str] = Field(description="the context ids of its callees")
 
 
@@ -150,6 +173,8 @@ class Contract(BaseModel):
     codeSize: int = Field(ge=0)
     deployedAt: str
     storage: dict[str, str]
+    damaged: Optional[list[Damaged]] = Field(
+        None, description="storage slots that do not decode (the others are in storage)")
 
 
 class Event(BaseModel):
@@ -235,7 +260,13 @@ class Overview(BaseModel):
     models: dict[str, int]
     modelsExact: dict[str, bool] = Field(description="per model, whether its count is exact")
     services: dict[str, ServiceFacts]
-    stateRoot: str
+    stateRoot: Optional[str] = Field(description="null when the stored root does not decode")
     schemaVersion: int
     readiness: Optional[str] = Field(description="the latest readiness (null: not computed yet)")
     readinessAt: Optional[str]
+
+
+ContractShown = Union[Contract, Damaged]
+ContractSummaryShown = Union[ContractSummary, Damaged]
+EventShown = Union[Event, Damaged]
+DeadEventShown = Union[DeadEvent, Damaged]

@@ -1,7 +1,8 @@
 """Executions: ``/contexts`` (newest first, paged, filtered), ``/contexts/{id}`` (the lifecycle
 as a timeline of its ten stages), ``/results/{id}`` (state changes, events, output and the
 disassembly of the contract's code) and ``/accounting/{context id}`` (usage against the
-sandbox's limits in each dimension)."""
+sandbox's limits in each dimension). A record, or a part of one, that does not decode is
+shown as damaged in its place (html.damaged); the page around it shows the rest."""
 
 from __future__ import annotations
 
@@ -14,10 +15,12 @@ from reference_vm.errors import VMError
 from reference_vm.result import STATUSES
 from rtwo_vm.runtime import Runtime, UnknownRecord
 from rtwo_vm.runtime.catalog import catalog
+from rtwo_vm.runtime.damaged import DamagedEntry, missing
 from rtwo_vm.server.api.codes import bounds
 from rtwo_vm.server.dashboard import queries
 from rtwo_vm.server.dashboard.html import (
-    Markup, definition, esc, join, link, not_found, number, page, table, tag,
+    Markup, damaged, definition, esc, is_damaged, join, link, not_found, number, page, table,
+    tag,
 )
 
 WORD_MAX = (1 << 64) - 1
@@ -31,10 +34,15 @@ def _state(value: str | None) -> Markup:
     return esc(None) if value is None else tag("span", value, class_=f"state state-{value}")
 
 
-def context_table(rows: Sequence[queries.ContextRow]) -> Markup:
+def context_table(rows: Sequence[queries.ContextRow | queries.DamagedContextRow]) -> Markup:
     """The contexts as a table, newest first (the overview shows the latest ten)."""
     body = []
     for r in rows:
+        if isinstance(r, queries.DamagedContextRow):
+            body.append(Markup(tag("tr", join([tag("td", r.context.id),
+                                               tag("td", damaged(r.context), colspan=6)]),
+                                   data_seq=r.seq, class_="damaged-row")))
+            continue
         c = r.context
         body.append(Markup(tag("tr", join([
             tag("td", _ctx_link(c.context_id)), tag("td", c.contract_id),
@@ -80,7 +88,7 @@ def contexts(rt: Runtime, *, status: str | None, result: str | None, contract: s
         class_="filters")
     size = max(1, min(size, bounds().max_page_size))
     more = ""
-    if len(rows) == size:
+    if len(rows) == size and rows[-1].seq is not None:
         params = {k: v for k, v in (("status", status), ("result", result),
                                     ("contract", contract), ("limit", limit)) if v}
         params["before"] = str(rows[-1].seq)
@@ -107,13 +115,8 @@ def _ordered_stages() -> list[tuple[int, list[str]]]:
     return sorted(by_order.items())
 
 
-def context(rt: Runtime, context_id: str):
-    try:
-        ctx = rt.contexts.get(context_id)
-    except UnknownRecord:
-        return not_found(f"no context {context_id!r}")
-    history = rt.contexts.history(context_id)
-    entered = {e.stage: e for e in history}
+def _timeline(history: list) -> Markup:
+    entered = {e.stage: e for e in history if not is_damaged(e)}
     steps = []
     for order, names in _ordered_stages():
         hit = next((entered[n] for n in names if n in entered), None)
@@ -122,35 +125,52 @@ def context(rt: Runtime, context_id: str):
             tag("span", order, class_="order") + tag("span", label, class_="stage")
             + tag("time", hit.at if hit else "not entered", datetime=hit.at if hit else None)),
             class_="entered" if hit else "skipped", data_stage=label))
-    sandbox = rt.sandboxes.for_context(context_id)
+    steps += [tag("li", damaged(e), class_="damaged") for e in history if is_damaged(e)]
+    return tag("ol", join(steps), class_="timeline", id="timeline")
+
+
+def _part(entry, shown) -> Markup:
+    """A part of a context's record: as ``shown`` shows it, or damaged."""
+    return damaged(entry) if is_damaged(entry) else esc(shown(entry))
+
+
+def context(rt: Runtime, context_id: str):
+    try:
+        ctx = rt.contexts.get_entry(context_id)
+    except UnknownRecord:
+        return not_found(f"no context {context_id!r}")
+    history = rt.contexts.history_entries(context_id)
+    sandbox = rt.sandboxes.context_entry(context_id)
     violations = rt.violations.for_context(context_id)
-    children = rt.contexts.children(context_id)
-    result = rt.results.for_context(context_id)
-    facts = definition([
-        ("contract", ctx.contract_id), ("caller", ctx.caller_reference),
-        ("transaction", ctx.transaction_reference), ("state before", ctx.state_reference),
-        ("policy", ctx.resource_policy_id), ("VM", ctx.vm_id), ("depth", ctx.depth),
-        ("parent", _ctx_link(ctx.parent_context_id)), ("status", ctx.status),
-        ("created", ctx.created_at),
-        ("result", Markup(f"{link(f'/results/{result.result_id}', result.result_id, id='result-link')}"
-                          f" {_state(result.execution_status)} {esc(result.error or '')}")),
+    children = rt.contexts.children_ids(context_id)
+    result = rt.results.context_entry(context_id)
+    parts = [tag("h2", "Lifecycle"), _timeline(history), tag("h2", "Context")]
+    if is_damaged(ctx):
+        parts.append(tag("p", damaged(ctx), id="context-damaged"))
+    else:
+        parts.append(definition([
+            ("contract", ctx.contract_id), ("caller", ctx.caller_reference),
+            ("transaction", ctx.transaction_reference), ("state before", ctx.state_reference),
+            ("policy", ctx.resource_policy_id), ("VM", ctx.vm_id), ("depth", ctx.depth),
+            ("parent", _ctx_link(ctx.parent_context_id)), ("status", ctx.status),
+            ("created", ctx.created_at)]))
+    parts.append(definition([
+        ("result", _part(result, lambda r: Markup(
+            f"{link(f'/results/{r.result_id}', r.result_id, id='result-link')}"
+            f" {_state(r.execution_status)} {esc(r.error or '')}"))),
         ("accounting", link(f"/accounting/{context_id}", "usage against the sandbox's limits",
                             id="accounting-link")),
-        ("sandbox", f"{sandbox.sandbox_id}: {sandbox.isolation_level}, storage "
-                    f"{sandbox.storage_access_policy}, {sandbox.status}"),
-    ])
-    parts = [tag("h2", "Lifecycle"), tag("ol", join(steps), class_="timeline", id="timeline"),
-             tag("h2", "Context"), facts]
+        ("sandbox", _part(sandbox, lambda b: f"{b.sandbox_id}: {b.isolation_level}, storage "
+                                             f"{b.storage_access_policy}, {b.status}")),
+    ]))
     if violations:
         parts += [tag("h2", "Violations"), table(
             ["violation", "type", "severity", "action", "code", "pc", "status"],
-            [(v.violation_id, v.violation_type, v.severity, v.action_taken, v.code, v.error_pc,
+            [(v.id, damaged(v), "", "", "", "", "") if isinstance(v, DamagedEntry) else
+             (v.violation_id, v.violation_type, v.severity, v.action_taken, v.code, v.error_pc,
               v.status) for v in violations])]
     if children:
-        parts += [tag("h2", "Callees"), table(
-            ["context", "contract", "call index", "created"],
-            [(_ctx_link(c.context_id), c.contract_id, c.call_index, c.created_at)
-             for c in children])]
+        parts += [tag("h2", "Callees"), table(["context"], [(_ctx_link(c),) for c in children])]
     return page(f"Context {context_id}", join(parts))
 
 
@@ -178,13 +198,15 @@ def _words(output: str | None) -> str:
 
 def result(rt: Runtime, result_id: str):
     try:
-        res = rt.results.get(result_id)
+        res = rt.results.get_entry(result_id)
     except UnknownRecord:
-        try:
-            res = rt.results.for_context(result_id)
-        except UnknownRecord:
-            return not_found(f"no result {result_id!r}")
-    ctx = rt.contexts.get(res.context_id)
+        return not_found(f"no result {result_id!r}")
+    if is_damaged(res):
+        return page(f"Result {result_id}", tag("p", damaged(res), id="result-damaged"))
+    try:
+        ctx = rt.contexts.get_entry(res.context_id)
+    except UnknownRecord:
+        ctx = missing("contexts", res.context_id, f"the context of result {res.result_id}")
     facts = definition([
         ("context", _ctx_link(res.context_id)), ("status", _state(res.execution_status)),
         ("error", res.error), ("error pc", res.error_pc), ("created", res.created_at),
@@ -204,7 +226,9 @@ def result(rt: Runtime, result_id: str):
              table(["address", "topics", "data"],
                    [(e.get("address"), " ".join(str(t) for t in e.get("topics", [])), e.get("data"))
                     for e in events], id="events"),
-             tag("h2", f"Code of {ctx.contract_id}"), _code_section(rt, ctx.contract_id)]
+             tag("h2", "Code")]
+    parts += ([tag("p", damaged(ctx))] if is_damaged(ctx) else
+              [tag("h3", f"of {ctx.contract_id}"), _code_section(rt, ctx.contract_id)])
     return page(f"Result {res.result_id}", join(parts))
 
 
@@ -225,11 +249,14 @@ def _bar(name: str, used: int | None, limit: int | None, unit: str) -> Markup:
 
 
 def accounting(rt: Runtime, context_id: str):
-    try:
-        acc = rt.accounting.for_context(context_id)
-        box = rt.sandboxes.for_context(context_id)
-    except UnknownRecord:
+    acc = rt.accounting.context_entry(context_id, required=False)
+    if acc is None:
         return not_found(f"no accounting for context {context_id!r}")
+    box = rt.sandboxes.context_entry(context_id)
+    if is_damaged(acc) or is_damaged(box):
+        return page(f"Accounting of {context_id}", join(
+            [tag("p", damaged(e), class_="damaged-record") for e in (acc, box) if is_damaged(e)]
+            + [tag("p", Markup(f"context {_ctx_link(context_id)}"))]))
     bars = tag("table", join([
         _bar("compute", acc.compute_units, box.compute_limit_reference, "units"),
         _bar("memory", acc.memory_units, box.memory_limit_reference, "pages"),

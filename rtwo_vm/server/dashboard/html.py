@@ -105,3 +105,15 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self';
 def not_found(what: str) -> HTMLResponse:
     """The 404 page: which record was asked for (escaped), and nothing else."""
     return page("Not found", tag("p", what, class_="missing"), status_code=404)
+
+
+def damaged(entry: Any) -> Markup:
+    """A row that does not decode (rtwo_vm/runtime/damaged.py), shown in its record's place:
+    the word ``damaged``, the row's table and id, and the reason, all escaped."""
+    return tag("span", Markup(tag("span", "damaged", class_="state state-damaged") + " "
+                              + esc(f"{entry.table} {entry.id}: {entry.reason}")),
+               class_="damaged", data_damaged=entry.table)
+
+
+def is_damaged(value: Any) -> bool:
+    return getattr(value, "damaged", False) is True

@@ -22,12 +22,14 @@ import inspect
 
 from rtwo_vm.runtime import MODELS, Runtime
 from rtwo_vm.runtime.catalog import catalog
+from rtwo_vm.runtime.damaged import DamagedEntry
 from rtwo_vm.runtime.models import camel
 from rtwo_vm.server.background import InstructionsCache, ReadinessCache, ReadinessView
 from rtwo_vm.server.dashboard import queries
 from rtwo_vm.server.api.codes import bounds
 from rtwo_vm.server.dashboard.html import (
-    Markup, counted, esc, join, link, number, page, plural, prose, table, tag,
+    Markup, counted, damaged, esc, is_damaged, join, link, number, page, plural, prose, table,
+    tag,
 )
 
 # The seed's names of the eleven services, by the attribute of Runtime that implements each.
@@ -135,9 +137,14 @@ def service_statuses(rt: Runtime, readiness: ReadinessCache,
         out["accounting"] = ("idle", "no resource usage charged yet")
     elif exact:
         totals = rt.accounting.totals()
-        out["accounting"] = ("operational", f"{plural(totals['contexts'], 'context')} charged, "
-                                            f"{number(totals['computeUnits'])} compute units, "
-                                            f"fee {number(totals['fee'])}")
+        bad = totals.get("damaged", [])
+        out["accounting"] = ("degraded" if bad else "operational",
+                             f"{plural(totals['contexts'], 'context')} charged, "
+                             f"{number(totals['computeUnits'])} compute units, "
+                             f"fee {number(totals['fee'])}" + (
+                                 f"; damaged records left out: "
+                                 + ", ".join(f"{d['id']} ({d['reason']})" for d in bad[:3])
+                                 if bad else ""))
     else:
         out["accounting"] = ("operational", f"{counted(charged, False, 'context')} charged "
                                             "(their sums are not computed for a page: "
@@ -151,7 +158,12 @@ def service_statuses(rt: Runtime, readiness: ReadinessCache,
     if contexts:
         newest = queries.contexts_page(rt, before=None, limit=1, stage=None,
                                        execution_status=None, contract=None)
-        path = [e.stage for e in rt.contexts.history(newest[0].context.context_id)] if newest else []
+        latest = newest[0].context if newest else None
+        if latest is None or isinstance(latest, DamagedEntry):
+            path = ["damaged" if latest else "none"]
+        else:
+            path = ["damaged" if isinstance(e, DamagedEntry) else e.stage
+                    for e in rt.contexts.history_entries(latest.context_id)]
         out["lifecycle"] = ("operational", f"{counted(contexts, contexts_exact, 'context')} "
                                            f"through the lifecycle; the latest: {' > '.join(path)}")
     else:
@@ -173,16 +185,24 @@ def _publisher_status(rt: Runtime) -> tuple[str, str]:
     last_id = queries.last_event_id(rt)
     if not last_id:
         return "idle", "no events yet"
-    sinks = rt.events.sinks()
+    rows = rt.events.sink_rows()
     dead = rt.store.single("SELECT count(*) FROM delivery_failures WHERE dead_at IS NOT NULL")[0]
-    if not sinks:
+    if not rows:
         return "recording", (f"outbox up to event #{last_id:,}; no sink registered, so nothing "
                              "is delivered")
     pending = rt.events.undelivered_counts()
-    detail = (f"outbox up to event #{last_id:,}; {plural(len(sinks), 'sink')}: "
+    broken = [r for r in rows if is_damaged(r.sink)]
+    unconfirmed = [r for r in rows if not r.confirmed and not is_damaged(r.sink)]
+    detail = (f"outbox up to event #{last_id:,}; {plural(len(rows), 'sink')}: "
               + ", ".join(f"{name} {n:,} undelivered" for name, n in pending.items())
               + f"; {plural(dead, 'dead event')}")
-    return ("degraded" if dead else "operational"), detail
+    if unconfirmed:
+        detail += (f"; {plural(len(unconfirmed), 'sink')} not confirmed on this machine, "
+                   f"skipped ({', '.join(r.name for r in unconfirmed[:3])}: "
+                   "rtwo-vm events sink-confirm NAME)")
+    if broken:
+        detail += f"; {plural(len(broken), 'damaged sink row')} ({broken[0].name})"
+    return ("degraded" if dead or broken or unconfirmed else "operational"), detail
 
 
 def _section(name: str, content: Markup) -> Markup:
@@ -195,7 +215,8 @@ def _vm_section(rt: Runtime) -> Markup:
     if not vms:
         return _section("vm", Markup(tag("h2", "Virtual machine") + tag(
             "p", "no VM registered yet", class_="muted", id="vm-none")))
-    rows = [(vm.vm_id, vm.vm_name, vm.vm_version, ", ".join(vm.runtime_compatibility),
+    rows = [(vm.id, damaged(vm), "", "", "", "", "") if is_damaged(vm) else
+            (vm.vm_id, vm.vm_name, vm.vm_version, ", ".join(vm.runtime_compatibility),
              vm.execution_mode, tag("span", vm.status, class_=f"state state-{vm.status}"),
              vm.created_at) for vm in vms]
     return _section("vm", Markup(tag("h2", "Virtual machine") + table(

@@ -7,11 +7,14 @@ from urllib.parse import urlencode
 
 from rtwo_vm.runtime import InvalidInput, Runtime
 from rtwo_vm.runtime.catalog import catalog
-from rtwo_vm.runtime.publisher import VMEventPublisher
+from rtwo_vm.runtime.damaged import DamagedEntry
+from rtwo_vm.runtime.publisher import confirm_hint
 from rtwo_vm.runtime.sinks import redact
 from rtwo_vm.server.background import InstructionsCache
 from rtwo_vm.server.dashboard import queries
-from rtwo_vm.server.dashboard.html import Markup, esc, join, link, page, plural, table, tag
+from rtwo_vm.server.dashboard.html import (
+    Markup, damaged, esc, is_damaged, join, link, page, plural, table, tag,
+)
 
 VIOLATIONS_SHOWN = 100
 EVENTS_PAGE = 50
@@ -47,7 +50,8 @@ def violations(rt: Runtime, violation_type: str | None):
         tag("h2", title.capitalize()),
         table(["violation", "context", "type", "severity", "action", "code", "pc", "status",
                "created"],
-              [(v.violation_id, _ctx(v.context_id), v.violation_type, v.severity, v.action_taken,
+              [(v.id, damaged(v), "", "", "", "", "", "", "") if is_damaged(v) else
+               (v.violation_id, _ctx(v.context_id), v.violation_type, v.severity, v.action_taken,
                 v.code, v.error_pc, v.status, v.created_at) for v in shown], id="violations"),
     ]
     return page("Violations", join(parts))
@@ -63,7 +67,7 @@ def _latest(rt: Runtime, violation_type: str | None) -> list:
         sql += " WHERE violation_type = ?"
         args = (violation_type,)
     sql += " ORDER BY rowid DESC LIMIT ?"
-    return [rt.violations._from(r) for r in rt.store.all(sql, args + (VIOLATIONS_SHOWN,))]
+    return [rt.violations.entry(r) for r in rt.store.all(sql, args + (VIOLATIONS_SHOWN,))]
 
 
 def instructions(cache: InstructionsCache):
@@ -117,13 +121,23 @@ def events(rt: Runtime, before: str | None, live_streams: int):
     except ValueError:
         return page("Events", tag("p", f"before must be an event id, got {before!r}",
                                   class_="error"), status_code=400)
-    sinks = VMEventPublisher.registered(rt.store)
-    shown = {s["name"]: s for s in rt.events.sinks()}
+    rows_of_sinks = rt.events.sink_rows()
+    shown = {s["name"]: s for s in rt.events.sinks() if not s.get("damaged")}
     pending = rt.events.undelivered_counts()
-    sink_rows = [(redact(sink.name), shown.get(redact(sink.name), {}).get("kind"),
-                  shown.get(redact(sink.name), {}).get("target"),
-                  shown.get(redact(sink.name), {}).get("createdAt"), start,
-                  pending.get(redact(sink.name))) for sink, start in sinks]
+    sink_rows: list[tuple] = []
+    sinks = []
+    for r in rows_of_sinks:
+        if isinstance(r.sink, DamagedEntry):
+            sink_rows.append((r.name, damaged(r.sink), "", "", "", "", ""))
+            continue
+        doc = shown.get(r.name, {})
+        state = (tag("span", "confirmed", class_="state state-confirmed") if r.confirmed else
+                 tag("span", Markup(f"not confirmed on this machine: skipped "
+                                    f"({esc(confirm_hint(r.name))})"),
+                     class_="state state-unconfirmed"))
+        sink_rows.append((r.name, doc.get("kind"), doc.get("target"), state,
+                          doc.get("createdAt"), r.start_after, pending.get(r.name)))
+        sinks.append((r.sink, r.start_after))
     dead = rt.events.dead()
     page_events = queries.events_page(rt, before_id, EVENTS_PAGE)
     ids = [e.event_id for e in page_events]
@@ -131,6 +145,10 @@ def events(rt: Runtime, before: str | None, live_streams: int):
     failures = queries.failures_for(rt, ids)
     rows = []
     for e in page_events:
+        if e.type == "damaged":   # queries.events_page: a row that does not decode
+            entry = DamagedEntry("outbox", str(e.event_id), str(e.payload.get("reason")))
+            rows.append([e.event_id, damaged(entry), "", ""] + ["" for _ in sinks])
+            continue
         stream = _ctx(e.stream) if e.stream.startswith("ctx_") else esc(e.stream)
         cells = [e.event_id, e.type, stream, e.created_at]
         cells += [_delivery_cell(e.event_id, sink.name, start, delivered, failures)
@@ -143,15 +161,17 @@ def events(rt: Runtime, before: str | None, live_streams: int):
         tag("p", Markup(f"outbox up to event #{queries.last_event_id(rt):,}; newest first; "
                         f"{tag('span', live_streams, id='live-streams')} live dashboard "
                         "streams open"), class_="muted"),
-        tag("h2", f"Sinks \u2014 {len(sinks)}"),
-        table(["sink", "kind", "target", "added", "starts after event", "undelivered"],
-              sink_rows, id="sinks") if sinks else
+        tag("h2", f"Sinks \u2014 {len(rows_of_sinks)}"),
+        table(["sink", "kind", "target", "confirmed", "added", "starts after event",
+               "undelivered"], sink_rows, id="sinks") if rows_of_sinks else
         tag("p", "no sink registered: events are recorded in the outbox and delivered to none "
                  "(rtwo-vm events sink-add)", class_="muted", id="no-sinks"),
         tag("h2", f"Dead events \u2014 {len(dead)}"),
         table(["sink", "event", "stream", "type", "attempts", "reason", "dead since",
                "held back"],
-              [(d["sink"], d["eventId"], d["stream"], d["type"], d["attempts"], d["reason"],
+              [(d["id"], damaged(DamagedEntry(d["table"], d["id"], d["reason"])), "", "", "",
+                "", "", "") if d.get("damaged") else
+               (d["sink"], d["eventId"], d["stream"], d["type"], d["attempts"], d["reason"],
                 d["deadAt"], d["heldBack"]) for d in dead], id="dead"),
         tag("h2", "Outbox"),
         table(["event", "type", "stream", "created"] + [redact(s.name) for s, _ in sinks], rows,
