@@ -160,7 +160,8 @@ def _pretty(doc) -> str:
 
 def _cmd_examples(args) -> int:
     from rtwo_vm.examples import bundled_directory, run_directory
-    runs = run_directory(Path(args.directory) if args.directory else bundled_directory())
+    runs = run_directory(Path(args.directory) if args.directory else bundled_directory(),
+                         args.spec_version)
     if args.json:
         print(_pretty([{"scenario": r.scenario, "call": r.index, "result": r.result.to_json()}
                        for r in runs]))
@@ -240,6 +241,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("directory", nargs="?", default=None,
                    help="directory of scenario files (*.toml; default: the bundled examples)")
     p.add_argument("--json", action="store_true", help="print full results as JSON")
+    add_spec_version(p, "the version of scenarios that name none")
     p.set_defaults(func=_cmd_examples)
 
 

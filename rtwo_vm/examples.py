@@ -3,8 +3,10 @@
 A scenario file (TOML) holds ``[[scenario]]`` tables, each with ``contracts`` (address ->
 {code = file, storage = {key = value}}) and ``[[scenario.call]]`` entries (to, caller,
 calldata as hex, and optionally time, seed, compute, memory_pages, storage_units,
-time_access, randomness, external_call, storage_access). Each call runs against the state the
-previous calls left; only successful calls change it.
+time_access, randomness, external_call, storage_access). A scenario may name the spec version
+it runs under (``spec_version = "1.1"``; default: the version the command was given), which
+also assembles its ``.rasm`` contracts. Each call runs against the state the previous calls
+left; only successful calls change it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 from reference_vm import (
     Context, Contract, ExecutionResult, Limits, Message, Policy, WorldState, execute,
 )
+import spec
 from rtwo_vm.inputs import CliError, parse_count, parse_hex, parse_word, read_bounded, read_code
 
 POLICY_FIELDS = ("time_access", "randomness", "external_call", "storage_access")
@@ -82,7 +85,16 @@ def load_scenarios(path: Path) -> list[dict]:
     return scenarios
 
 
-def _state(scenario: dict, base: Path) -> WorldState:
+def _version(scenario: dict, default: str) -> str:
+    """The scenario's spec version (a known one), else ``default``."""
+    name = scenario.get("spec_version", default)
+    try:
+        return spec.version(name).version
+    except ValueError as err:
+        raise CliError(f"scenario {str(scenario.get('name', '?'))[:40]}: {err}") from None
+
+
+def _state(scenario: dict, base: Path, version: str) -> WorldState:
     contracts = {}
     name = str(scenario.get("name", "?"))[:40]
     for addr_text, body in scenario.get("contracts", {}).items():
@@ -92,7 +104,7 @@ def _state(scenario: dict, base: Path) -> WorldState:
         storage = {parse_word(str(k), "storage key"): parse_word(_text(v, "storage value"), "storage value")
                    for k, v in storage_doc.items()}
         contracts[parse_word(addr_text, "contract address")] = Contract(
-            read_code(str(base / body["code"])), storage)
+            read_code(str(base / body["code"]), version), storage)
     return WorldState(contracts)
 
 
@@ -125,28 +137,31 @@ class CallRequest:
     context: Context
     policy: Policy
     limits: Limits
+    version: str
 
     def run(self, limits: Limits | None = None) -> ExecutionResult:
         return execute(self.state, self.message, self.context, self.policy,
-                       self.limits if limits is None else limits)
+                       self.limits if limits is None else limits, version=self.version)
 
 
-def iter_requests(path: Path):
-    """Each call of each scenario with the state it runs against. The caller must send back
-    the result of running it (generator.send) so that the next state can be formed."""
+def iter_requests(path: Path, version: str):
+    """Each call of each scenario with the state it runs against, under the scenario's version
+    (``version`` when it names none). The caller must send back the result of running it
+    (generator.send) so that the next state can be formed."""
     for scenario in load_scenarios(path):
         name = str(scenario.get("name", "?"))
-        state = _state(scenario, path.parent)
+        scenario_version = _version(scenario, version)
+        state = _state(scenario, path.parent, scenario_version)
         for index, call in enumerate(scenario.get("call", []), start=1):
-            request = CallRequest(name, index, state, *_call(call, name))
+            request = CallRequest(name, index, state, *_call(call, name), scenario_version)
             result = yield request
             if result is not None and result.ok:
                 state = state.with_changes(result.state_changes)
 
 
-def requests_with_results(path: Path) -> list[tuple[CallRequest, ExecutionResult]]:
+def requests_with_results(path: Path, version: str) -> list[tuple[CallRequest, ExecutionResult]]:
     out = []
-    gen = iter_requests(path)
+    gen = iter_requests(path, version)
     try:
         request = next(gen)
         while True:
@@ -157,15 +172,15 @@ def requests_with_results(path: Path) -> list[tuple[CallRequest, ExecutionResult
         return out
 
 
-def run_file(path: Path) -> list[CallRun]:
+def run_file(path: Path, version: str) -> list[CallRun]:
     return [CallRun(req.scenario, req.index, req.message, result)
-            for req, result in requests_with_results(path)]
+            for req, result in requests_with_results(path, version)]
 
 
-def run_directory(directory: Path) -> list[CallRun]:
+def run_directory(directory: Path, version: str) -> list[CallRun]:
     if not directory.is_dir():
         raise CliError(f"{directory}: not a directory of scenario files")
     files = sorted(f for f in directory.glob("*.toml") if f.is_file())
     if not files:
         raise CliError(f"no scenario files (*.toml) in {directory}")
-    return [run for f in files for run in run_file(f)]
+    return [run for f in files for run in run_file(f, version)]

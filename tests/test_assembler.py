@@ -6,8 +6,14 @@ import pytest
 
 import spec
 from reference_vm import AssemblyError, assemble, disassemble
+from reference_vm.errors import InvalidCode
 
-OP = {i.mnemonic: i.opcode for i in spec.load().instructions}
+VERSION = "1.0"   # the encodings below are 1.0's; 1.1's own are tested at the end
+OP = {i.mnemonic: i.opcode for i in spec.load(VERSION).instructions}
+
+
+def asm(source: str) -> bytes:
+    return assemble(source, VERSION)
 
 
 def code_of(blob: bytes) -> bytes:
@@ -21,7 +27,7 @@ def data_of(blob: bytes) -> bytes:
 
 
 def test_header_is_magic_version_flags_and_sizes():
-    blob = assemble("stop\n.data\n.byte 1, 2, 3")
+    blob = asm("stop\n.data\n.byte 1, 2, 3")
     assert blob == b"RTWO" + bytes([1, 0, 0, 0]) + (1).to_bytes(4, "little") + (3).to_bytes(4, "little") + bytes([OP["STOP"], 1, 2, 3])
 
 
@@ -35,16 +41,16 @@ def test_header_is_magic_version_flags_and_sizes():
     ("0b101", [OP["PUSH1"], 5]),
 ])
 def test_push_picks_the_shortest_encoding(operand, encoding):
-    assert code_of(assemble(f"push {operand}\nstop")) == bytes(encoding + [OP["STOP"]])
+    assert code_of(asm(f"push {operand}\nstop")) == bytes(encoding + [OP["STOP"]])
 
 
 def test_explicit_push_keeps_its_size_and_negative_values_wrap():
-    assert code_of(assemble("push8 1\nstop"))[:9] == bytes([OP["PUSH8"], 1] + [0] * 7)
-    assert code_of(assemble("push2 -2\nstop"))[:3] == bytes([OP["PUSH2"], 0xFE, 0xFF])
+    assert code_of(asm("push8 1\nstop"))[:9] == bytes([OP["PUSH8"], 1] + [0] * 7)
+    assert code_of(asm("push2 -2\nstop"))[:3] == bytes([OP["PUSH2"], 0xFE, 0xFF])
 
 
 def test_labels_resolve_forward_and_backward_in_both_sections():
-    blob = assemble("""
+    blob = asm("""
         start: jump end     ; forward
         mid:   jump start   ; backward
         end:   push msg     ; a data label, as PUSH4
@@ -59,13 +65,13 @@ def test_labels_resolve_forward_and_backward_in_both_sections():
 
 
 def test_data_directives():
-    blob = assemble("stop\n.data\n.word 1, -1\n.hex 00ff\n.ascii \"\\x41\\\"\"")
+    blob = asm("stop\n.data\n.word 1, -1\n.hex 00ff\n.ascii \"\\x41\\\"\"")
     assert data_of(blob) == (1).to_bytes(8, "little") + b"\xff" * 8 + b"\x00\xff" + b'A"'
 
 
 def test_mnemonics_are_case_insensitive_and_any_whitespace_separates():
-    assert assemble("PUSH 1\nDup1\nStop") == assemble("push 1\ndup1\nstop")
-    assert assemble("push\t1\n\tdup1\nstop") == assemble("push 1\ndup1\nstop")
+    assert asm("PUSH 1\nDup1\nStop") == asm("push 1\ndup1\nstop")
+    assert asm("push\t1\n\tdup1\nstop") == asm("push 1\ndup1\nstop")
 
 
 @pytest.mark.parametrize("source, fragment", [
@@ -88,20 +94,51 @@ def test_mnemonics_are_case_insensitive_and_any_whitespace_separates():
 ])
 def test_errors_name_the_line(source, fragment):
     with pytest.raises(AssemblyError) as err:
-        assemble(source)
+        asm(source)
     assert "line " in str(err.value) and fragment in str(err.value)
 
 
 def test_disassembly_labels_jump_targets_and_keeps_undecodable_bytes():
-    blob = assemble("top: push 1\njumpi top\n.byte 0xff\nstop\n.data\n.ascii \"x\"")
+    blob = asm("top: push 1\njumpi top\n.byte 0xff\nstop\n.data\n.ascii \"x\"")
     text = disassemble(blob, offsets=False)
     assert "L0000:" in text and "jumpi L0000" in text and ".byte 0xff" in text
     assert ".hex 78" in text
-    assert assemble(text) == blob
+    assert asm(text) == blob
 
 
 def test_push_takes_the_whole_word_in_both_signs():
     # 2^64-1 and -1 are the same word; -2^63 is the lowest signed value (push8 0x80..00)
-    assert assemble("push 18446744073709551615\nstop") == assemble("push -1\nstop")
-    low = assemble("push -9223372036854775808\nstop")
-    assert low == assemble("push8 0x8000000000000000\nstop")
+    assert asm("push 18446744073709551615\nstop") == asm("push -1\nstop")
+    low = asm("push -9223372036854775808\nstop")
+    assert low == asm("push8 0x8000000000000000\nstop")
+
+
+def test_a_container_of_1_1_names_its_version_and_knows_1_1_mnemonics():
+    # 9.8 / 3.1.1: the header's version bytes are the version's number; MULHU is 0x47 and
+    # CLZ 0x69 in 1.1 (spec/versions/1.1/diff.toml items N1, N2).
+    blob = assemble("push 3\npush 5\nmulhu\nclz\nstop", "1.1")
+    assert blob[:8] == b"RTWO" + bytes([1, 1, 0, 0])
+    assert code_of(blob) == bytes([OP["PUSH1"], 3, OP["PUSH1"], 5, 0x47, 0x69, OP["STOP"]])
+    assert disassemble(blob, offsets=False).split() == [".code", "push1", "3", "push1", "5", "mulhu",
+                                                        "clz", "stop"]
+
+
+@pytest.mark.parametrize("mnemonic", ["mulhu", "mulhs", "clz", "ctz", "popcnt", "staticcall",
+                                      "tload", "tstore"])
+def test_1_1_mnemonics_are_unknown_to_1_0(mnemonic):
+    with pytest.raises(AssemblyError, match=mnemonic):
+        assemble(f"{mnemonic}\nstop", "1.0")
+
+
+def test_disassembling_a_1_0_container_does_not_decode_1_1_opcodes():
+    # 0x47 (MULHU from 1.1) is no instruction of a 1.0 container: shown as a byte
+    blob = b"RTWO" + bytes([1, 0, 0, 0]) + (2).to_bytes(4, "little") + bytes(4) + bytes([0x47, 0])
+    text = disassemble(blob, offsets=False)
+    assert "mulhu" not in text.lower()
+
+
+def test_an_unknown_version_is_refused():
+    with pytest.raises(spec.VersionError):
+        assemble("stop", "1.9")
+    with pytest.raises(InvalidCode):
+        disassemble(b"RTWO" + bytes([1, 9, 0, 0]) + bytes(8) + bytes([0]))

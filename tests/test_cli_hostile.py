@@ -20,7 +20,7 @@ from rtwo_vm.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 COUNTER = str(ROOT / "examples" / "counter.rasm")
-MACHINE = spec.load().limits["machine"]
+MACHINE = spec.load(spec.latest()).limits["machine"]  # the same in every version
 LARGEST_CONTAINER = 16 + MACHINE["code_size"] + MACHINE["data_size"]  # chapter 3.1
 
 
@@ -54,11 +54,11 @@ def refused(*args: str, fragment: str = "") -> str:
 ])
 def test_assembly_directives_are_bounded_by_the_section_limits(source, line):
     with pytest.raises(AssemblyError, match=f"^line {line}: "):
-        assemble(source)
+        assemble(source, "1.0")
 
 
 def test_assembly_filling_a_section_exactly_is_accepted():
-    blob = assemble(f".zero {MACHINE['code_size']}\n.data\n.zero {MACHINE['data_size']}")
+    blob = assemble(f".zero {MACHINE['code_size']}\n.data\n.zero {MACHINE['data_size']}", "1.0")
     assert len(blob) == LARGEST_CONTAINER
 
 
@@ -112,7 +112,7 @@ def test_a_text_file_that_is_not_assembly_or_hex_is_refused(tmp_path):
     text.write_text("hello, this is not code\n")
     refused("run", str(text), fragment="neither assembly")
     hexfile = tmp_path / "code.hex"
-    hexfile.write_text(assemble("push 1\nstop").hex() + "\n")
+    hexfile.write_text(assemble("push 1\nstop", "1.0").hex() + "\n")
     assert run_cli("run", str(hexfile))[0] == 0
 
 
@@ -251,21 +251,22 @@ def test_prove_export_to_a_file_that_is_not_a_directory_is_refused():
 @pytest.mark.parametrize("listed", [({},), ([],), (5,), ("BOGUS",)])
 @pytest.mark.parametrize("field", ["allowed_operations", "forbidden_operations"])
 def test_policy_operation_lists_of_non_names_are_invalid_request(listed, field):
-    state = WorldState({0x100: Contract(assemble("stop"))})
-    result = execute(state, Message(0x100), policy=Policy(**{field: listed}))
+    state = WorldState({0x100: Contract(assemble("stop", "1.0"))})
+    result = execute(state, Message(0x100), policy=Policy(**{field: listed}), version="1.0")
     assert (result.status, result.error) == ("rejected", "INVALID_REQUEST")  # not INTERNAL_ERROR
 
 
 @pytest.mark.parametrize("listed", [[{}], [[]]])
 def test_the_adapter_protocol_gives_invalid_request_for_an_operation_list_of_objects(listed):
+    from conformance.constants import corpus_dir
     from conformance.corpus import store
     from conformance.adapter import Adapter
-    vector = next(v for v in store.load() if v["tags"]["outcome"] == "success")
+    vector = next(v for v in store.load(corpus_dir("1.0")) if v["tags"]["outcome"] == "success")
     vector_input = json.loads(json.dumps(vector["input"]))
     vector_input["policy"]["forbidden_operations"] = listed
     from conformance.protocol import hello_request
     adapter = Adapter(log=io.StringIO())
-    hello, _ = adapter.handle(json.dumps(hello_request()).encode())
+    hello, _ = adapter.handle(json.dumps(hello_request("1.0")).encode())
     assert hello["type"] == "hello", hello
     response, _ = adapter.handle(json.dumps({"type": "execute", "id": "x", "input": vector_input,
                                              "trace": False}).encode())

@@ -12,7 +12,7 @@ from test_cli_hostile import refused, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = project_packages(ROOT) or ()   # what pip install . copies (pyproject.toml)
-MANIFEST = ROOT / "conformance" / "vectors" / "manifest.json"
+MANIFEST = ROOT / "conformance" / "vectors" / "1.0" / "manifest.json"
 
 
 def _digest(path: Path) -> str:
@@ -54,7 +54,7 @@ def test_fill_in_a_checkout_uses_that_checkouts_definitions_not_the_installed_on
     err += capfd.readouterr().err
     assert "installed rtwo-vm is not the checkout" in err  # and named: the code differs
     assert run_cli("vectors", "fill")[0] == 0            # and written into that checkout
-    assert _digest(other / "conformance" / "vectors" / "manifest.json") != ours
+    assert _digest(other / "conformance" / "vectors" / "1.0" / "manifest.json") != ours
     assert _digest(MANIFEST) == ours                     # not into the running package
     assert run_cli("vectors", "fill", "--check", "--project", str(other))[0] == 0
 

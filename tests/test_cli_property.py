@@ -41,7 +41,7 @@ def _commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
 
 
 COMMANDS = sorted(_commands(build_parser()), key=lambda c: c[0])
-MNEMONICS = sorted(spec.load().by_mnemonic)
+MNEMONICS = sorted({m for v in spec.names() for m in spec.load(v).by_mnemonic})
 
 words = st.one_of(
     st.integers(-2, 2 ** 70).map(str), st.integers(0, 2 ** 66).map(hex),
@@ -112,9 +112,9 @@ def workspaces(draw):
     return {
         "code.rasm": draw(assembly).encode(),
         "code.bin": draw(st.one_of(st.binary(max_size=64),
-                                   st.just(assemble("push 1\nstop")),
+                                   st.just(assemble("push 1\nstop", "1.0")),
                                    st.binary(max_size=24).map(lambda b: b"RTWO\x01\x00\x00\x00" + b))),
-        "code.hex": draw(st.sampled_from([assemble("push 2\nstop").hex(), "0x", "zz", "0x0g"])).encode(),
+        "code.hex": draw(st.sampled_from([assemble("push 2\nstop", "1.0").hex(), "0x", "zz", "0x0g"])).encode(),
         "state.json": draw(st.one_of(json_values.map(lambda v: __import__("json").dumps(v).encode()),
                                      st.binary(max_size=40))),
         "scenarios.toml": draw(toml_text).encode("utf-8", "surrogateescape"),

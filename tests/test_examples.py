@@ -16,11 +16,11 @@ from rtwo_vm.examples import run_directory
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
-def _runs():
-    return {(r.scenario, r.index): r.result for r in run_directory(EXAMPLES)}
+def _runs(version: str):
+    return {(r.scenario, r.index): r.result for r in run_directory(EXAMPLES, version)}
 
 
-RUNS = _runs()
+RUNS = _runs("1.0")   # the sums below use 1.0's schedule
 
 
 def usage(result):
@@ -105,6 +105,14 @@ def test_hashing_returns_sha256_of_call_data():
     assert usage(r) == (150, 2, 0, 0, 0, 0)
     assert r.fee == 150 + 200
     assert [(e.topics, e.data) for e in r.events] == [((3,), digest)]
+
+
+def test_hashing_under_1_1_costs_one_block_3_less_and_answers_the_same():
+    # 1.1 item P1: hash block_cost 6 -> 3. One block of "abc": 150 - 3 = 147 compute; the
+    # fee falls by as much; output, events and every other dimension stay.
+    old, new = RUNS[("hashing", 1)], _runs("1.1")[("hashing", 1)]
+    assert usage(new) == (147, 2, 0, 0, 0, 0) and new.fee == 147 + 200
+    assert (new.status, new.output, new.events) == (old.status, old.output, old.events)
 
 
 def test_loop_returns_the_recurrence_and_charges_per_iteration():

@@ -16,14 +16,16 @@ from reference_vm import Limits
 from rtwo_vm.examples import requests_with_results
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-PAIRS = [pair for f in sorted(EXAMPLES.glob("*.toml")) for pair in requests_with_results(f)]
+# the boundaries hold in every version: the examples run under each
+PAIRS = [pair for version in ("1.0", "1.1") for f in sorted(EXAMPLES.glob("*.toml"))
+         for pair in requests_with_results(f, version)]
 DIMENSIONS = {"compute": ("compute", "COMPUTE_LIMIT_EXCEEDED"),
               "memory_pages": ("memory_pages", "MEMORY_LIMIT_EXCEEDED"),
               "storage_units": ("storage_units", "STORAGE_LIMIT_EXCEEDED")}
 NESTED = {"proxy"}  # scenarios whose calls run more than one frame
 
 
-@pytest.mark.parametrize("pair", PAIRS, ids=[f"{r.scenario}-{r.index}" for r, _ in PAIRS])
+@pytest.mark.parametrize("pair", PAIRS, ids=[f"{r.version}-{r.scenario}-{r.index}" for r, _ in PAIRS])
 @pytest.mark.parametrize("dimension", list(DIMENSIONS))
 def test_limit_boundaries(pair, dimension):
     request, full = pair

@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from conformance.constants import corpus_dir
 from conformance.corpus import store
 from rtwo_vm.progress import Progress, clock, wanted
 
@@ -114,7 +115,7 @@ def run_with_stderr(args, tmp_path, terminal: bool, timeout: float = 240.0) -> t
 
 def run_args(tmp_path):
     return ["conformance", "run", "--filter", "arithmetic/ADD/*", "--repeat", "0", "--fresh", "0",
-            "--out", str(tmp_path / "out")]
+            "--out", str(tmp_path / "out"), "--spec-version", "1.0"]
 
 
 @pytest.mark.parametrize("terminal, extra, shown", [
@@ -128,9 +129,9 @@ def run_args(tmp_path):
 def test_conformance_run_shows_progress_on_a_terminal(tmp_path, terminal, extra, shown):
     code, stdout, stderr = run_with_stderr(run_args(tmp_path) + extra, tmp_path, terminal)
     assert code == 0, stdout + stderr
-    total = len([v for v in store.load() if v["id"].startswith("arithmetic/ADD/")])
+    total = len([v for v in store.load(corpus_dir("1.0")) if v["id"].startswith("arithmetic/ADD/")])
     assert total > 0
-    assert (f"conformance [{'#' * 30}] {total}/{total}" in stderr) is shown, stderr
+    assert (f"conformance 1.0 [{'#' * 30}] {total}/{total}" in stderr) is shown, stderr
     assert ("\r" in stderr) is shown, stderr
     assert "conformance [" not in stdout
 
