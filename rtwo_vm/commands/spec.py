@@ -6,6 +6,8 @@ its arguments (``diff OLD NEW``); nothing here reads a process-wide version.
 
 from __future__ import annotations
 
+from typing import Any
+
 import json
 
 import spec
@@ -79,7 +81,7 @@ def _check() -> int:
 
 
 def _versions(as_json: bool) -> int:
-    rows = []
+    rows: list[dict[str, Any]] = []
     for row in spec.versions():
         table = spec.load(row.version)
         rows.append({"version": row.version, "release": row.release, "base": row.base,
