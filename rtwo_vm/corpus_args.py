@@ -1,7 +1,7 @@
 """The corpora a ``vectors`` or ``conformance`` command works on: the ``--dir``, ``--project`` and
 ``--spec-version`` options, the project checkout they name, and each version's corpus read from
-there (refused in one line when malformed). Shared by rtwo_vm/commands/conformance.py,
-rtwo_vm/vectors_cli.py and rtwo_vm/strength_cli.py, none of which imports another for it.
+there (refused in one line when malformed). Shared by the ``vectors`` and ``conformance``
+commands (rtwo_vm/commands/vectors/, rtwo_vm/commands/conformance/).
 
 Each spec version has its corpus, ``<root>/<version>/`` (chapter 11.3), the root being
 ``conformance/vectors`` of the checkout (or of the installed package). ``--dir DIR`` names

@@ -182,7 +182,7 @@ def test_keep_logs_never_follows_a_link(tmp_path, capsys):
 
 
 def test_clearing_old_logs_removes_links_never_what_they_name(tmp_path):
-    from rtwo_vm.conformance_files import clear_logs
+    from rtwo_vm.commands.conformance.files import clear_logs
     logs, victim = tmp_path / "logs", tmp_path / "victim.adapter.log"
     logs.mkdir()
     victim.write_text("keep me")

@@ -63,7 +63,7 @@ def _selection(args, version: str, folder: Path, out: Path):
     None, the previous seed and sample size or None) of one version; None when --last-failed
     finds nothing of this version to run again."""
     from conformance.corpus import fresh
-    from rtwo_vm import conformance_files as files
+    from rtwo_vm.commands.conformance import files
     manifest, vectors = corpus_args.load_corpus(folder, version)
     selected = select(args, vectors)
     if not args.last_failed:
@@ -93,7 +93,7 @@ def run(args) -> int:
     from conformance.run.process import DEFAULT_MAX_LINE, Settings
     from conformance.run.suite import reference_command
     from conformance.run.versions import discover
-    from rtwo_vm import conformance_files as files
+    from rtwo_vm.commands.conformance import files
 
     corpora = corpus_args.corpora(args, "all")
     out = Path(args.out)
@@ -187,7 +187,7 @@ def _one_version(args, version, manifest, vectors, sample, known, commands, sett
     from conformance.report.text import summary
     from conformance.run.blind import line as blind_line
     from conformance.run.suite import Options, run_suite
-    from rtwo_vm import conformance_files as files
+    from rtwo_vm.commands.conformance import files
     from rtwo_vm.progress import Progress, wanted
 
     folder = out / version

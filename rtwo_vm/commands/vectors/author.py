@@ -1,8 +1,8 @@
 """The ``rtwo-vm vectors`` subcommands that author and ship the corpus: ``fill`` and ``promote``
 (which write the corpus of a project checkout), ``release`` (a reproducible tarball of the
-corpus) and ``strength`` (mutation testing of the corpus against the reference). Registered
-from rtwo_vm/commands/conformance.py, which owns the ``vectors`` command (this module does not
-import it: the corpus options are rtwo_vm/corpus_args.py).
+corpus) and ``strength`` (mutation testing of the corpus against the reference, strength.py).
+Registered by the ``vectors`` command (rtwo_vm/commands/vectors/__init__.py); the corpus
+options are rtwo_vm/corpus_args.py.
 
 Which checkout: ``fill`` and ``promote`` write the corpus (and ``promote`` the fuzz source,
 conformance/fuzz/promoted.jsonl) of one checkout — the one ``--project DIR`` names, else the one
@@ -261,7 +261,7 @@ def _cmd_release(args) -> int:
 
 
 def _cmd_strength(args) -> int:
-    from rtwo_vm.strength_cli import check_arguments, run
+    from rtwo_vm.commands.vectors.strength import check_arguments, run
     checked = check_arguments(args)        # every argument, before any work
     version, folder = _corpus(args)
     return run(args, folder, version, sys.stdout, checked)

@@ -1,5 +1,5 @@
-"""The ``rtwo-vm vectors strength`` command body (its options are declared in rtwo_vm/vectors_cli.py;
-the mutation testing itself is conformance/strength/, which does not import the CLI).
+"""The ``rtwo-vm vectors strength`` command body (its options are declared in author.py beside
+it; the mutation testing itself is conformance/strength/, which does not import the CLI).
 
 Every argument is checked before any work (:func:`check_arguments`): the option combinations,
 the filters' syntax, the module names, the reasons files (read bounded and parsed) and the

@@ -1,20 +1,19 @@
-"""``rtwo-vm vectors ...`` (fill, check, coverage, list, show, promote) and ``rtwo-vm conformance ...``
-(run, selftest, replay, adapter): the conformance corpora and the runner (spec chapter 11).
+"""``rtwo-vm conformance ...`` (run, selftest, replay, adapter): the runner that validates VM
+implementations against the vectors (spec chapter 11). ``run.py`` drives a run (selection,
+sessions, reports), ``files.py`` its output folders, logs and replay bundles.
 
-Every command takes ``--spec-version``: the corpus of one version. Without it, fill, check,
-coverage, run and selftest work on every version (run and selftest: every version the adapter
-announces), list and show on the newest."""
+Every command takes ``--spec-version``: the corpus of one version. Without it, run and
+selftest work on every version the adapter announces."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import signal
 import sys
 
 from rtwo_vm import corpus_args
-from rtwo_vm.conformance_files import fresh_count, repeat_count, seed_value
+from rtwo_vm.commands.conformance.files import fresh_count, repeat_count, seed_value
 from rtwo_vm.inputs import CliError, nonnegative_int, positive_float, positive_int
 from rtwo_vm.progress import add_option as add_progress_option
 
@@ -26,47 +25,6 @@ WRONG = "wrong"     # --kind wrong: every wrong answer (conformance.run.outcomes
 
 
 def register(sub) -> None:
-    p = sub.add_parser("vectors", help="fill, check and inspect the conformance vector corpus")
-    vs = p.add_subparsers(dest="vectors_command", required=True, parser_class=type(p))
-    f = vs.add_parser("fill", help="fill each version's corpus from its sources with the reference interpreter")
-    corpus_args.add_options(f, "every version; --dir names the folder of the version folders")
-    f.add_argument("--check", action="store_true", help="fill in memory and fail if the stored corpus differs")
-    f.add_argument("--refresh-smt", action="store_true", help="ask proofs.branches (z3) again for branch inputs")
-    f.add_argument("--refresh-symbolic", action="store_true",
-                   help="explore every example again for the symbolic source's witnesses (z3)")
-    f.add_argument("--source", action="append", choices=["definition", "smt", "random", "fuzz", "symbolic"],
-                   help="fill only these sources (default: all)")
-    from rtwo_vm import vectors_cli  # fill, promote (issue 20), release and strength (issue 12)
-    vectors_cli.add_in_checkout(f)
-    f.set_defaults(func=vectors_cli.cmd_fill)
-    c = vs.add_parser("check", help="validate the stored corpus: schema (jsonschema), manifest, digest")
-    corpus_args.add_options(c)
-    c.set_defaults(func=_cmd_check)
-    c = vs.add_parser("coverage", help="opcode x outcome matrix and coverage targets of the corpus")
-    corpus_args.add_options(c)
-    c.add_argument("--json", action="store_true", help="print the coverage as JSON")
-    c.add_argument("--no-matrix", action="store_true", help="only the summary")
-    c.add_argument("--source", action="append", choices=["definition", "smt", "random", "fuzz"], help="only these sources")
-    c.set_defaults(func=_cmd_coverage)
-    c = vs.add_parser("list", help="list vector ids (with --filter as in conformance run)")
-    corpus_args.add_options(c, "the newest")
-    c.add_argument("--filter", action="append", default=[], metavar="EXPR",
-                   help="only vectors matching EXPR, as in conformance run (repeatable)")
-    c.set_defaults(func=_cmd_list)
-    c = vs.add_parser("show", help="print one vector as indented JSON")
-    corpus_args.add_options(c, "the newest version holding the id")
-    c.add_argument("id")
-    c.set_defaults(func=_cmd_show)
-    c = vs.add_parser("promote", help="move fuzz findings into the committed corpus (the fuzz source) and refill")
-    c.add_argument("findings", help="a findings directory (DIR/findings of rtwo-vm fuzz)")
-    c.add_argument("ids", nargs="*", help="finding ids to promote (default: all)")
-    corpus_args.add_options(c)
-    c.add_argument("--promoted", default=None, metavar="FILE",
-                   help="the fuzz source file (default conformance/fuzz/promoted.jsonl)")
-    vectors_cli.add_in_checkout(c)
-    c.set_defaults(func=vectors_cli.cmd_promote)
-    vectors_cli.register(vs)
-
     p = sub.add_parser("conformance", help="validate VM implementations against the vectors")
     cs = p.add_subparsers(dest="conformance_command", required=True, parser_class=type(p))
     r = cs.add_parser("run", help="run the corpus through one or more adapters (default: the reference's)",
@@ -144,68 +102,9 @@ def register(sub) -> None:
     s.set_defaults(func=_cmd_adapter)
 
 
-def _cmd_check(args) -> int:
-    from conformance.corpus import store
-    from conformance.corpus.schema import corpus_problems
-    status = 0
-    for version, folder in corpus_args.corpora(args):
-        manifest, vectors = corpus_args.load_corpus(folder, version)
-        problems = store.problems(folder, vectors)
-        problems += [p for p in corpus_problems(vectors, version, authoritative=True) if p not in problems]
-        for p in problems[:50]:
-            print(p)
-        print(f"spec {version}: {len(vectors)} vectors, digest {manifest['digest'][:16]}: "
-              + ("valid" if not problems else f"{len(problems)} problems"))
-        status = status or (1 if problems else 0)
-    return status
-
-
-def _cmd_coverage(args) -> int:
-    from conformance.corpus import coverage
-    found = {}
-    for version, folder in corpus_args.corpora(args):
-        _, vectors = corpus_args.load_corpus(folder, version)
-        if args.source:
-            vectors = [v for v in vectors if v["tags"]["source"] in args.source]
-        try:
-            found[version] = coverage.measure(vectors, version)
-        except (KeyError, TypeError, ValueError, AttributeError) as err:
-            raise CliError(f"cannot measure the corpus of spec {version}: a malformed vector "
-                           f"({type(err).__name__}: {str(err)[:80]})") from None
-    if args.json:
-        print(json.dumps({v: c.to_json() for v, c in found.items()}, indent=2, sort_keys=True))
-    else:
-        print("\n\n".join(coverage.render(c, not args.no_matrix) for c in found.values()))
-    return 0 if all(c.complete for c in found.values()) else 1
-
-
-def _cmd_list(args) -> int:
-    from rtwo_vm.conformance_run import select
-    _, vectors = corpus_args.load(args)
-    for v in select(args, vectors):
-        print(f"{v['id']}  {v['tags']['outcome']}")
-    return 0
-
-
-def _cmd_show(args) -> int:
-    corpora = corpus_args.corpora(args)
-    for version, folder in reversed(corpora):      # the newest version holding the id
-        _, vectors = corpus_args.load_corpus(folder, version)
-        found = [v for v in vectors if v["id"] == args.id]
-        if found:
-            others = [v for v, _ in corpora if v != version]
-            if others and args.spec_version is None:
-                print(f"note: spec {version}'s vector; --spec-version shows another version's "
-                      f"({', '.join(others)})", file=sys.stderr)
-            print(json.dumps(found[0], indent=2, sort_keys=True))
-            return 0
-    raise CliError(f"no vector {args.id!r}" + (f" in the corpus of spec {args.spec_version}"
-                                               if args.spec_version else ""))
-
-
 def _cmd_run(args) -> int:
     from conformance.run.process import kill_all
-    from rtwo_vm import conformance_run
+    from rtwo_vm.commands.conformance import run as conformance_run
     with _terminated_as_interrupt():
         try:
             return conformance_run.run(args)
@@ -239,7 +138,7 @@ def _cmd_selftest(args) -> int:
     from conformance.run.selftest import run_selftest
     from conformance.run.suite import reference_command
     from conformance.run.versions import discover
-    from rtwo_vm.conformance_run import check_commands
+    from rtwo_vm.commands.conformance.run import check_commands
     corpora = dict(corpus_args.corpora(args))
     command = args.impl or reference_command()
     check_commands([command])
@@ -277,8 +176,8 @@ def _print_checks(command: str, version: str, checks) -> int:
 
 
 def _cmd_replay(args) -> int:
-    from rtwo_vm.conformance_files import replay
-    from rtwo_vm.conformance_run import check_commands
+    from rtwo_vm.commands.conformance.files import replay
+    from rtwo_vm.commands.conformance.run import check_commands
     return replay(args, lambda version: _corpus_of(args, version), check_commands, _terminated_as_interrupt)
 
 
