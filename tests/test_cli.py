@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import tomllib
 import sys
 from pathlib import Path
 
@@ -25,10 +26,15 @@ def test_console_script_is_installed_and_carries_the_spec_data(tmp_path):
     # From an empty directory, so that only the installed package can answer.
     out = subprocess.run([str(script), "--version"], capture_output=True, text=True, timeout=60,
                          cwd=tmp_path)
-    assert out.returncode == 0 and "spec 1.0" in out.stdout
+    pyproject = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text())
+    assert out.returncode == 0
+    assert out.stdout == f"rtwo-vm {pyproject['project']['version']} (spec versions 1.0, 1.1)\n"
     checked = subprocess.run([str(script), "spec", "check"], capture_output=True, text=True,
                              timeout=60, cwd=tmp_path)
-    assert checked.returncode == 0 and "95 instructions" in checked.stdout
+    # 1.0's 95 rows; 1.1 adds MULHU MULHS CLZ CTZ POPCNT STATICCALL TLOAD TSTORE (8) and two codes
+    assert checked.returncode == 0
+    assert "spec 1.0 (release 1.0.2): 95 instructions, 30 outcome codes" in checked.stdout
+    assert "spec 1.1 (release 1.1.0): 103 instructions, 32 outcome codes" in checked.stdout
 
 
 def test_asm_then_disasm_round_trips(tmp_path):
