@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 import spec
+from rtwo_vm.docversions import banner, chapter_target, introduced, version_root
 
 MERMAID = re.compile(r"```mermaid\n.*?```", re.S)
 
@@ -26,15 +27,24 @@ def offline_chapter(name: str, text: str, version: str) -> str:
 
 
 def pages() -> dict[str, str]:
-    """Site path -> Markdown for every generated page."""
-    version = spec.latest()
-    out = {f"spec/{name}": offline_chapter(name, text, version)
-           for name, text in spec.chapters(version).items()}
-    out["reference/instructions.md"] = instruction_reference(version)
-    out["reference/errors.md"] = error_reference(version)
-    out["reference/container.md"] = container_page(version)
-    out["reference/lifecycle.md"] = lifecycle_page(version)
-    out["reference/coverage.md"] = coverage_page(version)
+    """Site path -> Markdown for every generated page: the chapters, instruction reference
+    and outcome codes of every version, the other reference pages of the newest, and the
+    "What changed" page of every version with a base."""
+    from rtwo_vm import docchanges
+    newest = spec.latest()
+    out: dict[str, str] = {}
+    for version in spec.names():
+        root = version_root(version)
+        for name, text in spec.chapters(version).items():
+            out[f"{root}spec/{name}"] = banner(offline_chapter(name, text, version), version, f"spec/{name}")
+        for page, render in (("reference/instructions.md", instruction_reference),
+                             ("reference/errors.md", error_reference)):
+            out[f"{root}{page}"] = banner(render(version), version, page)
+        if spec.version(version).base is not None:
+            out[docchanges.changes_path(version)] = docchanges.changes_page(version)
+    out["reference/container.md"] = container_page(newest)
+    out["reference/lifecycle.md"] = lifecycle_page(newest)
+    out["reference/coverage.md"] = coverage_page(newest)
     return out
 
 
@@ -43,23 +53,7 @@ def anchor(mnemonic: str) -> str:
 
 
 def _chapter_link(section: str, version: str) -> str:
-    chapter = int(section.split(".")[0])
-    chapters = spec.chapters(version)
-    name = next(n for n in chapters if n.startswith(f"{chapter:02d}-"))
-    heading = next(line for line in chapters[name].splitlines()
-                   if line.startswith("#") and line.lstrip("#").strip().startswith(section + " "))
-    slug = _slug(heading.lstrip("#").strip())
-    return f"../spec/{name}#{slug}"
-
-
-def _slug(title: str) -> str:
-    # Python-Markdown's toc slugify: lowercase, drop what is not a word, space or hyphen,
-    # spaces to hyphens.
-    import re
-    import unicodedata
-    value = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode("ascii")
-    value = re.sub(r"[^\w\s-]", "", value).strip().lower()
-    return re.sub(r"[-\s]+", "-", value)
+    return f"../{chapter_target(section, version)}"
 
 
 def _optional(module: str):
@@ -185,10 +179,15 @@ def instruction_reference(version: str | None = None) -> str:
     vectors = _vector_counts(version)
     sources = _model_sources(version)
     registered = _registered_theorems(version)
+    origin = "`spec/data/instructions.toml`" + "".join(
+        f" with `spec/versions/{v}/diff.toml`" for v in spec.lineage(version)[1:])
+    new = introduced(version)
     lines = ["# Instruction reference", "",
-             f"Generated from `spec/data/instructions.toml` (spec {table.version}): "
+             f"Generated from {origin} (spec {table.version}): "
              f"{len(table.instructions)} instructions. Costs are compute units; dynamic cost "
              "rules are defined in [chapter 5](../spec/05-resources.md).", ""]
+    if new:
+        lines += [f"New in {version}: " + ", ".join(f"[`{m}`](#{anchor(m)})" for m in new) + ".", ""]
     for type_name in table.instruction_types:
         rows = [i for i in table.instructions if i.type == type_name]
         lines += [f"## {type_name.capitalize()}", "",
@@ -210,12 +209,12 @@ def instruction_reference(version: str | None = None) -> str:
     if missing:
         lines += ["No z3 models or theorems are shown: " + " ".join(missing), ""]
     for i in table.instructions:
-        lines += _entry(i, version, proofs.get(i.mnemonic, []), vectors.get(i.mnemonic),
+        lines += _entry(i, version, new.get(i.mnemonic), proofs.get(i.mnemonic, []), vectors.get(i.mnemonic),
                         registered.get(i.mnemonic, []), sources.get(i.mnemonic))
     return "\n".join(lines) + "\n"
 
 
-def _entry(i: spec.Instruction, version: str, results: list[dict], vector_count: int | None,
+def _entry(i: spec.Instruction, version: str, item: str | None, results: list[dict], vector_count: int | None,
            registered: list[tuple[str, tuple[int, ...]]], model: str | None) -> list[str]:
     sig = i.signature.replace("|", "\\|")
     gate = f" (gate `{i.gate}`)" if i.gate else ""
@@ -227,6 +226,8 @@ def _entry(i: spec.Instruction, version: str, results: list[dict], vector_count:
            f"| determinism | {i.determinism}{gate} |",
            f"| control flow | {i.flow.replace('_', ' ')} |",
            f"| semantics and edge cases | [§{i.section}]({_chapter_link(i.section, version)}) |"]
+    if item:
+        out.append(f"| since | spec {version} ([item {item}](../changes/{version}.md#{item.lower()})) |")
     if vector_count is not None:
         out.append(f"| conformance vectors | {vector_count} |")
     out.append("")

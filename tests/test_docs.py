@@ -101,6 +101,15 @@ def site(tmp_path_factory) -> Path:
 def test_site_builds_strictly_with_every_chapter(site):
     for name in spec.chapters(NEWEST):
         assert (site / "spec" / name.replace(".md", ".html")).exists(), name
+    # every older version's chapters and reference under v<version>/, in the navigation
+    home = (site / "index.html").read_text(encoding="utf-8")
+    for version in spec.names()[:-1]:
+        for name in [*(f"spec/{n}" for n in spec.chapters(version)), "reference/instructions.md"]:
+            page = f"v{version}/{name}".replace(".md", ".html")
+            assert (site / page).exists(), page
+            assert f'href="{page}"' in home, page
+    for version in spec.names()[1:]:
+        assert f'href="changes/{version}.html"' in home
 
 
 @pytest.fixture(scope="module")
