@@ -90,11 +90,10 @@ def _versioned(module: str, function: str, version: str, *args):
 _REFUSED: list[str] = []   # why the last report read was not used (for the page's note)
 
 
-def _report_version(doc: dict) -> str:
-    """The spec version a proofs report is of: its own field, else the base version (reports
-    written before versions existed)."""
+def _report_version(doc: dict) -> str | None:
+    """The spec version a proofs report names, if it names one."""
     named = doc.get("spec_version") or (doc.get("scope") or {}).get("spec_version")
-    return str(named) if named else spec.names()[0]
+    return str(named) if named else None
 
 
 def _proof_evidence(version: str) -> dict[str, list[dict]]:
@@ -111,8 +110,14 @@ def _proof_evidence(version: str) -> dict[str, list[dict]]:
     except (OSError, ValueError) as err:
         _REFUSED.append(f"{report} is unreadable ({err})")
         return {}
-    if not isinstance(doc, dict) or _report_version(doc) != version:
+    if not isinstance(doc, dict):
+        _REFUSED.append(f"{report} is not a proofs report")
         return {}
+    if _report_version(doc) not in (None, version):
+        _REFUSED.append(f"{report} is of spec {_report_version(doc)}, not {version}")
+        return {}
+    # proofs.report.assess decides whether the report is complete and current for the version
+    # (a package that predates versions judges the base version's reports only)
     judged = _versioned("proofs.report", "assess", version, doc)
     usable, why = judged if judged else (False, _UNAVAILABLE.get("proofs", "the proofs package is not installed"))
     if not usable:

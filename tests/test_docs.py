@@ -4,6 +4,7 @@ opcode on the instruction reference page."""
 from __future__ import annotations
 
 import functools
+import json
 import http.server
 import os
 import re
@@ -211,3 +212,14 @@ def test_every_generated_table_has_a_real_header():
             cells = [c.strip() for c in row.strip().strip("|").split("|")]
             assert all(cells), (name, row)
     assert _header_rows("| | |\n| --- | --- |\n| a | b |") == ["| | |"]    # the check sees one
+
+
+def test_a_proofs_report_of_another_version_gives_no_status(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "build").mkdir()
+    (tmp_path / "build" / "proofs-report.json").write_text(json.dumps(
+        {"spec_version": "1.0", "format": 1, "scope": {"complete": True},
+         "results": [{"theorem": "cost", "opcode": "MULHU", "width": 64, "status": "proved"}]}))
+    page = docgen.instruction_reference(NEWEST)
+    assert f"No proof statuses: build/proofs-report.json is of spec 1.0, not {NEWEST}." in page
+    assert "| proved |" not in page
