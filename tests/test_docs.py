@@ -223,3 +223,9 @@ def test_a_proofs_report_of_another_version_gives_no_status(tmp_path, monkeypatc
     page = docgen.instruction_reference(NEWEST)
     assert f"No proof statuses: build/proofs-report.json is of spec 1.0, not {NEWEST}." in page
     assert "| proved |" not in page
+
+
+def test_the_navigation_names_the_newest_version(site):
+    home = (site / "index.html").read_text(encoding="utf-8")
+    assert re.search(rf">\s*Specification {re.escape(NEWEST)}\s*<", home)
+    assert re.search(r">\s*What changed in 1\.1\s*<", home) and re.search(r">\s*Spec 1\.0\s*<", home)

@@ -11,12 +11,16 @@ from __future__ import annotations
 
 from mkdocs.structure.files import File, Files
 
+import spec
 from rtwo_vm import docgen, docversions
 
 
 def on_config(config):
     nav = config.get("nav")
     if nav is not None:
+        for n, entry in enumerate(nav):     # the newest version's chapters say which it is
+            if isinstance(entry, dict) and "Specification" in entry:
+                nav[n] = {f"Specification {spec.latest()}": entry["Specification"]}
         at = next((i for i, entry in enumerate(nav) if isinstance(entry, dict) and "Reference" in entry),
                   len(nav) - 1)
         nav[at + 1:at + 1] = [{"Versions": docversions.version_nav()}]
