@@ -34,10 +34,11 @@ from reference_vm.execute import (
     Tracer, _before_execution, admit, execute as reference_execute, run_entry, with_defaults,
 )
 from reference_vm.machine import Frame
+from reference_vm.program import Program
 from reference_vm.request import Context, Limits, Message
 from reference_vm.result import ExecutionResult
+from reference_vm.rules import Rules, rules as rules_of
 from reference_vm.state import WorldState
-from reference_vm.words import word as word_of
 
 # Compute units a region runs on the compiled tier before going native. Compiling a region
 # with LLVM takes tens of milliseconds (the loop benchmark's loop: about 0.1 s on a busy
@@ -53,7 +54,7 @@ class NativeProfile(Profile):
 
     __slots__ = ("work", "lower", "_digest", "__weakref__")
 
-    def __init__(self, program):
+    def __init__(self, program: Program) -> None:
         super().__init__(program)
         self.work: list[int | None] = [None] * len(program.segments)
         self.lower: dict[int, object] = {}
@@ -73,17 +74,15 @@ class NativeExecution(CompiledExecution):
         program = frame.program
         code = program.code.code
         cache = self.engine.cache
-        table = cache.table(self.word.bits)
+        table = cache.table(self.rules)
         profile = table.get(code)
         pc = 0
         if profile is None:     # first sight of this code: interpret, unless the frame runs long
             cache.put(table, code, COLD)
             pc = self._run_cold(frame) if self.engine.cold_segments else 0
-            profile = table.get(code)
-            if not isinstance(profile, NativeProfile):
-                profile = NativeProfile(program)
-                cache.put(table, code, profile)
-        elif not isinstance(profile, NativeProfile):
+            profile = table.get(code)   # a nested call of the same code may have profiled it
+        if not isinstance(profile, NativeProfile):
+            assert isinstance(program, Program)  # program_at prepared it
             profile = NativeProfile(program)
             cache.put(table, code, profile)
         self._run_profiled(frame, profile, pc)
@@ -110,7 +109,7 @@ class NativeExecution(CompiledExecution):
                     done += meter.compute_used - before
                     if done >= budget:
                         work[pc] = None
-                        engine.go_native(profile, pc, self.word)
+                        engine.go_native(profile, pc, self.rules)
                     else:
                         work[pc] = done
                 if result >= 0:
@@ -121,7 +120,7 @@ class NativeExecution(CompiledExecution):
                 count = counts[pc] + 1
                 counts[pc] = count
                 if count == threshold:
-                    engine.compile(profile, pc, self.word)
+                    engine.compile(profile, pc, self.rules)
                     if fns[pc] is not None:
                         continue
             segment = segments[pc]
@@ -152,28 +151,30 @@ class Engine(CompiledEngine):
         self.native_failures = 0     # regions LLVM refused or that failed to lower
         self.native_refused = 0      # regions past the IR bound, or larger than the whole cache
 
-    def plan(self, profile, head: int) -> Plan | None:
-        return plan_for(profile.program, head, self.min_block, self.per_handler)
+    def plan(self, profile, head: int, rules: Rules) -> Plan | None:
+        return plan_for(profile.program, head, rules, self.min_block, self.per_handler)
 
-    def compile(self, profile, head: int, word) -> None:
-        plan = self.plan(profile, head)
-        if plan is not None and not self.native_work and self.go_native(profile, head, word, plan):
+    def compile(self, profile, head: int, rules: Rules) -> None:
+        plan = self.plan(profile, head, rules)
+        if plan is not None and not self.native_work and self.go_native(profile, head, rules, plan):
             return
-        super().compile(profile, head, word)
+        super().compile(profile, head, rules)
         if plan is not None and self.native_work and profile.fns[head] is not None:
             profile.work[head] = 0
 
-    def go_native(self, profile, head: int, word, plan: Plan | None = None) -> bool:
+    def go_native(self, profile, head: int, rules: Rules, plan: Plan | None = None) -> bool:
         """Install machine code for the region at head (from the cache, or compiled now);
         False when it stays on the lower tiers."""
         if plan is None:
-            plan = self.plan(profile, head)
+            plan = self.plan(profile, head, rules)
             if plan is None:
                 return False
-        key = (profile.digest(), word.bits, head)
+        # The version is part of the key: the same code runs other handlers (SHA256's cost,
+        # say) and has other instructions under another version.
+        key = (profile.digest(), rules.version, rules.bits, head)
         region = self.native.get(key)
         if region is None:
-            region = self.build(plan, word)
+            region = self.build(plan)
             if region is None:
                 return False
             fresh = True
@@ -190,13 +191,13 @@ class Engine(CompiledEngine):
             self.native.put(key, region)
         return True
 
-    def build(self, plan: Plan, word) -> NativeRegion | None:
+    def build(self, plan: Plan) -> NativeRegion | None:
         try:
             # LLVM is loaded when a region first goes native: a process that runs only code
             # that runs once never pays for it.
             from native_vm import jit
             from native_vm.lower import Lowering
-            lowered = Lowering(plan, word).lower()
+            lowered = Lowering(plan).lower()
             # Past the bound, or larger than the whole cache (it would leave as it arrives).
             if lowered.size > MAX_IR or not self.native.fits(lowered.size):
                 self.native_refused += 1
@@ -211,19 +212,21 @@ class Engine(CompiledEngine):
 
     def execute(self, state: WorldState, message: Message, context: Context | None = None,
                 policy: policy_mod.Policy | None = None, limits: Limits | None = None, *,
-                word_bits: int | None = None, tracer: Tracer | None = None) -> ExecutionResult:
-        """Run ``message`` against ``state``; the same result as ``reference_vm.execute``."""
+                version: str, word_bits: int | None = None,
+                tracer: Tracer | None = None) -> ExecutionResult:
+        """Run ``message`` against ``state`` under spec version ``version``; the same result as
+        ``reference_vm.execute``."""
         if tracer is not None:
-            return reference_execute(state, message, context, policy, limits,
+            return reference_execute(state, message, context, policy, limits, version=version,
                                      word_bits=word_bits, tracer=tracer)
+        rules = rules_of(version, word_bits)
         context, policy, limits = with_defaults(context, policy, limits)
         try:
-            word = word_of(word_bits)
             try:
-                program = admit(state, message, context, policy, limits, word, self.bound_program)
+                program = admit(state, message, context, policy, limits, rules, self.bound_program)
             except VMError as err:
                 return _before_execution(err.kind, err.code)
-            return run_entry(NativeExecution(self, state, context, policy, limits, word, None),
+            return run_entry(NativeExecution(self, state, context, policy, limits, rules, None),
                              program, message, limits)
         except Exception:  # noqa: BLE001 - as the reference: any escape is INTERNAL_ERROR
             return _before_execution("internal", "INTERNAL_ERROR")
@@ -234,7 +237,8 @@ DEFAULT = Engine()
 
 def execute(state: WorldState, message: Message, context: Context | None = None,
             policy: policy_mod.Policy | None = None, limits: Limits | None = None, *,
-            word_bits: int | None = None, tracer: Tracer | None = None) -> ExecutionResult:
+            version: str, word_bits: int | None = None,
+            tracer: Tracer | None = None) -> ExecutionResult:
     """``reference_vm.execute`` on the process-wide native engine."""
-    return DEFAULT.execute(state, message, context, policy, limits, word_bits=word_bits,
-                           tracer=tracer)
+    return DEFAULT.execute(state, message, context, policy, limits, version=version,
+                           word_bits=word_bits, tracer=tracer)
