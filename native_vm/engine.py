@@ -1,8 +1,9 @@
 """The native tier on top of the compiled engine: interpret, compile to Python, then to machine
 code what keeps running.
 
-Frames run as in compiled_vm (its engine, profiles and generated Python are used unchanged):
-segments are interpreted through the reference's fast path and counted, and at ``threshold``
+Frames run on compiled_vm's tiered driver (compiled_vm/driver.py: the request stages, the
+profiles and the generated Python of compiled_vm are used unchanged; this engine brings its
+profile class, its profiled loop and its ``compile``): segments are interpreted through the reference's fast path and counted, and at ``threshold``
 starts the region at a segment is compiled to Python. A region the native tier can take
 (plan.py: a loop, or a long block) is then watched: each call of its Python function is given
 at most ``native_work`` compute units (a lower limit can only make a region hand over to the
@@ -23,21 +24,18 @@ from __future__ import annotations
 import hashlib
 import weakref
 
-from compiled_vm.cache import COLD, Profile
+from compiled_vm.cache import Profile
 from compiled_vm.engine import CompiledExecution, Engine as CompiledEngine, THRESHOLD, COLD_SEGMENTS
 from native_vm.cache import CACHE, NativeCache
 from native_vm.plan import MAX_IR, MIN_BLOCK, PER_HANDLER, Plan, plan_for
 from native_vm.region import NativeRegion
 from reference_vm import policy as policy_mod
-from reference_vm.errors import VMError
-from reference_vm.execute import (
-    Tracer, _before_execution, admit, execute as reference_execute, run_entry, with_defaults,
-)
+from reference_vm.execute import Tracer
 from reference_vm.machine import Frame
 from reference_vm.program import Program
 from reference_vm.request import Context, Limits, Message
 from reference_vm.result import ExecutionResult
-from reference_vm.rules import Rules, rules as rules_of
+from reference_vm.rules import Rules
 from reference_vm.state import WorldState
 
 # Compute units a region runs on the compiled tier before going native. Compiling a region
@@ -68,24 +66,11 @@ class NativeProfile(Profile):
 
 
 class NativeExecution(CompiledExecution):
-    engine: "Engine"
+    """The driver's execution with the native tier's profiled loop: a region's compiled-tier
+    function, while watched, is given at most the rest of its budget and goes native once it
+    has run it."""
 
-    def _run(self, frame: Frame) -> None:
-        program = frame.program
-        code = program.code.code
-        cache = self.engine.cache
-        table = cache.table(self.rules)
-        profile = table.get(code)
-        pc = 0
-        if profile is None:     # first sight of this code: interpret, unless the frame runs long
-            cache.put(table, code, COLD)
-            pc = self._run_cold(frame) if self.engine.cold_segments else 0
-            profile = table.get(code)   # a nested call of the same code may have profiled it
-        if not isinstance(profile, NativeProfile):
-            assert isinstance(program, Program)  # program_at prepared it
-            profile = NativeProfile(program)
-            cache.put(table, code, profile)
-        self._run_profiled(frame, profile, pc)
+    engine: "Engine"
 
     def _run_profiled(self, frame: Frame, profile, pc: int) -> None:
         engine = self.engine
@@ -136,6 +121,9 @@ class Engine(CompiledEngine):
     once); ``min_block``: instructions a single segment needs to go native; ``per_handler``:
     native instructions a loop needs per instruction that leaves native code; ``cache``: the
     native code cache (the process's by default)."""
+
+    execution_class = NativeExecution
+    profile_class = NativeProfile
 
     def __init__(self, threshold: int = THRESHOLD, cold_segments: int = COLD_SEGMENTS,
                  native_work: int = NATIVE_WORK, min_block: int = MIN_BLOCK,
@@ -209,27 +197,6 @@ class Engine(CompiledEngine):
             return None
         self.native_compiled += 1
         return region
-
-    def execute(self, state: WorldState, message: Message, context: Context | None = None,
-                policy: policy_mod.Policy | None = None, limits: Limits | None = None, *,
-                version: str, word_bits: int | None = None,
-                tracer: Tracer | None = None) -> ExecutionResult:
-        """Run ``message`` against ``state`` under spec version ``version``; the same result as
-        ``reference_vm.execute``."""
-        if tracer is not None:
-            return reference_execute(state, message, context, policy, limits, version=version,
-                                     word_bits=word_bits, tracer=tracer)
-        rules = rules_of(version, word_bits)
-        context, policy, limits = with_defaults(context, policy, limits)
-        try:
-            try:
-                program = admit(state, message, context, policy, limits, rules, self.bound_program)
-            except VMError as err:
-                return _before_execution(err.kind, err.code)
-            return run_entry(NativeExecution(self, state, context, policy, limits, rules, None),
-                             program, message, limits)
-        except Exception:  # noqa: BLE001 - as the reference: any escape is INTERNAL_ERROR
-            return _before_execution("internal", "INTERNAL_ERROR")
 
 
 DEFAULT = Engine()

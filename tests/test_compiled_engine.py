@@ -362,19 +362,23 @@ def test_the_engine_runs_every_request_stage_the_reference_runs():
         return names, fields
 
     reference = sys.modules["reference_vm.execute"]
-    engine = sys.modules["compiled_vm.engine"]
+    driver = sys.modules["compiled_vm.driver"]
+    # The compiled engine is the shared driver's request path with its own execution class.
+    assert Engine.execute is driver.TieredEngine.execute
+    assert Engine.bound_program is driver.TieredEngine.bound_program
+    assert Engine.execution_class is compiled_vm.engine.CompiledExecution
     ref_names, ref_fields = calls(reference.execute)
     for part in (reference.checked_program, reference.bound_program):
         ref_names |= calls(part)[0]
-    ours, our_fields = calls(engine.Engine.execute)
-    ours |= calls(engine.Engine.bound_program)[0]
+    ours, our_fields = calls(driver.TieredEngine.execute)
+    ours |= calls(driver.TieredEngine.bound_program)[0]
     # Both admit the request through the same function; the entry program is the reference's
     # checked_program (policy check, program_at, bind) with the engine's memory of what passed.
     assert "admit" in ref_names and "admit" in ours
     ref_names -= {"checked_program", "bound_program"}
     # The tracer's finish is the reference's own business: a traced request runs there.
     assert ref_names - {"Execution", "finish", "hasattr"} <= ours
-    assert "CompiledExecution" in ours and ref_fields == our_fields
+    assert "execution_class" in ours and ref_fields == our_fields
 
 
 def test_memory_accesses_in_place_and_growing_give_the_references_bytes():

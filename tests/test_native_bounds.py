@@ -193,11 +193,17 @@ def test_the_engine_runs_every_request_stage_the_reference_runs():
 
     reference = sys.modules["reference_vm.execute"]
     engine = sys.modules["native_vm.engine"]
+    driver = sys.modules["compiled_vm.driver"]
+    # The native engine's request path is the driver's, the compiled engine's: only the
+    # execution (its profiled loop), the profile and compile are its own.
+    assert engine.Engine.execute is driver.TieredEngine.execute
+    assert engine.Engine.execution_class is engine.NativeExecution
+    assert engine.NativeExecution._run is driver.TieredExecution._run
     ref_names, ref_fields = calls(reference.execute)
-    ours, our_fields = calls(engine.Engine.execute)
+    ours, our_fields = calls(driver.TieredEngine.execute)
     assert "admit" in ref_names and "admit" in ours
     assert ref_names - {"Execution", "finish", "hasattr"} <= ours
-    assert "NativeExecution" in ours and ref_fields == our_fields
+    assert "execution_class" in ours and ref_fields == our_fields
 
 
 def test_llvm_is_loaded_only_when_a_region_first_goes_native():
