@@ -150,6 +150,13 @@ class Engine(CompiledEngine):
         if plan is not None and self.native_work and profile.fns[head] is not None:
             profile.work[head] = 0
 
+    @staticmethod
+    def region_key(profile: NativeProfile, head: int, rules: Rules) -> tuple:
+        """The native cache's key of the region at ``head`` of the profile's code under
+        ``rules``. The version is part of it: the same code runs other handlers (SHA256's
+        price, say) and other instructions under another version."""
+        return (profile.digest(), rules.version, rules.bits, head)
+
     def go_native(self, profile, head: int, rules: Rules, plan: Plan | None = None) -> bool:
         """Install machine code for the region at head (from the cache, or compiled now);
         False when it stays on the lower tiers."""
@@ -157,9 +164,7 @@ class Engine(CompiledEngine):
             plan = self.plan(profile, head, rules)
             if plan is None:
                 return False
-        # The version is part of the key: the same code runs other handlers (SHA256's cost,
-        # say) and has other instructions under another version.
-        key = (profile.digest(), rules.version, rules.bits, head)
+        key = self.region_key(profile, head, rules)
         region = self.native.get(key)
         if region is None:
             region = self.build(plan)

@@ -2,7 +2,12 @@
 and POPCNT computed by the machine code itself at every word width, with values computed by
 hand from the spec's definitions (section 6.3 and 6.5 of 1.1); TLOAD, TSTORE and STATICCALL
 leaving the machine code for the reference's handlers inside native loops, with the
-reference's results; and the same code under 1.0 and 1.1 never sharing machine code."""
+reference's results; and the same code under 1.0 and 1.1 never sharing machine code.
+
+And, as tests/test_compiled_versions.py does for the compiled engine (issue 34, item 3): each
+version's corpus through the native tier gives every vector's expected result in every field;
+nothing of 1.1 runs in a 1.0 container; SHA256 costs each version's price on a warm tier; and
+two planted bugs (MULHS lowered unsigned, machine code shared across versions) are caught."""
 
 from __future__ import annotations
 
@@ -13,10 +18,12 @@ pytest.importorskip("llvmlite", reason="the native tier needs the native extra (
 import native_vm  # noqa: E402
 import spec  # noqa: E402
 from conftest import returning_top  # noqa: E402
+from native_vm import ops  # noqa: E402
 from native_vm.abi import RUN  # noqa: E402
 from native_vm.cache import NativeCache  # noqa: E402
 from native_vm.region import NativeRegion  # noqa: E402
 from reference_vm import Contract, Limits, Message, Policy, WorldState, assemble, execute  # noqa: E402
+from test_compiled_versions import TOUCHED, VERSIONS, corpus, leaks, mismatches, prices  # noqa: E402
 
 NEW = "1.1"
 OLD = "1.0"
@@ -75,21 +82,25 @@ def by_hand(op: str, a: int, b: int, bits: int) -> int:
 
 @pytest.mark.parametrize("bits", [8, 16, 32, 64])
 def test_the_new_pure_instructions_are_machine_code_with_the_specs_values(bits):
+    """Each operation on edge operands, folded into acc = acc * 31 + result (mod 2^W) in one
+    straight-line block per chunk of cases (one native region each), the fold returned: a
+    wrong value of any case changes it."""
     mask = (1 << bits) - 1
     top = 1 << (bits - 1)
     words = [0, 1, 2, 3, mask, mask - 1, top, top - 1, top + 1, 0x5A5A5A5A5A5A5A5A & mask,
              1 << (bits // 2), (1 << (bits // 2)) - 1]
     engine = eager()
     for op in NEW_PURE:
-        for a in words:
-            for b in (words if op.startswith("MULH") else [0]):
+        cases = [(a, b) for a in words for b in (words if op.startswith("MULH") else [0])]
+        for chunk in (cases[i:i + 48] for i in range(0, len(cases), 48)):
+            lines, acc = ["push 0"], 0
+            for a, b in chunk:
                 operands = f"push {a}\npush {b}" if op.startswith("MULH") else f"push {a}"
-                # Twice, so that the block is long enough and stays one segment.
-                source = returning_top(f"{operands}\n{op.lower()}\n{operands}\n{op.lower()}\nxor\n"
-                                       f"{operands}\n{op.lower()}\nnop")
-                result = same(source, engine, word_bits=bits)
-                assert result.ok, (op, a, b, result.error)
-                assert int.from_bytes(result.output, "little") == by_hand(op, a, b, bits), (op, a, b)
+                lines += ["push 31", "mul", operands, op.lower(), "add"]
+                acc = (acc * 31 + by_hand(op, a, b, bits)) & mask
+            result = same(returning_top("\n".join(lines)), engine, word_bits=bits)
+            assert result.ok, (op, result.error)
+            assert int.from_bytes(result.output, "little") == acc, (op, chunk)
     assert natives(engine) and engine.native_failures == 0
     assert not handled(engine) & set(NEW_PURE)          # computed in the machine code, never left for
 
@@ -189,3 +200,67 @@ def test_the_same_code_under_1_0_and_1_1_runs_its_own_versions_machine_code():
     # Three hashes of one block: the compute differs by 3 * (old - new) block costs.
     assert results[OLD].usage.compute - results[NEW].usage.compute == 3 * (cost[OLD] - cost[NEW])
     assert {key[1] for key in cache.entries} == {OLD, NEW}
+
+
+# --- every vector of every version, and nothing of 1.1 in 1.0 (issue 34, item 3) ------------
+
+def sample(vectors: list[dict], every: int = 32) -> list[dict]:
+    """The vectors of what a 1.1 item adds or changes, and every ``every``-th of the others."""
+    return [v for i, v in enumerate(vectors)
+            if TOUCHED & set(v["tags"].get("opcodes", [])) or i % every == 0]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_every_vector_of_every_version_through_the_native_tier(version):
+    """Every vector through an engine whose loops and long blocks go native at once (twice:
+    the second pass runs the first pass's machine code); and, eagerly (every region the tier
+    can take, one instruction long or full of handlers, to machine code the first time it
+    runs: about 20 ms of LLVM a vector), the vectors of the 1.1 items and one in 32 of the
+    others. The whole corpora go through an eager native adapter in test_native_adapter.py."""
+    vectors = corpus(version)
+    fast = native_vm.Engine(threshold=1, cold_segments=0, native_work=0, cache=NativeCache())
+    for _ in range(2):
+        assert mismatches(fast.execute, version, vectors) == []
+    engine = eager()
+    assert mismatches(engine.execute, version, sample(vectors)) == []
+    assert natives(engine) and engine.native_failures == 0 and fast.native_failures == 0
+
+
+def test_nothing_of_1_1_runs_in_a_1_0_container_on_the_native_tier():
+    leaks({"native eager": eager().execute, "native": native_vm.Engine(cache=NativeCache()).execute})
+
+
+def test_sha256_costs_each_versions_price_on_a_warm_native_tier():
+    cache = NativeCache()
+    engine = eager(cache)
+    prices({"native eager": engine.execute,
+            "native": native_vm.Engine(threshold=2, native_work=100, cache=cache).execute})
+    assert natives(engine)
+
+
+def test_a_sign_error_in_native_mulhs_fails_the_differential_check(monkeypatch):
+    """PLANTED BUG: MULHS lowered as MULHU (operands zero-extended): the 1.1 vectors catch it,
+    each caught one a MULHS vector."""
+    monkeypatch.setitem(ops.BINARY, "MULHS", ops.BINARY["MULHU"])
+    vectors = [v for v in corpus(NEW) if "MULHS" in v["tags"].get("opcodes", [])]
+    caught = mismatches(eager().execute, NEW, vectors)
+    assert caught, "the planted bug went unnoticed"
+    monkeypatch.undo()
+    assert mismatches(eager().execute, NEW, vectors) == []     # the real lowering passes them
+
+
+class KeyWithoutVersion(native_vm.Engine):
+    """PLANTED BUG: machine code cached by code, width and head only (not the version)."""
+
+    @staticmethod
+    def region_key(profile, head, rules):
+        return (profile.digest(), rules.bits, head)
+
+
+def test_machine_code_shared_across_versions_fails_the_price_check():
+    """With the version left out of the native cache's key, a 1.0 run finds the machine code
+    compiled under 1.1 (whose SHA256 exit runs 1.1's handler): 1.1's repricing applied to 1.0."""
+    planted = KeyWithoutVersion(threshold=1, cold_segments=0, native_work=0, min_block=1,
+                                per_handler=0, cache=NativeCache())
+    with pytest.raises(AssertionError):
+        prices({"planted": planted.execute})
