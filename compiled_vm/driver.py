@@ -192,12 +192,13 @@ class TieredEngine:
 
 
 def _policy_key(policy: object, rules: Rules) -> tuple | None:
-    """The policy's fields and the version as a key, when the fields are exactly strings and
-    tuples of strings (None otherwise: such a policy is checked and bound afresh every time)."""
+    """The rules (the version: one ``Rules`` per version and width) and the policy's fields as
+    a key, when the fields are exactly strings and tuples of strings (None otherwise: such a
+    policy is checked and bound afresh every time)."""
     if type(policy) is not policy_mod.Policy:
         return None
     values = _POLICY_VALUES(policy)
-    key = (rules.version, *values)
+    key = (rules, values)
     for value in values:
         kind = type(value)
         if kind is str or value is None:
