@@ -77,9 +77,11 @@ def memory_reads(n: int) -> str:
                    for i in range(n)) + "    push 0\n    push 512\n    return\n"
 
 
-MEASURED = ("import resource, sys\nfrom rtwo_vm.cli import main\ncode = main(sys.argv[1:])\n"
-            "print('maxrss', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "
-            "file=sys.stderr)\nsys.exit(code)\n")
+# The child's own peak (VmHWM of its address space): ru_maxrss would carry over the peak of
+# the pytest process it was forked from, hundreds of MB after a long run of other tests.
+MEASURED = ("import sys\nfrom rtwo_vm.cli import main\ncode = main(sys.argv[1:])\n"
+            "peak = [l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM:')]\n"
+            "print('maxrss', peak[0], file=sys.stderr)\nsys.exit(code)\n")
 
 
 def cli(tmp_path: Path, *argv: str, timeout: float = 120, seed: str = "0"):
