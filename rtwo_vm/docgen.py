@@ -83,7 +83,7 @@ def _versioned(module: str, function: str, version: str, *args):
         try:
             return found(*args, version=version)
         except ValueError as err:   # proofs.versions.UnmodelledVersion: no models of this version yet
-            _UNAVAILABLE[module.split(".")[0]] = str(err).splitlines()[0]
+            _UNAVAILABLE[module.split(".")[0]] = f"{module}.{function}: {str(err).splitlines()[0]}"
             return None
     if version != spec.names()[0]:
         _UNAVAILABLE[module.split(".")[0]] = f"{module}.{function} knows spec {spec.names()[0]} only"
