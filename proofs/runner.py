@@ -347,19 +347,32 @@ def _forked(context, tasks: list[tuple], jobs: int):
 
 
 def _user_tasks(tasks: list[tuple], options: Options):
-    """A user's theorems file's tasks, each in a confined child (proofs/usertasks.py), which
-    works in a folder of its own: the export folder is named to it by its absolute path."""
+    """A user's theorems file's tasks: each one's claims built in a confined child, which
+    reports their SMT-LIB texts only, and proved here from what this process parsed
+    (proofs/usertasks.py). The export folder is named by its absolute path."""
     import dataclasses
     from proofs import usertasks
+    from proofs.registry import Query
     if options.export_dir:
         verdicts.use(dataclasses.replace(options, export_dir=os.path.abspath(options.export_dir)))
 
     def expected(task: tuple) -> list[tuple]:
         keys = task[1] if task[0] == "group" else (task[1],)
         return [(_THEOREMS[i].name, _THEOREMS[i].opcode, task[2] or "-") for i in keys]
-    bounds = usertasks.limits(options.file_seconds, options.file_memory,
-                              usertasks.TASK_SECONDS, verdicts.current.export_dir)
-    return usertasks.run(tasks, run_task, error_rows, expected, bounds, options.jobs)
+
+    def decide(index: int, bits: int, assumptions: list, claims_: list, built: float) -> list:
+        th, start = _THEOREMS[index], time.perf_counter()
+        try:
+            ((status, extra, _),) = claims.check_rows(
+                [(th, Query(claims_, assumptions, width=bits))], bits)
+            return [_row(th.name, th.opcode, bits, status,
+                         time.perf_counter() - start, **extra)]
+        except Exception as err:  # noqa: BLE001 - a crashing check is an error row
+            return error_rows(("theorem", index, bits), time.perf_counter() - start,
+                              f"{type(err).__name__}: {err}")
+    bounds = usertasks.limits(options.file_seconds, options.file_memory, usertasks.TASK_SECONDS)
+    return usertasks.run(tasks, lambda t: usertasks.texts(_THEOREMS, t, _build), decide,
+                         error_rows, expected, bounds, options.jobs)
 
 
 def run_suite(options: Options, progress=None) -> list[dict]:

@@ -1,0 +1,98 @@
+"""A user theorem's claims read back from its child's SMT-LIB text, in ``prove`` itself.
+
+The confined child that runs a theorems file (usertasks.py) only builds each row's claims
+and reports, per claim, the text ``--export-smt2`` writes for it (smtlib.export: the
+declarations, the assumptions, the claim's negation, one ``(check-sat)``). Nothing of it is
+trusted: ``read`` accepts only a plain satisfiability problem of that shape —
+
+- at most MAX_CLAIMS texts a row, each at most MAX_TEXT characters, with nothing but
+  top-level commands, whitespace and comments, each command one s-expression nested at most
+  claimtext.MAX_DEPTH deep;
+- the commands ``set-logic``, ``set-info :status``, ``declare-fun``, ``declare-const`` and
+  ``assert``, then exactly one ``(check-sat)``, last. Anything else (``push``, ``pop``,
+  ``set-option``, ``define-fun``, ``declare-sort``, ``reset``, a second check ...) is refused
+  by its name;
+- parsed by z3 here with no declaration of ours: the last assertion must be a negation (the
+  claim's), the others are the row's assumptions, the same in every claim of the row.
+
+The parent then proves the claims it parsed exactly as a built-in row's (claims.check_rows:
+texts printed again from its own terms, its own solvers, budgets, re-checks and vacuity
+checks): no status, model or answer of the child's is ever used.
+"""
+
+from __future__ import annotations
+
+import re
+
+import z3
+
+from proofs import solvers
+from proofs.symbolic.claimtext import MAX_DEPTH, single_expression
+
+MAX_TEXT = 4 << 20          # characters of one claim's text
+MAX_CLAIMS = 10_000         # claims of one row
+COMMANDS = ("set-logic", "set-info", "declare-fun", "declare-const", "assert", "check-sat")
+_GAP = re.compile(r"(?:\s+|;[^\n]*(?:\n|\Z))*")
+_HEAD = re.compile(r"\(\s*([^\s()|;\"]+)")
+
+
+class Refused(ValueError):
+    """A claim's text that is not a plain satisfiability problem of the expected shape."""
+
+
+def read(texts) -> tuple[list, list]:
+    """(assumptions, claims) of a row from its claims' texts; Refused (one line) otherwise."""
+    if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+        raise Refused("the claims' texts are not a list of texts")
+    if len(texts) > MAX_CLAIMS:
+        raise Refused(f"more than {MAX_CLAIMS} claims")
+    assumptions: list | None = None
+    claims = []
+    for k, text in enumerate(texts):
+        premises, claim = _one(text, f"claim {k}")
+        if assumptions is None:
+            assumptions = premises
+        elif len(premises) != len(assumptions) or not all(
+                a.eq(b) for a, b in zip(premises, assumptions)):
+            raise Refused(f"claim {k}: other assumptions than claim 0's")
+        claims.append(claim)
+    return assumptions or [], claims
+
+
+def _one(text: str, what: str) -> tuple[list, z3.BoolRef]:
+    if len(text) > MAX_TEXT or "\0" in text:
+        raise Refused(f"{what}: more than {MAX_TEXT} characters, or a NUL")
+    blocks = solvers.toplevel(text)
+    pos = 0
+    for block in blocks:
+        at = text.find(block, pos)
+        if at < 0 or not _GAP.fullmatch(text, pos, at):
+            raise Refused(f"{what}: text outside the commands")
+        pos = at + len(block)
+    if not _GAP.fullmatch(text, pos):
+        raise Refused(f"{what}: text outside the commands")
+    heads: list[str] = []
+    for block in blocks:
+        if not single_expression(block):
+            raise Refused(f"{what}: a command that is not one s-expression nested at most "
+                          f"{MAX_DEPTH} deep")
+        head = _HEAD.match(block)
+        name = head.group(1) if head else block[:20]
+        if name not in COMMANDS:
+            raise Refused(f"{what}: the command {name[:40]!r} is outside a plain satisfiability "
+                          f"problem ({', '.join(COMMANDS)})")
+        if name == "set-info" and not re.fullmatch(r"\(\s*set-info\s+:status\s+[a-z]+\s*\)", block):
+            raise Refused(f"{what}: set-info other than :status")
+        if name == "set-logic" and heads:
+            raise Refused(f"{what}: set-logic not first")
+        heads.append(name)
+    if heads.count("check-sat") != 1 or heads[-1] != "check-sat" or \
+            re.fullmatch(r"\(\s*check-sat\s*\)", blocks[-1]) is None:
+        raise Refused(f"{what}: not exactly one (check-sat), last")
+    try:
+        parsed = list(z3.parse_smt2_string(text))
+    except z3.Z3Exception as err:
+        raise Refused(f"{what}: not parsed ({' '.join(str(err).split())[:160]})") from None
+    if len(parsed) != heads.count("assert") or not parsed or not z3.is_not(parsed[-1]):
+        raise Refused(f"{what}: its last assertion is not the negation of a claim")
+    return parsed[:-1], parsed[-1].arg(0)
