@@ -352,7 +352,9 @@ def _user_tasks(tasks: list[tuple], options: Options):
     (proofs/usertasks.py). The export folder is named by its absolute path."""
     import dataclasses
     from proofs import usertasks
-    from proofs.registry import Query
+    from proofs.machine import fresh_state
+    from proofs.registry import Query, words
+    from proofs.words import width as width_of
     if options.export_dir:
         verdicts.use(dataclasses.replace(options, export_dir=os.path.abspath(options.export_dir)))
 
@@ -360,11 +362,20 @@ def _user_tasks(tasks: list[tuple], options: Options):
         keys = task[1] if task[0] == "group" else (task[1],)
         return [(_THEOREMS[i].name, _THEOREMS[i].opcode, task[2] or "-") for i in keys]
 
-    def decide(index: int, bits: int, assumptions: list, claims_: list, built: float) -> list:
+    def decide(index: int, bits: int, assumptions: list, claims_: list, shown: tuple) -> list:
         th, start = _THEOREMS[index], time.perf_counter()
+        calls, named = shown[:2]
+        version = verdicts.current.version
+        known = bits in (8, 16, 32, 64) and th.opcode in width_of(bits, version).spec.by_mnemonic
+        word_law, state_law = known and bool(calls), known and not calls and shown[2]
+        query = Query(claims_, assumptions, width=bits, named=named, calls=calls,
+                      mnemonic=th.opcode if word_law or state_law else None, version=version,
+                      operands=tuple(words(bits, "a b c")) if word_law else (),
+                      pre=fresh_state(width_of(bits, version)) if state_law else None)
         try:
-            ((status, extra, _),) = claims.check_rows(
-                [(th, Query(claims_, assumptions, width=bits))], bits)
+            ((status, extra, _),) = claims.check_rows([(th, query)], bits)
+            if status == COUNTEREXAMPLE and isinstance(extra.get("counterexample"), dict):
+                _explain(query, extra)
             return [_row(th.name, th.opcode, bits, status,
                          time.perf_counter() - start, **extra)]
         except Exception as err:  # noqa: BLE001 - a crashing check is an error row

@@ -47,6 +47,11 @@ def texts(theorems: list, task: tuple, build: Callable) -> dict:
         try:
             query = build(th, bits)
             row["texts"] = [smtlib.export(query.assumptions, c) for c in query.claims]
+            # a word law's op() calls and words(), read back only to explain a counterexample
+            row["calls"] = [[m, [a if type(a) is int else a.sexpr() for a in args], pushed.sexpr()]
+                            for m, args, pushed in query.calls[:usertexts.MAX_CALLS]]
+            row["named"] = [str(v) for v in query.named]
+            row["pre"] = query.pre is not None      # a state law: replayed from a pre-state
         except Exception as err:  # noqa: BLE001 - the user's code: its error row, one line
             row["error"] = f"{type(err).__name__}: {err}".splitlines()[0][:300]
         rows.append(row)
@@ -54,12 +59,12 @@ def texts(theorems: list, task: tuple, build: Callable) -> dict:
 
 
 def run(tasks: list[tuple], build_texts: Callable[[tuple], dict],
-        decide: Callable[[int, int, list, list, float], list], error_rows: Callable,
+        decide: Callable[[int, int, list, list, tuple], list], error_rows: Callable,
         expected: Callable[[tuple], list], bounds: confined.Limits,
         jobs: int) -> Iterator[list[dict]]:
     """The rows of each task: its texts built by ``jobs`` confined children at a time, then
-    ``decide(index, bits, assumptions, claims, seconds)`` here, on what usertexts.read
-    parsed. ``expected(task)`` is (theorem, opcode, width) of each row the task must report.
+    ``decide(index, bits, assumptions, claims, (calls, named))`` here, on what usertexts
+    parsed (calls and named: only to explain a counterexample). ``expected(task)`` is (theorem, opcode, width) of each row the task must report.
     Every child's report is collected before anything is solved, so that solving here never
     makes a child late."""
     begin = time.perf_counter()
@@ -94,7 +99,8 @@ def run(tasks: list[tuple], build_texts: Callable[[tuple], dict],
                 except usertexts.Refused as err:
                     out += error_rows(one, elapsed, f"the task's claims are refused ({err})")
                     continue
-                out += decide(index, bits, assumptions, claims, elapsed)
+                out += decide(index, bits, assumptions, claims,
+                              usertexts.explanation(row, assumptions, claims))
             yield out
 
 

@@ -27,7 +27,7 @@ import re
 import z3
 
 from proofs import solvers
-from proofs.symbolic.claimtext import MAX_DEPTH, single_expression
+from proofs.symbolic.claimtext import MAX_DEPTH, MAX_NODES, single_expression
 
 MAX_TEXT = 4 << 20          # characters of one claim's text
 MAX_CLAIMS = 10_000         # claims of one row
@@ -96,3 +96,52 @@ def _one(text: str, what: str) -> tuple[list, z3.BoolRef]:
     if len(parsed) != heads.count("assert") or not parsed or not z3.is_not(parsed[-1]):
         raise Refused(f"{what}: its last assertion is not the negation of a claim")
     return parsed[:-1], parsed[-1].arg(0)
+
+
+MAX_CALLS = 1000            # op() calls of one word law, read back for its explanation
+
+
+def explanation(row: dict, assumptions: list, claims: list) -> tuple[tuple, tuple, bool]:
+    """(calls, named, whether it is a state law) of a row, to explain a counterexample
+    (never for its status): each ``op(mnemonic, *operands)`` call of a word law as
+    (mnemonic, operand terms, pushed term) and the variables the law made with words(),
+    read from the child's texts over the constants of the row's parsed claims only; none
+    when the row reports none or they do not read (the counterexample is then shown
+    unreplayed). A state law's counterexample is read at a pre-state of the parent's own
+    (machine.fresh_state)."""
+    decls: dict = {}
+    todo, seen = [*assumptions, *claims], set[int]()
+    while todo:
+        t = todo.pop()
+        if t.get_id() in seen or len(seen) > MAX_NODES:
+            continue
+        seen.add(t.get_id())
+        if z3.is_app(t):
+            if t.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+                decls[t.decl().name()] = t.decl()
+            todo.extend(t.children())
+    try:
+        named = tuple(decls[n]() for n in row.get("named", ()) if isinstance(n, str)
+                      and n in decls and decls[n].arity() == 0)
+        items = row.get("calls", ())
+        if not isinstance(items, list) or len(items) > MAX_CALLS:
+            return (), named, False
+        calls = []
+        for item in items:
+            mnemonic, args, pushed = item
+            if not (isinstance(mnemonic, str) and isinstance(args, list)):
+                return (), named, False
+            calls.append((mnemonic, tuple(a if type(a) is int else _term(a, decls)
+                                          for a in args), _term(pushed, decls)))
+        return tuple(calls), named, row.get("pre") is True
+    except (Refused, z3.Z3Exception, TypeError, ValueError):
+        return (), (), False
+
+
+def _term(text, decls: dict):
+    if not isinstance(text, str) or not single_expression(text):
+        raise Refused("not one term")
+    parsed = z3.parse_smt2_string(f"(assert (= {text}\n {text}\n))", decls=decls)
+    if len(parsed) != 1 or not z3.is_eq(parsed[0]):
+        raise Refused("not one term")
+    return parsed[0].arg(0)

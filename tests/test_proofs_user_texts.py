@@ -65,6 +65,12 @@ def test_a_file_that_patches_z3_in_its_child_cannot_prove_a_false_theorem():
     rows = prove(HEADER + PATCH_Z3 + TRUE_LAW + FALSE_LAW.format(body="pass"))
     assert rows["add_keeps_a"]["status"] == "counterexample"
     assert rows["sub_undoes_add"]["status"] == "proved"
+    # the counterexample is prove's own model, replayed as the law's ADD: a + b == a fails
+    # exactly when b != 0 (mod 256)
+    cex = rows["add_keeps_a"]["counterexample"]
+    assert cex["inputs"]["mnemonic"] == "ADD" and cex["inputs"]["width"] == 8
+    a, b = cex["inputs"]["stack"]
+    assert b % 256 != 0 and cex["differences"] == []
 
 
 def test_a_forged_proved_row_is_an_error_never_proved():
