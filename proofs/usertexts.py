@@ -7,7 +7,8 @@ trusted: ``read`` accepts only a plain satisfiability problem of that shape —
 
 - at most MAX_CLAIMS texts a row, each at most MAX_TEXT characters, with nothing but
   top-level commands, whitespace and comments, each command one s-expression nested at most
-  claimtext.MAX_DEPTH deep;
+  claimtext.MAX_DEPTH deep, at most claimtext.MAX_NODES distinct subterms, no bit-vector
+  wider than MAX_BITS;
 - the commands ``set-logic``, ``set-info :status``, ``declare-fun``, ``declare-const`` and
   ``assert``, then exactly one ``(check-sat)``, last. Anything else (``push``, ``pop``,
   ``set-option``, ``define-fun``, ``declare-sort``, ``reset``, a second check ...) is refused
@@ -31,6 +32,7 @@ from proofs.symbolic.claimtext import MAX_DEPTH, MAX_NODES, single_expression
 
 MAX_TEXT = 4 << 20          # characters of one claim's text
 MAX_CLAIMS = 10_000         # claims of one row
+MAX_BITS = 1 << 16          # bits of a bit-vector sort of a claim
 COMMANDS = ("set-logic", "set-info", "declare-fun", "declare-const", "assert", "check-sat")
 _GAP = re.compile(r"(?:\s+|;[^\n]*(?:\n|\Z))*")
 _HEAD = re.compile(r"\(\s*([^\s()|;\"]+)")
@@ -95,7 +97,35 @@ def _one(text: str, what: str) -> tuple[list, z3.BoolRef]:
         raise Refused(f"{what}: not parsed ({' '.join(str(err).split())[:160]})") from None
     if len(parsed) != heads.count("assert") or not parsed or not z3.is_not(parsed[-1]):
         raise Refused(f"{what}: its last assertion is not the negation of a claim")
+    _bounded(parsed, what)
     return parsed[:-1], parsed[-1].arg(0)
+
+
+def _bounded(terms: list, what: str) -> None:
+    """At most MAX_NODES distinct subterms, and no bit-vector wider than MAX_BITS."""
+    todo, seen = list(terms), set[int]()
+    while todo:
+        t = todo.pop()
+        if t.get_id() in seen:
+            continue
+        seen.add(t.get_id())
+        if len(seen) > MAX_NODES:
+            raise Refused(f"{what}: more than {MAX_NODES} subterms")
+        sorts = [t.sort()] if z3.is_expr(t) else []
+        while sorts:
+            sort = sorts.pop()
+            if sort.kind() == z3.Z3_BV_SORT and sort.size() > MAX_BITS:
+                raise Refused(f"{what}: a bit-vector wider than {MAX_BITS} bits")
+            if sort.kind() == z3.Z3_ARRAY_SORT:
+                sorts += [sort.domain(), sort.range()]
+        if z3.is_app(t):
+            todo.extend(t.children())
+            decl = t.decl()
+            sorts = [decl.domain(i) for i in range(decl.arity())]
+            if any(d.kind() == z3.Z3_BV_SORT and d.size() > MAX_BITS for d in sorts):
+                raise Refused(f"{what}: a bit-vector wider than {MAX_BITS} bits")
+        elif z3.is_quantifier(t):
+            todo.append(t.body())
 
 
 MAX_CALLS = 1000            # op() calls of one word law, read back for its explanation

@@ -118,3 +118,8 @@ def test_claims_of_other_assumptions_or_text_outside_the_commands_are_refused():
         usertexts.read(["(declare-const x Bool) x (assert (not x))\n(check-sat)\n"])
     with pytest.raises(usertexts.Refused, match="last assertion is not the negation"):
         usertexts.read(["(declare-const x Bool)\n(assert x)\n(check-sat)\n"])
+
+
+def test_a_text_too_large_to_solve_is_refused():
+    with pytest.raises(usertexts.Refused, match="wider than 65536 bits"):
+        usertexts.read(["(declare-const x (_ BitVec 70000))\n(assert (not (= x x)))\n(check-sat)\n"])
