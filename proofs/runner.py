@@ -20,6 +20,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import time
+from typing import Iterator
 
 
 from proofs import claims, smtlib, solvers, verdicts
@@ -303,14 +304,14 @@ def _warm(options: Options) -> None:
             sampled.check("NOP", 1, options.version)
 
 
-def _task_child(conn, task: tuple) -> None:
-    conn.send(run_task(task))
+def _task_child(conn, task: tuple, work) -> None:
+    conn.send(work(task))
     conn.close()
 
 
-def _forked(context, tasks: list[tuple], jobs: int):
-    """The rows of each task, run in a process of its own forked from this one, ``jobs`` at a
-    time, as they finish. A process that ends without sending its rows (a crash, a kill, or a
+def _forked(context, tasks: list[tuple], jobs: int, work=run_task):
+    """The rows of each task (``work(task)``, default run_task), run in a process of its own
+    forked from this one, ``jobs`` at a time, as they finish. A process that ends without sending its rows (a crash, a kill, or a
     user's theorem calling ``os._exit``) gives ERROR rows for all of them, never a hang."""
     from multiprocessing.connection import Connection, wait
     pending = list(reversed(tasks))
@@ -320,7 +321,8 @@ def _forked(context, tasks: list[tuple], jobs: int):
             while pending and len(running) < jobs:
                 task = pending.pop()
                 receive, send = context.Pipe(duplex=False)
-                process = context.Process(target=_task_child, args=(send, task), daemon=True)
+                process = context.Process(target=_task_child, args=(send, task, work),
+                                          daemon=True)
                 process.start()
                 send.close()
                 running[receive] = (process, task, time.perf_counter())
@@ -382,8 +384,15 @@ def _user_tasks(tasks: list[tuple], options: Options):
             return error_rows(("theorem", index, bits), time.perf_counter() - start,
                               f"{type(err).__name__}: {err}")
     bounds = usertasks.limits(options.file_seconds, options.file_memory, usertasks.TASK_SECONDS)
+
+    def forked(work: list) -> Iterator[list]:
+        """Each (task, solve) of ``work`` in a process forked from this one (which never ran
+        the file's code), ``jobs`` at a time."""
+        solve = dict(work)
+        return _forked(multiprocessing.get_context("fork"), [t for t, _ in work],
+                       options.jobs, lambda task: solve[task]())
     return usertasks.run(tasks, lambda t: usertasks.texts(_THEOREMS, t, _build), decide,
-                         error_rows, expected, bounds, options.jobs)
+                         error_rows, expected, bounds, options.jobs, forked)
 
 
 def run_suite(options: Options, progress=None) -> list[dict]:

@@ -60,19 +60,23 @@ def texts(theorems: list, task: tuple, build: Callable) -> dict:
 
 def run(tasks: list[tuple], build_texts: Callable[[tuple], dict],
         decide: Callable[[int, int, list, list, tuple], list], error_rows: Callable,
-        expected: Callable[[tuple], list], bounds: confined.Limits,
-        jobs: int) -> Iterator[list[dict]]:
+        expected: Callable[[tuple], list], bounds: confined.Limits, jobs: int,
+        forked: Callable[[list], Iterator[list]]) -> Iterator[list[dict]]:
     """The rows of each task: its texts built by ``jobs`` confined children at a time, then
-    ``decide(index, bits, assumptions, claims, (calls, named))`` here, on what usertexts
-    parsed (calls and named: only to explain a counterexample). ``expected(task)`` is (theorem, opcode, width) of each row the task must report.
-    Every child's report is collected before anything is solved, so that solving here never
-    makes a child late."""
+    read (usertexts) and decided by ``decide(index, bits, assumptions, claims, shown)``
+    (shown: usertexts.explanation, only to explain a counterexample) in processes of
+    ``prove``'s own: ``forked([(task, solve), ...])`` yields each ``solve()``'s rows.
+    ``expected(task)`` is (theorem, opcode, width) of each row the task must report. Every
+    child's report is collected before anything is solved, so that solving never makes a
+    child late."""
     begin = time.perf_counter()
     outcomes = []
+
     def produce(task: tuple) -> Callable[[], dict]:
         return lambda: build_texts(task)
     for task, outcome in confined.run_many([(t, produce(t)) for t in tasks], bounds, jobs):
         outcomes.append((task, outcome, time.perf_counter() - begin))
+    work = []
     for task, outcome, elapsed in outcomes:
         if isinstance(outcome, confined.ChildLate):
             rows = error_rows(task, elapsed, f"the task's process {outcome}")
@@ -82,26 +86,33 @@ def run(tasks: list[tuple], build_texts: Callable[[tuple], dict],
                                             "reported its claims")
         elif "error" in outcome:
             yield error_rows(task, elapsed, f"the task's process: {str(outcome['error'])[:300]}")
+        elif problem := _problem(outcome.get("rows"), expected(task)):
+            yield error_rows(task, elapsed, f"the task's report is malformed ({problem})")
         else:
-            problem = _problem(outcome.get("rows"), expected(task))
-            if problem:
-                yield error_rows(task, elapsed, f"the task's report is malformed ({problem})")
+            work.append((task, _solve(task, outcome["rows"], elapsed, decide, error_rows)))
+    yield from forked(work)
+
+
+def _solve(task: tuple, reported: list, elapsed: float, decide: Callable,
+           error_rows: Callable) -> Callable[[], list]:
+    """The task's rows from its child's (checked) rows of texts, when called."""
+    def solve() -> list:
+        kind, key, bits = task
+        out = []
+        for index, row in zip(key if kind == "group" else (key,), reported):
+            one = ("theorem", index, bits)
+            if "error" in row:
+                out += error_rows(one, elapsed, f"the task's process: {row['error']}")
                 continue
-            kind, key, bits = task
-            out = []
-            for index, row in zip(key if kind == "group" else (key,), outcome["rows"]):
-                one = ("theorem", index, bits)
-                if "error" in row:
-                    out += error_rows(one, elapsed, f"the task's process: {row['error']}")
-                    continue
-                try:
-                    assumptions, claims = usertexts.read(row["texts"])
-                except usertexts.Refused as err:
-                    out += error_rows(one, elapsed, f"the task's claims are refused ({err})")
-                    continue
-                out += decide(index, bits, assumptions, claims,
-                              usertexts.explanation(row, assumptions, claims))
-            yield out
+            try:
+                assumptions, claims = usertexts.read(row["texts"])
+            except usertexts.Refused as err:
+                out += error_rows(one, elapsed, f"the task's claims are refused ({err})")
+                continue
+            out += decide(index, bits, assumptions, claims,
+                          usertexts.explanation(row, assumptions, claims))
+        return out
+    return solve
 
 
 def _problem(rows, expected: list) -> str | None:
