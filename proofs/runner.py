@@ -20,6 +20,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import time
+from typing import Iterator
 
 
 from proofs import claims, smtlib, solvers, verdicts
@@ -303,14 +304,14 @@ def _warm(options: Options) -> None:
             sampled.check("NOP", 1, options.version)
 
 
-def _task_child(conn, task: tuple) -> None:
-    conn.send(run_task(task))
+def _task_child(conn, task: tuple, work) -> None:
+    conn.send(work(task))
     conn.close()
 
 
-def _forked(context, tasks: list[tuple], jobs: int):
-    """The rows of each task, run in a process of its own forked from this one, ``jobs`` at a
-    time, as they finish. A process that ends without sending its rows (a crash, a kill, or a
+def _forked(context, tasks: list[tuple], jobs: int, work=run_task):
+    """The rows of each task (``work(task)``, default run_task), run in a process of its own
+    forked from this one, ``jobs`` at a time, as they finish. A process that ends without sending its rows (a crash, a kill, or a
     user's theorem calling ``os._exit``) gives ERROR rows for all of them, never a hang."""
     from multiprocessing.connection import Connection, wait
     pending = list(reversed(tasks))
@@ -320,7 +321,8 @@ def _forked(context, tasks: list[tuple], jobs: int):
             while pending and len(running) < jobs:
                 task = pending.pop()
                 receive, send = context.Pipe(duplex=False)
-                process = context.Process(target=_task_child, args=(send, task), daemon=True)
+                process = context.Process(target=_task_child, args=(send, task, work),
+                                          daemon=True)
                 process.start()
                 send.close()
                 running[receive] = (process, task, time.perf_counter())
@@ -347,19 +349,50 @@ def _forked(context, tasks: list[tuple], jobs: int):
 
 
 def _user_tasks(tasks: list[tuple], options: Options):
-    """A user's theorems file's tasks, each in a confined child (proofs/usertasks.py), which
-    works in a folder of its own: the export folder is named to it by its absolute path."""
+    """A user's theorems file's tasks: each one's claims built in a confined child, which
+    reports their SMT-LIB texts only, and proved here from what this process parsed
+    (proofs/usertasks.py). The export folder is named by its absolute path."""
     import dataclasses
     from proofs import usertasks
+    from proofs.machine import fresh_state
+    from proofs.registry import Query, words
+    from proofs.words import width as width_of
     if options.export_dir:
         verdicts.use(dataclasses.replace(options, export_dir=os.path.abspath(options.export_dir)))
 
     def expected(task: tuple) -> list[tuple]:
         keys = task[1] if task[0] == "group" else (task[1],)
         return [(_THEOREMS[i].name, _THEOREMS[i].opcode, task[2] or "-") for i in keys]
-    bounds = usertasks.limits(options.file_seconds, options.file_memory,
-                              usertasks.TASK_SECONDS, verdicts.current.export_dir)
-    return usertasks.run(tasks, run_task, error_rows, expected, bounds, options.jobs)
+
+    def decide(index: int, bits: int, assumptions: list, claims_: list, shown: tuple) -> list:
+        th, start = _THEOREMS[index], time.perf_counter()
+        calls, named = shown[:2]
+        version = verdicts.current.version
+        known = bits in (8, 16, 32, 64) and th.opcode in width_of(bits, version).spec.by_mnemonic
+        word_law, state_law = known and bool(calls), known and not calls and shown[2]
+        query = Query(claims_, assumptions, width=bits, named=named, calls=calls,
+                      mnemonic=th.opcode if word_law or state_law else None, version=version,
+                      operands=tuple(words(bits, "a b c")) if word_law else (),
+                      pre=fresh_state(width_of(bits, version)) if state_law else None)
+        try:
+            ((status, extra, _),) = claims.check_rows([(th, query)], bits)
+            if status == COUNTEREXAMPLE and isinstance(extra.get("counterexample"), dict):
+                _explain(query, extra)
+            return [_row(th.name, th.opcode, bits, status,
+                         time.perf_counter() - start, **extra)]
+        except Exception as err:  # noqa: BLE001 - a crashing check is an error row
+            return error_rows(("theorem", index, bits), time.perf_counter() - start,
+                              f"{type(err).__name__}: {err}")
+    bounds = usertasks.limits(options.file_seconds, options.file_memory, usertasks.TASK_SECONDS)
+
+    def forked(work: list) -> Iterator[list]:
+        """Each (task, solve) of ``work`` in a process forked from this one (which never ran
+        the file's code), ``jobs`` at a time."""
+        solve = dict(work)
+        return _forked(multiprocessing.get_context("fork"), [t for t, _ in work],
+                       options.jobs, lambda task: solve[task]())
+    return usertasks.run(tasks, lambda t: usertasks.texts(_THEOREMS, t, _build), decide,
+                         error_rows, expected, bounds, options.jobs, forked)
 
 
 def run_suite(options: Options, progress=None) -> list[dict]:

@@ -1,99 +1,132 @@
-"""The proof tasks of a user's theorems file (``rtwo-vm prove --theorems FILE``), each run in
-a confined child (spec/confined.py).
+"""The proof tasks of a user's theorems file (``rtwo-vm prove --theorems FILE``): each task's
+claims are built in a confined child (spec/confined.py) and proved in ``prove`` itself.
 
 A user's theorem is built by the file's own code, which runs again in the task's process
 (registry.load_file): that process is a confined child — its own session under a subreaper,
-resource limits, no file-system change outside ``--export-smt2 DIR`` (where the texts go),
-every process it started killed when it ends — with a wall-clock deadline
-(``--file-seconds``, default TASK_SECONDS): a task that outlives it is a ``timeout`` row
-that says so, one that ends without its rows (a crash, ``os._exit``, a signal) an ``error``
-row, never a hang of ``prove``. Its rows come back as JSON (never a pickle, which would run
-code in ``prove`` itself), bounded, and are checked before they are used: each row must be
-the task's own (theorem, opcode, width), with a known status and fields of the types the
-report reads; anything else is an ``error`` row.
+resource limits, no file-system change at all, every process it started killed when it
+ends — with a wall-clock deadline (``--file-seconds``, default TASK_SECONDS): a task that
+outlives it is a ``timeout`` row that says so, one that ends without its report (a crash,
+``os._exit``, a signal) an ``error`` row, never a hang of ``prove``.
+
+The child only BUILDS: it reports, for each of its rows, the SMT-LIB 2 text of every claim
+(the text ``--export-smt2`` writes) as JSON (never a pickle, which would run code in
+``prove``), or the one-line error its build raised. It never solves, and no status of its
+is read: ``prove`` checks each row is the task's own (theorem, opcode, width), reads the
+texts (usertexts.py: a plain satisfiability problem of the expected shape, parsed by z3
+here, else an ``error`` row) and proves the parsed claims exactly as a built-in row's
+(claims.check_rows: its own solvers, deterministic budgets, re-checks, premises and
+vacuity checks). A file that patches z3 in its child, or forges its report, cannot make a
+false theorem proved.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Callable, Iterator
 
-from proofs.verdicts import COUNTEREXAMPLE, ERROR, PROVED, TIMEOUT, UNKNOWN, VACUOUS
+from proofs import smtlib, usertexts
+from proofs.verdicts import TIMEOUT
 from spec import confined
 
 LOAD_SECONDS = 300.0        # the child that loads the file and reports its declarations
 TASK_SECONDS = 1800.0       # each task's child
-EXPORT_FILE_SIZE = 1 << 30  # bytes of one exported SMT-LIB text (with --export-smt2)
-STATUSES = (PROVED, COUNTEREXAMPLE, UNKNOWN, TIMEOUT, VACUOUS, ERROR)
-_TEXT = {"error", "second_status", "premises", "second_solver", "note"}
-_COUNTS = {"proved_by", "rechecked_by"}
 
 
-def limits(seconds: float | None, memory: int | None, default: float,
-           export_dir: str | None = None) -> confined.Limits:
+def limits(seconds: float | None, memory: int | None, default: float) -> confined.Limits:
     base = confined.Limits()
-    return confined.Limits(seconds=seconds or default, memory=memory or base.memory,
-                           writable=(export_dir,) if export_dir else (),
-                           file_size=EXPORT_FILE_SIZE if export_dir else 0)
+    return confined.Limits(seconds=seconds or default, memory=memory or base.memory)
 
 
-def run(tasks: list[tuple], run_task: Callable[[tuple], list], error_rows: Callable,
-        expected: Callable[[tuple], list], bounds: confined.Limits,
-        jobs: int) -> Iterator[list[dict]]:
-    """The rows of each task, ``jobs`` confined children at a time, as they finish.
-    ``expected(task)`` is (theorem, opcode, width) of each row the task must report."""
-    def produce(task: tuple) -> Callable[[], dict]:
-        # default=str: as the report is written (proofs/report.py)
-        return lambda: {"rows": json.loads(json.dumps(run_task(task), default=str))}
+def texts(theorems: list, task: tuple, build: Callable) -> dict:
+    """In the task's child: each row's claims' texts (or the error its build raised)."""
+    kind, key, bits = task
+    rows = []
+    for index in (key if kind == "group" else (key,)):
+        th = theorems[index]
+        row: dict = {"theorem": th.name, "opcode": th.opcode, "width": bits or "-"}
+        try:
+            query = build(th, bits)
+            row["texts"] = [smtlib.export(query.assumptions, c) for c in query.claims]
+            # a word law's op() calls and words(), read back only to explain a counterexample
+            row["calls"] = [[m, [a if type(a) is int else a.sexpr() for a in args], pushed.sexpr()]
+                            for m, args, pushed in query.calls[:usertexts.MAX_CALLS]]
+            row["named"] = [str(v) for v in query.named]
+            row["pre"] = query.pre is not None      # a state law: replayed from a pre-state
+        except Exception as err:  # noqa: BLE001 - the user's code: its error row, one line
+            row["error"] = f"{type(err).__name__}: {err}".splitlines()[0][:300]
+        rows.append(row)
+    return {"rows": rows}
+
+
+def run(tasks: list[tuple], build_texts: Callable[[tuple], dict],
+        decide: Callable[[int, int, list, list, tuple], list], error_rows: Callable,
+        expected: Callable[[tuple], list], bounds: confined.Limits, jobs: int,
+        forked: Callable[[list], Iterator[list]]) -> Iterator[list[dict]]:
+    """The rows of each task: its texts built by ``jobs`` confined children at a time, then
+    read (usertexts) and decided by ``decide(index, bits, assumptions, claims, shown)``
+    (shown: usertexts.explanation, only to explain a counterexample) in processes of
+    ``prove``'s own: ``forked([(task, solve), ...])`` yields each ``solve()``'s rows.
+    ``expected(task)`` is (theorem, opcode, width) of each row the task must report. Every
+    child's report is collected before anything is solved, so that solving never makes a
+    child late."""
     begin = time.perf_counter()
+    outcomes = []
+
+    def produce(task: tuple) -> Callable[[], dict]:
+        return lambda: build_texts(task)
     for task, outcome in confined.run_many([(t, produce(t)) for t in tasks], bounds, jobs):
-        elapsed = time.perf_counter() - begin
+        outcomes.append((task, outcome, time.perf_counter() - begin))
+    work = []
+    for task, outcome, elapsed in outcomes:
         if isinstance(outcome, confined.ChildLate):
             rows = error_rows(task, elapsed, f"the task's process {outcome}")
             yield [{**r, "status": TIMEOUT} for r in rows]
         elif isinstance(outcome, confined.ChildFailed):
             yield error_rows(task, elapsed, f"the task's process ended ({outcome}) before it "
-                                            "reported its rows")
+                                            "reported its claims")
         elif "error" in outcome:
             yield error_rows(task, elapsed, f"the task's process: {str(outcome['error'])[:300]}")
+        elif problem := _problem(outcome.get("rows"), expected(task)):
+            yield error_rows(task, elapsed, f"the task's report is malformed ({problem})")
         else:
-            problem = _problem(outcome.get("rows"), expected(task))
-            yield (error_rows(task, elapsed, f"the task's report is malformed ({problem})")
-                   if problem else outcome["rows"])
+            work.append((task, _solve(task, outcome["rows"], elapsed, decide, error_rows)))
+    yield from forked(work)
+
+
+def _solve(task: tuple, reported: list, elapsed: float, decide: Callable,
+           error_rows: Callable) -> Callable[[], list]:
+    """The task's rows from its child's (checked) rows of texts, when called."""
+    def solve() -> list:
+        kind, key, bits = task
+        out = []
+        for index, row in zip(key if kind == "group" else (key,), reported):
+            one = ("theorem", index, bits)
+            if "error" in row:
+                out += error_rows(one, elapsed, f"the task's process: {row['error']}")
+                continue
+            try:
+                assumptions, claims = usertexts.read(row["texts"])
+            except usertexts.Refused as err:
+                out += error_rows(one, elapsed, f"the task's claims are refused ({err})")
+                continue
+            out += decide(index, bits, assumptions, claims,
+                          usertexts.explanation(row, assumptions, claims))
+        return out
+    return solve
 
 
 def _problem(rows, expected: list) -> str | None:
-    """Why ``rows`` are not the task's rows as the report reads them (None: they are)."""
+    """Why ``rows`` are not the task's rows of texts (None: they are)."""
     if not isinstance(rows, list) or len(rows) != len(expected):
         return "not one row per theorem and width"
     for row, (name, opcode, width) in zip(rows, expected):
         if not isinstance(row, dict) or (row.get("theorem"), row.get("opcode"),
                                          row.get("width")) != (name, opcode, width):
             return "a row of another theorem"
-        if row.get("status") not in STATUSES:
-            return "an unknown status"
-        if not isinstance(row.get("seconds"), (int, float)) or isinstance(row["seconds"], bool):
-            return "seconds not a number"
-        if not isinstance(row.get("claims", 0), int):
-            return "claims not a count"
-        for key in _TEXT & set(row):
-            if not isinstance(row[key], str):
-                return f"{key} not text"
-        for key in _COUNTS & set(row):
-            if not (isinstance(row[key], dict) and all(isinstance(v, int) and not isinstance(
-                    v, bool) for v in row[key].values())):
-                return f"{key} not counts"
-        for key in ("vacuous_claims", "undecided_claims", "findings"):
-            if key in row and not isinstance(row[key], list):
-                return f"{key} not a list"
-        cex = row.get("counterexample")
-        if cex is not None and not isinstance(cex, dict):
-            return "counterexample not an object"
-        if isinstance(cex, dict) and "explained" in cex:
-            from proofs.explain import render
-            try:
-                render(cex)
-            except Exception:  # noqa: BLE001 - the report reads it: it must read
-                return "an unreadable counterexample"
+        if "error" in row:
+            if not isinstance(row["error"], str):
+                return "error not text"
+        elif not isinstance(row.get("texts"), list) or not all(
+                isinstance(t, str) for t in row["texts"]):
+            return "texts not a list of texts"
     return None

@@ -70,7 +70,7 @@ def test_a_theorem_that_exits_with_success_while_built_is_an_error_row(capsys):
     assert prove("--theorems", "late.py") == 1
     rows = {r["theorem"]: r for r in json.loads(Path("r.json").read_text())["results"]}
     assert rows["exits_when_built"]["status"] == ERROR
-    assert "ended (exit status 0) before it reported its rows" in rows["exits_when_built"]["error"]
+    assert "ended (exit status 0) before it reported its claims" in rows["exits_when_built"]["error"]
     # Each task of a user's file has a confined process of its own: the other row is proved.
     assert rows["fine"]["status"] == PROVED and set(rows) == {"exits_when_built", "fine"}
 
