@@ -6,9 +6,10 @@ import sqlite3
 
 import pytest
 
+import spec
 from rtwo_vm.runtime import CallRequest, InvalidInput, Runtime, StoreError, UnknownRecord
 from rtwo_vm.runtime.store import GENESIS_STATE, SCHEMA_VERSION, Store
-from test_runtime_support import StepClock, example, runtime
+from test_runtime_support import VERSION, StepClock, example, runtime
 
 
 def test_a_new_database_gets_every_migration(tmp_path):
@@ -94,12 +95,13 @@ def test_vm_registry_requires_a_passing_self_check(tmp_path, monkeypatch):
         assert vm.status == "registered"
         with pytest.raises(InvalidInput, match="no active VM"):
             rt.lifecycle.start(CallRequest(to=1))
-        monkeypatch.setattr(registry, "self_check", lambda mode: (False, "ADD: missing"))
+        monkeypatch.setattr(registry, "self_check", lambda mode, version: (False, "ADD: missing"))
         with pytest.raises(InvalidInput, match="failed its self-check: ADD: missing"):
             rt.vms.activate(vm.vm_id)
         monkeypatch.undo()
         active, evidence = rt.vms.activate(vm.vm_id)
-        assert active.status == "active" and "95/95" in evidence
+        n = len(spec.load(VERSION).instructions)   # a VM registered for the newest version
+        assert active.status == "active" and f"{n}/{n} instructions of spec {VERSION}" in evidence
         with pytest.raises(InvalidInput, match="executionMode must be one of"):
             rt.vms.register("jit", execution_mode="jit")
         changes = [e.payload for e in rt.events.list(type="vm.status_changed")]
@@ -112,7 +114,7 @@ def test_the_first_call_registers_and_activates_the_reference_vm(tmp_path):
         rec = rt.call(to=0x100)
         (vm,) = rt.vms.list()
         assert vm.status == "active" and rec.context.vm_id == vm.vm_id
-        assert vm.vm_name == "rtwo-reference" and vm.runtime_compatibility == ("1.0",)
+        assert vm.vm_name == "rtwo-reference" and vm.runtime_compatibility == ("1.1",)  # the newest version
 
 
 def test_policies_are_content_addressed_and_validated(tmp_path):
@@ -131,7 +133,7 @@ def test_policies_are_content_addressed_and_validated(tmp_path):
         with pytest.raises(InvalidInput, match="retired"):
             rt.call(to=0x100, policy_id=a.policy_id)
         refusals = rt.policies.check_code(rt.policies.create(time_access="allowed").policy_id,
-                                          example("counter"), isolation_level="view")
+                                          example("counter"), version=VERSION, isolation_level="view")
         assert [(r["mnemonic"], r["error"]) for r in refusals] == [("SSTORE", "STORAGE_WRITE_FORBIDDEN")]
 
 

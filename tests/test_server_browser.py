@@ -32,6 +32,7 @@ pytest.importorskip("fastapi")
 sync_api = pytest.importorskip("playwright.sync_api")
 
 import spec  # noqa: E402
+from server_support import VERSION  # noqa: E402
 from reference_vm import assemble  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -193,7 +194,7 @@ def wait_for(predicate, timeout: float = 20.0, what: str = "condition"):
 
 @pytest.mark.skipif(CHROMIUM is None, reason="no Chromium (scripts/install-chromium.sh)")
 def test_dashboard_in_a_browser(server, tmp_path):
-    code = assemble(CONTRACT)
+    code = assemble(CONTRACT, VERSION)
     shots = Shots(tmp_path)
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"], headless=True)
@@ -313,7 +314,7 @@ def test_dashboard_in_a_browser(server, tmp_path):
                 assert int(meter.get_attribute("max")) == limit
                 assert f"{used:,} of {limit:,}" in row.inner_text()
             # Limits of spec/data/limits.toml [default]; the contract touches one memory page.
-            defaults = spec.load().limits["default"]
+            defaults = spec.load(VERSION).limits["default"]
             assert box.compute_limit_reference == defaults["compute"]
             assert acc.memory_units == 1
             shots.take(page, "accounting")
@@ -321,10 +322,10 @@ def test_dashboard_in_a_browser(server, tmp_path):
             # The instruction registry sorts in the browser.
             page.goto(server.base + "/instructions")
             rows = page.locator("#instructions tbody tr")
-            assert rows.count() == len(spec.load().instructions)
+            assert rows.count() == len(spec.load(VERSION).instructions)
             page.click("#instructions th:nth-child(1) button")       # ascending
             page.click("#instructions th:nth-child(1) button")       # descending
-            top = max(i.opcode for i in spec.load().instructions)
+            top = max(i.opcode for i in spec.load(VERSION).instructions)
             assert rows.first.locator("td").first.inner_text() == f"0x{top:02x}"
             shots.take(page, "instructions")
 

@@ -16,6 +16,7 @@ pytest.importorskip("httpx")
 from fastapi.testclient import TestClient  # noqa: E402
 
 from reference_vm import assemble  # noqa: E402
+from server_support import VERSION  # noqa: E402
 from rtwo_vm.runtime import Runtime  # noqa: E402
 from rtwo_vm.runtime.records import breakdown, count_at_most  # noqa: E402
 from rtwo_vm.server.api import codes  # noqa: E402
@@ -28,8 +29,8 @@ LOCAL = "http://localhost"   # a Host the application serves (the loopback names
 def db(tmp_path):
     path = tmp_path / "rtwo-vm.db"
     with Runtime(path) as rt:
-        rt.deploy(assemble("stop"), 0x100)
-        rt.deploy(assemble("trap"), 0x200)
+        rt.deploy(assemble("stop", VERSION), 0x100)
+        rt.deploy(assemble("trap", VERSION), 0x200)
         for _ in range(4):
             assert rt.call(to=0x100, caller=1).result.execution_status == "success"
         assert rt.call(to=0x200, caller=1).result.execution_status == "fault"

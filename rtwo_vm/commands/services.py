@@ -18,9 +18,10 @@ import sys
 from pathlib import Path
 
 from rtwo_vm.inputs import (
-    CliError, operation_names, parse_assignment, parse_count, parse_hex, parse_word, read_code,
+    CliError, add_spec_version, operation_names, parse_assignment, parse_count, parse_hex, parse_word, read_code,
     read_storage_file,
 )
+from rtwo_vm.runtime.catalog import runtime_version
 from rtwo_vm.runtime_cli import (
     add_options, guard, is_damaged, need_id, open_runtime, print_json, print_listing, print_record,
     print_rows, print_table, refuse_unread_options,
@@ -31,7 +32,7 @@ from rtwo_vm.runtime_cli import (
 
 @guard
 def _cmd_deploy(args) -> int:
-    code = read_code(args.file)
+    code = read_code(args.file, args.spec_version)
     address = parse_word(args.address, "--address") if args.address else None
     storage = read_storage_file(args.storage_file) if args.storage_file else {}
     for item in args.storage or ():
@@ -39,13 +40,15 @@ def _cmd_deploy(args) -> int:
         storage[parse_word(key, "--storage key")] = parse_word(value, "--storage value")
     if not args.unchecked:
         from reference_vm.errors import VMError
+        from reference_vm.rules import rules
         from reference_vm.validate import validate
         try:
-            validate(code)
+            validate(code, rules(args.spec_version))
         except VMError as err:
             raise CliError(f"{args.file}: not a valid container: {err.code}") from None
     with open_runtime(args, create=True) as rt:
-        deployed = rt.deploy(code, address, storage, validate_code=not args.unchecked)
+        deployed = rt.deploy(code, address, storage, validate_code=not args.unchecked,
+                             spec_version=args.spec_version)
     if args.json:
         print_json(deployed.to_json())
     else:
@@ -243,8 +246,10 @@ def _policy_options(args) -> None:
 def _cmd_policy(args) -> int:
     _policy_options(args)
     if args.action == "create":
-        allowed = operation_names(args.allow, "--allow")  # before the database is touched
-        forbidden = operation_names(args.forbid or [], "--forbid") or ()
+        # Checked before the database is touched, against every version's names (a policy
+        # serves contracts of every version; each run checks it under its own version).
+        allowed = operation_names(args.allow, "--allow", runtime_version())
+        forbidden = operation_names(args.forbid or [], "--forbid", runtime_version()) or ()
         with open_runtime(args, create=True) as rt:
             policy = rt.policies.create(
                 time_access="allowed" if args.allow_time else None,
@@ -262,7 +267,9 @@ def _cmd_policy(args) -> int:
         if args.action == "check":
             if not args.file:
                 raise CliError("policy check needs ID and FILE")
-            refusals = rt.policies.check_code(policy_id, read_code(args.file),
+            refusals = rt.policies.check_code(policy_id,
+                                              read_code(args.file, args.spec_version),
+                                              version=args.spec_version,
                                               isolation_level=args.isolation,
                                               storage_access=args.storage_access)
             print_json({"policyId": policy_id, "refusals": refusals,
@@ -334,6 +341,8 @@ def register(sub) -> None:
     p.add_argument("--unchecked", action="store_true",
                    help="deploy even a container that fails validation (calls to it are "
                         "then refused at the validated stage)")
+    add_spec_version(p, "the spec version the contract is deployed under and its calls run "
+                        "under")
     add_options(p)
     p.set_defaults(func=_cmd_deploy)
 
@@ -424,6 +433,7 @@ def register(sub) -> None:
     p.add_argument("--allow", action="append", metavar="OP", help="allow only these")
     p.add_argument("--isolation", help="check: under this isolation level")
     p.add_argument("--storage-access", dest="storage_access", help="check: with this access")
+    add_spec_version(p, "check: the spec version FILE is read and bound under")
     add_options(p, listing=True)
     p.set_defaults(func=_cmd_policy)
 

@@ -25,7 +25,7 @@ from reference_vm.program import Program, load_program
 from reference_vm.request import check_limits, check_request, check_state
 from reference_vm.result import Usage
 from reference_vm.state import WorldState
-from reference_vm.words import word
+from reference_vm.rules import Rules, rules as rules_of
 from rtwo_vm.runtime.catalog import catalog
 from rtwo_vm.runtime.events import RecordWriter, VMEvent
 from rtwo_vm.runtime.lifecycle import Lifecycle, StageEntry
@@ -33,11 +33,8 @@ from rtwo_vm.runtime.models import (
     RTWODeterminismPolicy, RTWOExecutionContext, RTWOExecutionResult, RTWOExecutionSandbox,
     RTWOResourceAccounting, RTWOSandboxViolation, RTWOVirtualMachine,
 )
-from rtwo_vm.runtime.records import ResourceAccountingService, SandboxManager
+from rtwo_vm.runtime.records import SandboxManager
 from rtwo_vm.runtime.store import DamagedRecord, Store, StoreError
-
-WORD = word()
-
 
 class RuntimeBusy(Exception):
     """The database's write lock is held (by another run or process); the run did not move."""
@@ -114,6 +111,9 @@ class ExecutionRun:
         self.request = request
         self.vm = vm
         self.policy_record = policy
+        # The spec version the run executes under, and its rules (chapter 1.7 from 1.1).
+        self.version = vm.runtime_compatibility[0]
+        self.rules: Rules = rules_of(self.version)
         self.isolation = isolation
         self.storage_access = storage_access
         self.calls_allowed = calls_allowed
@@ -193,12 +193,12 @@ class ExecutionRun:
 
     def _validate(self) -> None:
         try:
-            check_request(self.message, self.context, WORD)
-            self.policy.check()
+            check_request(self.message, self.context, self.rules)
+            self.policy.check(self.rules.spec)
             code = self._svc.store.contract_code(self.message.to)
             if code is None:
                 raise RequestRejected("CONTRACT_NOT_FOUND", hex(self.message.to))
-            self._program = load_program(code, WORD)
+            self._program = load_program(code, self.rules)
         except VMError as err:
             return self._refuse(err)
         self.lifecycle.advance("validated")
@@ -206,14 +206,14 @@ class ExecutionRun:
     def _bind(self) -> None:
         assert self._program is not None  # loaded at the stage before
         try:
-            policy_mod.bind(self._program.code, self.policy)
+            policy_mod.bind(self._program.code, self.policy, self.rules.spec)
         except VMError as err:
             return self._refuse(err)
         self.lifecycle.advance("policy_bound")
 
     def _provision(self) -> None:
         try:
-            check_limits(self.limits)
+            check_limits(self.limits, self.rules.spec)
         except VMError as err:
             return self._refuse(err)
         self.sandbox_status = "provisioned"
@@ -226,7 +226,7 @@ class ExecutionRun:
         # it. Deploy admits only words and bytes; a stored entry that is not is a host failure
         # (INTERNAL_ERROR, chapter 8.3), not the request's fault: the view says so when read.
         self._world = self._svc.store.world_state()
-        check_state(self._world, WORD)
+        check_state(self._world, self.rules.word)
         self.lifecycle.advance("state_loaded")
 
     def _start(self) -> None:
@@ -236,7 +236,8 @@ class ExecutionRun:
 
     def _execute(self) -> None:
         assert self._world is not None  # read at the stage before
-        result = execute(self._world, self.message, self.context, self.policy, self.limits)
+        result = execute(self._world, self.message, self.context, self.policy, self.limits,
+                         version=self.version)
         if result.status == "internal":
             self.result = result
             return self._roll_back_from_here()
@@ -249,7 +250,7 @@ class ExecutionRun:
     def _account(self) -> None:
         result = self.decided_result
         usage = result.usage
-        fee = ResourceAccountingService.fee(usage.compute, usage.memory_pages, usage.storage_units)
+        fee = self.rules.fee(usage.compute, usage.memory_pages, usage.storage_units)
         # Run-time sandbox checks (10.3): the interpreter enforces these; the service layer
         # refuses to record a result that breaks them (INTERNAL_ERROR, chapter 7.4).
         broken = []

@@ -14,9 +14,10 @@ from typing import Callable, Iterable
 
 import spec
 from reference_vm import Policy
+from reference_vm.rules import rules as rules_of
 from reference_vm.validate import validate
 from rtwo_vm.runtime import tools
-from rtwo_vm.runtime.catalog import catalog
+from rtwo_vm.runtime.catalog import catalog, runtime_spec, runtime_version
 from rtwo_vm.runtime.events import RecordWriter
 from rtwo_vm.runtime.models import (
     ModelError, RTWODeterminismPolicy, RTWORuntimeInstruction, RTWOVirtualMachine, row_of,
@@ -35,25 +36,30 @@ def engine_version() -> str:
         return "0+source"
 
 
-def self_check(execution_mode: str) -> tuple[bool, str]:
-    """Whether the engine of ``execution_mode`` implements the loaded spec: every instruction
+def self_check(execution_mode: str, version: str) -> tuple[bool, str]:
+    """Whether the engine of ``execution_mode`` implements spec ``version``: every instruction
     has a handler of its type (the reference interpreter's handler table, checked live)."""
     if execution_mode != "reference_interpreter":
         return False, f"no engine for execution mode {execution_mode!r}"
     from reference_vm.instructions import MODULES
-    from reference_vm.words import word
-    table = spec.load()
+    try:
+        rules = rules_of(version)
+    except ValueError as err:
+        return False, str(err)
+    table = rules.spec
     handled = {}
     for type_name, module in MODULES.items():
         try:
-            for mnemonic in module.handlers(word()):
+            for mnemonic in module.handlers(rules):
                 handled[mnemonic] = type_name
         except Exception as err:  # noqa: BLE001 - a broken module is a failed check
             return False, f"handlers of type {type_name} fail to build: {err}"
     missing = [i.mnemonic for i in table.instructions if i.mnemonic not in handled]
     wrong = [i.mnemonic for i in table.instructions
              if i.mnemonic in handled and handled[i.mnemonic] != i.type]
-    extra = sorted(set(handled) - set(table.by_mnemonic))
+    # A handler of an instruction a later version adds is never reached under this one
+    # (validation refuses its opcode); one that no version has is a defect.
+    extra = sorted(set(handled) - set(runtime_spec().by_mnemonic))
     ok = not (missing or wrong or extra)
     evidence = (f"{len(table.instructions) - len(missing)}/{len(table.instructions)} instructions "
                 f"of spec {table.version} have a handler of their type")
@@ -77,11 +83,16 @@ class VirtualMachineRegistry(_RecordService):
         self._clock, self._ids, self._writer = clock, ids, writer
 
     def register(self, name: str, execution_mode: str = "reference_interpreter",
-                 version: str | None = None) -> RTWOVirtualMachine:
+                 version: str | None = None, spec_version: str | None = None
+                 ) -> RTWOVirtualMachine:
+        spec_version = spec_version or spec.latest()
+        if spec_version not in spec.names():
+            raise InvalidInput(f"unknown spec version {spec_version!r} "
+                               f"(versions: {', '.join(spec.names())})")
         try:
             vm = RTWOVirtualMachine(
                 vm_id=self._ids("vm"), vm_name=name, vm_version=version or engine_version(),
-                runtime_compatibility=(spec.SPEC_VERSION,), execution_mode=execution_mode,
+                runtime_compatibility=(spec_version,), execution_mode=execution_mode,
                 status="registered", created_at=self._clock())
         except ModelError as err:
             raise InvalidInput(str(err)) from None
@@ -95,7 +106,7 @@ class VirtualMachineRegistry(_RecordService):
         vm = self.get(vm_id)
         if vm.status == "retired":
             raise InvalidInput(f"VM {vm_id} is retired")
-        ok, evidence = self_check(vm.execution_mode)
+        ok, evidence = self_check(vm.execution_mode, vm.runtime_compatibility[0])
         if not ok:
             raise InvalidInput(f"VM {vm_id} failed its self-check: {evidence}")
         return self._set_status(vm, "active", evidence), evidence
@@ -137,10 +148,11 @@ class VirtualMachineRegistry(_RecordService):
     def _first_vm(self) -> RTWOVirtualMachine:
         """Register and activate the reference VM in one transaction, unless another writer
         did first (checked under the write lock): concurrent first calls make one VM."""
-        ok, evidence = self_check("reference_interpreter")
+        version = spec.latest()
+        ok, evidence = self_check("reference_interpreter", version)
         vm = RTWOVirtualMachine(
             vm_id=self._ids("vm"), vm_name=REFERENCE_VM_NAME, vm_version=engine_version(),
-            runtime_compatibility=(spec.SPEC_VERSION,), execution_mode="reference_interpreter",
+            runtime_compatibility=(version,), execution_mode="reference_interpreter",
             status="registered", created_at=self._clock())
         with self._writer.transaction() as tx:
             row = tx.execute("SELECT vm_id FROM vms WHERE status = 'active' "
@@ -180,7 +192,7 @@ class DeterminismPolicyService(_RecordService):
                external_call: str | None = None, allowed_operations=None,
                forbidden_operations=()) -> RTWODeterminismPolicy:
         """The policy with these fields (spec defaults for those not given), created if new."""
-        fields = spec.load().policy["fields"]
+        fields = runtime_spec().policy["fields"]
         try:
             policy = RTWODeterminismPolicy(
                 policy_id="pending", status="active", created_at=self._clock(),
@@ -246,21 +258,23 @@ class DeterminismPolicyService(_RecordService):
                       allowed_operations=policy.allowed_operations,
                       forbidden_operations=policy.forbidden_operations)
 
-    def check_code(self, policy_id: str, code: bytes, *, isolation_level: str | None = None,
-                   storage_access: str | None = None) -> list[dict]:
-        """Every instruction of ``code`` the policy (under a sandbox) refuses, with its offset
-        and code: binding (chapter 4.4) stops at the first of these. Raises InvalidInput for
-        code that fails validation."""
+    def check_code(self, policy_id: str, code: bytes, *, version: str,
+                   isolation_level: str | None = None, storage_access: str | None = None
+                   ) -> list[dict]:
+        """Every instruction of ``code`` the policy (under a sandbox) refuses under spec
+        ``version``, with its offset and code: binding (chapter 4.4) stops at the first of
+        these. Raises InvalidInput for code that fails validation."""
         from rtwo_vm.runtime.records import SandboxManager
         level, access, calls = SandboxManager.plan(isolation_level, storage_access)
         bound = self.interpreter_policy(self.get(policy_id), access, calls)
         try:
-            valid = validate(code)
+            rules = rules_of(version)
+            valid = validate(code, rules)
         except Exception as err:  # noqa: BLE001 - InvalidCode carries the spec code
             raise InvalidInput(f"code is not valid: {getattr(err, 'code', err)}") from None
         refusals = []
         for d in valid.instructions:
-            refused = bound.refusal(d.instruction)
+            refused = bound.refusal(d.instruction, rules.spec)
             if refused is not None:
                 refusals.append({"offset": d.offset, "mnemonic": d.instruction.mnemonic,
                                  "error": refused,
@@ -276,22 +290,22 @@ class RuntimeInstructionRegistry:
 
     def list(self) -> list[RTWORuntimeInstruction]:
         from reference_vm.instructions import MODULES
-        from reference_vm.words import word
         handled: set[str] = set()
         for type_name, module in MODULES.items():
             try:
-                handled.update(m for m in module.handlers(word())
-                               if spec.load().by_mnemonic.get(m) is not None
-                               and spec.load().by_mnemonic[m].type == type_name)
+                handled.update(m for m in module.handlers(rules_of(runtime_version()))
+                               if runtime_spec().by_mnemonic.get(m) is not None
+                               and runtime_spec().by_mnemonic[m].type == type_name)
             except Exception:  # noqa: BLE001 - a broken module implements nothing
                 continue
-        smt = tools.smt_models()
-        vectors = tools.conformance_vectors()
+        # The newest version's table, models and corpus: they hold every version's instructions.
+        smt = tools.smt_models(runtime_version())
+        vectors = tools.conformance_vectors(runtime_version())
         self.last_evidence = {"smt_semantics": smt.evidence, "conformance_vectors": vectors.evidence,
                               "handlers": f"{len(handled)} handlers"}
         requires = catalog().instruction_status_requires
         out = []
-        for ins in spec.load().instructions:
+        for ins in runtime_spec().instructions:
             facts = {"handler": ins.mnemonic in handled,
                      "smt_semantics": bool(smt.value and ins.mnemonic in smt.value),
                      "conformance_vectors": bool(vectors.value and vectors.value.get(ins.mnemonic))}

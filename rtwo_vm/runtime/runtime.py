@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from reference_vm.errors import VMError
+import spec
+from reference_vm.rules import rules as rules_of
 from reference_vm.validate import validate
 from rtwo_vm.runtime import stored
 from rtwo_vm.runtime.damaged import entry_of
@@ -129,17 +131,21 @@ class Runtime:
     # -- contracts --------------------------------------------------------------------------
 
     def deploy(self, code: bytes, address: int | None = None,
-               storage: Mapping[int, int] | None = None, *, validate_code: bool = True
-               ) -> DeployedContract:
+               storage: Mapping[int, int] | None = None, *, validate_code: bool = True,
+               spec_version: str | None = None) -> DeployedContract:
         """Deploy ``code`` (a container) at ``address`` (default: the lowest free address
         from 0x100) with initial ``storage``. Refuses invalid code unless ``validate_code`` is
         off (so that the validated stage can be exercised), and an address already in use."""
         if not isinstance(code, (bytes, bytearray)) or not code:
             raise InvalidInput("code must be non-empty bytes")
         code = bytes(code)
+        version = spec_version or spec.latest()
+        if version not in spec.names():
+            raise InvalidInput(f"unknown spec version {version!r} "
+                               f"(versions: {', '.join(spec.names())})")
         if validate_code:
             try:
-                validate(code)
+                validate(code, rules_of(version))
             except VMError as err:
                 raise InvalidInput(f"code is not a valid container: {err.code}") from None
         slots = {}

@@ -13,6 +13,7 @@ from fastapi import APIRouter, Depends
 
 from reference_vm import Limits
 from reference_vm.errors import VMError
+from reference_vm.rules import rules as rules_of
 from reference_vm.validate import validate
 from rtwo_vm.inputs import CliError, operation_names, parse_hex
 from rtwo_vm.runtime import CallRequest, Runtime
@@ -22,13 +23,13 @@ from rtwo_vm.server.api.bodies import CallBody, DeployBody, PolicyBody
 from rtwo_vm.server.api.codes import ApiError, refusals
 from rtwo_vm.server.runtimes import runtime
 
-import spec
+from rtwo_vm.runtime.catalog import runtime_spec, runtime_version
 
 router = APIRouter()
 RT = Annotated[Runtime, Depends(runtime)]
 COMMON = ("INVALID_REQUEST", "UNAUTHORIZED", "BODY_TOO_LARGE", "UNSUPPORTED_MEDIA_TYPE",
           "SERVER_BUSY")
-CONTAINER_CODES = tuple(e.code for e in spec.load().errors.values() if e.kind == "invalid")
+CONTAINER_CODES = tuple(e.code for e in runtime_spec().errors.values() if e.kind == "invalid")
 
 
 @router.post("/contracts", status_code=201, response_model=schemas.DeployedContract,
@@ -38,7 +39,7 @@ def deploy(rt: RT, body: DeployBody):
     initial ``storage``; code that fails validation is refused with its container code."""
     code = body.code_bytes()
     try:
-        validate(code)
+        validate(code, rules_of(runtime_version()))
     except VMError as err:
         raise ApiError(err.code, f"code is not a valid container: {err.code}") from None
     return rt.deploy(code, cast("int | None", body.address), body.storage_words()).to_json()
@@ -75,8 +76,9 @@ def create_policy(rt: RT, body: PolicyBody):
     """The determinism policy with these fields (policy.toml's defaults for the others),
     created if new: policies are identified by their content."""
     try:
-        allowed = operation_names(body.allowedOperations, "allowedOperations")
-        forbidden = operation_names(body.forbiddenOperations, "forbiddenOperations") or ()
+        allowed = operation_names(body.allowedOperations, "allowedOperations", runtime_version())
+        forbidden = operation_names(body.forbiddenOperations, "forbiddenOperations",
+                                    runtime_version()) or ()
     except CliError as err:
         raise ApiError("INVALID_REQUEST", str(err)) from None
     return rt.policies.create(time_access=body.timeAccess, randomness=body.randomness,

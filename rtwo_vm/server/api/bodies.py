@@ -15,12 +15,11 @@ from typing import Annotated, Any, Optional, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
-import spec
 from rtwo_vm.inputs import CliError, parse_hex, parse_word
-from rtwo_vm.runtime.catalog import catalog
+from rtwo_vm.runtime.catalog import catalog, runtime_spec
 from rtwo_vm.server.api.codes import bounds
 
-_LIMITS = spec.load().limits
+_LIMITS = runtime_spec().limits
 WORD_BITS = _LIMITS["machine"]["word_bits"]
 WORD_MAX = (1 << WORD_BITS) - 1
 HEADER = 16  # container header bytes (chapter 3.1)
@@ -70,7 +69,7 @@ def _enum(values: tuple[str, ...], description: str) -> Any:
 _cat = catalog()
 Isolation: Any = _enum(tuple(_cat.isolation), "isolation level (default: the default of sandbox.toml)")
 Access: Any = _enum(tuple(_cat.storage_access_order), "storage access (default: the isolation level's widest)")
-_fields = spec.load().policy["fields"]
+_fields = runtime_spec().policy["fields"]
 
 
 class Strict(BaseModel):
@@ -124,7 +123,7 @@ class CallBody(Strict):
     deliver: StrictBool = Field(False, description="then run one delivery pass to the sinks")
 
 
-_OPERATIONS = len(spec.load().instructions) + len(spec.load().instruction_types)
+_OPERATIONS = len(runtime_spec().instructions) + len(runtime_spec().instruction_types)
 Operations = Annotated[list[Annotated[str, Field(min_length=1, max_length=32)]],
                        Field(max_length=_OPERATIONS)]
 
