@@ -346,7 +346,7 @@ def test_an_internal_error_of_the_interpreter_rolls_back_from_executing(rt, monk
     from rtwo_vm.runtime import execution
     rt.deploy(example("counter"), 0x100)
     internal = ExecutionResult("internal", "INTERNAL_ERROR", None, b"", (), (), (), Usage())
-    monkeypatch.setattr(execution, "execute", lambda *a, **k: internal)
+    monkeypatch.setattr(execution, "executor", lambda mode: lambda *a, **k: internal)
     rec = rt.call(to=0x100)
     assert [e.stage for e in rec.history] == FULL_COMMIT[:6] + ["rolled_back", "finalized"]
     assert rec.sandbox.status == "halted" and rec.accounting.status == "not_charged"
@@ -356,13 +356,13 @@ def test_a_result_that_breaks_its_sandbox_is_not_recorded_as_is(rt, monkeypatch)
     from reference_vm.result import StateChange
     from rtwo_vm.runtime import execution
     rt.deploy(example("counter"), 0x100)
-    real = execution.execute
+    from reference_vm import execute as real
 
     def forged(*args, **kwargs):  # a broken engine writing storage under read_only access
         result = real(*args, **kwargs)
         return result.__class__(**{**{f: getattr(result, f) for f in result.__dataclass_fields__},
                                    "state_changes": (StateChange(0x100, 0, 0, 1),)})
-    monkeypatch.setattr(execution, "execute", forged)
+    monkeypatch.setattr(execution, "executor", lambda mode: forged)
     rec = rt.call(to=0x100, storage_access="read_only", isolation_level="view")
     assert rec.result.error == "STORAGE_WRITE_FORBIDDEN"  # refused statically: never ran
     rt.deploy(program("reader"), 0x101)

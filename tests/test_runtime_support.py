@@ -30,6 +30,18 @@ def shown_url(url: str) -> str:
     return f"{scheme}://{user}{host}/...{query}#{hashlib.sha256(url.encode()).hexdigest()[:8]}"
 
 
+def native_runs_versions() -> bool:
+    """Whether native_vm's engine takes a spec version (it is versioned on its own branch):
+    the registry registers native VMs only then."""
+    from rtwo_vm.runtime import engines
+    return engines.engine("native_engine")[0] is not None
+
+
+# The VMs the first call registers: one per version (1.0, 1.1) and mode whose engine runs it
+# (reference_interpreter, compiled_engine, and native_engine once it takes a version).
+DEFAULT_VMS = 2 * (3 if native_runs_versions() else 2)
+
+
 def example(name: str) -> bytes:
     return assemble((EXAMPLES / f"{name}.rasm").read_text(), VERSION)
 

@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 
 from reference_vm import assemble  # noqa: E402
 from server_support import VERSION  # noqa: E402
+from test_runtime_support import DEFAULT_VMS  # noqa: E402
 from rtwo_vm.runtime import Runtime  # noqa: E402
 from rtwo_vm.runtime.records import breakdown, count_at_most  # noqa: E402
 from rtwo_vm.server.api import codes  # noqa: E402
@@ -95,7 +96,7 @@ def test_the_api_says_when_a_total_is_more_than_the_bound(db, monkeypatch):
         assert overview["modelsExact"]["RTWOSandboxViolation"] is True
         assert overview["services"]["lifecycle"] == {
             "count": 4, "countExact": False, "lastAt": overview["services"]["contexts"]["lastAt"]}
-        assert overview["services"]["vms"]["count"] == 1
+        assert overview["services"]["vms"]["count"] == DEFAULT_VMS
         assert overview["services"]["vms"]["countExact"] is True
 
         page = c.get("/").text

@@ -18,6 +18,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 
 from reference_vm import assemble  # noqa: E402
 from server_support import VERSION  # noqa: E402
+from test_runtime_support import DEFAULT_VMS  # noqa: E402
 from rtwo_vm.runtime import Runtime  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -108,7 +109,7 @@ def test_the_live_sections_are_the_pages(client):
     for html in doc["sections"].values():
         assert html.startswith("<section") and html in overview
     assert doc["summary"]["services"]["vms"]["state"] == "operational"
-    assert doc["summary"]["models"]["RTWOVirtualMachine"] == 2
+    assert doc["summary"]["models"]["RTWOVirtualMachine"] == DEFAULT_VMS + 1   # and the one the test registered
 
 
 def test_one_readiness_computation_per_process(client):

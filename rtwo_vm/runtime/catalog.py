@@ -19,7 +19,7 @@ import spec
 # Enumeration values the service code names directly (checked against sandbox.toml).
 NAMES_USED: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "vm_status": ("registered", "active", "retired"),
-    "execution_mode": ("reference_interpreter",),
+    "execution_mode": ("reference_interpreter", "compiled_engine", "native_engine"),
     "sandbox_status": ("requested", "provisioned", "active", "released", "halted", "refused",
                        "not_provisioned"),
     "accounting_status": ("metering", "charged", "not_charged", "included_in_parent"),

@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from reference_vm import Context, ExecutionResult, Limits, Message, execute
+from reference_vm import Context, ExecutionResult, Limits, Message
 from reference_vm import policy as policy_mod
 from reference_vm.errors import RequestRejected, VMError
 from reference_vm.program import Program, load_program
@@ -27,6 +27,7 @@ from reference_vm.result import Usage
 from reference_vm.state import WorldState
 from reference_vm.rules import Rules, rules as rules_of
 from rtwo_vm.runtime.catalog import catalog
+from rtwo_vm.runtime.engines import executor
 from rtwo_vm.runtime.events import RecordWriter, VMEvent
 from rtwo_vm.runtime.lifecycle import Lifecycle, StageEntry
 from rtwo_vm.runtime.models import (
@@ -49,7 +50,9 @@ class CallRequest:
     """An invocation of a deployed contract, with its sandbox and policy choices. The message
     and context fields default as chapter 7.3.1 says (caller 0, no call data, block time 0, a
     zero seed), as ``rtwo-vm call`` does; None picks the runtime's default VM, policy and
-    sandbox. An address holding no contract is recorded as rejected (CONTRACT_NOT_FOUND)."""
+    sandbox. An address holding no contract is recorded as rejected (CONTRACT_NOT_FOUND). The
+    call runs under the spec version the contract was deployed under, on the VM named or else
+    on an active VM of that version (in ``execution_mode`` when one is given)."""
 
     to: int
     caller: int = 0
@@ -62,11 +65,14 @@ class CallRequest:
     limits: Limits = field(default_factory=Limits)
     transaction_reference: str | None = None
     vm_id: str | None = None
+    execution_mode: str | None = None
 
     def reference(self) -> str:
         """A transaction reference derived from the request itself (deterministic)."""
+        # (A mode not asked for is left out: references stay those of runtimes before modes.)
         doc = {k: (v.hex() if isinstance(v, bytes) else v) for k, v in self.__dict__.items()
-               if k not in ("limits", "transaction_reference")}
+               if k not in ("limits", "transaction_reference")
+               and not (k == "execution_mode" and v is None)}
         doc["limits"] = {d: getattr(self.limits, d, None) for d in Limits.DIMENSIONS}
         text = json.dumps(doc, sort_keys=True, default=repr)
         return "tx_" + hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -105,15 +111,15 @@ class ExecutionRun:
 
     def __init__(self, service: "ExecutionLifecycleService", request: CallRequest,
                  vm: RTWOVirtualMachine, policy: RTWODeterminismPolicy, isolation: str,
-                 storage_access: str, calls_allowed: bool):
+                 storage_access: str, calls_allowed: bool, version: str):
         self._svc = service
         self._cat = catalog()
         self.request = request
         self.vm = vm
         self.policy_record = policy
-        # The spec version the run executes under, and its rules (chapter 1.7 from 1.1).
-        self.version = vm.runtime_compatibility[0]
-        self.rules: Rules = rules_of(self.version)
+        # The spec version the run executes under (its contract's), and its rules.
+        self.version = version
+        self.rules: Rules = rules_of(version)
         self.isolation = isolation
         self.storage_access = storage_access
         self.calls_allowed = calls_allowed
@@ -236,8 +242,9 @@ class ExecutionRun:
 
     def _execute(self) -> None:
         assert self._world is not None  # read at the stage before
-        result = execute(self._world, self.message, self.context, self.policy, self.limits,
-                         version=self.version)
+        engine = executor(self.vm.execution_mode)
+        result = engine(self._world, self.message, self.context, self.policy, self.limits,
+                        version=self.version)
         if result.status == "internal":
             self.result = result
             return self._roll_back_from_here()
@@ -345,9 +352,19 @@ class ExecutionLifecycleService:
         # Named records are looked up (read only) before a default is created, so that a
         # refused request writes nothing.
         policy = self.policies.for_execution(request.policy_id) if request.policy_id else None
-        vm = self.vms.for_execution(request.vm_id)
+        version = self.contract_version(request.to)
+        vm = self.vms.for_execution(request.vm_id, version, request.execution_mode)
         policy = policy or self.policies.default()
-        return ExecutionRun(self, request, vm, policy, isolation, access, calls)
+        return ExecutionRun(self, request, vm, policy, isolation, access, calls, version)
+
+    def contract_version(self, address: object) -> str:
+        """The version the contract at ``address`` was deployed under; for an address that
+        holds none (or is no word: the request is rejected at its first stage either way),
+        the version new deployments take."""
+        found = None
+        if type(address) is int and 0 <= address < 1 << 64:
+            found = self.store.contract_version(address)
+        return found or self.vms.newest_version()
 
     def run(self, request: CallRequest) -> RecordedExecution:
         return self.start(request).run()

@@ -22,6 +22,7 @@ from rtwo_vm.runtime.execution import CallRequest, RecordedExecution
 from rtwo_vm.runtime.publisher import VMEventPublisher
 from rtwo_vm.runtime.records import ExecutionContextManager
 from rtwo_vm.runtime.registry import DeterminismPolicyService, self_check
+from rtwo_vm.runtime.vms import VirtualMachineRegistry, default_pairs
 from rtwo_vm.runtime.store import Store
 
 
@@ -34,6 +35,7 @@ class Services(Protocol):
     contexts: ExecutionContextManager
     events: VMEventPublisher
     policies: DeterminismPolicyService
+    vms: VirtualMachineRegistry
 
     def deploy(self, code: bytes, address: int | None = None, storage: Mapping[int, int] | None = None,
                *, validate_code: bool = True, spec_version: str | None = None) -> object: ...
@@ -152,9 +154,20 @@ class VMReadinessService:
                           f"schemas; sandbox.toml cross-references hold")
 
     def _coverage(self) -> tuple[str, str]:
-        checks = [self_check("reference_interpreter", name) for name in spec.names()]
-        ok = all(passed for passed, _ in checks)
-        return ("passed" if ok else "failed"), "; ".join(evidence for _, evidence in checks)
+        """The self-check of every VM of the database that is not retired; with none (or no
+        database), of every VM the registry registers by default (vms.default_pairs)."""
+        vms = []
+        if self._runtime is not None:
+            vms = [(f"{vm.vm_id} ({vm.execution_mode}, spec {vm.runtime_compatibility[0]})",
+                    vm.execution_mode, vm.runtime_compatibility[0])
+                   for vm in self._runtime.vms.list() if vm.status != "retired"]
+        if not vms:
+            vms = [(f"{mode}, spec {version}", mode, version)
+                   for version, mode in default_pairs()]
+        checks = [(label, *self_check(mode, version)) for label, mode, version in vms]
+        ok = bool(checks) and all(passed for _, passed, _ in checks)
+        return ("passed" if ok else "failed"), "; ".join(f"{label}: {evidence}"
+                                                         for label, _, evidence in checks)
 
     def _lifecycle(self) -> tuple[str, str]:
         cat = catalog()

@@ -1,10 +1,6 @@
-"""Registries: the Virtual Machine Registry, the Determinism Policy Service and the Runtime
-Instruction Registry (spec chapter 10.7).
-
-A VM becomes ``active`` only when its self-check passes: the engine of its execution mode
-must implement the spec version it claims and have a handler of the right type for every
-instruction of the table. Policies are identified by their content (the same policy is one
-record, however often it is asked for). Instruction statuses are computed from what exists
+"""Registries: the Determinism Policy Service and the Runtime Instruction Registry (spec
+chapter 10.7); the Virtual Machine Registry is vms.py. Policies are identified by their
+content (the same policy is one record, however often it is asked for). Instruction statuses are computed from what exists
 when they are asked for: handlers, SMT models, conformance vectors.
 """
 
@@ -12,7 +8,6 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
-import spec
 from reference_vm import Policy
 from reference_vm.rules import rules as rules_of
 from reference_vm.validate import validate
@@ -20,160 +15,13 @@ from rtwo_vm.runtime import tools
 from rtwo_vm.runtime.catalog import catalog, runtime_spec, runtime_version
 from rtwo_vm.runtime.events import RecordWriter
 from rtwo_vm.runtime.models import (
-    ModelError, RTWODeterminismPolicy, RTWORuntimeInstruction, RTWOVirtualMachine, row_of,
+    ModelError, RTWODeterminismPolicy, RTWORuntimeInstruction, row_of,
 )
 from rtwo_vm.runtime.records import InvalidInput, UnknownRecord, _RecordService
 from rtwo_vm.runtime.store import Store
-
-REFERENCE_VM_NAME = "rtwo-reference"
-
-
-def engine_version() -> str:
-    try:
-        from importlib.metadata import version
-        return version("rtwo-vm")
-    except Exception:  # noqa: BLE001 - running from a source tree without metadata
-        return "0+source"
-
-
-def self_check(execution_mode: str, version: str) -> tuple[bool, str]:
-    """Whether the engine of ``execution_mode`` implements spec ``version``: every instruction
-    has a handler of its type (the reference interpreter's handler table, checked live)."""
-    if execution_mode != "reference_interpreter":
-        return False, f"no engine for execution mode {execution_mode!r}"
-    from reference_vm.instructions import MODULES
-    try:
-        rules = rules_of(version)
-    except ValueError as err:
-        return False, str(err)
-    table = rules.spec
-    handled = {}
-    for type_name, module in MODULES.items():
-        try:
-            for mnemonic in module.handlers(rules):
-                handled[mnemonic] = type_name
-        except Exception as err:  # noqa: BLE001 - a broken module is a failed check
-            return False, f"handlers of type {type_name} fail to build: {err}"
-    missing = [i.mnemonic for i in table.instructions if i.mnemonic not in handled]
-    wrong = [i.mnemonic for i in table.instructions
-             if i.mnemonic in handled and handled[i.mnemonic] != i.type]
-    # A handler of an instruction a later version adds is never reached under this one
-    # (validation refuses its opcode); one that no version has is a defect.
-    extra = sorted(set(handled) - set(runtime_spec().by_mnemonic))
-    ok = not (missing or wrong or extra)
-    evidence = (f"{len(table.instructions) - len(missing)}/{len(table.instructions)} instructions "
-                f"of spec {table.version} have a handler of their type")
-    for label, names in (("missing", missing), ("wrong type", wrong), ("not in table", extra)):
-        if names:
-            evidence += f"; {label}: {', '.join(names[:8])}"
-    return ok, evidence
-
-
-class VirtualMachineRegistry(_RecordService):
-    """VMs: registered, made active by a passing self-check, retired."""
-
-    MODEL, TABLE, KEY = RTWOVirtualMachine, "vms", "vm_id"
-    NOUN = "VM"
-    PAGE_KEY = ("t.created_at", "t.vm_id")
-    JSON_FIELDS = ("runtime_compatibility",)
-
-    def __init__(self, store: Store, clock: Callable[[], str], ids: Callable[[str], str],
-                 writer: RecordWriter):
-        super().__init__(store)
-        self._clock, self._ids, self._writer = clock, ids, writer
-
-    def register(self, name: str, execution_mode: str = "reference_interpreter",
-                 version: str | None = None, spec_version: str | None = None
-                 ) -> RTWOVirtualMachine:
-        spec_version = spec_version or spec.latest()
-        if spec_version not in spec.names():
-            raise InvalidInput(f"unknown spec version {spec_version!r} "
-                               f"(versions: {', '.join(spec.names())})")
-        try:
-            vm = RTWOVirtualMachine(
-                vm_id=self._ids("vm"), vm_name=name, vm_version=version or engine_version(),
-                runtime_compatibility=(spec_version,), execution_mode=execution_mode,
-                status="registered", created_at=self._clock())
-        except ModelError as err:
-            raise InvalidInput(str(err)) from None
-        with self._writer.transaction() as tx:
-            self.store.insert(tx, "vms", row_of(vm))
-            self._writer.event(tx, f"vm:{vm.vm_id}", "vm.registered", vm.to_json(), vm.created_at)
-        return vm
-
-    def activate(self, vm_id: str) -> tuple[RTWOVirtualMachine, str]:
-        """Run the self-check; on success the VM becomes active. Returns (vm, evidence)."""
-        vm = self.get(vm_id)
-        if vm.status == "retired":
-            raise InvalidInput(f"VM {vm_id} is retired")
-        ok, evidence = self_check(vm.execution_mode, vm.runtime_compatibility[0])
-        if not ok:
-            raise InvalidInput(f"VM {vm_id} failed its self-check: {evidence}")
-        return self._set_status(vm, "active", evidence), evidence
-
-    def retire(self, vm_id: str) -> RTWOVirtualMachine:
-        vm = self.get(vm_id)
-        return vm if vm.status == "retired" else self._set_status(vm, "retired", "retired")
-
-    def _set_status(self, vm: RTWOVirtualMachine, status: str, evidence: str) -> RTWOVirtualMachine:
-        at = self._clock()
-        with self._writer.transaction() as tx:
-            tx.execute("UPDATE vms SET status = ? WHERE vm_id = ?", (status, vm.vm_id))
-            self._writer.event(tx, f"vm:{vm.vm_id}", "vm.status_changed",
-                               {"vmId": vm.vm_id, "from": vm.status, "to": status,
-                                "evidence": evidence}, at)
-        return self.get(vm.vm_id)
-
-    def for_execution(self, vm_id: str | None) -> RTWOVirtualMachine:
-        """The VM a new context runs on: the one named, which must be active, or else the
-        first active VM; with no VM registered at all, the reference interpreter's VM is
-        registered and activated (its self-check decides)."""
-        if vm_id is not None:
-            vm = self.get(vm_id)
-            if vm.status != "active":
-                raise InvalidInput(f"VM {vm_id} is {vm.status}, not active")
-            return vm
-        active = self.list(status="active", limit=1, strict=True)
-        if active:
-            return active[0]
-        if self.count() == 0:
-            return self._first_vm()
-        # Another writer may have made the first VM (registered and activated in one
-        # transaction) between the two reads above: look again before refusing.
-        active = self.list(status="active", limit=1, strict=True)
-        if active:
-            return active[0]
-        raise InvalidInput("no active VM: activate one (rtwo-vm vm activate ID)")
-
-    def _first_vm(self) -> RTWOVirtualMachine:
-        """Register and activate the reference VM in one transaction, unless another writer
-        did first (checked under the write lock): concurrent first calls make one VM."""
-        version = spec.latest()
-        ok, evidence = self_check("reference_interpreter", version)
-        vm = RTWOVirtualMachine(
-            vm_id=self._ids("vm"), vm_name=REFERENCE_VM_NAME, vm_version=engine_version(),
-            runtime_compatibility=(version,), execution_mode="reference_interpreter",
-            status="registered", created_at=self._clock())
-        with self._writer.transaction() as tx:
-            row = tx.execute("SELECT vm_id FROM vms WHERE status = 'active' "
-                             "ORDER BY created_at, vm_id LIMIT 1").fetchone()
-            others = tx.execute("SELECT count(*) FROM vms").fetchone()[0]
-            if row is None and others == 0:
-                self.store.insert(tx, "vms", row_of(vm))
-                self._writer.event(tx, f"vm:{vm.vm_id}", "vm.registered", vm.to_json(),
-                                   vm.created_at)
-                if ok:
-                    tx.execute("UPDATE vms SET status = 'active' WHERE vm_id = ?", (vm.vm_id,))
-                    self._writer.event(tx, f"vm:{vm.vm_id}", "vm.status_changed",
-                                       {"vmId": vm.vm_id, "from": "registered", "to": "active",
-                                        "evidence": evidence}, self._clock())
-        if row is not None:
-            return self.get(row["vm_id"])
-        if others:
-            raise InvalidInput("no active VM: activate one (rtwo-vm vm activate ID)")
-        if not ok:
-            raise InvalidInput(f"VM {vm.vm_id} failed its self-check: {evidence}")
-        return self.get(vm.vm_id)
+from rtwo_vm.runtime.vms import (  # noqa: F401 - the registry's services, imported from here
+    REFERENCE_VM_NAME, VirtualMachineRegistry, engine_version, self_check,
+)
 
 
 class DeterminismPolicyService(_RecordService):

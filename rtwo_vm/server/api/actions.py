@@ -15,6 +15,7 @@ from reference_vm import Limits
 from reference_vm.errors import VMError
 from reference_vm.rules import rules as rules_of
 from reference_vm.validate import validate
+import spec
 from rtwo_vm.inputs import CliError, operation_names, parse_hex
 from rtwo_vm.runtime import CallRequest, Runtime
 from rtwo_vm.runtime.records import SandboxManager
@@ -38,11 +39,16 @@ def deploy(rt: RT, body: DeployBody):
     """Deploy a container (hex) at ``address`` (default: the lowest free one from 0x100) with
     initial ``storage``; code that fails validation is refused with its container code."""
     code = body.code_bytes()
+    version = body.specVersion or rt.vms.newest_version()
+    if version not in spec.names():
+        raise ApiError("INVALID_REQUEST", f"specVersion: no spec version {version!r} "
+                                          f"(versions: {', '.join(spec.names())})")
     try:
-        validate(code, rules_of(runtime_version()))
+        validate(code, rules_of(version))
     except VMError as err:
         raise ApiError(err.code, f"code is not a valid container: {err.code}") from None
-    return rt.deploy(code, cast("int | None", body.address), body.storage_words()).to_json()
+    return rt.deploy(code, cast("int | None", body.address), body.storage_words(),
+                     spec_version=version).to_json()
 
 
 @router.post("/calls", status_code=201, response_model=schemas.RecordedExecution,
@@ -56,13 +62,14 @@ def call(rt: RT, body: CallBody):
         block_time=cast(int, body.time), random_seed=parse_hex(body.seed, "seed"), policy_id=body.policy,
         isolation_level=body.isolation, storage_access=body.storageAccess,
         limits=Limits(**{d: given[d] for d in Limits.DIMENSIONS if d in given}),
-        transaction_reference=body.txRef, vm_id=body.vm)
+        transaction_reference=body.txRef, vm_id=body.vm, execution_mode=body.executionMode)
     SandboxManager.plan(request.isolation_level, request.storage_access)
     # Runtime references are refused before anything is recorded (10.9), as rtwo-vm call does.
     if body.policy:
         rt.policies.for_execution(body.policy)
-    if body.vm:
-        rt.vms.for_execution(body.vm)
+    if body.vm or body.executionMode:
+        rt.vms.for_execution(body.vm, rt.lifecycle.contract_version(request.to),
+                             body.executionMode)
     recorded = rt.call(request)
     doc = recorded.to_json()
     if body.deliver:

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Optional, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
+import spec
 from rtwo_vm.inputs import CliError, parse_hex, parse_word
 from rtwo_vm.runtime.catalog import catalog, runtime_spec
 from rtwo_vm.server.api.codes import bounds
@@ -96,6 +97,9 @@ class DeployBody(Strict):
     address: Optional[Word] = None
     storage: dict[Annotated[str, Field(pattern=WORD_TEXT)], Word] = Field(
         default_factory=dict, description='initial storage {"KEY": "VALUE"} (words)')
+    specVersion: Optional[Name] = Field(
+        None, description="the spec version the contract is deployed under and its calls run "
+                          f"under ({', '.join(spec.names())}; default: the newest a VM runs)")
 
     def code_bytes(self) -> bytes:
         return _hex(self.code)
@@ -119,7 +123,12 @@ class CallBody(Strict):
     storageAccess: Access = None
     limits: SandboxLimits = Field(default_factory=lambda: SandboxLimits.model_validate({}))
     txRef: Optional[Name] = Field(None, description="transaction reference (default: request hash)")
-    vm: Optional[Name] = Field(None, description="VM id (default: the active VM)")
+    vm: Optional[Name] = Field(None, description="VM id (default: an active VM of the "
+                                                 "contract's spec version)")
+    executionMode: Optional[Name] = Field(
+        None, description="run on an active VM of this execution mode "
+                          f"({', '.join(catalog().values('execution_mode'))}; default: the "
+                          "first that has one)")
     deliver: StrictBool = Field(False, description="then run one delivery pass to the sinks")
 
 
