@@ -68,7 +68,8 @@ def _cmd_deploy(args) -> int:
         print_json(deployed.to_json())
     else:
         print(f"deployed {deployed.address}: {deployed.code_size} bytes, code {deployed.code_hash[:16]}, "
-              f"{deployed.storage_slots} storage slots; state root {deployed.state_root[:16]}")
+              f"{deployed.storage_slots} storage slots; state root {deployed.state_root[:16]}; "
+              f"spec {deployed.spec_version}")
     return 0
 
 
