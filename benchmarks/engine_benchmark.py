@@ -2,7 +2,9 @@
 mixed workload.
 
     python benchmarks/engine_benchmark.py [--rounds 3] [--workers 2] [--repeats 1,3,10,30]
-        [--example-repeats 1,10,100,1000]
+        [--example-repeats 1,10,100,1000] [--spec-version VERSION]
+
+Everything runs under one spec version (default: the newest), on that version's corpus.
 
 Prints, best of the rounds, every time as a ratio to the reference measured in the same run:
 
@@ -28,32 +30,54 @@ native extra (``pip install '.[native]'``); without it they are left out.
 from __future__ import annotations
 
 import argparse
+import functools
 import shlex
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import compiled_vm  # noqa: E402
+import spec  # noqa: E402
+from conformance.constants import corpus_dir  # noqa: E402
 from conformance.corpus import store  # noqa: E402
 from conformance.run.process import Settings  # noqa: E402
 from conformance.run.suite import Options, reference_command, run_suite  # noqa: E402
 from conformance.corpus.vector import request_of  # noqa: E402
 from reference_vm import Contract, Limits, Message, WorldState, assemble, execute  # noqa: E402
-from rtwo_vm.examples import requests_with_results  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 LOOP_ADDRESS, LOOP_N = 0x100, 200
 
 
-def _requests():
-    corpus_requests = [request_of(v["input"]) for v in store.load()]
-    examples = [(r.state, r.message, r.context, r.policy, r.limits)
-                for path in sorted((ROOT / "examples").glob("*.toml"))
-                for r, _ in requests_with_results(path)]
+def _example_requests(version: str) -> list[tuple]:
+    """The calls of examples/scenarios.toml (contract, caller and call data: the fields the
+    file uses), each against the state the previous successful calls of its scenario left."""
+    examples = ROOT / "examples"
+    out: list[tuple] = []
+    for scenario in tomllib.loads((examples / "scenarios.toml").read_text())["scenario"]:
+        state = WorldState({
+            int(address, 16): Contract(assemble((examples / body["code"]).read_text(), version),
+                                       {int(k, 16): int(v) for k, v in body.get("storage", {}).items()})
+            for address, body in scenario["contracts"].items()})
+        for call in scenario["call"]:
+            message = Message(int(call["to"], 16), int(call["caller"], 16),
+                              bytes.fromhex(call.get("calldata", "0x")[2:]))
+            out.append((state, message, None, None, None))
+            result = execute(state, message, version=version)
+            if result.ok:
+                state = state.with_changes(result.state_changes)
+    return out
+
+
+def _requests(version: str):
+    corpus_requests = [request_of(v["input"], version) for v in store.load(corpus_dir(version))]
+    examples = _example_requests(version)
     corpus_args = [(r.state, r.message, r.context, r.policy, r.limits) for r in corpus_requests]
-    loop = WorldState({LOOP_ADDRESS: Contract(assemble((ROOT / "benchmarks" / "loop.rasm").read_text()))})
+    code = assemble((ROOT / "benchmarks" / "loop.rasm").read_text(), version)
+    loop = WorldState({LOOP_ADDRESS: Contract(code)})
     loops = [(loop, Message(LOOP_ADDRESS, 1, LOOP_N.to_bytes(8, "little")), None, None,
               Limits(compute=10**9))]
     return examples, corpus_args, loops
@@ -77,25 +101,29 @@ def _interleaved(rounds: int, requests, repeat: int, reference, *engines) -> lis
     return best
 
 
-def _native():
+def _versioned(run, version: str):
+    return functools.partial(run, version=version)
+
+
+def _native(version: str):
     """Factories of fresh native engines (tiered, eager) and the adapter flag, or None."""
     import native_vm
     if native_vm.missing():
         return None
     from native_vm.cache import NativeCache
-    return (lambda: native_vm.Engine(cache=NativeCache()).execute,
-            lambda: native_vm.Engine(threshold=1, cold_segments=0, native_work=0,
-                                     cache=NativeCache()).execute)
+    return (lambda: _versioned(native_vm.Engine(cache=NativeCache()).execute, version),
+            lambda: _versioned(native_vm.Engine(threshold=1, cold_segments=0, native_work=0,
+                                                cache=NativeCache()).execute, version))
 
 
-def _check(requests, native) -> None:
-    engines = {"compiled": compiled_vm.Engine(threshold=1, cold_segments=0).execute}
+def _check(requests, native, version: str) -> None:
+    engines = {"compiled": _versioned(compiled_vm.Engine(threshold=1, cold_segments=0).execute, version)}
     if native is not None:
         import native_vm
-        engines["native"] = native_vm.Engine(threshold=1, cold_segments=0, native_work=0,
-                                             min_block=1, per_handler=0).execute
+        engines["native"] = _versioned(native_vm.Engine(threshold=1, cold_segments=0, native_work=0,
+                                                        min_block=1, per_handler=0).execute, version)
     for args in requests:
-        want = execute(*args).canonical_json()
+        want = execute(*args, version=version).canonical_json()
         for name, run in engines.items():
             for _ in range(2):
                 if run(*args).canonical_json() != want:
@@ -108,24 +136,28 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--repeats", default="1,3,10,30", help="R for the corpus programs")
     parser.add_argument("--example-repeats", default="1,10,100,1000", help="R for the example calls")
+    parser.add_argument("--spec-version", default=spec.latest(), choices=spec.names(),
+                        help="the spec version everything runs under (default: the newest)")
     args = parser.parse_args()
+    version = args.spec_version
+    reference = _versioned(execute, version)
     repeats = {"corpus": [int(r) for r in args.repeats.split(",")],
                "examples": [int(r) for r in args.example_repeats.split(",")],
                "loop": [1, 10, 100, 1000]}
-    examples, corpus_args, loops = _requests()
-    native = _native()
-    _check(examples + corpus_args + loops, native)
+    examples, corpus_args, loops = _requests(version)
+    native = _native(version)
+    _check(examples + corpus_args + loops, native, version)
 
-    engines = [lambda: compiled_vm.Engine().execute] + ([native[0]] if native else [])
-    ref, *times = _interleaved(args.rounds, corpus_args, 1, execute, *engines)
-    print(f"corpus: {len(corpus_args)} vectors, best of {args.rounds}")
+    engines = [lambda: _versioned(compiled_vm.Engine().execute, version)] + ([native[0]] if native else [])
+    ref, *times = _interleaved(args.rounds, corpus_args, 1, reference, *engines)
+    print(f"spec {version}; corpus: {len(corpus_args)} vectors, best of {args.rounds}")
     line = f"  in process   reference {ref:6.3f} s   compiled {times[0]:6.3f} s   ratio {times[0] / ref:5.2f}"
     if native:
         line += f"   native {times[1]:6.3f} s   ratio {times[1] / ref:5.2f}"
     print(line)
 
-    vectors = store.load()
-    settings = Settings(workers=args.workers)
+    vectors = store.load(corpus_dir(version))
+    settings = Settings(spec_version=version, workers=args.workers)
     commands = {"reference": reference_command(),
                 "compiled": shlex.join([*shlex.split(reference_command()), "--engine", "compiled"])}
     if native:
@@ -146,13 +178,14 @@ def main() -> int:
 
     print(f"mixed workload: {len(examples)} example calls, {len(corpus_args)} corpus programs and the "
           f"loop (N={LOOP_N}), each run R times; best of {args.rounds}; ratio = time / reference's")
-    makers = [lambda: compiled_vm.Engine().execute,
-              lambda: compiled_vm.Engine(threshold=1, cold_segments=0).execute, *(native or ())]
+    makers = [lambda: _versioned(compiled_vm.Engine().execute, version),
+              lambda: _versioned(compiled_vm.Engine(threshold=1, cold_segments=0).execute, version),
+              *(native or ())]
     labels = ["compiled tiered", "eager", *(("native tiered", "eager") if native else ())]
     for label, requests in (("examples", examples), ("corpus", corpus_args), ("loop", loops)):
         for repeat in repeats[label]:
             rounds = args.rounds if repeat * len(requests) < 50_000 else 1
-            ref, *times = _interleaved(rounds, requests, repeat, execute, *makers)
+            ref, *times = _interleaved(rounds, requests, repeat, reference, *makers)
             cells = "   ".join(f"{name} {t / ref:5.2f}" for name, t in zip(labels, times))
             print(f"  {label:9} R={repeat:<4} reference {ref:7.3f} s   {cells}")
     return 0

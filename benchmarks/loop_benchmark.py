@@ -12,7 +12,9 @@ as WebAssembly is the anchor row (its module compiled once, outside the timing).
 instruction count is measured, not assumed: two short traced runs give the instructions per
 iteration and the fixed overhead, and every result is checked against plain Python.
 
-Usage: python benchmarks/loop_benchmark.py [N] [REPEATS]
+Usage: python benchmarks/loop_benchmark.py [N] [REPEATS] [SPEC_VERSION]
+
+The loop is a container of, and runs under, SPEC_VERSION (default: the newest version).
 """
 
 from __future__ import annotations
@@ -24,10 +26,12 @@ from pathlib import Path
 from typing import Callable
 
 import compiled_vm
+import spec
 from reference_vm import Contract, Limits, Message, WorldState, assemble, execute
 from reference_vm.result import ExecutionResult
 
-CODE = assemble((Path(__file__).parent / "loop.rasm").read_text())
+VERSION = sys.argv[3] if len(sys.argv) > 3 else spec.latest()
+CODE = assemble((Path(__file__).parent / "loop.rasm").read_text(), VERSION)
 ADDRESS = 0x100
 WAT = """(module (func (export "loop") (param $n i64) (result i64) (local $acc i64) (local $i i64)
   (loop $next
@@ -48,7 +52,7 @@ class _Counter:
 def _run(n: int, tracer=None, engine=execute):
     state = WorldState({ADDRESS: Contract(CODE)})
     return engine(state, Message(ADDRESS, 1, n.to_bytes(8, "little")),
-                  limits=Limits(compute=10**12), tracer=tracer)
+                  limits=Limits(compute=10**12), version=VERSION, tracer=tracer)
 
 
 def instructions_for(n: int) -> int:
@@ -79,10 +83,10 @@ def native_engine():
     class Timed(native_vm.Engine):
         build_seconds = 0.0
 
-        def build(self, plan, word):
+        def build(self, plan):
             start = time.perf_counter()
             try:
-                return super().build(plan, word)
+                return super().build(plan)
             finally:
                 self.build_seconds += time.perf_counter() - start
 
@@ -135,7 +139,7 @@ def main() -> None:
                 assert out.ok and int.from_bytes(out.output, "little") == want, out
                 assert out.canonical_json() == first_result.canonical_json()
     plain = best["plain CPython"]
-    print(f"loop N={n}: {instructions} instructions, best of {repeats} (interleaved)")
+    print(f"loop N={n}, spec {VERSION}: {instructions} instructions, best of {repeats} (interleaved)")
     print(f"  {'plain CPython':14} {plain:7.3f} s {plain / n * 1e9:6.1f} ns/iteration   1.00x")
     for name in [r for r in rows if r != "plain CPython"]:
         t = best[name]

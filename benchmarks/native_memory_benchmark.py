@@ -24,17 +24,19 @@ import sys
 import time
 
 import native_vm
+import spec
 from reference_vm import Contract, Message, WorldState, assemble
 from reference_vm.program import load_program
 
 ENTRY = 0x100
 OTHER_CACHES = 1 << 20
+VERSION = spec.latest()       # the codes are containers of, and run under, the newest version
 
 
 def code(k: int) -> bytes:
     """A code of three regions (two blocks around a loop), distinct for each k."""
     return assemble(f"push 0\ncalldataload\ntop:\n push {k}\n push {k % 251 + 2}\n mul\n"
-                    f" push 0\n mstore\n push 1\n sub\n dup1\n jumpi top\nstop")
+                    f" push 0\n mstore\n push 1\n sub\n dup1\n jumpi top\nstop", VERSION)
 
 
 def rss_kib() -> int:
@@ -74,7 +76,7 @@ def measure(count: int, warmup: int, step: int) -> dict:
     next_sample = warmup
     while engine.native_compiled < count:
         state = WorldState({ENTRY: Contract(code(k))})
-        result = engine.execute(state, Message(ENTRY, 1, (3).to_bytes(8, "little")))
+        result = engine.execute(state, Message(ENTRY, 1, (3).to_bytes(8, "little")), version=VERSION)
         if not result.ok:
             raise RuntimeError(f"code {k}: {result.status} {result.error}")
         k += 1

@@ -50,12 +50,13 @@ def main() -> int:
     parser.add_argument("--budgets", action="store_true",
                         help="print the largest work units a row spent per configuration")
     args = parser.parse_args()
+    from proofs import versions
     from proofs.runner import Options, run_suite
     from proofs.solvers import load
 
     loop, loop_cpu = loop_seconds()
     start, cpu = time.perf_counter(), cpu_seconds()
-    rows = run_suite(Options(jobs=args.jobs))
+    rows = run_suite(Options(version=versions.newest(), jobs=args.jobs))
     suite = time.perf_counter() - start
     suite_cpu = cpu_seconds() - cpu
     statuses: defaultdict[str, int] = defaultdict(int)

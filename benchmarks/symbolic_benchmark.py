@@ -76,14 +76,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer program sizes")
     args = parser.parse_args()
-    from proofs.symbolic import Setup
+    from proofs import versions
+    from proofs.symbolic import Setup as SetupOf
     from proofs.symbolic.equivalence import compare
     from proofs.symbolic.properties import NO_FAILURE
     from proofs.symbolic.userfile import load_file
     from reference_vm import Limits, assemble
 
+    version = versions.newest()
+
     def code(path: str) -> bytes:
-        return assemble((ROOT / path).read_text())
+        return assemble((ROOT / path).read_text(), version)
+
+    def Setup(*args, **kwargs):  # noqa: N802 - the setups of the newest version with models
+        return SetupOf(*args, version=version, **kwargs)
 
     loop = loop_seconds()
     print(f"plain CPython loop ({ITERATIONS:,} iterations, best of 3): {loop:.3f} s")
@@ -113,7 +119,7 @@ def main() -> int:
     print("program length (K guarded steps on call data, K + 1 paths):")
     for k in ((2, 8) if args.quick else (2, 4, 8, 16, 32)):
         measure(f"  chain K={k} ({len(chain(k).splitlines())} lines)",
-                Setup(0x100, {0x100: assemble(chain(k))}, max_calldata=k), [NO_FAILURE], loop)
+                Setup(0x100, {0x100: assemble(chain(k), version)}, max_calldata=k), [NO_FAILURE], loop)
     print("loop bound (benchmarks/loop.rasm, trip count = call data word 0):")
     for bound in ((1, 4) if args.quick else (1, 2, 4, 8, 16)):
         measure(f"  loop bound {bound}",

@@ -1,7 +1,8 @@
-"""The native code of a process: compiled regions by (code digest, word width, head), bounded.
+"""The native code of a process: compiled regions by (code digest, spec version, word width,
+head), bounded.
 
 Machine code is a resource of the process, not of one engine, so there is one cache for every
-engine of the process (``CACHE``); a region is a pure function of its code, width and head, so
+engine of the process (``CACHE``); a region is a pure function of its code, version, width and head, so
 engines can share it. The cache is bounded both in regions (``MAX_REGIONS``) and in estimated
 bytes (``MAX_BYTES``: each region is charged ``REGION_BYTES`` for its JIT library — sections
 are allocated in whole pages — plus ``IR_BYTES`` per LLVM instruction it was lowered to; a

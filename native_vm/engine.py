@@ -1,8 +1,9 @@
 """The native tier on top of the compiled engine: interpret, compile to Python, then to machine
 code what keeps running.
 
-Frames run as in compiled_vm (its engine, profiles and generated Python are used unchanged):
-segments are interpreted through the reference's fast path and counted, and at ``threshold``
+Frames run on compiled_vm's tiered driver (compiled_vm/driver.py: the request stages, the
+profiles and the generated Python of compiled_vm are used unchanged; this engine brings its
+profile class, its profiled loop and its ``compile``): segments are interpreted through the reference's fast path and counted, and at ``threshold``
 starts the region at a segment is compiled to Python. A region the native tier can take
 (plan.py: a loop, or a long block) is then watched: each call of its Python function is given
 at most ``native_work`` compute units (a lower limit can only make a region hand over to the
@@ -23,21 +24,19 @@ from __future__ import annotations
 import hashlib
 import weakref
 
-from compiled_vm.cache import COLD, Profile
+from compiled_vm.cache import Profile
 from compiled_vm.engine import CompiledExecution, Engine as CompiledEngine, THRESHOLD, COLD_SEGMENTS
 from native_vm.cache import CACHE, NativeCache
 from native_vm.plan import MAX_IR, MIN_BLOCK, PER_HANDLER, Plan, plan_for
 from native_vm.region import NativeRegion
 from reference_vm import policy as policy_mod
-from reference_vm.errors import VMError
-from reference_vm.execute import (
-    Tracer, _before_execution, admit, execute as reference_execute, run_entry, with_defaults,
-)
+from reference_vm.execute import Tracer
 from reference_vm.machine import Frame
+from reference_vm.program import Program
 from reference_vm.request import Context, Limits, Message
 from reference_vm.result import ExecutionResult
+from reference_vm.rules import Rules
 from reference_vm.state import WorldState
-from reference_vm.words import word as word_of
 
 # Compute units a region runs on the compiled tier before going native. Compiling a region
 # with LLVM takes tens of milliseconds (the loop benchmark's loop: about 0.1 s on a busy
@@ -53,7 +52,7 @@ class NativeProfile(Profile):
 
     __slots__ = ("work", "lower", "_digest", "__weakref__")
 
-    def __init__(self, program):
+    def __init__(self, program: Program) -> None:
         super().__init__(program)
         self.work: list[int | None] = [None] * len(program.segments)
         self.lower: dict[int, object] = {}
@@ -67,26 +66,11 @@ class NativeProfile(Profile):
 
 
 class NativeExecution(CompiledExecution):
-    engine: "Engine"
+    """The driver's execution with the native tier's profiled loop: a region's compiled-tier
+    function, while watched, is given at most the rest of its budget and goes native once it
+    has run it."""
 
-    def _run(self, frame: Frame) -> None:
-        program = frame.program
-        code = program.code.code
-        cache = self.engine.cache
-        table = cache.table(self.word.bits)
-        profile = table.get(code)
-        pc = 0
-        if profile is None:     # first sight of this code: interpret, unless the frame runs long
-            cache.put(table, code, COLD)
-            pc = self._run_cold(frame) if self.engine.cold_segments else 0
-            profile = table.get(code)
-            if not isinstance(profile, NativeProfile):
-                profile = NativeProfile(program)
-                cache.put(table, code, profile)
-        elif not isinstance(profile, NativeProfile):
-            profile = NativeProfile(program)
-            cache.put(table, code, profile)
-        self._run_profiled(frame, profile, pc)
+    engine: "Engine"
 
     def _run_profiled(self, frame: Frame, profile, pc: int) -> None:
         engine = self.engine
@@ -110,7 +94,7 @@ class NativeExecution(CompiledExecution):
                     done += meter.compute_used - before
                     if done >= budget:
                         work[pc] = None
-                        engine.go_native(profile, pc, self.word)
+                        engine.go_native(profile, pc, self.rules)
                     else:
                         work[pc] = done
                 if result >= 0:
@@ -121,7 +105,7 @@ class NativeExecution(CompiledExecution):
                 count = counts[pc] + 1
                 counts[pc] = count
                 if count == threshold:
-                    engine.compile(profile, pc, self.word)
+                    engine.compile(profile, pc, self.rules)
                     if fns[pc] is not None:
                         continue
             segment = segments[pc]
@@ -138,6 +122,9 @@ class Engine(CompiledEngine):
     native instructions a loop needs per instruction that leaves native code; ``cache``: the
     native code cache (the process's by default)."""
 
+    execution_class = NativeExecution
+    profile_class = NativeProfile
+
     def __init__(self, threshold: int = THRESHOLD, cold_segments: int = COLD_SEGMENTS,
                  native_work: int = NATIVE_WORK, min_block: int = MIN_BLOCK,
                  per_handler: int = PER_HANDLER, cache: NativeCache | None = None):
@@ -152,28 +139,35 @@ class Engine(CompiledEngine):
         self.native_failures = 0     # regions LLVM refused or that failed to lower
         self.native_refused = 0      # regions past the IR bound, or larger than the whole cache
 
-    def plan(self, profile, head: int) -> Plan | None:
-        return plan_for(profile.program, head, self.min_block, self.per_handler)
+    def plan(self, profile, head: int, rules: Rules) -> Plan | None:
+        return plan_for(profile.program, head, rules, self.min_block, self.per_handler)
 
-    def compile(self, profile, head: int, word) -> None:
-        plan = self.plan(profile, head)
-        if plan is not None and not self.native_work and self.go_native(profile, head, word, plan):
+    def compile(self, profile, head: int, rules: Rules) -> None:
+        plan = self.plan(profile, head, rules)
+        if plan is not None and not self.native_work and self.go_native(profile, head, rules, plan):
             return
-        super().compile(profile, head, word)
+        super().compile(profile, head, rules)
         if plan is not None and self.native_work and profile.fns[head] is not None:
             profile.work[head] = 0
 
-    def go_native(self, profile, head: int, word, plan: Plan | None = None) -> bool:
+    @staticmethod
+    def region_key(profile: NativeProfile, head: int, rules: Rules) -> tuple:
+        """The native cache's key of the region at ``head`` of the profile's code under
+        ``rules``. The version is part of it: the same code runs other handlers (SHA256's
+        price, say) and other instructions under another version."""
+        return (profile.digest(), rules.version, rules.bits, head)
+
+    def go_native(self, profile, head: int, rules: Rules, plan: Plan | None = None) -> bool:
         """Install machine code for the region at head (from the cache, or compiled now);
         False when it stays on the lower tiers."""
         if plan is None:
-            plan = self.plan(profile, head)
+            plan = self.plan(profile, head, rules)
             if plan is None:
                 return False
-        key = (profile.digest(), word.bits, head)
+        key = self.region_key(profile, head, rules)
         region = self.native.get(key)
         if region is None:
-            region = self.build(plan, word)
+            region = self.build(plan)
             if region is None:
                 return False
             fresh = True
@@ -190,13 +184,13 @@ class Engine(CompiledEngine):
             self.native.put(key, region)
         return True
 
-    def build(self, plan: Plan, word) -> NativeRegion | None:
+    def build(self, plan: Plan) -> NativeRegion | None:
         try:
             # LLVM is loaded when a region first goes native: a process that runs only code
             # that runs once never pays for it.
             from native_vm import jit
             from native_vm.lower import Lowering
-            lowered = Lowering(plan, word).lower()
+            lowered = Lowering(plan).lower()
             # Past the bound, or larger than the whole cache (it would leave as it arrives).
             if lowered.size > MAX_IR or not self.native.fits(lowered.size):
                 self.native_refused += 1
@@ -209,32 +203,14 @@ class Engine(CompiledEngine):
         self.native_compiled += 1
         return region
 
-    def execute(self, state: WorldState, message: Message, context: Context | None = None,
-                policy: policy_mod.Policy | None = None, limits: Limits | None = None, *,
-                word_bits: int | None = None, tracer: Tracer | None = None) -> ExecutionResult:
-        """Run ``message`` against ``state``; the same result as ``reference_vm.execute``."""
-        if tracer is not None:
-            return reference_execute(state, message, context, policy, limits,
-                                     word_bits=word_bits, tracer=tracer)
-        context, policy, limits = with_defaults(context, policy, limits)
-        try:
-            word = word_of(word_bits)
-            try:
-                program = admit(state, message, context, policy, limits, word, self.bound_program)
-            except VMError as err:
-                return _before_execution(err.kind, err.code)
-            return run_entry(NativeExecution(self, state, context, policy, limits, word, None),
-                             program, message, limits)
-        except Exception:  # noqa: BLE001 - as the reference: any escape is INTERNAL_ERROR
-            return _before_execution("internal", "INTERNAL_ERROR")
-
 
 DEFAULT = Engine()
 
 
 def execute(state: WorldState, message: Message, context: Context | None = None,
             policy: policy_mod.Policy | None = None, limits: Limits | None = None, *,
-            word_bits: int | None = None, tracer: Tracer | None = None) -> ExecutionResult:
+            version: str, word_bits: int | None = None,
+            tracer: Tracer | None = None) -> ExecutionResult:
     """``reference_vm.execute`` on the process-wide native engine."""
-    return DEFAULT.execute(state, message, context, policy, limits, word_bits=word_bits,
-                           tracer=tracer)
+    return DEFAULT.execute(state, message, context, policy, limits, version=version,
+                           word_bits=word_bits, tracer=tracer)

@@ -35,7 +35,6 @@ from native_vm.abi import FIELDS, CTX, GOTO, INTERPRET, RUN, Exit
 from native_vm.plan import HANDLER, IN_PLACE, NATIVE, Plan, kind
 from reference_vm.instructions.stack import family_of
 from reference_vm.program import Segment
-from reference_vm.words import Word
 
 I8, I64 = ir.IntType(8), ir.IntType(64)
 PTR = ir.PointerType()
@@ -50,10 +49,10 @@ class Lowered:
 
 
 class Lowering:
-    def __init__(self, plan: Plan, word: Word):
+    def __init__(self, plan: Plan):
         self.plan = plan
         self.region = plan.region
-        self.word = word
+        self.word = word = plan.rules.word
         self.W = ir.IntType(word.bits)
         self.module = ir.Module(name="rtwo")
         fn = ir.Function(self.module, ir.FunctionType(I64, [PTR, PTR]), name="region")

@@ -1,4 +1,5 @@
-"""The operations the native code computes, as llvmlite IR (spec sections 6.3 to 6.5).
+"""The operations the native code computes, as llvmlite IR (spec sections 6.3 to 6.5; MULHU,
+MULHS, CLZ, CTZ and POPCNT from version 1.1).
 
 Every function takes the IR builder and W-bit integer values (W the word width: i8, i16, i32
 or i64) and returns a W-bit value. LLVM's integer operations wrap modulo 2^W, which is the
@@ -6,6 +7,8 @@ spec's arithmetic; what LLVM leaves undefined is excluded before it can happen: 
 zero, and MIN / -1 in signed division, are replaced by 1 before dividing and the spec's result
 selected; shift amounts are reduced below W before shifting and the out-of-range result
 selected; rotates use the funnel-shift intrinsics, whose amount is taken modulo W, as the spec's.
+The high products multiply at 2W bits (where nothing wraps) and keep the top W; the bit counts
+are LLVM's ctlz, cttz (told a zero operand is defined: the result is then W) and ctpop.
 """
 
 from __future__ import annotations
@@ -78,12 +81,38 @@ def shrs(b, a, s):
 
 def _funnel(b, name: str, a, s):
     ty = a.type
+    return b.call(_intrinsic(b, name, ty, [ty, ty, ty]), [a, a, s])
+
+
+def _high_product(b, x, y, signed: bool):
+    """The high W bits of the 2W-bit product (MULHU, MULHS): both operands extended to 2W bits
+    (with zeros, or with the sign), multiplied (no 2W-bit product wraps), shifted down by W."""
+    ty = x.type
+    wide = ir.IntType(2 * ty.width)
+    extend = b.sext if signed else b.zext
+    product = b.mul(extend(x, wide), extend(y, wide))
+    return b.trunc(b.lshr(product, ir.Constant(wide, ty.width)), ty)
+
+
+def _intrinsic(b, name: str, ty: ir.IntType, types: list):
     module = b.module
     full = f"llvm.{name}.i{ty.width}"
     fn = module.globals.get(full)
     if fn is None:
-        fn = ir.Function(module, ir.FunctionType(ty, [ty, ty, ty]), name=full)
-    return b.call(fn, [a, a, s])
+        fn = ir.Function(module, ir.FunctionType(ty, types), name=full)
+    return fn
+
+
+def _count_zeros(name: str):
+    # ctlz/cttz with is_zero_poison false: W for a zero operand, the spec's result.
+    def op(b, x):
+        fn = _intrinsic(b, name, x.type, [x.type, ir.IntType(1)])
+        return b.call(fn, [x, ir.Constant(ir.IntType(1), 0)])
+    return op
+
+
+def popcnt(b, x):
+    return b.call(_intrinsic(b, "ctpop", x.type, [x.type]), [x])
 
 
 def rotl(b, a, s):
@@ -112,11 +141,14 @@ BINARY = {
     "OR": lambda b, x, y: b.or_(x, y),
     "XOR": lambda b, x, y: b.xor(x, y),
     "SHL": shl, "SHRU": shru, "SHRS": shrs, "ROTL": rotl, "ROTR": rotr,
+    "MULHU": lambda b, x, y: _high_product(b, x, y, False),
+    "MULHS": lambda b, x, y: _high_product(b, x, y, True),
 }
 
 UNARY = {
     "ISZERO": lambda b, x: _bool(b, b.icmp_unsigned("==", x, ir.Constant(x.type, 0)), x.type),
     "NOT": lambda b, x: b.xor(x, ir.Constant(x.type, (1 << x.type.width) - 1)),
+    "CLZ": _count_zeros("ctlz"), "CTZ": _count_zeros("cttz"), "POPCNT": popcnt,
 }
 
 

@@ -3,15 +3,17 @@
 Every instruction of a region is one of three kinds, decided from its row of the spec table:
 
 - ``NATIVE``: computed by the generated machine code: PUSH/DUP/SWAP/POP/NOP, arithmetic,
-  comparisons, bitwise operations, the frame's reads (CALLER, SELF, CALLDATASIZE,
+  comparisons, bitwise operations (from 1.1 also MULHU, MULHS, CLZ, CTZ, POPCNT), the
+  frame's reads (CALLER, SELF, CALLDATASIZE,
   CALLDATALOAD, DATASIZE, RETURNDATASIZE, MSIZE, COMPUTELEFT) and the static jumps. None of
   them has a cost rule or is gated, so none can fail once its segment's checks passed.
 - ``IN_PLACE``: MLOAD, MSTORE, MLOAD8, MSTORE8, done in place while memory already covers the
   access (their memory_expansion rule then charges nothing); otherwise the native code leaves
   at the instruction and the reference handler runs it (grows memory or fails).
-- ``HANDLER``: everything else — storage, events, calls, SHA-256, the copies, the gated
-  context reads (TIME, RANDOM), CALLSUB/RETSUB and the halts: the native code always leaves
-  at the instruction's exact boundary and the shared reference handler runs it.
+- ``HANDLER``: everything else — storage and transient storage, events, calls and
+  STATICCALL, SHA-256, the copies, the gated context reads (TIME, RANDOM), CALLSUB/RETSUB
+  and the halts: the native code always leaves at the instruction's exact boundary and the
+  shared reference handler, built for the execution's version, runs it.
 
 A row that would change kind with the spec (a cost rule or a gate added to ADD, say) falls to
 HANDLER: only rows without a cost rule and not gated are computed natively, and only the
@@ -23,19 +25,17 @@ machine code costs about as much as running that many instructions as generated 
 loop must hold at least ``PER_HANDLER`` native instructions per HANDLER instruction, or it
 stays on the compiled tier, where a handler is a plain Python call. Bounds (code size and
 compile time per region): at most ``MAX_INSTRUCTIONS`` instructions, a stack window
-(need + peak) within the stack depth, and at most ``MAX_IR`` LLVM instructions once lowered.
+(need + peak) within the stack depth of the execution's version, and at most ``MAX_IR`` LLVM instructions once lowered.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import spec
 from compiled_vm.regions import Region, region_at
 from reference_vm.instructions.stack import family_of
 from reference_vm.program import Program
-
-STACK_DEPTH = spec.load().limits["machine"]["stack_depth"]
+from reference_vm.rules import Rules
 
 NATIVE, IN_PLACE, HANDLER = "native", "in_place", "handler"
 
@@ -45,6 +45,7 @@ COMPUTED = frozenset({
     "POP", "NOP", "ADD", "SUB", "MUL", "DIVU", "DIVS", "REMU", "REMS",
     "EQ", "ISZERO", "LTU", "LTS", "GTU", "GTS",
     "AND", "OR", "XOR", "NOT", "SHL", "SHRU", "SHRS", "ROTL", "ROTR",
+    "MULHU", "MULHS", "CLZ", "CTZ", "POPCNT",
     "CALLER", "SELF", "CALLDATASIZE", "CALLDATALOAD", "DATASIZE", "RETURNDATASIZE", "MSIZE",
     "COMPUTELEFT", "JUMP", "JUMPI",
 })
@@ -80,15 +81,17 @@ class Plan:
     counted: bool
     head: int
     instructions: int
+    rules: Rules         # the version and word width the region's code runs under
 
 
-def plan_for(program: Program, head: int, min_block: int = MIN_BLOCK,
+def plan_for(program: Program, head: int, rules: Rules, min_block: int = MIN_BLOCK,
              per_handler: int = PER_HANDLER) -> Plan | None:
-    """The plan for the region at ``head``, or None when it stays on the lower tiers."""
+    """The plan for the region at ``head`` of a program run under ``rules``, or None when it
+    stays on the lower tiers."""
     region = region_at(program, head)
     steps = [d for segment in region.segments for d, _ in segment.steps]
     count = len(steps)
-    if count > MAX_INSTRUCTIONS or region.need + region.peak > STACK_DEPTH:
+    if count > MAX_INSTRUCTIONS or region.need + region.peak > rules.stack_depth:
         return None
     kinds = [kind(d) for d in steps]
     handlers = kinds.count(HANDLER)
@@ -101,4 +104,4 @@ def plan_for(program: Program, head: int, min_block: int = MIN_BLOCK,
         if count < min_block:
             return None
         counted = False
-    return Plan(region, counted, head, count)
+    return Plan(region, counted, head, count, rules)

@@ -25,7 +25,9 @@ import spec
 from native_vm.abi import CTX, CTX_SIZE, GOTO, INTERPRET, Exit
 from native_vm.plan import Plan
 
-STACK_DEPTH = spec.load().limits["machine"]["stack_depth"]
+# The window holds a region's need + peak items, at most its version's stack depth (plan.py):
+# sized for the deepest stack of every version there is.
+WINDOW = max(spec.load(v.version).limits["machine"]["stack_depth"] for v in spec.versions())
 
 FUNCTION = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p)
 _char = ctypes.c_char
@@ -45,7 +47,7 @@ class Buffers:
 
     def __init__(self) -> None:
         self.ctx = (ctypes.c_int64 * CTX_SIZE)()
-        self.window = (ctypes.c_uint64 * STACK_DEPTH)()
+        self.window = (ctypes.c_uint64 * WINDOW)()
         self.ctx_address = _addressof(self.ctx)
         self.window_address = _addressof(self.window)
 
@@ -70,7 +72,7 @@ class NativeRegion:
 
     __slots__ = ("tracker", "function", "exits", "need", "peak", "bail", "memory", "call_data",
                  "frame_reads", "return_data", "size", "head", "counted", "installs",
-                 "generation", "__weakref__")
+                 "generation", "stack_depth", "__weakref__")
 
     def __init__(self, plan: Plan, lowered, tracker, address: int, generation: int = 0):
         self.tracker = tracker             # keeps the code alive
@@ -79,6 +81,7 @@ class NativeRegion:
         self.exits: tuple[Exit, ...] = lowered.exits
         region = plan.region
         self.need, self.peak = region.need, region.peak
+        self.stack_depth = plan.rules.stack_depth
         self.head = plan.head
         self.bail = ~plan.head
         self.counted = plan.counted
@@ -112,7 +115,7 @@ class NativeRegion:
     def __call__(self, frame, stack, meter, limit) -> int:
         n = len(stack)
         need = self.need
-        if n < need or n + self.peak > STACK_DEPTH:
+        if n < need or n + self.peak > self.stack_depth:
             return self.bail
         buffers = thread_buffers()
         ctx, window = buffers.ctx, buffers.window

@@ -12,20 +12,8 @@ from typing import Callable
 
 import z3
 
-from proofs.machine import PAGE_SIZE, RUNNING, Branch, Memory, State
-from proofs.words import SPEC, ceil_div
-
-SCHEDULE = SPEC.schedule
-PAGE_COST = SCHEDULE["memory"]["page_cost"]
-COPY_WORD_SIZE = SCHEDULE["copy"]["word_size"]
-COPY_WORD_COST = SCHEDULE["copy"]["word_cost"]
-HASH_BLOCK_SIZE = SCHEDULE["hash"]["block_size"]
-HASH_BLOCK_COST = SCHEDULE["hash"]["block_cost"]
-DIGEST_SIZE = SCHEDULE["hash"]["digest_size"]
-NEW_SLOT_COST = SCHEDULE["storage"]["new_slot_cost"]
-READ_UNITS = SCHEDULE["storage"]["read_units"]
-WRITE_UNITS = SCHEDULE["storage"]["write_units"]
-NEW_SLOT_UNITS = SCHEDULE["storage"]["new_slot_units"]
+from proofs.machine import RUNNING, Branch, Memory, State
+from proofs.words import Width, ceil_div
 
 Step = Callable[[State], list[Branch]]
 
@@ -85,7 +73,7 @@ def grow_to(state: State, end) -> list[Branch]:
     """5.3.2: grow memory to cover [0, end)."""
     w, memory = state.w, state.memory
     fits = z3.ULE(end, memory.size(w))
-    new = ceil_div(end, PAGE_SIZE) - memory.pages
+    new = ceil_div(end, w.num.page_size) - memory.pages
     over = z3.UGT(state.pages_live + new, state.memory_limit)
     out = [running(state, "memory covers range", fits),
            halt(state, "MEMORY_LIMIT_EXCEEDED", z3.And(z3.Not(fits), over), "memory limit")]
@@ -98,7 +86,7 @@ def grow_to(state: State, end) -> list[Branch]:
                                   pages_peak=z3.If(z3.UGT(live, s.pages_peak), live,
                                                    s.pages_peak)), "memory grows")]
 
-    growing = charge(state, new * PAGE_COST, "page cost")
+    growing = charge(state, new * w.num.page_cost, "page cost")
     growing = then(growing, append_pages)
     guard = z3.And(z3.Not(fits), z3.Not(over))
     out += [Branch(b.label, b.status, z3.And(guard, b.cond), b.state) for b in growing]
@@ -114,12 +102,12 @@ def touch(state: State, offset, length) -> list[Branch]:
     return out
 
 
-def copy_cost(length):
-    return ceil_div(length, COPY_WORD_SIZE) * COPY_WORD_COST
+def copy_cost(w: Width, length):
+    return ceil_div(length, w.num.copy_word_size) * w.num.copy_word_cost
 
 
-def hash_cost(length):
-    return ceil_div(length, HASH_BLOCK_SIZE) * HASH_BLOCK_COST
+def hash_cost(w: Width, length):
+    return ceil_div(length, w.num.hash_block_size) * w.num.hash_block_cost
 
 
 def charge_storage(state: State, units) -> list[Branch]:

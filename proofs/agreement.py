@@ -24,7 +24,6 @@ from proofs.concrete import (
     with_oracle, world_of,
 )
 from proofs.replay import complete, run_interpreter
-from proofs.words import SPEC
 
 RUNNING = "running"
 
@@ -38,7 +37,7 @@ def model_outcome(x: dict, model=None, world: World | None = None, pre=None):
         world = world_of(x, pre) if world is None else world
         world.model_table = None if model is None else {"CALL": model}
         pre = with_oracle(pre, call_oracle(pre, world, model))
-    size = SPEC.by_mnemonic[x["mnemonic"]].immediate_size
+    size = pre.w.spec.by_mnemonic[x["mnemonic"]].immediate_size
     imm = z3.BitVecVal(x["immediate"], 8 * size) if size else None
     return taken(execute.step(pre, x["mnemonic"], imm, model))
 

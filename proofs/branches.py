@@ -1,6 +1,6 @@
 """Concrete inputs that hit every branch of an opcode's model, found by z3.
 
-``branch_inputs(mnemonic, width)`` is the entry point other tools use (conformance vectors):
+``branch_inputs(mnemonic, bits, version)`` is the entry point other tools use (conformance vectors):
 one inputs dict (replay.py's format) per branch of the model — zero divisor, MIN / -1,
 shift >= W, every halt (stack underflow and overflow, each limit, return stack, trap),
 empty and growing memory ranges, new and existing storage slots, each CALL outcome — plus
@@ -26,7 +26,7 @@ from z3 import z3core
 from proofs.evaluate import compile_term, constant
 from proofs.execute import immediate, step
 from proofs.machine import RUNNING, WINDOW, fresh_state, well_formed
-from proofs.words import SPEC, width
+from proofs.words import width
 
 SMALL_BYTES = 40
 # Work units (z3 rlimit) of one branch-input check: the most any check of the 95 opcodes
@@ -46,7 +46,7 @@ def _operand(s, ins, name: str):
 
 
 # Memory ranges an instruction reads or writes, as (start operand, length operand or a
-# constant byte count; "W" is the word size), by the signature's names.
+# constant byte count; "W" is the word size, "D" the digest size), by the signature's names.
 Range = tuple[str, "str | int"]
 _OFFSET_LENGTH: list[Range] = [("offset", "length")]
 MEMORY_RANGES: dict[str, list[Range]] = {
@@ -55,7 +55,7 @@ MEMORY_RANGES: dict[str, list[Range]] = {
     "MCOPY": [("dst", "length"), ("src", "length")],
     "CALLDATACOPY": [("dst", "length")], "DATACOPY": [("dst", "length")],
     "RETURNDATACOPY": [("dst", "length")],
-    "SHA256": [("src", "length"), ("dst", SPEC.schedule["hash"]["digest_size"])],
+    "SHA256": [("src", "length"), ("dst", "D")],
     "RETURN": _OFFSET_LENGTH, "REVERT": _OFFSET_LENGTH, "CALL": _OFFSET_LENGTH,
     **{f"LOG{k}": _OFFSET_LENGTH for k in range(5)},
 }
@@ -76,6 +76,8 @@ def _range(s, ins, start: str, length):
     w = s.w
     if length == "W":
         length = w.size
+    elif length == "D":
+        length = w.num.digest_size
     n = w.cval(length) if isinstance(length, int) else w.widen(_operand(s, ins, length))
     return w.widen(_operand(s, ins, start)), n
 
@@ -348,10 +350,10 @@ def _exact_limits(branch, pre):
 
 
 @functools.cache
-def _branch_inputs(mnemonic: str, bits: int) -> tuple:
+def _branch_inputs(mnemonic: str, bits: int, version: str) -> tuple:
     keep_freed_memory()
-    w = width(bits)
-    ins = SPEC.by_mnemonic[mnemonic]
+    w = width(bits, version)
+    ins = w.spec.by_mnemonic[mnemonic]
     pre = fresh_state(w)
     imm = immediate(w, ins)
     found = []
@@ -385,11 +387,12 @@ def _branch_inputs(mnemonic: str, bits: int) -> tuple:
     return tuple(sorted(found, key=lambda d: d["branch"]))
 
 
-def branch_inputs(mnemonic: str, width: int = 64) -> list[dict]:
-    """Concrete inputs hitting each branch of ``mnemonic``'s model (see module doc)."""
-    if mnemonic not in SPEC.by_mnemonic:
-        raise KeyError(f"no instruction {mnemonic!r}")
-    return [dict(d) for d in _branch_inputs(mnemonic, width)]
+def branch_inputs(mnemonic: str, bits: int, version: str) -> list[dict]:
+    """Concrete inputs hitting each branch of ``mnemonic``'s model of spec ``version`` at
+    ``bits`` (see module doc)."""
+    if mnemonic not in width(bits, version).spec.by_mnemonic:
+        raise KeyError(f"no instruction {mnemonic!r} in spec version {version}")
+    return [dict(d) for d in _branch_inputs(mnemonic, bits, version)]
 
 
 def _read(model, term) -> int:
@@ -436,7 +439,7 @@ def inputs_from_model(model, s, mnemonic: str, imm=None) -> dict:
     window = [r(v) for v in s.stack]
     stack = list(reversed(window[:min(height, WINDOW)]))
     pages = r(s.memory.pages)
-    size = pages * SPEC.schedule["memory"]["page_size"]
+    size = pages * w.num.page_size
     interesting = set(range(min(size, 64)))
     for v in window[:6]:
         if v < size:
@@ -449,7 +452,7 @@ def inputs_from_model(model, s, mnemonic: str, imm=None) -> dict:
     rheight = r(s.rheight)
     rs = [r(v) for v in s.rstack]
     x = {
-        "mnemonic": mnemonic, "width": w.bits,
+        "mnemonic": mnemonic, "width": w.bits, "version": w.version,
         "immediate": r(imm) if imm is not None else 0, "stack": stack, "height": height,
         "return_stack": [0] * max(0, rheight - 2) + list(reversed(rs[:min(rheight, 2)])),
         "pc": r(s.pc), "compute_used": r(s.compute), "compute_limit": r(s.compute_limit),

@@ -328,18 +328,19 @@ def _small_model(query, claim):
     if query.pre is None or query.mnemonic is None or query.operands:
         return None
     from proofs import branches
-    from proofs.words import SPEC
     return branches.solve_small(z3.And(*query.assumptions, z3.Not(claim)), query.pre,
-                                SPEC.by_mnemonic[query.mnemonic])
+                                query.pre.w.spec.by_mnemonic[query.mnemonic])
 
 
 def _word_counterexample(model, query) -> dict:
     """A word law's operand values, replayed as the law's instruction on both sides."""
     from proofs.agreement import compare
-    from proofs.words import SPEC
+    from proofs.words import width
+    version = query.version or verdicts.current.version
     values = [model.eval(v, model_completion=True).as_long() for v in query.operands]
-    arity = SPEC.by_mnemonic[query.mnemonic].inputs
-    inputs = {"mnemonic": query.mnemonic, "width": query.width, "stack": values[:arity]}
+    arity = width(query.width, version).spec.by_mnemonic[query.mnemonic].inputs
+    inputs = {"mnemonic": query.mnemonic, "width": query.width, "version": version,
+              "stack": values[:arity]}
     return {"inputs": inputs, "operand_values": values,
             "differences": compare(inputs, verdicts.current.handler_overrides.get(query.mnemonic),
                                    verdicts.current.model_overrides.get(query.mnemonic))}

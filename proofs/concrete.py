@@ -19,9 +19,9 @@ from proofs.machine import (
     RUNNING, WINDOW, Bytes, CallOracle, Env, State, array_bytes, base_memory, memory_range,
 )
 from proofs.replay import (
-    CALLEE_KEY, CALLEES, PAGE_SIZE, POLICIES, REENTRANT, REENTRY, REENTRY_KEY, Observed, Sampled,
+    CALLEE_KEY, CALLEES, POLICIES, REENTRANT, REENTRY, REENTRY_KEY, Observed, Sampled,
 )
-from proofs.words import SPEC, Width, width
+from proofs.words import Sorts, Width, width
 
 MAX_CALLEE_STEPS = 10_000
 
@@ -63,39 +63,39 @@ def stores(array: z3.ArrayRef, items) -> z3.ArrayRef:
     return out
 
 
-def counter(w: Width, v: int) -> z3.BitVecRef:
+def counter(w: Sorts, v: int) -> z3.BitVecRef:
     """w.cval(v), from the numeral cache (w.cval refuses a value out of range)."""
     return numeral(w.counter_bits, v) if 0 <= v < 1 << w.counter_bits else w.cval(v)
 
 
-def word(w: Width, v: int) -> z3.BitVecRef:
+def word(w: Sorts, v: int) -> z3.BitVecRef:
     """w.wval(v), from the numeral cache."""
     return numeral(w.bits, v & w.mask)
 
 
-def byte_array(w: Width, data: bytes) -> z3.ArrayRef:
+def byte_array(w: Sorts, data: bytes) -> z3.ArrayRef:
     array = z3.K(z3.BitVecSort(w.counter_bits), numeral(8, 0))
     c = w.counter_bits
     return stores(array, ((numeral(c, k), numeral(8, b)) for k, b in enumerate(data) if b))
 
 
-def concrete_bytes(w: Width, data: bytes) -> Bytes:
+def concrete_bytes(w: Sorts, data: bytes) -> Bytes:
     return array_bytes(counter(w, len(data)), byte_array(w, data))
 
 
-def word_array(w: Width, mapping: dict[int, int]) -> z3.ArrayRef:
+def word_array(w: Sorts, mapping: dict[int, int]) -> z3.ArrayRef:
     array = z3.K(z3.BitVecSort(w.bits), word(w, 0))
     return stores(array, ((word(w, k), word(w, mapping[k])) for k in sorted(mapping)))
 
 
-def no_call(w: Width, storage) -> CallOracle:
+def no_call(w: Sorts, storage) -> CallOracle:
     zero = counter(w, 0)
     return CallOracle(z3.BoolVal(False), z3.BoolVal(False), z3.BoolVal(False), zero, zero,
                       zero, zero, zero, zero, zero, storage, concrete_bytes(w, b""))
 
 
 def concrete_state(x: dict) -> State:
-    w = width(x["width"])
+    w = width(x["width"], x["version"])
     cv = functools.partial(counter, w)
     wv = functools.partial(word, w)
     stack = [0] * (x["height"] - len(x["stack"])) + list(x["stack"])
@@ -138,6 +138,7 @@ class World:
     programs: dict[int, list]
     storage: dict[int, z3.ArrayRef]
     policy: str
+    version: str
     model_table: dict | None = None       # mnemonic -> model (mutation tests), else the table's
     # The call records of spec 7.5.2, in the order calls start: (depth, caller, callee,
     # status, error, error_pc, compute, memory_pages, reads, writes, new_slots, units).
@@ -150,20 +151,22 @@ class World:
         program = self.programs.get(address)
         if program is None:
             return "CONTRACT_NOT_FOUND"
-        return next((code for code in (policy_refusal(self.policy, m) for m, _ in program)
+        return next((code for code in (policy_refusal(self.policy, m, self.version)
+                                       for m, _ in program)
                      if code is not None), None)
 
 
 @functools.cache
-def policy_refusal(name: str, mnemonic: str) -> str | None:
+def policy_refusal(name: str, mnemonic: str, version: str) -> str | None:
     from proofs.policy import concrete_refusal
-    code = concrete_refusal(POLICIES[name], SPEC.by_mnemonic[mnemonic])
+    table = width(None, version).spec
+    code = concrete_refusal(POLICIES[name], table.by_mnemonic[mnemonic], table)
     return None if code == "none" else code
 
 
-def _kind(status: str) -> str:
+def _kind(status: str, w: Width) -> str:
     """A halt's status as a record states it: success, reverted, or the error's kind."""
-    return status if status in ("success", "reverted") else SPEC.errors[status].kind
+    return status if status in ("success", "reverted") else w.spec.errors[status].kind
 
 
 def world_of(x: dict, pre: State) -> World:
@@ -177,20 +180,21 @@ def world_of(x: dict, pre: State) -> World:
         programs[x["callee_address"]] = callee
     if x["callee"] in REENTRANT:
         programs[x["address"]] = REENTRY
-    return World(programs, storage, x["policy"])
+    return World(programs, storage, x["policy"], x["version"])
 
 
 def run_program(state: State, program: list[tuple[str, int]], world: World | None = None):
     """Run a straight program (instruction list) through the model until it halts; a CALL
     in it runs its callee from ``world`` (none: no contract can run)."""
     offsets, pc = {}, 0
+    rows = state.w.spec.by_mnemonic
     for mnemonic, imm in program:
         offsets[pc] = (mnemonic, imm)
-        pc += SPEC.by_mnemonic[mnemonic].size
+        pc += rows[mnemonic].size
     table = world.model_table if world is not None else None
     for _ in range(MAX_CALLEE_STEPS):
         mnemonic, imm = offsets[value(state.pc)]
-        ins = SPEC.by_mnemonic[mnemonic]
+        ins = rows[mnemonic]
         imm_term = z3.BitVecVal(imm, 8 * ins.immediate_size) if ins.immediate_size else None
         model = None if table is None else table.get(mnemonic)
         if mnemonic == "CALL" and world is not None:
@@ -229,7 +233,7 @@ def call_oracle(pre: State, world: World, model=None) -> CallOracle:
         return none  # halted before the call, or the depth rule refused it
     refused = world.refusal(target)
     if refused is not None:
-        world.records.append((depth, caller, target, _kind(refused), refused, None,
+        world.records.append((depth, caller, target, _kind(refused, w), refused, None,
                               0, 0, 0, 0, 0, 0))
         return none
     index = len(world.records)
@@ -261,7 +265,7 @@ def call_oracle(pre: State, world: World, model=None) -> CallOracle:
     used = [value(getattr(t, n)) - value(getattr(after, n))
             for n in ("compute", "reads", "writes", "new_slots", "storage_units")]
     error = None if end.status in ("success", "reverted") else end.status
-    world.records[index] = (depth, caller, target, _kind(end.status), error,
+    world.records[index] = (depth, caller, target, _kind(end.status, w), error,
                             value(t.pc) if error else None, used[0], value(t.memory.pages),
                             *used[1:])
     return CallOracle(
@@ -281,7 +285,7 @@ def observe(x: dict, branch, probe_keys=(), extra_probes=(), world: World | None
     height = value(s.height)
     depth = min(height, len(s.stack))
     stack = [value(v) for v in reversed(s.stack[:depth])]
-    size = value(s.memory.pages) * PAGE_SIZE
+    size = value(s.memory.pages) * w.num.page_size
     probes = sorted(set(memory_probes(x, size)) | {i for i in extra_probes if i < size})
     memory = bytearray(size)
     for i, byte in zip(probes, read_at(w, s.memory.read, probes)):

@@ -4,7 +4,9 @@ CrossHair models Python ints as unbounded integers and concretizes ``^``, ``|`` 
 shifts, so it explores paths rather than proving them. Each function below is an
 assert-style contract (leading asserts are preconditions, the last assert the spec's
 promise) over a 64-bit handler; ``run`` checks them all in one CrossHair process with a fixed
-budget and returns the counterexamples it prints.
+budget and returns the counterexamples it prints. The handlers are the base version's
+(CrossHair imports this module by name, so it takes no version): the contracted word
+operations are the same in every version.
 """
 
 from __future__ import annotations
@@ -14,13 +16,13 @@ import sys
 import types
 
 from reference_vm.instructions import table
-from reference_vm.words import word
+from reference_vm.rules import rules
 
 import spec
 
-_W = word(64)
-_MASK, _MIN = _W.mask, _W.sign_bit
-_HANDLERS = {i.mnemonic: table(_W)[i.opcode] for i in spec.load().instructions}
+_RULES = rules(spec.versions()[0].version, 64)
+_MASK, _MIN = _RULES.word.mask, _RULES.word.sign_bit
+_HANDLERS = {i.mnemonic: table(_RULES)[i.opcode] for i in _RULES.spec.instructions}
 BUDGET_SECONDS = 20
 PER_CONDITION_SECONDS = 2
 

@@ -34,10 +34,11 @@ def task_scripts(task: tuple, registered: list) -> list[str]:
     return out
 
 
-def lines(options=None) -> list[str]:
-    """One line per theorem task: its rows' names, width and the sha256 of each script."""
-    from proofs import runner
-    options = options or runner.Options(agreement=False)
+def lines(options=None, version: str | None = None) -> list[str]:
+    """One line per theorem task: its rows' names, width and the sha256 of each script
+    (the theorems of spec ``version``, the newest with models by default)."""
+    from proofs import runner, versions
+    options = options or runner.Options(version=version or versions.newest(), agreement=False)
     registered = runner.theorems(options)
     out = []
     for task in runner.plan(options, registered):

@@ -15,8 +15,7 @@ from z3 import z3core
 
 from proofs.accounting import charge, halt, then
 from proofs.instructions import Model, models
-from proofs.machine import RUNNING, STACK_DEPTH, Branch, State
-from proofs.words import SPEC
+from proofs.machine import RUNNING, Branch, State
 
 # Flows after which the operation itself sets the next offset.
 SETS_PC = frozenset({"jump", "branch", "call_sub", "return_sub"})
@@ -28,14 +27,14 @@ def immediate(w, ins, name: str = "imm"):
 
 
 def step(state: State, mnemonic: str, imm=None, model: Model | None = None) -> list[Branch]:
-    ins = SPEC.by_mnemonic[mnemonic]
     w = state.w
-    model = models(w.bits)[mnemonic] if model is None else model
+    ins = w.spec.by_mnemonic[mnemonic]
+    model = models(w.bits, w.version)[mnemonic] if model is None else model
     cv = w.cval
     underflow = z3.ULT(state.height, cv(ins.inputs))
     # Evaluated only when the stack holds the inputs, so the subtraction cannot wrap.
     overflow = z3.And(z3.Not(underflow),
-                      z3.UGT(state.height - cv(ins.inputs) + cv(ins.outputs), cv(STACK_DEPTH)))
+                      z3.UGT(state.height - cv(ins.inputs) + cv(ins.outputs), cv(w.num.stack_depth)))
     checked = z3.And(z3.Not(underflow), z3.Not(overflow))
     # A row that pops nothing cannot underflow, one that pushes no more than it pops
     # cannot overflow (a well-formed height is at most the depth): no branch for those, so

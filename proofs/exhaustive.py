@@ -17,23 +17,23 @@ import z3
 from proofs.evaluate import compile_term
 from proofs.instructions import models
 from proofs.machine import fresh_state
-from proofs.words import SPEC, width
+from proofs.words import width
 
 WORD_TYPES = ("arithmetic", "comparison", "bitwise")
 BITS = 8
 
 
-def word_operations() -> list[str]:
-    return [i.mnemonic for i in SPEC.instructions
+def word_operations(version: str) -> list[str]:
+    return [i.mnemonic for i in width(BITS, version).spec.instructions
             if i.type in WORD_TYPES and i.outputs == 1 and i.inputs in (1, 2)]
 
 
-def result_term(mnemonic: str, bits: int = BITS, model=None):
+def result_term(mnemonic: str, version: str, bits: int = BITS, model=None):
     """(operand variables bottom to top, the pushed value as one term)."""
-    w = width(bits)
+    w = width(bits, version)
     s = fresh_state(w, "x_")
-    ins = SPEC.by_mnemonic[mnemonic]
-    model = model or models(bits)[mnemonic]
+    ins = w.spec.by_mnemonic[mnemonic]
+    model = model or models(bits, version)[mnemonic]
     branches = model(s, None)
     term = branches[-1].state.stack[0]
     for b in reversed(branches[:-1]):
@@ -41,15 +41,17 @@ def result_term(mnemonic: str, bits: int = BITS, model=None):
     return list(reversed(s.stack[:ins.inputs])), term
 
 
-def check_operation(mnemonic: str, handler=None, model=None, bits: int = BITS) -> list[dict]:
+def check_operation(mnemonic: str, version: str, handler=None, model=None,
+                    bits: int = BITS) -> list[dict]:
     """Every operand tuple at ``bits``; returns the disagreeing inputs (at most 5)."""
     from reference_vm.instructions import table
-    from reference_vm.words import word
+    from reference_vm.rules import rules
 
-    variables, term = result_term(mnemonic, bits, model)
+    variables, term = result_term(mnemonic, version, bits, model)
     evaluate = compile_term(term, variables)
-    ins = SPEC.by_mnemonic[mnemonic]
-    handler = handler or table(word(bits))[ins.opcode]
+    rule = rules(version, bits)
+    ins = rule.spec.by_mnemonic[mnemonic]
+    handler = handler or table(rule)[ins.opcode]
     frame = types.SimpleNamespace(stack=None)
     found = []
     values = range(1 << bits)
@@ -63,7 +65,8 @@ def check_operation(mnemonic: str, handler=None, model=None, bits: int = BITS) -
             got = f"raised {type(err).__name__}"
         expected = evaluate(*operands)
         if got != expected:
-            found.append({"mnemonic": mnemonic, "width": bits, "stack": list(operands),
+            found.append({"mnemonic": mnemonic, "width": bits, "version": version,
+                          "stack": list(operands),
                           "model": expected, "interpreter": got})
             if len(found) >= 5:
                 break

@@ -153,7 +153,8 @@ def _replay_call(model, query, handler=None) -> dict:
             "operands": [{"term": _text(a), "value": v} for a, v in zip(args, stack)],
             "model_pushes": _value(model, pushed)}
     try:
-        observed = run_interpreter({"mnemonic": mnemonic, "width": query.width, "stack": stack},
+        observed = run_interpreter({"mnemonic": mnemonic, "width": query.width,
+                                    "version": query.version, "stack": stack},
                                    handler if mnemonic == query.mnemonic else None)
         call["outcome"] = observed.status
         call["interpreter_pushes"] = observed.stack[-1] if observed.stack else None

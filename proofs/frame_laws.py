@@ -14,18 +14,17 @@ from __future__ import annotations
 import z3
 
 from proofs.execute import step
-from proofs.machine import CALL_DEPTH, REVERTED, RUNNING, SUCCESS, fresh_state, well_formed
-from proofs.registry import Query, Theorem, declare
-from proofs.words import SPEC, width
-
-CALL_COST = SPEC.by_mnemonic["CALL"].cost
-PAGE_COST = SPEC.schedule["memory"]["page_cost"]
+from proofs.machine import REVERTED, RUNNING, SUCCESS, fresh_state, well_formed
+from proofs.registry import Query, Theorem, declare_versions
+from proofs.words import width
 
 
-def _law(name: str, opcode: str, make, note: str = "", profile: str | None = None) -> Theorem:
-    """A law ``make(w, pre, branches)`` over every branch of one ``opcode`` step at 64 bits."""
+def law(version: str, name: str, opcode: str, make, note: str = "",
+         profile: str | None = None) -> Theorem:
+    """A law ``make(w, pre, branches)`` over every branch of one ``opcode`` step at 64 bits
+    under spec ``version``."""
     def build(bits, model=None):
-        w = width(bits)
+        w = width(bits, version)
         pre = fresh_state(w)
         claims = make(w, pre, step(pre, opcode, None, model))
         return Query(claims, [well_formed(pre)], pre, opcode)
@@ -56,7 +55,7 @@ def _call(w, pre, branches):
     Storage is unchanged whenever ok is 0."""
     o = pre.env.oracle
     cv = w.cval
-    too_deep = z3.UGT(pre.env.depth + cv(1), cv(CALL_DEPTH))
+    too_deep = z3.UGT(pre.env.depth + cv(1), cv(w.num.call_depth))
     ran = z3.And(z3.Not(too_deep), o.runnable)
     j = w.counter("j")
 
@@ -88,14 +87,15 @@ def _call_charge(w, pre, branches):
     cost and the call-data range's pages), the callee's usage stays charged, up to its limit
     min(caller's limit, used + compute); a callee that never runs costs nothing more."""
     o, cv = pre.env.oracle, w.cval
-    ran = z3.And(z3.Not(z3.UGT(pre.env.depth + cv(1), cv(CALL_DEPTH))), o.runnable)
+    ran = z3.And(z3.Not(z3.UGT(pre.env.depth + cv(1), cv(w.num.call_depth))), o.runnable)
     compute = w.widen(pre.stack[2])
     claims = []
     for b in branches:
         if b.status != RUNNING:
             continue
         t = b.state
-        start = pre.compute + cv(CALL_COST) + (t.memory.pages - pre.memory.pages) * cv(PAGE_COST)
+        start = (pre.compute + cv(w.spec.by_mnemonic["CALL"].cost)
+                 + (t.memory.pages - pre.memory.pages) * cv(w.num.page_cost))
         limit = z3.If(z3.ULT(pre.compute_limit, start + compute), pre.compute_limit,
                       start + compute)
         used = start + o.compute
@@ -104,7 +104,10 @@ def _call_charge(w, pre, branches):
     return claims
 
 
-def theorems() -> list[Theorem]:
+def theorems(version: str) -> list[Theorem]:
+    """The frame laws of spec ``version``."""
+    def _law(*args) -> Theorem:
+        return law(version, *args)
     return [
         _law("return_output_bytes", "RETURN", _output(SUCCESS),
              "output = memory[offset, offset + length), every byte"),
@@ -117,4 +120,4 @@ def theorems() -> list[Theorem]:
     ]
 
 
-declare(*theorems())
+declare_versions(theorems)

@@ -20,7 +20,8 @@ write.
 
 from __future__ import annotations
 
-from proofs.machine import CALL_DEPTH
+import functools
+
 from proofs.replay import CALLEES, POLICIES, REENTRANT, REENTRY_KEY
 
 CALLEE_ADDRESS = 0x200
@@ -37,18 +38,21 @@ BASE: dict = {
 POLICY_SENSITIVE = ("store", "memory", "reenter", "reenter_revert", "time", "random", "read")
 
 
-def _call(kind: str, policy: str = "open", compute: int | None = None, offset: int = 4,
-          length: int = 8, **changes) -> dict:
+def call_case(version: str, kind: str, policy: str = "open", compute: int | None = None,
+          offset: int = 4, length: int = 8, **changes) -> dict:
     if compute is None:  # the looping callee runs out of a small operand, the others finish
         compute = 120 if kind == "spin" else 1_000_000
-    x = dict(BASE, callee=kind, policy=policy,
+    x = dict(BASE, version=version, callee=kind, policy=policy,
              stack=[CALLEE_ADDRESS, compute, offset, length], label=f"{kind} under {policy}")
     x.update(changes)
     return x
 
 
-def frame_inputs() -> list[dict]:
-    """The cases, in a fixed order (each labelled)."""
+def frame_inputs(version: str) -> list[dict]:
+    """The cases of spec ``version``, in a fixed order (each labelled)."""
+    from proofs.words import width
+    call_depth = width(64, version).num.call_depth
+    _call = functools.partial(call_case, version)
     cases = [_call(kind) for kind in CALLEES]
     cases += [_call(kind, policy) for kind in POLICY_SENSITIVE for policy in POLICIES
               if policy != "open"]
@@ -57,8 +61,8 @@ def frame_inputs() -> list[dict]:
             continue
         edge = f"{kind}: "
         cases += [
-            _call(kind, depth=CALL_DEPTH, label=edge + "the call refused by the depth rule"),
-            _call(kind, depth=CALL_DEPTH - 1, label=edge + "the callee at the deepest frame"),
+            _call(kind, depth=call_depth, label=edge + "the call refused by the depth rule"),
+            _call(kind, depth=call_depth - 1, label=edge + "the callee at the deepest frame"),
             _call(kind, compute=6, label=edge + "a compute operand of 6"),
             _call(kind, memory_limit=2, label=edge + "memory limit one page above the caller's"),
             _call(kind, storage_limit=STORAGE_UNITS + 1,
@@ -75,12 +79,12 @@ def frame_inputs() -> list[dict]:
     return cases
 
 
-def check(handler=None, model=None) -> tuple[int, list[dict]]:
+def check(version: str, handler=None, model=None) -> tuple[int, list[dict]]:
     """(cases run, disagreements) of every case."""
     from proofs.agreement import compare
 
     found = []
-    cases = frame_inputs()
+    cases = frame_inputs(version)
     for x in cases:
         label = x.pop("label")
         diffs = compare(x, handler, model)

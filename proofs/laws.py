@@ -16,12 +16,10 @@ import hashlib
 import z3
 
 from proofs.instructions.hash import sha256_symbol
-from proofs.machine import PAGE_SIZE
 from proofs.registry import (
-    Theorem, declare, state_law_theorem as state_law, value, word_law_theorem as word_law,
-    words,
+    Theorem, declare_versions, state_law_theorem, value, word_law_theorem, words,
 )
-from proofs.words import SPEC, byte_of, ceil_div, sgt, slt, width
+from proofs.words import byte_of, ceil_div, sgt, slt
 
 
 def _arith(bits, op):
@@ -72,7 +70,7 @@ def _divs(bits, op):
 
     Instantiating 4 with Q = DIVU(|a|, |b|), R = REMU(|a|, |b|) (true by 2 and 3) and
     rewriting with 1 gives the signed law for the model's own DIVS and REMS."""
-    w = width(bits)
+    w = op.w
     a, b, q_, r_, x, y = words(bits, "a b Q R x y")
     mag = w.abs_unsigned
     big, bigb = mag(a), mag(b)
@@ -121,7 +119,7 @@ def _divs_nonnegative_by_negative(a, b, q_, r_, big, bigb, q, r):
 
 def _division_edges(bits, op):
     a = z3.BitVec("a", bits)
-    w = width(bits)
+    w = op.w
     mn, m1, mask = w.wval(w.min_signed), w.wval(-1), w.wval(w.mask)
     return [op("DIVU", a, 0) == mask, op("REMU", a, 0) == a, op("DIVS", a, 0) == m1,
             op("REMS", a, 0) == a, op("DIVS", mn, m1) == mn, op("REMS", mn, m1) == 0,
@@ -131,7 +129,7 @@ def _division_edges(bits, op):
 
 def _compare(bits, op):
     a, b, c = words(bits, "a b c")
-    w = width(bits)
+    w = op.w
     flip = w.wval(w.min_signed)
     t = lambda x: x == 1  # noqa: E731
     results = [op(m, a, b) for m in ("EQ", "LTU", "LTS", "GTU", "GTS")] + [op("ISZERO", a)]
@@ -174,7 +172,7 @@ def _shru(bits, op):
 
 
 def _shrs(bits, op):
-    w = width(bits)
+    w = op.w
 
     def floor_division(a, k):
         # q = ⌊sa / 2^k⌋ characterised in 2W-bit signed arithmetic: q·2^k <= sa < (q+1)·2^k.
@@ -190,7 +188,7 @@ def _shrs(bits, op):
 
 
 def _rotate(bits, op):
-    w = width(bits)
+    w = op.w
     a, s = words(bits, "a s")
     r = z3.URem(s, bits)
     claims = []
@@ -282,7 +280,7 @@ def _jumpi(w, pre, run):
 def _callsub_retsub(w, pre, run):
     imm = z3.BitVec("imm", 32)
     claims = []
-    size = SPEC.by_mnemonic["CALLSUB"].size
+    size = w.spec.by_mnemonic["CALLSUB"].size
     for b in run(pre, "CALLSUB", imm):
         claims.append(z3.Implies(b.cond, b.state.pc == w.widen(imm)))
         for c in run(b.state, "RETSUB"):
@@ -299,13 +297,13 @@ def _calldataload(w, pre, run):
 
 
 def _computeleft(w, pre, run):
-    cost = SPEC.by_mnemonic["COMPUTELEFT"].cost
+    cost = w.spec.by_mnemonic["COMPUTELEFT"].cost
     return [z3.Implies(b.cond, b.state.stack[0] == w.narrow(
         pre.compute_limit - pre.compute - w.cval(cost))) for b in run(pre, "COMPUTELEFT")]
 
 
 def _log(w, pre, run, mnemonic="LOG2"):
-    n = SPEC.by_mnemonic[mnemonic].inputs - 2
+    n = w.spec.by_mnemonic[mnemonic].inputs - 2
     off, j = w.widen(pre.stack[n + 1]), w.counter("j")
     claims = []
     for b in run(pre, mnemonic):
@@ -334,10 +332,9 @@ RANDOM_INSTANCES = ((bytes(32), 0), (bytes(range(32)), 1), (bytes(range(255, 223
                     (bytes([7] * 31 + [0x80]), (1 << 39) + 5))
 
 
-def stream_word(seed: bytes, counter: int, bits: int) -> int:
+def stream_word(seed: bytes, counter: int, bits: int, size: int) -> int:
     """Chapter 6.12 with hashlib: the first W/8 bytes, read little-endian, of
-    SHA-256(seed || counter as schedule.toml counter_size bytes little-endian)."""
-    size = SPEC.schedule["randomness"]["counter_size"]
+    SHA-256(seed || counter as ``size`` (schedule.toml counter_size) bytes little-endian)."""
     digest = hashlib.sha256(seed + counter.to_bytes(size, "little")).digest()
     return int.from_bytes(digest[:bits // 8], "little")
 
@@ -355,7 +352,7 @@ def _context(w, pre, run):
         at = pre.replace(env=env, random_counter=w.cval(counter))
         for b in run(at, "RANDOM"):
             claims.append(z3.Implies(b.cond, b.state.stack[0] == w.wval(
-                stream_word(seed, counter, w.bits))))
+                stream_word(seed, counter, w.bits, w.num.counter_size))))
     return claims
 
 
@@ -363,9 +360,9 @@ def _call(w, pre, run):
     """ok is 0 or 1; a failed call leaves storage as it was; compute used stays within the
     callee's limit min(caller's limit, used after the call-data touch + compute) (5.2.1)."""
     length, offset, compute = (w.widen(v) for v in pre.stack[:3])
-    after_base = pre.compute + w.cval(SPEC.by_mnemonic["CALL"].cost)
-    page_cost = SPEC.schedule["memory"]["page_cost"]
-    grown = after_base + (ceil_div(offset + length, PAGE_SIZE) - pre.memory.pages) * page_cost
+    after_base = pre.compute + w.cval(w.spec.by_mnemonic["CALL"].cost)
+    page_cost = w.num.page_cost
+    grown = after_base + (ceil_div(offset + length, w.num.page_size) - pre.memory.pages) * page_cost
     claims = []
     for b in run(pre, "CALL"):
         t = b.state
@@ -376,7 +373,13 @@ def _call(w, pre, run):
     return claims
 
 
-def theorems() -> list[Theorem]:
+def theorems(version: str) -> list[Theorem]:
+    """The category laws of spec ``version``."""
+    def word_law(*args) -> Theorem:
+        return word_law_theorem(*args, version=version)
+
+    def state_law(*args) -> Theorem:
+        return state_law_theorem(*args, version=version)
     return [
         word_law("ring_laws_add_sub", "ADD", (64,), _arith),
         word_law("ring_laws_mul", "MUL", (64,), _mul),
@@ -412,6 +415,6 @@ def theorems() -> list[Theorem]:
     ]
 
 
-declare(*theorems())
+declare_versions(theorems)
 
-__all__ = ["value", "words", "word_law", "state_law", "theorems"]
+__all__ = ["value", "words", "theorems"]

@@ -20,14 +20,8 @@ from typing import Callable
 
 import z3
 
-from proofs.words import SPEC, Width
+from proofs.words import Width
 
-MACHINE = SPEC.limits["machine"]
-MAXIMUM = SPEC.limits["maximum"]
-PAGE_SIZE = SPEC.schedule["memory"]["page_size"]
-STACK_DEPTH = MACHINE["stack_depth"]
-RETURN_STACK_DEPTH = MACHINE["return_stack_depth"]
-CALL_DEPTH = MACHINE["call_depth"]
 WINDOW = 18            # deepest item any instruction reads is SWAP16's 17th; one spare
 SMALL_BITS = 40        # bound of abstract counts (offsets in code, callee usage): < 2^40
 
@@ -46,11 +40,11 @@ class Memory:
     hash_key: tuple | None = None
 
     def size(self, w: Width) -> z3.BitVecRef:
-        return self.pages * w.cval(PAGE_SIZE)
+        return self.pages * w.cval(w.num.page_size)
 
 
 def base_memory(w: Width, pages, array) -> Memory:
-    size = pages * w.cval(PAGE_SIZE)
+    size = pages * w.cval(w.num.page_size)
     zero = z3.BitVecVal(0, 8)
     return Memory(pages, lambda i: z3.If(z3.ULT(i, size), array[i], zero), (array, size))
 
@@ -218,21 +212,22 @@ def fresh_state(w: Width, p: str = "", window: int = WINDOW) -> State:
 def well_formed(s: State, window: int = WINDOW) -> z3.BoolRef:
     """The invariants every reachable pre-state satisfies (chapters 2 and 5)."""
     w = s.w
-    ule, cv = z3.ULE, w.cval
+    ule, cv, n = z3.ULE, w.cval, w.num
+    maximum = n.maximum
     small = cv((1 << SMALL_BITS) - 1)
     return z3.And(
-        ule(s.height, cv(STACK_DEPTH)),
-        ule(s.rheight, cv(RETURN_STACK_DEPTH)),
-        ule(s.compute, s.compute_limit), ule(s.compute_limit, cv(MAXIMUM["compute"])),
+        ule(s.height, cv(n.stack_depth)),
+        ule(s.rheight, cv(n.return_stack_depth)),
+        ule(s.compute, s.compute_limit), ule(s.compute_limit, cv(maximum["compute"])),
         ule(s.memory.pages, s.pages_live), ule(s.pages_live, s.pages_peak),
-        ule(s.pages_live, s.memory_limit), ule(s.memory_limit, cv(MAXIMUM["memory_pages"])),
+        ule(s.pages_live, s.memory_limit), ule(s.memory_limit, cv(maximum["memory_pages"])),
         ule(s.storage_units, s.storage_limit),
-        ule(s.storage_limit, cv(MAXIMUM["storage_units"])),
+        ule(s.storage_limit, cv(maximum["storage_units"])),
         ule(s.reads, small), ule(s.writes, small), ule(s.new_slots, small),
-        ule(s.random_counter, small), ule(s.pc, cv(MACHINE["code_size"])),
-        ule(s.env.call_data.length, small), ule(s.env.data.length, cv(MACHINE["data_size"])),
+        ule(s.random_counter, small), ule(s.pc, cv(n.code_size)),
+        ule(s.env.call_data.length, small), ule(s.env.data.length, cv(n.data_size)),
         ule(s.return_data.length, small), ule(s.env.oracle.output.length, small),
-        ule(cv(1), s.env.depth), ule(s.env.depth, cv(CALL_DEPTH)),
+        ule(cv(1), s.env.depth), ule(s.env.depth, cv(n.call_depth)),
     )
 
 

@@ -38,12 +38,10 @@ from compiled_vm.regions import Region, stack_shape
 from reference_vm.decode import Decoded
 from reference_vm.instructions import table
 from reference_vm.program import _ends_segment, _segment
-from reference_vm.words import word
+from reference_vm.rules import rules
 
 from proofs.replay import complete, run_interpreter
-from proofs.words import SPEC
 
-STACK_DEPTH = SPEC.limits["machine"]["stack_depth"]
 FILLER = 0xA5           # PUSH1's immediate in the programs (any non-zero byte)
 PATHS = ("fast", "compiled")
 
@@ -52,11 +50,12 @@ class PathError(Exception):
     """A compiled region answered something the engine would not accept."""
 
 
-def shape(items: list[tuple[str, int]]) -> tuple[int, int, int]:
+def shape(items: list[tuple[str, int]], version: str) -> tuple[int, int, int]:
     """(need, peak, base cost) of a straight instruction list, from the spec table."""
     height = need = peak = cost = 0
+    rows = rules(version).spec.by_mnemonic
     for mnemonic, _ in items:
-        ins = SPEC.by_mnemonic[mnemonic]
+        ins = rows[mnemonic]
         need = max(need, ins.inputs - height)
         height += ins.outputs - ins.inputs
         peak = max(peak, height)
@@ -66,7 +65,9 @@ def shape(items: list[tuple[str, int]]) -> tuple[int, int, int]:
 
 def variants(x: dict) -> list[tuple[str, list[tuple[str, int]], dict]]:
     """(name, program, inputs) of every replay of a completed inputs ``x``."""
-    ins = SPEC.by_mnemonic[x["mnemonic"]]
+    rule = rules(x["version"])
+    ins = rule.spec.by_mnemonic[x["mnemonic"]]
+    depth = rule.stack_depth
     me = (x["mnemonic"], x["immediate"])
     stack = list(x["stack"])
     top = stack[-1] if stack else 0
@@ -75,16 +76,16 @@ def variants(x: dict) -> list[tuple[str, list[tuple[str, int]], dict]]:
     around = [("PUSH1", FILLER), ("POP", 0), me] + ([] if ends else [("PUSH1", FILLER),
                                                                         ("POP", 0)])
     name = "PUSH1 POP " + ("before" if ends else "around")
-    need, peak, cost = shape(around)
+    need, peak, cost = shape(around, x["version"])
     out.append((name, around, x))
-    for height in (STACK_DEPTH - peak, STACK_DEPTH - peak + 1):
+    for height in (depth - peak, depth - peak + 1):
         if height >= len(stack):
             out.append((f"{name}, stack height {height}", around, {**x, "height": height}))
     for limit in (x["compute_used"] + cost, x["compute_used"] + cost - 1):
         out.append((f"{name}, compute limit {limit}", around, {**x, "compute_limit": limit}))
     swapped = [("POP", 0), ("PUSH8", top), me]
     out.append(("POP PUSH8 before", swapped, x))
-    short = shape(swapped)[0] - 1
+    short = shape(swapped, x["version"])[0] - 1
     fewer = {k: v for k, v in x.items() if k != "callee_address"}
     fewer.update(stack=stack[len(stack) - short:] if short else [], height=short)
     out.append((f"POP PUSH8 before, {short} stack items", swapped, fewer))
@@ -94,13 +95,14 @@ def variants(x: dict) -> list[tuple[str, list[tuple[str, int]], dict]]:
 def segment_of(x: dict, program: list[tuple[str, int]], handler=None):
     """The program as one segment starting at the input's pc, built by program._segment
     with the table's handlers (``handler`` in place of the instruction's)."""
-    w = word(x["width"])
-    handlers = dict(table(w))
+    rule = rules(x["version"], x["width"])
+    rows = rule.spec.by_mnemonic
+    handlers = dict(table(rule))
     if handler is not None:
-        handlers[SPEC.by_mnemonic[x["mnemonic"]].opcode] = handler
+        handlers[rows[x["mnemonic"]].opcode] = handler
     run, offset = [], x["pc"]
     for mnemonic, imm in program:
-        ins = SPEC.by_mnemonic[mnemonic]
+        ins = rows[mnemonic]
         run.append(Decoded(offset, ins, imm & ((1 << 8 * ins.immediate_size) - 1)))
         offset += ins.size
     return _segment(run, handlers)
@@ -110,12 +112,13 @@ _CODE: dict[str, CodeType] = {}     # generated source -> its code object
 MAX_CODES = 4096
 
 
-def compiled(segment, bits: int):
+def compiled(segment, bits: int, version: str):
     """codegen's function for ``segment`` as a block region, or None when codegen cannot
     compile it (the engine then keeps interpreting it)."""
     need, peak, net = stack_shape((segment,))
     try:
-        source, namespace = generate(Region((segment,), False, need, peak, net), word(bits))
+        source, namespace = generate(Region((segment,), False, need, peak, net),
+                                     rules(version, bits))
         code = _CODE.get(source)
         if code is None:
             if len(_CODE) >= MAX_CODES:
@@ -128,7 +131,7 @@ def compiled(segment, bits: int):
     return namespace["region"]
 
 
-def runner(path: str, segment, bits: int, failed_at: list):
+def runner(path: str, segment, bits: int, version: str, failed_at: list):
     """``run(execution, frame)`` for replay.run_interpreter: the segment through ``path``,
     returning the next offset; the frame's pc is appended to ``failed_at`` when it raises."""
     def interpreted(execution, frame, through):
@@ -142,7 +145,7 @@ def runner(path: str, segment, bits: int, failed_at: list):
         def run(execution, frame):
             return interpreted(execution, frame, execution.run_segment)
     else:
-        fn = compiled(segment, bits)
+        fn = compiled(segment, bits, version)
 
         def run(execution, frame):
             if fn is None:
@@ -169,7 +172,7 @@ def observe(x: dict, program, path: str, handler=None, probe_keys=()):
     segment = segment_of(x, program, handler)
     failed_at: list = []
     got = run_interpreter(x, handler, probe_keys,
-                          run=runner(path, segment, x["width"], failed_at))
+                          run=runner(path, segment, x["width"], x["version"], failed_at))
     return got, (failed_at[0] if failed_at else None)
 
 

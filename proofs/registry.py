@@ -18,6 +18,13 @@ A Theorem is (name, opcode, widths, builder); ``build(bits, model=None)`` return
 claims to be proved valid under assumptions, and the symbolic pre-state so that a
 counterexample can be read back as concrete inputs and replayed. ``profile`` names the
 solver budget profile of ``proofs/budgets.toml`` (default: "default").
+
+Theorems are of a spec version: the built-in modules declare a function ``version ->
+theorems`` (``declare_versions``), and ``builtin(version)`` calls each. A ``word_law`` or
+``state_law`` declared without a version (a user's file) is ``versioned``: ``bind(th,
+version)`` gives it the version of the run (its ``op``/``run`` step that version's models).
+A plain ``theorem`` builder is called as ``build(bits, model=None)``: it states what it needs
+itself (``proofs.words.width(bits, version)`` names a version).
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ class _QueryFields:
     width: int = 64
     named: tuple = ()             # word laws: the variables the law made with words(), in order
     calls: tuple = ()             # word laws: (mnemonic, operand terms, pushed word) of op()
+    version: str | None = None    # word laws: the spec version of their op (else pre's)
 
 
 class Query(_QueryFields):
@@ -74,9 +82,26 @@ class Theorem:
     note: str = ""
     profile: str | None = None    # budget profile (proofs/budgets.toml), None: "default"
     source: str = ""              # the declaring module
+    versioned: bool = False       # build takes version= (bind gives it the run's version)
 
 
 _DECLARED: dict[str, list[Theorem]] = {}
+_VERSIONED: dict[str, Callable[[str], list[Theorem]]] = {}
+
+
+def declare_versions(theorems: Callable[[str], list[Theorem]], module: str | None = None) -> None:
+    """Declare ``theorems(version)``: the module's theorems of each spec version."""
+    module = module or sys._getframe(1).f_globals.get("__name__", "?")
+    _VERSIONED[module] = theorems
+
+
+def bind(th: Theorem, version: str) -> Theorem:
+    """``th`` built under spec ``version`` (a versioned theorem's build given the version)."""
+    if not th.versioned:
+        return th
+    import functools
+    return Theorem(**{**th.__dict__, "build": functools.partial(th.build, version=version),
+                      "versioned": False})
 
 
 def declare(*theorems: Theorem, module: str | None = None) -> None:
@@ -107,34 +132,46 @@ def words(bits: int, names: str):
     return made
 
 
-def value(mnemonic: str, bits: int, *args, model=None):
-    """The word the model pushes for operands ``args`` (bottom to top)."""
+def value(mnemonic: str, bits: int, *args, version: str, model=None):
+    """The word the model of spec ``version`` pushes for operands ``args`` (bottom to top)."""
     from proofs.instructions import models
     from proofs.machine import fresh_state
     from proofs.words import width
-    w = width(bits)
+    w = width(bits, version)
     s = fresh_state(w, "v_")
     args = tuple(w.wval(x) if isinstance(x, int) else x for x in args)
     s = s.replace(stack=tuple(reversed(args)) + s.stack[len(args):])
-    branches = (model or models(bits)[mnemonic])(s, None)
+    branches = (model or models(bits, version)[mnemonic])(s, None)
     term = branches[-1].state.stack[0]
     for b in reversed(branches[:-1]):
         term = z3.If(b.cond, b.state.stack[0], term)
     return term
 
 
-def word_law_theorem(name, opcode, widths, make, note="", profile=None) -> Theorem:
+class Op:
+    """A word law's ``op``: ``op(mnemonic, *operands)`` is the word the model pushes; ``op.w``
+    is the machine (width and spec version) the law is stated on."""
+
+    def __init__(self, w, overrides: dict, calls: list):
+        self.w, self.overrides, self.calls = w, overrides, calls
+
+    def __call__(self, m, *a):
+        pushed = value(m, self.w.bits, *a, version=self.w.version, model=self.overrides.get(m))
+        self.calls.append((m, a, pushed))
+        return pushed
+
+
+def word_law_theorem(name, opcode, widths, make, note="", profile=None, *,
+                     version: str | None = None) -> Theorem:
     """A law over the words the models push: ``make(bits, op)`` returns claims, where
-    ``op(mnemonic, *operands)`` is the pushed word."""
-    def build(bits, model=None):
+    ``op(mnemonic, *operands)`` is the pushed word. Without ``version`` the theorem is
+    ``versioned`` (bind gives it one)."""
+    def build(bits, model=None, *, version=version):
         global _MADE
+        from proofs.words import width
         overrides = {opcode: model} if model is not None else {}
         calls: list = []
-
-        def op(m, *a):
-            pushed = value(m, bits, *a, model=overrides.get(m))
-            calls.append((m, a, pushed))
-            return pushed
+        op = Op(width(bits, version), overrides, calls)
         outer, _MADE = _MADE, []
         try:
             claims = make(bits, op)
@@ -143,26 +180,28 @@ def word_law_theorem(name, opcode, widths, make, note="", profile=None) -> Theor
             _MADE = outer
         return Query(claims if isinstance(claims, list) else [claims], mnemonic=opcode,
                      operands=tuple(words(bits, "a b c")), width=bits, named=named,
-                     calls=tuple(calls))
-    return Theorem(name, opcode, tuple(widths), build, note, profile)
+                     calls=tuple(calls), version=op.w.version)
+    return Theorem(name, opcode, tuple(widths), build, note, profile, versioned=version is None)
 
 
-def state_law_theorem(name, opcode, widths, make, note="", profile=None) -> Theorem:
+def state_law_theorem(name, opcode, widths, make, note="", profile=None, *,
+                      version: str | None = None) -> Theorem:
     """A law over whole steps: ``make(w, pre, run)`` returns claims, where ``run(state,
-    mnemonic, imm=None)`` gives the continuing branches of one step from ``state``."""
+    mnemonic, imm=None)`` gives the continuing branches of one step from ``state``. Without
+    ``version`` the theorem is ``versioned`` (bind gives it one)."""
     from proofs.execute import step
     from proofs.machine import RUNNING, fresh_state, well_formed
     from proofs.words import width
 
-    def build(bits, model=None):
-        w = width(bits)
+    def build(bits, model=None, *, version=version):
+        w = width(bits, version)
         pre = fresh_state(w)
         overrides = {opcode: model} if model is not None else {}
         run = lambda s, m, imm=None: [  # noqa: E731
             b for b in step(s, m, imm, overrides.get(m)) if b.status == RUNNING]
         claims = make(w, pre, run)
         return Query(claims, [well_formed(pre)], pre, opcode)
-    return Theorem(name, opcode, tuple(widths), build, note, profile)
+    return Theorem(name, opcode, tuple(widths), build, note, profile, versioned=version is None)
 
 
 def word_law(name: str, opcode: str, widths: tuple[int, ...] = (64,), note: str = "",
@@ -185,15 +224,22 @@ def state_law(name: str, opcode: str, widths: tuple[int, ...] = (64,), note: str
     return wrap
 
 
-def builtin() -> list[Theorem]:
-    """Every theorem the modules of the ``proofs`` package declare, in a fixed order."""
+def builtin(version: str) -> list[Theorem]:
+    """Every theorem the modules of the ``proofs`` package declare for spec ``version``, in a
+    fixed order. Raises versions.UnmodelledVersion for a version without models."""
     import proofs
     from proofs.instructions import models
-    models(64)  # coverage against the table: raises if an opcode has no model
+    models(64, version)  # coverage against the table: raises if an opcode has no model
     names = sorted(f"proofs.{m.name}" for m in pkgutil.iter_modules(proofs.__path__))
     for name in names:
         importlib.import_module(name)
-    return [th for name in names for th in _DECLARED.get(name, ())]
+    out = []
+    for name in names:
+        out += [bind(th, version) for th in _DECLARED.get(name, ())]
+        if name in _VERSIONED:
+            out += [th if th.source else Theorem(**{**th.__dict__, "source": name})
+                    for th in _VERSIONED[name](version)]
+    return out
 
 
 class TheoremFileError(ValueError):
@@ -240,7 +286,7 @@ def load_file(path: str | Path, seconds: float | None = None,
             raise TheoremFileError(f"--theorems: {name}: widths must be among 8, 16, 32, "
                                    f"64 (or 0 for width-free), not {tuple(widths)}")
         out.append(Theorem(name, opcode, tuple(widths), _Deferred(str(file), source, module_name, name),
-                           note, profile, module_name))
+                           note, profile, module_name, versioned=True))
     return out
 
 
@@ -304,7 +350,7 @@ class _Deferred:
     def __init__(self, file: str, source: bytes, module_name: str, name: str):
         self.file, self.source, self.module_name, self.name = file, source, module_name, name
 
-    def __call__(self, bits: int, *model) -> Query:
+    def __call__(self, bits: int, *model, version: str) -> Query:
         declared = _LOADED.get(self.module_name)
         if declared is None:
             declared = _LOADED[self.module_name] = _run_source(self.file, self.source, self.module_name)
@@ -312,4 +358,6 @@ class _Deferred:
         if len(found) != 1:
             raise TheoremFileError(f"--theorems: {self.file}: theorem {self.name!r} is not declared "
                                    "when the file runs again")
+        if found[0].versioned:
+            return found[0].build(bits, *model, version=version)
         return found[0].build(bits, *model)

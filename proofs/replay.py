@@ -6,7 +6,7 @@ validation agreement checks): it builds an Execution and a Frame holding the sta
 per-instruction path — on a one-instruction segment.
 
 ``inputs`` (also the format of branches.branch_inputs and of printed counterexamples):
-mnemonic, width, immediate, stack (bottom to top), and optionally height (the stack is padded
+mnemonic, width, version (the spec version both sides run), immediate, stack (bottom to top), and optionally height (the stack is padded
 with zeros below to that height), return_stack, pc, compute_used, compute_limit,
 memory_pages, memory (hex of the initial bytes from offset 0), pages_live, pages_peak,
 memory_limit, storage_units, storage_limit, storage_reads, storage_writes,
@@ -37,12 +37,10 @@ from reference_vm.machine import Frame
 from reference_vm.policy import Policy
 from reference_vm.program import Program, Segment
 from reference_vm.request import Context, Limits
+from reference_vm.rules import rules
 from reference_vm.state import Contract, WorldState
 from reference_vm.validate import ValidCode
-from reference_vm.words import word
 
-SPEC = spec.load()
-PAGE_SIZE = SPEC.schedule["memory"]["page_size"]
 DEFAULTS: dict[str, Any] = {   # a replay input: JSON values by name
     "immediate": 0, "pc": 0, "compute_used": 0, "compute_limit": 10_000_000,
     "memory_pages": 0, "memory": "", "memory_limit": 256, "storage_units": 0,
@@ -108,7 +106,9 @@ POLICIES: dict[str, dict[str, Any]] = {   # Policy keyword arguments
 
 
 def complete(inputs: dict) -> dict:
-    """inputs with every default filled in."""
+    """inputs with every default filled in (the version has none: an input names it)."""
+    if "version" not in inputs:
+        raise ValueError("a replay input names its spec version ('version')")
     full = dict(DEFAULTS)
     full.update(inputs)
     full.setdefault("height", len(full["stack"]))
@@ -122,13 +122,15 @@ def complete(inputs: dict) -> dict:
     return full
 
 
-def assemble_instructions(items: list[tuple[str, int]]) -> bytes:
+def assemble_instructions(items: list[tuple[str, int]], version: str) -> bytes:
+    """The instructions in a container of spec ``version`` (its own container version)."""
+    table = spec.load(version)
     code = bytearray()
     for mnemonic, imm in items:
-        ins = SPEC.by_mnemonic[mnemonic]
+        ins = table.by_mnemonic[mnemonic]
         code.append(ins.opcode)
         code += imm.to_bytes(ins.immediate_size, "little")
-    return build(bytes(code))
+    return build(bytes(code), b"", table.number)
 
 
 # A byte string as the model observes it: its length and its bytes at concrete.sample_indices
@@ -163,24 +165,25 @@ def run_interpreter(inputs: dict, handler=None, probe_keys=(), run=None) -> Obse
     ``run(execution, frame)``, when given, runs in place of ``step`` on the one-instruction
     segment and returns the next offset (paths.py: other segments, other execution paths)."""
     x = complete(inputs)
-    w = word(x["width"])
-    ins = SPEC.by_mnemonic[x["mnemonic"]]
-    handler = handler or table(w)[ins.opcode]
+    version = x["version"]
+    rule = rules(version, x["width"])
+    ins = rule.spec.by_mnemonic[x["mnemonic"]]
+    handler = handler or table(rule)[ins.opcode]
     decoded = Decoded(x["pc"], ins, x["immediate"])
     segment = Segment(start=x["pc"], end=decoded.end, last_pc=x["pc"], cost=ins.cost,
                       need=ins.inputs, peak=max(0, ins.outputs - ins.inputs), body=(),
                       last=(handler, x["immediate"]), steps=((decoded, handler),))
     data = bytes.fromhex(x["data"])
-    program = Program(code=ValidCode(b"", data, ()), data=data, segments=())
-    own = assemble_instructions(REENTRY) if x["callee"] in REENTRANT else b""
+    program = Program(code=ValidCode(b"", data, (), rule.spec.number), data=data, segments=())
+    own = assemble_instructions(REENTRY, version) if x["callee"] in REENTRANT else b""
     contracts = {x["address"]: Contract(own, {k: v for k, v in x["storage"].items()})}
     callee = CALLEES[x["callee"]]
     if callee is not None and "callee_address" in x:
-        contracts.setdefault(x["callee_address"], Contract(assemble_instructions(callee)))
+        contracts.setdefault(x["callee_address"], Contract(assemble_instructions(callee, version)))
     execution = Execution(WorldState(contracts), Context(x["block_time"], bytes.fromhex(x["seed"])),
                           Policy(**POLICIES[x["policy"]]),
                           Limits(x["compute_limit"], x["memory_limit"], x["storage_limit"]),
-                          w, None)
+                          rule, None)
     meter = execution.meter
     meter.compute_used = x["compute_used"]
     meter.pages_live, meter.pages_peak = x["pages_live"], x["pages_peak"]
@@ -192,7 +195,7 @@ def run_interpreter(inputs: dict, handler=None, probe_keys=(), run=None) -> Obse
                   call_data=bytes.fromhex(x["call_data"]), compute_limit=x["compute_limit"],
                   depth=x["depth"], meter=meter, execution=execution)
     frame.stack = [0] * (x["height"] - len(x["stack"])) + list(x["stack"])
-    memory = bytearray(x["memory_pages"] * PAGE_SIZE)
+    memory = bytearray(x["memory_pages"] * rule.page_size)
     initial = bytes.fromhex(x["memory"])
     memory[:len(initial)] = initial
     frame.memory = memory

@@ -21,7 +21,7 @@ from proofs.runner import (
 
 FULL_REPORT = "build/proofs-report.json"
 PARTIAL_REPORT = "build/proofs-partial-report.json"
-FORMAT = 2
+FORMAT = 3
 
 
 def table(rows: list[dict]) -> str:
@@ -150,10 +150,9 @@ def fingerprint() -> str:
     return digest.hexdigest()
 
 
-def document(rows: list[dict], elapsed: float, options: Options | None = None) -> dict:
+def document(rows: list[dict], elapsed: float, options: Options) -> dict:
     from proofs import solvers
-    options = options or Options()
-    scope = {"complete": not options.partial, "opcodes": list(options.opcodes or []) or None,
+    scope = {"complete": not options.partial, "spec_version": options.version, "opcodes": list(options.opcodes or []) or None,
              "width": options.width, "theorems_file": options.theorems_file,
              "agreement": options.agreement, "solver": options.solver,
              "budgets": options.budgets}
@@ -183,9 +182,14 @@ def assess(doc) -> tuple[bool, str]:
     if doc.get("fingerprint") != fingerprint():
         return False, ("stale: the spec data or the code changed since this report was "
                        "written; run `rtwo-vm prove`")
+    from proofs import versions
+    version = scope.get("spec_version")
+    if not isinstance(version, str) or version not in versions.MODELLED:
+        return False, (f"a report of spec version {str(version)[:20]!r}, which has no models "
+                       "here; run `rtwo-vm prove`")
     rows = [r for r in doc["results"] if isinstance(r, dict)]
     present = {(str(r.get("theorem")), str(r.get("opcode")), str(r.get("width"))) for r in rows}
-    missing = sorted(expected_rows() - present)
+    missing = sorted(expected_rows(Options(version=version)) - present)
     if missing:
         name, opcode, width = missing[0]
         return False, (f"{len(missing)} registered results missing (first: {name} {opcode} "

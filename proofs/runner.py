@@ -33,15 +33,18 @@ _THEOREMS: list = []
 
 
 def theorems(options: Options) -> list:
-    from proofs import registry
+    """The theorems of the run, built under its spec version."""
+    from proofs import registry, versions
+    versions.check(options.version)
     if options.theorems_file:
-        return registry.load_file(options.theorems_file, options.file_seconds,
-                                  options.file_memory)
-    return registry.builtin()
+        return [registry.bind(th, options.version) for th in registry.load_file(
+            options.theorems_file, options.file_seconds, options.file_memory)]
+    return registry.builtin(options.version)
 
 
 def plan(options: Options, registered: list | None = None) -> list[tuple]:
-    from proofs.words import SPEC
+    from proofs.words import width as width_of
+    table = width_of(None, options.version).spec
     registered = theorems(options) if registered is None else registered
     tasks: list[tuple] = []
     names = options.names
@@ -57,12 +60,12 @@ def plan(options: Options, registered: list | None = None) -> list[tuple]:
                 tasks.append(("theorem", index, bits))
     if options.agreement and not options.theorems_file:
         width = options.width or 64
-        for ins in SPEC.instructions:
+        for ins in table.instructions:
             if options.opcodes is None or ins.mnemonic in options.opcodes:
                 tasks.append(("branches", ins.mnemonic, width))
                 if width == 64 and options.samples:
                     tasks.append(("hypothesis", ins.mnemonic, 64))
-                if ins.mnemonic in _word_ops() and options.width in (None, 8):
+                if ins.mnemonic in _word_ops(options.version) and options.width in (None, 8):
                     tasks.append(("exhaustive", ins.mnemonic, 8))
                 if ins.mnemonic == "CALL" and width == 64:
                     tasks.append(("frames", ins.mnemonic, 64))
@@ -99,8 +102,11 @@ def _grouped(tasks: list[tuple], registered: list, options: Options) -> list[tup
 
 
 def expected_rows(options: Options | None = None) -> set[tuple[str, str, str]]:
-    """(theorem, opcode, width) of every verdict row a complete run reports."""
-    options = options or Options()
+    """(theorem, opcode, width) of every verdict row a complete run of ``options`` reports
+    (default: a full run of the newest version with models)."""
+    if options is None:
+        from proofs import versions
+        options = Options(version=versions.newest())
     registered = theorems(options)
     out: set[tuple[str, str, str]] = set()
     for kind, key, bits in plan(options, registered):
@@ -115,9 +121,9 @@ def expected_rows(options: Options | None = None) -> set[tuple[str, str, str]]:
     return out
 
 
-def _word_ops() -> list[str]:
+def _word_ops(version: str) -> list[str]:
     from proofs.exhaustive import word_operations
-    return word_operations()
+    return word_operations(version)
 
 
 def _row(kind, opcode, width, status, seconds, **extra) -> dict:
@@ -205,7 +211,7 @@ def _explain(query, extra: dict) -> None:
             # A word law's input is the operands its instruction was applied to, by the
             # law's own names (not the registry's default a b c): the replay is of that.
             inputs = {"mnemonic": call["mnemonic"], "width": call["width"],
-                      "stack": [o["value"] for o in call["operands"]]}
+                      "version": query.version, "stack": [o["value"] for o in call["operands"]]}
             if inputs != cex.get("inputs"):
                 from proofs.agreement import compare
                 cex["inputs"] = inputs
@@ -235,12 +241,13 @@ def _same(a: list, b: list) -> bool:
 def _agreement(kind, key, bits, start) -> dict:
     handler = verdicts.current.handler_overrides.get(key)
     model = verdicts.current.model_overrides.get(key)
+    version = verdicts.current.version
     found: list = []
     cases = 0
     if kind == "branches":
         from proofs.agreement import compare
         from proofs.branches import branch_inputs
-        for x in branch_inputs(key, bits):
+        for x in branch_inputs(key, bits, version):
             cases += 1
             diffs = compare(x, handler, model)
             if diffs:
@@ -248,24 +255,24 @@ def _agreement(kind, key, bits, start) -> dict:
     elif kind == "hypothesis":
         from proofs import sampled
         cases = sampled.examples_for(key, verdicts.current.samples)
-        found = sampled.check(key, verdicts.current.samples, handler, model)
+        found = sampled.check(key, verdicts.current.samples, version, handler, model)
     elif kind == "exhaustive":
         from proofs import exhaustive
-        cases = 1 << (8 * len(exhaustive.result_term(key)[0]))
-        found = exhaustive.check_operation(key, handler, model)
+        cases = 1 << (8 * len(exhaustive.result_term(key, version)[0]))
+        found = exhaustive.check_operation(key, version, handler, model)
     elif kind == "frames":
         from proofs import frames
-        cases, found = frames.check(handler, model)
+        cases, found = frames.check(version, handler, model)
     elif kind == "policy":
         from proofs import policy
-        found = policy.check_agreement()
+        found = policy.check_agreement(version)
     elif kind == "validate":
         from proofs import validate
-        cases = len(validate.agreement_codes(300))
-        found = validate.check_agreement(300)
+        cases = len(validate.agreement_codes(version, 300))
+        found = validate.check_agreement(version, 300)
     elif kind == "lifecycle":
         from proofs import lifecycle
-        found = lifecycle.check_interpreter_paths()
+        found = lifecycle.check_interpreter_paths(version)
     elif kind == "crosshair":
         from proofs import crosshair_contracts
         found, cases = crosshair_contracts.run()
@@ -285,15 +292,15 @@ def _warm(options: Options) -> None:
     from proofs.instructions import models
     keep_freed_memory()     # inherited by every forked task: z3 contexts' memory is reused
     for bits in (8, 16, 32, 64):
-        models(bits)
+        models(bits, options.version)
     solvers.load(options.budgets)
     if options.agreement:
-        _word_ops()
+        _word_ops(options.version)
         if options.samples:
             # hypothesis's first run in a process pays for its own set-up (derandomized:
             # the examples of every later run do not depend on it).
             from proofs import sampled
-            sampled.check("NOP", 1)
+            sampled.check("NOP", 1, options.version)
 
 
 def _task_child(conn, task: tuple) -> None:

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 from proofs.agreement import compare
 from proofs.replay import CALLEES, POLICIES
-from proofs.words import SPEC
+from proofs.words import width
 
 BITS = 64
 MASK = (1 << BITS) - 1
@@ -48,8 +48,8 @@ def ints(low: int, high: int):
 
 
 @st.composite
-def inputs(draw, mnemonic: str) -> dict:
-    ins = SPEC.by_mnemonic[mnemonic]
+def inputs(draw, mnemonic: str, version: str) -> dict:
+    ins = width(BITS, version).spec.by_mnemonic[mnemonic]
     stack = [draw(OPERAND) for _ in range(ins.inputs)]
     extra = draw(ints(0, 3))
     pages = draw(ints(0, 2))
@@ -58,7 +58,7 @@ def inputs(draw, mnemonic: str) -> dict:
     units = draw(ints(0, 200))
     keys = stack[-2:] + [draw(OPERAND)]
     x = {
-        "mnemonic": mnemonic, "width": BITS,
+        "mnemonic": mnemonic, "width": BITS, "version": version,
         "immediate": draw(ints(0, (1 << (8 * ins.immediate_size)) - 1)),
         "stack": stack, "height": len(stack) + extra,
         "return_stack": draw(RETURN_STACK),
@@ -94,7 +94,7 @@ def examples_for(mnemonic: str, examples: int) -> int:
     return examples * MORE_EXAMPLES.get(mnemonic, 1)
 
 
-def check(mnemonic: str, examples: int, handler=None, model=None) -> list[dict]:
+def check(mnemonic: str, examples: int, version: str, handler=None, model=None) -> list[dict]:
     """Run ``examples_for(mnemonic, examples)`` derandomized examples; return the (shrunk)
     disagreement, if any."""
     found: list[dict] = []
@@ -102,7 +102,7 @@ def check(mnemonic: str, examples: int, handler=None, model=None) -> list[dict]:
 
     @settings(max_examples=examples, derandomize=True, database=None, deadline=None,
               suppress_health_check=list(HealthCheck), phases=[Phase.generate, Phase.shrink])
-    @given(inputs(mnemonic))
+    @given(inputs(mnemonic, version))
     def agree(x):
         diffs = compare(x, handler, model)
         if diffs:

@@ -11,23 +11,25 @@ from __future__ import annotations
 
 import z3
 
-from proofs.accounting import (
-    COPY_WORD_COST, COPY_WORD_SIZE, DIGEST_SIZE, HASH_BLOCK_COST, HASH_BLOCK_SIZE,
-    NEW_SLOT_COST, NEW_SLOT_UNITS, PAGE_COST, READ_UNITS, WRITE_UNITS, umax,
-)
-from proofs.machine import PAGE_SIZE, RETURN_STACK_DEPTH, STACK_DEPTH, State
-from proofs.words import SPEC, ceil_div
+import spec
 
-OUTCOMES = ("running", "success", "reverted") + tuple(SPEC.errors)
+from proofs.accounting import umax
+from proofs.machine import State
+from proofs.words import ceil_div
 
 
-def code(outcome: str) -> z3.BitVecRef:
-    return z3.BitVecVal(OUTCOMES.index(outcome), 8)
+def outcomes(table: spec.Spec) -> tuple[str, ...]:
+    """Every outcome of a step in version ``table``: running, success, reverted, its errors."""
+    return ("running", "success", "reverted") + tuple(table.errors)
+
+
+def code(outcome: str, table: spec.Spec) -> z3.BitVecRef:
+    return z3.BitVecVal(outcomes(table).index(outcome), 8)
 
 
 def operands(pre: State, mnemonic: str) -> dict:
     """The row's inputs by signature name, read unsigned as counters (spec 1.5.3)."""
-    ins = SPEC.by_mnemonic[mnemonic]
+    ins = pre.w.spec.by_mnemonic[mnemonic]
     names = ins.signature.split("--")[0].split()
     items = list(reversed(pre.stack[:ins.inputs]))  # bottom to top, as the signature lists
     return {n: pre.w.widen(v) for n, v in zip(names, items)} if len(names) == ins.inputs else {}
@@ -35,7 +37,7 @@ def operands(pre: State, mnemonic: str) -> dict:
 
 def touched_ranges(pre: State, mnemonic: str) -> list[tuple]:
     """(offset, length) of every memory range the rule of spec 5.6 touches."""
-    ins = SPEC.by_mnemonic[mnemonic]
+    ins = pre.w.spec.by_mnemonic[mnemonic]
     op = operands(pre, mnemonic)
     rule, cv = ins.cost_rule, pre.w.cval
     if rule == "memory_expansion":
@@ -47,7 +49,7 @@ def touched_ranges(pre: State, mnemonic: str) -> list[tuple]:
             return [(op["src"], op["length"]), (op["dst"], op["length"])]
         return [(op["dst"], op["length"])]
     if rule == "hash":
-        return [(op["dst"], cv(DIGEST_SIZE)), (op["src"], op["length"])]
+        return [(op["dst"], cv(pre.w.num.digest_size)), (op["src"], op["length"])]
     if rule in ("log_data", "call"):
         return [(op["offset"], op["length"])]
     return []
@@ -61,7 +63,7 @@ def touched_end(pre: State, mnemonic: str):
     if mnemonic == "MCOPY":
         return op["length"] != 0, umax(op["src"], op["dst"]) + op["length"]
     if mnemonic == "SHA256":  # the digest range is always touched
-        digest_end = op["dst"] + DIGEST_SIZE
+        digest_end = op["dst"] + pre.w.num.digest_size
         return z3.BoolVal(True), z3.If(op["length"] == 0, digest_end,
                                        umax(digest_end, op["src"] + op["length"]))
     ranges = touched_ranges(pre, mnemonic)
@@ -71,10 +73,10 @@ def touched_end(pre: State, mnemonic: str):
     return length != 0, offset + length
 
 
-def least_cover(pages, end) -> z3.BoolRef:
-    """pages is the least whole number of pages holding [0, end)."""
-    return z3.And(z3.UGE(pages * PAGE_SIZE, end),
-                  z3.Or(pages == 0, z3.ULT((pages - 1) * PAGE_SIZE, end)))
+def least_cover(pages, end, page_size: int) -> z3.BoolRef:
+    """pages is the least whole number of pages of ``page_size`` bytes holding [0, end)."""
+    return z3.And(z3.UGE(pages * page_size, end),
+                  z3.Or(pages == 0, z3.ULT((pages - 1) * page_size, end)))
 
 
 def least_units(count, length, unit: int) -> z3.BoolRef:
@@ -85,12 +87,12 @@ def least_units(count, length, unit: int) -> z3.BoolRef:
 
 def rule_quantity(pre: State, mnemonic: str):
     """(length, unit size, unit cost) of the copy or hash charge of the row's rule, or None."""
-    rule = SPEC.by_mnemonic[mnemonic].cost_rule
-    op = operands(pre, mnemonic)
+    rule = pre.w.spec.by_mnemonic[mnemonic].cost_rule
+    op, n = operands(pre, mnemonic), pre.w.num
     if rule in ("memory_copy", "log_data"):
-        return op["length"], COPY_WORD_SIZE, COPY_WORD_COST
+        return op["length"], n.copy_word_size, n.copy_word_cost
     if rule == "hash":
-        return op["length"], HASH_BLOCK_SIZE, HASH_BLOCK_COST
+        return op["length"], n.hash_block_size, n.hash_block_cost
     return None
 
 
@@ -104,50 +106,52 @@ def new_slot(pre: State, mnemonic: str):
 def expected_outcome(pre: State, mnemonic: str):
     """The outcome code spec 5.2.3 and 5.6 prescribe for the pre-state, as one decision list
     (first matching line wins). CALL's callee never halts the caller, so only its rule can."""
-    ins = SPEC.by_mnemonic[mnemonic]
+    table, n = pre.w.spec, pre.w.num
+    ins = table.by_mnemonic[mnemonic]
     cv = pre.w.cval
+    page_size, page_cost = n.page_size, n.page_cost
     after_base = pre.compute + cv(ins.cost)
     lines = [
         (z3.ULT(pre.height, cv(ins.inputs)), "STACK_UNDERFLOW"),
-        (z3.UGT(pre.height - cv(ins.inputs) + cv(ins.outputs), cv(STACK_DEPTH)),
+        (z3.UGT(pre.height - cv(ins.inputs) + cv(ins.outputs), cv(n.stack_depth)),
          "STACK_OVERFLOW"),
         (z3.UGT(after_base, pre.compute_limit), "COMPUTE_LIMIT_EXCEEDED"),
     ]
     touches, end = touched_end(pre, mnemonic)
-    grows = z3.And(touches, z3.UGT(end, pre.memory.pages * PAGE_SIZE))
-    new_pages = ceil_div(end, PAGE_SIZE) - pre.memory.pages  # meaningful only when it grows
+    grows = z3.And(touches, z3.UGT(end, pre.memory.pages * page_size))
+    new_pages = ceil_div(end, page_size) - pre.memory.pages  # meaningful only when it grows
     lines += [(z3.And(grows, z3.UGT(pre.pages_live + new_pages, pre.memory_limit)),
                "MEMORY_LIMIT_EXCEEDED"),
-              (z3.And(grows, z3.UGT(after_base + new_pages * PAGE_COST, pre.compute_limit)),
+              (z3.And(grows, z3.UGT(after_base + new_pages * page_cost, pre.compute_limit)),
                "COMPUTE_LIMIT_EXCEEDED")]
     quantity = rule_quantity(pre, mnemonic)
     if quantity is not None:
         length, unit, unit_cost = quantity
         units = ceil_div(length, unit) * unit_cost
-        touched = after_base + new_pages * PAGE_COST
+        touched = after_base + new_pages * page_cost
         lines += [(z3.And(grows, z3.UGT(touched + units, pre.compute_limit)),
                    "COMPUTE_LIMIT_EXCEEDED"),
                   (z3.And(z3.Not(grows), z3.UGT(after_base + units, pre.compute_limit)),
                    "COMPUTE_LIMIT_EXCEEDED")]
     if ins.cost_rule == "storage_read":
-        lines.append((z3.UGT(pre.storage_units + READ_UNITS, pre.storage_limit),
+        lines.append((z3.UGT(pre.storage_units + n.read_units, pre.storage_limit),
                       "STORAGE_LIMIT_EXCEEDED"))
     if ins.cost_rule == "storage_write":
         fresh = new_slot(pre, mnemonic)
-        lines += [(z3.And(fresh, z3.UGT(after_base + NEW_SLOT_COST, pre.compute_limit)),
+        lines += [(z3.And(fresh, z3.UGT(after_base + n.new_slot_cost, pre.compute_limit)),
                    "COMPUTE_LIMIT_EXCEEDED"),
-                  (z3.UGT(pre.storage_units + z3.If(fresh, cv(WRITE_UNITS + NEW_SLOT_UNITS),
-                                                     cv(WRITE_UNITS)), pre.storage_limit),
+                  (z3.UGT(pre.storage_units + z3.If(fresh, cv(n.write_units + n.new_slot_units),
+                                                     cv(n.write_units)), pre.storage_limit),
                    "STORAGE_LIMIT_EXCEEDED")]
     final = {"STOP": "success", "RETURN": "success", "REVERT": "reverted",
              "TRAP": "TRAP_EXECUTED"}.get(mnemonic, "running")
     if mnemonic == "CALLSUB":
-        lines.append((z3.UGE(pre.rheight, cv(RETURN_STACK_DEPTH)), "RETURN_STACK_OVERFLOW"))
+        lines.append((z3.UGE(pre.rheight, cv(n.return_stack_depth)), "RETURN_STACK_OVERFLOW"))
     if mnemonic == "RETSUB":
         lines.append((pre.rheight == 0, "RETURN_STACK_UNDERFLOW"))
-    result = code(final)
+    result = code(final, table)
     for cond, outcome in reversed(lines):
-        result = z3.If(cond, code(outcome), result)
+        result = z3.If(cond, code(outcome, table), result)
     return result
 
 
@@ -173,8 +177,8 @@ def pushed_values(pre: State, mnemonic: str, imm) -> list[tuple[int, z3.BitVecRe
     them from its inputs (DUPn copies the n-th item, SWAPn exchanges the top and the
     (n+1)-th), a PUSH's immediate zero-extended (6.2), SELF the frame's address and CALLER
     its caller (6.9)."""
-    ins = SPEC.by_mnemonic[mnemonic]
     w = pre.w
+    ins = w.spec.by_mnemonic[mnemonic]
     if mnemonic in IDENTITY:
         return [(0, IDENTITY[mnemonic](pre.env))]
     if ins.type != "stack":

@@ -34,19 +34,18 @@ from proofs.execute import immediate, step
 from proofs.machine import (
     RUNNING, SUCCESS, REVERTED, fresh_env, fresh_state, same_state, well_formed,
 )
-from proofs.registry import Query, Theorem, builtin, declare
-from proofs.words import SPEC, ceil_div, width
+from proofs.registry import Query, Theorem, builtin, declare_versions
+from proofs.words import Width, ceil_div, width
 
 
-def setup(mnemonic: str, bits: int, model=None, prefix: str = ""):
+def setup(mnemonic: str, w: Width, model=None, prefix: str = ""):
     """(word, instruction, pre-state, immediate, branches of the model's step). The theorems
     of a row are built one after the other from the same step: the last one is kept (with
     the model it was built from, so that an override is never confused with another)."""
-    key = (mnemonic, bits, prefix)
+    key = (mnemonic, w, prefix)
     if _LAST and _LAST[0] == key and _LAST[1] is model:
         return _LAST[2]
-    w = width(bits)
-    ins = SPEC.by_mnemonic[mnemonic]
+    ins = w.spec.by_mnemonic[mnemonic]
     pre = fresh_state(w, prefix)
     imm = immediate(w, ins)
     built = (w, ins, pre, imm, step(pre, mnemonic, imm, model))
@@ -68,8 +67,8 @@ def _claims(claims) -> list:
     return list(claims)
 
 
-def stack_effect(mnemonic: str, bits: int, model=None) -> Query:
-    w, ins, pre, imm, branches = setup(mnemonic, bits, model)
+def stack_effect(mnemonic: str, w: Width, model=None) -> Query:
+    w, ins, pre, imm, branches = setup(mnemonic, w, model)
     cv = w.cval
     control = ins.mnemonic in ("CALLSUB", "RETSUB")
     claims = []
@@ -93,8 +92,8 @@ def stack_effect(mnemonic: str, bits: int, model=None) -> Query:
     return Query(_claims(claims), [well_formed(pre)], pre, mnemonic, imm)
 
 
-def cost(mnemonic: str, bits: int, model=None) -> Query:
-    w, ins, pre, imm, branches = setup(mnemonic, bits, model)
+def cost(mnemonic: str, w: Width, model=None) -> Query:
+    w, ins, pre, imm, branches = setup(mnemonic, w, model)
     cv = w.cval
     touches, end = spec_rules.touched_end(pre, mnemonic)
     quantity = spec_rules.rule_quantity(pre, mnemonic)
@@ -112,18 +111,18 @@ def cost(mnemonic: str, bits: int, model=None) -> Query:
         if b.status == RUNNING or b.status in (SUCCESS, REVERTED):
             # Branches sharing one memory (CALL's callee outcomes) share one growth claim.
             grown = z3.If(z3.And(touches, z3.UGT(end, pre.memory.size(w))),
-                          spec_rules.least_cover(t.memory.pages, end), new_pages == 0)
+                          spec_rules.least_cover(t.memory.pages, end, w.num.page_size), new_pages == 0)
             memory_claims.setdefault(id(t.memory), ([], grown))[0].append(b.cond)
-            rule_units = charged - cv(ins.cost) - new_pages * spec_rules.PAGE_COST
+            rule_units = charged - cv(ins.cost) - new_pages * w.num.page_cost
             if mnemonic == "SSTORE":
                 fresh = spec_rules.new_slot(pre, mnemonic)
-                parts += [rule_units == z3.If(fresh, cv(spec_rules.NEW_SLOT_COST), cv(0)),
+                parts += [rule_units == z3.If(fresh, cv(w.num.new_slot_cost), cv(0)),
                           t.storage_units - pre.storage_units == z3.If(
-                              fresh, cv(spec_rules.WRITE_UNITS + spec_rules.NEW_SLOT_UNITS),
-                              cv(spec_rules.WRITE_UNITS))]
+                              fresh, cv(w.num.write_units + w.num.new_slot_units),
+                              cv(w.num.write_units))]
             elif mnemonic == "SLOAD":
                 parts += [rule_units == 0,
-                          t.storage_units - pre.storage_units == cv(spec_rules.READ_UNITS)]
+                          t.storage_units - pre.storage_units == cv(w.num.read_units)]
             elif mnemonic == "CALL":
                 # What the callee uses is charged too, within the caller's limit (5.2.1);
                 # laws.py bounds it by the callee's own limit.
@@ -140,15 +139,15 @@ def cost(mnemonic: str, bits: int, model=None) -> Query:
     return Query(_claims(claims), [well_formed(pre)], pre, mnemonic, imm)
 
 
-def halts_exactly(mnemonic: str, bits: int, model=None) -> Query:
-    w, ins, pre, imm, branches = setup(mnemonic, bits, model)
+def halts_exactly(mnemonic: str, w: Width, model=None) -> Query:
+    w, ins, pre, imm, branches = setup(mnemonic, w, model)
     expected = spec_rules.expected_outcome(pre, mnemonic)
-    claims = [z3.Implies(b.cond, expected == spec_rules.code(b.status)) for b in branches]
+    claims = [z3.Implies(b.cond, expected == spec_rules.code(b.status, w.spec)) for b in branches]
     return Query(_claims(claims), [well_formed(pre)], pre, mnemonic, imm)
 
 
-def charges_before_effect(mnemonic: str, bits: int, model=None) -> Query:
-    w, ins, pre, imm, branches = setup(mnemonic, bits, model)
+def charges_before_effect(mnemonic: str, w: Width, model=None) -> Query:
+    w, ins, pre, imm, branches = setup(mnemonic, w, model)
     i = w.counter("probe_index")
     claims = []
     for b in branches:
@@ -169,8 +168,8 @@ def charges_before_effect(mnemonic: str, bits: int, model=None) -> Query:
     return Query(_claims(claims), [well_formed(pre)], pre, mnemonic, imm)
 
 
-def meters(mnemonic: str, bits: int, model=None) -> Query:
-    w, ins, pre, imm, branches = setup(mnemonic, bits, model)
+def meters(mnemonic: str, w: Width, model=None) -> Query:
+    w, ins, pre, imm, branches = setup(mnemonic, w, model)
     ule = z3.ULE
     claims = []
     for b in branches:
@@ -194,8 +193,8 @@ CONTEXT_FIELDS = ("caller", "address", "call_data")
 GATED_FIELDS = CONTEXT_FIELDS + ("block_time", "seed", "depth", "oracle")
 
 
-def deterministic(mnemonic: str, bits: int, model=None) -> Query:
-    w, ins, pre, imm, branches = setup(mnemonic, bits, model)
+def deterministic(mnemonic: str, w: Width, model=None) -> Query:
+    w, ins, pre, imm, branches = setup(mnemonic, w, model)
     other = fresh_state(w, "other_")
     env = fresh_env(w, "other_")
     keep = {"pure": (), "context": CONTEXT_FIELDS, "gated": GATED_FIELDS}[ins.determinism]
@@ -232,25 +231,29 @@ GENERIC = {"stack_effect": stack_effect, "cost": cost, "halts_exactly": halts_ex
 # Instructions whose semantics depend on the word width beyond the word itself: a PUSH's
 # immediate is wider than an 8-bit word and is then reduced modulo 2^W (6.2); their stack
 # effect is also stated at 8 bits.
-REDUCED = {ins.mnemonic for ins in SPEC.instructions if ins.type == "stack" and ins.immediate_size}
+def reduced(ins) -> bool:
+    return ins.type == "stack" and bool(ins.immediate_size)
 
 
-def opcode_theorems(bits: tuple[int, ...] = (64,)) -> list[Theorem]:
+def opcode_theorems(version: str, bits: tuple[int, ...] = (64,)) -> list[Theorem]:
+    """The six generic theorems of every instruction of spec ``version``."""
     out = []
-    for ins in SPEC.instructions:
+    for ins in width(None, version).spec.instructions:
         for name, builder in GENERIC.items():
-            widths = (8,) + bits if name == "stack_effect" and ins.mnemonic in REDUCED else bits
+            widths = (8,) + bits if name == "stack_effect" and reduced(ins) else bits
             out.append(Theorem(name, ins.mnemonic, widths,
-                               lambda b, model=None, m=ins.mnemonic, f=builder: f(m, b, model)))
+                               lambda b, model=None, m=ins.mnemonic, f=builder, v=version:
+                               f(m, width(b, v), model)))
     return out
 
 
-declare(*opcode_theorems())
+declare_versions(opcode_theorems)
 
 
-def registry() -> list[Theorem]:
-    """Every built-in theorem of the suite, in a fixed order (proofs.registry.builtin)."""
-    return builtin()
+def registry(version: str) -> list[Theorem]:
+    """Every built-in theorem of the suite for spec ``version``, in a fixed order
+    (proofs.registry.builtin)."""
+    return builtin(version)
 
 
 __all__ = ["Query", "Theorem", "GENERIC", "opcode_theorems", "registry"]

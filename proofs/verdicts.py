@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from proofs import versions
+
 PROVED, COUNTEREXAMPLE, UNKNOWN, TIMEOUT = "proved", "counterexample", "unknown", "timeout"
 VACUOUS = "vacuous"
 AGREES, DISAGREES = "agrees", "disagrees"
@@ -34,6 +36,7 @@ VERDICT_OK = (PROVED, AGREES)
 
 @dataclass
 class Options:
+    version: str = field(kw_only=True)       # the spec version proved (proofs.versions.MODELLED)
     opcodes: tuple[str, ...] | None = None   # None: every opcode
     names: tuple[str, ...] | None = None     # None: every theorem (and agreement_* check)
     width: int | None = None                 # None: every width each theorem lists
@@ -60,7 +63,8 @@ class Options:
                     or self.budgets or self.solver != "cvc5")
 
 
-current = Options()
+# Before any run: the newest modelled version's defaults (a run's own options replace them).
+current = Options(version=versions.newest())
 
 
 def use(options: Options) -> None:

@@ -15,21 +15,75 @@ charges the model forms (at most ~2^63 at W = 64). Narrower counters are faster 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import z3
 
 import spec
+from proofs import versions
+from spec import Spec as SpecTable
 
-SPEC = spec.load()
-SPEC_WORD_BITS = SPEC.limits["machine"]["word_bits"]
 WIDTHS = (8, 16, 32, 64)
 COUNTER_FLOOR, COUNTER_MARGIN = 48, 2
 
 
 @dataclass(frozen=True)
-class Width:
-    """Sorts and constants of a W-bit machine."""
+class Numbers:
+    """The numbers of one spec version the models read (chapters 1.5, 5 and 6): each is the
+    version's table value, read once here so that no model writes one twice."""
+
+    word_bits: int
+    stack_depth: int
+    return_stack_depth: int
+    call_depth: int
+    code_size: int
+    data_size: int
+    call_data_size: int
+    machine: dict
+    maximum: dict
+    minimum: dict
+    page_size: int
+    page_cost: int
+    copy_word_size: int
+    copy_word_cost: int
+    hash_block_size: int
+    hash_block_cost: int
+    digest_size: int
+    new_slot_cost: int
+    read_units: int
+    write_units: int
+    new_slot_units: int
+    seed_size: int
+    counter_size: int
+    fee: dict
+
+
+@functools.cache
+def numbers(version: str) -> Numbers:
+    table = spec.load(version)
+    machine, schedule = table.limits["machine"], table.schedule
+    return Numbers(
+        word_bits=machine["word_bits"], stack_depth=machine["stack_depth"],
+        return_stack_depth=machine["return_stack_depth"], call_depth=machine["call_depth"],
+        code_size=machine["code_size"], data_size=machine["data_size"],
+        call_data_size=machine["call_data_size"], machine=dict(machine),
+        maximum=dict(table.limits["maximum"]), minimum=dict(table.limits["minimum"]),
+        page_size=schedule["memory"]["page_size"], page_cost=schedule["memory"]["page_cost"],
+        copy_word_size=schedule["copy"]["word_size"], copy_word_cost=schedule["copy"]["word_cost"],
+        hash_block_size=schedule["hash"]["block_size"],
+        hash_block_cost=schedule["hash"]["block_cost"], digest_size=schedule["hash"]["digest_size"],
+        new_slot_cost=schedule["storage"]["new_slot_cost"],
+        read_units=schedule["storage"]["read_units"], write_units=schedule["storage"]["write_units"],
+        new_slot_units=schedule["storage"]["new_slot_units"],
+        seed_size=schedule["randomness"]["seed_size"],
+        counter_size=schedule["randomness"]["counter_size"], fee=dict(schedule["fee"]))
+
+
+@dataclass(frozen=True)
+class Sorts:
+    """Sorts and constants of W-bit words and counters, and the VM's word arithmetic: what
+    does not depend on a spec version (a ``Width`` adds the version)."""
 
     bits: int
 
@@ -123,6 +177,22 @@ class Width:
         return z3.If(condition, self.wval(1), self.wval(0))
 
 
+@dataclass(frozen=True)
+class Width(Sorts):
+    """Sorts and constants of a W-bit machine of one spec version (``version``: the models
+    read that version's table and numbers through ``spec`` and ``num``)."""
+
+    version: str
+
+    @property
+    def spec(self) -> SpecTable:
+        return spec.load(self.version)
+
+    @property
+    def num(self) -> Numbers:
+        return numbers(self.version)
+
+
 def slt(a, b):
     """Signed less-than (z3py's ``<`` on bit-vectors is bvslt)."""
     return a < b
@@ -137,11 +207,14 @@ def ashr(a, s):
     return a >> s
 
 
-def width(bits: int | None = None) -> Width:
-    bits = SPEC_WORD_BITS if bits is None else bits
+def width(bits: int | None, version: str) -> Width:
+    """The W-bit machine of spec ``version`` (the version's word width for ``bits`` None).
+    Raises versions.UnmodelledVersion (a ValueError, one line) for a version without models."""
+    versions.check(version)
+    bits = numbers(version).word_bits if bits is None else bits
     if bits not in WIDTHS:
         raise ValueError(f"unsupported word width {bits}; use one of {WIDTHS}")
-    return Width(bits)
+    return Width(bits, version)
 
 
 def ceil_div(n, d: int):

@@ -7,31 +7,44 @@ conformance corpus when those exist; nothing is typed in twice.
 from __future__ import annotations
 
 import importlib
+import inspect
 import re
 from pathlib import Path
 
 import spec
+from rtwo_vm.docversions import banner, chapter_target, introduced, version_root
 
 MERMAID = re.compile(r"```mermaid\n.*?```", re.S)
 
 
-def offline_chapter(name: str, text: str) -> str:
+def offline_chapter(name: str, text: str, version: str) -> str:
     """A chapter as the site shows it: a mermaid diagram (drawn by a script from a CDN, so
     raw text offline) is replaced by the SVG generated from the same spec data."""
     if name.startswith("08-") and MERMAID.search(text):
-        return MERMAID.sub(lambda _: lifecycle_svg() + "\n\n*The transitions of "
+        return MERMAID.sub(lambda _: lifecycle_svg(version) + "\n\n*The transitions of "
                            "`lifecycle.toml`, drawn from the spec data.*", text, count=1)
     return text
 
 
 def pages() -> dict[str, str]:
-    """Site path -> Markdown for every generated page."""
-    out = {f"spec/{name}": offline_chapter(name, text) for name, text in spec.chapters().items()}
-    out["reference/instructions.md"] = instruction_reference()
-    out["reference/errors.md"] = error_reference()
-    out["reference/container.md"] = container_page()
-    out["reference/lifecycle.md"] = lifecycle_page()
-    out["reference/coverage.md"] = coverage_page()
+    """Site path -> Markdown for every generated page: the chapters, instruction reference
+    and outcome codes of every version, the other reference pages of the newest, and the
+    "What changed" page of every version with a base."""
+    from rtwo_vm import docchanges
+    newest = spec.latest()
+    out: dict[str, str] = {}
+    for version in spec.names():
+        root = version_root(version)
+        for name, text in spec.chapters(version).items():
+            out[f"{root}spec/{name}"] = banner(offline_chapter(name, text, version), version, f"spec/{name}")
+        for page, render in (("reference/instructions.md", instruction_reference),
+                             ("reference/errors.md", error_reference)):
+            out[f"{root}{page}"] = banner(render(version), version, page)
+        if spec.version(version).base is not None:
+            out[docchanges.changes_path(version)] = docchanges.changes_page(version)
+    out["reference/container.md"] = container_page(newest)
+    out["reference/lifecycle.md"] = lifecycle_page(newest)
+    out["reference/coverage.md"] = coverage_page(newest)
     return out
 
 
@@ -39,43 +52,61 @@ def anchor(mnemonic: str) -> str:
     return mnemonic.lower()
 
 
-def _chapter_link(section: str) -> str:
-    chapter = int(section.split(".")[0])
-    name = next(n for n in spec.chapters() if n.startswith(f"{chapter:02d}-"))
-    heading = next(line for line in spec.chapters()[name].splitlines()
-                   if line.startswith("#") and line.lstrip("#").strip().startswith(section + " "))
-    slug = _slug(heading.lstrip("#").strip())
-    return f"../spec/{name}#{slug}"
-
-
-def _slug(title: str) -> str:
-    # Python-Markdown's toc slugify: lowercase, drop what is not a word, space or hyphen,
-    # spaces to hyphens.
-    import re
-    import unicodedata
-    value = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode("ascii")
-    value = re.sub(r"[^\w\s-]", "", value).strip().lower()
-    return re.sub(r"[-\s]+", "-", value)
+def _chapter_link(section: str, version: str) -> str:
+    return f"../{chapter_target(section, version)}"
 
 
 def _optional(module: str):
+    """An optional package's module, or None when it is not installed."""
     try:
         return importlib.import_module(module)
     except ImportError:
         return None
 
 
+_UNAVAILABLE: dict[str, str] = {}   # package -> why it could not be used (for the page's note)
+
+
+def _versioned(module: str, function: str, version: str, *args):
+    """``module.function(*args, version)`` when the function takes a version; a function
+    without one (a package that predates versions: it knows the base version only) is called
+    for the base version alone. None when the package is missing or cannot serve ``version``;
+    the reason is kept in _UNAVAILABLE."""
+    try:
+        found = getattr(importlib.import_module(module), function)
+    except ImportError:
+        return None
+    except Exception as err:      # a package that fails to load: the page says so, one line
+        _UNAVAILABLE[module.split(".")[0]] = f"{module} could not be loaded ({type(err).__name__}: {err})"
+        return None
+    if "version" in inspect.signature(found).parameters:
+        try:
+            return found(*args, version=version)
+        except ValueError as err:   # proofs.versions.UnmodelledVersion: no models of this version yet
+            _UNAVAILABLE[module.split(".")[0]] = f"{module}.{function}: {str(err).splitlines()[0]}"
+            return None
+    if version != spec.names()[0]:
+        _UNAVAILABLE[module.split(".")[0]] = f"{module}.{function} knows spec {spec.names()[0]} only"
+        return None
+    return found(*args)
+
+
 _REFUSED: list[str] = []   # why the last report read was not used (for the page's note)
 
 
-def _proof_evidence() -> dict[str, list[dict]]:
-    """Theorem rows by mnemonic from the latest full `rtwo-vm prove` report, if one was
-    produced and is complete and current (proofs.report.assess); otherwise none."""
+def _report_version(doc: dict) -> str | None:
+    """The spec version a proofs report names, if it names one."""
+    named = doc.get("spec_version") or (doc.get("scope") or {}).get("spec_version")
+    return str(named) if named else None
+
+
+def _proof_evidence(version: str) -> dict[str, list[dict]]:
+    """Theorem rows by mnemonic from the latest full `rtwo-vm prove` report of ``version``, if
+    one was produced and is complete and current (proofs.report.assess); otherwise none."""
     _REFUSED.clear()
     report = Path("build") / "proofs-report.json"
     if not report.exists():
         return {}
-    assess = getattr(_optional("proofs.report"), "assess", None)
     try:
         from conformance.protocol import loads_bounded
         from spec.files import read_bounded
@@ -83,7 +114,16 @@ def _proof_evidence() -> dict[str, list[dict]]:
     except (OSError, ValueError) as err:
         _REFUSED.append(f"{report} is unreadable ({err})")
         return {}
-    usable, why = assess(doc) if assess else (False, "the proofs package is not installed")
+    if not isinstance(doc, dict):
+        _REFUSED.append(f"{report} is not a proofs report")
+        return {}
+    if _report_version(doc) not in (None, version):
+        _REFUSED.append(f"{report} is of spec {_report_version(doc)}, not {version}")
+        return {}
+    # proofs.report.assess decides whether the report is complete and current for the version
+    # (a package that predates versions judges the base version's reports only)
+    judged = _versioned("proofs.report", "assess", version, doc)
+    usable, why = judged if judged else (False, _UNAVAILABLE.get("proofs", "the proofs package is not installed"))
     if not usable:
         _REFUSED.append(f"{report} was refused: {why}")
         return {}
@@ -94,15 +134,13 @@ def _proof_evidence() -> dict[str, list[dict]]:
     return by_opcode
 
 
-def _model_sources() -> dict[str, str]:
+def _model_sources(version: str) -> dict[str, str]:
     """Mnemonic -> the z3 model's source, with the word-level rules it closes over."""
-    import inspect
-
-    instructions = _optional("proofs.instructions")
-    if instructions is None:
+    table = _versioned("proofs.instructions", "models", version, 64)
+    if table is None:
         return {}
     out = {}
-    for mnemonic, model in instructions.models(64).items():
+    for mnemonic, model in table.items():
         parts = [inspect.getsource(model)]
         for value in inspect.getclosurevars(model).nonlocals.values():
             if inspect.isfunction(value) or inspect.ismethod(value):
@@ -111,38 +149,54 @@ def _model_sources() -> dict[str, str]:
                 except (OSError, TypeError):
                     pass
         out[mnemonic] = "\n\n".join(inspect.cleandoc("\n" + p) if p.startswith(" ") else p
-                                   for p in parts)
+                                    for p in parts)
     return out
 
 
-def _registered_theorems() -> dict[str, list[tuple[str, tuple[int, ...]]]]:
+def _registered_theorems(version: str) -> dict[str, list[tuple[str, tuple[int, ...]]]]:
     """Mnemonic -> (theorem name, widths) for every theorem the proof suite registers."""
-    theorems = _optional("proofs.theorems")
-    if theorems is None:
-        return {}
+    registered = _versioned("proofs.theorems", "registry", version)
     out: dict[str, list[tuple[str, tuple[int, ...]]]] = {}
-    for t in theorems.registry():
+    for t in registered or ():
         out.setdefault(t.opcode, []).append((t.name, t.widths))
     return out
 
 
-def _vector_counts() -> dict[str, int]:
-    corpus = _optional("conformance.corpus.store")
-    if corpus is None or not hasattr(corpus, "vectors_per_opcode"):
+def _corpus(version: str):
+    """(corpus store module, the version's corpus folder), or None without the package."""
+    store = _optional("conformance.corpus.store")
+    constants = _optional("conformance.constants")
+    if store is None or constants is None:
+        return None
+    return store, constants.corpus_dir(version)
+
+
+def _vector_counts(version: str) -> dict[str, int]:
+    found = _corpus(version)
+    if found is None:
         return {}
-    return corpus.vectors_per_opcode()
+    store, folder = found
+    return store.vectors_per_opcode(folder)
 
 
-def instruction_reference() -> str:
-    table = spec.load()
-    proofs = _proof_evidence()
-    vectors = _vector_counts()
-    sources = _model_sources()
-    registered = _registered_theorems()
+def instruction_reference(version: str | None = None) -> str:
+    """The instruction reference of ``version`` (the newest by default)."""
+    version = version or spec.latest()
+    table = spec.load(version)
+    _UNAVAILABLE.clear()
+    proofs = _proof_evidence(version)
+    vectors = _vector_counts(version)
+    sources = _model_sources(version)
+    registered = _registered_theorems(version)
+    origin = "`spec/data/instructions.toml`" + "".join(
+        f" with `spec/versions/{v}/diff.toml`" for v in spec.lineage(version)[1:])
+    new = introduced(version)
     lines = ["# Instruction reference", "",
-             f"Generated from `spec/data/instructions.toml` (spec {table.version}): "
+             f"Generated from {origin} (spec {table.version}): "
              f"{len(table.instructions)} instructions. Costs are compute units; dynamic cost "
              "rules are defined in [chapter 5](../spec/05-resources.md).", ""]
+    if new:
+        lines += [f"New in {version}: " + ", ".join(f"[`{m}`](#{anchor(m)})" for m in new) + ".", ""]
     for type_name in table.instruction_types:
         rows = [i for i in table.instructions if i.type == type_name]
         lines += [f"## {type_name.capitalize()}", "",
@@ -154,19 +208,22 @@ def instruction_reference() -> str:
             lines.append(f"| `0x{i.opcode:02x}` | [`{i.mnemonic}`](#{anchor(i.mnemonic)}) | {imm} "
                          f"| `{sig}` | {i.cost} | {i.cost_rule or '—'} |")
         lines.append("")
+    missing = [f"{why}." for why in _UNAVAILABLE.values()]
     proved_note = ("Proof statuses are those of the `rtwo-vm prove` report this site was built "
                    "with." if proofs else (f"No proof statuses: {_REFUSED[0]}. " if _REFUSED
                                            else "No `rtwo-vm prove` report was present when "
                                            "this site was built: ") + "the theorems are "
                    "listed with their widths, without a status.")
     lines += ["## Instructions", "", proved_note, ""]
+    if missing:
+        lines += ["No z3 models or theorems are shown: " + " ".join(missing), ""]
     for i in table.instructions:
-        lines += _entry(i, proofs.get(i.mnemonic, []), vectors.get(i.mnemonic),
+        lines += _entry(i, version, new.get(i.mnemonic), proofs.get(i.mnemonic, []), vectors.get(i.mnemonic),
                         registered.get(i.mnemonic, []), sources.get(i.mnemonic))
     return "\n".join(lines) + "\n"
 
 
-def _entry(i: spec.Instruction, results: list[dict], vector_count: int | None,
+def _entry(i: spec.Instruction, version: str, item: str | None, results: list[dict], vector_count: int | None,
            registered: list[tuple[str, tuple[int, ...]]], model: str | None) -> list[str]:
     sig = i.signature.replace("|", "\\|")
     gate = f" (gate `{i.gate}`)" if i.gate else ""
@@ -177,7 +234,9 @@ def _entry(i: spec.Instruction, results: list[dict], vector_count: int | None,
            f"| compute | {i.cost} base" + (f" + rule `{i.cost_rule}`" if i.cost_rule else "") + " |",
            f"| determinism | {i.determinism}{gate} |",
            f"| control flow | {i.flow.replace('_', ' ')} |",
-           f"| semantics and edge cases | [§{i.section}]({_chapter_link(i.section)}) |"]
+           f"| semantics and edge cases | [§{i.section}]({_chapter_link(i.section, version)}) |"]
+    if item:
+        out.append(f"| since | spec {version} ([item {item}](../changes/{version}.md#{item.lower()})) |")
     if vector_count is not None:
         out.append(f"| conformance vectors | {vector_count} |")
     out.append("")
@@ -199,21 +258,24 @@ def _entry(i: spec.Instruction, results: list[dict], vector_count: int | None,
     return out
 
 
-def error_reference() -> str:
-    table = spec.load()
+def error_reference(version: str) -> str:
+    table = spec.load(version)
     lines = ["# Outcome codes", "",
              "Generated from `spec/data/errors.toml`. The kind is also the execution status the "
              "code produces; the stage is the lifecycle stage during which it is raised.", "",
              "| code | kind | stage | defined in | meaning |", "| --- | --- | --- | --- | --- |"]
     for e in table.errors.values():
-        lines.append(f"| `{e.code}` | {e.kind} | {e.stage} | [§{e.section}]({_chapter_link(e.section)}) | {e.meaning} |")
+        lines.append(f"| `{e.code}` | {e.kind} | {e.stage} | [§{e.section}]({_chapter_link(e.section, version)}) | {e.meaning} |")
     return "\n".join(lines) + "\n"
 
 
-def container_page() -> str:
-    from reference_vm.container import HEADER_SIZE, MAGIC, VERSION
-    fields = [("magic", 4, MAGIC.decode()), ("major", 1, str(VERSION[0])),
-              ("minor", 1, str(VERSION[1])), ("flags", 2, "0"), ("code size C", 4, "u32 LE"),
+def container_page(version: str) -> str:
+    from reference_vm.container import HEADER_SIZE, MAGIC
+    accepted = spec.load(version).container_versions
+    majors = "/".join(sorted({str(v[0]) for v in accepted}))
+    minors = "/".join(str(v[1]) for v in accepted)
+    fields = [("magic", 4, MAGIC.decode()), ("major", 1, majors),
+              ("minor", 1, minors), ("flags", 2, "0"), ("code size C", 4, "u32 LE"),
               ("data size D", 4, "u32 LE")]
     scale, x, boxes = 40, 0, []
     for name, size, value in fields:
@@ -233,19 +295,21 @@ def container_page() -> str:
            f'role="img" aria-label="container byte layout">{"".join(boxes)}{tail}</svg>')
     return "\n".join([
         "# Container layout", "",
-        "Every contract is a version 1.0 container: a 16-byte header, the code section and the "
+        f"Every contract is a container: a {HEADER_SIZE}-byte header, the code section and the "
         "data section. All integers are little-endian. The checks and their order are normative "
-        "in [chapter 3](../spec/03-container.md).", "", svg, "",
+        "in [chapter 3](../spec/03-container.md). A VM of spec "
+        f"{version} runs containers of version{'s' if len(accepted) > 1 else ''} "
+        f"{', '.join(f'{a}.{b}' for a, b in accepted)} (header bytes 4 and 5).", "", svg, "",
         "| offset | size | field |", "| --- | --- | --- |",
         *(f"| {sum(s for _, s, _ in fields[:k])} | {size} | {name} ({value}) |"
           for k, (name, size, value) in enumerate(fields)),
         f"| {HEADER_SIZE} | C | code section |", f"| {HEADER_SIZE} + C | D | data section |", ""])
 
 
-def lifecycle_svg() -> str:
+def lifecycle_svg(version: str) -> str:
     """The stages of lifecycle.toml top to bottom in order (the two alternatives of one order
     side by side), with every allowed transition drawn."""
-    data = spec.load().lifecycle
+    data = spec.load(version).lifecycle
     stages = data["stage"]
     width, height, step, left, column = 150, 40, 60, 20, 260
     pos: dict[str, tuple[int, int]] = {}
@@ -289,18 +353,18 @@ def lifecycle_svg() -> str:
             f'role="img" aria-label="execution lifecycle">{"".join(parts)}</svg>')
 
 
-def lifecycle_page() -> str:
-    data = spec.load().lifecycle
+def lifecycle_page(version: str) -> str:
+    data = spec.load(version).lifecycle
     rows = [f"| {st['order']} | `{st['name']}` | {st['meaning']} |" for st in data["stage"]]
     return "\n".join([
         "# Execution lifecycle", "",
         "Drawn from `spec/data/lifecycle.toml`: every execution passes these ten stages in "
         "order; stage 9 is `committed` or `rolled_back`. Red arrows are the ways to "
         "`rolled_back`. The normative text is [chapter 8](../spec/08-lifecycle.md).", "",
-        lifecycle_svg(), "", "| order | stage | meaning |", "| --- | --- | --- |", *rows, ""])
+        lifecycle_svg(version), "", "| order | stage | meaning |", "| --- | --- | --- |", *rows, ""])
 
 
-def coverage_page() -> str:
+def coverage_page(version: str) -> str:
     """The corpus's opcode x outcome matrix as a grid: one row per opcode in table order, one
     column per outcome seen anywhere; a cell's shade grows with its vector count."""
     coverage_mod = _optional("conformance.corpus.coverage")
@@ -308,9 +372,12 @@ def coverage_page() -> str:
     head = ["# Conformance coverage", ""]
     if coverage_mod is None or corpus is None:
         return "\n".join(head + ["The conformance package is not installed.", ""])
-    cov = coverage_mod.measure(corpus.load()).to_json()
+    folder = _corpus(version)
+    if folder is None or not folder[1].exists():
+        return "\n".join(head + [f"No conformance corpus of spec {version} is committed.", ""])
+    cov = coverage_mod.measure(corpus.load(folder[1]), version).to_json()
     matrix = cov["matrix"]
-    table = spec.load()
+    table = spec.load(version)
     errors = list(table.errors)
     seen = {col for row in matrix.values() for col in row}
     statuses = [c for c in ("success", "reverted") if c in seen]
@@ -346,7 +413,8 @@ def coverage_page() -> str:
                f"{cov['outcome_codes']['covered']}/{cov['outcome_codes']['target']}, boundaries "
                f"{cov['boundaries']['covered']}/{cov['boundaries']['target']}.")
     return "\n".join(head + [
-        "Computed from the committed corpus (`conformance/vectors/`) when the site is built: "
+        f"Computed from the committed corpus of spec {version} (`conformance/vectors/{version}/`) "
+        "when the site is built: "
         "each row is an opcode, each column an outcome (a status, an outcome code, or a "
         "resource boundary at limit − 1, limit or limit + 1); a cell counts the vectors of that "
         "opcode with that outcome. `rtwo-vm vectors coverage` prints the same matrix.", "",

@@ -72,10 +72,11 @@ def spec_version(text: str) -> str:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
-def add_spec_version(parser, what: str = "the spec version to use") -> None:
+def add_spec_version(parser, what: str = "the spec version to use", *aliases: str) -> None:
     """``--spec-version V`` on a command, by default the newest version (spec/versions.toml's
-    last): the value then flows through the command's calls, never through a global."""
-    parser.add_argument("--spec-version", dest="spec_version", type=spec_version,
+    last): the value then flows through the command's calls, never through a global.
+    ``aliases``: other spellings of the option (``spec show --version``)."""
+    parser.add_argument("--spec-version", *aliases, dest="spec_version", type=spec_version,
                         default=spec.latest(), metavar="VERSION",
                         help=f"{what} (default: the newest, {spec.latest()}; "
                              f"versions: {', '.join(spec.names())})")

@@ -24,44 +24,56 @@ COMPARE_FIELDS = ("status", "error", "error_pc", "output", "storage", "events", 
                   "usage", "fee")
 
 
+def spec_version(args) -> str:
+    """The command's spec version (``--spec-version``), refused in one line without models."""
+    from proofs import versions
+    try:
+        args.spec_version = versions.resolve(args.spec_version)   # what the inputs read
+    except versions.UnmodelledVersion as err:
+        raise CliError(f"--spec-version: {err}") from None
+    return args.spec_version
+
+
 def setup_of(args, file: str | None = None):
     """The proofs.symbolic Setup the options describe (CliError on a bad one)."""
-    from proofs.symbolic.world import (
-        CALL_DATA_SIZE, SEED_SIZE, Setup, limits_problem, policy_problem,
-    )
+    from proofs.symbolic.world import Setup, limits_problem, policy_problem
+    from proofs.words import width
     from reference_vm import Limits
 
+    version = spec_version(args)
+    numbers = width(None, version).num
     address = parse_word(args.address, "--address")
     codes, pinned = {}, {}
     if args.state:
-        for a, contract in read_state_file(args.state).items():
+        for a, contract in read_state_file(args.state, version).items():
             codes[a] = contract.code
             pinned[a] = dict(contract.storage)
     for item in args.contract or ():
         addr_text, path = parse_assignment(item, "--contract")
-        codes[parse_word(addr_text, "--contract address")] = read_code(path)
+        codes[parse_word(addr_text, "--contract address")] = read_code(path, version)
     storage = {}
     for item in args.storage or ():
         key, value = parse_assignment(item, "--storage")
         storage[parse_word(key, "--storage key")] = parse_word(value, "--storage value")
-    codes[address] = read_code(file or args.file)
+    codes[address] = read_code(file or args.file, version)
     pinned[address] = {**pinned.get(address, {}), **storage}
     seed = None
     if args.seed is not None:
         seed = parse_hex(args.seed, "--seed")
-        if len(seed) != SEED_SIZE:
-            raise CliError(f"--seed must be {SEED_SIZE} bytes of hex")
+        if len(seed) != numbers.seed_size:
+            raise CliError(f"--seed must be {numbers.seed_size} bytes of hex")
     limits = Limits(**{name: parse_count(getattr(args, name), f"--{name.replace('_', '-')}")
                        for name in Limits.DIMENSIONS if getattr(args, name) is not None})
-    problem = limits_problem(limits)
+    problem = limits_problem(limits, version)
     if problem:
         raise CliError(f"limits: {problem}")
     policy = policy_of(args)
-    problem = policy_problem(policy)
+    problem = policy_problem(policy, version)
     if problem:
         raise CliError(f"policy: {problem}")
-    if not 0 <= args.max_calldata <= CALL_DATA_SIZE:
-        raise CliError(f"--max-calldata must be 0..{CALL_DATA_SIZE} (the spec's call data size)")
+    if not 0 <= args.max_calldata <= numbers.call_data_size:
+        raise CliError(f"--max-calldata must be 0..{numbers.call_data_size} (the spec's call "
+                       "data size)")
     try:
         from proofs.symbolic.solve import budget
         budget(args.rlimit, args.budgets)
@@ -72,7 +84,7 @@ def setup_of(args, file: str | None = None):
     time = None if args.time is None else parse_word(args.time, "--time")
     try:
         return Setup(
-            entry=address, codes=codes, policy=policy, limits=limits,
+            entry=address, codes=codes, version=version, policy=policy, limits=limits,
             max_calldata=args.max_calldata, caller=caller, call_data=call_data, time=time,
             seed=seed, storage={a: s for a, s in pinned.items() if s},
             concrete_storage=args.concrete_storage, loop_bound=args.loop_bound,
@@ -134,11 +146,11 @@ def symbolic(args) -> int:
     if args.emit_vectors:
         vectors = [report.path_vector(exploration, end, r, name)
                    for end, r in zip(exploration.ends, replays) if r.status == "agrees"]
-        written["paths"] = report.write_corpus(args.emit_vectors, vectors)
+        written["paths"] = report.write_corpus(args.emit_vectors, vectors, spec_version(args))
     found = [v for v in verdicts if v.verdict == "counterexample"]
     if found:
         vectors = [report.counterexample_vector(exploration, v, name) for v in found]
-        written["counterexamples"] = report.write_corpus(args.counterexamples, vectors)
+        written["counterexamples"] = report.write_corpus(args.counterexamples, vectors, spec_version(args))
     code = exit_code(verdicts, len(disagreements))
     if args.json:
         print(json.dumps(report.symbolic_json(exploration, replays, verdicts, written, code,
@@ -180,7 +192,7 @@ def equivalence(args) -> int:
     written = None
     if result.verdict == "different":
         written = report.write_corpus(args.vectors, report.distinguishing_vectors(
-            result, Path(args.file).stem, Path(args.other).stem))
+            result, Path(args.file).stem, Path(args.other).stem), spec_version(args))
     if args.json:
         print(json.dumps(report.equivalence_json(result, written), indent=1, sort_keys=True))
     else:
@@ -219,11 +231,18 @@ def run_vector(args) -> int:
         raise CliError(f"{args.file}: {len(chosen)} vectors match; name one with --vector-id "
                        f"(ids: {ids}{', ...' if len(vectors) > 5 else ''})")
     vector = chosen[0]
+    import spec
+    meta = vector.get("_meta")
+    version = meta.get("spec_version") if isinstance(meta, dict) else None
+    version = version if version is not None else getattr(args, "spec_version", None)
+    if not isinstance(version, str) or version not in spec.names():
+        raise CliError(f"{args.file}: the vector's spec version {str(version)[:20]!r} is not one "
+                       f"of {', '.join(spec.names())}")
     try:
-        request = request_of(vector["input"])
+        request = request_of(vector["input"], version)
     except (KeyError, TypeError, ValueError, AttributeError) as err:
         raise CliError(f"{args.file}: not a vector input ({type(err).__name__}: {err})"[:200]) from None
-    result = execute(*request)
+    result = execute(*request, version=version)
     doc = result.to_json()
     print(canonical(doc) if args.canonical else json.dumps(doc, indent=2, sort_keys=True))
     expected = vector.get("expected", {}).get("result")

@@ -47,10 +47,10 @@ def distinguishing_vectors(result, name_a: str, name_b: str) -> list[dict]:
     return out
 
 
-def write_corpus(directory: str, vectors: list[dict]) -> dict:
-    """Write the vectors and their manifest into ``directory`` (atomically, never through a
-    link); returns {"dir", "file", "ids"}."""
-    from conformance.constants import PROTOCOL, SPEC_VERSION
+def write_corpus(directory: str, vectors: list[dict], version: str) -> dict:
+    """Write the vectors of spec ``version`` and their manifest into ``directory``
+    (atomically, never through a link); returns {"dir", "file", "ids"}."""
+    from conformance.constants import PROTOCOL
     from proofs.symbolic.vectors import GENERATOR, GENERATOR_VERSION, SOURCE, canonical
     from spec.files import FileRefused, atomic_write, output_dir
 
@@ -59,7 +59,7 @@ def write_corpus(directory: str, vectors: list[dict]) -> dict:
     digest = hashlib.sha256("".join(f"{v['id']} {v['_meta']['content_hash']}\n"
                                     for v in vectors).encode()).hexdigest()
     manifest = {
-        "corpus": "RTWO VM symbolic execution vectors", "spec_version": SPEC_VERSION,
+        "corpus": "RTWO VM symbolic execution vectors", "spec_version": version,
         "generator": f"{GENERATOR} {GENERATOR_VERSION}", "protocol": PROTOCOL,
         "vector_count": len(vectors), "digest": digest,
         "sources": {"definition": 0, "smt": 0, "random": 0, SOURCE: len(vectors)},

@@ -1,5 +1,7 @@
 """Run the fuzzer's programs, malformed and maximal, through an eager native engine and the
-reference in one process, and print how many agreed: ``python tests/native_probe.py SEED COUNT``.
+reference in one process, and print how many agreed:
+``python tests/native_probe.py SEED COUNT VERSION`` (the fuzzer's campaign of that spec version:
+its programs are containers of that version or older, run under it).
 
 Run as a child process by tests/test_native_bounds.py, so that a crash of the process (a
 fault in machine code, an abort inside LLVM) is seen as its exit status instead of taking the
@@ -20,7 +22,8 @@ from native_vm.plan import MAX_INSTRUCTIONS
 from reference_vm import Contract, Limits, Message, WorldState, execute
 from reference_vm.container import build
 
-TABLE = spec.load()
+BASE = spec.versions()[0].version
+TABLE = spec.load(BASE)           # the maximal codes are of the base version's instructions
 MACHINE = TABLE.limits["machine"]
 
 
@@ -59,40 +62,40 @@ def maximal_codes() -> list[tuple[str, bytes, bytes]]:
     return codes
 
 
-def main(seed: int, count: int) -> int:
+def main(seed: int, count: int, version: str) -> int:
     engine = Engine(threshold=1, cold_segments=0, native_work=0, min_block=1, per_handler=0)
     agreed = requests = 0
-    inputs = [generate(seed, i) for i in range(count)]
+    inputs = [generate(seed, i, version=version) for i in range(count)]
     for k in range(MALFORMATIONS):                  # every corruption of the fuzzer, forced
-        inp = generate(seed, count + k)
+        inp = generate(seed, count + k, version=version)
         malform(rng_for(seed, count + k, "malform"), inp, k)
         inputs.append(inp)
     for k in range(8):                              # a stack or return stack at its limit
-        inp = generate(seed, count + MALFORMATIONS + k)
+        inp = generate(seed, count + MALFORMATIONS + k, version=version)
         code, storage = inp.contracts[inp.to]
         if code.rows is not None:
             inp.contracts[inp.to] = (Code(rows=deep_rows(rng_for(seed, k, "deep")) + code.rows,
-                                          data=code.data), storage)
+                                          data=code.data, version=code.version), storage)
         inputs.append(inp)
     runs: list[tuple] = []
     for inp in inputs:
         try:
-            r = request_of(inp.vector_input())
+            r = request_of(inp.vector_input(), version)
         except (KeyError, TypeError, ValueError):
             continue                                # a request the adapter answers BAD_MESSAGE
         runs.append((r.state, r.message, r.context, r.policy, r.limits))
     for _name, blob, call_data in maximal_codes():
-        state = WorldState({0x100: Contract(build(blob, b"\xff" * MACHINE["data_size"]))})
+        state = WorldState({0x100: Contract(build(blob, b"\xff" * MACHINE["data_size"], TABLE.number))})
         runs.append((state, Message(0x100, 1, call_data), None, None, Limits(compute=2_000_000)))
     for args in runs:
         requests += 1
-        want = execute(*args).canonical_json()
+        want = execute(*args, version=version).canonical_json()
         for _ in range(2):
-            agreed += engine.execute(*args).canonical_json() == want
+            agreed += engine.execute(*args, version=version).canonical_json() == want
     print(f"requests {requests} agreed {agreed} of {2 * requests} native {engine.native_compiled} "
           f"failures {engine.native_failures} refused {engine.native_refused}")
     return 0 if agreed == 2 * requests else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main(int(sys.argv[1]), int(sys.argv[2])))
+    sys.exit(main(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]))

@@ -138,3 +138,14 @@ def test_bad_state_file_is_reported(tmp_path):
     state.write_text('{"contracts": {"0x5": {"code": 7}}}')
     done = cli("run", str(COUNTER), "--state", str(state))
     assert done.returncode == 2 and "code" in done.stderr
+
+
+def test_spec_show_reads_the_version_asked_for():
+    # 1.1 item N1: MULHU is 0x47 with cost 4; 1.0 has no MULHU (one line, exit 2)
+    for option in ("--version", "--spec-version"):
+        shown = json.loads(cli("spec", "show", "mulhu", option, "1.1").stdout)
+        assert (shown["opcode"], shown["cost"]) == (0x47, 4)
+    old = cli("spec", "show", "mulhu", "--version", "1.0")
+    assert old.returncode == 2 and old.stdout == ""
+    assert old.stderr == ("rtwo-vm: error: no instruction 'mulhu' in spec 1.0 "
+                          "(rtwo-vm spec opcodes --spec-version 1.0 lists them)\n")

@@ -5,6 +5,7 @@ reference on the examples, nested calls and traces."""
 from __future__ import annotations
 
 import io
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -12,16 +13,16 @@ import pytest
 import compiled_vm
 import spec
 from compiled_vm import Engine
-from conftest import returning_top
+from conftest import BASE_VERSION, returning_top
 from reference_vm import (
     Context, Contract, Limits, Message, Policy, WorldState, assemble, execute,
 )
 from reference_vm.trace import JsonLinesTracer
-from rtwo_vm.examples import iter_requests
 
 ROOT = Path(__file__).resolve().parent.parent
-LOOP = assemble((ROOT / "benchmarks" / "loop.rasm").read_text())
-TABLE = spec.load()
+V = BASE_VERSION
+LOOP = assemble((ROOT / "benchmarks" / "loop.rasm").read_text(), V)
+TABLE = spec.load(V)
 PAGE_COST = TABLE.schedule["memory"]["page_cost"]
 ENTRY, OTHER = 0x100, 0x101
 
@@ -47,21 +48,21 @@ def loop_value(n: int) -> int:
 def run_loop(n: int, engine=execute, limits: Limits | None = None):
     state = WorldState({ENTRY: Contract(LOOP)})
     return engine(state, Message(ENTRY, 1, n.to_bytes(8, "little")),
-                  limits=limits or Limits(compute=10**9))
+                  limits=limits or Limits(compute=10**9), version=V)
 
 
 def same(source: str, engine: Engine, *, call_data: bytes = b"", limits: Limits | None = None,
          storage: dict | None = None, others: dict | None = None, runs: int = 3):
     """Run source on the reference and `runs` times on engine; every result must be the
     reference's, byte for byte; return the reference's."""
-    contracts = {ENTRY: Contract(assemble(source), storage or {})}
+    contracts = {ENTRY: Contract(assemble(source, V), storage or {})}
     for address, code in (others or {}).items():
-        contracts[address] = Contract(assemble(code))
+        contracts[address] = Contract(assemble(code, V))
     state = WorldState(contracts)
     message = Message(ENTRY, 0xCA11, call_data)
-    want = execute(state, message, None, None, limits)
+    want = execute(state, message, None, None, limits, version=V)
     for _ in range(runs):
-        got = engine.execute(state, message, None, None, limits)
+        got = engine.execute(state, message, None, None, limits, version=V)
         assert got.canonical_json() == want.canonical_json()
     return want
 
@@ -107,11 +108,11 @@ def test_compiled_code_is_cached_by_code_hash_across_executions():
     compiled = profile.compiled
     # A new container object with the same bytes is the same code: nothing is compiled again.
     state = WorldState({ENTRY: Contract(bytes(bytearray(LOOP)))})
-    engine.execute(state, Message(ENTRY, 1, (50).to_bytes(8, "little")))
+    engine.execute(state, Message(ENTRY, 1, (50).to_bytes(8, "little")), version=V)
     assert list(engine.cache.profiles()) == [profile]
     assert profile.compiled == compiled
-    other = assemble("push 1\npush 2\nadd\nstop")
-    engine.execute(WorldState({ENTRY: Contract(other)}), Message(ENTRY, 1))
+    other = assemble("push 1\npush 2\nadd\nstop", V)
+    engine.execute(WorldState({ENTRY: Contract(other)}), Message(ENTRY, 1), version=V)
     assert len(engine.cache.profiles()) == 2
 
 
@@ -233,28 +234,39 @@ def test_compute_left_inside_a_loop_sees_the_exact_meter():
         assert want.ok
 
 
-def test_the_examples_give_the_references_results():
-    engine = Engine(threshold=1, cold_segments=0)
-    for path in sorted((ROOT / "examples").glob("*.toml")):
-        gen = iter_requests(path)
-        request = next(gen)
-        try:
-            while True:
-                want = request.run()
-                for _ in range(3):
-                    got = engine.execute(request.state, request.message, request.context,
-                                         request.policy, request.limits)
-                    assert got.canonical_json() == want.canonical_json()
-                request = gen.send(want)
-        except StopIteration:
-            pass
+def run_examples(engine, version: str) -> None:
+    """The calls of examples/scenarios.toml (contracts, callers and call data: the fields the
+    file uses), each against the state the previous successful calls of its scenario left,
+    three times on ``engine``: every result must be the reference's."""
+    examples = ROOT / "examples"
+    for scenario in tomllib.loads((examples / "scenarios.toml").read_text())["scenario"]:
+        state = WorldState({
+            int(address, 16): Contract(assemble((examples / body["code"]).read_text(), version),
+                                       {int(k, 16): int(v) for k, v in body.get("storage", {}).items()})
+            for address, body in scenario["contracts"].items()})
+        for call in scenario["call"]:
+            assert set(call) <= {"to", "caller", "calldata"}
+            message = Message(int(call["to"], 16), int(call["caller"], 16),
+                              bytes.fromhex(call.get("calldata", "0x")[2:]))
+            want = execute(state, message, version=version)
+            for _ in range(3):
+                assert engine.execute(state, message, version=version).canonical_json() == \
+                    want.canonical_json()
+            if want.ok:
+                state = state.with_changes(want.state_changes)
+
+
+@pytest.mark.parametrize("version", [v.version for v in spec.versions()])
+def test_the_examples_give_the_references_results(version):
+    run_examples(Engine(threshold=1, cold_segments=0), version)
 
 
 def test_tracing_steps_through_the_reference_and_writes_the_same_trace():
     def traced(engine):
         out = io.StringIO()
         state = WorldState({ENTRY: Contract(LOOP)})
-        result = engine(state, Message(ENTRY, 1, (5).to_bytes(8, "little")), tracer=JsonLinesTracer(out))
+        result = engine(state, Message(ENTRY, 1, (5).to_bytes(8, "little")), version=V,
+                        tracer=JsonLinesTracer(out))
         return result.canonical_json(), out.getvalue()
 
     want = traced(execute)
@@ -266,19 +278,20 @@ def test_tracing_steps_through_the_reference_and_writes_the_same_trace():
 def test_word_width_and_request_errors_as_the_reference():
     engine = Engine(threshold=1, cold_segments=0)
     source = "push 200\npush 100\nadd\npush 0\nswap1\nmstore8\npush 0\npush 1\nreturn"
-    state = WorldState({ENTRY: Contract(assemble(source))})
+    state = WorldState({ENTRY: Contract(assemble(source, V))})
     message = Message(ENTRY, 1)
     for bits in (8, 16, 64):
-        want = execute(state, message, word_bits=bits).canonical_json()
-        assert engine.execute(state, message, word_bits=bits).canonical_json() == want
-    assert engine.execute(state, message, word_bits=16).output == bytes([44])   # 300 mod 256
-    missing = engine.execute(state, Message(0x999, 1))
+        want = execute(state, message, version=V, word_bits=bits).canonical_json()
+        assert engine.execute(state, message, version=V, word_bits=bits).canonical_json() == want
+    assert engine.execute(state, message, version=V, word_bits=16).output == bytes([44])   # 300 mod 256
+    missing = engine.execute(state, Message(0x999, 1), version=V)
     assert (missing.status, missing.error) == ("rejected", "CONTRACT_NOT_FOUND")
     no_arithmetic = Policy(forbidden_operations=("arithmetic",))
-    forbidden = engine.execute(state, message, policy=no_arithmetic)
-    assert forbidden.canonical_json() == execute(state, message, policy=no_arithmetic).canonical_json()
+    forbidden = engine.execute(state, message, policy=no_arithmetic, version=V)
+    assert forbidden.canonical_json() == execute(state, message, policy=no_arithmetic,
+                                                 version=V).canonical_json()
     assert forbidden.status == "violation"
-    short = engine.execute(state, message, Context(), Policy(), Limits(compute=3))
+    short = engine.execute(state, message, Context(), Policy(), Limits(compute=3), version=V)
     assert (short.status, short.error) == ("exhausted", "COMPUTE_LIMIT_EXCEEDED")
 
 
@@ -306,7 +319,7 @@ def test_the_reference_never_imports_the_compiled_engine():
 
 def test_remembered_policy_checks_and_bindings_refuse_exactly_as_the_reference():
     engine = Engine()
-    code = assemble("time\npop\npush 1\npush 2\nadd\npop\nstop")
+    code = assemble("time\npop\npush 1\npush 2\nadd\npop\nstop", V)
     state = WorldState({ENTRY: Contract(code)})
     message = Message(ENTRY, 1)
     policies = [Policy(time_access="allowed"), Policy(), Policy(time_access="allowed"),
@@ -318,8 +331,8 @@ def test_remembered_policy_checks_and_bindings_refuse_exactly_as_the_reference()
     outcomes = []
     for _ in range(3):      # the second and third rounds find the first round's remembered passes
         for policy in policies:
-            want = execute(state, message, policy=policy)
-            got = engine.execute(state, message, policy=policy)
+            want = execute(state, message, policy=policy, version=V)
+            got = engine.execute(state, message, policy=policy, version=V)
             assert got.canonical_json() == want.canonical_json()
             outcomes.append((got.status, got.error))
     time_refused = TABLE.policy["gate"][TABLE.by_mnemonic["TIME"].gate]["error"]
@@ -349,19 +362,23 @@ def test_the_engine_runs_every_request_stage_the_reference_runs():
         return names, fields
 
     reference = sys.modules["reference_vm.execute"]
-    engine = sys.modules["compiled_vm.engine"]
+    driver = sys.modules["compiled_vm.driver"]
+    # The compiled engine is the shared driver's request path with its own execution class.
+    assert Engine.execute is driver.TieredEngine.execute
+    assert Engine.bound_program is driver.TieredEngine.bound_program
+    assert Engine.execution_class is compiled_vm.engine.CompiledExecution
     ref_names, ref_fields = calls(reference.execute)
     for part in (reference.checked_program, reference.bound_program):
         ref_names |= calls(part)[0]
-    ours, our_fields = calls(engine.Engine.execute)
-    ours |= calls(engine.Engine.bound_program)[0]
+    ours, our_fields = calls(driver.TieredEngine.execute)
+    ours |= calls(driver.TieredEngine.bound_program)[0]
     # Both admit the request through the same function; the entry program is the reference's
     # checked_program (policy check, program_at, bind) with the engine's memory of what passed.
     assert "admit" in ref_names and "admit" in ours
     ref_names -= {"checked_program", "bound_program"}
     # The tracer's finish is the reference's own business: a traced request runs there.
     assert ref_names - {"Execution", "finish", "hasattr"} <= ours
-    assert "CompiledExecution" in ours and ref_fields == our_fields
+    assert "execution_class" in ours and ref_fields == our_fields
 
 
 def test_memory_accesses_in_place_and_growing_give_the_references_bytes():

@@ -9,6 +9,11 @@ as in test_properties) and loops (a random stack-neutral body of any instruction
 subroutine calls inside it, closed by a JUMPI back to the head), so that counted loops, loops
 made of several segments, loops with handler calls and nested calls are compiled and meet
 their limits mid-loop.
+
+Every program is drawn with a version to run under and a container version (the same or an
+older one: a VM of 1.1 runs 1.0 containers, chapter 3.2.1), its instructions from that
+container version's table, so that 1.1's instructions run in 1.1 containers and 1.0 code runs
+under both versions.
 """
 
 from __future__ import annotations
@@ -24,12 +29,13 @@ from reference_vm import Context, Contract, Limits, Message, Policy, WorldState,
 from reference_vm.container import build
 from reference_vm.trace import JsonLinesTracer
 
-TABLE = spec.load()
+VERSIONS = tuple(v.version for v in spec.versions())
+TABLES = {version: spec.load(version) for version in VERSIONS}
+TABLE = TABLES[VERSIONS[0]]      # rows every version has (PUSH8, POP, JUMPI, the halts)
 ENTRY, OTHER = 0x100, 0x101
 OPEN = Policy(time_access="allowed", randomness="seeded")
 CONTEXT = Context(block_time=1_700_000_000, random_seed=bytes(range(32)))
 AMPLE = Limits(compute=30_000, memory_pages=4, storage_units=400)
-CONTINUING = [row for row in TABLE.instructions if row.flow == "next"]
 BRANCHES = [TABLE.by_mnemonic[m] for m in ("JUMP", "JUMPI", "CALLSUB", "RETSUB")]
 PUSH8, POP, JUMPI = (TABLE.by_mnemonic[m] for m in ("PUSH8", "POP", "JUMPI"))
 HALTS = ["STOP", "RETURN", "REVERT", "TRAP"]
@@ -41,20 +47,33 @@ CHECKS = settings(max_examples=300, deadline=None,
 
 immediates = st.one_of(st.sampled_from(EDGE_WORDS), st.integers(0, 2**64 - 1), st.integers(0, 64))
 
+# A program: the spec version it runs under and its container.
+Program = tuple[str, bytes]
+
 
 @st.composite
-def random_programs(draw) -> bytes:
+def versions(draw) -> tuple[str, spec.Spec]:
+    """A version to run under and the table of a container version it runs (not newer)."""
+    running = draw(st.integers(0, len(VERSIONS) - 1))
+    return VERSIONS[running], TABLES[VERSIONS[draw(st.integers(0, running))]]
+
+
+@st.composite
+def random_programs(draw) -> Program:
+    version, table = draw(versions())
     rows = [PUSH8] * draw(st.integers(0, 16))
-    rows += [draw(st.sampled_from(TABLE.instructions)) for _ in range(draw(st.integers(1, 40)))]
+    rows += [draw(st.sampled_from(table.instructions)) for _ in range(draw(st.integers(1, 40)))]
     rows.append(TABLE.by_mnemonic[draw(st.sampled_from(HALTS))])
     code = encode(rows, lambda offsets: draw(st.sampled_from(offsets)), lambda size: draw(immediates))
-    return build(code, draw(st.binary(max_size=16)))
+    return version, build(code, draw(st.binary(max_size=16)), table.number)
 
 
 @st.composite
-def loop_programs(draw) -> bytes:
+def loop_programs(draw) -> Program:
+    version, table = draw(versions())
+    continuing = [row for row in table.instructions if row.flow == "next"]
     primed = draw(st.integers(1, 8))
-    rows_from = st.sampled_from(CONTINUING + BRANCHES if draw(st.booleans()) else CONTINUING)
+    rows_from = st.sampled_from(continuing + BRANCHES if draw(st.booleans()) else continuing)
     body = [draw(rows_from) for _ in range(draw(st.integers(0, 12)))]
     net = sum(r.outputs - r.inputs for r in body) - 1          # the closing JUMPI pops one
     pad_front = [PUSH8] * max(0, -net)                          # pushes first: fewer underflows
@@ -68,13 +87,14 @@ def loop_programs(draw) -> bytes:
     targets.append(head)
     order = iter(targets)
     code = encode(rows, lambda offsets: offsets[next(order)], lambda size: draw(immediates))
-    return build(code, draw(st.binary(max_size=16)))
+    return version, build(code, draw(st.binary(max_size=16)), table.number)
 
 
-def _run(engine_execute, code: bytes, call_data: bytes, limits: Limits, tracer=None):
+def _run(engine_execute, program: Program, call_data: bytes, limits: Limits, tracer=None):
+    version, code = program
     state = WorldState({ENTRY: Contract(code, {0: 1, 7: 2**64 - 1}), OTHER: Contract(code)})
     return engine_execute(state, Message(ENTRY, 0xCA11, call_data), CONTEXT, OPEN, limits,
-                          tracer=tracer)
+                          version=version, tracer=tracer)
 
 
 def boundaries(used) -> list[Limits]:
@@ -87,7 +107,7 @@ def boundaries(used) -> list[Limits]:
     return out
 
 
-def agree_at_every_boundary(code: bytes, call_data: bytes) -> None:
+def agree_at_every_boundary(code: Program, call_data: bytes) -> None:
     ample = _run(execute, code, call_data, AMPLE)
     for limits in [AMPLE, *boundaries(ample.usage)]:
         want = _run(execute, code, call_data, limits).canonical_json()
@@ -126,13 +146,16 @@ def test_traces_are_the_references(code, call_data, compute):
 @settings(CHECKS, max_examples=100)
 @given(st.one_of(random_programs(), loop_programs()), st.binary(max_size=24),
        st.sampled_from([8, 16, 32]), st.integers(0, 5000))
-def test_reduced_word_widths_agree_with_the_reference(code, call_data, bits, compute):
+def test_reduced_word_widths_agree_with_the_reference(program, call_data, bits, compute):
+    version, code = program
     state = WorldState({0x10: Contract(code, {3: 5}), 0x11: Contract(code)})
     message = Message(0x10, 0x1, call_data)
     limits = Limits(compute=compute, memory_pages=2, storage_units=100)
-    want = execute(state, message, CONTEXT, OPEN, limits, word_bits=bits).canonical_json()
+    want = execute(state, message, CONTEXT, OPEN, limits, version=version,
+                   word_bits=bits).canonical_json()
     for engine in (EAGER, TIERED):
         for _ in range(2):
-            got = engine.execute(state, message, CONTEXT, OPEN, limits, word_bits=bits)
+            got = engine.execute(state, message, CONTEXT, OPEN, limits, version=version,
+                                 word_bits=bits)
             assert got.canonical_json() == want
     assert EAGER.compile_failures == TIERED.compile_failures == 0

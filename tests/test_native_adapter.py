@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+import spec
+
 pytest.importorskip("llvmlite", reason="the native tier needs the native extra (llvmlite)")
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,8 +27,12 @@ def cli(*args: str, cwd: Path = ROOT, timeout: int = 600) -> subprocess.Complete
                           text=True, cwd=cwd, timeout=timeout)
 
 
-def corpus_size() -> int:
-    return sum(1 for path in (ROOT / "conformance" / "vectors").glob("*.jsonl") for _ in path.open())
+VERSIONS = [v.version for v in spec.versions()]
+
+
+def corpus_size(version: str) -> int:
+    return sum(1 for path in (ROOT / "conformance" / "vectors" / version).glob("*.jsonl")
+               for _ in path.open())
 
 
 @pytest.mark.parametrize("command", [ADAPTER, EAGER], ids=["tiered", "eager"])
@@ -35,11 +41,12 @@ def test_the_whole_corpus_passes_through_the_native_adapter(tmp_path, command):
     done = cli("conformance", "run", "--impl", shlex.join(command), "--out", str(out), "--quiet",
                "--repeat", "0")
     assert done.returncode == 0, done.stdout + done.stderr
-    report = json.loads((out / "report.json").read_text())
-    (implementation,) = report["implementations"]
-    assert implementation["name"] == "rtwo-native"        # the hello named the native engine
-    assert report["ok"] and implementation["counts"]["pass"] == corpus_size() > 2000
-    assert implementation["counts"]["fail"] == 0
+    for version in VERSIONS:         # the adapter announces every version: a suite for each
+        report = json.loads((out / version / "report.json").read_text())
+        (implementation,) = report["implementations"]
+        assert implementation["name"] == "rtwo-native"        # the hello named the native engine
+        assert report["ok"] and implementation["counts"]["pass"] == corpus_size(version) > 2000
+        assert implementation["counts"]["fail"] == 0
 
 
 def test_a_planted_off_by_one_in_native_subtraction_fails_the_corpus(tmp_path):
@@ -53,8 +60,9 @@ def test_a_planted_off_by_one_in_native_subtraction_fails_the_corpus(tmp_path):
                "--out", str(out), "--quiet", "--repeat", "0", "--fresh", "0",
                "--filter", "*arithmetic*", "--max-bundles", "0", "--max-traces", "0")
     assert done.returncode == 1, done.stdout + done.stderr
-    (implementation,) = json.loads((out / "report.json").read_text())["implementations"]
-    assert implementation["counts"]["fail"] > 0
+    for version in VERSIONS:
+        (implementation,) = json.loads((out / version / "report.json").read_text())["implementations"]
+        assert implementation["counts"]["fail"] > 0, version
 
 
 def test_run_with_the_native_engine_prints_the_references_result(tmp_path):

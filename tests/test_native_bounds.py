@@ -17,26 +17,31 @@ import pytest
 pytest.importorskip("llvmlite", reason="the native tier needs the native extra (llvmlite)")
 
 import native_vm  # noqa: E402
+import spec  # noqa: E402
 from native_vm import jit, plan as plan_mod  # noqa: E402
 from native_vm.cache import REGION_BYTES, NativeCache, region_bytes  # noqa: E402
 from native_vm.lower import Lowering  # noqa: E402
 from native_vm.region import NativeRegion  # noqa: E402
+from conftest import BASE_VERSION  # noqa: E402
 from reference_vm import Contract, Limits, Message, WorldState, assemble, execute  # noqa: E402
 from reference_vm.program import load_program  # noqa: E402
-from reference_vm.words import word  # noqa: E402
+from reference_vm.rules import rules  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 ENTRY = 0x100
+V = BASE_VERSION
+RULES = rules(V)
 
 
 def loop_code(k: int) -> bytes:
     """A counted loop over n (call data), distinct for each k."""
-    return assemble(f"push 0\ncalldataload\ntop:\n push {k}\n pop\n push 1\n sub\n dup1\n jumpi top\nstop")
+    return assemble(f"push 0\ncalldataload\ntop:\n push {k}\n pop\n push 1\n sub\n dup1\n jumpi top\nstop", V)
 
 
 def run(code: bytes, engine_execute, n: int = 20, limits: Limits | None = None):
     state = WorldState({ENTRY: Contract(code)})
-    return engine_execute(state, Message(ENTRY, 1, n.to_bytes(8, "little")), None, None, limits)
+    return engine_execute(state, Message(ENTRY, 1, n.to_bytes(8, "little")), None, None, limits,
+                          version=V)
 
 
 def eager(**kwargs) -> native_vm.Engine:
@@ -50,11 +55,11 @@ def natives(engine) -> list[NativeRegion]:
 
 def test_a_segment_past_the_instruction_bound_stays_on_the_compiled_tier():
     big = "\n".join(["push 1", "push 2", "add", "pop"] * (plan_mod.MAX_INSTRUCTIONS // 4 + 1))
-    code = assemble(big + "\nstop")
-    program = load_program(code, word())
-    assert plan_mod.plan_for(program, 0, min_block=1) is None
-    fits = assemble("\n".join(["push 1", "pop"] * (plan_mod.MAX_INSTRUCTIONS // 2 - 1)) + "\nstop")
-    assert plan_mod.plan_for(load_program(fits, word()), 0, min_block=1) is not None
+    code = assemble(big + "\nstop", V)
+    program = load_program(code, RULES)
+    assert plan_mod.plan_for(program, 0, RULES, min_block=1) is None
+    fits = assemble("\n".join(["push 1", "pop"] * (plan_mod.MAX_INSTRUCTIONS // 2 - 1)) + "\nstop", V)
+    assert plan_mod.plan_for(load_program(fits, RULES), 0, RULES, min_block=1) is not None
     engine = eager()
     for _ in range(2):
         assert run(code, engine.execute).canonical_json() == run(code, execute).canonical_json()
@@ -93,7 +98,7 @@ def test_the_native_cache_evicts_the_least_recent_regions_and_uninstalls_them():
     for _ in range(2):
         assert run(codes[0], engine.execute).canonical_json() == run(codes[0], execute).canonical_json()
     assert engine.native_compiled == 5
-    (profile,) = [p for p in engine.cache.profiles() if p.program.code.code == load_program(codes[0], word()).code.code]
+    (profile,) = [p for p in engine.cache.profiles() if p.program.code.code == load_program(codes[0], RULES).code.code]
     assert any(fn is not None and not isinstance(fn, NativeRegion) for fn in profile.fns)
     engine.native_work = 1
     for _ in range(2):
@@ -137,12 +142,13 @@ def test_llvm_refusing_a_module_or_the_jit_failing_changes_no_result(monkeypatch
     assert engine.native_failures >= 1 and natives(engine) == []
 
 
-def test_the_fuzzers_malformed_and_maximal_programs_crash_nothing():
-    """300 fuzz requests, every malformation of the fuzzer, stacks and return stacks at their
-    limits, and 64 KiB codes (one segment, loops at the native instruction bound, a loop at
-    the stack limit, offsets at 2^64 - 1, 64 KiB of jumps), each run twice on an eager native
-    engine in a child process and compared with the reference."""
-    done = subprocess.run([sys.executable, str(ROOT / "tests" / "native_probe.py"), "27", "300"],
+@pytest.mark.parametrize("version", [v.version for v in spec.versions()])
+def test_the_fuzzers_malformed_and_maximal_programs_crash_nothing(version):
+    """300 fuzz requests of the version's campaign, every malformation of the fuzzer, stacks
+    and return stacks at their limits, and 64 KiB codes (one segment, loops at the native
+    instruction bound, a loop at the stack limit, offsets at 2^64 - 1, 64 KiB of jumps), each
+    run twice on an eager native engine in a child process and compared with the reference."""
+    done = subprocess.run([sys.executable, str(ROOT / "tests" / "native_probe.py"), "27", "300", version],
                           capture_output=True, text=True, cwd=ROOT, timeout=900)
     assert done.returncode == 0, (done.returncode, done.stdout, done.stderr[-2000:])
     fields = done.stdout.split()
@@ -187,17 +193,24 @@ def test_the_engine_runs_every_request_stage_the_reference_runs():
 
     reference = sys.modules["reference_vm.execute"]
     engine = sys.modules["native_vm.engine"]
+    driver = sys.modules["compiled_vm.driver"]
+    # The native engine's request path is the driver's, the compiled engine's: only the
+    # execution (its profiled loop), the profile and compile are its own.
+    assert engine.Engine.execute is driver.TieredEngine.execute
+    assert engine.Engine.execution_class is engine.NativeExecution
+    assert engine.NativeExecution._run is driver.TieredExecution._run
     ref_names, ref_fields = calls(reference.execute)
-    ours, our_fields = calls(engine.Engine.execute)
+    ours, our_fields = calls(driver.TieredEngine.execute)
     assert "admit" in ref_names and "admit" in ours
     assert ref_names - {"Execution", "finish", "hasattr"} <= ours
-    assert "NativeExecution" in ours and ref_fields == our_fields
+    assert "execution_class" in ours and ref_fields == our_fields
 
 
 def test_llvm_is_loaded_only_when_a_region_first_goes_native():
     probe = ("import sys, native_vm; from reference_vm import *; "
-             "state = WorldState({1: Contract(assemble('push 1\\npush 2\\nadd\\nstop'))}); "
-             "assert native_vm.execute(state, Message(1, 1)).ok; print('llvmlite' in sys.modules)")
+             f"state = WorldState({{1: Contract(assemble('push 1\\npush 2\\nadd\\nstop', {V!r}))}}); "
+             f"assert native_vm.execute(state, Message(1, 1), version={V!r}).ok; "
+             "print('llvmlite' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT,
                           timeout=120)
     assert done.stdout.strip() == "False", done.stderr

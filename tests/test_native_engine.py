@@ -13,18 +13,19 @@ pytest.importorskip("llvmlite", reason="the native tier needs the native extra (
 
 import native_vm  # noqa: E402
 import spec  # noqa: E402
-from conftest import returning_top  # noqa: E402
+from conftest import BASE_VERSION, returning_top  # noqa: E402
 from native_vm.cache import NativeCache  # noqa: E402
 from native_vm.region import NativeRegion  # noqa: E402
+from test_compiled_engine import run_examples  # noqa: E402
 from reference_vm import (  # noqa: E402
     Context, Contract, Limits, Message, Policy, WorldState, assemble, execute,
 )
 from reference_vm.trace import JsonLinesTracer  # noqa: E402
-from rtwo_vm.examples import iter_requests  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-LOOP = assemble((ROOT / "benchmarks" / "loop.rasm").read_text())
-TABLE = spec.load()
+V = BASE_VERSION
+LOOP = assemble((ROOT / "benchmarks" / "loop.rasm").read_text(), V)
+TABLE = spec.load(V)
 PAGE_COST = TABLE.schedule["memory"]["page_cost"]
 ENTRY, OTHER = 0x100, 0x101
 MASK = 2**64 - 1
@@ -56,7 +57,7 @@ def loop_value(n: int) -> int:
 def run_loop(n: int, engine=execute, limits: Limits | None = None):
     state = WorldState({ENTRY: Contract(LOOP)})
     return engine(state, Message(ENTRY, 1, n.to_bytes(8, "little")),
-                  limits=limits or Limits(compute=10**9))
+                  limits=limits or Limits(compute=10**9), version=V)
 
 
 def natives(engine) -> list[NativeRegion]:
@@ -65,17 +66,20 @@ def natives(engine) -> list[NativeRegion]:
 
 def same(source: str, engine, *, call_data: bytes = b"", limits: Limits | None = None,
          storage: dict | None = None, others: dict | None = None, runs: int = 3,
-         policy: Policy | None = None, context: Context | None = None, word_bits: int | None = None):
-    """Run source on the reference and `runs` times on engine: every result must be the
-    reference's, byte for byte; return the reference's."""
-    contracts = {ENTRY: Contract(assemble(source), storage or {})}
+         policy: Policy | None = None, context: Context | None = None, word_bits: int | None = None,
+         version: str = V):
+    """Run source (a container of ``version``) under ``version`` on the reference and `runs`
+    times on engine: every result must be the reference's, byte for byte; return the
+    reference's."""
+    contracts = {ENTRY: Contract(assemble(source, version), storage or {})}
     for address, code in (others or {}).items():
-        contracts[address] = Contract(assemble(code))
+        contracts[address] = Contract(assemble(code, version))
     state = WorldState(contracts)
     message = Message(ENTRY, 0xCA11, call_data)
-    want = execute(state, message, context, policy, limits, word_bits=word_bits)
+    want = execute(state, message, context, policy, limits, version=version, word_bits=word_bits)
     for _ in range(runs):
-        got = engine.execute(state, message, context, policy, limits, word_bits=word_bits)
+        got = engine.execute(state, message, context, policy, limits, version=version,
+                             word_bits=word_bits)
         assert got.canonical_json() == want.canonical_json()
     return want
 
@@ -277,21 +281,10 @@ def test_gated_reads_leave_the_machine_code_and_come_back():
     assert any(e.resume and e.pc for r in natives(engine) for e in r.exits)
 
 
-def test_the_examples_give_the_references_results():
+@pytest.mark.parametrize("version", [v.version for v in spec.versions()])
+def test_the_examples_give_the_references_results(version):
     engine = eager()
-    for path in sorted((ROOT / "examples").glob("*.toml")):
-        gen = iter_requests(path)
-        request = next(gen)
-        try:
-            while True:
-                want = request.run()
-                for _ in range(3):
-                    got = engine.execute(request.state, request.message, request.context,
-                                         request.policy, request.limits)
-                    assert got.canonical_json() == want.canonical_json()
-                request = gen.send(want)
-        except StopIteration:
-            pass
+    run_examples(engine, version)
     assert engine.native_compiled and engine.native_failures == 0
 
 
@@ -299,7 +292,8 @@ def test_tracing_steps_through_the_reference_and_writes_the_same_trace():
     def traced(run):
         out = io.StringIO()
         state = WorldState({ENTRY: Contract(LOOP)})
-        result = run(state, Message(ENTRY, 1, (5).to_bytes(8, "little")), tracer=JsonLinesTracer(out))
+        result = run(state, Message(ENTRY, 1, (5).to_bytes(8, "little")), version=V,
+                     tracer=JsonLinesTracer(out))
         return result.canonical_json(), out.getvalue()
 
     want = traced(execute)
@@ -315,12 +309,12 @@ def test_the_stack_and_the_meter_live_in_registers():
     from native_vm.lower import Lowering
     from native_vm.plan import plan_for
     from reference_vm.program import load_program
-    from reference_vm.words import word
+    from reference_vm.rules import rules
 
-    program = load_program(LOOP, word())
+    program = load_program(LOOP, rules(V))
     (plan,) = [p for s in program.segments if s is not None
-               for p in [plan_for(program, s.start, 1, 0)] if p is not None and p.counted]
-    fn = Lowering(plan, word()).lower().module.get_global("region")
+               for p in [plan_for(program, s.start, rules(V), 1, 0)] if p is not None and p.counted]
+    fn = Lowering(plan).lower().module.get_global("region")
     before = str(fn)
     assert " alloca " in before and " phi " not in before
     ssa.promote(fn)

@@ -48,7 +48,7 @@ import gc, json, sys
 sys.path.insert(0, 'benchmarks')
 import native_vm
 from llvmlite.binding.orcjit import LLJIT
-from native_memory_benchmark import code
+from native_memory_benchmark import VERSION, code
 from native_vm import jit
 from native_vm.cache import NativeCache
 from reference_vm import Contract, Message, WorldState, execute
@@ -58,12 +58,13 @@ engine = native_vm.Engine(threshold=1, cold_segments=0, native_work=0, min_block
                           per_handler=0, cache=cache)
 hot = WorldState({0x100: Contract(code(10**6))})
 message = Message(0x100, 1, (3).to_bytes(8, "little"))
-want = execute(hot, message).canonical_json()
+want = execute(hot, message, version=VERSION).canonical_json()
 alive = []
 for k in range(40):
-    assert engine.execute(hot, message).canonical_json() == want     # stays hot throughout
+    assert engine.execute(hot, message, version=VERSION).canonical_json() == want   # stays hot
     state = WorldState({0x100: Contract(code(k))})
-    assert engine.execute(state, message).canonical_json() == execute(state, message).canonical_json()
+    assert (engine.execute(state, message, version=VERSION).canonical_json()
+            == execute(state, message, version=VERSION).canonical_json())
     gc.collect()
     alive.append(sum(1 for o in gc.get_objects() if isinstance(o, LLJIT)))
 print(json.dumps({"alive": alive, "compiled": engine.native_compiled,

@@ -3,7 +3,9 @@ and random loops at every limit boundary of every resource, reduced word widths)
 native tier: every region the native tier can take compiled to machine code at once (eager,
 also blocks of one instruction and loops full of handlers), tiered (machine code after a few
 compute units on the compiled tier, so that regions go native in the middle of a run), and
-warm (code compiled by an earlier run). Expectations are the reference's results."""
+warm (code compiled by an earlier run). Programs come with the version they run under, as
+there (1.1's instructions in 1.1 containers, 1.0 code under both versions). Expectations are
+the reference's results."""
 
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ TIERED = native_vm.Engine(threshold=2, native_work=40, min_block=4, per_handler=
 ENGINES = (EAGER, TIERED)
 
 
-def agree_at_every_boundary(code: bytes, call_data: bytes) -> None:
+def agree_at_every_boundary(code: tuple[str, bytes], call_data: bytes) -> None:
     ample = _run(execute, code, call_data, AMPLE)
     for limits in [AMPLE, *boundaries(ample.usage)]:
         want = _run(execute, code, call_data, limits).canonical_json()
@@ -51,14 +53,17 @@ def test_random_loops_agree_with_the_reference_at_every_limit_boundary(code, cal
 @settings(CHECKS, max_examples=100)
 @given(st.one_of(random_programs(), loop_programs()), st.binary(max_size=24),
        st.sampled_from([8, 16, 32]), st.integers(0, 5000))
-def test_reduced_word_widths_agree_with_the_reference(code, call_data, bits, compute):
+def test_reduced_word_widths_agree_with_the_reference(program, call_data, bits, compute):
+    version, code = program
     state = WorldState({0x10: Contract(code, {3: 5}), 0x11: Contract(code)})
     message = Message(0x10, 0x1, call_data)
     limits = Limits(compute=compute, memory_pages=2, storage_units=100)
-    want = execute(state, message, CONTEXT, None, limits, word_bits=bits).canonical_json()
+    want = execute(state, message, CONTEXT, None, limits, version=version,
+                   word_bits=bits).canonical_json()
     for engine in ENGINES:
         for _ in range(2):
-            got = engine.execute(state, message, CONTEXT, None, limits, word_bits=bits)
+            got = engine.execute(state, message, CONTEXT, None, limits, version=version,
+                                 word_bits=bits)
             assert got.canonical_json() == want
     for engine in ENGINES:
         assert engine.native_failures == engine.compile_failures == 0

@@ -13,7 +13,11 @@ import z3
 from proofs import branches, runner, verdicts
 from proofs.machine import fresh_state
 from proofs.runner import Options, run_suite
-from proofs.words import SPEC, width
+from proofs.words import width
+import spec
+from conftest import BASE_VERSION as V
+
+SPEC = spec.load(V)
 
 OPCODES = ("ADD", "DIVS", "SHRS", "MSTORE", "SLOAD")
 NAMES = ("agreement_hypothesis", "agreement_exhaustive")
@@ -25,7 +29,7 @@ def _key(rows):
 
 
 def test_batched_agreement_rows_equal_one_process_per_check(monkeypatch):
-    options = Options(opcodes=OPCODES, names=NAMES, jobs=1)   # branch replays: below
+    options = Options(version=V, opcodes=OPCODES, names=NAMES, jobs=1)   # branch replays: below
     planned = runner.plan(options, runner.theorems(options))
     # ADD, DIVS and SHRS have both checks, MSTORE and SLOAD hypothesis only
     assert sorted((t[0], t[1]) for t in planned) == sorted(
@@ -57,7 +61,7 @@ def test_only_the_crosshair_supplement_keeps_a_process_of_its_own(monkeypatch):
 
 
 def test_batched_theorem_rows_equal_one_process_per_task(monkeypatch):
-    options = Options(opcodes=("MSTORE8", "ISZERO"), agreement=False, jobs=1)
+    options = Options(version=V, opcodes=("MSTORE8", "ISZERO"), agreement=False, jobs=1)
     planned = runner.plan(options, runner.theorems(options))
     assert len(planned) >= 4    # per opcode its group and its deterministic row, at least
     monkeypatch.setattr(runner, "BATCH_SIZE", 1)
@@ -69,7 +73,7 @@ def test_batched_theorem_rows_equal_one_process_per_task(monkeypatch):
 
 
 def _divu_case():
-    s = fresh_state(width(64))
+    s = fresh_state(width(64, V))
     ins = SPEC.by_mnemonic["DIVU"]
     return s, ins, s.stack[1] == 0   # a zero divisor: easy for any budget
 
@@ -95,17 +99,17 @@ def test_the_wall_clock_safety_net_is_an_error_not_a_skipped_tier(monkeypatch):
 def _inputs_after(mnemonics):
     """Branch inputs of the last opcode after finding every earlier one's, in one process."""
     for m in mnemonics[:-1]:
-        branches.branch_inputs(m)
-    return branches.branch_inputs(mnemonics[-1])
+        branches.branch_inputs(m, 64, V)
+    return branches.branch_inputs(mnemonics[-1], 64, V)
 
 
 def test_branch_inputs_do_not_depend_on_the_searches_before_them():
-    verdicts.use(Options())
+    verdicts.use(Options(version=V))
     runner._warm(verdicts.current)
     context = multiprocessing.get_context("fork")
     targets = ("DIVS", "MSTORE", "SSTORE")
     with context.Pool(1, maxtasksperchild=1) as pool:
-        alone = {m: pool.apply(branches.branch_inputs, (m,)) for m in targets}
+        alone = {m: pool.apply(branches.branch_inputs, (m, 64, V)) for m in targets}
     assert all(len(v) >= 3 for v in alone.values())
     for order in (("MSTORE", "SSTORE", "DIVS"), ("DIVS", "SSTORE", "MSTORE"),
                   ("SHL", "DIVS", "MSTORE", "SSTORE")):

@@ -11,9 +11,13 @@ from proofs import branches
 from proofs.evaluate import compile_term
 from proofs.execute import immediate, step
 from proofs.machine import array_bytes, base_memory, fresh_state
-from proofs.words import SPEC, width
+from proofs.words import width
+import spec
+from conftest import BASE_VERSION as V
 
-W = width(64)
+SPEC = spec.load(V)
+
+W = width(64, V)
 C = W.counter_bits
 
 
@@ -87,5 +91,5 @@ def test_the_model_has_exactly_the_stack_halts_a_well_formed_state_can_reach():
     assert present == {("SWAP2", "STACK_UNDERFLOW"), ("ADD", "STACK_UNDERFLOW"),
                        ("PUSH1", "STACK_OVERFLOW"), ("DUP3", "STACK_UNDERFLOW"),
                        ("DUP3", "STACK_OVERFLOW")}
-    labels = {x["branch"] for x in branches.branch_inputs("PUSH1")}
+    labels = {x["branch"] for x in branches.branch_inputs("PUSH1", 64, V)}
     assert "stack overflow" in labels and "stack underflow" not in labels

@@ -14,8 +14,9 @@ from proofs.instructions.memory import copy_into, write_bytes
 from proofs.machine import base_memory
 from proofs.replay import complete
 from proofs.words import byte_of, width
+from conftest import BASE_VERSION as V
 
-W = width(64)
+W = width(64, V)
 # Opcodes whose post-states read memory through writes, copies, digests and byte strings.
 OPCODES = ("MSTORE", "MCOPY", "SHA256", "LOG1", "RETURN", "CALLDATACOPY")
 
@@ -27,7 +28,7 @@ def slow(w, read, indices):
 
 def strings(x: dict, state):
     """(name, read, indices) of every byte string the agreement check observes."""
-    size = concrete.value(state.memory.pages) * concrete.PAGE_SIZE
+    size = concrete.value(state.memory.pages) * state.w.num.page_size
     out = [("memory", state.memory.read, concrete.memory_probes(x, size))]
     for name, data in [("output", state.output), ("return data", state.return_data),
                        *[(f"event {k}", e.data) for k, e in enumerate(state.events)]]:
@@ -39,7 +40,7 @@ def strings(x: dict, state):
 @pytest.mark.parametrize("mnemonic", OPCODES)
 def test_compiled_reads_equal_z3_on_every_branch_post_state(mnemonic):
     compiled = 0
-    for inputs in branches.branch_inputs(mnemonic):
+    for inputs in branches.branch_inputs(mnemonic, 64, V):
         x = complete(inputs)
         state = model_outcome(x).state
         for name, read, indices in strings(x, state):
@@ -115,8 +116,9 @@ def test_nonzero_lists_every_written_byte_of_the_interpreters_memory():
 
 def _real_handler(mnemonic):
     from reference_vm.instructions import table
-    from reference_vm.words import word
-    return table(word(64))[concrete.SPEC.by_mnemonic[mnemonic].opcode]
+    from reference_vm.rules import rules
+    rule = rules(V, 64)
+    return table(rule)[rule.spec.by_mnemonic[mnemonic].opcode]
 
 
 def test_one_wrong_byte_in_memory_or_an_event_is_caught_through_the_fast_reads():
@@ -137,6 +139,6 @@ def test_one_wrong_byte_in_memory_or_an_event_is_caught_through_the_fast_reads()
 
     for mnemonic, handler, what in [("MCOPY", mcopy_last_byte_flipped, "memory["),
                                     ("LOG1", log1_last_byte_flipped, "events")]:
-        caught = [d for x in branches.branch_inputs(mnemonic) for d in compare(x, handler)]
+        caught = [d for x in branches.branch_inputs(mnemonic, 64, V) for d in compare(x, handler)]
         assert any(d.startswith(what) for d in caught), (mnemonic, caught)
-        assert all(compare(x) == [] for x in branches.branch_inputs(mnemonic))
+        assert all(compare(x) == [] for x in branches.branch_inputs(mnemonic, 64, V))

@@ -9,17 +9,18 @@ from __future__ import annotations
 import pytest
 
 from proofs import frames
-from proofs.machine import CALL_DEPTH
 from proofs.replay import (
     CALLEE_KEY, CALLEE_VALUE, CALLEES, POLICIES, REENTRY_KEY, REENTRY_VALUE, run_interpreter,
 )
 from proofs.runner import AGREES, DISAGREES, Options, run_suite
 from reference_vm.execute import Execution
 from planting import plant
+import spec
+from conftest import BASE_VERSION as V
 
 
 def frames_row() -> dict:
-    rows = run_suite(Options(opcodes=("CALL",), names=("agreement_frames",), jobs=1))
+    rows = run_suite(Options(version=V, opcodes=("CALL",), names=("agreement_frames",), jobs=1))
     assert [r["theorem"] for r in rows] == ["agreement_frames"]
     return rows[0]
 
@@ -28,24 +29,25 @@ PLANTED = {
     "a failed callee's writes are not undone":
         ("call", "self.journal.revert_to(mark)", "pass"),
     "a callee's code is not bound to the policy":
-        ("call", "program = bound_program(self.pre, address, self.policy, self.word)",
-         "program = program_at(self.pre, address, self.word)"),
+        ("bind_callee", "return bound_program(self.pre, address, self.policy, self.rules)",
+         "return program_at(self.pre, address, self.rules)"),
     "a returning frame's memory pages are never released":
-        ("run_frame", "release(self.meter, frame)", "pass"),
+        ("run_frame", "release(self.rules, self.meter, frame)", "pass"),
     "CALL keeps stale return data when the callee cannot run":
         ("call", "record(err.kind, err.code, None)\n        return False, b\"\"",
          "record(err.kind, err.code, None)\n        return False, caller.return_data"),
     "the depth rule refuses one frame late":
-        ("call", "if depth > CALL_DEPTH:", "if depth > CALL_DEPTH + 1:"),
+        ("call", "if depth > rules.call_depth:", "if depth > rules.call_depth + 1:"),
     "the depth rule refuses one frame early":
-        ("call", "if depth > CALL_DEPTH:", "if depth >= CALL_DEPTH:"),
+        ("call", "if depth > rules.call_depth:", "if depth >= rules.call_depth:"),
     "a reverted callee's events reach the caller":
         ("call", "if outcome.status == \"success\":\n        caller.events.extend(callee.events)",
          "caller.events.extend(callee.events)\n    if outcome.status == \"success\":"),
     "a refused call leaves no record":
         ("call", 'record("fault", "CALL_DEPTH_EXCEEDED", None)', "pass"),
     "a call record counts no memory pages":
-        ("call", "memory_pages=pages_of(frame) if frame is not None else 0", "memory_pages=0"),
+        ("call", "memory_pages=pages_of(rules, frame) if frame is not None else 0",
+         "memory_pages=0"),
     "a callee's compute limit is not capped by its caller's":
         ("call", "limit = min(caller.compute_limit, meter.compute_used + compute)",
          "limit = meter.compute_used + compute"),
@@ -64,11 +66,11 @@ def test_a_planted_frame_bug_makes_the_frames_row_disagree(monkeypatch, bug):
 def test_the_real_interpreter_agrees_on_every_frame_case():
     row = frames_row()
     assert row["status"] == AGREES
-    assert row["cases"] == len(frames.frame_inputs()) >= len(CALLEES) * 6
+    assert row["cases"] == len(frames.frame_inputs(V)) >= len(CALLEES) * 6
 
 
 def _call(kind, **changes):
-    x = {k: v for k, v in frames._call(kind, **changes).items() if k != "label"}
+    x = {k: v for k, v in frames.call_case(V, kind, **changes).items() if k != "label"}
     return run_interpreter(x)
 
 
@@ -80,7 +82,7 @@ def test_re_entrant_writes_stay_on_success_and_go_on_failure():
     assert _call("reenter_revert").storage[REENTRY_KEY] == 9
     assert _call("reenter_trap").storage[REENTRY_KEY] == 9
     # One frame below the depth limit the re-entry is refused; the callee still succeeds.
-    deep = _call("reenter", depth=CALL_DEPTH - 1)
+    deep = _call("reenter", depth=spec.load(V).limits["machine"]["call_depth"] - 1)
     assert deep.stack[-1] == 1 and deep.storage[REENTRY_KEY] == 9
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from proofs.accounting import running
 from proofs.runner import COUNTEREXAMPLE, DISAGREES, Options, run_suite
+from conftest import BASE_VERSION as V
 
 
 def divs_zero_divisor_bug(frame, imm):
@@ -39,7 +40,7 @@ def mstore_big_endian(state, imm):
 
 
 def _suite(**overrides):
-    options = Options(**{"jobs": 1, "samples": 5, "crosshair": False, **overrides})
+    options = Options(version=V, **{"jobs": 1, "samples": 5, "crosshair": False, **overrides})
     return run_suite(options)
 
 

@@ -19,15 +19,16 @@ import pytest
 import spec
 from proofs.runner import AGREES, DISAGREES, Options, run_suite
 from planting import plant
+from conftest import BASE_VERSION as V
 
-SPEC = spec.load()
+SPEC = spec.load(V)
 STACK_DEPTH = SPEC.limits["machine"]["stack_depth"]
 execute_module = importlib.import_module("reference_vm.execute")
 validate_module = importlib.import_module("reference_vm.validate")
 
 
 def rows(name: str, opcodes=None, **options):
-    found = run_suite(Options(opcodes=opcodes, names=(name,), jobs=1, solver="z3",
+    found = run_suite(Options(version=V, opcodes=opcodes, names=(name,), jobs=1, solver="z3",
                               samples=0, **options))
     assert found and all(r["theorem"] == name for r in found)
     return found
@@ -47,7 +48,7 @@ def differences(row: dict) -> list[str]:
 # Each aggregate check of Execution.run_segment, and the condition without it.
 AGGREGATE_CHECKS = {
     "need": ("height >= segment.need and ", ""),
-    "peak": ("height + segment.peak <= STACK_DEPTH and ", ""),
+    "peak": ("height + segment.peak <= self.stack_depth and ", ""),
     "cost": (" and used <= frame.compute_limit", ""),
 }
 
@@ -72,7 +73,11 @@ def test_a_fast_path_ignoring_an_aggregate_check_disagrees(monkeypatch, check, o
 
 def test_compiled_code_with_its_stack_bound_one_too_high_disagrees(monkeypatch):
     from compiled_vm import codegen
-    monkeypatch.setattr(codegen, "STACK_DEPTH", STACK_DEPTH + 1)
+    emit = codegen.Gen.emit
+
+    def one_too_high(self, line):
+        emit(self, line.replace(f" > {STACK_DEPTH}:", f" > {STACK_DEPTH + 1}:"))
+    monkeypatch.setattr(codegen.Gen, "emit", one_too_high)
     row = branch_row("ADD")
     assert row["status"] == DISAGREES
     found = differences(row)
@@ -98,17 +103,16 @@ def test_compiled_memory_access_one_byte_past_memory_disagrees(monkeypatch):
 
 def sstore_zero_into_empty_is_new(frame, imm):
     """SSTORE charging a write of 0 into an empty slot as a new slot."""
-    from reference_vm.accounting import (
-        NEW_SLOT_COST, NEW_SLOT_UNITS, WRITE_UNITS, charge, charge_storage,
-    )
+    from reference_vm.accounting import charge, charge_storage
+    rules = frame.execution.rules
     stack = frame.stack
     value = stack.pop()
     key = stack.pop()
     journal = frame.execution.journal
     new_slot = journal.load(frame.address, key) == 0
     if new_slot:
-        charge(frame, NEW_SLOT_COST)
-    charge_storage(frame, WRITE_UNITS + (NEW_SLOT_UNITS if new_slot else 0))
+        charge(frame, rules.new_slot_cost)
+    charge_storage(frame, rules.write_units + (rules.new_slot_units if new_slot else 0))
     frame.meter.storage_writes += 1
     if new_slot:
         frame.meter.storage_new_slots += 1
@@ -126,8 +130,8 @@ def test_sstore_of_zero_into_an_empty_slot_charged_as_new_disagrees():
 def test_call_keeping_stale_return_data_when_the_callee_cannot_run_disagrees(monkeypatch):
     real = execute_module.Execution.call
 
-    def call(self, caller, address, compute, call_data):
-        ok, data = real(self, caller, address, compute, call_data)
+    def call(self, caller, address, compute, call_data, read_only=False):
+        ok, data = real(self, caller, address, compute, call_data, read_only)
         if self.calls[-1].error == "CONTRACT_NOT_FOUND":
             return ok, caller.return_data
         return ok, data
@@ -143,7 +147,7 @@ def test_call_keeping_stale_return_data_when_the_callee_cannot_run_disagrees(mon
 
 def _grow(frame, end):
     from reference_vm.accounting import grow_to
-    grow_to(frame, end)
+    grow_to(frame.execution.rules, frame, end)
 
 
 def mload8_grows_only_past_size(frame, imm):      # `>=` -> `>`
@@ -190,9 +194,9 @@ def test_validation_accepting_a_target_equal_to_the_code_length_disagrees(monkey
     from reference_vm.decode import decode
     from reference_vm.errors import InvalidCode
 
-    def validate(blob):
-        parsed = container.parse(blob)
-        instructions = decode(parsed.code)
+    def validate(blob, rules):
+        parsed = container.parse(blob, rules)
+        instructions = decode(parsed.code, rules.instruction_set(parsed.version))
         boundaries = {d.offset for d in instructions} | {len(parsed.code)}
         for d in instructions:
             if d.instruction.immediate_kind == "jump_target" and d.immediate not in boundaries:
@@ -200,7 +204,8 @@ def test_validation_accepting_a_target_equal_to_the_code_length_disagrees(monkey
         if not instructions or instructions[-1].instruction.flow not in {"halt", "jump",
                                                                          "return_sub"}:
             raise InvalidCode("CODE_NOT_TERMINATED")
-        return validate_module.ValidCode(parsed.code, parsed.data, tuple(instructions))
+        return validate_module.ValidCode(parsed.code, parsed.data, tuple(instructions),
+                                         parsed.version)
     monkeypatch.setattr(validate_module, "validate", validate)
     (row,) = rows("agreement_validate")
     assert row["status"] == DISAGREES
@@ -221,19 +226,19 @@ def test_the_real_code_agrees_on_every_path():
 
 def test_branch_inputs_meet_the_split_cases_and_distinct_state():
     from proofs.branches import branch_inputs
-    sstore = {x["branch"]: x for x in branch_inputs("SSTORE")}
+    sstore = {x["branch"]: x for x in branch_inputs("SSTORE", 64, V)}
     empty = sstore["existing or zero [value 0 into an empty slot]"]
     assert empty["stack"][-1] == 0 and empty["stack"][-2] not in empty["storage"]
     set_slot = sstore["existing or zero [value 0 into a set slot]"]
     assert set_slot["stack"][-1] == 0 and set_slot["storage"][set_slot["stack"][-2]] != 0
     page = SPEC.schedule["memory"]["page_size"]
-    for x in branch_inputs("MLOAD8"):
+    for x in branch_inputs("MLOAD8", 64, V):
         if x["branch"].endswith("[offset range ends at memory size]"):
             assert x["stack"][-1] == x["memory_pages"] * page - 1
             assert bytes.fromhex(x["memory"])[x["stack"][-1]] != 0   # the byte read
         if x["branch"].endswith("[offset range ends 1 byte past memory size]"):
             assert x["stack"][-1] == x["memory_pages"] * page
-    calls = [x for x in branch_inputs("CALL") if x["outcome"] == "running"]
+    calls = [x for x in branch_inputs("CALL", 64, V) if x["outcome"] == "running"]
     assert {x["callee"] for x in calls} == {"absent", "stop", "revert", "trap"}
     assert all(x["return_data"] and x["caller"] != x["address"] for x in calls)
 
@@ -242,8 +247,8 @@ def test_program_shapes_are_the_spec_tables():
     from proofs import paths
     cost = {m: SPEC.by_mnemonic[m].cost for m in ("PUSH1", "POP", "ADD", "PUSH8")}
     # PUSH1 POP ADD: needs ADD's 2 items, peaks at +1, costs the three base costs
-    assert paths.shape([("PUSH1", 1), ("POP", 0), ("ADD", 0)]) == (
+    assert paths.shape([("PUSH1", 1), ("POP", 0), ("ADD", 0)], V) == (
         2, 1, cost["PUSH1"] + cost["POP"] + cost["ADD"])
     # POP PUSH8 PUSH1: needs 1 item, peaks at +1
-    assert paths.shape([("POP", 0), ("PUSH8", 5), ("PUSH1", 1)]) == (
+    assert paths.shape([("POP", 0), ("PUSH8", 5), ("PUSH1", 1)], V) == (
         1, 1, cost["POP"] + cost["PUSH8"] + cost["PUSH1"])

@@ -23,11 +23,12 @@ from proofs.instructions import models
 from proofs.instructions.hash import as_int
 from proofs.machine import REVERTED, SUCCESS, memory_range
 from proofs.runner import COUNTEREXAMPLE, VACUOUS, Options, run_suite
+from conftest import BASE_VERSION as V
 
 
 def statuses(name, opcode=None, model=None):
     overrides = {opcode: model} if model is not None else {}
-    rows = run_suite(Options(opcodes=(opcode,) if opcode else None, names=(name,),
+    rows = run_suite(Options(version=V, opcodes=(opcode,) if opcode else None, names=(name,),
                              agreement=False, solver="z3", jobs=1, model_overrides=overrides))
     assert rows and all(r["theorem"] == name for r in rows)
     return [r["status"] for r in rows]
@@ -57,22 +58,27 @@ def test_a_policy_that_refuses_everything_is_refuted_or_vacuous(monkeypatch):
     assert statuses("forbidden_instruction_never_executes") == [VACUOUS]
 
 
+def with_edge(monkeypatch, lifecycle, edge) -> None:
+    """The lifecycle graph of every version with one more allowed transition."""
+    real = lifecycle.graph
+    monkeypatch.setattr(lifecycle, "graph", lambda v: (real(v)[0], real(v)[1] | {edge}))
+
+
 def test_a_lifecycle_edge_from_validated_to_finalized_is_refuted(monkeypatch):
     from proofs import lifecycle
-    monkeypatch.setattr(lifecycle, "ALLOWED", lifecycle.ALLOWED | {("validated", "finalized")})
+    with_edge(monkeypatch, lifecycle, ("validated", "finalized"))
     assert statuses("lifecycle_error_stages_roll_back") == [COUNTEREXAMPLE]
 
 
 def test_a_lifecycle_edge_that_commits_a_failure_is_refuted(monkeypatch):
     from proofs import lifecycle
-    monkeypatch.setattr(lifecycle, "ALLOWED",
-                        lifecycle.ALLOWED | {("policy_bound", "committed")})
+    with_edge(monkeypatch, lifecycle, ("policy_bound", "committed"))
     assert statuses("lifecycle_error_stages_roll_back") == [COUNTEREXAMPLE]
 
 
 def random_counter_big_endian(state, imm):
     """RANDOM hashing its counter big-endian (symbolic inputs as the real model)."""
-    real = models(64)["RANDOM"](state, imm)
+    real = models(64, V)["RANDOM"](state, imm)
     seed, counter = as_int(state.env.seed), as_int(state.random_counter)
     if seed is None or counter is None:
         return real
@@ -88,20 +94,20 @@ def _output_one_byte_late(mnemonic, status):
         length, offset = w.widen(state.stack[0]), w.widen(state.stack[1])
         return [dataclasses.replace(b, state=b.state.replace(
             output=memory_range(b.state.memory, offset + 1, length)))
-            if b.status == status else b for b in models(64)[mnemonic](state, imm)]
+            if b.status == status else b for b in models(64, V)[mnemonic](state, imm)]
     return model
 
 
 def call_keeps_return_data_when_callee_cannot_run(state, imm):
     return [dataclasses.replace(b, state=b.state.replace(return_data=state.return_data))
             if b.label.endswith("callee cannot run") else b
-            for b in models(64)["CALL"](state, imm)]
+            for b in models(64, V)["CALL"](state, imm)]
 
 
 def call_drops_the_callees_writes(state, imm):
     return [dataclasses.replace(b, state=b.state.replace(storage=state.storage))
             if b.label.endswith("callee succeeded") else b
-            for b in models(64)["CALL"](state, imm)]
+            for b in models(64, V)["CALL"](state, imm)]
 
 
 def call_charges_nothing_for_the_callee(state, imm):
@@ -109,7 +115,7 @@ def call_charges_nothing_for_the_callee(state, imm):
     oracle = dataclasses.replace(state.env.oracle, compute=state.w.cval(0))
     at = state.replace(env=dataclasses.replace(state.env, oracle=oracle))
     return [dataclasses.replace(b, state=b.state.replace(env=state.env))
-            for b in models(64)["CALL"](at, imm)]
+            for b in models(64, V)["CALL"](at, imm)]
 
 
 def dup3_copies_the_fourth(state, imm):
@@ -147,7 +153,7 @@ def test_a_planted_model_bug_is_refuted(bug):
 
 def test_call_refusing_one_frame_too_early_is_refuted(monkeypatch):
     from proofs.instructions import call
-    monkeypatch.setattr(call, "CALL_DEPTH", call.CALL_DEPTH - 1)
+    monkeypatch.setattr(call, "depth_limit", lambda w: w.num.call_depth - 1)
     assert statuses("call_outcome_and_return_data", "CALL") == [COUNTEREXAMPLE]
 
 

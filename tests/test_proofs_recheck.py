@@ -14,6 +14,7 @@ import z3
 from proofs import claims, solvers, verdicts
 from proofs.registry import Query, Theorem
 from proofs.runner import COUNTEREXAMPLE, DISAGREES, Options
+from conftest import BASE_VERSION as V
 
 INT_SCRIPT = "cvc5 (solve-bv-as-int=sum, incremental script, logic ALL)"
 BIT_SCRIPT = "cvc5 (incremental script)"
@@ -26,7 +27,7 @@ def _row():
     query = Query([z3.Implies(z3.ULT(x, 3), z3.ULT(x, 4)),
                    z3.Implies(z3.ULT(x, 3), z3.ULT(x, 2))], [z3.ULE(x, 100)])
     th = Theorem("meters", "ADD", (64,), lambda bits, model=None: query)
-    verdicts.use(Options())
+    verdicts.use(Options(version=V))
     assert solvers.load().profile(th.name, th.profile, th.opcode).name == "generic"
     (status, extra, _), = claims.check_rows([(th, query)], 64)
     return status, extra

@@ -10,11 +10,13 @@ import z3
 from proofs import runner, smtlib, solvers, verdicts
 from proofs.runner import Options, run_suite
 from proofs.words import width
+from conftest import BASE_VERSION as V
+
 
 
 def _claims():
     a, b = z3.BitVecs("a b", 16)
-    w = width(16)
+    w = width(16, V)
     assumptions = [z3.ULT(a, 100), b != 0]
     claims = [z3.ULT(w.divu(a, b), 100),        # valid under the assumptions
               w.remu(a, b) == a,                 # false: a = 5, b = 2
@@ -76,7 +78,7 @@ def _main_context_after(tasks):
 
 
 def test_a_tasks_texts_do_not_depend_on_the_tasks_before_it():
-    options = runner.Options()
+    options = runner.Options(version=V)
     verdicts.use(options)
     runner._THEOREMS = runner.theorems(options)
     tasks = runner.plan(options, runner._THEOREMS)
@@ -106,11 +108,11 @@ def test_a_group_gives_each_row_what_it_gets_alone():
     def key(r):
         return (r["theorem"], r["status"], r.get("second_status"), r["claims"], r["premises"],
                 r["proved_by"], r.get("rechecked_by"))
-    together = run_suite(Options(opcodes=("SSTORE",), agreement=False, jobs=1))
+    together = run_suite(Options(version=V, opcodes=("SSTORE",), agreement=False, jobs=1))
     grouped = [r for r in together if "solved_with" in r]
     assert sorted(r["theorem"] for r in grouped) == sorted(runner.GROUPED)
     alone = [r for name in runner.GROUPED
-             for r in run_suite(Options(opcodes=("SSTORE",), names=(name,), agreement=False,
+             for r in run_suite(Options(version=V, opcodes=("SSTORE",), names=(name,), agreement=False,
                                         jobs=1))]
     assert all("solved_with" not in r for r in alone)
     assert sorted(map(key, grouped)) == sorted(map(key, alone))

@@ -14,6 +14,7 @@ import pytest
 import spec
 
 from proofs.strength import isolate, mutants, run
+from conftest import BASE_VERSION as V
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -32,15 +33,15 @@ def test_ids_name_the_text_and_units_follow_the_function():
     ms = list(mutants.generated("proofs/instructions/control.py"))
     assert len({m.id for m in ms}) == len(ms)
     swap = _generated("proofs/instructions/control.py", "index", "(length, offset)", "(offset, length)")
-    assert run.unit(swap) == ("RETURN", "REVERT")        # models.returning.model makes both
-    drop = _generated("reference_vm/instructions/control.py", "statement", "touch(frame", "pass", "RETURN")
-    assert drop.function == "handlers.RETURN" and run.unit(drop) == ("RETURN",)
+    assert run.unit(swap, V) == ("RETURN", "REVERT")        # models.returning.model makes both
+    drop = _generated("reference_vm/instructions/control.py", "statement", "touch(rules, frame", "pass", "RETURN")
+    assert drop.function == "handlers.RETURN" and run.unit(drop, V) == ("RETURN",)
     shared = next(m for m in ms if m.function == "models")
-    control = sorted(i.mnemonic for i in spec.load().instructions if i.type == "control")
-    assert list(run.unit(shared)) == control              # every control opcode (spec 6.1)
+    control = sorted(i.mnemonic for i in spec.load(V).instructions if i.type == "control")
+    assert list(run.unit(shared, V)) == control              # every control opcode (spec 6.1)
     helper = _generated("reference_vm/instructions/memory.py", "statement", "charge(frame", "pass",
                         "copy_into_memory")
-    assert run.unit(helper) == ("CALLDATACOPY", "DATACOPY", "RETURNDATACOPY")   # its callers
+    assert run.unit(helper, V) == ("CALLDATACOPY", "DATACOPY", "RETURNDATACOPY")   # its callers
     order = _generated("reference_vm/instructions/memory.py", "byteorder", "'little'", "'big'", "MLOAD")
     assert order.function == "handlers.MLOAD"
 
@@ -53,10 +54,10 @@ def test_planted_and_generated_mutants_are_killed_in_a_copy():
         "off, ln = w.widen(offset), w.widen(length)", "off, ln = w.widen(offset) + 1, w.widen(length)",
         "return_offset_plus_one")
     callsub_boundary = _generated("reference_vm/instructions/control.py", "compare", ">=", ">")
-    dropped_touch = _generated("reference_vm/instructions/control.py", "statement", "touch(frame", "pass", "RETURN")
+    dropped_touch = _generated("reference_vm/instructions/control.py", "statement", "touch(rules, frame", "pass", "RETURN")
     planted = [offset_plus_one, callsub_boundary, dropped_touch]
-    assert run.unit(offset_plus_one) == ("RETURN", "REVERT") and run.unit(callsub_boundary) == ("CALLSUB",)
-    result = run.run(planted, timeout=900, baseline=False)
+    assert run.unit(offset_plus_one, V) == ("RETURN", "REVERT") and run.unit(callsub_boundary, V) == ("CALLSUB",)
+    result = run.run(planted, V, timeout=900, baseline=False)
     assert [v.status for v in result.verdicts] == ["killed"] * 3, run.lines(result)
     assert all(v.how == "failing" for v in result.verdicts), run.lines(result)
     assert result.score == 1.0
@@ -64,7 +65,7 @@ def test_planted_and_generated_mutants_are_killed_in_a_copy():
 
 
 def test_the_unmutated_unit_passes_in_the_copy():
-    assert run.judge(isolate.run_unit(None, ("NOP",), 900))[0] == "survived"
+    assert run.judge(isolate.run_unit(None, ("NOP",), 900, V))[0] == "survived"
 
 
 def test_a_listed_equivalent_mutant_is_not_run_and_keeps_its_reason():
@@ -72,7 +73,7 @@ def test_a_listed_equivalent_mutant_is_not_run_and_keeps_its_reason():
     assert listed, "equivalent.toml lists no mutant"
     wanted = next(iter(listed))
     (mutant,) = [m for m in mutants.generated(wanted.split(":", 1)[0]) if m.id == wanted]
-    result = run.run([mutant], timeout=1, baseline=True)   # 1 s: running it would time out
+    result = run.run([mutant], V, timeout=1, baseline=True)   # 1 s: running it would time out
     (verdict,) = result.verdicts
     assert verdict.status == "equivalent" and verdict.detail == listed[wanted]
     assert result.score is None
@@ -82,7 +83,7 @@ def test_a_crashing_or_slow_unit_is_killed_by_its_own_verdicts():
     broken = mutants.planted("proofs/instructions/control.py", "models.NOP",
                              "def NOP(s, imm):\n        return [running(s)]",
                              "def NOP(s, imm):\n        return [running(s, undefined_name)]", "nop_crash")
-    (verdict,) = run.run([broken], timeout=900, baseline=False).verdicts
+    (verdict,) = run.run([broken], V, timeout=900, baseline=False).verdicts
     assert verdict.status == "killed" and verdict.how in ("failing", "crash")
     assert run.judge({"timeout": 5.0})[:2] == ("killed", "timeout")
 

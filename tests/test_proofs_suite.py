@@ -9,10 +9,11 @@ from proofs.theorems import registry
 from rtwo_vm.cli import main
 
 import spec
+from conftest import BASE_VERSION as V
 
 
 def test_full_suite_proves_everything_and_agrees():
-    rows = run_suite(Options(jobs=2))
+    rows = run_suite(Options(version=V, jobs=2))
     failures = [r for r in rows if r["status"] not in (PROVED, "agrees")]
     assert failures == []
     theorems = [r for r in rows if not r["theorem"].startswith("agreement")]
@@ -29,8 +30,8 @@ def test_full_suite_proves_everything_and_agrees():
         widths.setdefault((r["theorem"], r["opcode"]), set()).add(r["width"])
     assert all(64 in w or w == {"-"} for w in widths.values())  # every theorem at 64 bits
     proved_opcodes = {r["opcode"] for r in theorems}
-    assert set(spec.load().by_mnemonic) <= proved_opcodes
-    assert len(theorems) == sum(len(t.widths) for t in registry())
+    assert set(spec.load(V).by_mnemonic) <= proved_opcodes
+    assert len(theorems) == sum(len(t.widths) for t in registry(V))
 
 
 def test_cli_prove_one_opcode_writes_report_and_smt2(tmp_path, capsys):
@@ -51,6 +52,17 @@ def test_cli_rejects_bad_arguments(capsys):
     assert main(["prove", "--opcode", "NOPE"]) == 2
     assert main(["prove", "--width", "12"]) == 2
     assert "rtwo-vm: error" in capsys.readouterr().err
+
+
+def test_a_version_without_models_is_refused_in_one_line(capsys):
+    """spec/versions.toml has 1.1; the proofs have models of 1.0 only (proofs/versions.py)."""
+    for argv in (["prove", "--spec-version", "1.1"], ["prove", "--spec-version", "9.9"],
+                 ["symbolic", "examples/counter.rasm", "--spec-version", "1.1"],
+                 ["equivalence", "examples/max.rasm", "examples/max.rasm", "--spec-version", "1.1"]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.startswith("rtwo-vm: error: --spec-version: ") and err.count("\n") == 1, err
+        assert "models of: 1.0)" in err, err
 
 
 def test_cli_report_to_stdout_is_json_alone(capsys):

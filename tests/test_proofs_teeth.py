@@ -18,16 +18,18 @@ from proofs.accounting import halt, running
 from proofs.instructions import models
 from proofs.machine import REVERTED
 from proofs.runner import COUNTEREXAMPLE, Options, run_suite
+from conftest import BASE_VERSION as V
+
 
 
 def rows_of(opcode, name, width=None):
-    return run_suite(Options(opcodes=(opcode,) if opcode else None, names=(name,), width=width,
+    return run_suite(Options(version=V, opcodes=(opcode,) if opcode else None, names=(name,), width=width,
                              agreement=False, solver="z3", jobs=2))
 
 
 def broken(mnemonic, change, bits=64):
     """The real model of ``mnemonic`` with ``change(pre, branch)`` applied to each branch."""
-    real = models(bits)[mnemonic]
+    real = models(bits, V)[mnemonic]
 
     def model(state, imm):
         return [change(state, b) for b in real(state, imm)]
@@ -96,7 +98,7 @@ CASES = {
 @pytest.mark.parametrize("kind", sorted(CASES))
 def test_a_broken_model_is_refuted(kind):
     opcode, name, width, model = CASES[kind]
-    rows = run_suite(Options(opcodes=(opcode,), names=(name,), width=width, agreement=False,
+    rows = run_suite(Options(version=V, opcodes=(opcode,), names=(name,), width=width, agreement=False,
                              solver="z3", jobs=2, model_overrides={opcode: model}))
     assert rows and all(r["theorem"] == name for r in rows)
     assert all(r["status"] == COUNTEREXAMPLE for r in rows), [(r["width"], r["status"]) for r in rows]
@@ -106,7 +108,7 @@ def test_a_broken_model_is_refuted(kind):
 def test_a_validation_rule_left_out_is_refuted(monkeypatch):
     from proofs import validate
     # Validation that accepts any jump target: the theorem must find a jump off a boundary.
-    monkeypatch.setattr(validate, "valid", lambda code, sizes, boundary, targets: z3.And([
+    monkeypatch.setattr(validate, "valid", lambda version, code, sizes, boundary, targets: z3.And([
         z3.Implies(boundary[k], sizes[k] + k <= len(code)) for k in range(len(code))]))
     rows = rows_of(None, "validated_control_lands_on_boundaries")
     assert [r["status"] for r in rows] == [COUNTEREXAMPLE]
@@ -126,7 +128,9 @@ def test_a_policy_that_ignores_its_lists_is_refuted(monkeypatch):
 
 def test_a_lifecycle_with_a_back_edge_is_refuted(monkeypatch):
     from proofs import lifecycle
-    monkeypatch.setattr(lifecycle, "ALLOWED", lifecycle.ALLOWED | {("executed", "requested")})
+    real = lifecycle.graph
+    monkeypatch.setattr(lifecycle, "graph",
+                        lambda v: (real(v)[0], real(v)[1] | {("executed", "requested")}))
     rows = rows_of(None, "lifecycle_terminates_without_revisiting")
     assert [r["status"] for r in rows] == [COUNTEREXAMPLE]
 
@@ -142,6 +146,6 @@ def test_contradictory_premises_are_vacuous_never_proved(tmp_path):
         "def build(bits, model=None):\n"
         "    x = z3.BitVec('x', bits)\n"
         "    return Query([x == 7], [x == 0, x == 1])\n")
-    rows = run_suite(Options(theorems_file=str(theorems), solver="z3", jobs=1))
+    rows = run_suite(Options(version=V, theorems_file=str(theorems), solver="z3", jobs=1))
     assert [(r["status"], r["premises"]) for r in rows] == [(VACUOUS, "unsatisfiable")]
     assert failures(rows) == rows

@@ -13,6 +13,7 @@ import z3
 
 from proofs.report import describe_failure, failures
 from proofs.runner import ERROR, PROVED, VACUOUS, Options, run_suite
+from conftest import BASE_VERSION as V
 
 THEOREMS = '''
 import z3
@@ -53,7 +54,7 @@ def satisfiable_antecedent_proves(bits, model=None):
 def _rows(tmp_path, solver="z3"):
     file = tmp_path / "vacuity_theorems.py"
     file.write_text(THEOREMS)
-    rows = run_suite(Options(theorems_file=str(file), solver=solver, jobs=1))
+    rows = run_suite(Options(version=V, theorems_file=str(file), solver=solver, jobs=1))
     return {r["theorem"]: r for r in rows}
 
 
@@ -87,7 +88,7 @@ def test_vacuity_holds_with_the_default_re_checking_too(tmp_path):
 
 
 def _one(name):
-    return run_suite(Options(names=(name,), agreement=False, solver="z3", jobs=1))
+    return run_suite(Options(version=V, names=(name,), agreement=False, solver="z3", jobs=1))
 
 
 def test_validation_rules_that_accept_nothing_are_vacuous(monkeypatch):

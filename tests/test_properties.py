@@ -22,8 +22,11 @@ from conformance.corpus.random_source import encode
 from reference_vm.container import build
 from reference_vm.result import STATUSES
 from reference_vm.trace import JsonLinesTracer
+from conftest import BASE_VERSION as V
 
-TABLE = spec.load()
+NUMBER = spec.load(V).number  # the base version's containers
+
+TABLE = spec.load(V)
 ENTRY, OTHER = 0x100, 0x101
 OPEN_POLICY = Policy(time_access="allowed", randomness="seeded")
 SMALL = Limits(compute=20_000, memory_pages=4, storage_units=400)
@@ -46,7 +49,7 @@ def programs(draw, max_len: int = 40) -> bytes:
                   lambda size: draw(st.one_of(st.sampled_from(EDGE_WORDS),
                                               st.integers(0, 2**64 - 1), st.integers(0, 64))))
     data = draw(st.binary(max_size=16))
-    return build(code, data)
+    return build(code, data, NUMBER)
 
 
 def _run(code: bytes, call_data: bytes, *, traced: bool = False, limits: Limits = SMALL,
@@ -55,7 +58,7 @@ def _run(code: bytes, call_data: bytes, *, traced: bool = False, limits: Limits 
     tracer = JsonLinesTracer(io.StringIO()) if traced else None
     return execute(state, Message(ENTRY, 0xCA11, call_data),
                    Context(block_time=1_700_000_000, random_seed=bytes(range(32))),
-                   OPEN_POLICY, limits, tracer=tracer)
+                   OPEN_POLICY, limits, tracer=tracer, version=V)
 
 
 limits_strategy = st.one_of(
@@ -91,7 +94,7 @@ def test_usage_never_passes_a_limit(code, call_data, limits):
 @CHECKS
 @given(st.binary(max_size=64))
 def test_random_bytes_never_raise(blob):
-    for code in (blob, build(blob), build(blob[:len(blob) // 2], blob[len(blob) // 2:])):
+    for code in (blob, build(blob, b"", NUMBER), build(blob[:len(blob) // 2], blob[len(blob) // 2:], NUMBER)):
         result = _run(code, b"")
         assert result.status in STATUSES and result.status != "internal", result
 
@@ -99,12 +102,12 @@ def test_random_bytes_never_raise(blob):
 @CHECKS
 @given(st.binary(max_size=80), st.binary(max_size=40))
 def test_disassembly_round_trips_any_code(code, data):
-    blob = build(code, data)
-    assert assemble(disassemble(blob)) == blob
-    assert assemble(disassemble(blob, offsets=False)) == blob
+    blob = build(code, data, NUMBER)
+    assert assemble(disassemble(blob), V) == blob
+    assert assemble(disassemble(blob, offsets=False), V) == blob
 
 
 @CHECKS
 @given(programs())
 def test_disassembly_round_trips_valid_programs(blob):
-    assert assemble(disassemble(blob)) == blob
+    assert assemble(disassemble(blob), V) == blob

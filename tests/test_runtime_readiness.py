@@ -165,12 +165,13 @@ needs_proofs = pytest.mark.skipif(_proofs_unusable() is not None,
 def complete_report(status: str = "proved") -> dict:
     """A report as a complete `rtwo-vm prove` run writes it, every row with ``status``."""
     from proofs.report import FORMAT, fingerprint
-    from proofs.runner import expected_rows
+    from proofs.runner import Options, expected_rows
+    from proofs.versions import newest
     rows = [{"theorem": t, "opcode": o, "width": int(w) if w.isdigit() else w,
              "status": status if not t.startswith("agreement") else "agrees"}
-            for t, o, w in sorted(expected_rows())]
-    return {"format": FORMAT, "fingerprint": fingerprint(), "scope": {"complete": True},
-            "results": rows}
+            for t, o, w in sorted(expected_rows(Options(version=newest())))]
+    return {"format": FORMAT, "fingerprint": fingerprint(),
+            "scope": {"complete": True, "spec_version": newest()}, "results": rows}
 
 
 @needs_proofs

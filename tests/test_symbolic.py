@@ -2,7 +2,7 @@
 reference, the three demonstrations of the guide (token, counter, proxy through the call),
 the verdicts (proved, bounded, counterexample, unknown, vacuous) and equivalence.
 
-Expectations are derived by hand or from the spec's tables (costs from spec.load()), never
+Expectations are derived by hand or from the spec's tables (costs from spec.load(V)), never
 from what the executor printed: the counter's new-slot path costs its instructions' base
 costs plus the new-slot cost and one page; the only wrap of `n + 1` is at n = 2^64 - 1; a
 transfer breaks the sum of two balances exactly when the recipient's balance overflows; LTU
@@ -23,15 +23,16 @@ from proofs.symbolic.userfile import load_file
 from proofs.symbolic.verdicts import check, exit_code
 from proofs.symbolic.witness import replay
 from reference_vm import Limits, assemble
+from conftest import BASE_VERSION as V
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
-TABLE = spec.load()
+TABLE = spec.load(V)
 MASK = (1 << 64) - 1
 
 
 def code(name: str) -> bytes:
-    return assemble((EXAMPLES / name).read_text())
+    return assemble((EXAMPLES / name).read_text(), V)
 
 
 def base_cost(source: str) -> int:
@@ -59,7 +60,7 @@ def props(name: str) -> dict[str, Property]:
 
 
 def test_counter_has_two_paths_whose_costs_are_the_spec_tables_and_replay_on_the_reference():
-    x = explore(Setup(0x100, {0x100: code("counter.rasm")}))
+    x = explore(Setup(0x100, {0x100: code("counter.rasm")}, version=V))
     schedule = TABLE.schedule
     plain = base_cost((EXAMPLES / "counter.rasm").read_text()) + schedule["memory"]["page_cost"]
     new = plain + schedule["storage"]["new_slot_cost"]
@@ -72,7 +73,7 @@ def test_counter_has_two_paths_whose_costs_are_the_spec_tables_and_replay_on_the
 
 
 def test_token_transfer_overflows_the_recipient_and_conserves_when_balances_fit():
-    x = explore(Setup(0x100, {0x100: code("token.rasm")}, max_calldata=16))
+    x = explore(Setup(0x100, {0x100: code("token.rasm")}, max_calldata=16, version=V))
     assert replays(x) == ["agrees"] * len(x.ends)
     p = props("token_properties.py")
     v = check(x, p["transfer_conserves_the_two_balances"])
@@ -92,7 +93,7 @@ def test_token_transfer_overflows_the_recipient_and_conserves_when_balances_fit(
 def test_counter_grows_by_one_or_changes_nothing_and_wraps_only_at_the_top():
     p = props("counter_properties.py")
     for limits in (Limits(), Limits(compute=500)):     # 500: a new slot runs out of compute
-        x = explore(Setup(0x100, {0x100: code("counter.rasm")}, limits=limits))
+        x = explore(Setup(0x100, {0x100: code("counter.rasm")}, limits=limits, version=V))
         assert check(x, p["counter_grows_by_one_or_changes_nothing"]).verdict == "proved"
         assert check(x, p["counter_output_is_the_new_count"]).verdict == "proved"
         v = check(x, p["counter_grows_by_one_as_an_integer"])
@@ -113,7 +114,7 @@ def test_proxy_through_the_call_the_counter_grows_by_one_or_changes_nothing():
              0x102: code("reverter.rasm")}
     for compute in (None, 600):     # 600: the counter's new-slot path fails inside the call
         limits = Limits() if compute is None else Limits(compute=compute)
-        x = explore(Setup(0x100, codes, limits=limits))
+        x = explore(Setup(0x100, codes, limits=limits, version=V))
         assert replays(x) == ["agrees"] * len(x.ends) and not x.not_explored
         for name in p:
             assert check(x, p[name]).verdict == "proved", name
@@ -129,7 +130,7 @@ def test_proxy_through_the_call_the_counter_grows_by_one_or_changes_nothing():
 def test_a_call_to_an_address_without_code_given_is_named_in_every_verdict():
     p = props("proxy_properties.py")
     del_102 = {0x100: code("proxy.rasm"), 0x101: code("counter.rasm")}
-    x = explore(Setup(0x100, del_102))
+    x = explore(Setup(0x100, del_102, version=V))
     # 0x102 is not deployed: the second call's record says so, as the interpreter's does,
     # and the run says it assumed no code there
     assert {(r.status, r.error) for e in x.ends for r in e.records[1:]} == {
@@ -142,40 +143,40 @@ def test_a_call_to_an_address_without_code_given_is_named_in_every_verdict():
 
 
 def test_a_loop_on_symbolic_call_data_is_bounded_and_a_concrete_one_is_not():
-    loop = assemble((ROOT / "benchmarks" / "loop.rasm").read_text())
-    x = explore(Setup(0x100, {0x100: loop}, max_calldata=8, loop_bound=2))
+    loop = assemble((ROOT / "benchmarks" / "loop.rasm").read_text(), V)
+    x = explore(Setup(0x100, {0x100: loop}, max_calldata=8, loop_bound=2, version=V))
     assert [c.bound for c in x.cuts] and all(c.bound.startswith("loop bound 2 at pc")
                                              for c in x.cuts)
     assert len(x.ends) == 2   # N <= 1 and N = 2 return; N >= 3 forks a third time: cut
     from proofs.symbolic.properties import NO_FAILURE
     v = check(x, NO_FAILURE)
     assert v.verdict == "bounded" and "loop bound 2" in v.detail and exit_code([v]) == 4
-    x = explore(Setup(0x100, {0x100: loop}, call_data=(7).to_bytes(8, "little"), loop_bound=1))
+    x = explore(Setup(0x100, {0x100: loop}, call_data=(7).to_bytes(8, "little"), loop_bound=1, version=V))
     assert not x.cuts and len(x.ends) == 1 and replays(x) == ["agrees"]
     assert check(x, NO_FAILURE).verdict == "proved"
 
 
 def test_max_paths_stops_the_exploration_and_names_the_bound():
     from proofs.symbolic.properties import NO_FAILURE
-    x = explore(Setup(0x100, {0x100: code("counter.rasm")}, max_paths=1))
+    x = explore(Setup(0x100, {0x100: code("counter.rasm")}, max_paths=1, version=V))
     assert len(x.ends) == 1 and x.bounds_hit == ["max-paths 1"]
     assert check(x, NO_FAILURE).verdict == "bounded"
 
 
 def test_contradictory_pre_conditions_are_vacuous_and_a_spent_budget_is_unknown():
-    x = explore(Setup(0x100, {0x100: code("counter.rasm")}))
+    x = explore(Setup(0x100, {0x100: code("counter.rasm")}, version=V))
     never = Property("never", lambda c: [z3.BoolVal(False)],
                      assume=lambda c: [c.pre.storage[0] == 1, c.pre.storage[0] == 2])
     v = check(x, never)
     assert v.verdict == "vacuous" and exit_code([v]) == 1
     p = props("counter_properties.py")["counter_grows_by_one_or_changes_nothing"]
-    tiny = explore(Setup(0x100, {0x100: code("counter.rasm")}, rlimit=1))
+    tiny = explore(Setup(0x100, {0x100: code("counter.rasm")}, rlimit=1, version=V))
     v = check(tiny, p)
     assert v.verdict == "unknown" and v.undecided and exit_code([v]) == 4
 
 
 def test_a_pre_condition_that_reads_the_result_is_an_error_not_a_verdict():
-    x = explore(Setup(0x100, {0x100: code("counter.rasm")}))
+    x = explore(Setup(0x100, {0x100: code("counter.rasm")}, version=V))
     bad = Property("bad", lambda c: [z3.BoolVal(True)], assume=lambda c: [c.success])
     v = check(x, bad)
     assert v.verdict == "error" and "pre-condition" in v.detail and exit_code([v]) == 3
@@ -184,14 +185,14 @@ def test_a_pre_condition_that_reads_the_result_is_an_error_not_a_verdict():
 def test_entry_code_the_policy_refuses_is_one_path_with_its_refusal():
     from reference_vm import Policy
     x = explore(Setup(0x100, {0x100: code("counter.rasm")},
-                      policy=Policy(forbidden_operations=("arithmetic",))))
+                      policy=Policy(forbidden_operations=("arithmetic",)), version=V))
     assert [(e.status, e.error) for e in x.ends] == [("violation", "INSTRUCTION_FORBIDDEN")]
     assert replays(x) == ["agrees"]
 
 
 def test_hashing_output_is_sha256_of_the_witness_call_data():
     import hashlib
-    x = explore(Setup(0x100, {0x100: code("hashing.rasm")}, max_calldata=8))
+    x = explore(Setup(0x100, {0x100: code("hashing.rasm")}, max_calldata=8, version=V))
     for end in x.ends:
         r = replay(x, end, x.solver)
         assert r.status == "agrees"
@@ -200,7 +201,7 @@ def test_hashing_output_is_sha256_of_the_witness_call_data():
 
 def test_equivalence_proves_the_optimised_max_and_refutes_the_unsigned_one():
     behaviour = ("status", "output", "storage", "events")
-    setup = lambda name: Setup(0x100, {0x100: code(name)})  # noqa: E731
+    setup = lambda name: Setup(0x100, {0x100: code(name)}, version=V)  # noqa: E731
     same = compare(setup("max.rasm"), setup("max-optimised.rasm"), behaviour)
     assert same.verdict == "equivalent" and not same.bounds and not same.undecided
     whole = compare(setup("max.rasm"), setup("max-optimised.rasm"))
@@ -243,7 +244,7 @@ again:
 
 
 def test_memory_after_many_writes_reads_the_bytes_written():
-    x = explore(Setup(0x100, {0x100: assemble(MANY_WRITES)}, max_calldata=1))
+    x = explore(Setup(0x100, {0x100: assemble(MANY_WRITES, V)}, max_calldata=1, version=V))
     assert not x.cuts and [e.status for e in x.ends] == ["success"]
     r = replay(x, x.ends[0], x.solver)
     assert r.status == "agrees"

@@ -25,7 +25,12 @@ from proofs.symbolic import Setup, explore
 from proofs.symbolic.outcome import concretise
 from proofs.symbolic.solve import true_value
 from proofs.symbolic.witness import Witness, run_reference
+from proofs.words import width
 from reference_vm import Limits, Policy, assemble
+import spec
+from conftest import BASE_VERSION as V
+
+NUMBER = spec.load(V).number  # the base version's containers
 
 CALLER = 0xCA11E7
 CALL_DATAS = [b""] + [bytes([b]) for b in range(256)]
@@ -58,7 +63,7 @@ class Substitution:
         order (a later one may hash an earlier one's digest)."""
         done: list = []
         for app in apps:
-            v, _ = true_value(Substitution(self.pairs, done), app)
+            v, _ = true_value(Substitution(self.pairs, done), app, width(64, V))
             done.append((app, z3.BitVecVal(v, app.sort().size())))
         return Substitution(self.pairs, done)
 
@@ -120,9 +125,9 @@ def slot0_in_domain(address: int = 0x100):
 
 
 def setup(source: str, *, others=None, assume=None, **kw) -> Setup:
-    codes = {0x100: assemble(source)}
-    codes.update({a: assemble(s) for a, s in (others or {}).items()})
-    return Setup(0x100, codes, max_calldata=1, caller=CALLER, assume=assume, **kw)
+    codes = {0x100: assemble(source, V)}
+    codes.update({a: assemble(s, V) for a, s in (others or {}).items()})
+    return Setup(0x100, codes, max_calldata=1, caller=CALLER, assume=assume, **kw, version=V)
 
 
 BRANCHES = """
@@ -313,7 +318,7 @@ def generated(index: int) -> bytes:
         start.append(n)
         n += len(group)
     rows = [(m, start[imm] if m in JUMPS else imm) for group in groups for m, imm in group]
-    return build(encode_rows(rows))
+    return build(encode_rows(rows), b"", NUMBER)
 
 
 def test_generated_programs_match_brute_force():
@@ -325,7 +330,7 @@ def test_generated_programs_match_brute_force():
     for index in (28, 43, 74, 96):
         s = Setup(0x100, {0x100: generated(index)}, policy=policy, limits=limits, time=7,
                   seed=bytes(32), max_calldata=1, caller=CALLER, concrete_storage=True,
-                  max_paths=64)
+                  max_paths=64, version=V)
         hits = assert_exact(s, [(cd, {}) for cd in CALL_DATAS])
         assert len(hits) >= 2, index
 
@@ -369,13 +374,13 @@ def test_the_check_catches_an_explorer_that_keeps_infeasible_branches(monkeypatc
 def test_the_check_catches_a_wrong_opcode_model(monkeypatch):
     from proofs.instructions import models
     from proofs.machine import Branch
-    real = models(64)["ADD"]
+    real = models(64, V)["ADD"]
 
     def add_plus_one(s, imm):               # ADD pushes a + b + 1
         return [Branch(b.label, b.status, b.cond,
                        b.state.replace(stack=(b.state.stack[0] + 1,) + b.state.stack[1:]))
                 for b in real(s, imm)]
-    monkeypatch.setitem(models(64), "ADD", add_plus_one)
+    monkeypatch.setitem(models(64, V), "ADD", add_plus_one)
     _, _, problems = brute_force(small_branches(), SMALL)
     # slot 0 = x + slot 0 + 1: the path's end is not what the reference gives
     assert problems and any(" ends {" in p for p in problems)

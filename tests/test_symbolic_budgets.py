@@ -28,6 +28,7 @@ from proofs.symbolic import Setup, explore
 from proofs.symbolic.properties import NO_FAILURE
 from proofs.symbolic.verdicts import check
 from reference_vm import Limits, assemble
+from conftest import BASE_VERSION as V
 
 ROOT = Path(__file__).resolve().parents[1]
 EX = ROOT / "examples"
@@ -76,9 +77,11 @@ def memory_reads(n: int) -> str:
                    for i in range(n)) + "    push 0\n    push 512\n    return\n"
 
 
-MEASURED = ("import resource, sys\nfrom rtwo_vm.cli import main\ncode = main(sys.argv[1:])\n"
-            "print('maxrss', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "
-            "file=sys.stderr)\nsys.exit(code)\n")
+# The child's own peak (VmHWM of its address space): ru_maxrss would carry over the peak of
+# the pytest process it was forked from, hundreds of MB after a long run of other tests.
+MEASURED = ("import sys\nfrom rtwo_vm.cli import main\ncode = main(sys.argv[1:])\n"
+            "peak = [l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM:')]\n"
+            "print('maxrss', peak[0], file=sys.stderr)\nsys.exit(code)\n")
 
 
 def cli(tmp_path: Path, *argv: str, timeout: float = 120, seed: str = "0"):
@@ -97,7 +100,7 @@ def write(tmp_path: Path, name: str, source: str) -> str:
 
 def test_a_self_calling_contract_at_compute_6000_answers_within_the_default_bounds(tmp_path):
     name = write(tmp_path, "self.rasm", SELF_CALL)
-    assert len(assemble(SELF_CALL)) == 41
+    assert len(assemble(SELF_CALL, V)) == 41
     started = time.monotonic()
     done, _ = cli(tmp_path, "symbolic", name, "--compute", "6000", "--json", timeout=90)
     assert time.monotonic() - started < 90
@@ -110,23 +113,23 @@ def test_a_self_calling_contract_at_compute_6000_answers_within_the_default_boun
 
 
 def test_the_ends_of_callees_count_against_max_paths():
-    codes = {0x100: assemble((EX / "proxy.rasm").read_text()),
-             0x101: assemble((EX / "counter.rasm").read_text()),
-             0x102: assemble((EX / "reverter.rasm").read_text())}
-    x = explore(Setup(0x100, codes))
+    codes = {0x100: assemble((EX / "proxy.rasm").read_text(), V),
+             0x101: assemble((EX / "counter.rasm").read_text(), V),
+             0x102: assemble((EX / "reverter.rasm").read_text(), V)}
+    x = explore(Setup(0x100, codes, version=V))
     # the counter's slot new or not, the reverter's too: 4 proxy paths, 4 + 2 + 2 + ...
     # callee ends (each proxy path runs both callees once)
     assert len(x.ends) == 4 and not x.cuts and x.frame_ends > len(x.ends)
-    enough = explore(Setup(0x100, codes, max_paths=x.frame_ends))
+    enough = explore(Setup(0x100, codes, max_paths=x.frame_ends, version=V))
     assert len(enough.ends) == 4 and not enough.cuts
-    short = explore(Setup(0x100, codes, max_paths=len(x.ends)))
+    short = explore(Setup(0x100, codes, max_paths=len(x.ends), version=V))
     assert short.bounds_hit == [f"max-paths {len(x.ends)}"] and len(short.ends) < 4
     assert check(short, NO_FAILURE).verdict == "bounded"
 
 
 def test_an_8k_straight_line_program_stops_at_its_work_budget_the_same_every_time(tmp_path):
     source = straight_line(1600)
-    assert len(assemble(source)) == 8031
+    assert len(assemble(source, V)) == 8031
     name = write(tmp_path, "line.rasm", source)
     docs = []
     for seed in ("1", "2"):
@@ -160,7 +163,7 @@ def test_a_pair_of_copying_contracts_is_compared_in_seconds(tmp_path):
     a = write(tmp_path, "a.rasm", mcopies(16))
     b = write(tmp_path, "b.rasm", mcopies(16, "    push 0\n    mload\n    push 1\n    or\n"
                                            "    push 0\n    swap1\n    mstore\n"))
-    assert len(assemble(mcopies(16))) == 197
+    assert len(assemble(mcopies(16), V)) == 197
     done, rss = cli(tmp_path, "equivalence", a, b, "--compare", "status,output", "--json",
                     "--vectors", "d", timeout=60)
     doc = json.loads(done.stdout)
@@ -214,8 +217,8 @@ def test_a_term_too_large_to_simplify_cuts_its_path_by_name(monkeypatch):
         assert "more than 50 rewriting steps" in str(err)
     else:
         raise AssertionError("a 400-node product simplified in 50 steps")
-    xp = explore(Setup(0x100, {0x100: assemble(straight_line(40))}, max_calldata=16,
-                       limits=Limits()))
+    xp = explore(Setup(0x100, {0x100: assemble(straight_line(40), V)}, max_calldata=16,
+                       limits=Limits(), version=V))
     assert len(xp.ends) == 0 and len(xp.cuts) == 1
     assert xp.cuts[0].bound.startswith("simplify steps 50 at pc ")
     assert check(xp, NO_FAILURE).verdict == "bounded"

@@ -14,14 +14,15 @@ from proofs.symbolic import Setup, explore, views
 from proofs.symbolic.claimtext import MAX_DEPTH, Reader, Refused, fresh_symbols, single_expression
 from proofs.symbolic.properties import Call
 from reference_vm import assemble
+from conftest import BASE_VERSION as V
 
 ROOT = Path(__file__).resolve().parents[1]
-COUNTER = assemble((ROOT / "examples" / "counter.rasm").read_text())
+COUNTER = assemble((ROOT / "examples" / "counter.rasm").read_text(), V)
 
 
 @pytest.fixture(scope="module")
 def reader_of():
-    x = explore(Setup(0x100, {0x100: COUNTER}))
+    x = explore(Setup(0x100, {0x100: COUNTER}, version=V))
     view = views.describe(x)
     end = x.ends[0]
 

@@ -14,6 +14,7 @@ import pytest
 
 import spec
 from rtwo_vm.cli import main
+from conftest import BASE_VERSION as V
 
 ROOT = Path(__file__).resolve().parents[1]
 EX = ROOT / "examples"
@@ -124,13 +125,13 @@ def test_equivalence_of_the_optimised_and_the_unsigned_max(capsys):
 def test_a_model_that_disagrees_with_the_reference_is_reported_loudly(capsys, monkeypatch):
     from proofs.instructions import models
     from proofs.machine import Branch
-    real = models(64)["ADD"]
+    real = models(64, V)["ADD"]
 
     def add_plus_one(s, imm):
         return [Branch(b.label, b.status, b.cond,
                        b.state.replace(stack=(b.state.stack[0] + 1,) + b.state.stack[1:]))
                 for b in real(s, imm)]
-    monkeypatch.setitem(models(64), "ADD", add_plus_one)
+    monkeypatch.setitem(models(64, V), "ADD", add_plus_one)
     code, out, err = run(capsys, "symbolic", str(EX / "counter.rasm"))
     assert code == 3 and "MODEL DISAGREEMENT" in err and "disagrees" in out
 
@@ -216,7 +217,7 @@ def test_the_commands_defaults_are_the_executors():
     from rtwo_vm.cli import build_parser
     names = ("max_calldata", "loop_bound", "max_paths", "max_steps", "max_work", "deadline",
              "z3_memory")
-    setup = Setup(0x100, {0x100: b""})
+    setup = Setup(0x100, {0x100: b""}, version=V)
     for command in (["symbolic", "x.rasm"], ["equivalence", "x.rasm", "y.rasm"]):
         args = build_parser().parse_args(command)
         assert {n: getattr(args, n) for n in names} == {n: getattr(setup, n) for n in names}

@@ -12,20 +12,23 @@ from pathlib import Path
 
 import pytest
 
-from conformance.constants import VECTORS_DIR
+from conformance.constants import corpus_dir
 from conformance.corpus import store, symbolic_source
 from conformance.corpus.vector import run_reference
+from conformance.corpus.vector import BASE as V
 
 ROOT = Path(__file__).resolve().parent.parent
+# The symbolic vectors are definitions of the first version (1.0 containers): its corpus.
 FILL_SYMBOLIC = ("from conformance.corpus.fill import fill\n"
-                 "from conformance.corpus.vector import vector_line\n"
-                 "for v in sorted(fill(['symbolic']).vectors, key=lambda v: v['id']):\n"
+                 "from conformance.corpus.vector import BASE, vector_line\n"
+                 "done = fill(['symbolic'], versions=[BASE]).corpora[BASE]\n"
+                 "for v in sorted(done.vectors, key=lambda v: v['id']):\n"
                  "    print(vector_line(v))\n")
 
 
 @pytest.fixture(scope="module")
 def symbolic_vectors():
-    return [v for v in store.load() if v["tags"]["source"] == "symbolic"]
+    return [v for v in store.load(corpus_dir(V)) if v["tags"]["source"] == "symbolic"]
 
 
 def by_example(vectors) -> dict[str, list[dict]]:
@@ -43,7 +46,7 @@ def test_two_fills_under_two_hash_seeds_give_the_committed_symbolic_vectors():
         assert done.returncode == 0, done.stderr
         outputs.append(done.stdout)
     assert outputs[0] == outputs[1]
-    assert outputs[0] == (VECTORS_DIR / "symbolic.jsonl").read_text(encoding="utf-8")
+    assert outputs[0] == (corpus_dir(V) / "symbolic.jsonl").read_text(encoding="utf-8")
 
 
 def test_every_symbolic_vector_is_tagged_and_expects_the_reference_result(symbolic_vectors):
@@ -51,7 +54,7 @@ def test_every_symbolic_vector_is_tagged_and_expects_the_reference_result(symbol
     for v in symbolic_vectors:
         assert v["id"].startswith("symbolic/"), v["id"]
         assert v["tags"]["source"] == "symbolic" and v["tags"]["categories"] == ["symbolic"], v["id"]
-        assert run_reference(v["input"]).to_json() == v["expected"]["result"], v["id"]
+        assert run_reference(v["input"], V).to_json() == v["expected"]["result"], v["id"]
         assert v["tags"]["outcome"] == (v["expected"]["result"]["error"]
                                         or v["expected"]["result"]["status"]), v["id"]
 

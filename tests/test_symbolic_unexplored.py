@@ -27,6 +27,7 @@ from proofs.symbolic.equivalence import compare
 from proofs.symbolic.properties import FAILURES, NO_FAILURE, Property
 from proofs.symbolic.verdicts import check, exit_code
 from reference_vm import assemble
+from conftest import BASE_VERSION as V
 
 ROOT = Path(__file__).resolve().parents[1]
 EX = ROOT / "examples"
@@ -137,7 +138,7 @@ def test_a_trap_only_past_the_call_data_bound_is_bounded_not_proved(tmp_path, sh
 
 def test_the_same_through_the_api_and_its_text(tmp_path):
     source, _ = TRAPS_PAST_THE_BOUND["load_at_65"]
-    x = explore(Setup(0x100, {0x100: assemble(source)}))
+    x = explore(Setup(0x100, {0x100: assemble(source, V)}, version=V))
     v = check(x, NO_FAILURE)
     assert v.verdict == "bounded" and exit_code([v]) == 4
     assert v.bounds == ["max-calldata 64 (CALLDATALOAD at pc 2 of 0x100 may read byte 64 or "
@@ -154,7 +155,7 @@ def test_the_same_through_the_api_and_its_text(tmp_path):
 def test_a_word_read_ends_at_the_bound_or_one_byte_past_it(tmp_path, offset, verdict):
     """The word at 56 is bytes 56..63 (all before the bound of 64): proved; at 57 it reaches
     byte 64."""
-    x = explore(Setup(0x100, {0x100: assemble(returns_word_at(offset))}))
+    x = explore(Setup(0x100, {0x100: assemble(returns_word_at(offset), V)}, version=V))
     assert check(x, NO_FAILURE).verdict == verdict
     done = cli(tmp_path, "symbolic", write(tmp_path, "w.rasm", returns_word_at(offset)))
     assert done.returncode == {"proved": 0, "bounded": 4}[verdict], done.stdout
@@ -172,7 +173,7 @@ def test_programs_that_read_only_before_the_bound_are_still_proved(tmp_path):
 
 
 def test_a_property_that_reads_past_the_bound_is_bounded_unless_its_premises_exclude_it():
-    x = explore(Setup(0x100, {0x100: assemble(TRAPS_PAST_THE_BOUND["load_at_65"][0])}))
+    x = explore(Setup(0x100, {0x100: assemble(TRAPS_PAST_THE_BOUND["load_at_65"][0], V)}, version=V))
     size = lambda c: [c.calldata.size <= 64]  # noqa: E731
     verdicts = {
         "size": check(x, Property("size", size)),
@@ -192,7 +193,7 @@ def test_a_property_that_reads_past_the_bound_is_bounded_unless_its_premises_exc
                if v.verdict == "bounded")
     assert verdicts["size"].bounds[0].startswith("max-calldata 64 (CALLDATALOAD at pc 2")
     # a program that reads only bytes 0..7: the property's own reads decide
-    clean = explore(Setup(0x100, {0x100: assemble(returns_word_at(0))}))
+    clean = explore(Setup(0x100, {0x100: assemble(returns_word_at(0), V)}, version=V))
     assert check(clean, Property("byte_3", lambda c: [z3.ULE(c.calldata.byte(3), 255)])
                  ).verdict == "proved"
     assert check(clean, Property("word_0", lambda c: [c.calldata.word(0) == c.output.word(0)])
@@ -253,7 +254,7 @@ def test_contracts_that_differ_only_past_the_bound_are_not_equivalent(tmp_path, 
     assert done.returncode == 1 and doc["verdict"] == "different" and doc["differing"] == ["output"]
     assert len(bytes.fromhex(doc["distinguishing_input"]["call_data"][2:])) > 64
     # the API says the same
-    same = compare(Setup(0x100, {0x100: assemble(a)}), Setup(0x100, {0x100: assemble(b)}),
+    same = compare(Setup(0x100, {0x100: assemble(a, V)}, version=V), Setup(0x100, {0x100: assemble(b, V)}, version=V),
                    ("status", "output"))
     assert same.verdict == "bounded"
 
@@ -300,16 +301,16 @@ def test_a_callee_not_given_is_an_assumption_named_in_the_verdict(tmp_path):
     done = cli(tmp_path, "symbolic", fa)
     assert done.returncode == 4 and "no_failure: bounded" in done.stdout
     assert "callee 0x300 not given (assumed to have no code)" in done.stdout
-    x = explore(Setup(0x100, {0x100: assemble(CALLS_0X300)}))
+    x = explore(Setup(0x100, {0x100: assemble(CALLS_0X300, V)}, version=V))
     assert x.not_explored == ["callee 0x300 not given (assumed to have no code)"]
-    assert compare(Setup(0x100, {0x100: assemble(CALLS_0X300)}),
-                   Setup(0x100, {0x100: assemble(ZERO_WORD)}), ("status", "output")
+    assert compare(Setup(0x100, {0x100: assemble(CALLS_0X300, V)}, version=V),
+                   Setup(0x100, {0x100: assemble(ZERO_WORD, V)}, version=V), ("status", "output")
                    ).verdict == "bounded"
 
 
 def test_a_call_to_a_symbolic_address_names_the_addresses_it_assumed_empty(tmp_path):
     source = CALLS_0X300.replace("    push 0x300\n", "    push 0\n    calldataload\n")
-    x = explore(Setup(0x100, {0x100: assemble(source)}))
+    x = explore(Setup(0x100, {0x100: assemble(source, V)}, version=V))
     # word 0 names 0x100 itself (given: it runs again, with empty call data, and calls 0x0)
     # or any other address (assumed to have no code)
     assert x.not_explored == ["callee 0x0 not given (assumed to have no code)",

@@ -6,12 +6,24 @@ from __future__ import annotations
 import pytest
 
 import spec
-from reference_vm import Context, Contract, Limits, Message, Policy, WorldState, execute
-from reference_vm.container import build
+from conftest import BASE_VERSION
+from reference_vm import Context, Contract, Limits, Message, Policy, WorldState
+from reference_vm import execute as execute_any
+from reference_vm.container import build as build_any
 
-OP = {i.mnemonic: i.opcode for i in spec.load().instructions}
+V = BASE_VERSION
+TABLE = spec.load(V)
+OP = {i.mnemonic: i.opcode for i in TABLE.instructions}
 STOP = bytes([OP["STOP"]])
-MACHINE = spec.load().limits["machine"]
+MACHINE = TABLE.limits["machine"]
+
+
+def build(code: bytes, data: bytes = b"") -> bytes:
+    return build_any(code, data, TABLE.number)
+
+
+def execute(*args, **kw):
+    return execute_any(*args, version=V, **kw)
 
 
 def run_blob(blob: bytes, **kw):
@@ -55,7 +67,7 @@ def test_the_size_limits_themselves_are_allowed():
     code = bytes([OP["NOP"]]) * (MACHINE["code_size"] - 1) + STOP
     result = run_blob(build(code, bytes(MACHINE["data_size"])))
     assert result.status == "success"
-    assert result.usage.compute == (MACHINE["code_size"] - 1) * spec.load().by_mnemonic["NOP"].cost
+    assert result.usage.compute == (MACHINE["code_size"] - 1) * TABLE.by_mnemonic["NOP"].cost
 
 
 def test_first_error_in_offset_order_wins():
@@ -85,7 +97,7 @@ def test_jump_to_the_middle_of_an_immediate_is_invalid():
 ])
 def test_policy_refuses_code_holding_a_forbidden_instruction(mnemonic, policy, code):
     # The instruction sits behind a STOP: it would never run, and is refused all the same.
-    blob = build(STOP + bytes([OP[mnemonic]]) + bytes(spec.load().by_mnemonic[mnemonic].immediate_size) + STOP)
+    blob = build(STOP + bytes([OP[mnemonic]]) + bytes(TABLE.by_mnemonic[mnemonic].immediate_size) + STOP)
     result = run_blob(blob, policy=policy)
     assert (result.status, result.error, result.usage.compute) == ("violation", code, 0)
 
@@ -141,7 +153,7 @@ def test_malformed_pre_state_is_rejected(contracts):
 
 @pytest.mark.parametrize("limits", [
     Limits(compute=-1), Limits(memory_pages=-1), Limits(storage_units=-1),
-    Limits(compute=spec.load().limits["maximum"]["compute"] + 1),
+    Limits(compute=TABLE.limits["maximum"]["compute"] + 1),
     Limits(memory_pages="4"),  # type: ignore[arg-type]  # a string: refused
     Limits(compute=1.5),  # type: ignore[arg-type]  # a float: refused
     Limits(storage_units=True),
@@ -155,3 +167,18 @@ def test_request_errors_come_before_code_errors_which_come_before_limit_errors()
     bad_code = build(b"\xff")
     assert run_blob(bad_code, limits=Limits(compute=-1)).error == "UNDEFINED_OPCODE"
     assert run_blob(bad_code, context=Context(block_time=-1)).error == "INVALID_REQUEST"
+
+
+def test_a_vm_of_1_1_takes_containers_of_1_0_and_1_1_and_keeps_1_0s_instruction_set():
+    """Chapter 3.2.1 from 1.1: a 1.1 container is refused by 1.0 and runs under 1.1; a 1.0
+    container under 1.1 has 1.0's instruction set (CLZ, 1.1's, is an undefined opcode there)."""
+    new = spec.load("1.1")
+    clz = bytes([new.by_mnemonic["CLZ"].opcode])
+    code = bytes([OP["PUSH1"], 1]) + clz + bytes([OP["POP"]]) + STOP
+    for container, version, want in [
+            ((1, 1), "1.0", ("invalid", "UNSUPPORTED_VERSION")), ((1, 1), "1.1", ("success", None)),
+            ((1, 0), "1.1", ("invalid", "UNDEFINED_OPCODE")), ((1, 0), "1.0", ("invalid", "UNDEFINED_OPCODE")),
+            ((1, 2), "1.1", ("invalid", "UNSUPPORTED_VERSION"))]:
+        state = WorldState({0x100: Contract(build_any(code, b"", container))})
+        result = execute_any(state, Message(0x100, 1), version=version)
+        assert (result.status, result.error) == want, (container, version)

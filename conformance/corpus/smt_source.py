@@ -56,7 +56,7 @@ def _slim(x: dict[str, Any]) -> dict[str, Any]:
 def refresh_cache(path=SMT_CACHE) -> dict[str, list[dict]]:
     """Ask proofs.branches for every opcode and write the cache. Raises ImportError without it."""
     from proofs.branches import branch_inputs
-    inputs = {ins.mnemonic: [_slim(x) for x in branch_inputs(ins.mnemonic, 64)]
+    inputs = {ins.mnemonic: [_slim(x) for x in branch_inputs(ins.mnemonic, 64, BASE)]
               for ins in TABLE.instructions}
     doc = {"source": "proofs.branches.branch_inputs", "width": 64, "inputs": inputs}
     path.write_text(json.dumps(doc, sort_keys=True, indent=1) + "\n", encoding="utf-8")

@@ -83,8 +83,10 @@ def _containers(example: Example) -> dict[int, bytes]:
 
 
 def setup_of(example: Example, codes: dict[int, bytes] | None = None):
+    """The example's setup: the first spec version's (its containers are that version's)."""
+    from conformance.corpus.vector import BASE
     from proofs.symbolic.world import Setup
-    return Setup(entry=example.entry, codes=codes or _containers(example),
+    return Setup(entry=example.entry, codes=codes or _containers(example), version=BASE,
                  max_calldata=example.max_calldata)
 
 

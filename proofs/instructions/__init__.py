@@ -8,9 +8,10 @@ checks coverage against the table: an opcode without a model fails here, and so 
 from __future__ import annotations
 
 import functools
-from typing import Callable
 
 import spec
+from typing import Callable
+
 from proofs.instructions import (
     arithmetic, bitwise, call, comparison, context, control, environment, event, hash,
     memory, stack, storage,
@@ -30,24 +31,28 @@ class CoverageError(Exception):
     """The models and the spec table disagree on which opcodes exist."""
 
 
-def coverage_problems(table: dict[str, Model]) -> list[str]:
-    rows = spec.load().by_mnemonic
+def coverage_problems(table: dict[str, Model], version: str) -> list[str]:
+    rows = spec.load(version).by_mnemonic
     problems = [f"{m}: no model" for m in rows if m not in table]
     problems += [f"{m}: model of an opcode the table lacks" for m in table if m not in rows]
     return sorted(problems)
 
 
 @functools.cache
-def models(bits: int) -> dict[str, Model]:
-    w = width(bits)
-    rows = spec.load().by_mnemonic
+def models(bits: int, version: str) -> dict[str, Model]:
+    """mnemonic -> model of every instruction of spec ``version`` at ``bits``: a module may
+    model instructions the version lacks (those of a later version), which are left out."""
+    w = width(bits, version)
+    rows = w.spec.by_mnemonic
     table: dict[str, Model] = {}
     for type_name, module in MODULES.items():
         for mnemonic, model in module.models(w).items():
-            if mnemonic in rows and rows[mnemonic].type != type_name:
+            if mnemonic not in rows:
+                continue                      # an instruction of another version
+            if rows[mnemonic].type != type_name:
                 raise CoverageError(f"{mnemonic} modelled as {type_name}")
             table[mnemonic] = model
-    problems = coverage_problems(table)
+    problems = coverage_problems(table, version)
     if problems:
         raise CoverageError("; ".join(problems))
     return table

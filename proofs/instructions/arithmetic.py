@@ -38,4 +38,22 @@ def models(w: Width) -> dict:
         "DIVS": binary(w.divs, signed_div),
         "REMU": binary(w.remu, unsigned_div),
         "REMS": binary(w.rems, signed_div),
+        # From 1.1 (spec 6.3): the high word of the exact 2W-bit product (left out of the
+        # models of a version without them, instructions.models).
+        "MULHU": binary(lambda a, b: high_word(w, z3.ZeroExt(w.bits, a) * z3.ZeroExt(w.bits, b)),
+                        mul_cases),
+        "MULHS": binary(lambda a, b: high_word(w, z3.SignExt(w.bits, a) * z3.SignExt(w.bits, b)),
+                        sign_cases),
     }
+
+
+def sign_cases(a, b) -> dict:
+    """MULHS's coverage points: the product's sign (operands of equal or different signs)."""
+    same = (a < 0) == (b < 0)          # z3py's < on bit-vectors is the signed order
+    return {"signs equal": same, "signs differ": z3.Not(same)}
+
+
+def high_word(w: Width, product) -> z3.BitVecRef:
+    """Bits W..2W-1 of a 2W-bit product: ⌊product / 2^W⌋ of the exact product (signed
+    floor for a sign-extended one: the arithmetic shift's bits are the same)."""
+    return z3.Extract(2 * w.bits - 1, w.bits, product)

@@ -44,4 +44,39 @@ def models(w: Width) -> dict:
         "SHL": binary(w.shl, shift_cases), "SHRU": binary(w.shru, shift_cases),
         "SHRS": binary(w.shrs, signed_shift_cases),
         "ROTL": binary(w.rotl, rotate_cases), "ROTR": binary(w.rotr, rotate_cases),
+        # From 1.1 (spec 6.5): bit counts, each a decision over the word's bits.
+        "CLZ": unary(lambda a: leading_zeros(w, a)), "CTZ": unary(lambda a: trailing_zeros(w, a)),
+        "POPCNT": unary(lambda a: population(w, a)),
     }
+
+
+def unary(op):
+    def model(s, imm):
+        (a,), s = s.pop(1)
+        return split(s.push(op(a)), {"a = 0": a == 0, "a != 0": a != 0})
+    return model
+
+
+def _bit(a, k: int) -> z3.BoolRef:
+    return z3.Extract(k, k, a) == 1
+
+
+def leading_zeros(w: Width, a) -> z3.BitVecRef:
+    """W - n, n the least number of bits holding a: the highest set bit k gives W - 1 - k."""
+    term = w.wval(w.bits)
+    for k in range(w.bits):            # a higher set bit decides over every lower one
+        term = z3.If(_bit(a, k), w.wval(w.bits - 1 - k), term)
+    return term
+
+
+def trailing_zeros(w: Width, a) -> z3.BitVecRef:
+    """The greatest t <= W with 2^t dividing a: the lowest set bit's position (W for 0)."""
+    term = w.wval(w.bits)
+    for k in reversed(range(w.bits)):  # a lower set bit decides over every higher one
+        term = z3.If(_bit(a, k), w.wval(k), term)
+    return term
+
+
+def population(w: Width, a) -> z3.BitVecRef:
+    """The number of set bits: the sum of the W bits, each zero-extended to a word."""
+    return z3.Sum([z3.ZeroExt(w.bits - 1, z3.Extract(k, k, a)) for k in range(w.bits)])

@@ -13,8 +13,13 @@ from __future__ import annotations
 import z3
 
 from proofs.accounting import running, then, touch, umax, umin
-from proofs.machine import CALL_DEPTH, Bytes
+from proofs.machine import Bytes
 from proofs.words import Width
+
+
+def depth_limit(w: Width) -> int:
+    """The deepest frame a call may start (limits.toml machine.call_depth)."""
+    return w.num.call_depth
 
 
 def models(w: Width) -> dict:
@@ -29,7 +34,7 @@ def models(w: Width) -> dict:
         def run(t):
             o = t.env.oracle
             failed = t.replace(return_data=empty).push(w.wval(0))
-            too_deep = z3.UGT(t.env.depth + cv(1), cv(CALL_DEPTH))
+            too_deep = z3.UGT(t.env.depth + cv(1), cv(depth_limit(w)))
             # 5.2.1: fixed from compute used after the base cost and the call-data touch.
             limit = umin(t.compute_limit, t.compute + w.widen(compute))
             # Clamp totals, not increments: min(used + x, limit) rather than

@@ -11,15 +11,13 @@ import z3
 
 from proofs.accounting import running
 from proofs.instructions.hash import as_int
-from proofs.words import SPEC, Width
-
-COUNTER_SIZE = SPEC.schedule["randomness"]["counter_size"]
+from proofs.words import Width
 
 
 def random_value(w: Width, seed, counter):
     s, k = as_int(seed), as_int(counter)
     if s is not None and k is not None:
-        block = s.to_bytes(32, "little") + k.to_bytes(COUNTER_SIZE, "little")
+        block = s.to_bytes(32, "little") + k.to_bytes(w.num.counter_size, "little")
         return w.wval(int.from_bytes(hashlib.sha256(block).digest()[:w.size], "little"))
     symbol = z3.Function(f"random_word_w{w.bits}", z3.BitVecSort(256),
                          z3.BitVecSort(w.counter_bits), z3.BitVecSort(w.bits))

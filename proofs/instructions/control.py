@@ -5,11 +5,8 @@ from __future__ import annotations
 import z3
 
 from proofs.accounting import halt, running, then, touch
-from proofs.machine import RETURN_STACK_DEPTH, REVERTED, SUCCESS, Bytes, memory_range
-from proofs.words import SPEC, Width
-
-CALLSUB_SIZE = SPEC.by_mnemonic["CALLSUB"].size
-JUMPI_SIZE = SPEC.by_mnemonic["JUMPI"].size
+from proofs.machine import REVERTED, SUCCESS, Bytes, memory_range
+from proofs.words import Width
 
 
 def models(w: Width) -> dict:
@@ -29,11 +26,11 @@ def models(w: Width) -> dict:
         (cond,), s = s.pop(1)
         taken = cond != 0  # any non-zero word is true (spec 2.1)
         return [running(s.replace(pc=w.widen(imm)), "taken", taken),
-                running(s.replace(pc=s.pc + cv(JUMPI_SIZE)), "not taken", z3.Not(taken))]
+                running(s.replace(pc=s.pc + cv(w.spec.by_mnemonic["JUMPI"].size)), "not taken", z3.Not(taken))]
 
     def CALLSUB(s, imm):
-        full = z3.UGE(s.rheight, cv(RETURN_STACK_DEPTH))
-        pushed = s.replace(rstack=(s.pc + cv(CALLSUB_SIZE),) + s.rstack,
+        full = z3.UGE(s.rheight, cv(w.num.return_stack_depth))
+        pushed = s.replace(rstack=(s.pc + cv(w.spec.by_mnemonic["CALLSUB"].size),) + s.rstack,
                            rheight=s.rheight + cv(1), pc=w.widen(imm))
         return [halt(s, "RETURN_STACK_OVERFLOW", full), running(pushed, "", z3.Not(full))]
 

@@ -28,7 +28,7 @@ def models(w: Width) -> dict:
                 return [running(t.replace(memory=copy_into(
                     t.memory, ds, ln, lambda j: source.read(off + j))))]
             return unless_empty(s, ln, lambda t: then(then(
-                grow_to(t, ds + ln), lambda u: charge(u, copy_cost(ln), "copy cost")), copy))
+                grow_to(t, ds + ln), lambda u: charge(u, copy_cost(w, ln), "copy cost")), copy))
         return model
 
     return {

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from proofs.accounting import charge, copy_cost, grow_to, running, then, unless_empty
 from proofs.machine import Event, memory_range
-from proofs.words import SPEC, Width
+from proofs.words import Width
 
 
 def models(w: Width) -> dict:
     table = {}
-    for ins in SPEC.instructions:
+    for ins in w.spec.instructions:
         if ins.type == "event":
             table[ins.mnemonic] = _log(w, ins.inputs - 2)
     return table
@@ -27,6 +27,6 @@ def _log(w: Width, topics: int):
             return [running(t.replace(events=t.events + (event,)))]
         # An empty range touches nothing and copies nothing: no copy charge to fail.
         body = lambda t: then(grow_to(t, off + ln),  # noqa: E731
-                              lambda u: charge(u, copy_cost(ln), "copy cost"))
+                              lambda u: charge(u, copy_cost(w, ln), "copy cost"))
         return then(unless_empty(s, ln, body), emit)
     return LOG

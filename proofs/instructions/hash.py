@@ -14,9 +14,7 @@ import hashlib
 
 import z3
 
-from proofs.accounting import (
-    DIGEST_SIZE, charge, grow_to, hash_cost, running, then, umax,
-)
+from proofs.accounting import charge, grow_to, hash_cost, running, then, umax
 from proofs.instructions.memory import write_bytes
 from proofs.words import Width, byte_of
 
@@ -26,7 +24,7 @@ CONCRETE_LIMIT = 1 << 16   # longest concrete input replay hashes byte by byte
 def sha256_symbol(w: Width) -> z3.FuncDeclRef:
     c = z3.BitVecSort(w.counter_bits)
     return z3.Function(f"sha256_w{w.bits}", z3.ArraySort(c, z3.BitVecSort(8)), c, c, c,
-                       z3.BitVecSort(8 * DIGEST_SIZE))
+                       z3.BitVecSort(8 * w.num.digest_size))
 
 
 def as_int(term) -> int | None:
@@ -68,7 +66,7 @@ def digest_of(w: Width, memory, src, length):
     content = concrete_content(w, memory, s, n) if s is not None and n is not None else None
     if content is not None:
         digest = hashlib.sha256(content).digest()
-        return z3.BitVecVal(int.from_bytes(digest, "little"), 8 * DIGEST_SIZE)
+        return z3.BitVecVal(int.from_bytes(digest, "little"), 8 * w.num.digest_size)
     if memory.hash_key is None:
         raise NotImplementedError("symbolic SHA256 of a memory already written this step")
     array, size = memory.hash_key
@@ -76,17 +74,19 @@ def digest_of(w: Width, memory, src, length):
 
 
 def models(w: Width) -> dict:
+    digest_size = w.num.digest_size
+
     def SHA256(s, imm):
         (length, src, dst), s = s.pop(3)
         ln, sr, ds = w.widen(length), w.widen(src), w.widen(dst)
         # The digest range is always touched; the input range only when length > 0.
-        end = z3.If(ln == 0, ds + DIGEST_SIZE, umax(ds + DIGEST_SIZE, sr + ln))
+        end = z3.If(ln == 0, ds + digest_size, umax(ds + digest_size, sr + ln))
 
         def write(t):
             digest = digest_of(w, t.memory, sr, ln)  # the input is read before the write
             return [running(t.replace(memory=write_bytes(
-                t.memory, ds, DIGEST_SIZE, lambda k: byte_of(digest, k))))]
-        return then(then(grow_to(s, end), lambda t: charge(t, hash_cost(ln), "hash cost")),
+                t.memory, ds, digest_size, lambda k: byte_of(digest, k))))]
+        return then(then(grow_to(s, end), lambda t: charge(t, hash_cost(w, ln), "hash cost")),
                     write)
 
     return {"SHA256": SHA256}

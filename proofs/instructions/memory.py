@@ -9,7 +9,7 @@ import z3
 from proofs.accounting import (
     charge, copy_cost, grow_to, running, then, umax, unless_empty,
 )
-from proofs.machine import Memory, PAGE_SIZE
+from proofs.machine import Memory
 from proofs.words import Width, byte_of, little_endian_word
 
 
@@ -65,7 +65,7 @@ def models(w: Width) -> dict:
             memory=write_bytes(t.memory, off, 1, lambda k: byte_of(value, 0))))])
 
     def MSIZE(s, imm):
-        return [running(s.push(w.narrow(s.memory.pages * cv(PAGE_SIZE))))]
+        return [running(s.push(w.narrow(s.memory.pages * cv(w.num.page_size))))]
 
     def MCOPY(s, imm):
         (length, src, dst), s = s.pop(3)
@@ -76,7 +76,7 @@ def models(w: Width) -> dict:
             return [running(t.replace(memory=copy_into(
                 before, ds, ln, lambda j: before.read(sr + j))))]
         return unless_empty(s, ln, lambda t: then(then(
-            grow_to(t, umax(sr, ds) + ln), lambda u: charge(u, copy_cost(ln), "copy cost")),
+            grow_to(t, umax(sr, ds) + ln), lambda u: charge(u, copy_cost(w, ln), "copy cost")),
             copy))
 
     return {"MLOAD": MLOAD, "MSTORE": MSTORE, "MLOAD8": MLOAD8, "MSTORE8": MSTORE8,

@@ -5,14 +5,14 @@ from __future__ import annotations
 import z3
 
 from proofs.accounting import running
-from proofs.words import SPEC, Width
+from proofs.words import Width
 
 FAMILY = 16
 
 
 def models(w: Width) -> dict:
     table = {"POP": lambda s, imm: [running(s.pop(1)[1])]}
-    for ins in SPEC.instructions:
+    for ins in w.spec.instructions:
         if ins.type == "stack" and ins.mnemonic.startswith("PUSH"):
             table[ins.mnemonic] = _push(w)
     for n in range(1, FAMILY + 1):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import z3
 
 from proofs.accounting import (
-    NEW_SLOT_COST, NEW_SLOT_UNITS, READ_UNITS, WRITE_UNITS, charge, charge_storage, running,
+    charge, charge_storage, running,
     then,
 )
 from proofs.words import Width
@@ -16,7 +16,7 @@ def models(w: Width) -> dict:
 
     def SLOAD(s, imm):
         (key,), s = s.pop(1)
-        return then(charge_storage(s, READ_UNITS), lambda t: [running(
+        return then(charge_storage(s, w.num.read_units), lambda t: [running(
             t.replace(reads=t.reads + one).push(t.storage[key]))])
 
     def SSTORE(s, imm):
@@ -25,7 +25,7 @@ def models(w: Width) -> dict:
         new_slot = z3.And(value != 0, s.storage[key] == 0)
 
         def write(t, is_new):
-            units = WRITE_UNITS + (NEW_SLOT_UNITS if is_new else 0)
+            units = w.num.write_units + (w.num.new_slot_units if is_new else 0)
 
             def done(u):
                 return [running(u.replace(writes=u.writes + one,
@@ -33,7 +33,7 @@ def models(w: Width) -> dict:
                                           storage=z3.Store(u.storage, key, value)))]
             return then(charge_storage(t, units), done)
 
-        fresh = then(charge(s, NEW_SLOT_COST, "new slot cost"), lambda t: write(t, True))
+        fresh = then(charge(s, w.num.new_slot_cost, "new slot cost"), lambda t: write(t, True))
         fresh = [b.__class__("new slot; " + b.label if b.label else "new slot", b.status,
                              z3.And(new_slot, b.cond), b.state) for b in fresh]
         old = [b.__class__("existing or zero; " + b.label if b.label else "existing or zero",

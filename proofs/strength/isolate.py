@@ -25,8 +25,10 @@ from proofs.strength.mutants import ROOT, Mutant
 PACKAGES = ("spec", "reference_vm", "compiled_vm", "proofs")
 
 
-def run_unit(mutant: Mutant | None, opcodes: tuple[str, ...], timeout: float) -> dict:
-    """{"rows": [...]} of the unit, or {"error": ...}, or {"timeout": seconds}."""
+def run_unit(mutant: Mutant | None, opcodes: tuple[str, ...], timeout: float,
+             version: str) -> dict:
+    """{"rows": [...]} of the unit under spec ``version``, or {"error": ...}, or
+    {"timeout": seconds}."""
     with tempfile.TemporaryDirectory(prefix="rtwo-prove-strength-") as tmp:
         tree = Path(tmp)
         ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
@@ -37,7 +39,7 @@ def run_unit(mutant: Mutant | None, opcodes: tuple[str, ...], timeout: float) ->
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSTARTUP")}
         env["PYTHONPATH"] = str(tree)
         env["PYTHONDONTWRITEBYTECODE"] = "1"
-        task = json.dumps({"tree": str(tree), "opcodes": list(opcodes)})
+        task = json.dumps({"tree": str(tree), "opcodes": list(opcodes), "version": version})
         proc = subprocess.Popen([sys.executable, "-m", "proofs.strength.worker"], cwd=tree, env=env,
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True, start_new_session=True)

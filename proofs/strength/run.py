@@ -38,13 +38,15 @@ def _qualname(fn) -> str:
     return fn.__qualname__.replace("<locals>.", "")
 
 
-def _table(path: str) -> dict:
+def _table(path: str, version: str) -> dict:
     module = importlib.import_module(path.removesuffix(".py").replace("/", "."))
     if path.startswith("proofs/"):
         from proofs.words import width
-        return module.models(width(64))
-    from reference_vm.words import Word
-    return module.handlers(Word(64))
+        w = width(64, version)
+        return {m: f for m, f in module.models(w).items() if m in w.spec.by_mnemonic}
+    from reference_vm.rules import rules
+    rule = rules(version, 64)
+    return {m: f for m, f in module.handlers(rule).items() if m in rule.spec.by_mnemonic}
 
 
 def _uses(code, names: set[str]) -> bool:
@@ -65,9 +67,9 @@ def _helpers(path: str, name: str) -> set[str]:
         names |= more
 
 
-def _every_opcode() -> tuple[str, ...]:
-    from proofs.words import SPEC
-    return tuple(sorted(SPEC.by_mnemonic))
+def _every_opcode(version: str) -> tuple[str, ...]:
+    from proofs.words import width
+    return tuple(sorted(width(None, version).spec.by_mnemonic))
 
 
 # The units of the frame machinery's functions (mutants.FRAME_FUNCTIONS): what runs through
@@ -79,13 +81,13 @@ FRAME_UNITS = {"Execution.call": ("CALL",), "Execution.run_frame": ("CALL",),
                "Execution.step": None}
 
 
-def unit(mutant: Mutant) -> tuple[str, ...]:
-    """The opcodes of the mutant's fair unit (sorted)."""
+def unit(mutant: Mutant, version: str) -> tuple[str, ...]:
+    """The opcodes of the mutant's fair unit under spec ``version`` (sorted)."""
     from proofs.strength.mutants import FRAME_FUNCTIONS, modules
     if mutant.path in FRAME_FUNCTIONS:
         top = ".".join(mutant.function.split(".")[:2])
-        return FRAME_UNITS[top] or _every_opcode()
-    table = _table(mutant.path)
+        return FRAME_UNITS[top] or _every_opcode(version)
+    table = _table(mutant.path, version)
     f = mutant.function
     if f in ("models", "handlers"):   # the table's own body builds every entry
         return tuple(sorted(table))
@@ -98,7 +100,7 @@ def unit(mutant: Mutant) -> tuple[str, ...]:
     names = _helpers(mutant.path, f.split(".", 1)[0])
     root = mutant.path.rsplit("/", 1)[0]
     users = [m for path in modules() if path.startswith(root + "/")
-             for m, fn in _table(path).items() if _uses(fn.__code__, names)]
+             for m, fn in _table(path, version).items() if _uses(fn.__code__, names)]
     return tuple(sorted(users or table))
 
 
@@ -148,19 +150,20 @@ class BaselineFailed(RuntimeError):
     pass
 
 
-def run(mutants: Sequence[Mutant], timeout: float = 600.0, baseline: bool = True,
+def run(mutants: Sequence[Mutant], version: str, timeout: float = 600.0, baseline: bool = True,
         progress: Callable[[int, int, Verdict], None] | None = None, jobs: int = 1) -> Result:
-    """Every mutant's verdict, in the order given. ``jobs`` units run at a time (each in a
+    """Every mutant's verdict under spec ``version``, in the order given. ``jobs`` units run at
+    a time (each in a
     process of its own; a verdict depends on its mutant and unit alone, not on what runs
     beside it). Each distinct unit first runs unmutated (``baseline``)."""
     listed = {**{k: ("equivalent", v) for k, v in equivalent().items()},
               **{k: ("unreachable", v) for k, v in unreachable().items()}}
-    units = [unit(m) for m in mutants]
+    units = [unit(m, version) for m in mutants]
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         if baseline:
             needed = sorted({u for m, u in zip(mutants, units) if m.id not in listed})
             for opcodes, result in zip(needed, pool.map(
-                    lambda u: isolate.run_unit(None, u, timeout), needed)):
+                    lambda u: isolate.run_unit(None, u, timeout, version), needed)):
                 status, how, detail = judge(result)
                 if status != "survived":
                     raise BaselineFailed(f"the unmutated unit {' '.join(opcodes)} does not pass: "
@@ -171,7 +174,8 @@ def run(mutants: Sequence[Mutant], timeout: float = 600.0, baseline: bool = True
             if mutant.id in listed:
                 status, reason = listed[mutant.id]
                 return Verdict(mutant, status, "reason", reason, opcodes)
-            return Verdict(mutant, *judge(isolate.run_unit(mutant, opcodes, timeout)), opcodes)
+            return Verdict(mutant, *judge(isolate.run_unit(mutant, opcodes, timeout, version)),
+                           opcodes)
 
         out = Result()
         for index, v in enumerate(pool.map(verdict, range(len(mutants)))):
@@ -210,7 +214,7 @@ SCORE_FILE = __import__("pathlib").Path(__file__).resolve().parent / "score.json
 
 
 def command(modules: tuple[str, ...], limit: int | None, timeout: float, record_score: bool,
-            emit: Callable[[str], None] = print, jobs: int = 1) -> int:
+            version: str, emit: Callable[[str], None] = print, jobs: int = 1) -> int:
     """``rtwo-vm prove --strength``: exit 0 when the score reaches the target (or nothing was
     counted), 1 below it; a ValueError (bad module, stale reason) is the caller's bad input."""
     import json
@@ -224,7 +228,7 @@ def command(modules: tuple[str, ...], limit: int | None, timeout: float, record_
              and i not in known]
     if stale:
         raise ValueError(f"stale reason for {stale[0]} (names no mutant of its module)")
-    result = run(chosen, timeout, jobs=jobs, progress=lambda done, total, v: emit(
+    result = run(chosen, version, timeout, jobs=jobs, progress=lambda done, total, v: emit(
         f"[{done}/{total}] {v.status} {v.mutant.id} ({' '.join(v.opcodes)})"))
     for line in lines(result):
         emit(line)

@@ -21,7 +21,8 @@ def main() -> int:
             print(json.dumps({"error": f"{package.__name__} imported from outside the copy"}))
             return 0
     from proofs.runner import Options, run_suite
-    rows = run_suite(Options(opcodes=tuple(doc["opcodes"]), jobs=doc.get("jobs", 1)))
+    rows = run_suite(Options(version=doc["version"], opcodes=tuple(doc["opcodes"]),
+                             jobs=doc.get("jobs", 1)))
     print(json.dumps({"rows": [{k: r.get(k) for k in ("theorem", "opcode", "width", "status")}
                                for r in rows]}, default=str))
     return 0

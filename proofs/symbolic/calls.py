@@ -31,8 +31,7 @@ from proofs.concrete import concrete_bytes, no_call, word
 from proofs.machine import RUNNING, SUCCESS, Branch, CallOracle, memory_range
 from proofs.symbolic.budget import simplify
 from proofs.symbolic.outcome import Record
-from proofs.symbolic.world import NOT_FOUND, W, Code, Refusal, frame_state
-from proofs.words import SPEC
+from proofs.symbolic.world import W, Code, Refusal, frame_state, not_found
 
 GAINED = ("compute", "storage_units", "reads", "writes", "new_slots", "random_counter")
 OUTCOME_LABEL = {SUCCESS: "callee succeeded", "reverted": "callee reverted"}
@@ -94,7 +93,7 @@ class Calls:
         s = p.state
         callee = self.x.codes.get(target) if target is not None else None
         if not isinstance(callee, Code):
-            refusal = callee if isinstance(callee, Refusal) else NOT_FOUND
+            refusal = callee if isinstance(callee, Refusal) else not_found(s.w.version)
             real = execute.step(with_oracle(s, no_call(W, s.storage)), "CALL")
             want = _prefix(after_branch.label) + "; callee cannot run"
             rec = self._refused(code, depth, address, refusal.status, refusal.error)
@@ -116,7 +115,7 @@ class Calls:
         world = dict(p.world)
         world[code.address] = after.storage
         frame = frame_state(
-            code=callee, caller=word(W, code.address),
+            w=s.w, code=callee, caller=word(W, code.address),
             call_data=memory_range(after.memory, offset, length),
             storage=world[callee.address], compute=simplify(after.compute),
             compute_limit=limit, pages_live=after.pages_live, pages_peak=after.pages_peak,
@@ -152,7 +151,7 @@ class Calls:
             want = OUTCOME_LABEL.get(end.status, "callee failed")
             error = None if end.status in OUTCOME_LABEL else end.status
             rec = Record(depth, code.address, simplify(address),
-                         SPEC.errors[error].kind if error else end.status, error,
+                         s.w.spec.errors[error].kind if error else end.status, error,
                          simplify(t.pc).as_long() if error else None, gained["compute"],
                          t.memory.pages, gained["reads"], gained["writes"], gained["new_slots"],
                          gained["storage_units"])

@@ -37,7 +37,6 @@ from proofs.symbolic.solve import SAT, UNSAT, Solver, is_abstract
 from proofs.symbolic.world import (
     W, Code, Refusal, Setup, admit, entry_state, make_inputs, zero_window,
 )
-from proofs.words import SPEC
 
 ZERO = z3.BitVecVal(0, W.counter_bits)
 STATE_FIELDS = dataclasses.fields(State)
@@ -152,7 +151,9 @@ class Explorer:
         self.solver = solver or Solver(setup.rlimit)
         self.solver.configure(setup)
         self.inputs = make_inputs(setup)
-        self.codes = {a: admit(a, blob, setup.policy) for a, blob in sorted(setup.codes.items())}
+        self.w = setup.w
+        self.codes = {a: admit(a, blob, setup.policy, setup.version)
+                      for a, blob in sorted(setup.codes.items())}
         self.result = Exploration(setup, self.inputs, solver=self.solver, codes=self.codes)
         self.calls = Calls(self)
 
@@ -182,7 +183,7 @@ class Explorer:
         self.result.ends.append(outcome.End(
             0, refusal.status, refusal.error, None, empty, (), dict(self.inputs.storage),
             dict(self.inputs.storage), (), {n: ZERO for n in outcome.USAGE}, (),
-            tuple(self.inputs.constraints), (), ()))
+            tuple(self.inputs.constraints), (), (), prices=self.w.num.fee))
 
     def _finish(self, end: FrameEnd) -> None:
         s, p = end.state, end.path
@@ -195,7 +196,7 @@ class Explorer:
                 return
         ok = end.status == SUCCESS
         status, error = (end.status, None) if end.status in (SUCCESS, "reverted") else (
-            SPEC.errors[end.status].kind, end.status)
+            self.w.spec.errors[end.status].kind, end.status)
         post = dict(p.world)
         post[self.setup.entry] = s.storage
         empty = outcome.Bytes(ZERO, lambda j: z3.BitVecVal(0, 8))
@@ -207,7 +208,8 @@ class Explorer:
             {"compute": s.compute, "memory_pages": s.pages_peak, "storage_reads": s.reads,
              "storage_writes": s.writes, "storage_new_slots": s.new_slots,
              "storage_units": s.storage_units},
-            p.records, p.conds, p.keys, p.apps, p.flags, p.pcs, p.choices))
+            p.records, p.conds, p.keys, p.apps, p.flags, p.pcs, p.choices,
+            prices=self.w.num.fee))
 
     # -- one frame ---------------------------------------------------------------------------
     def frame(self, code: Code, path: Path):
@@ -248,7 +250,8 @@ class Explorer:
         """The instruction at ``pc`` on path ``p``: the frame ends it reaches and the paths
         that go on."""
         mnemonic, imm = code.at[pc]
-        outputs = SPEC.by_mnemonic[mnemonic].outputs
+        ins = self.w.spec.by_mnemonic[mnemonic]
+        outputs = ins.outputs
         p = replace(p, steps=p.steps + 1, pcs=p.pcs + (pc,))
         if mnemonic == "CALL":
             candidates = self.calls.step(code, p)
@@ -259,7 +262,6 @@ class Explorer:
                 self._reads(code, p, pc, mnemonic)
             p = self._note(code, p, mnemonic)
             s = self._prepared(p.state, mnemonic)
-            ins = SPEC.by_mnemonic[mnemonic]
             imm_term = z3.BitVecVal(imm, 8 * ins.immediate_size) if ins.immediate_size else None
             branches = execute.step(s, mnemonic, imm_term)
             kept = self.feasible([(b, p) for b in branches], one_step=True)
@@ -378,7 +380,7 @@ class Explorer:
         if mnemonic == "SHA256" and s.memory.hash_key is None:
             i = z3.BitVec("sha_index", W.counter_bits)
             array = z3.Lambda([i], s.memory.read(i))
-            return s.replace(memory=base_memory(W, s.memory.pages, array))
+            return s.replace(memory=base_memory(s.w, s.memory.pages, array))
         return s
 
     def _abstract(self, p: Path, s, mnemonic: str, b) -> Path:
@@ -390,7 +392,7 @@ class Explorer:
         elif mnemonic == "SHA256" and (const(s.height) or 0) >= 3:
             ln, sr = W.widen(s.stack[0]), W.widen(s.stack[1])
             try:
-                app = digest_of(W, s.memory, sr, ln)
+                app = digest_of(s.w, s.memory, sr, ln)
             except NotImplementedError:
                 return p
         else:
@@ -413,7 +415,7 @@ def _flattened(b):
     i = z3.BitVec("memory_index", W.counter_bits)
     array = z3.Lambda([i], memory.read(i))
     return Branch(b.label, b.status, b.cond,
-                  b.state.replace(memory=base_memory(W, memory.pages, array)))
+                  b.state.replace(memory=base_memory(b.state.w, memory.pages, array)))
 
 
 def merged(candidates) -> list:

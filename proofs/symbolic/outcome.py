@@ -18,9 +18,6 @@ from proofs.evaluate import compile_term
 from proofs.machine import Bytes
 from proofs.symbolic.budget import TermTooLarge, simplify
 from proofs.symbolic.solve import Solver, value
-from proofs.words import SPEC
-
-FEE = SPEC.schedule["fee"]
 USAGE = ("compute", "memory_pages", "storage_reads", "storage_writes", "storage_new_slots",
          "storage_units")
 DESCRIBE_BYTES = 256         # longest output or event data described byte by byte
@@ -63,12 +60,16 @@ class End:
     flags: tuple = ()             # e.g. a branch kept because its feasibility was unknown
     pcs: tuple = ()               # the entry frame's instruction offsets, in order
     choices: tuple = ()           # (address, pc, branch label) of every fork, callees' too
+    prices: dict | None = None    # the version's fee prices (schedule.toml [fee])
 
     @property
     def fee(self):
-        u = self.usage
-        return (u["compute"] * FEE["compute_price"] + u["memory_pages"] * FEE["memory_page_price"]
-                + u["storage_units"] * FEE["storage_unit_price"])
+        u, prices = self.usage, self.prices
+        if prices is None:
+            raise ValueError("an End without the fee prices of its version")
+        return (u["compute"] * prices["compute_price"]
+                + u["memory_pages"] * prices["memory_page_price"]
+                + u["storage_units"] * prices["storage_unit_price"])
 
     @property
     def outcome(self) -> str:

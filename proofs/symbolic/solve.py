@@ -30,15 +30,12 @@ from proofs.evaluate import constant
 from proofs.instructions.context import random_value
 from proofs.symbolic.budget import RunBudget
 from proofs.symbolic.integers import as_bitvectors
-from proofs.words import SPEC, width
+from proofs.words import Width
 
 SAT, UNSAT, UNKNOWN, TIMEOUT = solvers.SAT, solvers.UNSAT, solvers.UNKNOWN, solvers.TIMEOUT
 MEMORY = "memory"
 CONFIG = "symbolic"
 MAX_ROUNDS = 24           # axiom instances added before a witness search gives up (unknown)
-COUNTER_SIZE = SPEC.schedule["randomness"]["counter_size"]
-SEED_SIZE = SPEC.schedule["randomness"]["seed_size"]
-W = width()
 
 
 def budget(rlimit: int | None = None, budgets: str | None = None) -> tuple[int, float]:
@@ -67,9 +64,11 @@ class Solver:
         self.rlimit, self.wall = budget(rlimit, budgets)
         self.stats = Stats()
         self.run = run or RunBudget()
+        self.w: Width | None = None      # the machine of the setup (its random stream)
 
     def configure(self, setup) -> None:
         """The run's budget and safety nets from a Setup (the first one starts the clock)."""
+        self.w = setup.w
         self.run.configure(setup.max_work, setup.deadline, setup.z3_memory)
         self.run.start_clock()
 
@@ -194,7 +193,7 @@ class Solver:
             instances: list = []
             pins: list = []
             for app in apps:
-                true, fixed = true_value(Consistent(model, values), app)
+                true, fixed = true_value(Consistent(model, values), app, self.w)
                 agrees = numeral(model, app) == true
                 values.append((app, z3.BitVecVal(true, app.sort().size())))
                 if not agrees:
@@ -287,12 +286,15 @@ def is_abstract(term) -> bool:
         term.decl().name().startswith(("sha256_w", "random_word_w"))
 
 
-def true_value(model, app) -> tuple[int, list]:
+def true_value(model, app, w: Width | None) -> tuple[int, list]:
     """(the value axiom 2 gives ``app`` at the arguments ``model`` gives it, the equalities
     fixing those arguments): SHA-256 of the bytes, or the random stream's word."""
     if app.decl().name().startswith("random_word_w"):
         seed, k = value(model, app.arg(0)), value(model, app.arg(1))
-        true = random_value(W, z3.BitVecVal(seed, 8 * SEED_SIZE), z3.BitVecVal(k, W.counter_bits))
+        if w is None:
+            raise ValueError("a random-stream word needs the solver configured with a setup")
+        true = random_value(w, z3.BitVecVal(seed, 8 * w.num.seed_size),
+                            z3.BitVecVal(k, w.counter_bits))
         return z3.simplify(true).as_long(), [app.arg(0) == seed, app.arg(1) == k]
     array, size, src, length = (app.arg(i) for i in range(4))
     z, s, n = value(model, size), value(model, src), value(model, length)

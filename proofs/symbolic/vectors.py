@@ -15,7 +15,6 @@ import json
 import re
 
 import spec
-from proofs.words import SPEC
 from reference_vm import Context, Contract, Limits, Message, Policy, WorldState
 
 GENERATOR = "rtwo-vm symbolic"
@@ -33,8 +32,8 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.+=-]+", "_", text).strip("_") or "contract"
 
 
-def isolation_level(storage_access: str, external_call: str) -> str:
-    sandbox = spec.raw("sandbox")
+def isolation_level(storage_access: str, external_call: str, version: str) -> str:
+    sandbox = spec.raw("sandbox", version)
     order = sandbox["sandbox"]["storage_access_order"]
     rank = lambda v: order.index(v) if v in order else len(order)  # noqa: E731
     for name, level in sorted(sandbox["isolation"].items(), key=lambda kv: kv[1]["order"]):
@@ -62,7 +61,8 @@ def vector_input(setup, witness) -> dict:
                    "allowed_operations": None if p.allowed_operations is None
                    else list(p.allowed_operations),
                    "forbidden_operations": list(p.forbidden_operations)},
-        "sandbox": {"isolation_level": isolation_level(p.storage_access, p.external_call),
+        "sandbox": {"isolation_level": isolation_level(p.storage_access, p.external_call,
+                                                       setup.version),
                     "storage_access": p.storage_access,
                     "limits": {n: getattr(setup.limits, n) for n in Limits.DIMENSIONS}},
     }
@@ -73,10 +73,11 @@ def _outcome(result: dict) -> str:
 
 
 def tags(setup, result: dict, mnemonics) -> dict:
-    ops = sorted(set(mnemonics), key=lambda m: SPEC.by_mnemonic[m].opcode)
+    table = spec.load(setup.version)
+    ops = sorted(set(mnemonics), key=lambda m: table.by_mnemonic[m].opcode)
     codes = {result["error"]} | {c["error"] for c in result["calls"]}
-    sections = {SPEC.by_mnemonic[m].section for m in ops}
-    sections |= {SPEC.errors[c].section for c in codes if c is not None}
+    sections = {table.by_mnemonic[m].section for m in ops}
+    sections |= {table.errors[c].section for c in codes if c is not None}
     return {"opcodes": ops, "outcome": _outcome(result),
             "call_outcomes": sorted({_outcome(c) for c in result["calls"]}),
             "sections": sorted(sections, key=lambda s: tuple(int(x) for x in s.split("."))),
@@ -89,23 +90,23 @@ def vector(vector_id: str, description: str, setup, witness, result: dict, mnemo
            "tags": tags(setup, result, mnemonics), "input": vector_input(setup, witness),
            "expected": {"result": result,
                         "error_stage": None if result["error"] is None
-                        else SPEC.errors[result["error"]].stage}}
+                        else spec.load(setup.version).errors[result["error"]].stage}}
     body = canonical(doc)
-    doc["_meta"] = {"spec_version": spec.SPEC_VERSION,
+    doc["_meta"] = {"spec_version": setup.version,
                     "generator": f"{GENERATOR} {GENERATOR_VERSION}",
                     "content_hash": hashlib.sha256(body.encode()).hexdigest()}
     return doc
 
 
-def request_of(vector_input_doc: dict):
-    """(WorldState, Message, Context, Policy, Limits) of a vector's input, the sandbox's
-    storage access and isolation bound into the policy (chapter 10.2)."""
+def request_of(vector_input_doc: dict, version: str):
+    """(WorldState, Message, Context, Policy, Limits) of a vector's input of spec ``version``,
+    the sandbox's storage access and isolation bound into the policy (chapter 10.2)."""
     i = vector_input_doc
     contracts = {int(a, 16): Contract(bytes.fromhex(c["code"][2:]),
                                       {int(k, 16): int(v, 16) for k, v in c["storage"].items()})
                  for a, c in i["pre_state"]["contracts"].items()}
     m, ctx, p, sb = i["message"], i["context"], i["policy"], i["sandbox"]
-    level = spec.raw("sandbox")["isolation"].get(sb["isolation_level"], {})
+    level = spec.raw("sandbox", version)["isolation"].get(sb["isolation_level"], {})
     external = "forbidden" if level.get("external_call") == "forbidden" else p["external_call"]
     allowed = p["allowed_operations"]
     policy = Policy(time_access=p["time_access"], randomness=p["randomness"],

@@ -27,7 +27,7 @@ from proofs.symbolic.budget import TermTooLarge, simplify
 from proofs.symbolic.executor import Cut
 from proofs.symbolic.properties import Call, Property, PropertyError, as_claims, render
 from proofs.symbolic.solve import SAT, UNSAT, Solver, value
-from proofs.symbolic.world import CALL_DATA_SIZE, W
+from proofs.symbolic.world import W
 
 ORDER = ("error", "disagreement", "counterexample", "vacuous", "stopped", "unknown", "bounded",
          "proved")
@@ -158,7 +158,8 @@ def _invariant(exploration, solver: Solver, atom, name: str) -> bool:
     longer = z3.Const(f"{length}__longer", length.sort())
     bound = W.cval(exploration.setup.max_calldata)
     differs = z3.substitute(atom, (length, longer)) != z3.substitute(atom, (length, bound))
-    status, _ = solver.check([z3.UGT(longer, bound), z3.ULE(longer, W.cval(CALL_DATA_SIZE)),
+    call_data_size = exploration.setup.w.num.call_data_size
+    status, _ = solver.check([z3.UGT(longer, bound), z3.ULE(longer, W.cval(call_data_size)),
                               differs], f"{name}: reads the call data past the bound",
                              integers=True)
     return status == UNSAT
@@ -175,7 +176,8 @@ def _excludes_longer_call_data(exploration, solver: Solver, premises, name: str)
     length = inputs.call_data_length
     status, _ = solver.check(others + list(premises) + [
         z3.UGT(length, W.cval(exploration.setup.max_calldata)),
-        z3.ULE(length, W.cval(CALL_DATA_SIZE))], f"{name}: call data past the bound",
+        z3.ULE(length, W.cval(exploration.setup.w.num.call_data_size))],
+        f"{name}: call data past the bound",
         integers=True)
     return status == UNSAT
 

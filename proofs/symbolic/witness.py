@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import z3
 
 from proofs.symbolic import outcome
-from proofs.symbolic.solve import SAT, SEED_SIZE, UNSAT, Solver, value
+from proofs.symbolic.solve import SAT, UNSAT, Solver, value
 from reference_vm import Context, Contract, Message, WorldState, execute
 
 COMPARED = ("status", "error", "error_pc", "output", "state_changes", "events", "calls",
@@ -56,7 +56,7 @@ def witness_of(exploration, model: z3.ModelRef, extra_keys=()) -> Witness:
     n = value(model, inputs.call_data_length)
     data = bytes(value(model, inputs.call_data.read(z3.BitVecVal(j, inputs.call_data_length.size())))
                  for j in range(n))
-    seed = value(model, inputs.seed).to_bytes(SEED_SIZE, "little")
+    seed = value(model, inputs.seed).to_bytes(setup.w.num.seed_size, "little")
     keys: dict = {}
     for address, key in extra_keys:
         keys.setdefault(address, set()).add(value(model, key))
@@ -74,7 +74,8 @@ def run_reference(exploration, witness: Witness):
     contracts = {a: Contract(blob, witness.storage.get(a, {}))
                  for a, blob in sorted(setup.codes.items())}
     return execute(WorldState(contracts), Message(setup.entry, witness.caller, witness.call_data),
-                   Context(witness.block_time, witness.seed), setup.policy, setup.limits)
+                   Context(witness.block_time, witness.seed), setup.policy, setup.limits,
+                   version=setup.version)
 
 
 def differences(expected: dict, actual: dict) -> list[str]:

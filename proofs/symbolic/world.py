@@ -1,6 +1,7 @@
 """The world one symbolic call runs in: its setup, its code, its symbolic inputs.
 
-A ``Setup`` is what ``rtwo-vm run`` takes (code at addresses, policy, limits, context) with
+A ``Setup`` is what ``rtwo-vm run`` takes (code at addresses, policy, limits, context, and the
+spec version the call runs under: its models, its validation and policy tables) with
 the inputs left symbolic that the user does not fix: the caller, the call data (every length
 up to ``max_calldata``), the storage of every contract (each slot a free word unless pinned;
 ``concrete_storage`` makes every slot not pinned zero, as ``run`` does), the block time when
@@ -29,15 +30,16 @@ from proofs.symbolic.bounds import (
     DEFAULT_MAX_STEPS, DEFAULT_MAX_WORK, DEFAULT_Z3_MEMORY,
 )
 from proofs.machine import WINDOW, Bytes, Env, State, array_bytes, base_memory
-from proofs.words import SPEC, width
+from proofs.words import Sorts, Width, width
 from reference_vm.errors import InvalidCode
 from reference_vm.policy import Policy
 from reference_vm.request import Limits
+from reference_vm.rules import rules
 from reference_vm.validate import validate
 
-W = width()
-SEED_SIZE = SPEC.schedule["randomness"]["seed_size"]
-CALL_DATA_SIZE = SPEC.limits["machine"]["call_data_size"]
+# The words of a symbolic call: 64 bits in every spec version (limits.toml machine.word_bits;
+# a Setup checks its version's). Word arithmetic only: a state's machine is its Setup's ``w``.
+W = Sorts(64)
 MAX_DEADLINE = 1e6                 # seconds (about 11 days)
 MAX_Z3_MEMORY = 1 << 22            # megabytes (4 TiB): z3 takes an unsigned count
 
@@ -48,6 +50,7 @@ class Setup:
 
     entry: int
     codes: dict
+    version: str = field(kw_only=True)      # the spec version the call runs under
     policy: Policy = field(default_factory=Policy)
     limits: Limits = field(default_factory=Limits)
     max_calldata: int = DEFAULT_MAX_CALLDATA
@@ -68,10 +71,13 @@ class Setup:
     assume: Callable | None = None          # assume(inputs) -> constraints on the inputs
 
     def __post_init__(self) -> None:
+        if self.w.bits != W.bits:
+            raise ValueError(f"spec version {self.version} has {self.w.bits}-bit words; the "
+                             f"symbolic executor runs {W.bits}-bit ones")
         if self.entry not in self.codes:
             raise ValueError(f"no code at the entry address {self.entry:#x}")
-        if not 0 <= self.max_calldata <= CALL_DATA_SIZE:
-            raise ValueError(f"max_calldata must be 0..{CALL_DATA_SIZE}")
+        if not 0 <= self.max_calldata <= self.w.num.call_data_size:
+            raise ValueError(f"max_calldata must be 0..{self.w.num.call_data_size}")
         for name in ("loop_bound", "max_paths", "max_steps", "max_work", "z3_memory"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
@@ -81,10 +87,16 @@ class Setup:
             raise ValueError(f"deadline must be in (0, {MAX_DEADLINE:g}] seconds")
 
     @property
+    def w(self) -> Width:
+        """The machine of the setup's version (raises versions.UnmodelledVersion without
+        models)."""
+        return width(None, self.version)
+
+    @property
     def calldata_bounded(self) -> bool:
         """Whether call data longer than the explored lengths exists (symbolic call data
         shorter than the spec's call data size)."""
-        return self.call_data is None and self.max_calldata < CALL_DATA_SIZE
+        return self.call_data is None and self.max_calldata < self.w.num.call_data_size
 
     @property
     def time_symbolic(self) -> bool:
@@ -114,39 +126,43 @@ class Refusal:
     error: str
 
 
-NOT_FOUND = Refusal(SPEC.errors["CONTRACT_NOT_FOUND"].kind, "CONTRACT_NOT_FOUND")
+def not_found(version: str) -> Refusal:
+    """The refusal of a call to an address without code (its record's status and code)."""
+    return Refusal(spec.load(version).errors["CONTRACT_NOT_FOUND"].kind, "CONTRACT_NOT_FOUND")
 
 
 @functools.lru_cache(maxsize=4096)
-def _refusal(policy: Policy, mnemonic: str) -> str:
+def _refusal(policy: Policy, mnemonic: str, version: str) -> str:
     from proofs.policy import concrete_refusal
-    return concrete_refusal(policy_fields(policy), SPEC.by_mnemonic[mnemonic])
+    table = spec.load(version)
+    return concrete_refusal(policy_fields(policy), table.by_mnemonic[mnemonic], table)
 
 
 def policy_fields(policy: Policy) -> dict:
     return {f.name: getattr(policy, f.name) for f in dataclasses.fields(policy)}
 
 
-def admit(address: int, blob: bytes, policy: Policy) -> Code | Refusal:
-    """The code's instructions, or the refusal of validation or of the policy binding."""
+def admit(address: int, blob: bytes, policy: Policy, version: str) -> Code | Refusal:
+    """The code's instructions, or the refusal of validation or of the policy binding, under
+    spec ``version``."""
     try:
-        valid = validate(blob)
+        valid = validate(blob, rules(version))
     except InvalidCode as err:
         return Refusal(err.kind, err.code)
     for d in valid.instructions:
-        refused = _refusal(policy, d.instruction.mnemonic)
+        refused = _refusal(policy, d.instruction.mnemonic, version)
         if refused != "none":
-            return Refusal(SPEC.errors[refused].kind, refused)
+            return Refusal(spec.load(version).errors[refused].kind, refused)
     at = {d.offset: (d.instruction.mnemonic, d.immediate) for d in valid.instructions}
     return Code(address, blob, at, valid.data,
                 frozenset(m for m, _ in at.values()))
 
 
-def policy_problem(policy: Policy) -> str | None:
-    """What makes the policy one the request checks refuse, or None."""
+def policy_problem(policy: Policy, version: str) -> str | None:
+    """What makes the policy one the request checks of spec ``version`` refuse, or None."""
     from reference_vm.errors import RequestRejected
     try:
-        policy.check()
+        policy.check(spec.load(version))
     except RequestRejected as err:
         return f"{err.code}: {err}"
     return None
@@ -195,10 +211,11 @@ def make_inputs(setup: Setup) -> Inputs:
             cs += [array[W.wval(k)] == W.wval(v) for k, v in sorted(pinned.items())]
         storage[address] = array
     time = W.word(f"{p}block_time") if setup.time_symbolic else W.wval(setup.time or 0)
+    seed_size = setup.w.num.seed_size
     if setup.seed_symbolic:
-        seed = z3.BitVec(f"{p}seed", 8 * SEED_SIZE)
+        seed = z3.BitVec(f"{p}seed", 8 * seed_size)
     else:
-        seed = z3.BitVecVal(int.from_bytes(setup.seed or bytes(SEED_SIZE), "little"), 8 * SEED_SIZE)
+        seed = z3.BitVecVal(int.from_bytes(setup.seed or bytes(seed_size), "little"), 8 * seed_size)
     inputs = Inputs(caller, data, length, bytes_array, storage, time, seed, tuple(cs), bound)
     if setup.assume is not None:
         inputs = dataclasses.replace(inputs, constraints=inputs.constraints + tuple(
@@ -210,15 +227,15 @@ def zero_window() -> tuple:
     return tuple(word(W, 0) for _ in range(WINDOW))
 
 
-def frame_state(*, code: Code, caller, call_data: Bytes, storage, compute, compute_limit,
+def frame_state(*, w: Width, code: Code, caller, call_data: Bytes, storage, compute, compute_limit,
                 pages_live, pages_peak, memory_limit, storage_units, storage_limit, reads,
                 writes, new_slots, random_counter, block_time, seed, depth, events=()) -> State:
     """A fresh frame of ``code`` (pc 0, empty stack, memory and return data) with the
     execution's shared meters as given."""
     cv = functools.partial(counter, W)
     return State(
-        w=W, pc=cv(0), stack=zero_window(), height=cv(0), rstack=(cv(0), cv(0)),
-        rheight=cv(0), memory=base_memory(W, cv(0), z3.K(z3.BitVecSort(W.counter_bits),
+        w=w, pc=cv(0), stack=zero_window(), height=cv(0), rstack=(cv(0), cv(0)),
+        rheight=cv(0), memory=base_memory(w, cv(0), z3.K(z3.BitVecSort(W.counter_bits),
                                                          z3.BitVecVal(0, 8))),
         storage=storage, compute=compute, compute_limit=compute_limit, pages_live=pages_live,
         pages_peak=pages_peak, memory_limit=memory_limit, storage_units=storage_units,
@@ -235,7 +252,7 @@ def entry_state(setup: Setup, inputs: Inputs, code: Code) -> State:
     cv = functools.partial(counter, W)
     zero = cv(0)
     return frame_state(
-        code=code, caller=inputs.caller, call_data=inputs.call_data,
+        w=setup.w, code=code, caller=inputs.caller, call_data=inputs.call_data,
         storage=inputs.storage[code.address], compute=zero,
         compute_limit=cv(setup.limits.compute), pages_live=zero, pages_peak=zero,
         memory_limit=cv(setup.limits.memory_pages), storage_units=zero,
@@ -244,8 +261,8 @@ def entry_state(setup: Setup, inputs: Inputs, code: Code) -> State:
         depth=1)
 
 
-def limits_problem(limits: Limits) -> str | None:
-    low, high = spec.load().limits["minimum"], spec.load().limits["maximum"]
+def limits_problem(limits: Limits, version: str) -> str | None:
+    low, high = spec.load(version).limits["minimum"], spec.load(version).limits["maximum"]
     for name in Limits.DIMENSIONS:
         value = getattr(limits, name)
         if not low[name] <= value <= high[name]:

@@ -20,14 +20,25 @@ import sys
 import time
 from pathlib import Path
 
+from proofs import versions
 from rtwo_vm import progress, userfile_options
 from spec import files
 from rtwo_vm.inputs import CliError
 
 
+def spec_version(args) -> str:
+    """The command's spec version (``--spec-version``), refused in one line without models."""
+    try:
+        args.spec_version = versions.resolve(args.spec_version)   # what the inputs read
+    except versions.UnmodelledVersion as err:
+        raise CliError(f"--spec-version: {err}") from None
+    return args.spec_version
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser("prove", help="prove opcode theorems and check the interpreter "
                                             "against the SMT model")
+    versions.add_option(p)
     p.add_argument("--opcode", action="append", metavar="M",
                    help="only this mnemonic (repeatable); default every opcode")
     p.add_argument("--theorem", action="append", metavar="NAME", dest="names",
@@ -93,7 +104,7 @@ def _cmd_strength(args) -> int:
         raise CliError("--timeout must be a finite number of seconds above 0")
     try:
         return run.command(tuple(args.strength_modules or ()), args.limit, args.timeout or 1800.0,
-                           args.record, jobs=args.jobs)
+                           args.record, spec_version(args), jobs=args.jobs)
     except (ValueError, run.BaselineFailed) as err:
         raise CliError(f"--strength: {err}") from None
 
@@ -103,11 +114,12 @@ def _options(args):
     from proofs import registry, smtlib, solvers
     from proofs.runner import Options
 
-    known = spec.load().by_mnemonic
+    version = spec_version(args)
+    known = spec.load(version).by_mnemonic
     args.opcode = [m.upper() for m in args.opcode] if args.opcode else None  # case-insensitive
     for m in args.opcode or ():
         if m not in known:
-            raise CliError(f"--opcode: no instruction {m!r}")
+            raise CliError(f"--opcode: no instruction {m!r} in spec version {version}")
     if args.export_smt2 and Path(args.export_smt2).exists() and not Path(args.export_smt2).is_dir():
         raise CliError(f"--export-smt2 {args.export_smt2}: exists and is not a directory")
     if args.export_smt2:
@@ -127,7 +139,7 @@ def _options(args):
         solvers.load(args.budgets)
     except solvers.BudgetError as err:
         raise CliError(f"--budgets: {err}") from None
-    options = Options(opcodes=tuple(args.opcode) if args.opcode else None,
+    options = Options(version=version, opcodes=tuple(args.opcode) if args.opcode else None,
                       names=tuple(args.names) if args.names else None, width=args.width,
                       solver=args.solver, export_dir=args.export_smt2, jobs=args.jobs,
                       wall_seconds=args.timeout, budgets=args.budgets,
@@ -136,7 +148,7 @@ def _options(args):
                       file_seconds=args.file_seconds,
                       file_memory=userfile_options.file_limits(args)[1])
     if args.names and not args.theorems_file:
-        known_names = {th.name for th in registry.builtin()} | {
+        known_names = {th.name for th in registry.builtin(version)} | {
             f"agreement_{k}" for k in ("branches", "hypothesis", "exhaustive", "policy",
                                        "validate", "lifecycle", "crosshair")}
         for name in args.names:

@@ -21,7 +21,7 @@ def register(sub) -> None:
                         "opcodes, show one, list the versions, or print every difference "
                         "between two versions (diff OLD NEW)")
     p.add_argument("name", nargs="*", help="show: a mnemonic or an opcode; diff: OLD NEW")
-    add_spec_version(p, "the version opcodes and show read")
+    add_spec_version(p, "the version opcodes and show read (--version is the same option)", "--version")
     p.add_argument("--json", action="store_true", help="versions, diff: JSON on stdout")
     p.add_argument("--prose", choices=["full", "sections", "none"], default="full",
                    help="diff: the prose as unified diffs (full, default), as section names only, "

@@ -17,6 +17,7 @@ could not run. The bounds and their defaults: proofs/symbolic/bounds.py.
 
 from __future__ import annotations
 
+from proofs import versions
 from proofs.symbolic import bounds
 from rtwo_vm import userfile_options
 from rtwo_vm.inputs import positive_float, positive_int
@@ -50,6 +51,7 @@ RUN_LIKE = (
 
 
 def _bounds(p) -> None:
+    versions.add_option(p)
     p.add_argument("--max-calldata", type=int, default=bounds.DEFAULT_MAX_CALLDATA,
                    dest="max_calldata", metavar="BYTES",
                    help="longest symbolic call data explored (default "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
+import spec
 from reference_vm import Policy
 from reference_vm.rules import rules as rules_of
 from reference_vm.validate import validate
@@ -146,8 +147,10 @@ class RuntimeInstructionRegistry:
                                and runtime_spec().by_mnemonic[m].type == type_name)
             except Exception:  # noqa: BLE001 - a broken module implements nothing
                 continue
-        # The newest version's table, models and corpus: they hold every version's instructions.
-        smt = tools.smt_models(runtime_version())
+        # The newest version's table and corpus (they hold every version's instructions) and
+        # the models of the newest version the proofs model.
+        probes = [tools.smt_models(name) for name in reversed(spec.names())]
+        smt = next((p for p in probes if p.available), probes[0])
         vectors = tools.conformance_vectors(runtime_version())
         self.last_evidence = {"smt_semantics": smt.evidence, "conformance_vectors": vectors.evidence,
                               "handlers": f"{len(handled)} handlers"}

@@ -47,11 +47,15 @@ def smt_models(version: str, bits: int = 64) -> Probe:
     width = getattr(words, "width", None)
     if not isinstance(modules, Mapping) or not callable(width):
         return Probe(False, "proofs.instructions has no MODULES mapping or proofs.words no width()")
+    try:
+        machine = width(bits, version)
+    except ValueError as err:   # proofs.versions.UnmodelledVersion: no models of this version
+        return Probe(False, str(err).splitlines()[0][:200] if str(err) else "no models")
     covered: set[str] = set()
     broken: dict[str, str] = {}
     for type_name, module in modules.items():
         try:
-            covered.update(module.models(width(bits)))
+            covered.update(module.models(machine))
         except Exception as err:  # noqa: BLE001 - count what works, show what does not
             broken[type_name] = f"{type(err).__name__}: {err}"[:200]
     table = spec.load(version)
