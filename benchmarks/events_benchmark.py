@@ -28,8 +28,11 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from nats_support import NatsServer  # noqa: E402
+import spec  # noqa: E402
 from reference_vm import assemble  # noqa: E402
 from rtwo_vm.runtime import Runtime  # noqa: E402
+
+VERSION = spec.latest()   # the version the runtime deploys under when none is given
 
 TARGET = 5000
 
@@ -50,7 +53,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--calls", type=int, default=100)
     args = parser.parse_args()
-    counter = assemble((ROOT / "examples" / "counter.rasm").read_text())
+    counter = assemble((ROOT / "examples" / "counter.rasm").read_text(), VERSION)
     with tempfile.TemporaryDirectory() as tmp, NatsServer(Path(tmp) / "js") as server:
         rates = []
         for round_ in range(args.rounds):

@@ -56,7 +56,7 @@ from reference_vm import Limits, assemble  # noqa: E402
 from rtwo_vm.runtime import CallRequest, Runtime  # noqa: E402
 from rtwo_vm.runtime.schema import SCHEMA_VERSION  # noqa: E402
 from rtwo_vm.server.api.paging import encode  # noqa: E402
-from server_support import AUTH, Server, spawn  # noqa: E402
+from server_support import AUTH, VERSION, Server, spawn  # noqa: E402
 
 WRITER = assemble("""
     push 0
@@ -74,9 +74,9 @@ WRITER = assemble("""
     push 7
     log1            ; event: topic 7, data n+1
     stop
-""")
-TRAPS = assemble("trap")
-READS_TIME = assemble("time\npop\nstop")     # refused under the default policy (time_access)
+""", VERSION)
+TRAPS = assemble("trap", VERSION)
+READS_TIME = assemble("time\npop\nstop", VERSION)     # refused under the default policy (time_access)
 WRITER_AT, TRAPS_AT, TIME_AT, NOBODY_AT = 0x100, 0x101, 0x102, 0x1FF
 
 

@@ -17,11 +17,13 @@ import tempfile
 import time
 from pathlib import Path
 
+import spec
 from reference_vm import Contract, Message, WorldState, assemble, execute
 from rtwo_vm.runtime import CallRequest, Runtime
 
 ROOT = Path(__file__).resolve().parent.parent
-CODE = assemble((ROOT / "examples" / "counter.rasm").read_text())
+VERSION = spec.latest()   # the version the runtime deploys under when none is given
+CODE = assemble((ROOT / "examples" / "counter.rasm").read_text(), VERSION)
 ADDRESS = 0x100
 
 
@@ -44,8 +46,8 @@ def per_call(action, calls: int, clock=time.perf_counter) -> float:
 def interpreter(n: int, calls: int) -> float:
     state = WorldState({ADDRESS: Contract(CODE, storage(n))})
     message = Message(ADDRESS, 1)
-    assert execute(state, message).ok
-    return per_call(lambda: execute(state, message), calls)
+    assert execute(state, message, version=VERSION).ok
+    return per_call(lambda: execute(state, message, version=VERSION), calls)
 
 
 def runtime(n: int, calls: int) -> tuple[float, float]:

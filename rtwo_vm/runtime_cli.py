@@ -45,12 +45,15 @@ def print_table(rows: list[dict], columns: list[str]) -> None:
     if not rows:
         print("(none)")
         return
-    widths = {c: max(len(c), *(len(str(r.get(c, ""))) for r in rows)) for c in columns}
+    def cell(value) -> str:   # a list (spec versions, operations) as its items
+        if value is None:
+            return "-"
+        return ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+    widths = {c: max(len(c), *(len(cell(r.get(c, ""))) for r in rows)) for c in columns}
     print("  ".join(c.ljust(widths[c]) for c in columns).rstrip())
     print("  ".join("-" * widths[c] for c in columns))
     for r in rows:
-        print("  ".join(str("-" if r.get(c) is None else r.get(c)).ljust(widths[c])
-                        for c in columns).rstrip())
+        print("  ".join(cell(r.get(c)).ljust(widths[c]) for c in columns).rstrip())
     print(f"{len(rows)} shown")
 
 

@@ -16,11 +16,14 @@ from urllib.parse import urlparse
 
 import httpx
 
+import spec
 from reference_vm import assemble
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "test-token-0123456789abcdef"       # 27 printable characters, as --token-file wants
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
+# The version the server deploys under when none is given (the newest); its spec data.
+VERSION = spec.latest()
 
 # Programs the tests deploy (their outcomes are known from the spec, chapter 6).
 STOPS = "stop"                                        # success, no output
@@ -29,7 +32,7 @@ STORES = "push 3\npush 1\nsstore\nstop"               # writes slot 3 := 1
 
 
 def code_hex(source: str) -> str:
-    return assemble(source).hex()
+    return assemble(source, VERSION).hex()
 
 
 def free_port(host: str = "127.0.0.1") -> int:

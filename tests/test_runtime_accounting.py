@@ -10,7 +10,7 @@ from reference_vm import Limits
 from rtwo_vm.examples import requests_with_results
 from rtwo_vm.runtime import CallRequest
 from rtwo_vm.runtime.records import ResourceAccountingService
-from test_runtime_support import EXAMPLES, example, runtime
+from test_runtime_support import EXAMPLES, VERSION, example, runtime
 
 # dimension -> (usage field, code when the limit is one short)
 DIMENSIONS = {
@@ -19,7 +19,7 @@ DIMENSIONS = {
     "storage_units": ("storage_units", "STORAGE_LIMIT_EXCEEDED"),
 }
 CALLS = [(req, res) for path in sorted(EXAMPLES.glob("*.toml"))
-         for req, res in requests_with_results(path)]
+         for req, res in requests_with_results(path, VERSION)]
 
 
 def _run_in_runtime(request, limits: Limits):
@@ -66,7 +66,7 @@ def test_each_example_at_limit_minus_one_limit_and_limit_plus_one(call, dimensio
                 usage.compute, usage.memory_pages, usage.storage_units, usage.storage_reads,
                 usage.storage_writes, usage.storage_new_slots)
             assert accounting.fee == unlimited.fee == ResourceAccountingService.fee(
-                usage.compute, usage.memory_pages, usage.storage_units)
+                usage.compute, usage.memory_pages, usage.storage_units, VERSION)
             assert accounting.status == "charged"
         elif limit < 0:
             # Usage 0 in this dimension: one short is a negative limit, refused by the sandbox.
@@ -98,11 +98,11 @@ def _descendants(rec):
         yield from _descendants(child)
 
 def test_fee_formula_uses_the_schedule_prices_in_integers():
-    prices = spec.load().schedule["fee"]
-    fee = ResourceAccountingService.fee(1234, 5, 67)
+    prices = spec.load(VERSION).schedule["fee"]
+    fee = ResourceAccountingService.fee(1234, 5, 67, VERSION)
     assert fee == 1234 * prices["compute_price"] + 5 * prices["memory_page_price"] + 67 * prices["storage_unit_price"]
     assert isinstance(fee, int)
-    assert ResourceAccountingService.fee(10 ** 12, 65536, 10 ** 9) == (
+    assert ResourceAccountingService.fee(10 ** 12, 65536, 10 ** 9, VERSION) == (
         10 ** 12 * prices["compute_price"] + 65536 * prices["memory_page_price"]
         + 10 ** 9 * prices["storage_unit_price"])
 
@@ -126,7 +126,7 @@ def test_recorded_accounting_always_equals_the_interpreter_usage(compute, pages,
     from reference_vm import Contract, Message, WorldState, execute
     limits = Limits(compute=compute, memory_pages=pages, storage_units=units)
     direct = execute(WorldState({0x100: Contract(example("counter"), {0: start})}),
-                     Message(0x100, 1), limits=limits)
+                     Message(0x100, 1), limits=limits, version=VERSION)
     with runtime() as rt:
         rt.deploy(example("counter"), 0x100, {0: start})
         rec = rt.call(to=0x100, caller=1, limits=limits)

@@ -13,7 +13,8 @@ import pytest
 import spec
 from rtwo_vm.cli import main
 from rtwo_vm.runtime import CallRequest
-from test_runtime_support import EXAMPLES, dump
+from test_runtime_readiness import needs_proofs
+from test_runtime_support import EXAMPLES, VERSION, dump
 
 COUNTER = str(EXAMPLES / "counter.rasm")
 
@@ -88,15 +89,15 @@ def test_deploy_call_and_inspect_every_record(deployed):
 def test_vm_registry_commands(cli):
     code, out, err = cli("vm", "register", "second", "--activate")
     assert code == 0, err
-    assert "self-check: 95/95 instructions" in out
+    assert "self-check: 103/103 instructions of spec 1.1" in out  # 1.0's 95 and 8 new
     vm = json.loads(out[out.index("{"):])
-    assert vm["status"] == "active" and vm["runtimeCompatibility"] == ["1.0"]
+    assert vm["status"] == "active" and vm["runtimeCompatibility"] == ["1.1"]
     assert cli.json("vm", "retire", vm["vmId"])["status"] == "retired"
     assert [v["status"] for v in cli.json("vm", "list")] == ["retired"]
     code, _, err = cli("vm", "activate", vm["vmId"])
     assert code == 2 and "retired" in err
     code, out, err = cli("vm", "register", "third", "--activate", "--json")  # stdout is JSON only
-    assert code == 0 and json.loads(out)["status"] == "active" and err.startswith("self-check: 95/95")
+    assert code == 0 and json.loads(out)["status"] == "active" and err.startswith("self-check: 103/103")
 
 
 def test_policy_commands_and_calls_under_a_policy(deployed):
@@ -133,14 +134,14 @@ def test_instructions_and_readiness(deployed):
     cli = deployed
     add = cli.json("instructions", "show", "add")
     assert add["implemented"] is True and add["instructionType"] == "arithmetic"
-    assert len(cli.json("instructions", "list")) == 95
+    assert len(cli.json("instructions", "list")) == 103   # every version's: 1.0's 95 and 1.1's 8 new
     code, out, err = cli("readiness")
     # No proof report in this test's directory: proof_results is not_available, nothing
     # failed, so readiness is partial and the exit status 0 (1 only for not_ready).
     assert "readiness: partial" in out and code == 0, (out, err)
     for check in ("instruction_coverage", "examples", "database", "smt_semantics", "conformance_vectors"):
         assert check in out
-    assert "95/95 instructions" in out and "readiness:" in out
+    assert "95/95 instructions of spec 1.0" in out and "103/103 instructions of spec 1.1" in out and "readiness:" in out
     report = cli.json("readiness", "--only", "database", "--only", "lifecycle")
     assert [c["name"] for c in report["checks"]] == ["lifecycle", "database"]
     assert report["readiness"] == "ready"
@@ -285,10 +286,11 @@ def test_call_defaults_are_the_api_defaults(deployed):
 def test_instructions_list_shows_opcodes_in_hex(cli):
     code, out, _ = cli("instructions", "list")
     assert code == 0
-    for ins in (spec.load().by_mnemonic["STOP"], spec.load().by_mnemonic["ADD"]):
+    for ins in (spec.load(VERSION).by_mnemonic["STOP"], spec.load(VERSION).by_mnemonic["ADD"]):
         assert re.search(rf"^0x{ins.opcode:02x}\s+{ins.mnemonic}\s", out, re.M), ins.mnemonic
 
 
+@needs_proofs
 def test_readiness_reads_the_proof_report_named_or_in_the_working_directorys_build(cli, tmp_path, monkeypatch):
     from test_runtime_readiness import complete_report
     doc = complete_report()

@@ -15,6 +15,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 COUNTER = str(ROOT / "examples" / "counter.rasm")
 N = 6
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_runtime_support import DEFAULT_VMS  # noqa: E402
 
 CHILD = r"""
 import io, sys
@@ -73,18 +75,18 @@ def test_concurrent_first_calls_make_one_vm_and_one_default_policy(tmp_path):
                               capture_output=True, timeout=120).returncode == 0
     outcomes = _race(db, deploy=False)
     assert all(code == 0 for code, _ in outcomes), outcomes
-    assert _counts(db) == {"vms": 1, "policies": 1, "contracts": N, "contexts": N}
+    assert _counts(db) == {"vms": DEFAULT_VMS, "policies": 1, "contracts": N, "contexts": N}
 
 
 def test_concurrent_first_opens_of_a_new_file_migrate_it_once(tmp_path):
     db = tmp_path / "new.db"  # does not exist: every child creates, migrates, deploys, calls
     outcomes = _race(db, deploy=True)
     assert all(code == 0 for code, _ in outcomes), outcomes
-    assert _counts(db) == {"vms": 1, "policies": 1, "contracts": N, "contexts": N}
+    assert _counts(db) == {"vms": DEFAULT_VMS, "policies": 1, "contracts": N, "contexts": N}
     conn = sqlite3.connect(db)
     try:
         vm_events = conn.execute("SELECT type FROM outbox WHERE stream LIKE 'vm:%' "
                                  "ORDER BY event_id").fetchall()
     finally:
         conn.close()
-    assert [t for (t,) in vm_events] == ["vm.registered", "vm.status_changed"]
+    assert [t for (t,) in vm_events] == ["vm.registered", "vm.status_changed"] * DEFAULT_VMS

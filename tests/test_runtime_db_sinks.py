@@ -19,10 +19,14 @@ from pathlib import Path
 
 from events_support import HttpReceiver
 from server_support import AUTH, serving
-from test_runtime_support import EXAMPLES, ROOT
+from rtwo_vm.runtime.schema import SCHEMA_VERSION
+from test_runtime_support import DEFAULT_VMS, EXAMPLES, ROOT
 
 COUNTER = str(EXAMPLES / "counter.rasm")
 AT = "2025-01-01T00:00:00.000000+00:00"
+# Events of one deployment and one call (13), and of each VM the call registers (registered,
+# status_changed).
+EVENTS = 13 + 2 * DEFAULT_VMS
 
 
 def cli(*args: str, db: Path, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -70,8 +74,8 @@ def test_a_sink_added_here_is_delivered_to_at_once(tmp_path):
     assert added.returncode == 0 and json.loads(added.stdout)["confirmed"] is True
     delivered = cli("events", "deliver", db=db)
     assert delivered.returncode == 0
-    assert delivered.stdout == f"jsonl:{out}: 15 delivered, 0 failed, 0 dead, 0 left\n"
-    assert len(out.read_text().splitlines()) == 15
+    assert delivered.stdout == f"jsonl:{out}: {EVENTS} delivered, 0 failed, 0 dead, 0 left\n"
+    assert len(out.read_text().splitlines()) == EVENTS
     key = Path(os.environ["RTWO_VM_SINK_KEY_FILE"])
     assert key.stat().st_mode & 0o777 == 0o600 and len(key.read_text()) == 65
 
@@ -95,13 +99,13 @@ def test_a_planted_jsonl_sink_writes_nothing_anywhere(tmp_path):
     done = cli("events", "deliver", db=db)
     assert done.returncode == 1, done.stderr
     lines = {line.split(": ")[0]: line for line in done.stdout.splitlines()}
-    assert lines.pop(f"jsonl:{own}") == f"jsonl:{own}: 15 delivered, 0 failed, 0 dead, 0 left"
+    assert lines.pop(f"jsonl:{own}") == f"jsonl:{own}: {EVENTS} delivered, 0 failed, 0 dead, 0 left"
     assert sorted(lines) == sorted(names) and all(skipped(lines[n], n) for n in names), lines
     called = cli("call", "0x100", "--deliver", db=db)
     assert called.returncode == 3 and sum("not confirmed" in line for line in
                                            called.stdout.splitlines()) == 3
     assert list(outside.parent.iterdir()) == []
-    assert len(own.read_text().splitlines()) == 26   # the own sink got the second call's too
+    assert len(own.read_text().splitlines()) == EVENTS + 11   # the own sink got the second call's (11) too
 
 
 def test_a_planted_webhook_sink_posts_nothing_from_the_cli_or_the_server(tmp_path):
@@ -159,8 +163,8 @@ def test_sink_confirm_makes_a_planted_sink_deliverable_after_showing_its_target(
     assert confirmed.stderr == (f"confirmed sink {name} on this machine: events go to the jsonl "
                                 f"target {target}\n")
     done = cli("events", "deliver", db=db)
-    assert done.returncode == 0 and done.stdout == f"{name}: 15 delivered, 0 failed, 0 dead, 0 left\n"
-    assert len(target.read_text().splitlines()) == 15
+    assert done.returncode == 0 and done.stdout == f"{name}: {EVENTS} delivered, 0 failed, 0 dead, 0 left\n"
+    assert len(target.read_text().splitlines()) == EVENTS
 
 
 def test_a_hostile_sink_name_is_quoted_in_the_hint(tmp_path):
@@ -183,7 +187,7 @@ def test_a_database_from_another_machine_is_confirmed_again(tmp_path):
     assert "(no sink key at " in done.stdout and not out.exists()
     assert cli("events", "sink-confirm", f"jsonl:{out}", db=db, env=here).returncode == 0
     done = cli("events", "deliver", db=db, env=here)
-    assert done.returncode == 0 and len(out.read_text().splitlines()) == 15
+    assert done.returncode == 0 and len(out.read_text().splitlines()) == EVENTS
 
 
 def test_a_sink_key_readable_by_others_is_refused(tmp_path):
@@ -221,7 +225,7 @@ def test_an_older_file_is_migrated_and_its_sinks_are_confirmed_again(tmp_path):
     _schema_4_file(db, out)
     assert cli("deploy", COUNTER, db=db).returncode == 0     # migrates the file to schema 5
     conn = sqlite3.connect(db)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 5
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert conn.execute("SELECT confirmation FROM sinks").fetchone()[0] is None
     conn.close()
     done = cli("events", "deliver", db=db)

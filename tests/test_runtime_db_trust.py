@@ -278,7 +278,7 @@ def test_schema_versions_of_another_release_are_refused(tmp_path, db):
                   "sandboxes_by_status", "accounting_by_status"):
         sql(db, f"DROP INDEX {index}")
     sql(db, "PRAGMA user_version = 2")  # a version-3 schema claiming to be version 2
-    refused("contexts", "list", "--db", str(db), fragment="altered table 'delivery_failures'")
+    refused("contexts", "list", "--db", str(db), fragment="altered table 'contracts'")
     sql(db, "PRAGMA user_version = -7")
     refused("contexts", "list", "--db", str(db), fragment="has schema -7, not one of")
     sql(db, f"PRAGMA user_version = {SCHEMA_VERSION + 1}")

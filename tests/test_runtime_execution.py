@@ -12,7 +12,7 @@ from reference_vm import Context, Limits, Message, Policy, WorldState, Contract,
 from rtwo_vm.runtime import InvalidInput, UnknownRecord
 from rtwo_vm.runtime.catalog import catalog
 from rtwo_vm.runtime.lifecycle import is_legal_path
-from test_runtime_support import ROOT, example, program, runtime
+from test_runtime_support import ROOT, VERSION, example, program, runtime
 
 FULL_COMMIT = ["requested", "validated", "policy_bound", "sandbox_provisioned", "state_loaded",
                "executing", "executed", "accounted", "committed", "finalized"]
@@ -43,7 +43,8 @@ def test_a_call_passes_all_ten_stages_and_commits_its_state_changes(rt):
     assert result.execution_status == "success" and result.output == "0x" + (42).to_bytes(8, "little").hex()
     assert result.state_changes == ({"address": "0x100", "key": "0x0", "before": "0x29", "after": "0x2a"},)
     # The recorded result is exactly the interpreter's, and holds no ids or times.
-    direct = execute(WorldState({0x100: Contract(example("counter"), {0: 41})}), Message(0x100, 0x1))
+    direct = execute(WorldState({0x100: Contract(example("counter"), {0: 41})}), Message(0x100, 0x1),
+                     version=VERSION)
     assert result.digest == direct.digest() and result.compared == direct.to_json()
     assert "ctx_" not in json.dumps(result.compared) and "2025" not in json.dumps(result.compared)
     accounting = rt.accounting.for_context(cid)
@@ -185,7 +186,8 @@ def test_spec_outcomes_before_execution_are_recorded_like_the_interpreter_report
         assert [e.stage for e in rec.history] == reached + ["rolled_back", "finalized"]
         assert is_legal_path([e.stage for e in rec.history])
         message = Message(fields["to"], fields.get("caller", 0))
-        direct = execute(state, message, Context(), Policy(), fields.get("limits", Limits()))
+        direct = execute(state, message, Context(), Policy(), fields.get("limits", Limits()),
+                         version=VERSION)
         assert rec.result.digest == direct.digest()
     assert rt.contexts.incomplete() == []
     # Listing filters on how contexts ended, not on their status (always the final stage).
@@ -220,6 +222,10 @@ def _violation_triggers():
         "stack_fault": (lambda rt: deploy(rt, x100=program("underflow")), {}, False),
         "trap": (lambda rt: deploy(rt, x100=program("trap")), {}, False),
         "sandbox_limits": (lambda rt: deploy(rt, x100=program("stop")), {"limits": Limits(compute=-1)}, False),
+        # From 1.1 (the version the runtime deploys under by default).
+        "read_only_write": (lambda rt: deploy(rt, x100=program("staticcall_0x101"),
+                                              x101=program("writer")), {}, True),
+        "transient_storage": (lambda rt: deploy(rt, x100=program("transient_filler")), {}, False),
     }
 
 
@@ -293,7 +299,7 @@ import sys
 from rtwo_vm.runtime import Runtime
 from reference_vm import assemble
 rt = Runtime(sys.argv[1])
-rt.deploy(assemble(open(sys.argv[2]).read()), 0x100)
+rt.deploy(assemble(open(sys.argv[2]).read(), "1.0"), 0x100)
 print(rt.call(to=0x100, caller=0xA, call_data=bytes.fromhex("616263")).result.digest)
 """
 
@@ -340,7 +346,7 @@ def test_an_internal_error_of_the_interpreter_rolls_back_from_executing(rt, monk
     from rtwo_vm.runtime import execution
     rt.deploy(example("counter"), 0x100)
     internal = ExecutionResult("internal", "INTERNAL_ERROR", None, b"", (), (), (), Usage())
-    monkeypatch.setattr(execution, "execute", lambda *a, **k: internal)
+    monkeypatch.setattr(execution, "executor", lambda mode: lambda *a, **k: internal)
     rec = rt.call(to=0x100)
     assert [e.stage for e in rec.history] == FULL_COMMIT[:6] + ["rolled_back", "finalized"]
     assert rec.sandbox.status == "halted" and rec.accounting.status == "not_charged"
@@ -350,13 +356,13 @@ def test_a_result_that_breaks_its_sandbox_is_not_recorded_as_is(rt, monkeypatch)
     from reference_vm.result import StateChange
     from rtwo_vm.runtime import execution
     rt.deploy(example("counter"), 0x100)
-    real = execution.execute
+    from reference_vm import execute as real
 
     def forged(*args, **kwargs):  # a broken engine writing storage under read_only access
         result = real(*args, **kwargs)
         return result.__class__(**{**{f: getattr(result, f) for f in result.__dataclass_fields__},
                                    "state_changes": (StateChange(0x100, 0, 0, 1),)})
-    monkeypatch.setattr(execution, "execute", forged)
+    monkeypatch.setattr(execution, "executor", lambda mode: forged)
     rec = rt.call(to=0x100, storage_access="read_only", isolation_level="view")
     assert rec.result.error == "STORAGE_WRITE_FORBIDDEN"  # refused statically: never ran
     rt.deploy(program("reader"), 0x101)

@@ -19,7 +19,7 @@ from rtwo_vm.runtime import CallRequest, IllegalTransition, Lifecycle, RuntimeBu
 from rtwo_vm.runtime.catalog import catalog
 from rtwo_vm.runtime.execution import RunFinished
 from rtwo_vm.runtime.lifecycle import is_legal_path, path_for_outcome
-from test_runtime_support import example, program, runtime
+from test_runtime_support import VERSION, example, program, runtime
 
 CAT = catalog()
 STAGES = list(CAT.stages)
@@ -63,15 +63,15 @@ def _path_to(target):
 
 
 def test_the_lifecycle_data_has_ten_stages_and_a_terminal_final_stage():
-    orders = {s["order"] for s in spec.load().lifecycle["stage"]}
+    orders = {s["order"] for s in spec.load(VERSION).lifecycle["stage"]}
     assert orders == set(range(1, 11))
     assert CAT.roles["final"] not in CAT.transitions
     assert CAT.roles["commit"] in STAGES and CAT.roles["rollback"] in STAGES
 
 
-@pytest.mark.parametrize("code", sorted(spec.load().errors))
+@pytest.mark.parametrize("code", sorted(spec.load(VERSION).errors))
 def test_every_outcome_code_gives_a_legal_path(code):
-    kind = spec.load().errors[code].kind
+    kind = spec.load(VERSION).errors[code].kind
     for callee in (False, True):
         for survived in (False, True):
             path = path_for_outcome(kind, code, callee=callee, survived=survived)

@@ -9,6 +9,7 @@ import jsonschema
 import pytest
 
 import spec
+from test_runtime_support import VERSION
 from rtwo_vm.runtime import catalog as catalog_mod
 from rtwo_vm.runtime.catalog import catalog, problems
 from rtwo_vm.runtime.models import (
@@ -64,7 +65,7 @@ VALID = {
                                 forbidden_operations=("SSTORE", "arithmetic"),
                                 time_access_policy="forbidden", randomness_policy="seeded",
                                 external_call_policy="allowed", status="active", created_at=T),
-    RTWORuntimeInstruction: dict(instruction_id="ADD", opcode=spec.load().by_mnemonic["ADD"].opcode, instruction_type="arithmetic",
+    RTWORuntimeInstruction: dict(instruction_id="ADD", opcode=spec.load(VERSION).by_mnemonic["ADD"].opcode, instruction_type="arithmetic",
                                  resource_cost_reference={"baseCost": 3}, status="implemented",
                                  implemented=True),
     RTWOExecutionResult: dict(result_id="res_1", context_id="ctx_1", output="0x",
@@ -79,13 +80,13 @@ VALID = {
 
 
 def test_sandbox_spec_data_matches_its_schema_and_the_other_data_files():
-    jsonschema.validate(dict(spec.raw("sandbox")), spec.schema("sandbox"))
+    jsonschema.validate(dict(spec.raw("sandbox", VERSION)), spec.schema("sandbox"))
     assert problems(catalog()) == []
 
 
 def test_every_outcome_code_a_sandbox_can_raise_has_exactly_one_violation_type():
     kinds = {"invalid", "violation", "fault", "exhausted"}
-    codes = {e.code for e in spec.load().errors.values() if e.kind in kinds}
+    codes = {e.code for e in spec.load(VERSION).errors.values() if e.kind in kinds}
     listed = [c for vt in catalog().violation_types.values() for c in vt.codes]
     assert codes <= set(listed) and len(listed) == len(set(listed))
 

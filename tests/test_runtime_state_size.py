@@ -12,12 +12,13 @@ from pathlib import Path
 
 from reference_vm import Contract, Message, StateView, WorldState, assemble, execute
 from reference_vm import state as state_mod
+from test_runtime_support import VERSION
 from rtwo_vm.cli import main
 from rtwo_vm.runtime import CallRequest, Runtime
 
 ROOT = Path(__file__).resolve().parent.parent
-COUNTER = assemble((ROOT / "examples" / "counter.rasm").read_text())  # reads and writes slot 0
-PROXY = assemble((ROOT / "examples" / "proxy.rasm").read_text())
+COUNTER = assemble((ROOT / "examples" / "counter.rasm").read_text(), VERSION)  # reads and writes slot 0
+PROXY = assemble((ROOT / "examples" / "proxy.rasm").read_text(), VERSION)
 
 
 class Recording(StateView):
@@ -42,7 +43,7 @@ def test_an_execution_reads_only_the_slots_and_contracts_it_touches():
     storage = Recording({0: 41, **{k: k for k in range(1, 5000)}})
     contracts = Recording({0x100: Contract(COUNTER, storage),
                            **{a: Contract(COUNTER) for a in range(0x200, 0x300)}})
-    result = execute(WorldState(contracts), Message(0x100, 1))
+    result = execute(WorldState(contracts), Message(0x100, 1), version=VERSION)
     assert result.ok and int.from_bytes(result.output, "little") == 42
     assert set(storage.asked) == {0}
     assert set(contracts.asked) == {0x100}
@@ -55,13 +56,13 @@ def test_a_state_is_checked_once_not_by_every_execution(monkeypatch):
     monkeypatch.setattr(state_mod, "_problem", lambda c, m: seen.append(m) or original(c, m))
     state = WorldState({0x100: Contract(COUNTER, {k: 1 for k in range(1000)})})
     for _ in range(3):
-        assert execute(state, Message(0x100, 1)).ok
+        assert execute(state, Message(0x100, 1), version=VERSION).ok
     assert len(seen) == 1
 
 
 def test_a_malformed_plain_state_is_still_invalid_request():
     state = WorldState({0x100: Contract(COUNTER, {-1: 5})})
-    result = execute(state, Message(0x100, 1))
+    result = execute(state, Message(0x100, 1), version=VERSION)
     assert (result.status, result.error) == ("rejected", "INVALID_REQUEST")
 
 
@@ -103,7 +104,7 @@ def test_a_nested_call_reads_the_callee_by_primary_key(tmp_path):
     with Runtime(tmp_path / "n.db") as rt:
         rt.deploy(PROXY, 0x100)
         rt.deploy(COUNTER, 0x101, {k: k for k in range(1, 2000)})
-        rt.deploy(assemble((ROOT / "examples" / "reverter.rasm").read_text()), 0x102)
+        rt.deploy(assemble((ROOT / "examples" / "reverter.rasm").read_text(), VERSION), 0x102)
         for a in range(0x300, 0x340):
             rt.deploy(COUNTER, a)
         statements = _statements(rt, CallRequest(to=0x100, caller=1))

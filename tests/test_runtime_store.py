@@ -6,9 +6,10 @@ import sqlite3
 
 import pytest
 
+import spec
 from rtwo_vm.runtime import CallRequest, InvalidInput, Runtime, StoreError, UnknownRecord
 from rtwo_vm.runtime.store import GENESIS_STATE, SCHEMA_VERSION, Store
-from test_runtime_support import StepClock, example, runtime
+from test_runtime_support import VERSION, StepClock, example, runtime
 
 
 def test_a_new_database_gets_every_migration(tmp_path):
@@ -88,31 +89,49 @@ def test_deploy_checks_its_input_and_assigns_free_addresses(tmp_path):
 
 
 def test_vm_registry_requires_a_passing_self_check(tmp_path, monkeypatch):
-    from rtwo_vm.runtime import registry
+    from rtwo_vm.runtime import vms as registry
     with runtime(tmp_path / "v.db") as rt:
         vm = rt.vms.register("candidate")
         assert vm.status == "registered"
         with pytest.raises(InvalidInput, match="no active VM"):
             rt.lifecycle.start(CallRequest(to=1))
-        monkeypatch.setattr(registry, "self_check", lambda mode: (False, "ADD: missing"))
+        monkeypatch.setattr(registry, "self_check", lambda mode, version: (False, "ADD: missing"))
         with pytest.raises(InvalidInput, match="failed its self-check: ADD: missing"):
             rt.vms.activate(vm.vm_id)
         monkeypatch.undo()
         active, evidence = rt.vms.activate(vm.vm_id)
-        assert active.status == "active" and "95/95" in evidence
+        n = len(spec.load(VERSION).instructions)   # a VM registered for the newest version
+        assert active.status == "active" and f"{n}/{n} instructions of spec {VERSION}" in evidence
         with pytest.raises(InvalidInput, match="executionMode must be one of"):
             rt.vms.register("jit", execution_mode="jit")
         changes = [e.payload for e in rt.events.list(type="vm.status_changed")]
         assert changes == [{"vmId": vm.vm_id, "from": "registered", "to": "active", "evidence": evidence}]
 
 
-def test_the_first_call_registers_and_activates_the_reference_vm(tmp_path):
+def _native_runs_versions() -> bool:
+    """Whether native_vm's engine takes a spec version (it is versioned on its own branch)."""
+    from rtwo_vm.runtime import engines
+    return engines.engine("native_engine")[0] is not None
+
+
+def test_the_first_call_registers_and_activates_one_vm_per_version_and_mode(tmp_path):
     with runtime(tmp_path / "f.db") as rt:
-        rt.deploy(example("counter"), 0x100)
+        deployed = rt.deploy(example("counter"), 0x100)
+        assert rt.vms.list() == []    # deploying registers no VM
+        assert deployed.spec_version == "1.1"   # the newest version
         rec = rt.call(to=0x100)
-        (vm,) = rt.vms.list()
-        assert vm.status == "active" and rec.context.vm_id == vm.vm_id
-        assert vm.vm_name == "rtwo-reference" and vm.runtime_compatibility == ("1.0",)
+        vms = rt.vms.list()
+    # Oldest version first, modes in sandbox.toml's order; native only once its engine
+    # takes a version.
+    modes = ["reference_interpreter", "compiled_engine"] + (
+        ["native_engine"] if _native_runs_versions() else [])
+    expected = [(f"rtwo-{mode.split('_')[0]}-{version}", mode, (version,), "active")
+                for version in ("1.0", "1.1") for mode in modes]
+    assert [(vm.vm_name, vm.execution_mode, vm.runtime_compatibility, vm.status)
+            for vm in vms] == expected
+    # The call ran on the reference interpreter's VM of the contract's version.
+    (ran,) = [vm for vm in vms if vm.vm_id == rec.context.vm_id]
+    assert (ran.vm_name, ran.runtime_compatibility) == ("rtwo-reference-1.1", ("1.1",))
 
 
 def test_policies_are_content_addressed_and_validated(tmp_path):
@@ -131,7 +150,7 @@ def test_policies_are_content_addressed_and_validated(tmp_path):
         with pytest.raises(InvalidInput, match="retired"):
             rt.call(to=0x100, policy_id=a.policy_id)
         refusals = rt.policies.check_code(rt.policies.create(time_access="allowed").policy_id,
-                                          example("counter"), isolation_level="view")
+                                          example("counter"), version=VERSION, isolation_level="view")
         assert [(r["mnemonic"], r["error"]) for r in refusals] == [("SSTORE", "STORAGE_WRITE_FORBIDDEN")]
 
 

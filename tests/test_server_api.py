@@ -14,16 +14,17 @@ import httpx
 import pytest
 
 import spec
-from server_support import AUTH, ROOT, STOPS, STORES, TOKEN, TRAPS, code_hex, serving
+from server_support import AUTH, ROOT, STOPS, STORES, TOKEN, TRAPS, VERSION, code_hex, serving
+from test_runtime_support import DEFAULT_VMS
 
 API = "/api/v1"
-BOUNDS = spec.raw("api")["bounds"]
-REFUSALS = {r["code"]: r["status"] for r in spec.raw("api")["refusal"]}
-OUTCOME = spec.raw("api")["outcome_status"]["default"]
+BOUNDS = spec.raw("api", VERSION)["bounds"]
+REFUSALS = {r["code"]: r["status"] for r in spec.raw("api", VERSION)["refusal"]}
+OUTCOME = spec.raw("api", VERSION)["outcome_status"]["default"]
 
 
 def violation_type(code: str) -> str:
-    return next(name for name, t in spec.raw("sandbox")["violation_type"].items()
+    return next(name for name, t in spec.raw("sandbox", VERSION)["violation_type"].items()
                 if code in t["codes"])
 
 
@@ -86,9 +87,9 @@ def test_collections_records_and_filters(server):
             assert c.get(f"{API}/{name}").json()["total"] == 5
         assert c.get(f"{API}/contracts/0x200").json()["codeSize"] == len(bytes.fromhex(code_hex(TRAPS)))
         assert c.get(f"{API}/contracts").json()["total"] == 2
-        assert c.get(f"{API}/vms").json()["total"] == 1
-        assert c.get(f"{API}/instructions").json()["total"] == len(spec.raw("instructions")["instruction"])
-        assert c.get(f"{API}/instructions/ADD").json()["opcode"] == spec.load().by_mnemonic["ADD"].opcode
+        assert c.get(f"{API}/vms").json()["total"] == DEFAULT_VMS   # one per version and mode
+        assert c.get(f"{API}/instructions").json()["total"] == len(spec.raw("instructions", VERSION)["instruction"])
+        assert c.get(f"{API}/instructions/ADD").json()["opcode"] == spec.load(VERSION).by_mnemonic["ADD"].opcode
         assert c.get(f"{API}/events", params={"type": "contract.deployed"}).json()["total"] == 2
         overview = c.get(f"{API}/overview").json()
         assert overview["models"]["RTWOExecutionContext"] == 5
@@ -101,7 +102,7 @@ def test_pages_follow_the_cursor_in_a_stable_order(server):
         assert _all_pages(c, f"{API}/contexts", 2) == whole
         assert _all_pages(c, f"{API}/results", 2) == c.get(f"{API}/results").json()["items"]
         assert len(_all_pages(c, f"{API}/events", 3)) == c.get(f"{API}/events").json()["total"]
-        assert len(_all_pages(c, f"{API}/instructions", 40)) == len(spec.raw("instructions")["instruction"])
+        assert len(_all_pages(c, f"{API}/instructions", 40)) == len(spec.raw("instructions", VERSION)["instruction"])
         first, last = whole[0]["createdAt"], whole[-1]["createdAt"]
         between = c.get(f"{API}/contexts", params={"createdFrom": first, "createdTo": last}).json()
         assert between["total"] == 5
@@ -144,7 +145,7 @@ def test_bad_requests_get_the_spec_code_and_change_nothing(server):
         _refused(c.post(f"{API}/contracts", json={"code": code_hex(STOPS),
                                                   "storage": {"0x1": "0x1" + "0" * 16}}),
                  "INVALID_REQUEST")   # 2^64: not a word
-        maximum = spec.raw("limits")["maximum"]["compute"]
+        maximum = spec.raw("limits", VERSION)["maximum"]["compute"]
         _refused(c.post(f"{API}/calls", json={"to": "0x100", "limits": {"compute": maximum + 1}}),
                  "INVALID_LIMITS")
         _refused(c.post(f"{API}/calls", json={"to": "0x100", "limits": {"fuel": 1}}), "INVALID_LIMITS")

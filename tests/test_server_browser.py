@@ -32,6 +32,8 @@ pytest.importorskip("fastapi")
 sync_api = pytest.importorskip("playwright.sync_api")
 
 import spec  # noqa: E402
+from server_support import VERSION  # noqa: E402
+from test_runtime_support import DEFAULT_VMS  # noqa: E402
 from reference_vm import assemble  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -193,7 +195,7 @@ def wait_for(predicate, timeout: float = 20.0, what: str = "condition"):
 
 @pytest.mark.skipif(CHROMIUM is None, reason="no Chromium (scripts/install-chromium.sh)")
 def test_dashboard_in_a_browser(server, tmp_path):
-    code = assemble(CONTRACT)
+    code = assemble(CONTRACT, VERSION)
     shots = Shots(tmp_path)
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"], headless=True)
@@ -223,16 +225,17 @@ def test_dashboard_in_a_browser(server, tmp_path):
                 "document.querySelector('[data-model=\"RTWOExecutionContext\"]').textContent"
                 " === '1 record'", timeout=15000)
             assert page.inner_text('[data-service="contexts"]') == "operational"
-            # The first call registered the VM: its identity appears on the open page, as the
-            # database holds it.
-            vm = wait_for(lambda: db_vms(server.db), what="the registered VM")[0]
-            page.wait_for_selector(f'#vms tbody tr:has-text("{vm.vm_id}")', timeout=15000)
+            # The first call registered the VMs (one per version and mode): their identities,
+            # versions and modes appear on the open page, as the database holds them.
+            vms = wait_for(lambda: db_vms(server.db), what="the registered VMs")
+            assert len(vms) == DEFAULT_VMS
+            page.wait_for_selector(f'#vms tbody tr:has-text("{vms[-1].vm_id}")', timeout=15000)
             assert page.locator("#vm-none").count() == 0
             cells = page.eval_on_selector_all(
                 "#vms tbody tr", "rows => rows.map(r => [...r.cells].map(c => c.textContent))")
             assert cells == [[vm.vm_id, vm.vm_name, vm.vm_version,
                               ", ".join(vm.runtime_compatibility), vm.execution_mode, vm.status,
-                              vm.created_at]]
+                              vm.created_at] for vm in vms]
             page.wait_for_function(
                 "document.querySelector('[data-service=\"vms\"]').textContent === 'operational'",
                 timeout=15000)
@@ -313,7 +316,7 @@ def test_dashboard_in_a_browser(server, tmp_path):
                 assert int(meter.get_attribute("max")) == limit
                 assert f"{used:,} of {limit:,}" in row.inner_text()
             # Limits of spec/data/limits.toml [default]; the contract touches one memory page.
-            defaults = spec.load().limits["default"]
+            defaults = spec.load(VERSION).limits["default"]
             assert box.compute_limit_reference == defaults["compute"]
             assert acc.memory_units == 1
             shots.take(page, "accounting")
@@ -321,10 +324,10 @@ def test_dashboard_in_a_browser(server, tmp_path):
             # The instruction registry sorts in the browser.
             page.goto(server.base + "/instructions")
             rows = page.locator("#instructions tbody tr")
-            assert rows.count() == len(spec.load().instructions)
+            assert rows.count() == len(spec.load(VERSION).instructions)
             page.click("#instructions th:nth-child(1) button")       # ascending
             page.click("#instructions th:nth-child(1) button")       # descending
-            top = max(i.opcode for i in spec.load().instructions)
+            top = max(i.opcode for i in spec.load(VERSION).instructions)
             assert rows.first.locator("td").first.inner_text() == f"0x{top:02x}"
             shots.take(page, "instructions")
 

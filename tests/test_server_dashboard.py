@@ -17,6 +17,8 @@ pytest.importorskip("httpx")
 from fastapi.testclient import TestClient  # noqa: E402
 
 from reference_vm import assemble  # noqa: E402
+from server_support import VERSION  # noqa: E402
+from test_runtime_support import DEFAULT_VMS  # noqa: E402
 from rtwo_vm.runtime import Runtime  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,7 +31,7 @@ def client(tmp_path):
     from rtwo_vm.server import create_app
     db = tmp_path / "rtwo-vm.db"
     with Runtime(db) as rt:
-        rt.deploy(assemble(COUNTER), 0x100)
+        rt.deploy(assemble(COUNTER, VERSION), 0x100)
         recorded = rt.call(to=0x100, caller=1, transaction_reference=HOSTILE)
         rt.vms.register(HOSTILE)
     app = create_app(db)
@@ -107,7 +109,7 @@ def test_the_live_sections_are_the_pages(client):
     for html in doc["sections"].values():
         assert html.startswith("<section") and html in overview
     assert doc["summary"]["services"]["vms"]["state"] == "operational"
-    assert doc["summary"]["models"]["RTWOVirtualMachine"] == 2
+    assert doc["summary"]["models"]["RTWOVirtualMachine"] == DEFAULT_VMS + 1   # and the one the test registered
 
 
 def test_one_readiness_computation_per_process(client):
@@ -126,7 +128,7 @@ def test_a_second_connection_keeps_the_database_shared(tmp_path):
     -shm files under the open ones (rtwo_vm/runtime/trust.py, _OPEN)."""
     db = tmp_path / "shared.db"
     first = Runtime(db)
-    first.deploy(assemble(COUNTER), 0x100)
+    first.deploy(assemble(COUNTER, VERSION), 0x100)
     second = Runtime(db)           # opened while the first is open, as the pool does
     try:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(

@@ -13,11 +13,12 @@ import pytest
 
 import spec
 from server_support import (
+    VERSION,
     AUTH, STOPS, TOKEN, ask, code_hex, port_of, read_answer, request_bytes, serving,
 )
 
 API = "/api/v1"
-REFUSALS = {r["code"]: r["status"] for r in spec.raw("api")["refusal"]}
+REFUSALS = {r["code"]: r["status"] for r in spec.raw("api", VERSION)["refusal"]}
 PROXY = "rtwo.example.org"     # the name a reverse proxy in front of the server sends
 
 

@@ -14,6 +14,7 @@ import httpx
 
 from rtwo_vm.runtime import Runtime
 from server_support import AUTH, STORES, code_hex, serving, spawn
+from test_runtime_support import DEFAULT_VMS
 
 API = "/api/v1"
 CALLERS = 50
@@ -40,7 +41,7 @@ def test_fifty_concurrent_calls_on_a_fresh_database(tmp_path):
             ids = {a.json()["context"]["contextId"] for a in answers}
             assert len(ids) == CALLERS
     with Runtime(srv.db, create=False) as rt:
-        assert rt.vms.count() == 1                  # the first calls made one VM between them
+        assert rt.vms.count() == DEFAULT_VMS        # the first calls made one set between them
         assert rt.contexts.count() == CALLERS and rt.contexts.incomplete() == []
         assert {c.context_id for c in rt.contexts.list()} == ids
 

@@ -18,14 +18,15 @@ import spec
 from reference_vm import assemble
 from rtwo_vm.runtime import Runtime
 from server_support import (
+    VERSION,
     STOPS, TOKEN, ask, closed_by_server, code_hex, connect, port_of, read_answer, request_bytes,
     rss_kib, serving,
 )
 
 API = "/api/v1"
-BOUNDS = spec.raw("api")["bounds"]
-REFUSALS = {r["code"]: r["status"] for r in spec.raw("api")["refusal"]}
-OUTCOME = spec.raw("api")["outcome_status"]["default"]   # the status of an errors.toml code
+BOUNDS = spec.raw("api", VERSION)["bounds"]
+REFUSALS = {r["code"]: r["status"] for r in spec.raw("api", VERSION)["refusal"]}
+OUTCOME = spec.raw("api", VERSION)["outcome_status"]["default"]   # the status of an errors.toml code
 DEADLINE = 1          # seconds, given to the server with --header-timeout / --body-timeout
 MARGIN = 2.5          # seconds past the deadline a cut-off may take on a loaded machine
 
@@ -227,7 +228,7 @@ def test_live_resumes_at_most_the_bounded_number_of_events_back(tmp_path):
     db = tmp_path / "rtwo-vm.db"
     conn = sqlite3.connect(db)
     with Runtime(db) as rt:
-        rt.deploy(assemble(STOPS), 0x100)
+        rt.deploy(assemble(STOPS, VERSION), 0x100)
         while conn.execute("SELECT max(event_id) FROM outbox").fetchone()[0] < 3 * bound:
             for _ in range(50):
                 rt.call(to=0x100, caller=1)

@@ -18,9 +18,11 @@ import sys
 from pathlib import Path
 
 from rtwo_vm.inputs import (
-    CliError, operation_names, parse_assignment, parse_count, parse_hex, parse_word, read_code,
+    CliError, add_spec_version, spec_version, operation_names, parse_assignment, parse_count, parse_hex, parse_word, read_code,
     read_storage_file,
 )
+import spec
+from rtwo_vm.runtime.catalog import runtime_version
 from rtwo_vm.runtime_cli import (
     add_options, guard, is_damaged, need_id, open_runtime, print_json, print_listing, print_record,
     print_rows, print_table, refuse_unread_options,
@@ -29,9 +31,23 @@ from rtwo_vm.runtime_cli import (
 
 # -- deploy, call, contracts ----------------------------------------------------------------
 
+def _deploy_version(args) -> str:
+    """``--spec-version``, else the newest version a VM of the database runs (vms.py; with no
+    database yet, the newest the default VMs would run), found without writing anything."""
+    if args.spec_version:
+        return args.spec_version
+    from pathlib import Path
+    if Path(args.db).exists():
+        with open_runtime(args) as rt:
+            return rt.vms.newest_version()
+    from rtwo_vm.runtime.vms import default_pairs
+    return default_pairs()[-1][0] if default_pairs() else spec.latest()
+
+
 @guard
 def _cmd_deploy(args) -> int:
-    code = read_code(args.file)
+    args.spec_version = _deploy_version(args)
+    code = read_code(args.file, args.spec_version)
     address = parse_word(args.address, "--address") if args.address else None
     storage = read_storage_file(args.storage_file) if args.storage_file else {}
     for item in args.storage or ():
@@ -39,18 +55,21 @@ def _cmd_deploy(args) -> int:
         storage[parse_word(key, "--storage key")] = parse_word(value, "--storage value")
     if not args.unchecked:
         from reference_vm.errors import VMError
+        from reference_vm.rules import rules
         from reference_vm.validate import validate
         try:
-            validate(code)
+            validate(code, rules(args.spec_version))
         except VMError as err:
             raise CliError(f"{args.file}: not a valid container: {err.code}") from None
     with open_runtime(args, create=True) as rt:
-        deployed = rt.deploy(code, address, storage, validate_code=not args.unchecked)
+        deployed = rt.deploy(code, address, storage, validate_code=not args.unchecked,
+                             spec_version=args.spec_version)
     if args.json:
         print_json(deployed.to_json())
     else:
         print(f"deployed {deployed.address}: {deployed.code_size} bytes, code {deployed.code_hash[:16]}, "
-              f"{deployed.storage_slots} storage slots; state root {deployed.state_root[:16]}")
+              f"{deployed.storage_slots} storage slots; state root {deployed.state_root[:16]}; "
+              f"spec {deployed.spec_version}")
     return 0
 
 
@@ -73,7 +92,7 @@ def _cmd_call(args) -> int:
         call_data=parse_hex(args.calldata, "--calldata"), block_time=parse_word(args.time, "--time"),
         random_seed=seed, policy_id=args.policy, isolation_level=args.isolation,
         storage_access=args.storage_access, limits=_limits(args),
-        transaction_reference=args.tx_ref, vm_id=args.vm)
+        transaction_reference=args.tx_ref, vm_id=args.vm, execution_mode=args.mode)
     from rtwo_vm.runtime.records import SandboxManager
     SandboxManager.plan(request.isolation_level, request.storage_access)
     with open_runtime(args) as rt:
@@ -81,8 +100,8 @@ def _cmd_call(args) -> int:
         # contract is a check of chapter 7.3.2, recorded as a rejected context (10.4).
         if args.policy:
             rt.policies.for_execution(args.policy)
-        if args.vm:
-            rt.vms.for_execution(args.vm)
+        if args.vm or args.mode:
+            rt.vms.for_execution(args.vm, rt.lifecycle.contract_version(request.to), args.mode)
         recorded = rt.call(request)
         reports = rt.events.deliver() if args.deliver else None
     if args.json:
@@ -145,7 +164,8 @@ def _cmd_vm(args) -> int:
         if not args.id:
             raise CliError("vm register needs a name")
         with open_runtime(args, create=True) as rt:
-            vm = rt.vms.register(args.id, args.mode)
+            vm = rt.vms.register(args.id, args.mode or "reference_interpreter",
+                                 spec_version=args.spec_version)
             if args.activate:
                 vm, evidence = rt.vms.activate(vm.vm_id)
                 print(f"self-check: {evidence}", file=sys.stderr if args.json else sys.stdout)
@@ -153,8 +173,9 @@ def _cmd_vm(args) -> int:
         return 0
     with open_runtime(args) as rt:
         if args.action == "list":
-            return print_listing(args, rt.vms.list(), ["vmId", "vmName", "vmVersion", "executionMode",
-                                                   "status", "createdAt"])
+            return print_listing(args, rt.vms.list(), [
+                "vmId", "vmName", "vmVersion", "runtimeCompatibility", "executionMode", "status",
+                "createdAt"])
         vm_id = need_id(args)
         if args.action == "activate":
             vm, evidence = rt.vms.activate(vm_id)
@@ -243,8 +264,10 @@ def _policy_options(args) -> None:
 def _cmd_policy(args) -> int:
     _policy_options(args)
     if args.action == "create":
-        allowed = operation_names(args.allow, "--allow")  # before the database is touched
-        forbidden = operation_names(args.forbid or [], "--forbid") or ()
+        # Checked before the database is touched, against every version's names (a policy
+        # serves contracts of every version; each run checks it under its own version).
+        allowed = operation_names(args.allow, "--allow", runtime_version())
+        forbidden = operation_names(args.forbid or [], "--forbid", runtime_version()) or ()
         with open_runtime(args, create=True) as rt:
             policy = rt.policies.create(
                 time_access="allowed" if args.allow_time else None,
@@ -262,7 +285,9 @@ def _cmd_policy(args) -> int:
         if args.action == "check":
             if not args.file:
                 raise CliError("policy check needs ID and FILE")
-            refusals = rt.policies.check_code(policy_id, read_code(args.file),
+            refusals = rt.policies.check_code(policy_id,
+                                              read_code(args.file, args.spec_version),
+                                              version=args.spec_version,
                                               isolation_level=args.isolation,
                                               storage_access=args.storage_access)
             print_json({"policyId": policy_id, "refusals": refusals,
@@ -322,6 +347,11 @@ def _cmd_readiness(args) -> int:
 # -- registration ---------------------------------------------------------------------------
 
 
+def _modes() -> tuple[str, ...]:
+    from rtwo_vm.runtime.catalog import catalog
+    return catalog().values("execution_mode")
+
+
 def register(sub) -> None:
     p = sub.add_parser("deploy", help="deploy a contract into the runtime database")
     p.add_argument("file", help=".rasm assembly, hex text or a binary container")
@@ -334,6 +364,10 @@ def register(sub) -> None:
     p.add_argument("--unchecked", action="store_true",
                    help="deploy even a container that fails validation (calls to it are "
                         "then refused at the validated stage)")
+    p.add_argument("--spec-version", dest="spec_version", type=spec_version, metavar="VERSION",
+                   help="the spec version the contract is deployed under and its calls run "
+                        f"under ({', '.join(spec.names())}; default: the newest a VM of the "
+                        "database runs)")
     add_options(p)
     p.set_defaults(func=_cmd_deploy)
 
@@ -357,7 +391,10 @@ def register(sub) -> None:
     p.add_argument("--memory-pages", dest="memory_pages", help="memory limit in pages")
     p.add_argument("--storage-units", dest="storage_units", help="storage limit in units")
     p.add_argument("--tx-ref", dest="tx_ref", help="transaction reference (default: request hash)")
-    p.add_argument("--vm", help="VM id (default: the active VM)")
+    p.add_argument("--vm", help="VM id (default: an active VM of the contract's spec version)")
+    p.add_argument("--mode", choices=_modes(),
+                   help="run on an active VM of this execution mode (default: the first mode "
+                        "that has one, in this order)")
     p.add_argument("--deliver", action="store_true",
                    help="then run one delivery pass to the registered sinks and report it per "
                         "sink (exit 3 if an event could not be delivered)")
@@ -373,7 +410,11 @@ def register(sub) -> None:
     p = sub.add_parser("vm", help="Virtual Machine Registry")
     p.add_argument("action", choices=["list", "show", "register", "activate", "retire"])
     p.add_argument("id", nargs="?", metavar="ID|NAME")
-    p.add_argument("--mode", default="reference_interpreter", help="execution mode for register")
+    p.add_argument("--mode", choices=_modes(),
+                   help="register: the execution mode (default: reference_interpreter)")
+    p.add_argument("--spec-version", dest="spec_version", type=spec_version, metavar="VERSION",
+                   help=f"register: the spec version it runs ({', '.join(spec.names())}; "
+                        f"default: the newest, {spec.latest()})")
     p.add_argument("--activate", action="store_true", help="register and activate")
     add_options(p)
     p.set_defaults(func=_cmd_vm)
@@ -424,6 +465,7 @@ def register(sub) -> None:
     p.add_argument("--allow", action="append", metavar="OP", help="allow only these")
     p.add_argument("--isolation", help="check: under this isolation level")
     p.add_argument("--storage-access", dest="storage_access", help="check: with this access")
+    add_spec_version(p, "check: the spec version FILE is read and bound under")
     add_options(p, listing=True)
     p.set_defaults(func=_cmd_policy)
 

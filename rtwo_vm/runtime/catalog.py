@@ -19,7 +19,7 @@ import spec
 # Enumeration values the service code names directly (checked against sandbox.toml).
 NAMES_USED: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "vm_status": ("registered", "active", "retired"),
-    "execution_mode": ("reference_interpreter",),
+    "execution_mode": ("reference_interpreter", "compiled_engine", "native_engine"),
     "sandbox_status": ("requested", "provisioned", "active", "released", "halted", "refused",
                        "not_provisioned"),
     "accounting_status": ("metering", "charged", "not_charged", "included_in_parent"),
@@ -32,6 +32,20 @@ NAMES_USED: Mapping[str, tuple[str, ...]] = MappingProxyType({
                    "violation.acknowledged", "contract.deployed", "vm.registered",
                    "vm.status_changed", "policy.created", "policy.retired"),
 })
+
+
+def runtime_version() -> str:
+    """The version whose runtime tables the services read (sandbox.toml, lifecycle.toml,
+    policy.toml, the error codes a record may hold): the newest. A later version only adds to
+    these tables (new codes, new violation types), never changes them, so the newest one holds
+    every version's; :func:`problems` checks that it does."""
+    return spec.latest()
+
+
+def runtime_spec() -> spec.Spec:
+    """The newest version's tables (see :func:`runtime_version`)."""
+    return spec.load(runtime_version())
+
 
 # Lifecycle stages the execution engine names directly (checked against lifecycle.toml).
 STAGES_USED = ("requested", "validated", "policy_bound", "sandbox_provisioned", "state_loaded",
@@ -86,7 +100,7 @@ class Catalog:
         """The lifecycle stage whose work raises ``code`` (errors.toml, or the callee table)."""
         if callee and code in self.callee_failure_stage:
             return self.callee_failure_stage[code]
-        return spec.load().errors[code].stage
+        return runtime_spec().errors[code].stage
 
     def sandbox_status(self, stages: Sequence[str], status: str, code: str | None, *, callee: bool) -> str:
         """The status a context's sandbox ends in, from the context's path, status and code."""
@@ -108,8 +122,8 @@ class Catalog:
 
 
 def _build() -> Catalog:
-    data = spec.raw("sandbox")
-    core = spec.load()
+    core = runtime_spec()
+    data = core.raw("sandbox")
     isolation = {name: IsolationLevel(name=name, **body) for name, body in
                  sorted(data["isolation"].items(), key=lambda kv: kv[1]["order"])}
     types = {name: ViolationType(name=name, codes=tuple(body["codes"]), severity=body["severity"],
@@ -141,8 +155,18 @@ def _build() -> Catalog:
 
 def problems(cat: Catalog) -> list[str]:
     """Cross-references between sandbox.toml, the core data files and this code."""
-    core = spec.load()
+    core = runtime_spec()
     out: list[str] = []
+    for name in spec.names():
+        older = spec.load(name)
+        for what, mine, newest in (("error codes", older.errors, core.errors),
+                                   ("instructions", older.by_mnemonic, core.by_mnemonic)):
+            if set(mine) - set(newest):
+                out.append(f"version {name} has {what} the newest version lacks: "
+                           f"{sorted(set(mine) - set(newest))[:5]}")
+        if (older.lifecycle["stage"], older.lifecycle["transition"]) != (
+                core.lifecycle["stage"], core.lifecycle["transition"]):
+            out.append(f"version {name} has another lifecycle than the newest version")
     access_values = list(core.policy["fields"]["storage_access"]["values"])
     if sorted(cat.storage_access_order) != sorted(access_values):
         out.append("sandbox.storage_access_order must list every storage_access value once")

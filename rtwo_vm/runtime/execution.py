@@ -18,26 +18,24 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from reference_vm import Context, ExecutionResult, Limits, Message, execute
+from reference_vm import Context, ExecutionResult, Limits, Message
 from reference_vm import policy as policy_mod
 from reference_vm.errors import RequestRejected, VMError
 from reference_vm.program import Program, load_program
 from reference_vm.request import check_limits, check_request, check_state
 from reference_vm.result import Usage
 from reference_vm.state import WorldState
-from reference_vm.words import word
+from reference_vm.rules import Rules, rules as rules_of
 from rtwo_vm.runtime.catalog import catalog
+from rtwo_vm.runtime.engines import executor
 from rtwo_vm.runtime.events import RecordWriter, VMEvent
 from rtwo_vm.runtime.lifecycle import Lifecycle, StageEntry
 from rtwo_vm.runtime.models import (
     RTWODeterminismPolicy, RTWOExecutionContext, RTWOExecutionResult, RTWOExecutionSandbox,
     RTWOResourceAccounting, RTWOSandboxViolation, RTWOVirtualMachine,
 )
-from rtwo_vm.runtime.records import ResourceAccountingService, SandboxManager
+from rtwo_vm.runtime.records import SandboxManager
 from rtwo_vm.runtime.store import DamagedRecord, Store, StoreError
-
-WORD = word()
-
 
 class RuntimeBusy(Exception):
     """The database's write lock is held (by another run or process); the run did not move."""
@@ -52,7 +50,9 @@ class CallRequest:
     """An invocation of a deployed contract, with its sandbox and policy choices. The message
     and context fields default as chapter 7.3.1 says (caller 0, no call data, block time 0, a
     zero seed), as ``rtwo-vm call`` does; None picks the runtime's default VM, policy and
-    sandbox. An address holding no contract is recorded as rejected (CONTRACT_NOT_FOUND)."""
+    sandbox. An address holding no contract is recorded as rejected (CONTRACT_NOT_FOUND). The
+    call runs under the spec version the contract was deployed under, on the VM named or else
+    on an active VM of that version (in ``execution_mode`` when one is given)."""
 
     to: int
     caller: int = 0
@@ -65,11 +65,14 @@ class CallRequest:
     limits: Limits = field(default_factory=Limits)
     transaction_reference: str | None = None
     vm_id: str | None = None
+    execution_mode: str | None = None
 
     def reference(self) -> str:
         """A transaction reference derived from the request itself (deterministic)."""
+        # (A mode not asked for is left out: references stay those of runtimes before modes.)
         doc = {k: (v.hex() if isinstance(v, bytes) else v) for k, v in self.__dict__.items()
-               if k not in ("limits", "transaction_reference")}
+               if k not in ("limits", "transaction_reference")
+               and not (k == "execution_mode" and v is None)}
         doc["limits"] = {d: getattr(self.limits, d, None) for d in Limits.DIMENSIONS}
         text = json.dumps(doc, sort_keys=True, default=repr)
         return "tx_" + hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -108,12 +111,15 @@ class ExecutionRun:
 
     def __init__(self, service: "ExecutionLifecycleService", request: CallRequest,
                  vm: RTWOVirtualMachine, policy: RTWODeterminismPolicy, isolation: str,
-                 storage_access: str, calls_allowed: bool):
+                 storage_access: str, calls_allowed: bool, version: str):
         self._svc = service
         self._cat = catalog()
         self.request = request
         self.vm = vm
         self.policy_record = policy
+        # The spec version the run executes under (its contract's), and its rules.
+        self.version = version
+        self.rules: Rules = rules_of(version)
         self.isolation = isolation
         self.storage_access = storage_access
         self.calls_allowed = calls_allowed
@@ -193,12 +199,12 @@ class ExecutionRun:
 
     def _validate(self) -> None:
         try:
-            check_request(self.message, self.context, WORD)
-            self.policy.check()
+            check_request(self.message, self.context, self.rules)
+            self.policy.check(self.rules.spec)
             code = self._svc.store.contract_code(self.message.to)
             if code is None:
                 raise RequestRejected("CONTRACT_NOT_FOUND", hex(self.message.to))
-            self._program = load_program(code, WORD)
+            self._program = load_program(code, self.rules)
         except VMError as err:
             return self._refuse(err)
         self.lifecycle.advance("validated")
@@ -206,14 +212,14 @@ class ExecutionRun:
     def _bind(self) -> None:
         assert self._program is not None  # loaded at the stage before
         try:
-            policy_mod.bind(self._program.code, self.policy)
+            policy_mod.bind(self._program.code, self.policy, self.rules.spec)
         except VMError as err:
             return self._refuse(err)
         self.lifecycle.advance("policy_bound")
 
     def _provision(self) -> None:
         try:
-            check_limits(self.limits)
+            check_limits(self.limits, self.rules.spec)
         except VMError as err:
             return self._refuse(err)
         self.sandbox_status = "provisioned"
@@ -226,7 +232,7 @@ class ExecutionRun:
         # it. Deploy admits only words and bytes; a stored entry that is not is a host failure
         # (INTERNAL_ERROR, chapter 8.3), not the request's fault: the view says so when read.
         self._world = self._svc.store.world_state()
-        check_state(self._world, WORD)
+        check_state(self._world, self.rules.word)
         self.lifecycle.advance("state_loaded")
 
     def _start(self) -> None:
@@ -236,7 +242,9 @@ class ExecutionRun:
 
     def _execute(self) -> None:
         assert self._world is not None  # read at the stage before
-        result = execute(self._world, self.message, self.context, self.policy, self.limits)
+        engine = executor(self.vm.execution_mode)
+        result = engine(self._world, self.message, self.context, self.policy, self.limits,
+                        version=self.version)
         if result.status == "internal":
             self.result = result
             return self._roll_back_from_here()
@@ -249,7 +257,7 @@ class ExecutionRun:
     def _account(self) -> None:
         result = self.decided_result
         usage = result.usage
-        fee = ResourceAccountingService.fee(usage.compute, usage.memory_pages, usage.storage_units)
+        fee = self.rules.fee(usage.compute, usage.memory_pages, usage.storage_units)
         # Run-time sandbox checks (10.3): the interpreter enforces these; the service layer
         # refuses to record a result that breaks them (INTERNAL_ERROR, chapter 7.4).
         broken = []
@@ -344,9 +352,19 @@ class ExecutionLifecycleService:
         # Named records are looked up (read only) before a default is created, so that a
         # refused request writes nothing.
         policy = self.policies.for_execution(request.policy_id) if request.policy_id else None
-        vm = self.vms.for_execution(request.vm_id)
+        version = self.contract_version(request.to)
+        vm = self.vms.for_execution(request.vm_id, version, request.execution_mode)
         policy = policy or self.policies.default()
-        return ExecutionRun(self, request, vm, policy, isolation, access, calls)
+        return ExecutionRun(self, request, vm, policy, isolation, access, calls, version)
+
+    def contract_version(self, address: object) -> str:
+        """The version the contract at ``address`` was deployed under; for an address that
+        holds none (or is no word: the request is rejected at its first stage either way),
+        the version new deployments take."""
+        found = None
+        if type(address) is int and 0 <= address < 1 << 64:
+            found = self.store.contract_version(address)
+        return found or self.vms.newest_version()
 
     def run(self, request: CallRequest) -> RecordedExecution:
         return self.start(request).run()

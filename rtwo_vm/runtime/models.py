@@ -17,9 +17,8 @@ import hashlib
 from datetime import datetime
 from typing import Any, ClassVar, NoReturn
 
-import spec
 from reference_vm.result import STATUSES, canonical
-from rtwo_vm.runtime.catalog import catalog
+from rtwo_vm.runtime.catalog import catalog, runtime_spec
 
 
 class ModelError(ValueError):
@@ -117,9 +116,9 @@ def _enum_values(enumeration: str) -> tuple[str, ...]:
     if enumeration == "violation_type":
         return tuple(catalog().violation_types)
     if enumeration == "instruction_type":
-        return spec.load().instruction_types
+        return runtime_spec().instruction_types
     if enumeration.startswith("policy."):
-        return tuple(spec.load().policy["fields"][enumeration[7:]]["values"])
+        return tuple(runtime_spec().policy["fields"][enumeration[7:]]["values"])
     return catalog().values(enumeration)
 
 
@@ -272,7 +271,7 @@ class RTWODeterminismPolicy(Model):
     created_at: str
 
     def check(self) -> None:
-        table = spec.load()
+        table = runtime_spec()
         names = set(table.by_mnemonic) | set(table.instruction_types)
         for field in ("allowed_operations", "forbidden_operations"):
             listed = getattr(self, field) or ()
@@ -312,7 +311,7 @@ class RTWORuntimeInstruction(Model):
     conformance_vectors: int | None = None
 
     def check(self) -> None:
-        row = spec.load().by_mnemonic.get(self.instruction_id)
+        row = runtime_spec().by_mnemonic.get(self.instruction_id)
         if row is None or (row.opcode, row.type) != (self.opcode, self.instruction_type):
             _fail("RTWORuntimeInstruction", "instruction_id",
                   "must be a mnemonic of the table with its opcode and type")
@@ -349,7 +348,7 @@ class RTWOExecutionResult(Model):
             value = getattr(self, name)
             if value is not None and _plain(value) != self.compared.get(key):
                 _fail("RTWOExecutionResult", name, "differs from the compared result")
-        if self.error is not None and self.error not in spec.load().errors:
+        if self.error is not None and self.error not in runtime_spec().errors:
             _fail("RTWOExecutionResult", "error", f"is not a spec code: {self.error}")
 
 

@@ -17,11 +17,12 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 import spec
 from spec import files
 from rtwo_vm.runtime import tools
-from rtwo_vm.runtime.catalog import catalog, problems
+from rtwo_vm.runtime.catalog import catalog, problems, runtime_spec, runtime_version
 from rtwo_vm.runtime.execution import CallRequest, RecordedExecution
 from rtwo_vm.runtime.publisher import VMEventPublisher
 from rtwo_vm.runtime.records import ExecutionContextManager
 from rtwo_vm.runtime.registry import DeterminismPolicyService, self_check
+from rtwo_vm.runtime.vms import VirtualMachineRegistry, default_pairs
 from rtwo_vm.runtime.store import Store
 
 
@@ -34,9 +35,10 @@ class Services(Protocol):
     contexts: ExecutionContextManager
     events: VMEventPublisher
     policies: DeterminismPolicyService
+    vms: VirtualMachineRegistry
 
     def deploy(self, code: bytes, address: int | None = None, storage: Mapping[int, int] | None = None,
-               *, validate_code: bool = True) -> object: ...
+               *, validate_code: bool = True, spec_version: str | None = None) -> object: ...
 
     def call(self, request: CallRequest | None = None, **fields: Any) -> RecordedExecution: ...
 
@@ -79,6 +81,15 @@ def overall(statuses: list[str]) -> str:
     if "not_available" in statuses:
         return "partial"
     return "ready"
+
+
+def per_version(check: Callable[[str], tuple[str, str]]) -> tuple[str, str]:
+    """A check run for every spec version: the worst status (failed, then not_available,
+    then passed) and each version's evidence."""
+    found = [(name, *check(name)) for name in spec.names()]
+    statuses = {status for _, status, _ in found}
+    status = next((s for s in ("failed", "not_available") if s in statuses), "passed")
+    return status, "; ".join(f"{name}: {evidence}" for name, _, evidence in found)
 
 
 class VMReadinessService:
@@ -130,7 +141,7 @@ class VMReadinessService:
     # -- the checks --------------------------------------------------------------------------
 
     def _spec_data(self) -> tuple[str, str]:
-        table = spec.load()
+        table = runtime_spec()
         try:
             from spec.loader import validate_against_schemas
             found = validate_against_schemas()
@@ -143,8 +154,20 @@ class VMReadinessService:
                           f"schemas; sandbox.toml cross-references hold")
 
     def _coverage(self) -> tuple[str, str]:
-        ok, evidence = self_check("reference_interpreter")
-        return ("passed" if ok else "failed"), evidence
+        """The self-check of every VM of the database that is not retired; with none (or no
+        database), of every VM the registry registers by default (vms.default_pairs)."""
+        vms = []
+        if self._runtime is not None:
+            vms = [(f"{vm.vm_id} ({vm.execution_mode}, spec {vm.runtime_compatibility[0]})",
+                    vm.execution_mode, vm.runtime_compatibility[0])
+                   for vm in self._runtime.vms.list() if vm.status != "retired"]
+        if not vms:
+            vms = [(f"{mode}, spec {version}", mode, version)
+                   for version, mode in default_pairs()]
+        checks = [(label, *self_check(mode, version)) for label, mode, version in vms]
+        ok = bool(checks) and all(passed for _, passed, _ in checks)
+        return ("passed" if ok else "failed"), "; ".join(f"{label}: {evidence}"
+                                                         for label, _, evidence in checks)
 
     def _lifecycle(self) -> tuple[str, str]:
         cat = catalog()
@@ -157,7 +180,7 @@ class VMReadinessService:
                     frontier.append(nxt)
         dead_ends = [s for s in cat.stages if s != final and not cat.transitions.get(s)]
         unreached = [s for s in cat.stages if s not in reachable]
-        orders = {s["order"] for s in spec.load().lifecycle["stage"]}
+        orders = {s["order"] for s in runtime_spec().lifecycle["stage"]}
         found = []
         if unreached:
             found.append(f"unreachable: {', '.join(unreached)}")
@@ -182,7 +205,7 @@ class VMReadinessService:
         mismatched, calls = [], 0
         for path in sorted(folder.glob("*.toml")):
             runtime, deployed_for = None, None
-            gen = iter_requests(path)
+            gen = iter_requests(path, runtime_version())
             try:
                 request = next(gen)
                 while True:
@@ -191,7 +214,8 @@ class VMReadinessService:
                             runtime.close()
                         runtime, deployed_for = self._scratch(), request.scenario
                         for address, contract in request.state.contracts.items():
-                            runtime.deploy(contract.code, address, dict(contract.storage))
+                            runtime.deploy(contract.code, address, dict(contract.storage),
+                                          spec_version=request.version)
                     direct = request.run()
                     recorded = runtime.call(CallRequest(
                         to=request.message.to, caller=request.message.caller,
@@ -220,10 +244,13 @@ class VMReadinessService:
                           f"recorded digest equals the interpreter's")
 
     def _smt(self) -> tuple[str, str]:
-        probe = tools.smt_models()
+        return per_version(self._smt_of)
+
+    def _smt_of(self, version: str) -> tuple[str, str]:
+        probe = tools.smt_models(version)
         if not probe.available:
             return "not_available", probe.evidence
-        total = len(spec.load().instructions)
+        total = len(spec.load(version).instructions)
         ok = len(probe.value) == total and not probe.details.get("broken")
         return ("passed" if ok else "failed"), probe.evidence
 
@@ -253,7 +280,10 @@ class VMReadinessService:
         return "failed", probe.evidence + hint
 
     def _vectors(self) -> tuple[str, str]:
-        probe = tools.conformance_vectors()
+        return per_version(self._vectors_of)
+
+    def _vectors_of(self, version: str) -> tuple[str, str]:
+        probe = tools.conformance_vectors(version)
         if not probe.available:
             return "not_available", probe.evidence
         covered = sum(1 for c in probe.value.values() if c)
@@ -261,10 +291,15 @@ class VMReadinessService:
         return ("passed" if ok else "failed"), probe.evidence
 
     def _replay(self) -> tuple[str, str]:
-        vectors = tools.conformance_vectors()
+        return per_version(self._replay_of)
+
+    def _replay_of(self, version: str) -> tuple[str, str]:
+        vectors = tools.conformance_vectors(version)
         if not vectors.available:
             return "not_available", vectors.evidence
-        probe = tools.replay_vectors(vectors.details["vectors"], self.conformance_budget)
+        budget = (None if self.conformance_budget is None
+                  else self.conformance_budget / len(spec.names()))
+        probe = tools.replay_vectors(vectors.details["vectors"], version, budget)
         if not probe.available:
             return "not_available", probe.evidence
         counts = probe.value

@@ -18,7 +18,6 @@ from __future__ import annotations
 import sqlite3
 from typing import Any, Callable
 
-from reference_vm.accounting import fee
 from reference_vm.result import canonical
 from rtwo_vm.runtime.catalog import Catalog, catalog
 from rtwo_vm.runtime.events import RecordWriter
@@ -128,7 +127,7 @@ class ExecutionRecorder:
             accounting = RTWOResourceAccounting(
                 accounting_id=self.ids("acc"), context_id=context_id, compute_units=record.compute,
                 memory_units=record.memory_pages, storage_units=record.storage_units,
-                fee=fee(record.compute, record.memory_pages, record.storage_units),
+                fee=run.rules.fee(record.compute, record.memory_pages, record.storage_units),
                 status="included_in_parent")
             outcome = RTWOExecutionResult(
                 result_id=self.ids("res"), context_id=context_id, output=None, state_changes=None,

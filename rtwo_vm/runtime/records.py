@@ -15,9 +15,9 @@ import builtins
 import sqlite3
 from typing import Any, Callable
 
-import spec
 from reference_vm.result import STATUSES
-from rtwo_vm.runtime.catalog import catalog
+from reference_vm.rules import rules as rules_of
+from rtwo_vm.runtime.catalog import catalog, runtime_spec
 from rtwo_vm.runtime.damaged import DamagedEntry, decoded, entry_of, missing
 from rtwo_vm.runtime.events import RecordWriter
 from rtwo_vm.runtime.lifecycle import StageEntry
@@ -324,7 +324,7 @@ class ExecutionContextManager(_RecordService):
             try:
                 key = stored.row_key("results", stored.check_row("results", r))
                 stored.one_of(r["execution_status"], STATUSES, "results", key, "execution_status")
-                stored.one_of(r["error"], spec.load().errors, "results", key, "error",
+                stored.one_of(r["error"], runtime_spec().errors, "results", key, "error",
                               nullable=True)
                 stage = stored.one_of(r[1], catalog().stages, "stage_history", key, "stage",
                                       nullable=True)
@@ -386,11 +386,10 @@ class ResourceAccountingService(_RecordService):
     PAGE_KEY, JOIN_CONTEXT, CREATED = ("c.seq",), True, "c.created_at"   # one per context
 
     @staticmethod
-    def fee(compute: int, memory_pages: int, storage_units: int) -> int:
-        """schedule.toml [fee] prices applied to the usage, in exact integers."""
-        prices = spec.load().schedule["fee"]
-        return (compute * prices["compute_price"] + memory_pages * prices["memory_page_price"]
-                + storage_units * prices["storage_unit_price"])
+    def fee(compute: int, memory_pages: int, storage_units: int, version: str) -> int:
+        """schedule.toml [fee] prices of spec version ``version`` applied to the usage, in
+        exact integers (chapter 5.5)."""
+        return rules_of(version).fee(compute, memory_pages, storage_units)
 
     SUMMED = ("compute_units", "memory_units", "storage_units", "fee")
     DAMAGED_SHOWN = 20   # the most damaged entries ``totals`` lists

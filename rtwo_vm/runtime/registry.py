@@ -1,10 +1,6 @@
-"""Registries: the Virtual Machine Registry, the Determinism Policy Service and the Runtime
-Instruction Registry (spec chapter 10.7).
-
-A VM becomes ``active`` only when its self-check passes: the engine of its execution mode
-must implement the spec version it claims and have a handler of the right type for every
-instruction of the table. Policies are identified by their content (the same policy is one
-record, however often it is asked for). Instruction statuses are computed from what exists
+"""Registries: the Determinism Policy Service and the Runtime Instruction Registry (spec
+chapter 10.7); the Virtual Machine Registry is vms.py. Policies are identified by their
+content (the same policy is one record, however often it is asked for). Instruction statuses are computed from what exists
 when they are asked for: handlers, SMT models, conformance vectors.
 """
 
@@ -14,154 +10,19 @@ from typing import Callable, Iterable
 
 import spec
 from reference_vm import Policy
+from reference_vm.rules import rules as rules_of
 from reference_vm.validate import validate
 from rtwo_vm.runtime import tools
-from rtwo_vm.runtime.catalog import catalog
+from rtwo_vm.runtime.catalog import catalog, runtime_spec, runtime_version
 from rtwo_vm.runtime.events import RecordWriter
 from rtwo_vm.runtime.models import (
-    ModelError, RTWODeterminismPolicy, RTWORuntimeInstruction, RTWOVirtualMachine, row_of,
+    ModelError, RTWODeterminismPolicy, RTWORuntimeInstruction, row_of,
 )
 from rtwo_vm.runtime.records import InvalidInput, UnknownRecord, _RecordService
 from rtwo_vm.runtime.store import Store
-
-REFERENCE_VM_NAME = "rtwo-reference"
-
-
-def engine_version() -> str:
-    try:
-        from importlib.metadata import version
-        return version("rtwo-vm")
-    except Exception:  # noqa: BLE001 - running from a source tree without metadata
-        return "0+source"
-
-
-def self_check(execution_mode: str) -> tuple[bool, str]:
-    """Whether the engine of ``execution_mode`` implements the loaded spec: every instruction
-    has a handler of its type (the reference interpreter's handler table, checked live)."""
-    if execution_mode != "reference_interpreter":
-        return False, f"no engine for execution mode {execution_mode!r}"
-    from reference_vm.instructions import MODULES
-    from reference_vm.words import word
-    table = spec.load()
-    handled = {}
-    for type_name, module in MODULES.items():
-        try:
-            for mnemonic in module.handlers(word()):
-                handled[mnemonic] = type_name
-        except Exception as err:  # noqa: BLE001 - a broken module is a failed check
-            return False, f"handlers of type {type_name} fail to build: {err}"
-    missing = [i.mnemonic for i in table.instructions if i.mnemonic not in handled]
-    wrong = [i.mnemonic for i in table.instructions
-             if i.mnemonic in handled and handled[i.mnemonic] != i.type]
-    extra = sorted(set(handled) - set(table.by_mnemonic))
-    ok = not (missing or wrong or extra)
-    evidence = (f"{len(table.instructions) - len(missing)}/{len(table.instructions)} instructions "
-                f"of spec {table.version} have a handler of their type")
-    for label, names in (("missing", missing), ("wrong type", wrong), ("not in table", extra)):
-        if names:
-            evidence += f"; {label}: {', '.join(names[:8])}"
-    return ok, evidence
-
-
-class VirtualMachineRegistry(_RecordService):
-    """VMs: registered, made active by a passing self-check, retired."""
-
-    MODEL, TABLE, KEY = RTWOVirtualMachine, "vms", "vm_id"
-    NOUN = "VM"
-    PAGE_KEY = ("t.created_at", "t.vm_id")
-    JSON_FIELDS = ("runtime_compatibility",)
-
-    def __init__(self, store: Store, clock: Callable[[], str], ids: Callable[[str], str],
-                 writer: RecordWriter):
-        super().__init__(store)
-        self._clock, self._ids, self._writer = clock, ids, writer
-
-    def register(self, name: str, execution_mode: str = "reference_interpreter",
-                 version: str | None = None) -> RTWOVirtualMachine:
-        try:
-            vm = RTWOVirtualMachine(
-                vm_id=self._ids("vm"), vm_name=name, vm_version=version or engine_version(),
-                runtime_compatibility=(spec.SPEC_VERSION,), execution_mode=execution_mode,
-                status="registered", created_at=self._clock())
-        except ModelError as err:
-            raise InvalidInput(str(err)) from None
-        with self._writer.transaction() as tx:
-            self.store.insert(tx, "vms", row_of(vm))
-            self._writer.event(tx, f"vm:{vm.vm_id}", "vm.registered", vm.to_json(), vm.created_at)
-        return vm
-
-    def activate(self, vm_id: str) -> tuple[RTWOVirtualMachine, str]:
-        """Run the self-check; on success the VM becomes active. Returns (vm, evidence)."""
-        vm = self.get(vm_id)
-        if vm.status == "retired":
-            raise InvalidInput(f"VM {vm_id} is retired")
-        ok, evidence = self_check(vm.execution_mode)
-        if not ok:
-            raise InvalidInput(f"VM {vm_id} failed its self-check: {evidence}")
-        return self._set_status(vm, "active", evidence), evidence
-
-    def retire(self, vm_id: str) -> RTWOVirtualMachine:
-        vm = self.get(vm_id)
-        return vm if vm.status == "retired" else self._set_status(vm, "retired", "retired")
-
-    def _set_status(self, vm: RTWOVirtualMachine, status: str, evidence: str) -> RTWOVirtualMachine:
-        at = self._clock()
-        with self._writer.transaction() as tx:
-            tx.execute("UPDATE vms SET status = ? WHERE vm_id = ?", (status, vm.vm_id))
-            self._writer.event(tx, f"vm:{vm.vm_id}", "vm.status_changed",
-                               {"vmId": vm.vm_id, "from": vm.status, "to": status,
-                                "evidence": evidence}, at)
-        return self.get(vm.vm_id)
-
-    def for_execution(self, vm_id: str | None) -> RTWOVirtualMachine:
-        """The VM a new context runs on: the one named, which must be active, or else the
-        first active VM; with no VM registered at all, the reference interpreter's VM is
-        registered and activated (its self-check decides)."""
-        if vm_id is not None:
-            vm = self.get(vm_id)
-            if vm.status != "active":
-                raise InvalidInput(f"VM {vm_id} is {vm.status}, not active")
-            return vm
-        active = self.list(status="active", limit=1, strict=True)
-        if active:
-            return active[0]
-        if self.count() == 0:
-            return self._first_vm()
-        # Another writer may have made the first VM (registered and activated in one
-        # transaction) between the two reads above: look again before refusing.
-        active = self.list(status="active", limit=1, strict=True)
-        if active:
-            return active[0]
-        raise InvalidInput("no active VM: activate one (rtwo-vm vm activate ID)")
-
-    def _first_vm(self) -> RTWOVirtualMachine:
-        """Register and activate the reference VM in one transaction, unless another writer
-        did first (checked under the write lock): concurrent first calls make one VM."""
-        ok, evidence = self_check("reference_interpreter")
-        vm = RTWOVirtualMachine(
-            vm_id=self._ids("vm"), vm_name=REFERENCE_VM_NAME, vm_version=engine_version(),
-            runtime_compatibility=(spec.SPEC_VERSION,), execution_mode="reference_interpreter",
-            status="registered", created_at=self._clock())
-        with self._writer.transaction() as tx:
-            row = tx.execute("SELECT vm_id FROM vms WHERE status = 'active' "
-                             "ORDER BY created_at, vm_id LIMIT 1").fetchone()
-            others = tx.execute("SELECT count(*) FROM vms").fetchone()[0]
-            if row is None and others == 0:
-                self.store.insert(tx, "vms", row_of(vm))
-                self._writer.event(tx, f"vm:{vm.vm_id}", "vm.registered", vm.to_json(),
-                                   vm.created_at)
-                if ok:
-                    tx.execute("UPDATE vms SET status = 'active' WHERE vm_id = ?", (vm.vm_id,))
-                    self._writer.event(tx, f"vm:{vm.vm_id}", "vm.status_changed",
-                                       {"vmId": vm.vm_id, "from": "registered", "to": "active",
-                                        "evidence": evidence}, self._clock())
-        if row is not None:
-            return self.get(row["vm_id"])
-        if others:
-            raise InvalidInput("no active VM: activate one (rtwo-vm vm activate ID)")
-        if not ok:
-            raise InvalidInput(f"VM {vm.vm_id} failed its self-check: {evidence}")
-        return self.get(vm.vm_id)
+from rtwo_vm.runtime.vms import (  # noqa: F401 - the registry's services, imported from here
+    REFERENCE_VM_NAME, VirtualMachineRegistry, engine_version, self_check,
+)
 
 
 class DeterminismPolicyService(_RecordService):
@@ -180,7 +41,7 @@ class DeterminismPolicyService(_RecordService):
                external_call: str | None = None, allowed_operations=None,
                forbidden_operations=()) -> RTWODeterminismPolicy:
         """The policy with these fields (spec defaults for those not given), created if new."""
-        fields = spec.load().policy["fields"]
+        fields = runtime_spec().policy["fields"]
         try:
             policy = RTWODeterminismPolicy(
                 policy_id="pending", status="active", created_at=self._clock(),
@@ -246,21 +107,23 @@ class DeterminismPolicyService(_RecordService):
                       allowed_operations=policy.allowed_operations,
                       forbidden_operations=policy.forbidden_operations)
 
-    def check_code(self, policy_id: str, code: bytes, *, isolation_level: str | None = None,
-                   storage_access: str | None = None) -> list[dict]:
-        """Every instruction of ``code`` the policy (under a sandbox) refuses, with its offset
-        and code: binding (chapter 4.4) stops at the first of these. Raises InvalidInput for
-        code that fails validation."""
+    def check_code(self, policy_id: str, code: bytes, *, version: str,
+                   isolation_level: str | None = None, storage_access: str | None = None
+                   ) -> list[dict]:
+        """Every instruction of ``code`` the policy (under a sandbox) refuses under spec
+        ``version``, with its offset and code: binding (chapter 4.4) stops at the first of
+        these. Raises InvalidInput for code that fails validation."""
         from rtwo_vm.runtime.records import SandboxManager
         level, access, calls = SandboxManager.plan(isolation_level, storage_access)
         bound = self.interpreter_policy(self.get(policy_id), access, calls)
         try:
-            valid = validate(code)
+            rules = rules_of(version)
+            valid = validate(code, rules)
         except Exception as err:  # noqa: BLE001 - InvalidCode carries the spec code
             raise InvalidInput(f"code is not valid: {getattr(err, 'code', err)}") from None
         refusals = []
         for d in valid.instructions:
-            refused = bound.refusal(d.instruction)
+            refused = bound.refusal(d.instruction, rules.spec)
             if refused is not None:
                 refusals.append({"offset": d.offset, "mnemonic": d.instruction.mnemonic,
                                  "error": refused,
@@ -276,22 +139,24 @@ class RuntimeInstructionRegistry:
 
     def list(self) -> list[RTWORuntimeInstruction]:
         from reference_vm.instructions import MODULES
-        from reference_vm.words import word
         handled: set[str] = set()
         for type_name, module in MODULES.items():
             try:
-                handled.update(m for m in module.handlers(word())
-                               if spec.load().by_mnemonic.get(m) is not None
-                               and spec.load().by_mnemonic[m].type == type_name)
+                handled.update(m for m in module.handlers(rules_of(runtime_version()))
+                               if runtime_spec().by_mnemonic.get(m) is not None
+                               and runtime_spec().by_mnemonic[m].type == type_name)
             except Exception:  # noqa: BLE001 - a broken module implements nothing
                 continue
-        smt = tools.smt_models()
-        vectors = tools.conformance_vectors()
+        # The newest version's table and corpus (they hold every version's instructions) and
+        # the models of the newest version the proofs model.
+        probes = [tools.smt_models(name) for name in reversed(spec.names())]
+        smt = next((p for p in probes if p.available), probes[0])
+        vectors = tools.conformance_vectors(runtime_version())
         self.last_evidence = {"smt_semantics": smt.evidence, "conformance_vectors": vectors.evidence,
                               "handlers": f"{len(handled)} handlers"}
         requires = catalog().instruction_status_requires
         out = []
-        for ins in spec.load().instructions:
+        for ins in runtime_spec().instructions:
             facts = {"handler": ins.mnemonic in handled,
                      "smt_semantics": bool(smt.value and ins.mnemonic in smt.value),
                      "conformance_vectors": bool(vectors.value and vectors.value.get(ins.mnemonic))}

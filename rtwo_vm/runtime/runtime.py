@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from reference_vm.errors import VMError
+import spec
+from reference_vm.rules import rules as rules_of
 from reference_vm.validate import validate
 from rtwo_vm.runtime import stored
 from rtwo_vm.runtime.damaged import entry_of
@@ -73,11 +75,12 @@ class DeployedContract:
     storage_slots: int
     deployed_at: str
     state_root: str
+    spec_version: str
 
     def to_json(self) -> dict[str, Any]:
         return {"address": self.address, "codeHash": self.code_hash, "codeSize": self.code_size,
                 "storageSlots": self.storage_slots, "deployedAt": self.deployed_at,
-                "stateRoot": self.state_root}
+                "stateRoot": self.state_root, "specVersion": self.spec_version}
 
 
 class Runtime:
@@ -129,17 +132,23 @@ class Runtime:
     # -- contracts --------------------------------------------------------------------------
 
     def deploy(self, code: bytes, address: int | None = None,
-               storage: Mapping[int, int] | None = None, *, validate_code: bool = True
-               ) -> DeployedContract:
+               storage: Mapping[int, int] | None = None, *, validate_code: bool = True,
+               spec_version: str | None = None) -> DeployedContract:
         """Deploy ``code`` (a container) at ``address`` (default: the lowest free address
-        from 0x100) with initial ``storage``. Refuses invalid code unless ``validate_code`` is
-        off (so that the validated stage can be exercised), and an address already in use."""
+        from 0x100) with initial ``storage``, under spec version ``spec_version`` (default: the
+        newest a registered VM runs, vms.py): its calls run under that version. Refuses code
+        invalid under the version unless ``validate_code`` is off (so that the validated stage
+        can be exercised), and an address already in use."""
         if not isinstance(code, (bytes, bytearray)) or not code:
             raise InvalidInput("code must be non-empty bytes")
         code = bytes(code)
+        version = spec_version or self.vms.newest_version()
+        if version not in spec.names():
+            raise InvalidInput(f"unknown spec version {version!r} "
+                               f"(versions: {', '.join(spec.names())})")
         if validate_code:
             try:
-                validate(code)
+                validate(code, rules_of(version))
             except VMError as err:
                 raise InvalidInput(f"code is not a valid container: {err.code}") from None
         slots = {}
@@ -161,13 +170,14 @@ class Runtime:
             addr = word_text(address)
             if tx.execute("SELECT 1 FROM contracts WHERE address = ?", (addr,)).fetchone():
                 raise InvalidInput(f"address {addr} already holds a contract")
-            tx.execute("INSERT INTO contracts VALUES (?, ?, ?, ?)", (addr, code, code_hash, at))
+            tx.execute("INSERT INTO contracts (address, code, code_hash, deployed_at, spec_version) "
+                       "VALUES (?, ?, ?, ?, ?)", (addr, code, code_hash, at, version))
             tx.executemany("INSERT INTO storage VALUES (?, ?, ?)",
                            [(addr, word_text(k), word_text(v)) for k, v in sorted(slots.items())])
             storage_json = {word_text(k): word_text(v) for k, v in sorted(slots.items())}
             root = self.store.advance_state_root(tx, {"deploy": addr, "code_hash": code_hash,
                                                       "storage": storage_json})
-            deployed = DeployedContract(addr, code_hash, len(code), len(slots), at, root)
+            deployed = DeployedContract(addr, code_hash, len(code), len(slots), at, root, version)
             self.writer.event(tx, f"contract:{addr}", "contract.deployed", deployed.to_json(), at)
         return deployed
 
@@ -181,6 +191,7 @@ class Runtime:
         try:
             stored.check_row("contracts", row)
             stored.hex_digest(row["code_hash"], "contracts", addr, "code_hash")
+            stored.one_of(row["spec_version"], spec.names(), "contracts", addr, "spec_version")
         except DamagedRecord as err:
             return entry_of("contracts", row, err).to_json()
         storage: dict[str, str] = {}
@@ -196,7 +207,8 @@ class Runtime:
                 continue
             storage[r["key"]] = r["value"]
         doc = {"address": addr, "codeHash": row["code_hash"], "codeSize": len(row["code"]),
-               "deployedAt": row["deployed_at"], "storage": storage}
+               "deployedAt": row["deployed_at"], "specVersion": row["spec_version"],
+               "storage": storage}
         if damaged:
             doc["damaged"] = damaged[:20]
         return doc
@@ -209,7 +221,8 @@ class Runtime:
         after_sql, after_args = keyset(("deployed_at", "address"), after)
         total, exact = count_at_most(self.store, "contracts", (), count_bound)
         rows = self.store.all(
-            "SELECT address, length(code) AS code_size, code_hash, deployed_at, (SELECT count(*) "
+            "SELECT address, length(code) AS code_size, code_hash, deployed_at, spec_version, "
+            "(SELECT count(*) "
             "FROM storage s WHERE s.address = contracts.address) AS storage_slots FROM contracts"
             + (f" WHERE {after_sql}" if after_sql else "")
             + " ORDER BY deployed_at, address LIMIT ?", (*after_args, limit + 1))
@@ -220,11 +233,13 @@ class Runtime:
                 stored.check_row("contracts", r)
                 stored.word(addr, "contracts", addr, "address")
                 stored.hex_digest(r["code_hash"], "contracts", addr, "code_hash")
+                stored.one_of(r["spec_version"], spec.names(), "contracts", addr, "spec_version")
             except DamagedRecord as err:
                 items.append(entry_of("contracts", r, err).to_json())
                 continue
             items.append({"address": addr, "codeHash": r["code_hash"], "codeSize": r["code_size"],
-                          "deployedAt": r["deployed_at"], "storageSlots": r["storage_slots"]})
+                          "deployedAt": r["deployed_at"], "specVersion": r["spec_version"],
+                          "storageSlots": r["storage_slots"]})
         last = rows[limit - 1] if len(rows) > limit else None
         return Page(items, None if last is None else page_key((last["deployed_at"],
                                                                last["address"])), total, exact)

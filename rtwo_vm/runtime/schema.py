@@ -126,8 +126,15 @@ ALTER TABLE sinks ADD COLUMN confirmation TEXT;
 ALTER TABLE sinks ADD COLUMN confirmed_by TEXT;
 """
 
+# Spec versions are data (chapter 1.7 from 1.1): a contract is deployed under a version and its
+# calls run under it (chapter 10.7). Contracts of older files were deployed when 1.0 was the
+# only version: they are 1.0's.
+_SCHEMA_6_SPEC_VERSIONS = """
+ALTER TABLE contracts ADD COLUMN spec_version TEXT NOT NULL DEFAULT '1.0';
+"""
+
 MIGRATIONS: tuple[str, ...] = (_SCHEMA_1, _SCHEMA_2, _SCHEMA_3_DELIVERY, _SCHEMA_4_PAGES,
-                               _SCHEMA_5_SINK_CONFIRMATION)
+                               _SCHEMA_5_SINK_CONFIRMATION, _SCHEMA_6_SPEC_VERSIONS)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

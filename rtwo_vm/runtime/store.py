@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+import spec
 from reference_vm import Contract, StateView, WorldState
 from reference_vm.errors import InternalInvariantError
 from reference_vm.result import canonical
@@ -215,6 +216,15 @@ class Store:
     def contract_code(self, address: int) -> bytes | None:
         row = self.one("SELECT * FROM contracts WHERE address = ?", (word_text(address),))
         return None if row is None else stored.check_row("contracts", row)["code"]
+
+    def contract_version(self, address: int) -> str | None:
+        """The spec version the contract at ``address`` was deployed under (None: no contract
+        there); a value that names no version is a damaged record."""
+        addr = word_text(address)
+        row = self.one("SELECT spec_version FROM contracts WHERE address = ?", (addr,))
+        if row is None:
+            return None
+        return stored.one_of(row[0], spec.names(), "contracts", addr, "spec_version")
 
     def world_state(self) -> WorldState:
         """The world state as a view over the database: a CALL may name any address (chapter

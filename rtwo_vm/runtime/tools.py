@@ -36,9 +36,9 @@ def _import(name: str) -> tuple[Any, str | None]:
         return None, f"{name} fails to import ({type(err).__name__}: {err})"
 
 
-def smt_models(bits: int = 64) -> Probe:
-    """Mnemonics with an SMT transition model: ``proofs.instructions.MODULES``, each module's
-    ``models(width)`` (the interface of the proofs package)."""
+def smt_models(version: str, bits: int = 64) -> Probe:
+    """Mnemonics of spec ``version`` with an SMT transition model: ``proofs.instructions.MODULES``,
+    each module's ``models(width)`` (the interface of the proofs package)."""
     instructions, why = _import("proofs.instructions")
     words, why_words = _import("proofs.words")
     if instructions is None or words is None:
@@ -47,30 +47,37 @@ def smt_models(bits: int = 64) -> Probe:
     width = getattr(words, "width", None)
     if not isinstance(modules, Mapping) or not callable(width):
         return Probe(False, "proofs.instructions has no MODULES mapping or proofs.words no width()")
+    try:
+        machine = width(bits, version)
+    except ValueError as err:   # proofs.versions.UnmodelledVersion: no models of this version
+        return Probe(False, str(err).splitlines()[0][:200] if str(err) else "no models")
     covered: set[str] = set()
     broken: dict[str, str] = {}
     for type_name, module in modules.items():
         try:
-            covered.update(module.models(width(bits)))
+            covered.update(module.models(machine))
         except Exception as err:  # noqa: BLE001 - count what works, show what does not
             broken[type_name] = f"{type(err).__name__}: {err}"[:200]
-    known = covered & set(spec.load().by_mnemonic)
-    evidence = f"proofs models {len(known)}/{len(spec.load().instructions)} instructions"
+    table = spec.load(version)
+    known = covered & set(table.by_mnemonic)
+    evidence = f"proofs models {len(known)}/{len(table.instructions)} instructions of spec {version}"
     if broken:
         evidence += f"; {len(broken)} instruction types fail to build: {', '.join(sorted(broken))}"
     return Probe(True, evidence, frozenset(known), {"broken": broken})
 
 
-def vectors_dir() -> Path | None:
-    corpus, _ = _import("conformance.corpus.store")
-    return getattr(corpus, "VECTORS_DIR", None) if corpus is not None else None
+def vectors_dir(version: str) -> Path | None:
+    """The folder of spec ``version``'s committed corpus (conformance.constants.corpus_dir)."""
+    constants, _ = _import("conformance.constants")
+    corpus_dir = getattr(constants, "corpus_dir", None) if constants is not None else None
+    return corpus_dir(version) if callable(corpus_dir) else None
 
 
-def conformance_vectors() -> Probe:
-    """The committed corpus (read through conformance.corpus.store, manifest first) and how many
-    vectors name each mnemonic in ``tags.opcodes``."""
+def conformance_vectors(version: str) -> Probe:
+    """Spec ``version``'s committed corpus (read through conformance.corpus.store, manifest
+    first) and how many vectors name each mnemonic of the version in ``tags.opcodes``."""
     corpus, _ = _import("conformance.corpus.store")
-    folder = vectors_dir()
+    folder = vectors_dir(version)
     if corpus is None or folder is None:
         return Probe(False, "conformance not installed")
     try:
@@ -79,20 +86,21 @@ def conformance_vectors() -> Probe:
         return Probe(False, f"no corpus at {folder} (run: rtwo-vm vectors fill)")
     except (OSError, ValueError, KeyError) as err:
         return Probe(True, f"corpus at {folder} unreadable: {err}"[:200], {}, {"vectors": []})
-    counts = {m: 0 for m in spec.load().by_mnemonic}
+    counts = {m: 0 for m in spec.load(version).by_mnemonic}
     for vector in vectors:
         for mnemonic in set(vector.get("tags", {}).get("opcodes") or ()):
             if mnemonic in counts:
                 counts[mnemonic] += 1
     covered = sum(1 for c in counts.values() if c)
-    evidence = (f"{len(vectors)} vectors in {folder.name}/ tag {covered}/{len(counts)} "
-                f"instructions")
+    evidence = (f"{len(vectors)} vectors in {folder.parent.name}/{folder.name}/ tag "
+                f"{covered}/{len(counts)} instructions of spec {version}")
     return Probe(True, evidence, counts, {"vectors": vectors})
 
 
-def replay_vectors(vectors: list[dict], budget_seconds: float | None = None) -> Probe:
-    """Run vectors through the reference interpreter with ``conformance.corpus.vector.run_reference``
-    and compare with their expected results."""
+def replay_vectors(vectors: list[dict], version: str,
+                   budget_seconds: float | None = None) -> Probe:
+    """Run spec ``version``'s vectors through the reference interpreter with
+    ``conformance.corpus.vector.run_reference`` and compare with their expected results."""
     vector_mod, why = _import("conformance.corpus.vector")
     run = getattr(vector_mod, "run_reference", None) if vector_mod else None
     if not callable(run):
@@ -103,7 +111,7 @@ def replay_vectors(vectors: list[dict], budget_seconds: float | None = None) -> 
         if budget_seconds is not None and time.monotonic() - started > budget_seconds:
             break
         try:
-            got = run(vector["input"]).to_json()
+            got = run(vector["input"], version).to_json()
         except Exception as err:  # noqa: BLE001 - a vector the runner cannot read is a finding
             errors.append(f"{vector.get('id')}: {type(err).__name__}: {err}"[:200])
             continue

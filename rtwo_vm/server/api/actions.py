@@ -13,7 +13,9 @@ from fastapi import APIRouter, Depends
 
 from reference_vm import Limits
 from reference_vm.errors import VMError
+from reference_vm.rules import rules as rules_of
 from reference_vm.validate import validate
+import spec
 from rtwo_vm.inputs import CliError, operation_names, parse_hex
 from rtwo_vm.runtime import CallRequest, Runtime
 from rtwo_vm.runtime.records import SandboxManager
@@ -22,13 +24,13 @@ from rtwo_vm.server.api.bodies import CallBody, DeployBody, PolicyBody
 from rtwo_vm.server.api.codes import ApiError, refusals
 from rtwo_vm.server.runtimes import runtime
 
-import spec
+from rtwo_vm.runtime.catalog import runtime_spec, runtime_version
 
 router = APIRouter()
 RT = Annotated[Runtime, Depends(runtime)]
 COMMON = ("INVALID_REQUEST", "UNAUTHORIZED", "BODY_TOO_LARGE", "UNSUPPORTED_MEDIA_TYPE",
           "SERVER_BUSY")
-CONTAINER_CODES = tuple(e.code for e in spec.load().errors.values() if e.kind == "invalid")
+CONTAINER_CODES = tuple(e.code for e in runtime_spec().errors.values() if e.kind == "invalid")
 
 
 @router.post("/contracts", status_code=201, response_model=schemas.DeployedContract,
@@ -37,11 +39,16 @@ def deploy(rt: RT, body: DeployBody):
     """Deploy a container (hex) at ``address`` (default: the lowest free one from 0x100) with
     initial ``storage``; code that fails validation is refused with its container code."""
     code = body.code_bytes()
+    version = body.specVersion or rt.vms.newest_version()
+    if version not in spec.names():
+        raise ApiError("INVALID_REQUEST", f"specVersion: no spec version {version!r} "
+                                          f"(versions: {', '.join(spec.names())})")
     try:
-        validate(code)
+        validate(code, rules_of(version))
     except VMError as err:
         raise ApiError(err.code, f"code is not a valid container: {err.code}") from None
-    return rt.deploy(code, cast("int | None", body.address), body.storage_words()).to_json()
+    return rt.deploy(code, cast("int | None", body.address), body.storage_words(),
+                     spec_version=version).to_json()
 
 
 @router.post("/calls", status_code=201, response_model=schemas.RecordedExecution,
@@ -55,13 +62,14 @@ def call(rt: RT, body: CallBody):
         block_time=cast(int, body.time), random_seed=parse_hex(body.seed, "seed"), policy_id=body.policy,
         isolation_level=body.isolation, storage_access=body.storageAccess,
         limits=Limits(**{d: given[d] for d in Limits.DIMENSIONS if d in given}),
-        transaction_reference=body.txRef, vm_id=body.vm)
+        transaction_reference=body.txRef, vm_id=body.vm, execution_mode=body.executionMode)
     SandboxManager.plan(request.isolation_level, request.storage_access)
     # Runtime references are refused before anything is recorded (10.9), as rtwo-vm call does.
     if body.policy:
         rt.policies.for_execution(body.policy)
-    if body.vm:
-        rt.vms.for_execution(body.vm)
+    if body.vm or body.executionMode:
+        rt.vms.for_execution(body.vm, rt.lifecycle.contract_version(request.to),
+                             body.executionMode)
     recorded = rt.call(request)
     doc = recorded.to_json()
     if body.deliver:
@@ -75,8 +83,9 @@ def create_policy(rt: RT, body: PolicyBody):
     """The determinism policy with these fields (policy.toml's defaults for the others),
     created if new: policies are identified by their content."""
     try:
-        allowed = operation_names(body.allowedOperations, "allowedOperations")
-        forbidden = operation_names(body.forbiddenOperations, "forbiddenOperations") or ()
+        allowed = operation_names(body.allowedOperations, "allowedOperations", runtime_version())
+        forbidden = operation_names(body.forbiddenOperations, "forbiddenOperations",
+                                    runtime_version()) or ()
     except CliError as err:
         raise ApiError("INVALID_REQUEST", str(err)) from None
     return rt.policies.create(time_access=body.timeAccess, randomness=body.randomness,

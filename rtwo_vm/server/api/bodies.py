@@ -17,10 +17,10 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, S
 
 import spec
 from rtwo_vm.inputs import CliError, parse_hex, parse_word
-from rtwo_vm.runtime.catalog import catalog
+from rtwo_vm.runtime.catalog import catalog, runtime_spec
 from rtwo_vm.server.api.codes import bounds
 
-_LIMITS = spec.load().limits
+_LIMITS = runtime_spec().limits
 WORD_BITS = _LIMITS["machine"]["word_bits"]
 WORD_MAX = (1 << WORD_BITS) - 1
 HEADER = 16  # container header bytes (chapter 3.1)
@@ -70,7 +70,7 @@ def _enum(values: tuple[str, ...], description: str) -> Any:
 _cat = catalog()
 Isolation: Any = _enum(tuple(_cat.isolation), "isolation level (default: the default of sandbox.toml)")
 Access: Any = _enum(tuple(_cat.storage_access_order), "storage access (default: the isolation level's widest)")
-_fields = spec.load().policy["fields"]
+_fields = runtime_spec().policy["fields"]
 
 
 class Strict(BaseModel):
@@ -97,6 +97,9 @@ class DeployBody(Strict):
     address: Optional[Word] = None
     storage: dict[Annotated[str, Field(pattern=WORD_TEXT)], Word] = Field(
         default_factory=dict, description='initial storage {"KEY": "VALUE"} (words)')
+    specVersion: Optional[Name] = Field(
+        None, description="the spec version the contract is deployed under and its calls run "
+                          f"under ({', '.join(spec.names())}; default: the newest a VM runs)")
 
     def code_bytes(self) -> bytes:
         return _hex(self.code)
@@ -120,11 +123,16 @@ class CallBody(Strict):
     storageAccess: Access = None
     limits: SandboxLimits = Field(default_factory=lambda: SandboxLimits.model_validate({}))
     txRef: Optional[Name] = Field(None, description="transaction reference (default: request hash)")
-    vm: Optional[Name] = Field(None, description="VM id (default: the active VM)")
+    vm: Optional[Name] = Field(None, description="VM id (default: an active VM of the "
+                                                 "contract's spec version)")
+    executionMode: Optional[Name] = Field(
+        None, description="run on an active VM of this execution mode "
+                          f"({', '.join(catalog().values('execution_mode'))}; default: the "
+                          "first that has one)")
     deliver: StrictBool = Field(False, description="then run one delivery pass to the sinks")
 
 
-_OPERATIONS = len(spec.load().instructions) + len(spec.load().instruction_types)
+_OPERATIONS = len(runtime_spec().instructions) + len(runtime_spec().instruction_types)
 Operations = Annotated[list[Annotated[str, Field(min_length=1, max_length=32)]],
                        Field(max_length=_OPERATIONS)]
 

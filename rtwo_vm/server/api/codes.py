@@ -15,7 +15,7 @@ from typing import Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
 
-import spec
+from rtwo_vm.runtime.catalog import runtime_spec
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class Bounds:
 
 @functools.cache
 def bounds() -> Bounds:
-    return Bounds(**spec.raw("api")["bounds"])
+    return Bounds(**runtime_spec().raw("api")["bounds"])
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class Headers:
 
 @functools.cache
 def headers() -> Headers:
-    doc = spec.raw("api")["headers"]
+    doc = runtime_spec().raw("api")["headers"]
     return Headers(frozenset(doc["single_headers"]), tuple(doc["loopback_hosts"]))
 
 
@@ -58,8 +58,8 @@ def headers() -> Headers:
 def statuses() -> Mapping[str, int]:
     """Every code the API answers with -> its HTTP status: errors.toml's codes (refused
     content) and api.toml's refusals. A code in both files is a spec inconsistency."""
-    doc = spec.raw("api")
-    outcome = {code: doc["outcome_status"]["default"] for code in spec.load().errors}
+    doc = runtime_spec().raw("api")
+    outcome = {code: doc["outcome_status"]["default"] for code in runtime_spec().errors}
     http = {r["code"]: r["status"] for r in doc["refusal"]}
     both = sorted(set(outcome) & set(http))
     if both:

@@ -8,11 +8,10 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Request
 
-import spec
 from reference_vm.result import STATUSES
 from rtwo_vm.runtime import Runtime
 from rtwo_vm.runtime.store import DamagedRecord
-from rtwo_vm.runtime.catalog import catalog
+from rtwo_vm.runtime.catalog import catalog, runtime_spec
 from rtwo_vm.runtime.records import Page
 from rtwo_vm.server.api import schemas
 from rtwo_vm.server.api.codes import ApiError, bounds, refusals
@@ -73,7 +72,7 @@ def overview(rt: RT, request: Request):
         "sandboxes": (*rt.sandboxes.count_at_most(bound), rt.sandboxes.last_at()),
         "accounting": (*rt.accounting.count_at_most(bound), rt.accounting.last_at()),
         "policies": (*rt.policies.count_at_most(bound), rt.policies.last_at()),
-        "instructions": (len(spec.load().instructions), True, None),
+        "instructions": (len(runtime_spec().instructions), True, None),
         "lifecycle": (*rt.contexts.entry_count_at_most(bound), rt.contexts.last_at()),
         "results": (*rt.results.count_at_most(bound), rt.results.last_at()),
         "violations": (*rt.violations.count_at_most(bound), rt.violations.last_at()),
@@ -247,11 +246,11 @@ def violation(rt: RT, record_id: RecordId):
             responses=LIST, tags=["instructions"])
 def instructions(request: Request, page: Pages,
                  status: str | None = enum_query(_cat.values("instruction_status"), "only this status"),
-                 instructionType: str | None = enum_query(spec.load().instruction_types, "only this type")):
+                 instructionType: str | None = enum_query(runtime_spec().instruction_types, "only this type")):
     """The instruction table in opcode order with what exists for each instruction (handlers,
     SMT models, conformance vectors: computed by the server at most a minute earlier)."""
     _check("status", status, _cat.values("instruction_status"))
-    _check("instructionType", instructionType, spec.load().instruction_types)
+    _check("instructionType", instructionType, runtime_spec().instruction_types)
     after = page.after(1)
     rows = [i for i in request.app.state.instructions.view().records
             if (status is None or i.status == status)

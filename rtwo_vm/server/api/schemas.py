@@ -153,6 +153,7 @@ class DeployedContract(BaseModel):
     storageSlots: int = Field(ge=0)
     deployedAt: str
     stateRoot: str
+    specVersion: str
 
 
 class ContractSummary(BaseModel):
@@ -162,6 +163,7 @@ class ContractSummary(BaseModel):
     codeHash: str
     codeSize: int = Field(ge=0)
     deployedAt: str
+    specVersion: str
     storageSlots: int = Field(ge=0)
 
 
@@ -172,6 +174,7 @@ class Contract(BaseModel):
     codeHash: str
     codeSize: int = Field(ge=0)
     deployedAt: str
+    specVersion: str
     storage: dict[str, str]
     damaged: Optional[list[Damaged]] = Field(
         None, description="storage slots that do not decode (the others are in storage)")

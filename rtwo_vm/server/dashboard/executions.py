@@ -9,12 +9,11 @@ from __future__ import annotations
 from typing import Sequence
 from urllib.parse import urlencode
 
-import spec
 from reference_vm import disassemble
 from reference_vm.errors import VMError
 from reference_vm.result import STATUSES
 from rtwo_vm.runtime import Runtime, UnknownRecord
-from rtwo_vm.runtime.catalog import catalog
+from rtwo_vm.runtime.catalog import catalog, runtime_spec
 from rtwo_vm.runtime.damaged import DamagedEntry, missing
 from rtwo_vm.server.api.codes import bounds
 from rtwo_vm.server.dashboard import queries
@@ -110,7 +109,7 @@ def contexts(rt: Runtime, *, status: str | None, result: str | None, contract: s
 def _ordered_stages() -> list[tuple[int, list[str]]]:
     """The lifecycle's stages grouped by their order (lifecycle.toml): ten steps."""
     by_order: dict[int, list[str]] = {}
-    for stage in sorted(spec.load().lifecycle["stage"], key=lambda s: s["order"]):
+    for stage in sorted(runtime_spec().lifecycle["stage"], key=lambda s: s["order"]):
         by_order.setdefault(stage["order"], []).append(stage["name"])
     return sorted(by_order.items())
 
@@ -269,7 +268,7 @@ def accounting(rt: Runtime, context_id: str):
         ("new storage slots", number(acc.storage_new_slots)),
         ("sandbox", f"{box.sandbox_id}: {box.isolation_level}, {box.status}"),
     ])
-    prices = spec.load().schedule["fee"]
+    prices = runtime_spec().schedule["fee"]
     note = tag("p", "fee = compute \u00d7 {compute_price} + memory pages \u00d7 "
                     "{memory_page_price} + storage units \u00d7 {storage_unit_price} "
                     "(schedule.toml)".format(**prices), class_="muted")
