@@ -15,8 +15,8 @@ import sys
 from typing import NoReturn
 
 import spec
-from rtwo_vm.inputs import CliError
-from rtwo_vm.parsing import group_commands, harden
+from rtwo_vm.arguments.inputs import CliError
+from rtwo_vm.arguments.parsing import group_commands, harden
 
 INTERNAL_EXIT = 70  # EX_SOFTWARE: an unexpected exception, never an input error
 

@@ -21,7 +21,7 @@ from reference_vm import (
     Context, Contract, ExecutionResult, Limits, Message, Policy, WorldState, execute,
 )
 import spec
-from rtwo_vm.inputs import CliError, parse_count, parse_hex, parse_word, read_bounded, read_code
+from rtwo_vm.arguments.inputs import CliError, parse_count, parse_hex, parse_word, read_bounded, read_code
 
 POLICY_FIELDS = ("time_access", "randomness", "external_call", "storage_access")
 LIMIT_FIELDS = ("compute", "memory_pages", "storage_units")

@@ -134,7 +134,7 @@ def _run(argv: list[str], parse_only: bool) -> tuple[int, str]:
     with redirect_stdout(out), redirect_stderr(err):
         try:
             if parse_only:
-                from rtwo_vm.inputs import CliError
+                from rtwo_vm.arguments.inputs import CliError
                 try:
                     build_parser().parse_args(argv)
                     code = 0

@@ -1,5 +1,5 @@
 """Every relative link of the documentation resolves on the site as mkdocs builds it (pages in
-docs/ plus those rtwo_vm.docgen generates from spec/), anchors included; and the values the
+docs/ plus those rtwo_vm.site.pages generates from spec/), anchors included; and the values the
 guides quote from the corpus are filled in from its manifest at build time."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from markdown.extensions.toc import slugify
 
 import spec
 from conformance.constants import corpus_dir
-from rtwo_vm import docgen, docvalues
+from rtwo_vm.site import pages as docgen, values as docvalues
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import spec
-from rtwo_vm import docgen
+from rtwo_vm.site import pages as docgen
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",

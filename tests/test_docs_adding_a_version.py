@@ -139,7 +139,7 @@ def test_a_from_that_is_not_the_base_value_is_refused(copy, tmp_path):
 
 def test_the_docs_gain_the_version_without_an_edit(copy):
     """Step 9: the generated pages of the copy name 1.2 as the newest and keep 1.1 and 1.0."""
-    done = python(copy, "import json\nfrom rtwo_vm import docgen, docversions\n"
+    done = python(copy, "import json\nfrom rtwo_vm.site import pages as docgen, versions as docversions\n"
                         "p = docgen.pages()\n"
                         "print(json.dumps({'paths': sorted(p), 'nav': docversions.version_nav(),"
                         " 'new': p['reference/instructions.md'], 'old': p['v1.1/reference/instructions.md'],"

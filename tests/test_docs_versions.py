@@ -13,7 +13,7 @@ import tomllib
 from pathlib import Path
 
 import spec
-from rtwo_vm import docchanges, docgen
+from rtwo_vm.site import changes as docchanges, pages as docgen
 
 ROOT = Path(__file__).resolve().parent.parent
 DIFF = tomllib.loads((ROOT / "spec" / "versions" / "1.1" / "diff.toml").read_text(encoding="utf-8"))

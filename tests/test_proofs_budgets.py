@@ -143,7 +143,7 @@ def test_bad_theorem_files_and_budgets_are_one_line_errors(tmp_path, capsys):
 
 def test_the_docs_show_statuses_only_from_a_complete_current_report(tmp_path):
     try:    # the docs generator and the runtime are migrated to versions by their owners
-        from rtwo_vm import docgen
+        from rtwo_vm.site import pages as docgen
         from test_runtime_readiness import complete_report
     except TypeError as err:
         pytest.skip(f"rtwo_vm.runtime / docgen not yet migrated to spec versions: {err}")

@@ -2,9 +2,9 @@
 
 The normative chapters of every version are served from spec/ (the base's chapters and each
 later version's replaced sections); the instruction reference, outcome code table, container
-picture and "What changed" pages are rendered by rtwo_vm.docgen from the spec data. The newest
+picture and "What changed" pages are rendered by rtwo_vm.site.pages from the spec data. The newest
 version's pages are the site's own; the navigation entries of the other versions are added here
-(rtwo_vm.docgen.version_nav), so that a new version needs no edit of mkdocs.yml.
+(rtwo_vm.site.pages.version_nav), so that a new version needs no edit of mkdocs.yml.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from mkdocs.structure.files import File, Files
 
 import spec
-from rtwo_vm import docgen, docversions
+from rtwo_vm.site import pages as docgen, versions as docversions
 
 
 def on_config(config):

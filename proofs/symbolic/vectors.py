@@ -3,7 +3,7 @@
 A vector holds the witness's request (the contracts with the witness's storage, the message,
 the context, the policy and the sandbox) and the reference interpreter's result on it, with
 tags ``source: symbolic``. ``rtwo-vm conformance run --dir`` replays such a folder (written
-with its manifest by ``rtwo_vm.symbolic_cli``), and ``rtwo-vm run FILE.jsonl`` one vector.
+with its manifest by ``rtwo_vm.commands.symbolic.run``), and ``rtwo-vm run FILE.jsonl`` one vector.
 The isolation level is the narrowest of sandbox.toml that keeps the policy's storage access
 and external calls (chapter 10.2), so that the request the vector states is the one run.
 """

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from spec import files
-from rtwo_vm.inputs import CliError, add_spec_version, read_code
+from rtwo_vm.arguments.inputs import CliError, add_spec_version, read_code
 
 
 def register(sub) -> None:

@@ -8,7 +8,7 @@ import sys
 import spec
 from reference_vm import disassemble
 from reference_vm.errors import VMError
-from rtwo_vm.inputs import CliError, read_code
+from rtwo_vm.arguments.inputs import CliError, read_code
 
 
 def register(sub) -> None:

@@ -1,18 +1,18 @@
 """``rtwo-vm events``: the VM Event Publisher's outbox, sinks, delivery passes, dead events
 and a NATS JetStream tail (chapter 10.8). The database options and error handling are those
-of the other runtime commands (:mod:`rtwo_vm.runtime_cli`)."""
+of the other runtime commands (:mod:`rtwo_vm.arguments.runtime`)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from rtwo_vm.runtime_cli import (
+from rtwo_vm.arguments.runtime import (
     add_options, guard, is_damaged, need_id, open_runtime, print_json, print_record, print_rows,
     refuse_unread_options,
 )
-from rtwo_vm.inputs import CliError, parse_count
-from rtwo_vm.sink_options import COMMON_OPTIONS, KIND_OPTIONS
+from rtwo_vm.arguments.inputs import CliError, parse_count
+from rtwo_vm.arguments.sinks import COMMON_OPTIONS, KIND_OPTIONS
 
 
 def register(sub) -> None:
@@ -282,7 +282,7 @@ def _option_range(name: str, kind: str | None = None) -> tuple[float, float, flo
 
 
 def _option_type(name: str, kind: str | None = None):
-    """The argparse type of a numeric sink option, with its range from rtwo_vm.sink_options."""
+    """The argparse type of a numeric sink option, with its range from rtwo_vm.arguments.sinks."""
     default, low, high = _option_range(name, kind)
     flag = "--" + name.replace("_", "-")
     if isinstance(default, int):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rtwo_vm.inputs import add_spec_version
+from rtwo_vm.arguments.inputs import add_spec_version
 
 
 def register(sub) -> None:

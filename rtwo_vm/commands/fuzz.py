@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import spec
-from rtwo_vm.inputs import CliError, positive_float, positive_int, spec_version
+from rtwo_vm.arguments.inputs import CliError, positive_float, positive_int, spec_version
 
 EXIT_COULD_NOT_RUN = 3
 

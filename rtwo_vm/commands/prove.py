@@ -21,9 +21,10 @@ import time
 from pathlib import Path
 
 from proofs import versions
-from rtwo_vm import progress, userfile_options
+from rtwo_vm import progress
+from rtwo_vm.arguments import userfiles as userfile_options
 from spec import files
-from rtwo_vm.inputs import CliError
+from rtwo_vm.arguments.inputs import CliError
 
 
 def spec_version(args) -> str:

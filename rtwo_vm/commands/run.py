@@ -13,11 +13,11 @@ from spec import files
 from reference_vm import Context, Contract, Limits, Message, WorldState, execute
 from reference_vm.result import canonical
 from reference_vm.trace import FORMATS as TRACE_FORMATS, tracer_for
-from rtwo_vm.inputs import (
+from rtwo_vm.arguments.inputs import (
     CliError, add_spec_version, parse_assignment, parse_count, parse_hex, parse_word, policy_of,
     read_code, read_state_file,
 )
-from rtwo_vm.parsing import RUN_OPTION_GROUPS, group_options
+from rtwo_vm.arguments.parsing import RUN_OPTION_GROUPS, group_options
 
 DEFAULT_ADDRESS = "0x100"
 DEFAULT_CALLER = "0"
@@ -63,7 +63,7 @@ def register(sub) -> None:
 
 def _cmd_run(args) -> int:
     if Path(args.file).suffix == ".jsonl":   # a vector file (rtwo-vm symbolic writes them)
-        from rtwo_vm.symbolic_cli import run_vector
+        from rtwo_vm.commands.symbolic.run import run_vector
         return run_vector(args)
     if args.vector_id is not None:
         raise CliError("--vector-id needs a vector file (FILE.jsonl)")

@@ -19,8 +19,8 @@ import ipaddress
 import os
 import stat
 
-from rtwo_vm.inputs import CliError, parse_count
-from rtwo_vm.runtime_cli import DB_ENV, DEFAULT_DB
+from rtwo_vm.arguments.inputs import CliError, parse_count
+from rtwo_vm.arguments.runtime import DB_ENV, DEFAULT_DB
 
 TOKEN_MIN, TOKEN_MAX = 16, 4096   # characters of a token file's token
 MAX_SECONDS = 86400               # the longest deadline an option accepts

@@ -9,7 +9,7 @@ policy or sandbox, or malformed code gives one line on stderr, exit 2, and leave
 database as it was. A call that the checks of chapter 7.3.2 refuse (an unknown contract,
 code that fails validation, limits out of range) is not bad input: it is recorded as a
 context that rolled back (chapter 10.4), like any other outcome, and exits 1. The options, the
-database handling and the printing they share are rtwo_vm/runtime_cli.py.
+database handling and the printing they share are rtwo_vm/arguments/runtime.py.
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from rtwo_vm.inputs import (
+from rtwo_vm.arguments.inputs import (
     CliError, add_spec_version, spec_version, operation_names, parse_assignment, parse_count, parse_hex, parse_word, read_code,
     read_storage_file,
 )
 import spec
 from rtwo_vm.runtime.catalog import runtime_version
-from rtwo_vm.runtime_cli import (
+from rtwo_vm.arguments.runtime import (
     add_options, guard, is_damaged, need_id, open_runtime, print_json, print_listing, print_record,
     print_rows, print_table, refuse_unread_options,
 )

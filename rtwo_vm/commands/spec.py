@@ -11,7 +11,7 @@ from typing import Any
 import json
 
 import spec
-from rtwo_vm.inputs import CliError, add_spec_version, instruction_name
+from rtwo_vm.arguments.inputs import CliError, add_spec_version, instruction_name
 
 
 def register(sub) -> None:

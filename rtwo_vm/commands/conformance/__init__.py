@@ -12,9 +12,9 @@ import contextlib
 import signal
 import sys
 
-from rtwo_vm import corpus_args
+from rtwo_vm.arguments import corpus as corpus_args
 from rtwo_vm.commands.conformance.files import fresh_count, repeat_count, seed_value
-from rtwo_vm.inputs import CliError, nonnegative_int, positive_float, positive_int
+from rtwo_vm.arguments.inputs import CliError, nonnegative_int, positive_float, positive_int
 from rtwo_vm.progress import add_option as add_progress_option
 
 EXIT_OK, EXIT_NOT_CONFORMING, EXIT_USAGE, EXIT_COULD_NOT_RUN = 0, 1, 2, 3

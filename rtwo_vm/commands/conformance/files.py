@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, ContextManager
 
-from rtwo_vm.inputs import CliError, nonnegative_int
+from rtwo_vm.arguments.inputs import CliError, nonnegative_int
 
 
 def _at_most(text: str, name: str) -> int:

@@ -16,8 +16,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from rtwo_vm import corpus_args
-from rtwo_vm.inputs import CliError
+from rtwo_vm.arguments import corpus as corpus_args
+from rtwo_vm.arguments.inputs import CliError
 
 EXIT_OK, EXIT_NOT_CONFORMING, EXIT_USAGE, EXIT_COULD_NOT_RUN = 0, 1, 2, 3
 WRONG = "wrong"

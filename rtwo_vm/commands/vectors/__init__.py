@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 import sys
 
-from rtwo_vm import corpus_args
+from rtwo_vm.arguments import corpus as corpus_args
 from rtwo_vm.commands.vectors import author
-from rtwo_vm.inputs import CliError
+from rtwo_vm.arguments.inputs import CliError
 
 
 def register(sub) -> None:

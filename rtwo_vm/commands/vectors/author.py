@@ -2,7 +2,7 @@
 (which write the corpus of a project checkout), ``release`` (a reproducible tarball of the
 corpus) and ``strength`` (mutation testing of the corpus against the reference, strength.py).
 Registered by the ``vectors`` command (rtwo_vm/commands/vectors/__init__.py); the corpus
-options are rtwo_vm/corpus_args.py.
+options are rtwo_vm/arguments/corpus.py.
 
 Which checkout: ``fill`` and ``promote`` write the corpus (and ``promote`` the fuzz source,
 conformance/fuzz/promoted.jsonl) of one checkout — the one ``--project DIR`` names, else the one
@@ -23,8 +23,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rtwo_vm import corpus_args
-from rtwo_vm.inputs import CliError, nonnegative_int, positive_float, positive_int
+from rtwo_vm.arguments import corpus as corpus_args
+from rtwo_vm.arguments.inputs import CliError, nonnegative_int, positive_float, positive_int
 from rtwo_vm.progress import add_option as add_progress_option
 
 EDITABLE = "pip install -e ."

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence, TextIO
 
-from rtwo_vm.inputs import CliError
+from rtwo_vm.arguments.inputs import CliError
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ def _check_record(args) -> None:
     """--record writes conformance/strength/score.json of the checkout being measured: only
     when the running package is that checkout's (never into an installed copy)."""
     from conformance.constants import runs_from
-    from rtwo_vm.corpus_args import project as checkout
+    from rtwo_vm.arguments.corpus import project as checkout
     project = checkout(args)
     if project is None or not runs_from(project):
         raise CliError("--record writes conformance/strength/score.json of a checkout: run it inside the "

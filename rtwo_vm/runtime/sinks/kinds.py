@@ -14,7 +14,7 @@ from typing import Any
 from rtwo_vm.runtime import stored
 from rtwo_vm.runtime.sinks import Sink, redact
 from rtwo_vm.runtime.trust import DamagedRecord
-from rtwo_vm.sink_options import COMMON_OPTIONS
+from rtwo_vm.arguments.sinks import COMMON_OPTIONS
 
 # kind -> (module under rtwo_vm.runtime.sinks, class name)
 SINK_KINDS: dict[str, tuple[str, str]] = {

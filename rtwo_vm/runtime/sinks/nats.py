@@ -28,7 +28,7 @@ import urllib.parse
 from typing import Any, Callable, Sequence, TextIO
 
 from rtwo_vm.runtime.events import VMEvent
-from rtwo_vm.sink_options import KIND_OPTIONS
+from rtwo_vm.arguments.sinks import KIND_OPTIONS
 from rtwo_vm.runtime.sinks import (
     NOT_SENT, DeadlineReached, SinkUnavailable, canonical_line, one_line, redact, remaining,
 )

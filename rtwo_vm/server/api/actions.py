@@ -16,7 +16,7 @@ from reference_vm.errors import VMError
 from reference_vm.rules import rules as rules_of
 from reference_vm.validate import validate
 import spec
-from rtwo_vm.inputs import CliError, operation_names, parse_hex
+from rtwo_vm.arguments.inputs import CliError, operation_names, parse_hex
 from rtwo_vm.runtime import CallRequest, Runtime
 from rtwo_vm.runtime.records import SandboxManager
 from rtwo_vm.server.api import schemas

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Optional, Union
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 import spec
-from rtwo_vm.inputs import CliError, parse_hex, parse_word
+from rtwo_vm.arguments.inputs import CliError, parse_hex, parse_word
 from rtwo_vm.runtime.catalog import catalog, runtime_spec
 from rtwo_vm.server.api.codes import bounds
 

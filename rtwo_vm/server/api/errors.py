@@ -1,7 +1,7 @@
 """Every failure answered in the spec's shape ``{"error": CODE, "message": one line}``.
 
 The runtime's refusals are mapped as the command line's ``guard`` maps them
-(rtwo_vm/runtime_cli.py), sink credentials redacted: InvalidInput and ModelError are
+(rtwo_vm/arguments/runtime.py), sink credentials redacted: InvalidInput and ModelError are
 INVALID_REQUEST, UnknownRecord is UNKNOWN_RECORD, RuntimeBusy and a database that stays
 locked are SERVER_BUSY. FastAPI's own answers are replaced: a body or query that fails
 validation is INVALID_REQUEST (INVALID_LIMITS when a sandbox limit is out of range), an

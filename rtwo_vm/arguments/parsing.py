@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from rtwo_vm.inputs import finite_float
+from rtwo_vm.arguments.inputs import finite_float
 
 # The top-level help lists the commands in these groups (a command a module registers that
 # is in none of them is listed under "Other commands").

@@ -43,7 +43,7 @@ def version_nav() -> list[dict]:
     """Navigation entries of the pages pages() adds for versions: the "What changed" page of
     every version with a base, then the chapters and reference pages of every older version,
     newest first (the newest version's are in mkdocs.yml's own sections)."""
-    from rtwo_vm import docchanges
+    from rtwo_vm.site import changes as docchanges
     out: list[dict] = []
     for version in reversed(spec.names()):
         if spec.version(version).base is not None:

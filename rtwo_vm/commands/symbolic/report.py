@@ -11,7 +11,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from rtwo_vm.inputs import CliError
+from rtwo_vm.arguments.inputs import CliError
 
 GROUP = "symbolic"
 

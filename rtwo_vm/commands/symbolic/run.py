@@ -1,6 +1,6 @@
 """The bodies of ``rtwo-vm symbolic`` and ``rtwo-vm equivalence`` (options:
 rtwo_vm/commands/symbolic.py; the work: proofs/symbolic/; printing and vector folders:
-rtwo_vm/symbolic_report.py).
+rtwo_vm/commands/symbolic/report.py).
 
 Every argument is read and checked before anything is explored, as ``rtwo-vm run`` reads
 its own (the same parsers: hostile input gets one line and exit 2).
@@ -13,8 +13,8 @@ import json
 import sys
 from pathlib import Path
 
-from rtwo_vm.userfile_options import file_limits
-from rtwo_vm.inputs import (
+from rtwo_vm.arguments.userfiles import file_limits
+from rtwo_vm.arguments.inputs import (
     CliError, parse_assignment, parse_count, parse_hex, parse_word, policy_of, read_code,
     read_state_file,
 )
@@ -121,7 +121,7 @@ def symbolic(args) -> int:
     from proofs.symbolic.userfile import load_file
     from proofs.symbolic.verdicts import check, exit_code
     from proofs.symbolic.witness import replay_all
-    from rtwo_vm import symbolic_report as report
+    from rtwo_vm.commands.symbolic import report
 
     setup = setup_of(args)
     for folder, what in ((args.emit_vectors, "--emit-vectors"),
@@ -179,7 +179,7 @@ def compare_fields(text: str | None) -> tuple:
 def equivalence(args) -> int:
     from proofs.symbolic.equivalence import compare
     from proofs.symbolic.executor import ModelError
-    from rtwo_vm import symbolic_report as report
+    from rtwo_vm.commands.symbolic import report
 
     fields = compare_fields(args.compare)
     setup_a, setup_b = setup_of(args), setup_of(args, args.other)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 
-from rtwo_vm.inputs import CliError, parse_count
+from rtwo_vm.arguments.inputs import CliError, parse_count
 
 DB_ENV = "RTWO_VM_DB"
 DEFAULT_DB = "rtwo-vm.db"

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 import spec
-from rtwo_vm.docversions import banner, chapter_target, introduced, version_root
+from rtwo_vm.site.versions import banner, chapter_target, introduced, version_root
 
 MERMAID = re.compile(r"```mermaid\n.*?```", re.S)
 
@@ -30,7 +30,7 @@ def pages() -> dict[str, str]:
     """Site path -> Markdown for every generated page: the chapters, instruction reference
     and outcome codes of every version, the other reference pages of the newest, and the
     "What changed" page of every version with a base."""
-    from rtwo_vm import docchanges
+    from rtwo_vm.site import changes as docchanges
     newest = spec.latest()
     out: dict[str, str] = {}
     for version in spec.names():

@@ -12,15 +12,16 @@ reference disagree on a witness).
 ``equivalence A B`` proves two contracts give the same result on every input within the
 bounds (``--compare`` the fields), or prints a distinguishing input and writes it as vectors.
 Exit status: 0 equivalent, 1 different, 4 bounded, unknown or stopped, 2 usage error, 3
-could not run. The bounds and their defaults: proofs/symbolic/bounds.py.
+could not run. The bounds and their defaults: proofs/symbolic/bounds.py. The commands' bodies
+are ``run.py``, their printed report ``report.py``.
 """
 
 from __future__ import annotations
 
 from proofs import versions
 from proofs.symbolic import bounds
-from rtwo_vm import userfile_options
-from rtwo_vm.inputs import positive_float, positive_int
+from rtwo_vm.arguments import userfiles as userfile_options
+from rtwo_vm.arguments.inputs import positive_float, positive_int
 
 RUN_LIKE = (
     ("--address", dict(default="0x100", help="address of CONTRACT (default 0x100)")),
@@ -126,10 +127,10 @@ def register(sub) -> None:
 
 
 def _cmd_symbolic(args) -> int:
-    from rtwo_vm import symbolic_cli
-    return symbolic_cli.symbolic(args)
+    from rtwo_vm.commands.symbolic import run
+    return run.symbolic(args)
 
 
 def _cmd_equivalence(args) -> int:
-    from rtwo_vm import symbolic_cli
-    return symbolic_cli.equivalence(args)
+    from rtwo_vm.commands.symbolic import run
+    return run.equivalence(args)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rtwo_vm.inputs import CliError, spec_version
+from rtwo_vm.arguments.inputs import CliError, spec_version
 
 
 def add_options(parser, versions: str = "every version with a corpus") -> None:

@@ -17,7 +17,7 @@ from importlib import resources
 from typing import Any
 
 import spec
-from rtwo_vm import docversions
+from rtwo_vm.site import versions as docversions
 from spec import diff as spec_diff, prose, versioning
 
 NOT_PROVED = "not yet proved"
