@@ -18,16 +18,12 @@ from typing import Any
 
 import spec
 from rtwo_vm.site import versions as docversions
+from rtwo_vm.site.versions import changes_path
 from spec import diff as spec_diff, prose, versioning
 
 NOT_PROVED = "not yet proved"
 NO_WITNESS = "none yet"
 _ROW = re.compile(r"^\|\s*([A-Za-z0-9]+)\s*\|(.*)\|\s*(.*?)\s*\|\s*$")
-
-
-def changes_path(version: str) -> str:
-    """The site path of the page of ``version``."""
-    return f"changes/{version}.md"
 
 
 def changelog_items(version: str) -> dict[str, tuple[str, str]]:

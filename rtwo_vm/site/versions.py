@@ -39,15 +39,19 @@ def slug(title: str) -> str:
     return re.sub(r"[-\s]+", "-", value)
 
 
+def changes_path(version: str) -> str:
+    """The site path of the "What changed" page of ``version``."""
+    return f"changes/{version}.md"
+
+
 def version_nav() -> list[dict]:
     """Navigation entries of the pages pages() adds for versions: the "What changed" page of
     every version with a base, then the chapters and reference pages of every older version,
     newest first (the newest version's are in mkdocs.yml's own sections)."""
-    from rtwo_vm.site import changes as docchanges
     out: list[dict] = []
     for version in reversed(spec.names()):
         if spec.version(version).base is not None:
-            out.append({f"What changed in {version}": docchanges.changes_path(version)})
+            out.append({f"What changed in {version}": changes_path(version)})
     for version in reversed(spec.names()[:-1]):
         root = version_root(version)
         out.append({f"Spec {version}": [f"{root}spec/{name}" for name in spec.chapters(version)]
