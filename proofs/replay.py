@@ -13,7 +13,10 @@ memory_limit, storage_units, storage_limit, storage_reads, storage_writes,
 storage_new_slots, storage ({key: value}), caller, address, call_data, data, return_data
 (hex), block_time, seed (hex), random_counter, depth, callee (a CALLEES kind: the program
 deployed at CALL's address operand, which must differ from the frame's address) and policy
-(a POLICIES name: the policy every callee is bound under).
+(a POLICIES name: the policy every callee is bound under). From 1.1: transient
+({key: value}, the executing contract's transient slots), transient_alive (the execution's
+transient slots alive, at least the non-zero ones of transient; others belong to other
+contracts) and read_only (the frame is read-only, spec 2.4).
 
 Callee programs cross frames the way contracts do: they write their own storage, grow and
 release memory, emit events, return or revert memory bytes, re-enter the caller (whose
@@ -85,6 +88,7 @@ CALLEES = {
 # frame's own address cannot run).
 REENTRY = [("PUSH2", REENTRY_KEY), ("PUSH8", REENTRY_VALUE), ("SSTORE", 0),
            ("PUSH1", 0), ("PUSH1", 0), ("PUSH1", 0x5E), ("LOG1", 0), ("STOP", 0)]
+CALLS = ("CALL", "STATICCALL")   # the instructions that run a callee (STATICCALL from 1.1)
 REENTRANT = frozenset(k for k, p in CALLEES.items() if p and ("CALL", 0) in p)
 # Policies a replay binds callees under (reference_vm.policy.Policy fields). The frame's own
 # instruction is never bound (it is given as running), so each keeps CALL's gate open.
@@ -115,7 +119,13 @@ def complete(inputs: dict) -> dict:
     full.setdefault("pages_live", full["memory_pages"])
     full.setdefault("pages_peak", full["pages_live"])
     full.setdefault("storage", {})
-    if full["mnemonic"] == "CALL" and len(full["stack"]) >= 4:
+    table = spec.load(full["version"]).by_mnemonic
+    if "TSTORE" in table:
+        full.setdefault("transient", {})
+        full.setdefault("transient_alive", sum(1 for v in full["transient"].values() if v))
+    if "STATICCALL" in table:
+        full.setdefault("read_only", False)
+    if full["mnemonic"] in CALLS and len(full["stack"]) >= 4:
         full["callee_address"] = full["stack"][-4]
         if full["callee_address"] == full["address"] and full["callee"] != "absent":
             raise ValueError("a CALL replay's callee must be another contract")
@@ -158,6 +168,8 @@ class Observed(Generic[B]):
     height: int = -1            # the model observes only the top of the stack, and its height
     callee_storage: int | None = None   # CALL: the callee's slot CALLEE_KEY afterwards
     calls: list | None = None           # CALL: the call records (concrete.World.records)
+    transient: dict[int, int] | None = None   # from 1.1: the probed transient slots
+    transient_alive: int | None = None
 
 
 def run_interpreter(inputs: dict, handler=None, probe_keys=(), run=None) -> Observed[bytes]:
@@ -193,7 +205,13 @@ def run_interpreter(inputs: dict, handler=None, probe_keys=(), run=None) -> Obse
     execution.random_counter = x["random_counter"]
     frame = Frame(program=program, address=x["address"], caller=x["caller"],
                   call_data=bytes.fromhex(x["call_data"]), compute_limit=x["compute_limit"],
-                  depth=x["depth"], meter=meter, execution=execution)
+                  depth=x["depth"], meter=meter, execution=execution,
+                  read_only=x.get("read_only", False))
+    journal = execution.journal
+    for k, v in sorted(x.get("transient", {}).items()):
+        journal.transient_store(x["address"], k, v)
+    if "transient_alive" in x:
+        journal.transient_alive = x["transient_alive"]   # other contracts' slots too
     frame.stack = [0] * (x["height"] - len(x["stack"])) + list(x["stack"])
     memory = bytearray(x["memory_pages"] * rule.page_size)
     initial = bytes.fromhex(x["memory"])
@@ -215,7 +233,7 @@ def run_interpreter(inputs: dict, handler=None, probe_keys=(), run=None) -> Obse
     except Exception as err:  # noqa: BLE001 - an interpreter crash is a finding, not a stop
         status = f"internal:{type(err).__name__}:{err}"
     keys = set(x["storage"]) | set(probe_keys) | {REENTRY_KEY}
-    journal = execution.journal
+    transient_keys = set(x.get("transient", {})) | set(probe_keys)
     return Observed(
         status=status, pc=pc, stack=list(frame.stack), return_stack=list(frame.return_stack),
         memory=bytes(frame.memory),
@@ -232,4 +250,7 @@ def run_interpreter(inputs: dict, handler=None, probe_keys=(), run=None) -> Obse
         calls=[None if c is None else (
             c.depth, c.caller, c.callee, c.status, c.error, c.error_pc, c.compute,
             c.memory_pages, c.storage_reads, c.storage_writes, c.storage_new_slots,
-            c.storage_units) for c in execution.calls])
+            c.storage_units) for c in execution.calls],
+        transient=({k: journal.transient_load(x["address"], k) for k in sorted(transient_keys)}
+                   if "transient" in x else None),
+        transient_alive=journal.transient_alive if "transient" in x else None)

@@ -49,7 +49,8 @@ def ints(low: int, high: int):
 
 @st.composite
 def inputs(draw, mnemonic: str, version: str) -> dict:
-    ins = width(BITS, version).spec.by_mnemonic[mnemonic]
+    w = width(BITS, version)
+    ins = w.spec.by_mnemonic[mnemonic]
     stack = [draw(OPERAND) for _ in range(ins.inputs)]
     extra = draw(ints(0, 3))
     pages = draw(ints(0, 2))
@@ -78,7 +79,15 @@ def inputs(draw, mnemonic: str, version: str) -> dict:
         "seed": draw(SEED).hex(),
         "random_counter": draw(ints(0, 1000)), "depth": draw(ints(1, 64)),
     }
-    if mnemonic == "CALL":
+    table, slots = w.spec.by_mnemonic, w.num.transient_slots
+    if slots is not None:    # from 1.1: transient slots at the keys the stack names
+        x["transient"] = draw(st.dictionaries(st.sampled_from(keys), WORD, max_size=2))
+        own = sum(1 for v in x["transient"].values() if v)
+        # Other contracts' slots: none, one, or the limit reached or one short of it.
+        x["transient_alive"] = min(slots, own + draw(st.sampled_from([0, 1, slots - 1, slots])))
+    if "STATICCALL" in table:
+        x["read_only"] = x["depth"] > 1 and draw(st.booleans())
+    if mnemonic in ("CALL", "STATICCALL"):
         x["callee"] = draw(CALLEE)
         x["policy"] = draw(POLICY)
         if x["callee"] == "spin":  # keep the callee's loop short
