@@ -171,3 +171,14 @@ def test_a_staticcall_keeping_its_callees_writes_is_caught():
     call = models(64, V)["CALL"]
     got = rows(("STATICCALL",), names=("staticcall_outcome_and_return_data",), model=call)
     assert got == {("staticcall_outcome_and_return_data", "STATICCALL"): COUNTEREXAMPLE}
+
+
+def test_staticcall_agrees_across_frames_with_every_callee():
+    """Every callee program of replay.CALLEES (storage writes, events, re-entry) run under
+    STATICCALL on both sides: the writes fault READ_ONLY_WRITE in the callee."""
+    from proofs import frames
+    cases, found = frames.check(V, mnemonic="STATICCALL")
+    assert cases == len(frames.frame_inputs(V, "STATICCALL")) > 100 and found == []
+    # CALL's cases gain one per callee kind from a read-only frame under 1.1 only.
+    assert (len(frames.frame_inputs(V)) - len(frames.frame_inputs("1.0"))
+            == len(frames.CALLEES))
