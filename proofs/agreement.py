@@ -68,6 +68,7 @@ def compare(inputs: dict, handler=None, model=None) -> list[str]:
     check("callee storage", expected.callee_storage, got.callee_storage)
     check("transient", expected.transient, got.transient)
     check("transient alive", expected.transient_alive, got.transient_alive)
+    check("callee transient", expected.callee_transient, got.callee_transient)
     if world is not None and x["mnemonic"] in CALLS and expected.status == got.status:
         check("call records", world.records, got.calls)
     if expected.status in ("success", "reverted") and expected.status == got.status:

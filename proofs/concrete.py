@@ -18,8 +18,9 @@ from proofs.evaluate import compile_term, constant
 from proofs.machine import (
     RUNNING, WINDOW, Bytes, CallOracle, Env, State, array_bytes, base_memory, memory_range,
 )
+from proofs.replay import callees as callee_kinds
 from proofs.replay import (
-    CALLEE_KEY, CALLEES, CALLS, POLICIES, REENTRANT, REENTRY, REENTRY_KEY, Observed, Sampled,
+    CALLEE_KEY, CALLS, POLICIES, REENTRANT, REENTRY, REENTRY_KEY, Observed, Sampled,
 )
 from proofs.words import Sorts, Width, width
 
@@ -151,6 +152,8 @@ class World:
     # The call records of spec 7.5.2, in the order calls start: (depth, caller, callee,
     # status, error, error_pc, compute, memory_pages, reads, writes, new_slots, units).
     records: list = dataclasses.field(default_factory=list)
+    # From 1.1: each contract's transient slots as the model's state holds them.
+    transient: dict[int, z3.ArrayRef] = dataclasses.field(default_factory=dict)
 
     def refusal(self, address: int) -> str | None:
         """Why the code at address cannot run (spec 7.3, chapter 4): no contract, or the
@@ -183,7 +186,7 @@ def world_of(x: dict, pre: State) -> World:
     same)."""
     programs: dict[int, list[tuple[str, int]]] = {}
     storage = {x["address"]: pre.storage}
-    callee = CALLEES[x["callee"]]
+    callee = callee_kinds(x["version"])[x["callee"]]
     if x["mnemonic"] in CALLS and callee is not None and "callee_address" in x:
         programs[x["callee_address"]] = callee
     if x["callee"] in REENTRANT:
@@ -253,13 +256,17 @@ def call_oracle(pre: State, world: World, model=None, static: bool = False) -> C
     after = first.state
     start_compute = value(after.compute)
     limit = min(value(after.compute_limit), start_compute + value(pre.stack[2]))
-    saved = dict(world.storage)
+    saved, saved_transient = dict(world.storage), dict(world.transient)
     world.storage[caller] = after.storage
+    if after.transient is not None:
+        world.transient[caller] = after.transient
     offset, length = w.widen(pre.stack[1]), w.widen(pre.stack[0])
     frame = after.replace(
         pc=cv(0), stack=tuple(w.wval(0) for _ in range(WINDOW)), height=cv(0),
         rstack=(cv(0), cv(0)), rheight=cv(0), memory=base_memory(w, cv(0), byte_array(w, b"")),
         storage=world.storage.get(target, word_array(w, {})), events=(), output=None,
+        transient=(None if after.transient is None
+                   else world.transient.get(target, word_array(w, {}))),
         return_data=concrete_bytes(w, b""), compute_limit=cv(limit),
         env=Env(caller=w.wval(caller), address=w.wval(target),
                 call_data=memory_range(pre.memory, offset, length),
@@ -272,9 +279,13 @@ def call_oracle(pre: State, world: World, model=None, static: bool = False) -> C
     ok = end.status == "success"
     if ok:
         world.storage[target] = t.storage
+        if t.transient is not None:
+            world.transient[target] = t.transient
     else:
         world.storage.clear()
         world.storage.update(saved)
+        world.transient.clear()
+        world.transient.update(saved_transient)
     gained = lambda name: cv(value(getattr(t, name)) - value(getattr(after, name)))  # noqa: E731
     used = [value(getattr(t, n)) - value(getattr(after, n))
             for n in ("compute", "reads", "writes", "new_slots", "storage_units")]
@@ -292,8 +303,10 @@ def call_oracle(pre: State, world: World, model=None, static: bool = False) -> C
         storage_after=world.storage[caller] if ok else pre.storage,
         output=t.output if t.output is not None else concrete_bytes(w, b""),
         events=t.events if ok else (),
-        transient_after=after.transient,
-        transient_alive_after=None if t.transient_alive is None else cv(value(t.transient_alive)))
+        transient_after=world.transient[caller] if ok and after.transient is not None
+        else pre.transient,
+        transient_alive_after=(None if t.transient_alive is None
+                               else cv(value(t.transient_alive if ok else pre.transient_alive))))
 
 
 def observe(x: dict, branch, probe_keys=(), extra_probes=(), world: World | None = None) -> Observed[Sampled]:
@@ -321,8 +334,13 @@ def observe(x: dict, branch, probe_keys=(), extra_probes=(), world: World | None
         tkeys = set(x.get("transient", {})) | set(probe_keys)
         transient = {k: value(s.transient[w.wval(k)]) for k in sorted(tkeys)}
         alive = value(s.transient_alive)
+    callee_transient = None
+    if s.transient is not None and "callee_address" in x:
+        at = x["callee_address"]
+        held = world.transient.get(at) if world is not None else None
+        callee_transient = 0 if held is None else value(held[w.wval(CALLEE_KEY)])
     return Observed(
-        transient=transient, transient_alive=alive,
+        transient=transient, transient_alive=alive, callee_transient=callee_transient,
         status=branch.status, pc=value(s.pc) if branch.status == RUNNING else None,
         stack=stack, height=height, return_stack=return_stack_view(s),
         memory=bytes(memory),

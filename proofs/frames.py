@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 
-from proofs.replay import CALLEES, POLICIES, REENTRANT, REENTRY_KEY
+from proofs.replay import POLICIES, REENTRANT, REENTRY_KEY, callees
 
 CALLEE_ADDRESS = 0x200
 STORAGE_UNITS = 10
@@ -56,11 +56,12 @@ def frame_inputs(version: str, mnemonic: str = "CALL") -> list[dict]:
     w = width(64, version)
     call_depth = w.num.call_depth
     _call = functools.partial(call_case, version, mnemonic=mnemonic)
-    cases = [_call(kind) for kind in CALLEES]
+    kinds = callees(version)
+    cases = [_call(kind) for kind in kinds]
     cases += [_call(kind, policy) for kind in POLICY_SENSITIVE for policy in POLICIES
               if policy != "open"]
-    for kind in sorted(CALLEES):
-        if CALLEES[kind] is None:
+    for kind in sorted(kinds):
+        if kinds[kind] is None:
             continue
         edge = f"{kind}: "
         cases += [
@@ -81,7 +82,7 @@ def frame_inputs(version: str, mnemonic: str = "CALL") -> list[dict]:
                        label="spin: a compute operand past the caller's limit"))
     if mnemonic == "CALL" and "STATICCALL" in w.spec.by_mnemonic:
         cases += [_call(kind, depth=2, read_only=True, label=f"{kind}: from a read-only frame")
-                  for kind in CALLEES]
+                  for kind in kinds]
     return cases
 
 

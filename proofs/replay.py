@@ -84,6 +84,23 @@ CALLEES = {
     "random": [("RANDOM", 0), ("POP", 0), ("STOP", 0)],
     "read": [("PUSH1", CALLEE_KEY), ("SLOAD", 0), ("POP", 0), ("STOP", 0)],
 }
+# From 1.1 (spec 6.13): callees that write their own transient slot CALLEE_KEY, then stop
+# (the write stays for the rest of the execution) or revert (it is undone with the frame).
+_TSTORE = [("PUSH1", CALLEE_KEY), ("PUSH8", CALLEE_VALUE), ("TSTORE", 0)]
+TRANSIENT_CALLEES = {
+    "transient": _TSTORE + [("STOP", 0)],
+    "transient_revert": _TSTORE + _EMPTY + [("REVERT", 0)],
+    "transient_trap": _TSTORE + [("TRAP", 0)],
+}
+
+
+def callees(version: str) -> dict:
+    """The callee kinds of spec ``version``: CALLEES, and from 1.1 TRANSIENT_CALLEES."""
+    if "TSTORE" in spec.load(version).by_mnemonic:
+        return {**CALLEES, **TRANSIENT_CALLEES}
+    return CALLEES
+
+
 # What the caller's address holds when a callee re-enters it (else no code: a call to the
 # frame's own address cannot run).
 REENTRY = [("PUSH2", REENTRY_KEY), ("PUSH8", REENTRY_VALUE), ("SSTORE", 0),
@@ -170,6 +187,7 @@ class Observed(Generic[B]):
     calls: list | None = None           # CALL: the call records (concrete.World.records)
     transient: dict[int, int] | None = None   # from 1.1: the probed transient slots
     transient_alive: int | None = None
+    callee_transient: int | None = None       # from 1.1, CALL: the callee's transient CALLEE_KEY
 
 
 def run_interpreter(inputs: dict, handler=None, probe_keys=(), run=None) -> Observed[bytes]:
@@ -189,7 +207,7 @@ def run_interpreter(inputs: dict, handler=None, probe_keys=(), run=None) -> Obse
     program = Program(code=ValidCode(b"", data, (), rule.spec.number), data=data, segments=())
     own = assemble_instructions(REENTRY, version) if x["callee"] in REENTRANT else b""
     contracts = {x["address"]: Contract(own, {k: v for k, v in x["storage"].items()})}
-    callee = CALLEES[x["callee"]]
+    callee = callees(version)[x["callee"]]
     if callee is not None and "callee_address" in x:
         contracts.setdefault(x["callee_address"], Contract(assemble_instructions(callee, version)))
     execution = Execution(WorldState(contracts), Context(x["block_time"], bytes.fromhex(x["seed"])),
@@ -253,4 +271,6 @@ def run_interpreter(inputs: dict, handler=None, probe_keys=(), run=None) -> Obse
             c.storage_units) for c in execution.calls],
         transient=({k: journal.transient_load(x["address"], k) for k in sorted(transient_keys)}
                    if "transient" in x else None),
-        transient_alive=journal.transient_alive if "transient" in x else None)
+        transient_alive=journal.transient_alive if "transient" in x else None,
+        callee_transient=(journal.transient_load(x["callee_address"], CALLEE_KEY)
+                          if "transient" in x and "callee_address" in x else None))

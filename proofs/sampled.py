@@ -12,7 +12,7 @@ import functools
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 from proofs.agreement import compare
-from proofs.replay import CALLEES, POLICIES
+from proofs.replay import POLICIES, callees
 from proofs.words import width
 
 BITS = 64
@@ -34,11 +34,10 @@ MEMORY = st.binary(max_size=64)
 BYTES = st.binary(max_size=40)
 SEED = st.binary(min_size=32, max_size=32)
 WORD = st.integers(0, MASK)
-CALLEE = st.sampled_from(sorted(CALLEES))
 POLICY = st.sampled_from(sorted(POLICIES))
 # Instructions whose effects cross frames or end one get more examples per run (their inputs
 # span callee programs, policies and output ranges): this many times the per-opcode count.
-MORE_EXAMPLES = {"CALL": 4, "RETURN": 4, "REVERT": 4}
+MORE_EXAMPLES = {"CALL": 4, "STATICCALL": 4, "RETURN": 4, "REVERT": 4}
 
 
 @functools.cache
@@ -88,7 +87,7 @@ def inputs(draw, mnemonic: str, version: str) -> dict:
     if "STATICCALL" in table:
         x["read_only"] = x["depth"] > 1 and draw(st.booleans())
     if mnemonic in ("CALL", "STATICCALL"):
-        x["callee"] = draw(CALLEE)
+        x["callee"] = draw(st.sampled_from(sorted(callees(version))))
         x["policy"] = draw(POLICY)
         if x["callee"] == "spin":  # keep the callee's loop short
             x["stack"][1] = draw(ints(0, 300))

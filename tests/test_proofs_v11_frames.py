@@ -13,6 +13,7 @@ import spec
 from proofs import agreement
 from proofs.accounting import charge_storage, running, then
 from proofs.concrete import concrete_state, observe, world_of
+from proofs.replay import CALLEE_VALUE, callees
 from proofs.instructions import models
 from proofs.machine import fresh_state
 from proofs.runner import AGREES, COUNTEREXAMPLE, DISAGREES, PROVED, Options, run_suite
@@ -180,5 +181,24 @@ def test_staticcall_agrees_across_frames_with_every_callee():
     cases, found = frames.check(V, mnemonic="STATICCALL")
     assert cases == len(frames.frame_inputs(V, "STATICCALL")) > 100 and found == []
     # CALL's cases gain one per callee kind from a read-only frame under 1.1 only.
-    assert (len(frames.frame_inputs(V)) - len(frames.frame_inputs("1.0"))
-            == len(frames.CALLEES))
+    kinds = callees(V)
+    assert set(kinds) - set(callees("1.0")) == {"transient", "transient_revert",
+                                                 "transient_trap"}
+    read_only = [x["callee"] for x in frames.frame_inputs(V) if x.get("read_only")]
+    assert read_only == list(kinds)
+    assert not [x for x in frames.frame_inputs("1.0") if "read_only" in x]
+
+
+@pytest.mark.parametrize("kind,stays", [("transient", True), ("transient_revert", False),
+                                        ("transient_trap", False)])
+def test_a_callees_transient_write_stays_on_success_and_is_undone_otherwise(kind, stays):
+    """6.13: the callee writes its own transient slot CALLEE_KEY; it stays for the rest of
+    the execution when the callee succeeds, and is undone when it reverts or faults."""
+    mine, diffs = both(mnemonic="CALL", stack=[0x200, 50_000, 0, 0], callee=kind)
+    assert diffs == []
+    assert mine.stack == [1 if stays else 0]
+    assert mine.callee_transient == (CALLEE_VALUE if stays else 0)
+    assert mine.transient_alive == (1 if stays else 0)
+    # Under STATICCALL the write faults READ_ONLY_WRITE: nothing stays.
+    mine, diffs = both(mnemonic="STATICCALL", stack=[0x200, 50_000, 0, 0], callee=kind)
+    assert diffs == [] and mine.stack == [0] and mine.callee_transient == 0
