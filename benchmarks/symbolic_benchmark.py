@@ -83,7 +83,7 @@ def main() -> int:
     from proofs.symbolic.userfile import load_file
     from reference_vm import Limits, assemble
 
-    version = versions.newest()
+    version = versions.newest(versions.SYMBOLIC)
 
     def code(path: str) -> bytes:
         return assemble((ROOT / path).read_text(), version)

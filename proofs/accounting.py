@@ -126,3 +126,16 @@ def umax(a, b):
 
 def umin(a, b):
     return z3.If(z3.ULT(a, b), a, b)
+
+
+def unless_read_only(state: State, step: Step) -> list[Branch]:
+    """A write (SSTORE, TSTORE, LOGn) in a read-only frame halts with READ_ONLY_WRITE after
+    the stack checks and the base cost, before the cost rule (from 1.1, spec 6.11 and 2.4);
+    ``step`` otherwise. A version without read-only frames has no such branch."""
+    read_only = state.env.read_only
+    if read_only is None:
+        return step(state)
+    out = [halt(state, "READ_ONLY_WRITE", read_only, "read-only frame")]
+    for b in step(state):
+        out.append(Branch(b.label, b.status, z3.And(z3.Not(read_only), b.cond), b.state))
+    return out

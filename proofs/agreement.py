@@ -23,7 +23,7 @@ from proofs.concrete import (
     ModelError, World, call_oracle, concrete_state, memory_probes, observe, sample, taken,
     with_oracle, world_of,
 )
-from proofs.replay import complete, run_interpreter
+from proofs.replay import CALLS, complete, run_interpreter
 
 RUNNING = "running"
 
@@ -33,10 +33,10 @@ def model_outcome(x: dict, model=None, world: World | None = None, pre=None):
     from ``pre`` when given (that state, already built); a CALL's callee runs through the
     model over ``world`` (made from ``x`` when not given)."""
     pre = concrete_state(x) if pre is None else pre
-    if x["mnemonic"] == "CALL":
+    if x["mnemonic"] in CALLS:
         world = world_of(x, pre) if world is None else world
-        world.model_table = None if model is None else {"CALL": model}
-        pre = with_oracle(pre, call_oracle(pre, world, model))
+        world.model_table = None if model is None else {x["mnemonic"]: model}
+        pre = with_oracle(pre, call_oracle(pre, world, model, x["mnemonic"] == "STATICCALL"))
     size = pre.w.spec.by_mnemonic[x["mnemonic"]].immediate_size
     imm = z3.BitVecVal(x["immediate"], 8 * size) if size else None
     return taken(execute.step(pre, x["mnemonic"], imm, model))
@@ -66,7 +66,10 @@ def compare(inputs: dict, handler=None, model=None) -> list[str]:
     check("storage", expected.storage, got.storage)
     check("memory size", len(expected.memory), len(got.memory))
     check("callee storage", expected.callee_storage, got.callee_storage)
-    if world is not None and x["mnemonic"] == "CALL" and expected.status == got.status:
+    check("transient", expected.transient, got.transient)
+    check("transient alive", expected.transient_alive, got.transient_alive)
+    check("callee transient", expected.callee_transient, got.callee_transient)
+    if world is not None and x["mnemonic"] in CALLS and expected.status == got.status:
         check("call records", world.records, got.calls)
     if expected.status in ("success", "reverted") and expected.status == got.status:
         assert got.output is not None      # a halt gives its output

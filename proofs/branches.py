@@ -57,6 +57,7 @@ MEMORY_RANGES: dict[str, list[Range]] = {
     "RETURNDATACOPY": [("dst", "length")],
     "SHA256": [("src", "length"), ("dst", "D")],
     "RETURN": _OFFSET_LENGTH, "REVERT": _OFFSET_LENGTH, "CALL": _OFFSET_LENGTH,
+    "STATICCALL": _OFFSET_LENGTH,
     **{f"LOG{k}": _OFFSET_LENGTH for k in range(5)},
 }
 # Byte strings read past their end as zeros: (string, start operand, length).
@@ -166,7 +167,7 @@ def _tiers(s, ins):
                  ule(s.compute_limit, cv(1_000_000)), ule(s.storage_limit, cv(1_000)),
                  ule(s.random_counter, cv(100)), ule(s.pc, cv(1_000)),
                  ule(s.reads, cv(100)), ule(s.writes, cv(100)), ule(s.new_slots, cv(100))]
-    if ins.mnemonic == "CALL":  # the replay deploys the callee at the address operand
+    if ins.mnemonic in ("CALL", "STATICCALL"):  # the replay deploys the callee there
         small_env.append(s.stack[3] != s.env.address)
     small_stack = [ule(s.height, cv(WINDOW)), ule(s.rheight, cv(2))]
     # Operands z3 leaves free come out 0, which hides byte order and most value bugs:
@@ -469,7 +470,13 @@ def inputs_from_model(model, s, mnemonic: str, imm=None) -> dict:
         "seed": r(s.env.seed).to_bytes(32, "little").hex(),
         "random_counter": r(s.random_counter), "depth": r(s.env.depth),
     }
-    if mnemonic == "CALL":
+    if s.transient is not None:
+        transient = {k: r(s.transient[w.wval(k)]) for k in keys}
+        x["transient"] = {k: v for k, v in transient.items() if v}
+        x["transient_alive"] = max(r(s.transient_alive), len(x["transient"]))
+    if s.env.read_only is not None:
+        x["read_only"] = bool(r(s.env.read_only))
+    if mnemonic in ("CALL", "STATICCALL"):
         o = s.env.oracle
         x["callee"] = ("absent" if not r(o.runnable) else "stop" if r(o.succeeded)
                        else "revert" if r(o.reverted) else "trap")

@@ -18,8 +18,9 @@ from proofs.evaluate import compile_term, constant
 from proofs.machine import (
     RUNNING, WINDOW, Bytes, CallOracle, Env, State, array_bytes, base_memory, memory_range,
 )
+from proofs.replay import callees as callee_kinds
 from proofs.replay import (
-    CALLEE_KEY, CALLEES, POLICIES, REENTRANT, REENTRY, REENTRY_KEY, Observed, Sampled,
+    CALLEE_KEY, CALLS, POLICIES, REENTRANT, REENTRY, REENTRY_KEY, Observed, Sampled,
 )
 from proofs.words import Sorts, Width, width
 
@@ -88,10 +89,11 @@ def word_array(w: Sorts, mapping: dict[int, int]) -> z3.ArrayRef:
     return stores(array, ((word(w, k), word(w, mapping[k])) for k in sorted(mapping)))
 
 
-def no_call(w: Sorts, storage) -> CallOracle:
+def no_call(w: Sorts, storage, transient=None, transient_alive=None) -> CallOracle:
     zero = counter(w, 0)
     return CallOracle(z3.BoolVal(False), z3.BoolVal(False), z3.BoolVal(False), zero, zero,
-                      zero, zero, zero, zero, zero, storage, concrete_bytes(w, b""))
+                      zero, zero, zero, zero, zero, storage, concrete_bytes(w, b""),
+                      transient_after=transient, transient_alive_after=transient_alive)
 
 
 def concrete_state(x: dict) -> State:
@@ -103,12 +105,19 @@ def concrete_state(x: dict) -> State:
     window += tuple(wv(0) for _ in range(WINDOW - len(window)))  # below the stack
     rs = list(reversed(x["return_stack"][-2:])) + [0, 0]
     storage = word_array(w, x["storage"])
+    transient = {}
+    if "transient" in x:
+        transient = {"transient": word_array(w, x["transient"]),
+                     "transient_alive": cv(x["transient_alive"])}
     env = Env(caller=wv(x["caller"]), address=wv(x["address"]),
               call_data=concrete_bytes(w, bytes.fromhex(x["call_data"])),
               data=concrete_bytes(w, bytes.fromhex(x["data"])),
               block_time=wv(x["block_time"]),
               seed=z3.BitVecVal(int.from_bytes(bytes.fromhex(x["seed"]), "little"), 256),
-              depth=cv(x["depth"]), oracle=no_call(w, storage))
+              depth=cv(x["depth"]),
+              oracle=no_call(w, storage, transient.get("transient"),
+                             transient.get("transient_alive")),
+              read_only=z3.BoolVal(bool(x["read_only"])) if "read_only" in x else None)
     return State(
         w=w, pc=cv(x["pc"]), stack=window, height=cv(x["height"]),
         rstack=tuple(cv(v) for v in rs[:2]), rheight=cv(len(x["return_stack"])),
@@ -120,7 +129,7 @@ def concrete_state(x: dict) -> State:
         storage_limit=cv(x["storage_limit"]), reads=cv(x["storage_reads"]),
         writes=cv(x["storage_writes"]), new_slots=cv(x["storage_new_slots"]),
         random_counter=cv(x["random_counter"]),
-        return_data=concrete_bytes(w, bytes.fromhex(x["return_data"])), env=env)
+        return_data=concrete_bytes(w, bytes.fromhex(x["return_data"])), env=env, **transient)
 
 
 def taken(branches) -> "execute.Branch":
@@ -143,6 +152,8 @@ class World:
     # The call records of spec 7.5.2, in the order calls start: (depth, caller, callee,
     # status, error, error_pc, compute, memory_pages, reads, writes, new_slots, units).
     records: list = dataclasses.field(default_factory=list)
+    # From 1.1: each contract's transient slots as the model's state holds them.
+    transient: dict[int, z3.ArrayRef] = dataclasses.field(default_factory=dict)
 
     def refusal(self, address: int) -> str | None:
         """Why the code at address cannot run (spec 7.3, chapter 4): no contract, or the
@@ -175,8 +186,8 @@ def world_of(x: dict, pre: State) -> World:
     same)."""
     programs: dict[int, list[tuple[str, int]]] = {}
     storage = {x["address"]: pre.storage}
-    callee = CALLEES[x["callee"]]
-    if x["mnemonic"] == "CALL" and callee is not None and "callee_address" in x:
+    callee = callee_kinds(x["version"])[x["callee"]]
+    if x["mnemonic"] in CALLS and callee is not None and "callee_address" in x:
         programs[x["callee_address"]] = callee
     if x["callee"] in REENTRANT:
         programs[x["address"]] = REENTRY
@@ -197,8 +208,9 @@ def run_program(state: State, program: list[tuple[str, int]], world: World | Non
         ins = rows[mnemonic]
         imm_term = z3.BitVecVal(imm, 8 * ins.immediate_size) if ins.immediate_size else None
         model = None if table is None else table.get(mnemonic)
-        if mnemonic == "CALL" and world is not None:
-            state = with_oracle(state, call_oracle(state, world, model))
+        if mnemonic in CALLS and world is not None:
+            state = with_oracle(state, call_oracle(state, world, model,
+                                                   mnemonic == "STATICCALL"))
         branch = taken(execute.step(state, mnemonic, imm_term, model))
         if branch.status != RUNNING:
             return branch
@@ -210,7 +222,7 @@ def with_oracle(state: State, oracle: CallOracle) -> State:
     return state.replace(env=dataclasses.replace(state.env, oracle=oracle))
 
 
-def call_oracle(pre: State, world: World, model=None) -> CallOracle:
+def call_oracle(pre: State, world: World, model=None, static: bool = False) -> CallOracle:
     """The call oracle of the CALL about to run in ``pre``, from the model alone: a first
     step with a callee that uses nothing gives the caller's meters after its base cost and
     call-data touch (or its halt, or the depth rule's refusal); the callee's program then
@@ -219,12 +231,15 @@ def call_oracle(pre: State, world: World, model=None) -> CallOracle:
     as call data, over ``world``'s storage with the caller's own as it is now. A callee
     that does not succeed leaves ``world`` as it found it (spec 6.11: its writes, and its
     callees', are undone); one that succeeds leaves its writes, re-entrant ones included,
-    and the oracle's storage is the caller's as the callee left it."""
+    and the oracle's storage is the caller's as the callee left it. ``static``: a
+    STATICCALL, whose callee is read-only (so is a CALL's in a read-only frame). The callee
+    programs touch no transient slot: the oracle's transient slots are the caller's."""
     w, cv = pre.w, pre.w.cval
     target, caller = value(pre.stack[3]), value(pre.env.address)
-    none = no_call(w, pre.storage)
+    none = no_call(w, pre.storage, pre.transient, pre.transient_alive)
     idle = dataclasses.replace(none, runnable=z3.BoolVal(True), succeeded=z3.BoolVal(True))
-    first = taken(execute.step(with_oracle(pre, idle), "CALL", None, model))
+    mnemonic = "STATICCALL" if static else "CALL"
+    first = taken(execute.step(with_oracle(pre, idle), mnemonic, None, model))
     depth = value(pre.env.depth) + 1
     if first.label.endswith("call depth exceeded"):
         world.records.append((depth, caller, target, "fault", "CALL_DEPTH_EXCEEDED", None,
@@ -241,26 +256,36 @@ def call_oracle(pre: State, world: World, model=None) -> CallOracle:
     after = first.state
     start_compute = value(after.compute)
     limit = min(value(after.compute_limit), start_compute + value(pre.stack[2]))
-    saved = dict(world.storage)
+    saved, saved_transient = dict(world.storage), dict(world.transient)
     world.storage[caller] = after.storage
+    if after.transient is not None:
+        world.transient[caller] = after.transient
     offset, length = w.widen(pre.stack[1]), w.widen(pre.stack[0])
     frame = after.replace(
         pc=cv(0), stack=tuple(w.wval(0) for _ in range(WINDOW)), height=cv(0),
         rstack=(cv(0), cv(0)), rheight=cv(0), memory=base_memory(w, cv(0), byte_array(w, b"")),
         storage=world.storage.get(target, word_array(w, {})), events=(), output=None,
+        transient=(None if after.transient is None
+                   else world.transient.get(target, word_array(w, {}))),
         return_data=concrete_bytes(w, b""), compute_limit=cv(limit),
         env=Env(caller=w.wval(caller), address=w.wval(target),
                 call_data=memory_range(pre.memory, offset, length),
                 data=concrete_bytes(w, b""), block_time=after.env.block_time,
-                seed=after.env.seed, depth=after.env.depth + cv(1), oracle=none))
+                seed=after.env.seed, depth=after.env.depth + cv(1), oracle=none,
+                read_only=(None if pre.env.read_only is None else
+                           z3.BoolVal(static or bool(value(pre.env.read_only))))))
     end = run_program(frame, world.programs[target], world)
     t = end.state
     ok = end.status == "success"
     if ok:
         world.storage[target] = t.storage
+        if t.transient is not None:
+            world.transient[target] = t.transient
     else:
         world.storage.clear()
         world.storage.update(saved)
+        world.transient.clear()
+        world.transient.update(saved_transient)
     gained = lambda name: cv(value(getattr(t, name)) - value(getattr(after, name)))  # noqa: E731
     used = [value(getattr(t, n)) - value(getattr(after, n))
             for n in ("compute", "reads", "writes", "new_slots", "storage_units")]
@@ -277,7 +302,11 @@ def call_oracle(pre: State, world: World, model=None) -> CallOracle:
         randoms=gained("random_counter"),
         storage_after=world.storage[caller] if ok else pre.storage,
         output=t.output if t.output is not None else concrete_bytes(w, b""),
-        events=t.events if ok else ())
+        events=t.events if ok else (),
+        transient_after=world.transient[caller] if ok and after.transient is not None
+        else pre.transient,
+        transient_alive_after=(None if t.transient_alive is None
+                               else cv(value(t.transient_alive if ok else pre.transient_alive))))
 
 
 def observe(x: dict, branch, probe_keys=(), extra_probes=(), world: World | None = None) -> Observed[Sampled]:
@@ -300,7 +329,18 @@ def observe(x: dict, branch, probe_keys=(), extra_probes=(), world: World | None
             callee_storage = 0   # a contract no frame of the replay has written
     events = [(value(e.address), tuple(value(t) for t in e.topics), read_bytes(w, e.data))
               for e in s.events]
+    transient, alive = None, None
+    if s.transient is not None:
+        tkeys = set(x.get("transient", {})) | set(probe_keys)
+        transient = {k: value(s.transient[w.wval(k)]) for k in sorted(tkeys)}
+        alive = value(s.transient_alive)
+    callee_transient = None
+    if s.transient is not None and "callee_address" in x:
+        at = x["callee_address"]
+        held = world.transient.get(at) if world is not None else None
+        callee_transient = 0 if held is None else value(held[w.wval(CALLEE_KEY)])
     return Observed(
+        transient=transient, transient_alive=alive, callee_transient=callee_transient,
         status=branch.status, pc=value(s.pc) if branch.status == RUNNING else None,
         stack=stack, height=height, return_stack=return_stack_view(s),
         memory=bytes(memory),

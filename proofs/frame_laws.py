@@ -47,13 +47,20 @@ def _output(status: str):
     return make
 
 
-def _call(w, pre, branches):
+def _call(w, pre, branches, static: bool = False):
     """After the call-data touch, with depth d and the callee oracle o: d + 1 > call_depth,
     or o cannot run: ok 0 and empty return data; otherwise success: ok 1, return data the
     callee's output and the storage as the callee left it (its re-entrant writes to the
     caller's contract included); reverted: ok 0 and its output; any error: ok 0 and empty.
-    Storage is unchanged whenever ok is 0."""
+    Storage is unchanged whenever ok is 0. From 1.1 the same of transient storage (6.13: a
+    failed callee's transient writes are undone); and a read-only callee (STATICCALL's, or
+    any callee of a read-only frame, 2.4) leaves storage, transient storage, the storage
+    write counters and the events as they were whatever its outcome."""
     o = pre.env.oracle
+    read_only = z3.BoolVal(True) if static else pre.env.read_only   # None under 1.0
+
+    def unless_read_only(kept, written):
+        return written if read_only is None else z3.If(read_only, kept, written)
     cv = w.cval
     too_deep = z3.UGT(pre.env.depth + cv(1), cv(w.num.call_depth))
     ran = z3.And(z3.Not(too_deep), o.runnable)
@@ -65,8 +72,20 @@ def _call(w, pre, branches):
             rd.length == data.length, z3.Implies(z3.ULT(j, rd.length), rd.read(j) == data.read(j))))
         # Storage: the callee's writes (re-entrant ones to this contract included) stay on
         # success, and are undone otherwise.
-        storage = t.storage == (o.storage_after if ok else pre.storage)
-        return z3.And(t.stack[0] == w.wval(ok), same, storage)
+        kept = t.storage == pre.storage
+        storage = unless_read_only(kept, t.storage == o.storage_after) if ok else kept
+        parts = [t.stack[0] == w.wval(ok), same, storage]
+        if pre.transient is not None:
+            kept_t = z3.And(t.transient == pre.transient,
+                            t.transient_alive == pre.transient_alive)
+            parts.append(unless_read_only(kept_t, z3.And(
+                t.transient == o.transient_after,
+                t.transient_alive == o.transient_alive_after)) if ok else kept_t)
+        if read_only is not None:
+            parts.append(z3.Implies(read_only, z3.And(
+                t.writes == pre.writes, t.new_slots == pre.new_slots,
+                z3.BoolVal(len(t.events) == len(pre.events)))))
+        return z3.And(parts)
 
     claims = []
     for b in branches:
@@ -82,7 +101,17 @@ def _call(w, pre, branches):
     return claims
 
 
-def _call_charge(w, pre, branches):
+def _static_call(w, pre, branches):
+    return _call(w, pre, branches, static=True)
+
+
+def _call_charge_of(opcode: str):
+    def make(w, pre, branches):
+        return _call_charge(w, pre, branches, opcode)
+    return make
+
+
+def _call_charge(w, pre, branches, opcode: str = "CALL"):
     """5.2.1 and 6.11 step 5: from the compute used when the call starts (after the base
     cost and the call-data range's pages), the callee's usage stays charged, up to its limit
     min(caller's limit, used + compute); a callee that never runs costs nothing more."""
@@ -94,7 +123,7 @@ def _call_charge(w, pre, branches):
         if b.status != RUNNING:
             continue
         t = b.state
-        start = (pre.compute + cv(w.spec.by_mnemonic["CALL"].cost)
+        start = (pre.compute + cv(w.spec.by_mnemonic[opcode].cost)
                  + (t.memory.pages - pre.memory.pages) * cv(w.num.page_cost))
         limit = z3.If(z3.ULT(pre.compute_limit, start + compute), pre.compute_limit,
                       start + compute)
@@ -117,7 +146,12 @@ def theorems(version: str) -> list[Theorem]:
              "every outcome: depth rule, callee cannot run, success, revert, error"),
         _law("call_charges_callee_usage", "CALL", _call_charge,
              "used + the callee's usage, capped by the callee's limit", "call-arithmetic"),
-    ]
+    ] + ([
+        _law("staticcall_outcome_and_return_data", "STATICCALL", _static_call,
+             "every outcome as CALL's; the read-only callee writes nothing"),
+        _law("staticcall_charges_callee_usage", "STATICCALL", _call_charge_of("STATICCALL"),
+             "used + the callee's usage, capped by the callee's limit", "call-arithmetic"),
+    ] if "STATICCALL" in width(None, version).spec.by_mnemonic else [])
 
 
 declare_versions(theorems)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 
-from proofs.replay import CALLEES, POLICIES, REENTRANT, REENTRY_KEY
+from proofs.replay import POLICIES, REENTRANT, REENTRY_KEY, callees
 
 CALLEE_ADDRESS = 0x200
 STORAGE_UNITS = 10
@@ -39,25 +39,29 @@ POLICY_SENSITIVE = ("store", "memory", "reenter", "reenter_revert", "time", "ran
 
 
 def call_case(version: str, kind: str, policy: str = "open", compute: int | None = None,
-          offset: int = 4, length: int = 8, **changes) -> dict:
+          offset: int = 4, length: int = 8, mnemonic: str = "CALL", **changes) -> dict:
     if compute is None:  # the looping callee runs out of a small operand, the others finish
         compute = 120 if kind == "spin" else 1_000_000
-    x = dict(BASE, version=version, callee=kind, policy=policy,
+    x = dict(BASE, mnemonic=mnemonic, version=version, callee=kind, policy=policy,
              stack=[CALLEE_ADDRESS, compute, offset, length], label=f"{kind} under {policy}")
     x.update(changes)
     return x
 
 
-def frame_inputs(version: str) -> list[dict]:
-    """The cases of spec ``version``, in a fixed order (each labelled)."""
+def frame_inputs(version: str, mnemonic: str = "CALL") -> list[dict]:
+    """The cases of ``mnemonic`` (CALL, or 1.1's STATICCALL) under spec ``version``, in a
+    fixed order (each labelled). From 1.1, CALL's cases add each callee kind called from a
+    read-only frame (its callee is read-only too, spec 2.4)."""
     from proofs.words import width
-    call_depth = width(64, version).num.call_depth
-    _call = functools.partial(call_case, version)
-    cases = [_call(kind) for kind in CALLEES]
+    w = width(64, version)
+    call_depth = w.num.call_depth
+    _call = functools.partial(call_case, version, mnemonic=mnemonic)
+    kinds = callees(version)
+    cases = [_call(kind) for kind in kinds]
     cases += [_call(kind, policy) for kind in POLICY_SENSITIVE for policy in POLICIES
               if policy != "open"]
-    for kind in sorted(CALLEES):
-        if CALLEES[kind] is None:
+    for kind in sorted(kinds):
+        if kinds[kind] is None:
             continue
         edge = f"{kind}: "
         cases += [
@@ -76,15 +80,19 @@ def frame_inputs(version: str) -> list[dict]:
     # quickly (not 2^40: such a callee would loop for hours before it stopped).
     cases.append(_call("spin", compute=2_000, compute_limit=600,
                        label="spin: a compute operand past the caller's limit"))
+    if mnemonic == "CALL" and "STATICCALL" in w.spec.by_mnemonic:
+        cases += [_call(kind, depth=2, read_only=True, label=f"{kind}: from a read-only frame")
+                  for kind in kinds]
     return cases
 
 
-def check(version: str, handler=None, model=None) -> tuple[int, list[dict]]:
-    """(cases run, disagreements) of every case."""
+def check(version: str, handler=None, model=None,
+          mnemonic: str = "CALL") -> tuple[int, list[dict]]:
+    """(cases run, disagreements) of every case of ``mnemonic``."""
     from proofs.agreement import compare
 
     found = []
-    cases = frame_inputs(version)
+    cases = frame_inputs(version, mnemonic)
     for x in cases:
         label = x.pop("label")
         diffs = compare(x, handler, model)

@@ -93,6 +93,10 @@ class CallOracle:
     storage_after: z3.ArrayRef    # the executing contract's storage after a successful callee
     output: Bytes
     events: tuple = ()            # concrete replays only: the callee's events on success
+    # From 1.1 (spec 2.3.3): the executing contract's transient slots and the transient
+    # slots alive after a successful callee (None under a version without them).
+    transient_after: z3.ArrayRef | None = None
+    transient_alive_after: z3.BitVecRef | None = None
 
 
 @dataclass(frozen=True)
@@ -107,6 +111,7 @@ class Env:
     seed: z3.BitVecRef            # 256 bits
     depth: z3.BitVecRef
     oracle: CallOracle
+    read_only: z3.BoolRef | None = None   # from 1.1 (spec 2.4): the frame is read-only
 
 
 @dataclass(frozen=True)
@@ -134,6 +139,10 @@ class State:
     env: Env
     events: tuple = ()
     output: Bytes | None = None
+    # From 1.1 (spec 2.3.3): the executing contract's transient slots (key -> word) and the
+    # execution's transient slots alive (every contract's); None under 1.0.
+    transient: z3.ArrayRef | None = None
+    transient_alive: z3.BitVecRef | None = None
 
     def replace(self, **changes) -> "State":
         return dataclasses.replace(self, **changes)
@@ -168,9 +177,27 @@ def fresh_bytes(w: Width, name: str) -> tuple[Bytes, z3.BitVecRef, z3.ArrayRef]:
     return array_bytes(length, array), length, array
 
 
+def has_transient(w: Width) -> bool:
+    """Whether the version has transient storage (TLOAD, TSTORE: 1.1 on)."""
+    return "TSTORE" in w.spec.by_mnemonic
+
+
+def has_read_only(w: Width) -> bool:
+    """Whether the version has read-only frames (STATICCALL: 1.1 on)."""
+    return "STATICCALL" in w.spec.by_mnemonic
+
+
+def word_array(w: Width, name: str) -> z3.ArrayRef:
+    return z3.Array(name, z3.BitVecSort(w.bits), z3.BitVecSort(w.bits))
+
+
 def fresh_oracle(w: Width, p: str) -> CallOracle:
     small = lambda n: w.widen(z3.BitVec(f"{p}callee_{n}", SMALL_BITS))  # noqa: E731
     output, _, _ = fresh_bytes(w, f"{p}callee_output")
+    transient = {}
+    if has_transient(w):
+        transient = {"transient_after": word_array(w, f"{p}callee_transient"),
+                     "transient_alive_after": w.counter(f"{p}callee_transient_alive")}
     return CallOracle(
         runnable=z3.Bool(f"{p}callee_runnable"), succeeded=z3.Bool(f"{p}callee_succeeded"),
         reverted=z3.Bool(f"{p}callee_reverted"), compute=small("compute"),
@@ -178,7 +205,7 @@ def fresh_oracle(w: Width, p: str) -> CallOracle:
         writes=small("writes"), new_slots=small("new_slots"), randoms=small("randoms"),
         storage_after=z3.Array(f"{p}callee_storage", z3.BitVecSort(w.bits),
                                z3.BitVecSort(w.bits)),
-        output=output)
+        output=output, **transient)
 
 
 def fresh_env(w: Width, p: str) -> Env:
@@ -187,7 +214,8 @@ def fresh_env(w: Width, p: str) -> Env:
     return Env(caller=w.word(f"{p}caller"), address=w.word(f"{p}address"),
                call_data=call_data, data=data, block_time=w.word(f"{p}block_time"),
                seed=z3.BitVec(f"{p}seed", 256), depth=w.counter(f"{p}depth"),
-               oracle=fresh_oracle(w, p))
+               oracle=fresh_oracle(w, p),
+               read_only=z3.Bool(f"{p}read_only") if has_read_only(w) else None)
 
 
 def fresh_state(w: Width, p: str = "", window: int = WINDOW) -> State:
@@ -195,6 +223,10 @@ def fresh_state(w: Width, p: str = "", window: int = WINDOW) -> State:
     c = {n: w.counter(p + n) for n in NAMES}
     memory_array = z3.Array(f"{p}memory", z3.BitVecSort(w.counter_bits), z3.BitVecSort(8))
     return_data, _, _ = fresh_bytes(w, f"{p}return_data")
+    transient = {}
+    if has_transient(w):
+        transient = {"transient": word_array(w, f"{p}transient"),
+                     "transient_alive": w.counter(f"{p}transient_alive")}
     return State(
         w=w, pc=c["pc"], stack=tuple(w.word(f"{p}s{k}") for k in range(window)),
         height=c["height"],
@@ -206,7 +238,7 @@ def fresh_state(w: Width, p: str = "", window: int = WINDOW) -> State:
         pages_peak=c["pages_peak"], memory_limit=c["memory_limit"],
         storage_units=c["storage_units"], storage_limit=c["storage_limit"], reads=c["reads"],
         writes=c["writes"], new_slots=c["new_slots"], random_counter=c["random_counter"],
-        return_data=return_data, env=fresh_env(w, p))
+        return_data=return_data, env=fresh_env(w, p), **transient)
 
 
 def well_formed(s: State, window: int = WINDOW) -> z3.BoolRef:
@@ -215,7 +247,22 @@ def well_formed(s: State, window: int = WINDOW) -> z3.BoolRef:
     ule, cv, n = z3.ULE, w.cval, w.num
     maximum = n.maximum
     small = cv((1 << SMALL_BITS) - 1)
-    return z3.And(
+    extra = []
+    if s.transient is not None and s.transient_alive is not None:
+        # Transient slots alive never pass machine.transient_slots (2.3.3), nor after a callee.
+        slots = cv(n.transient()[0])
+        # It counts at least the non-zero slots of the executing contract, here those at
+        # the two keys on top of the stack (TLOAD's and TSTORE's).
+        k0, k1, one, zero = s.stack[0], s.stack[1], cv(1), cv(0)
+        own = (z3.If(s.transient[k0] != 0, one, zero)
+               + z3.If(z3.And(k1 != k0, s.transient[k1] != 0), one, zero))
+        extra += [ule(s.transient_alive, slots), z3.UGE(s.transient_alive, own)]
+        if s.env.oracle.transient_alive_after is not None:
+            extra += [ule(s.env.oracle.transient_alive_after, slots)]
+    if s.env.read_only is not None:
+        # The entry frame (depth 1) is never read-only (6.11).
+        extra.append(z3.Implies(s.env.read_only, z3.UGT(s.env.depth, cv(1))))
+    return z3.And(*extra,
         ule(s.height, cv(n.stack_depth)),
         ule(s.rheight, cv(n.return_stack_depth)),
         ule(s.compute, s.compute_limit), ule(s.compute_limit, cv(maximum["compute"])),
@@ -252,6 +299,8 @@ def same_state(a: State, b: State, i, j, skip=()) -> z3.BoolRef:
         parts.append(a.storage == b.storage)
     if "return_data" not in skip:
         parts.append(same_bytes(a.return_data, b.return_data, j))
+    if a.transient is not None and b.transient is not None and "transient" not in skip:
+        parts += [a.transient == b.transient, a.transient_alive == b.transient_alive]
     for e, f in zip(a.events, b.events):
         parts += [e.address == f.address, same_bytes(e.data, f.data, j)]
         parts += [x == y for x, y in zip(e.topics, f.topics)] + [

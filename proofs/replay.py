@@ -13,7 +13,10 @@ memory_limit, storage_units, storage_limit, storage_reads, storage_writes,
 storage_new_slots, storage ({key: value}), caller, address, call_data, data, return_data
 (hex), block_time, seed (hex), random_counter, depth, callee (a CALLEES kind: the program
 deployed at CALL's address operand, which must differ from the frame's address) and policy
-(a POLICIES name: the policy every callee is bound under).
+(a POLICIES name: the policy every callee is bound under). From 1.1: transient
+({key: value}, the executing contract's transient slots), transient_alive (the execution's
+transient slots alive, at least the non-zero ones of transient; others belong to other
+contracts) and read_only (the frame is read-only, spec 2.4).
 
 Callee programs cross frames the way contracts do: they write their own storage, grow and
 release memory, emit events, return or revert memory bytes, re-enter the caller (whose
@@ -81,10 +84,28 @@ CALLEES = {
     "random": [("RANDOM", 0), ("POP", 0), ("STOP", 0)],
     "read": [("PUSH1", CALLEE_KEY), ("SLOAD", 0), ("POP", 0), ("STOP", 0)],
 }
+# From 1.1 (spec 6.13): callees that write their own transient slot CALLEE_KEY, then stop
+# (the write stays for the rest of the execution) or revert (it is undone with the frame).
+_TSTORE = [("PUSH1", CALLEE_KEY), ("PUSH8", CALLEE_VALUE), ("TSTORE", 0)]
+TRANSIENT_CALLEES = {
+    "transient": _TSTORE + [("STOP", 0)],
+    "transient_revert": _TSTORE + _EMPTY + [("REVERT", 0)],
+    "transient_trap": _TSTORE + [("TRAP", 0)],
+}
+
+
+def callees(version: str) -> dict:
+    """The callee kinds of spec ``version``: CALLEES, and from 1.1 TRANSIENT_CALLEES."""
+    if "TSTORE" in spec.load(version).by_mnemonic:
+        return {**CALLEES, **TRANSIENT_CALLEES}
+    return CALLEES
+
+
 # What the caller's address holds when a callee re-enters it (else no code: a call to the
 # frame's own address cannot run).
 REENTRY = [("PUSH2", REENTRY_KEY), ("PUSH8", REENTRY_VALUE), ("SSTORE", 0),
            ("PUSH1", 0), ("PUSH1", 0), ("PUSH1", 0x5E), ("LOG1", 0), ("STOP", 0)]
+CALLS = ("CALL", "STATICCALL")   # the instructions that run a callee (STATICCALL from 1.1)
 REENTRANT = frozenset(k for k, p in CALLEES.items() if p and ("CALL", 0) in p)
 # Policies a replay binds callees under (reference_vm.policy.Policy fields). The frame's own
 # instruction is never bound (it is given as running), so each keeps CALL's gate open.
@@ -115,7 +136,13 @@ def complete(inputs: dict) -> dict:
     full.setdefault("pages_live", full["memory_pages"])
     full.setdefault("pages_peak", full["pages_live"])
     full.setdefault("storage", {})
-    if full["mnemonic"] == "CALL" and len(full["stack"]) >= 4:
+    table = spec.load(full["version"]).by_mnemonic
+    if "TSTORE" in table:
+        full.setdefault("transient", {})
+        full.setdefault("transient_alive", sum(1 for v in full["transient"].values() if v))
+    if "STATICCALL" in table:
+        full.setdefault("read_only", False)
+    if full["mnemonic"] in CALLS and len(full["stack"]) >= 4:
         full["callee_address"] = full["stack"][-4]
         if full["callee_address"] == full["address"] and full["callee"] != "absent":
             raise ValueError("a CALL replay's callee must be another contract")
@@ -158,6 +185,9 @@ class Observed(Generic[B]):
     height: int = -1            # the model observes only the top of the stack, and its height
     callee_storage: int | None = None   # CALL: the callee's slot CALLEE_KEY afterwards
     calls: list | None = None           # CALL: the call records (concrete.World.records)
+    transient: dict[int, int] | None = None   # from 1.1: the probed transient slots
+    transient_alive: int | None = None
+    callee_transient: int | None = None       # from 1.1, CALL: the callee's transient CALLEE_KEY
 
 
 def run_interpreter(inputs: dict, handler=None, probe_keys=(), run=None) -> Observed[bytes]:
@@ -177,7 +207,7 @@ def run_interpreter(inputs: dict, handler=None, probe_keys=(), run=None) -> Obse
     program = Program(code=ValidCode(b"", data, (), rule.spec.number), data=data, segments=())
     own = assemble_instructions(REENTRY, version) if x["callee"] in REENTRANT else b""
     contracts = {x["address"]: Contract(own, {k: v for k, v in x["storage"].items()})}
-    callee = CALLEES[x["callee"]]
+    callee = callees(version)[x["callee"]]
     if callee is not None and "callee_address" in x:
         contracts.setdefault(x["callee_address"], Contract(assemble_instructions(callee, version)))
     execution = Execution(WorldState(contracts), Context(x["block_time"], bytes.fromhex(x["seed"])),
@@ -193,7 +223,13 @@ def run_interpreter(inputs: dict, handler=None, probe_keys=(), run=None) -> Obse
     execution.random_counter = x["random_counter"]
     frame = Frame(program=program, address=x["address"], caller=x["caller"],
                   call_data=bytes.fromhex(x["call_data"]), compute_limit=x["compute_limit"],
-                  depth=x["depth"], meter=meter, execution=execution)
+                  depth=x["depth"], meter=meter, execution=execution,
+                  read_only=x.get("read_only", False))
+    journal = execution.journal
+    for k, v in sorted(x.get("transient", {}).items()):
+        journal.transient_store(x["address"], k, v)
+    if "transient_alive" in x:
+        journal.transient_alive = x["transient_alive"]   # other contracts' slots too
     frame.stack = [0] * (x["height"] - len(x["stack"])) + list(x["stack"])
     memory = bytearray(x["memory_pages"] * rule.page_size)
     initial = bytes.fromhex(x["memory"])
@@ -215,7 +251,7 @@ def run_interpreter(inputs: dict, handler=None, probe_keys=(), run=None) -> Obse
     except Exception as err:  # noqa: BLE001 - an interpreter crash is a finding, not a stop
         status = f"internal:{type(err).__name__}:{err}"
     keys = set(x["storage"]) | set(probe_keys) | {REENTRY_KEY}
-    journal = execution.journal
+    transient_keys = set(x.get("transient", {})) | set(probe_keys)
     return Observed(
         status=status, pc=pc, stack=list(frame.stack), return_stack=list(frame.return_stack),
         memory=bytes(frame.memory),
@@ -232,4 +268,9 @@ def run_interpreter(inputs: dict, handler=None, probe_keys=(), run=None) -> Obse
         calls=[None if c is None else (
             c.depth, c.caller, c.callee, c.status, c.error, c.error_pc, c.compute,
             c.memory_pages, c.storage_reads, c.storage_writes, c.storage_new_slots,
-            c.storage_units) for c in execution.calls])
+            c.storage_units) for c in execution.calls],
+        transient=({k: journal.transient_load(x["address"], k) for k in sorted(transient_keys)}
+                   if "transient" in x else None),
+        transient_alive=journal.transient_alive if "transient" in x else None,
+        callee_transient=(journal.transient_load(x["callee_address"], CALLEE_KEY)
+                          if "transient" in x and "callee_address" in x else None))

@@ -68,7 +68,7 @@ def plan(options: Options, registered: list | None = None) -> list[tuple]:
                     tasks.append(("hypothesis", ins.mnemonic, 64))
                 if ins.mnemonic in _word_ops(options.version) and options.width in (None, 8):
                     tasks.append(("exhaustive", ins.mnemonic, 8))
-                if ins.mnemonic == "CALL" and width == 64:
+                if ins.mnemonic in ("CALL", "STATICCALL") and width == 64:
                     tasks.append(("frames", ins.mnemonic, 64))
         if options.opcodes is None:
             tasks += [("policy", "-", 0), ("validate", "-", 0), ("lifecycle", "-", 0)]
@@ -263,7 +263,7 @@ def _agreement(kind, key, bits, start) -> dict:
         found = exhaustive.check_operation(key, version, handler, model)
     elif kind == "frames":
         from proofs import frames
-        cases, found = frames.check(version, handler, model)
+        cases, found = frames.check(version, handler, model, key)
     elif kind == "policy":
         from proofs import policy
         found = policy.check_agreement(version)

@@ -12,7 +12,7 @@ import functools
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 from proofs.agreement import compare
-from proofs.replay import CALLEES, POLICIES
+from proofs.replay import POLICIES, callees
 from proofs.words import width
 
 BITS = 64
@@ -34,11 +34,10 @@ MEMORY = st.binary(max_size=64)
 BYTES = st.binary(max_size=40)
 SEED = st.binary(min_size=32, max_size=32)
 WORD = st.integers(0, MASK)
-CALLEE = st.sampled_from(sorted(CALLEES))
 POLICY = st.sampled_from(sorted(POLICIES))
 # Instructions whose effects cross frames or end one get more examples per run (their inputs
 # span callee programs, policies and output ranges): this many times the per-opcode count.
-MORE_EXAMPLES = {"CALL": 4, "RETURN": 4, "REVERT": 4}
+MORE_EXAMPLES = {"CALL": 4, "STATICCALL": 4, "RETURN": 4, "REVERT": 4}
 
 
 @functools.cache
@@ -49,7 +48,8 @@ def ints(low: int, high: int):
 
 @st.composite
 def inputs(draw, mnemonic: str, version: str) -> dict:
-    ins = width(BITS, version).spec.by_mnemonic[mnemonic]
+    w = width(BITS, version)
+    ins = w.spec.by_mnemonic[mnemonic]
     stack = [draw(OPERAND) for _ in range(ins.inputs)]
     extra = draw(ints(0, 3))
     pages = draw(ints(0, 2))
@@ -78,8 +78,16 @@ def inputs(draw, mnemonic: str, version: str) -> dict:
         "seed": draw(SEED).hex(),
         "random_counter": draw(ints(0, 1000)), "depth": draw(ints(1, 64)),
     }
-    if mnemonic == "CALL":
-        x["callee"] = draw(CALLEE)
+    table, slots = w.spec.by_mnemonic, w.num.transient_slots
+    if slots is not None:    # from 1.1: transient slots at the keys the stack names
+        x["transient"] = draw(st.dictionaries(st.sampled_from(keys), WORD, max_size=2))
+        own = sum(1 for v in x["transient"].values() if v)
+        # Other contracts' slots: none, one, or the limit reached or one short of it.
+        x["transient_alive"] = min(slots, own + draw(st.sampled_from([0, 1, slots - 1, slots])))
+    if "STATICCALL" in table:
+        x["read_only"] = x["depth"] > 1 and draw(st.booleans())
+    if mnemonic in ("CALL", "STATICCALL"):
+        x["callee"] = draw(st.sampled_from(sorted(callees(version))))
         x["policy"] = draw(POLICY)
         if x["callee"] == "spin":  # keep the callee's loop short
             x["stack"][1] = draw(ints(0, 300))

@@ -103,6 +103,18 @@ def new_slot(pre: State, mnemonic: str):
     return z3.And(value != 0, pre.storage[key] == 0)
 
 
+# Cost rules of the instructions a read-only frame may not execute (from 1.1, spec 6.11).
+WRITE_RULES = ("storage_write", "transient_write", "log_data")
+
+
+def new_transient_slot(pre: State, mnemonic: str):
+    """TSTORE makes a new transient slot (5.6.8 step 1): value is not 0 and the slot is."""
+    if mnemonic != "TSTORE" or pre.transient is None:
+        return z3.BoolVal(False)
+    value, key = pre.stack[0], pre.stack[1]
+    return z3.And(value != 0, pre.transient[key] == 0)
+
+
 def expected_outcome(pre: State, mnemonic: str):
     """The outcome code spec 5.2.3 and 5.6 prescribe for the pre-state, as one decision list
     (first matching line wins). CALL's callee never halts the caller, so only its rule can."""
@@ -117,6 +129,8 @@ def expected_outcome(pre: State, mnemonic: str):
          "STACK_OVERFLOW"),
         (z3.UGT(after_base, pre.compute_limit), "COMPUTE_LIMIT_EXCEEDED"),
     ]
+    if ins.cost_rule in WRITE_RULES and pre.env.read_only is not None:
+        lines.append((pre.env.read_only, "READ_ONLY_WRITE"))
     touches, end = touched_end(pre, mnemonic)
     grows = z3.And(touches, z3.UGT(end, pre.memory.pages * page_size))
     new_pages = ceil_div(end, page_size) - pre.memory.pages  # meaningful only when it grows
@@ -143,6 +157,12 @@ def expected_outcome(pre: State, mnemonic: str):
                   (z3.UGT(pre.storage_units + z3.If(fresh, cv(n.write_units + n.new_slot_units),
                                                      cv(n.write_units)), pre.storage_limit),
                    "STORAGE_LIMIT_EXCEEDED")]
+    if ins.cost_rule == "transient_write":
+        fresh = new_transient_slot(pre, mnemonic)
+        lines += [(z3.And(fresh, pre.transient_alive == cv(n.transient()[0])),
+                   "TRANSIENT_STORAGE_FULL"),
+                  (z3.And(fresh, z3.UGT(after_base + n.transient()[1],
+                                        pre.compute_limit)), "COMPUTE_LIMIT_EXCEEDED")]
     final = {"STOP": "success", "RETURN": "success", "REVERT": "reverted",
              "TRAP": "TRAP_EXECUTED"}.get(mnemonic, "running")
     if mnemonic == "CALLSUB":

@@ -106,6 +106,12 @@ def cost(mnemonic: str, w: Width, model=None) -> Query:
         if b.label in ("stack underflow", "stack overflow", "compute limit (base cost)"):
             claims.append(z3.Implies(b.cond, z3.And(charged == 0, t.storage_units == pre.storage_units)))
             continue
+        if b.status == "READ_ONLY_WRITE":
+            # 6.11: after the base cost, before the cost rule: nothing more is charged.
+            claims.append(z3.Implies(b.cond, z3.And(
+                charged == cv(ins.cost), t.storage_units == pre.storage_units,
+                t.memory.pages == pre.memory.pages)))
+            continue
         new_pages = t.memory.pages - pre.memory.pages
         parts = [z3.UGE(charged, cv(ins.cost))]
         if b.status == RUNNING or b.status in (SUCCESS, REVERTED):
@@ -120,10 +126,14 @@ def cost(mnemonic: str, w: Width, model=None) -> Query:
                           t.storage_units - pre.storage_units == z3.If(
                               fresh, cv(w.num.write_units + w.num.new_slot_units),
                               cv(w.num.write_units))]
+            elif mnemonic == "TSTORE":
+                fresh = spec_rules.new_transient_slot(pre, mnemonic)
+                parts += [rule_units == z3.If(fresh, cv(w.num.transient()[1]), cv(0)),
+                          t.storage_units == pre.storage_units]
             elif mnemonic == "SLOAD":
                 parts += [rule_units == 0,
                           t.storage_units - pre.storage_units == cv(w.num.read_units)]
-            elif mnemonic == "CALL":
+            elif mnemonic in ("CALL", "STATICCALL"):
                 # What the callee uses is charged too, within the caller's limit (5.2.1);
                 # laws.py bounds it by the callee's own limit.
                 parts += [z3.ULE(t.compute, pre.compute_limit)]
@@ -160,6 +170,8 @@ def charges_before_effect(mnemonic: str, w: Width, model=None) -> Query:
                  t.random_counter == pre.random_counter, t.reads == pre.reads,
                  t.writes == pre.writes, t.new_slots == pre.new_slots,
                  t.height == pre.height, t.pc == pre.pc]
+        if pre.transient is not None:
+            parts += [t.transient == pre.transient, t.transient_alive == pre.transient_alive]
         claims.append(z3.Implies(b.cond, _conj(parts)))
     if not claims:
         # A row without an error branch (STOP): every pre-state takes a branch that is not
@@ -174,8 +186,11 @@ def meters(mnemonic: str, w: Width, model=None) -> Query:
     claims = []
     for b in branches:
         t = b.state
+        extra = []
+        if pre.transient_alive is not None:
+            extra.append(ule(t.transient_alive, w.cval(w.num.transient()[0])))
         claims.append(z3.Implies(b.cond, z3.And(
-            ule(pre.compute, t.compute), ule(t.compute, pre.compute_limit),
+            *extra, ule(pre.compute, t.compute), ule(t.compute, pre.compute_limit),
             t.compute_limit == pre.compute_limit, t.memory_limit == pre.memory_limit,
             t.storage_limit == pre.storage_limit,
             ule(pre.memory.pages, t.memory.pages), ule(pre.pages_live, t.pages_live),
@@ -189,7 +204,7 @@ def meters(mnemonic: str, w: Width, model=None) -> Query:
 
 # Which parts of the pre-state each determinism class may read (spec 4.3). Every class reads
 # the frame's stack, memory, code (pc, immediate), return stack, data section and meters.
-CONTEXT_FIELDS = ("caller", "address", "call_data")
+CONTEXT_FIELDS = ("caller", "address", "call_data", "read_only")
 GATED_FIELDS = CONTEXT_FIELDS + ("block_time", "seed", "depth", "oracle")
 
 
@@ -205,8 +220,9 @@ def deterministic(mnemonic: str, w: Width, model=None) -> Query:
     if ins.determinism == "pure":
         # A pure row may not depend on the context at all: the twin's environment is fresh.
         twin = twin.replace(random_counter=other.random_counter, return_data=other.return_data,
-                            storage=other.storage)
-        skip = ("storage", "return_data", "random_counter")  # differ before, carried through
+                            storage=other.storage, transient=other.transient,
+                            transient_alive=other.transient_alive)
+        skip = ("storage", "return_data", "random_counter", "transient")  # carried through
     elif ins.determinism == "context":
         twin = twin.replace(random_counter=other.random_counter, storage=other.storage)
         skip = ("storage", "random_counter")

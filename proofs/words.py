@@ -57,6 +57,15 @@ class Numbers:
     seed_size: int
     counter_size: int
     fee: dict
+    transient_slots: int | None = None          # from 1.1 (spec 2.3.3): else None
+    transient_new_slot_cost: int | None = None  # from 1.1 (spec 5.6.8)
+
+    def transient(self) -> tuple[int, int]:
+        """(machine.transient_slots, transient.new_slot_cost) of a version with transient
+        storage (1.1 on); ValueError under one without."""
+        if self.transient_slots is None or self.transient_new_slot_cost is None:
+            raise ValueError("this spec version has no transient storage")
+        return self.transient_slots, self.transient_new_slot_cost
 
 
 @functools.cache
@@ -77,7 +86,9 @@ def numbers(version: str) -> Numbers:
         read_units=schedule["storage"]["read_units"], write_units=schedule["storage"]["write_units"],
         new_slot_units=schedule["storage"]["new_slot_units"],
         seed_size=schedule["randomness"]["seed_size"],
-        counter_size=schedule["randomness"]["counter_size"], fee=dict(schedule["fee"]))
+        counter_size=schedule["randomness"]["counter_size"], fee=dict(schedule["fee"]),
+        transient_slots=machine.get("transient_slots"),
+        transient_new_slot_cost=schedule.get("transient", {}).get("new_slot_cost"))
 
 
 @dataclass(frozen=True)

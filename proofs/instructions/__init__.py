@@ -14,7 +14,7 @@ from typing import Callable
 
 from proofs.instructions import (
     arithmetic, bitwise, call, comparison, context, control, environment, event, hash,
-    memory, stack, storage,
+    memory, stack, storage, transient,
 )
 from proofs.words import width
 
@@ -24,6 +24,7 @@ MODULES = {
     "control": control, "stack": stack, "arithmetic": arithmetic, "comparison": comparison,
     "bitwise": bitwise, "memory": memory, "storage": storage, "environment": environment,
     "hash": hash, "event": event, "call": call, "context": context,
+    "transient": transient,
 }
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from proofs.accounting import charge, copy_cost, grow_to, running, then, unless_empty
+from proofs.accounting import (
+    charge, copy_cost, grow_to, running, then, unless_empty, unless_read_only,
+)
 from proofs.machine import Event, memory_range
 from proofs.words import Width
 
@@ -17,6 +19,9 @@ def models(w: Width) -> dict:
 
 def _log(w: Width, topics: int):
     def LOG(s, imm):
+        return unless_read_only(s, emit_event)
+
+    def emit_event(s):
         items, s = s.pop(topics + 2)
         # Top first: topic_n ... topic_1, then length, then offset (signature bottom to top).
         topic_values = tuple(reversed(items[:topics]))

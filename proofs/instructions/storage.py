@@ -6,7 +6,7 @@ import z3
 
 from proofs.accounting import (
     charge, charge_storage, running,
-    then,
+    then, unless_read_only,
 )
 from proofs.words import Width
 
@@ -20,6 +20,9 @@ def models(w: Width) -> dict:
             t.replace(reads=t.reads + one).push(t.storage[key]))])
 
     def SSTORE(s, imm):
+        return unless_read_only(s, write_slot)
+
+    def write_slot(s):
         (value, key), s = s.pop(2)
         # A new slot: the current value (earlier writes included) is 0 and value is not.
         new_slot = z3.And(value != 0, s.storage[key] == 0)

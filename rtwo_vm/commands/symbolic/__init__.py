@@ -52,7 +52,7 @@ RUN_LIKE = (
 
 
 def _bounds(p) -> None:
-    versions.add_option(p)
+    versions.add_option(p, versions.SYMBOLIC)
     p.add_argument("--max-calldata", type=int, default=bounds.DEFAULT_MAX_CALLDATA,
                    dest="max_calldata", metavar="BYTES",
                    help="longest symbolic call data explored (default "

@@ -28,7 +28,7 @@ def spec_version(args) -> str:
     """The command's spec version (``--spec-version``), refused in one line without models."""
     from proofs import versions
     try:
-        args.spec_version = versions.resolve(args.spec_version)   # what the inputs read
+        args.spec_version = versions.resolve(args.spec_version, versions.SYMBOLIC)  # the inputs read it
     except versions.UnmodelledVersion as err:
         raise CliError(f"--spec-version: {err}") from None
     return args.spec_version
