@@ -29,7 +29,8 @@ def test_check_runs_every_step_and_passes(tmp_path):
         assert re.search(rf"PASS .* s  {re.escape(title)}", done.stdout), title
     assert "RESULT: everything passed" in done.stdout
     assert "every implementation conforms" in done.stdout
-    assert (tmp_path / "build" / "conformance" / "report.json").is_file()
+    for version in ("1.0", "1.1"):   # one report per version the reference announces
+        assert (tmp_path / "build" / "conformance" / version / "report.json").is_file()
 
 
 def test_check_fails_when_a_step_fails(capsys):

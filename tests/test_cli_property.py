@@ -24,7 +24,7 @@ from reference_vm import assemble
 from rtwo_vm.cli import build_parser, main
 
 EXIT_STATUSES = {0, 1, 2, 3}  # success, another outcome, bad input, not delivered
-PARSE_ONLY = {("check",), ("prove",), ("readiness",), ("fuzz",), ("conformance",),
+PARSE_ONLY = {("check",), ("prove",), ("readiness",), ("fuzz",), ("conformance",), ("serve",),
               ("vectors", "fill")}
 FILES = ("code.rasm", "code.bin", "code.hex", "state.json", "scenarios.toml", "corpus",
          "missing.rasm", "junk.db")
