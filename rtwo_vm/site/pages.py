@@ -121,9 +121,10 @@ def _proof_evidence(version: str) -> dict[str, list[dict]]:
         _REFUSED.append(f"{report} is of spec {_report_version(doc)}, not {version}")
         return {}
     # proofs.report.assess decides whether the report is complete and current for the version
-    # (a package that predates versions judges the base version's reports only)
-    judged = _versioned("proofs.report", "assess", version, doc)
-    usable, why = judged if judged else (False, _UNAVAILABLE.get("proofs", "the proofs package is not installed"))
+    # it names (checked above to be this page's)
+    report_module = _optional("proofs.report")
+    judged = report_module.assess(doc) if report_module is not None else None
+    usable, why = judged if judged else (False, "the proofs package is not installed")
     if not usable:
         _REFUSED.append(f"{report} was refused: {why}")
         return {}
