@@ -95,12 +95,7 @@ def test_c1_a_result_decided_before_execution_has_an_empty_trace():
 
 
 def _runtime_lifecycle():
-    """rtwo_vm.runtime.lifecycle, or a skip while the runtime is not migrated to spec versions
-    (issue 34: its package still builds a word without a version when imported)."""
-    try:
-        from rtwo_vm.runtime import lifecycle
-    except TypeError as err:
-        pytest.skip(f"rtwo_vm.runtime does not import yet (issue 34, migrated separately): {err}")
+    from rtwo_vm.runtime import lifecycle
     return lifecycle
 
 

@@ -128,7 +128,7 @@ def test_a_transient_write_is_read_back_and_costs_the_new_slot_once():
                                + TLOAD[1] + RET_COLD)
     # no storage units, no storage counters, nothing in the state changes (2.3.3)
     assert (r.usage.storage_units, r.usage.storage_writes, r.usage.storage_new_slots) == (0, 0, 0)
-    assert r.state_changes == () or not r.state_changes
+    assert not r.state_changes
 
 
 def test_an_unwritten_slot_reads_zero_and_a_zero_write_makes_no_new_slot():
@@ -185,14 +185,12 @@ def test_a_callees_transient_write_stays_only_when_it_succeeds(mode, seen):
     r = run11(f"{call('call', B, mode)}\n{call('call', B, 0)}\nstop",
               others={B: KEEPER})
     assert r.status == "success"
-    changes = [(c.address, c.key, c.after) for c in r.state_changes] if r.state_changes else []
-    assert changes == ([(B, 9, seen)] if seen else [])
+    assert [(c.address, c.key, c.after) for c in r.state_changes] == ([(B, 9, seen)] if seen else [])
 
 
 def test_transient_slots_are_per_contract():
     # the entry writes its own slot 1; B's slot 1 stays 0
-    r = run11(f"push 1\npush 8\ntstore\n{call('call', B, 0)}\nstop", others={B: KEEPER},
-              storage=None)
+    r = run11(f"push 1\npush 8\ntstore\n{call('call', B, 0)}\nstop", others={B: KEEPER})
     assert r.status == "success" and not r.state_changes
 
 
@@ -244,15 +242,13 @@ def test_every_frame_below_a_static_call_is_read_only():
 
 
 def test_a_static_callee_may_read_and_return():
-    # B returns its storage slot 3 (pre-state 11) as one word; the entry returns B's flag
+    # B reads its storage slot 3 (pre-state 11) and returns it; the entry returns B's flag
     b = returning_top("push 3\nsload")
     entry = f"push8 {B}\npush8 {M}\npush 0\npush 0\nstaticcall"
-    r = run_asm(returning_top(entry), version=V, others={B: b})
-    r_state = execute(
-        WorldState({ENTRY: Contract(assemble(returning_top(entry), V)),
-                    B: Contract(assemble(b, V), {3: 11})}), Message(ENTRY), version=V)
-    assert word_out(r) == 1 and word_out(r_state) == 1
-    assert [(c.status, c.error) for c in r_state.calls] == [("success", None)]
+    r = execute(WorldState({ENTRY: Contract(assemble(returning_top(entry), V)),
+                            B: Contract(assemble(b, V), {3: 11})}), Message(ENTRY), version=V)
+    assert word_out(r) == 1
+    assert [(c.status, c.error) for c in r.calls] == [("success", None)]
 
 
 def test_staticcall_costs_what_call_costs():

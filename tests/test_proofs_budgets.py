@@ -3,7 +3,6 @@ unknown, partial runs kept apart from the full report, and users' own theorems."
 
 from __future__ import annotations
 
-import pytest
 
 import json
 import re
@@ -142,11 +141,8 @@ def test_bad_theorem_files_and_budgets_are_one_line_errors(tmp_path, capsys):
 
 
 def test_the_docs_show_statuses_only_from_a_complete_current_report(tmp_path):
-    try:    # the docs generator and the runtime are migrated to versions by their owners
-        from rtwo_vm.site import pages as docgen
-        from test_runtime_readiness import complete_report
-    except TypeError as err:
-        pytest.skip(f"rtwo_vm.runtime / docgen not yet migrated to spec versions: {err}")
+    from rtwo_vm.site import pages as docgen
+    from test_runtime_readiness import complete_report
     report = tmp_path / "build" / "proofs-report.json"
     report.parent.mkdir()
     assert "No `rtwo-vm prove` report was present" in docgen.instruction_reference()

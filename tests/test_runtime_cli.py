@@ -13,7 +13,6 @@ import pytest
 import spec
 from rtwo_vm.cli import main
 from rtwo_vm.runtime import CallRequest
-from test_runtime_readiness import needs_proofs
 from test_runtime_support import EXAMPLES, VERSION, dump
 
 COUNTER = str(EXAMPLES / "counter.rasm")
@@ -290,7 +289,6 @@ def test_instructions_list_shows_opcodes_in_hex(cli):
         assert re.search(rf"^0x{ins.opcode:02x}\s+{ins.mnemonic}\s", out, re.M), ins.mnemonic
 
 
-@needs_proofs
 def test_readiness_reads_the_proof_report_named_or_in_the_working_directorys_build(cli, tmp_path, monkeypatch):
     from test_runtime_readiness import complete_report
     doc = complete_report()

@@ -146,22 +146,6 @@ def test_the_readiness_rule():
     assert overall(["not_available", "failed"]) == "not_ready"
 
 
-def _proofs_unusable() -> str | None:
-    """Why the proofs package cannot build a report here (None when it can): it is migrated
-    to spec versions on its own branch, and these tests wait for it."""
-    try:
-        import proofs.instructions  # noqa: F401
-        import proofs.report  # noqa: F401
-        import proofs.runner  # noqa: F401
-    except Exception as err:  # noqa: BLE001 - any failure to import is the reason shown
-        return f"proofs cannot be imported ({type(err).__name__}: {err})"
-    return None
-
-
-needs_proofs = pytest.mark.skipif(_proofs_unusable() is not None,
-                                  reason=str(_proofs_unusable()))
-
-
 def complete_report(status: str = "proved") -> dict:
     """A report as a complete `rtwo-vm prove` run writes it, every row with ``status``."""
     from proofs.report import FORMAT, fingerprint
@@ -174,7 +158,6 @@ def complete_report(status: str = "proved") -> dict:
             "scope": {"complete": True, "spec_version": newest()}, "results": rows}
 
 
-@needs_proofs
 def test_proof_results_come_from_a_complete_current_report(rt, tmp_path):
     report = tmp_path / "proofs-report.json"
     doc = complete_report()
@@ -196,7 +179,6 @@ def test_proof_results_come_from_a_complete_current_report(rt, tmp_path):
     assert rt.readiness.run(only=["proof_results"]).checks[0].status == "not_available"
 
 
-@needs_proofs
 @pytest.mark.parametrize("spoil, why", [
     (lambda d: d["scope"].update(complete=False), "partial run"),
     (lambda d: d.update(fingerprint="0" * 64), "stale"),
@@ -213,7 +195,6 @@ def test_a_partial_stale_or_incomplete_report_is_refused(rt, tmp_path, spoil, wh
     assert check.status == "failed" and "refused" in check.evidence and why in check.evidence
 
 
-@needs_proofs
 def test_the_default_proof_report_is_build_under_the_working_directory(rt, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     missing = rt.readiness.run(only=["proof_results"]).checks[0]
