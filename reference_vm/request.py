@@ -86,8 +86,9 @@ def check_state(state: object, word: Word) -> None:
 def check_limits(limits: Limits, table: spec.Spec) -> None:
     if not isinstance(limits, Limits):
         raise RequestRejected("INVALID_LIMITS", "limits must be a Limits")
+    minimum, maximum = table.limits["minimum"], table.limits["maximum"]
     for name in Limits.DIMENSIONS:
         value = getattr(limits, name)
-        low, high = table.limits["minimum"][name], table.limits["maximum"][name]
+        low, high = minimum[name], maximum[name]
         if type(value) is not int or not low <= value <= high:
             raise RequestRejected("INVALID_LIMITS", f"{name} must be an integer in [{low}, {high}]")

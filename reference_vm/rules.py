@@ -40,7 +40,7 @@ class Rules:
         "call_depth", "code_size", "data_size", "call_data_size", "transient_slots",
         "page_size", "page_cost", "copy_word_size", "copy_word_cost", "hash_block_size",
         "hash_block_cost", "digest_size", "new_slot_cost", "read_units", "write_units",
-        "new_slot_units", "transient_new_slot_cost", "prices", "seed_size", "counter_size",
+        "new_slot_units", "transient_new_slot_cost", "prices", "_price_of", "seed_size", "counter_size",
         "container_versions", "_sets", "__weakref__",
     )
 
@@ -72,6 +72,8 @@ class Rules:
         transient = schedule.get("transient")
         self.transient_new_slot_cost = transient["new_slot_cost"] if transient else None
         self.prices = schedule["fee"]
+        self._price_of = (self.prices["compute_price"], self.prices["memory_page_price"],
+                          self.prices["storage_unit_price"])
         self.seed_size = schedule["randomness"]["seed_size"]
         self.counter_size = schedule["randomness"]["counter_size"]
         self.container_versions = table.container_versions
@@ -102,9 +104,8 @@ class Rules:
 
     def fee(self, compute: int, memory_pages: int, storage_units: int) -> int:
         """The fee formula of chapter 5.5, in integers."""
-        prices = self.prices
-        return (compute * prices["compute_price"] + memory_pages * prices["memory_page_price"]
-                + storage_units * prices["storage_unit_price"])
+        compute_price, page_price, unit_price = self._price_of
+        return compute * compute_price + memory_pages * page_price + storage_units * unit_price
 
 
 @functools.cache
