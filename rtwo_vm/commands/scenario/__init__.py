@@ -5,7 +5,7 @@ rtwo_vm/examples.py; a bundled example by its name) or of a file of scenario vec
 on the reference interpreter, another engine (``--engine``) or the runtime (``--runtime``,
 ``--db``), prints every step and the final state, and fills the scenario vector with the
 reference (``--json`` prints it, ``--out`` writes it). ``scenario export`` writes the calls
-recorded in a runtime database as a scenario vector (export.py).
+recorded in a runtime database as a scenario vector (from_runtime.py).
 
 Exit status: 0 when every run agrees with the reference (and a vector file's expected
 results); 1 when a step or the final state differs; 2 for a bad argument or input file (one
@@ -69,8 +69,8 @@ def register(sub) -> None:
 
 @guard
 def _cmd_export(args) -> int:
-    from rtwo_vm.commands.scenario import export
-    return export.command(args)
+    from rtwo_vm.commands.scenario import from_runtime
+    return from_runtime.command(args)
 
 
 @guard

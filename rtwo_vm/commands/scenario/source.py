@@ -176,7 +176,7 @@ def from_vectors(path: Path, ids: list[str] | None) -> list[Scenario]:
         raise CliError(str(err).splitlines()[0]) from None
     except UnicodeDecodeError:
         raise CliError(f"{path}: not UTF-8 text") from None
-    out = []
+    out: list[Scenario] = []
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
