@@ -262,3 +262,36 @@ def test_hostile_files_of_other_shapes(tmp_path):
     refused("scenario", "export", "--db", str(tmp_path / "missing.db"))
     assert not (tmp_path / "missing.db").exists()
     assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_a_bundled_example_runs_by_name_from_any_directory(tmp_path, monkeypatch):
+    """As installed by pip (pyproject data-files: share/rtwo-vm/examples and benchmarks)."""
+    share = tmp_path / "share" / "rtwo-vm"
+    (share / "examples").mkdir(parents=True)
+    (share / "benchmarks").mkdir()
+    for f in list(EXAMPLES.glob("*.toml")) + list(EXAMPLES.glob("*.rasm")):
+        shutil.copy(f, share / "examples" / f.name)
+    shutil.copy(EXAMPLES.parent / "benchmarks" / "loop.rasm", share / "benchmarks" / "loop.rasm")
+    import rtwo_vm.examples
+    monkeypatch.setattr(rtwo_vm.examples, "bundled_directory", lambda: share / "examples")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    code, out, err = run_cli("scenario", "run", "scenarios", "--scenario", "loop")   # ../benchmarks
+    assert code == 0, err
+    code, out, err = run_cli("scenario", "run", "ledger", "--scenario", "ledger-counter")
+    assert code == 0 and "  0x100: 0x0 = 0x3" in out, err
+    refused("scenario", "run", "nothing-bundled", fragment="nothing-bundled")
+
+
+def test_a_call_may_move_the_state_to_a_later_version(tmp_path):
+    text = COUNTER.replace('name = "count"', 'name = "count"\nspec_version = "1.0"').replace(
+        '{ to = "0x100", caller = "0x1" } ]', '{ to = "0x100", caller = "0x1", spec_version = "1.1" } ]')
+    path = scenario_dir(tmp_path, text)
+    code, out, err = run_cli("scenario", "run", str(path), "--json")
+    assert code == 0, err
+    [vector] = json.loads(out)
+    assert [s["spec_version"] for s in vector["input"]["steps"]] == ["1.0", "1.0", "1.1"]
+    assert vector["_meta"]["spec_version"] == "1.1" and vector_problems(vector) == []
+    assert vector["expected"]["steps"][2]["result"]["output"] == le(3)
+    refused("scenario", "run", str(path), "--runtime", fragment="change version")

@@ -25,12 +25,22 @@ from rtwo_vm.arguments.runtime import DB_ENV, guard
 def register(sub) -> None:
     p = sub.add_parser("scenario", help="run a sequence of calls on one state; export runtime calls "
                                         "as a scenario vector",
-                       description=__doc__.split("\n\n")[1].replace("\n", " "))
+                       description="Sequences of top-level calls on one state (spec chapter 11.9). "
+                                   "'scenario run FILE' runs the scenarios of a TOML file, a bundled "
+                                   "example or a file of scenario vectors and prints every step; "
+                                   "'scenario export' writes calls a runtime database recorded as a "
+                                   "scenario vector.",
+                       epilog="Exit status: 0 when every run agrees with the reference (and a vector "
+                              "file's expected results), 1 when a step or the final state differs "
+                              "(or an export would not reproduce the records), 2 for a bad argument "
+                              "or input file: one line on stderr, nothing written.")
     ss = p.add_subparsers(dest="scenario_command", required=True, parser_class=type(p))
     r = ss.add_parser("run", help="run the scenarios of a TOML file or a scenario vector file",
                       description="Run each scenario of FILE step by step, each call on the state "
                                   "the calls before it left, and print every step (outcome, "
-                                  "output, state changes, events, usage, fee) and the final state.")
+                                  "output, state changes, events, usage, fee) and the final state. "
+                                  "A scenario holds at most 64 calls; its contract files are relative "
+                                  "paths inside the TOML file's folder.")
     r.add_argument("file", metavar="FILE",
                    help="a scenario TOML file ([[scenario]] tables, as rtwo-vm examples reads), the "
                         "name of a bundled example (ledger), or a .jsonl file of scenario vectors")
