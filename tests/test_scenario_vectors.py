@@ -198,3 +198,14 @@ def test_every_engine_runs_the_scenarios_as_the_reference():
         run = run_steps(vector["input"], compiled_vm.execute)
         assert list(run.results) == [s["result"] for s in vector["expected"]["steps"]], vector["id"]
         assert run.post_state == vector["expected"]["post_state"]
+
+
+def test_vectors_check_judges_the_scenario_folder(tmp_path: Path, capsys):
+    from rtwo_vm.commands.vectors import _check_scenarios
+    store.write(_stored("1.0"), store.folder(tmp_path), "1.0")
+    assert _check_scenarios(tmp_path, "1.0") == 0
+    assert "15 scenario vectors, 56 steps: valid" in capsys.readouterr().out
+    group = store.folder(tmp_path) / "calls.jsonl"
+    group.write_text(group.read_text().replace('"0x1"', '"0x01"', 1))
+    assert _check_scenarios(tmp_path, "1.0") == 1
+    assert "scenarios:" in capsys.readouterr().out
