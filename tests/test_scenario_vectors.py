@@ -132,13 +132,13 @@ def test_fill_input_takes_the_version_of_the_last_step_and_refuses_decreasing_on
         fill_input(backwards, id="scenario/x/y", description="d", source="runtime")
 
 
-def _adapter(versions=None) -> Adapter:
+def _adapter(versions: tuple[str, ...] | None = None) -> Adapter:
     adapter = Adapter()
     if versions:
         adapter.spec_versions = versions
     reply, _ = adapter.handle(json.dumps({"type": "hello", "protocol": "rtwo-conformance/1",
                                           "spec_version": (versions or spec.names())[-1]}).encode())
-    assert reply["type"] == "hello" and "scenario" in reply["capabilities"]
+    assert reply is not None and reply["type"] == "hello" and "scenario" in reply["capabilities"]
     return adapter
 
 
