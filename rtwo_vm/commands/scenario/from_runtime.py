@@ -13,7 +13,10 @@ last of them.
 
 The vector is then re-run on the reference step by step, and written only when every step
 gives the recorded result and no call left out of the export changed the state the exported
-ones carry between them; otherwise the command says where and exits 1 with nothing written.
+ones carry between them. Otherwise nothing is written and the command says where: exit 1 when
+a recorded result is not the reference's (the runtime and the reference disagree: a finding),
+exit 2 when the database cannot give an exact export (a call left out changed the carried
+state, or the storage was changed outside the runtime: a refused input).
 """
 
 from __future__ import annotations
