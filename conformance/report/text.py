@@ -110,7 +110,8 @@ def _run_lines(run: ImplementationRun, result: SuiteResult, bundles, shown: int,
     head = run.name + (f" {run.version}" if run.version else "")
     lines = ["", f"== {head}  [{run.command}]"]
     lines += [f"   {p}" for p in run.passes]
-    lines.append("   corpus: " + _counts_line(run))
+    if run.outcomes or not (run.scenarios.outcomes or run.scenarios.not_run):
+        lines.append("   corpus: " + _counts_line(run))
     if any(o.fresh for o in run.outcomes.values()):
         lines.append(f"   fresh sample (seed {run.seed}): " + _counts_line(run, fresh=True))
     if run.stopped:
@@ -118,7 +119,8 @@ def _run_lines(run: ImplementationRun, result: SuiteResult, bundles, shown: int,
     lines += scenario_report.text_lines(run.scenarios, result.scenarios, bundles, run.command, shown)
     by_group, by_opcode_counts = count_tables(run, result.vectors)
     columns = ["pass", "fail"] + [s for s in ("xfail", "xpass") if run.count(s)]
-    lines += _table("category", sorted(by_group.items()), columns, 12)
+    if by_group:
+        lines += _table("category", sorted(by_group.items()), columns, 12)
     if by_opcode:
         # "unsup": of the failing vectors, those answered UNSUPPORTED_INPUT (also in "fail").
         lines += _table("opcode", ((i.mnemonic, by_opcode_counts.get(i.mnemonic, Counter()))
@@ -198,5 +200,8 @@ def summary(result: SuiteResult, corpus: Mapping[str, Any], bundles: Mapping[tup
             lines.append(f"   {d['vector']}: {a} and {b} differ in {', '.join(d['fields'][:8])}"
                          + (" ..." if len(d["fields"]) > 8 else "") + verdict)
         lines += _more(len(result.disagreements), shown, "   ")
-    lines += ["", "RESULT: " + ("every implementation conforms" if result.ok else "NOT CONFORMING")]
+    not_run = sum(len(r.scenarios.not_run) for r in result.runs)
+    single_only = (f" on single calls only: {plural(not_run, 'scenario vector')} not run, carrying state "
+                   "across calls not established" if not_run else "")
+    lines += ["", "RESULT: " + ("every implementation conforms" + single_only if result.ok else "NOT CONFORMING")]
     return "\n".join(lines)

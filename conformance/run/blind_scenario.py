@@ -194,8 +194,9 @@ def _state_back(state: Mapping[str, Any], plan: _Plan, moved: bool) -> dict[str,
         if address == plan.added.get("decoy"):
             continue
         storage = dict(body["storage"])
-        if plan.added.get("slot", " ").split(" ")[0] == address:
-            storage.pop(plan.added["slot"].split(" ")[1], None)
+        owner, _, key = (plan.added.get("slot") or " ").partition(" ")
+        if owner == address:
+            storage.pop(key, None)
         value = parse_word(address)
         out[word_hex(sigma.get(value, value))] = storage
     return out

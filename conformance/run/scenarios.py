@@ -55,7 +55,8 @@ def not_run_reason(hello: Mapping[str, Any] | None, vector: Mapping[str, Any]) -
     capabilities = hello.get("capabilities")
     if not isinstance(capabilities, list) or CAPABILITY not in capabilities:
         return NO_CAPABILITY
-    versions = hello.get("spec_versions") if isinstance(hello.get("spec_versions"), list) else []
+    announced = hello.get("spec_versions")
+    versions: list[Any] = announced if isinstance(announced, list) else []
     missing = [v for v in step_versions(vector) if v not in versions]
     if missing:
         return f"its steps run spec {', '.join(missing)}, which the adapter does not announce"
