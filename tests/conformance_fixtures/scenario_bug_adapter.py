@@ -15,11 +15,14 @@ every bug shows in scenarios only.
                            pre-state with every step's changes applied in order
   no-capability            the hello announces no "scenario" capability (scenarios are
                            answered UNSUPPORTED_INPUT, as 11.9.4 says)
+  misbehaves               the process dies (exit status 70) on a scenario of 5 steps and answers
+                           one of 6 steps with a line of 64 MiB (a flood); the rest is right
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any, Mapping
@@ -29,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from planting import plant  # noqa: E402
 
-BUGS = ("transient-between-steps", "keeps-failed-writes", "reverse-order", "no-carry", "no-capability")
+BUGS = ("transient-between-steps", "keeps-failed-writes", "reverse-order", "no-carry", "no-capability", "misbehaves")
 
 
 class _Setter:
@@ -76,6 +79,17 @@ def main() -> int:
                                request.limits, version=version).to_json()
 
         def scenario(self, scenario_id: str, scenario_input: Mapping[str, Any]) -> dict[str, Any]:
+            if bug == "misbehaves" and len(scenario_input["steps"]) == 5:
+                print("dying on a scenario of 5 steps", file=sys.stderr, flush=True)
+                os._exit(70)
+            if bug == "misbehaves" and len(scenario_input["steps"]) == 6:
+                out = sys.stdout.buffer
+                out.write(b'{"type":"scenario_result","id":"' + scenario_id.encode() + b'","junk":"')
+                for _ in range(64):
+                    out.write(b"x" * (1 << 20))
+                out.write(b'"}\n')
+                out.flush()
+                return None         # type: ignore[return-value]  # already answered (a flood)
             pre = scenario_input["pre_state"]
             state, results, done = pre, [], []
             if bug == "transient-between-steps":
