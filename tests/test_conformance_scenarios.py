@@ -201,3 +201,23 @@ def test_fresh_scenarios_are_new_variants_filled_by_the_reference():
         assert len(v["expected"]["steps"]) == len(v["input"]["steps"])
     assert sample(6, 6, published) != first
     assert count_for(100, 19) == 10 and count_for(0, 19) == 0 and count_for(100, 0) == 0 and count_for(5, 3) == 1
+
+
+def test_selftest_checks_a_scenario_answer_and_malformed_scenario_requests():
+    from conformance.run import selftest, selftest_scenario
+    from conformance.run.process import Settings
+    from conformance.run.suite import reference_command
+    vectors = {v["id"]: v for v in store.load(corpus_dir("1.0"))}
+    scenarios = _scenarios("1.0")
+
+    def scenario_checks(command: str) -> list:
+        checks = selftest._Checks(shlex.split(command), Settings("1.0", timeout=30, handshake_timeout=30), None)
+        selftest_scenario.add(checks, scenarios, [vectors[selftest.PROBE_ID]], "1.0", selftest._schema_problem,
+                              selftest._error_then_alive)
+        return checks.results
+
+    good = scenario_checks(reference_command())
+    assert [c.ok for c in good] == [True, True], [c.detail for c in good]
+    bad = scenario_checks(shlex.join([sys.executable, str(BUGGY), "--bug", "no-carry"]))
+    # the counter's step 1 reads the pre-state's 0 again (11.9.2): answered 1, expected 2
+    assert not bad[0].ok and "first divergent step: 1 of 3" in bad[0].detail and bad[1].ok
