@@ -207,7 +207,8 @@ def test_selftest_checks_a_scenario_answer_and_malformed_scenario_requests():
     from conformance.run import selftest, selftest_scenario
     from conformance.run.process import Settings
     from conformance.run.suite import reference_command
-    vectors = {v["id"]: v for v in store.load(corpus_dir("1.0"))}
+    from conformance.corpus import store as corpus_store
+    vectors = {v["id"]: v for v in corpus_store.load(corpus_dir("1.0"))}
     scenarios = _scenarios("1.0")
 
     def scenario_checks(command: str) -> list:
