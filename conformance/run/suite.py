@@ -362,8 +362,9 @@ def _check_traces(run: ImplementationRun, argv, settings: Settings, by_id, optio
 def _run_scenarios(run: ImplementationRun, scenarios: Sequence[Mapping[str, Any]], known: Sequence[KnownFailure],
                    options: Options, progress: Callable[[str, Reply], None] | None) -> None:
     """The scenario pass of one implementation (conformance.run.scenarios)."""
-    if run.start_error:
-        run.scenarios = ScenarioRuns(not_run={s["id"]: "the adapter could not start" for s in scenarios})
+    if run.start_error or run.stopped:
+        why = "the adapter could not start" if run.start_error else "-x stopped the run at the first failure"
+        run.scenarios = ScenarioRuns(not_run={s["id"]: why for s in scenarios})
         return
     prints = fingerprints(run.command, run.name, run.version)
     run.scenarios = run_scenarios(
