@@ -50,10 +50,10 @@ def input_problems(scenario: Any) -> list[str]:
         problem = version_problem(step["spec_version"], f"steps/{index}/spec_version")
         if problem:
             return [problem]
-        at = spec.version(step["spec_version"]).number
-        if previous is not None and at < previous:
-            return [f"steps/{index}/spec_version: {step['spec_version']} comes after a newer version"]
-        previous = at
+        if previous is not None and spec.version(step["spec_version"]).number < spec.version(previous).number:
+            return [f"steps/{index}/spec_version: {step['spec_version']} comes after {previous} "
+                    "(versions may not decrease)"]
+        previous = step["spec_version"]
         try:
             bound_policy_fields(step["policy"], step["sandbox"], step["spec_version"])
         except ValueError as err:
