@@ -128,14 +128,15 @@ def test_an_adapter_without_the_capability_is_checked_on_single_calls_and_told_w
     assert done.returncode == 0, done.stdout + done.stderr
     _single_calls_pass(impl)
     scenarios = impl["scenarios"]
-    assert scenarios["sent"] == 0 and scenarios["not_run"] == len(_scenarios("1.1")) == 19
+    count = len(_scenarios("1.1"))
+    assert scenarios["sent"] == 0 and scenarios["not_run"] == count > 0
     assert list(scenarios["not_run_reasons"]) == ['the adapter does not announce the capability "scenario" (11.9.4)']
     assert scenarios["carries_state"] is False
-    assert "scenarios not run: 19 scenario vectors" in done.stdout
+    assert f"scenarios not run: {count} scenario vectors" in done.stdout
     assert "does not establish that the implementation carries state across calls" in done.stdout
     assert "conforms on single calls only" in done.stdout
     junit = (tmp_path / "1.1" / "junit.xml").read_text()
-    assert "19 scenario vectors not run" in junit and 'type="not_run"' in junit
+    assert f"{count} scenario vectors not run" in junit and 'type="not_run"' in junit
     assert "capability" in (tmp_path / "1.1" / "report.html").read_text()
 
 
@@ -185,7 +186,7 @@ def test_blinding_changes_every_scenario_consistently_and_the_reference_still_pa
     # The reference adapter passes the blinded scenarios and a fresh sample of them.
     done, impl = _run(tmp_path, None, "--fresh", "30")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert impl["scenarios"]["counts"]["pass"] == 19 and impl["scenarios"]["fresh_counts"]["pass"] == 3
+    assert impl["scenarios"]["counts"]["pass"] == len(published) and impl["scenarios"]["fresh_counts"]["pass"] == 3
     assert impl["scenarios"]["carries_state"] is True
 
 
