@@ -69,7 +69,8 @@ def main() -> int:
     from conformance.adapter import Adapter, main as serve
     from conformance.corpus.vector import error_stage, request_of
     from conformance.scenario.carry import next_state, step_input
-    from reference_vm import state as vm_state
+    from reference_vm import state
+    vm_state: Any = state          # with the planted module globals _SHARED and _WRITES
 
     class Buggy(Adapter):
         def step(self, state, step) -> dict[str, Any]:
