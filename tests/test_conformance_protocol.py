@@ -80,8 +80,10 @@ def test_selftest_passes_on_the_reference(version, samples):
     vectors = {v["id"]: v for v in store.load(corpus_dir(version))}
     checks = run_selftest(reference_command(), vectors, version)
     assert [c.name for c in checks if not c.ok] == []
-    assert len(checks) == 19 and f"executes {samples} sample vectors of every outcome kind exactly" in \
+    # 19 protocol checks and the 2 of the capability scenario the reference announces (11.9.4)
+    assert len(checks) == 21 and f"executes {samples} sample vectors of every outcome kind exactly" in \
         [c.name for c in checks]
+    assert sum(c.name.startswith("capability scenario: ") for c in checks) == 2
     assert [c.note for c in checks if c.note] == []     # every sample answered: no coverage note
 
 
@@ -150,7 +152,7 @@ def test_each_selftest_check_reports_its_own_problem(vectors):
                                "executes 12 sample vectors of every outcome kind exactly"], failing
     assert all("panic: unexpected state" in d for d in failing.values())
     assert f"response to {target}" in failing[trace_check]
-    assert len(checks) == 19
+    assert len(checks) == 21      # with the 2 checks of the capability scenario (11.9.4)
 
 
 def test_selftest_of_an_adapter_that_dies_names_its_exit_status_and_stderr(vectors):
@@ -228,8 +230,8 @@ def test_cli_vectors_commands():
 
 def test_cli_selftest_of_the_reference():
     done = cli("conformance", "selftest")
-    assert done.returncode == 0 and done.stdout.count("19/19 checks passed") == 2
-    assert "(spec 1.0): 19/19" in done.stdout and "(spec 1.1): 19/19" in done.stdout
+    assert done.returncode == 0 and done.stdout.count("21/21 checks passed") == 2
+    assert "(spec 1.0): 21/21" in done.stdout and "(spec 1.1): 21/21" in done.stdout
 
 
 def test_the_eip3155_example_of_11_5_5_is_what_the_reference_writes():

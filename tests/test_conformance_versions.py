@@ -5,6 +5,7 @@ between two versions' vectors of one definition explained by a diff item, or the
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -144,9 +145,7 @@ def test_a_vector_of_an_unknown_version_is_refused_in_one_line(tmp_path):
     """One vector of a copy of the 1.0 corpus names spec 9.9: every command reading the corpus
     refuses it in one line, exit 2, before any adapter runs."""
     folder = tmp_path / "corpus"
-    folder.mkdir()
-    for f in corpus_dir("1.0").iterdir():
-        (folder / f.name).write_bytes(f.read_bytes())
+    shutil.copytree(corpus_dir("1.0"), folder)     # its scenarios/ folder too
     lines = (folder / "hash.jsonl").read_text().splitlines()
     vector = json.loads(lines[0])
     vector["_meta"]["spec_version"] = "9.9"
@@ -164,9 +163,7 @@ def test_a_vector_of_an_unknown_version_is_refused_in_one_line(tmp_path):
 def test_a_corpus_folder_of_an_unknown_version_is_refused_in_one_line(tmp_path):
     from rtwo_vm import cli
     folder = tmp_path / "corpus"
-    folder.mkdir()
-    for f in corpus_dir("1.1").iterdir():
-        (folder / f.name).write_bytes(f.read_bytes())
+    shutil.copytree(corpus_dir("1.1"), folder)     # its scenarios/ folder too
     manifest = json.loads((folder / "manifest.json").read_text())
     (folder / "manifest.json").write_text(json.dumps({**manifest, "spec_version": "3.0"}))
     done = subprocess.run([sys.executable, "-m", "rtwo_vm.cli", "vectors", "check", "--dir", str(folder)],

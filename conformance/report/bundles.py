@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from conformance.report.counts import ranked
+from conformance.report.scenarios import failing as failing_scenarios
 from conformance.run.compare import bounded
-from conformance.run.inputs import BUNDLE_FORMAT, BUNDLE_FORMATS, BUNDLE_LIMIT, MAX_DEPTH
+from conformance.run.inputs import BUNDLE_FORMAT, BUNDLE_FORMATS, BUNDLE_LIMIT, MAX_DEPTH, SCENARIO_BUNDLE_FORMAT
 from conformance.run.suite import SuiteResult, slug
 
 MAX_BUNDLES = 50                 # replay bundles written per run (--max-bundles)
@@ -64,6 +65,24 @@ def bundle_texts(result: SuiteResult, directory: Path, max_bundles: int = MAX_BU
     ran in with its environment and the vectors the same process ran before it."""
     out: dict[tuple[str, str], tuple[Path, str]] = {}
     for run, prefix in zip(result.runs, bundle_prefixes(result.runs)):
+        # The failing scenarios first (a few, each telling): the scenario sent and its divergence.
+        for o in failing_scenarios(run.scenarios):
+            if len(out) >= max_bundles:
+                return out
+            if "unavailable" in o.categories:
+                continue
+            path = directory.resolve() / bundle_name(prefix, o.vector_id)
+            doc = {
+                "bundle": SCENARIO_BUNDLE_FORMAT, "spec_version": result.version,
+                "implementation": {"command": run.command, "cwd": run.cwd, "name": run.name, "version": run.version},
+                "scenario": result.scenarios[o.vector_id], "response": o.reply,
+                "failures": [m.to_json() for m in o.failures], "reason": o.reason[:4000],
+                "known_failure": o.known or None,
+                "divergence": o.scenario.to_json() if o.scenario is not None else None,
+                "passes": [p.to_json() for p in o.passes],
+                "replay": f"rtwo-vm conformance replay {shlex.quote(str(path))} --impl {shlex.quote(run.command)}",
+            }
+            out[(run.command, o.vector_id)] = (path, _shrunk(doc, max_bytes) + "\n")
         for o in ranked(run, ("fail", "xfail")):
             # A vector never sent (the adapter would not start) has nothing to replay.
             if "unavailable" in o.categories:
@@ -123,7 +142,7 @@ def remove_stale_bundles(directory: Path, keep: set[Path]) -> list[Path]:
                 if not stat.S_ISREG(os.lstat(entry.path).st_mode):
                     continue
                 doc = read_json(entry.path, BUNDLE_LIMIT, MAX_DEPTH, "replay bundle")
-                if isinstance(doc, dict) and doc.get("bundle") in BUNDLE_FORMATS:
+                if isinstance(doc, dict) and doc.get("bundle") in (*BUNDLE_FORMATS, SCENARIO_BUNDLE_FORMAT):
                     os.unlink(entry.path)          # unlink never follows a link
                     removed.append(Path(entry.path))
             except (OSError, FileRefused):

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from conformance.constants import PROTOCOL
+from conformance.report import scenarios as scenario_report
 from conformance.report.counts import count_tables, failure_summary, ranked, status_counts
 from conformance.report.junit import NOW_PASSING
 from conformance.report.triage import triage
@@ -56,11 +57,15 @@ def to_json(result: SuiteResult, corpus: Mapping[str, Any], bundles: Mapping[tup
             "counts": status_counts(run, False), "fresh_counts": status_counts(run, True),
             "main_pass_vectors_per_second": round(run.rate, 1), "seconds": round(run.total_seconds, 3),
             "failure_kinds": dict(Counter(c for o in failing for c in o.categories)),
-            "failed_ids": [o.vector_id for o in ranked(run, ("fail", "xfail", "xpass"))],
+            "failed_ids": [o.vector_id for o in ranked(run, ("fail", "xfail", "xpass"))]
+            + scenario_report.json_section(run.scenarios, {}, run.command)["failed_ids"],
             "failures": [_entry(o, result, run, bundles) for o in failing[:REPORT_FAILURES]],
             "failures_left_out": max(0, len(failing) - REPORT_FAILURES),
-            "failure_summaries": [failure_summary(o) for o in ranked(run, ("fail", "xfail"))],
-            "what_to_implement_next": triage(run.outcomes.values(), result.vectors, result.version),
+            "failure_summaries": [failure_summary(o) for o in ranked(run, ("fail", "xfail"))]
+            + [failure_summary(o) for o in scenario_report.failing(run.scenarios)],
+            "what_to_implement_next": dict(triage(run.outcomes.values(), result.vectors, result.version),
+                                           scenarios=scenario_report.triage(run.scenarios)),
+            "scenarios": scenario_report.json_section(run.scenarios, bundles, run.command),
             "known_failures": [{**_entry(o, result, run, bundles), "known_failure": o.known}
                                for o in ranked(run, ("xfail",))[:REPORT_FAILURES]],
             "now_passing": [{"id": o.vector_id, "known_failure": o.known, "action": NOW_PASSING}
@@ -108,5 +113,9 @@ def summary_json(result: SuiteResult, corpus: Mapping[str, Any], exit_code: int,
                 "start_error": r.start_error or None, "gave_up": r.gave_up or None,
                 "counts": status_counts(r, False), "fresh_counts": status_counts(r, True),
                 "failure_kinds": dict(Counter(o.kind for o in ranked(r))),
-                "first_failures": [o.vector_id for o in ranked(r)[:10]]} for r in result.runs],
+                "first_failures": [o.vector_id for o in ranked(r)[:10]],
+                "scenarios": {k: v for k, v in scenario_report.json_section(r.scenarios, {}, r.command).items()
+                              if k in ("sent", "counts", "fresh_counts", "not_run", "not_run_reasons",
+                                       "carries_state", "carries_state_note", "failed_ids")}}
+               for r in result.runs],
             "disagreements": len(result.disagreements)}

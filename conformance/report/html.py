@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from conformance.constants import PROTOCOL
+from conformance.report import scenarios as scenario_report
 from conformance.report.counts import ranked, status_counts
 from conformance.report.text import disassembly
 from conformance.report.triage import html_rows, triage
@@ -53,6 +54,7 @@ def render(result: SuiteResult, corpus: Mapping[str, Any], bundles: Mapping[tupl
                        f"<td>{c['unsupported']}</td><td>{c['xfail']}</td><td>{c['xpass']}</td></tr>")
         out.append("</table>")
         out.append(html_rows(triage(run.outcomes.values(), result.vectors, result.version), _e))
+        out.append(scenario_report.html_section(run.scenarios, result.scenarios, bundles, run.command, _e))
         failing = ranked(run, ("fail", "xfail"))
         if not failing:
             continue

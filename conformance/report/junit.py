@@ -44,7 +44,8 @@ def junit_xml(result: SuiteResult, bundles: Mapping[tuple[str, str], Path] | Non
                            "seed": run.seed}.items():
             ET.SubElement(props, "property", name=_x(key), value=_x(str(value)[:500]))
         counts: Counter[str] = Counter()
-        for o in sorted(run.outcomes.values(), key=lambda o: o.vector_id):
+        scenarios = sorted(run.scenarios.outcomes.values(), key=lambda o: o.vector_id)
+        for o in sorted(run.outcomes.values(), key=lambda o: o.vector_id) + scenarios:
             group = o.vector_id.split("/", 1)[0]
             case = ET.SubElement(suite, "testcase", classname=_x(f"{slug(run.name)}.{slug(group)}"),
                                  name=_x(o.vector_id), time=f"{o.seconds:.6f}")
@@ -64,7 +65,14 @@ def junit_xml(result: SuiteResult, bundles: Mapping[tuple[str, str], Path] | Non
                 element = ET.SubElement(case, "error" if error else "failure", message=_x(first[:300]),
                                         type=",".join(o.categories))
                 element.text = _x(_budgeted(_details(o, bundles.get((run.command, o.vector_id))), budget))
-        for issue in run.issues[:100]:
+        for reason, n in Counter(run.scenarios.not_run.values()).items():
+            # Never silent: the scenarios an adapter was not sent are one skipped case per reason.
+            counts["tests"] += 1
+            counts["skipped"] += 1
+            case = ET.SubElement(suite, "testcase", classname=f"{slug(run.name)}.scenario",
+                                 name=_x(f"{n} scenario vectors not run"), time="0")
+            ET.SubElement(case, "skipped", type="not_run", message=_x(reason[:300]))
+        for issue in run.issues[:100] + run.scenarios.issues[:100]:
             counts["errors"] += 1
             counts["tests"] += 1
             ET.SubElement(ET.SubElement(suite, "testcase", classname=f"{slug(run.name)}.adapter",
@@ -91,6 +99,10 @@ def _details(o: Outcome, bundle: Path | None = None) -> str:
         lines.append(o.reason[:2000])
     if o.divergence:
         lines.append(str(o.divergence)[:2000])
+    if o.scenario is not None:
+        lines.append(str(o.scenario)[:2000])
+        if o.scenario.index is not None:
+            lines.append(f"state before step {o.scenario.index}: {str(o.scenario.state_before)[:2000]}")
     if bundle is not None:
         lines.append(f"replay bundle: {bundle}")
     return "\n".join(lines)

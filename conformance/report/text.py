@@ -10,6 +10,7 @@ from typing import Any, Mapping
 
 import spec
 from conformance.constants import PROTOCOL
+from conformance.report import scenarios as scenario_report
 from conformance.report.counts import count_tables, plural, ranked, status_counts
 from conformance.report.triage import text_lines as triage_lines, triage
 from conformance.run.inputs import printable
@@ -104,18 +105,22 @@ def _run_lines(run: ImplementationRun, result: SuiteResult, bundles, shown: int,
                kinds: tuple[str, ...] | None) -> list[str]:
     if run.start_error:
         return ["", f"== {run.command}: the adapter could not start",
-                f"   {run.start_error[:1000]}", f"   {plural(len(run.outcomes), 'vector')} not run"]
+                f"   {run.start_error[:1000]}", f"   {plural(len(run.outcomes), 'vector')} not run"
+                + (f", nor {plural(len(run.scenarios.not_run), 'scenario vector')}" if run.scenarios.not_run else "")]
     head = run.name + (f" {run.version}" if run.version else "")
     lines = ["", f"== {head}  [{run.command}]"]
     lines += [f"   {p}" for p in run.passes]
-    lines.append("   corpus: " + _counts_line(run))
+    if run.outcomes or not (run.scenarios.outcomes or run.scenarios.not_run):
+        lines.append("   corpus: " + _counts_line(run))
     if any(o.fresh for o in run.outcomes.values()):
         lines.append(f"   fresh sample (seed {run.seed}): " + _counts_line(run, fresh=True))
     if run.stopped:
         lines.append(f"   stopped at the first failure (-x): {plural(run.stopped, 'vector')} not run")
+    lines += scenario_report.text_lines(run.scenarios, result.scenarios, bundles, run.command, shown)
     by_group, by_opcode_counts = count_tables(run, result.vectors)
     columns = ["pass", "fail"] + [s for s in ("xfail", "xpass") if run.count(s)]
-    lines += _table("category", sorted(by_group.items()), columns, 12)
+    if by_group:
+        lines += _table("category", sorted(by_group.items()), columns, 12)
     if by_opcode:
         # "unsup": of the failing vectors, those answered UNSUPPORTED_INPUT (also in "fail").
         lines += _table("opcode", ((i.mnemonic, by_opcode_counts.get(i.mnemonic, Counter()))
@@ -195,5 +200,8 @@ def summary(result: SuiteResult, corpus: Mapping[str, Any], bundles: Mapping[tup
             lines.append(f"   {d['vector']}: {a} and {b} differ in {', '.join(d['fields'][:8])}"
                          + (" ..." if len(d["fields"]) > 8 else "") + verdict)
         lines += _more(len(result.disagreements), shown, "   ")
-    lines += ["", "RESULT: " + ("every implementation conforms" if result.ok else "NOT CONFORMING")]
+    not_run = sum(len(r.scenarios.not_run) for r in result.runs)
+    single_only = (f" on single calls only: {plural(not_run, 'scenario vector')} not run, carrying state "
+                   "across calls not established" if not_run else "")
+    lines += ["", "RESULT: " + ("every implementation conforms" + single_only if result.ok else "NOT CONFORMING")]
     return "\n".join(lines)

@@ -27,6 +27,7 @@ import spec
 from spec.files import FileRefused, check_int, read_json
 
 BUNDLE_SCHEMA = "replay-bundle"                     # spec/schemas/replay-bundle.schema.json
+SCENARIO_BUNDLE_SCHEMA = "scenario-bundle"          # spec/schemas/scenario-bundle.schema.json (11.9)
 REPORT_SCHEMA = Path(__file__).with_name("last-failed.schema.json")
 BUNDLE_LIMIT = 16 << 20     # bytes of a bundle read at most (written below 512 KiB, the vector whole)
 REPORT_LIMIT = 64 << 20     # bytes of a report.json read at most (the runner writes at most 16 MiB)
@@ -43,6 +44,7 @@ def _report_schema() -> dict[str, Any]:
 _BUNDLE = spec.schema(BUNDLE_SCHEMA)
 BUNDLE_FORMATS: tuple[str, ...] = tuple(_BUNDLE["properties"]["bundle"]["enum"])
 BUNDLE_FORMAT = BUNDLE_FORMATS[-1]                   # what a run writes
+SCENARIO_BUNDLE_FORMAT: str = spec.schema(SCENARIO_BUNDLE_SCHEMA)["properties"]["bundle"]["const"]
 MAX_PASSES: int = _BUNDLE["properties"]["passes"]["maxItems"]
 # The main pass, its second attempt after the safety net, one record per determinism pass.
 MAX_REPEAT = MAX_PASSES - 2                         # --repeat of a run or a replay
@@ -69,14 +71,24 @@ def _validator(schema: dict[str, Any]):
     import jsonschema  # only the readers of outside files need it
     from referencing import Registry, Resource
 
-    vector = spec.schema("vector")
-    registry = Registry().with_resource(vector["$id"], Resource.from_contents(vector))
+    registry = Registry().with_resources([(s["$id"], Resource.from_contents(s)) for s in (
+        spec.schema(name) for name in ("vector", "scenario-vector", BUNDLE_SCHEMA))])
     return jsonschema.Draft202012Validator(schema, registry=registry)
 
 
 @functools.cache
 def _bundle_validator():
     return _validator(dict(_BUNDLE))
+
+
+@functools.cache
+def _scenario_bundle_validator():
+    return _validator(dict(spec.schema(SCENARIO_BUNDLE_SCHEMA)))
+
+
+def is_scenario_bundle(bundle: Any) -> bool:
+    """Whether a bundle (read by :func:`read_bundle`) is a scenario's (11.9)."""
+    return isinstance(bundle, dict) and bundle.get("bundle") == SCENARIO_BUNDLE_FORMAT
 
 
 @functools.cache
@@ -97,7 +109,7 @@ def bundle_version(bundle: Any) -> str:
     """The spec version a bundle's vector ran under: its ``spec_version`` (format 3), else its
     vector's ``_meta.spec_version``, else the first version (bundles of formats 1 and 2 were
     all written by runs of version 1.0)."""
-    if isinstance(bundle.get("spec_version"), str):
+    if isinstance(bundle.get("spec_version"), str) or is_scenario_bundle(bundle):
         return bundle["spec_version"]
     meta = bundle["vector"].get("_meta")
     return meta["spec_version"] if isinstance(meta, dict) else spec.names()[0]
@@ -107,11 +119,17 @@ def bundle_problem(bundle: Any) -> str | None:
     """The first reason ``bundle`` is not a replay bundle (None when it is one)."""
     if not isinstance(bundle, dict):
         return f"a JSON {type(bundle).__name__}, not an object"
-    if bundle.get("bundle") not in BUNDLE_FORMATS:
-        return f"format {one_line(repr(bundle.get('bundle')), 80)}, not one of {', '.join(BUNDLE_FORMATS)}"
-    found = _first_problem(_bundle_validator(), bundle)
+    if bundle.get("bundle") not in (*BUNDLE_FORMATS, SCENARIO_BUNDLE_FORMAT):
+        return (f"format {one_line(repr(bundle.get('bundle')), 80)}, not one of "
+                f"{', '.join((*BUNDLE_FORMATS, SCENARIO_BUNDLE_FORMAT))}")
+    validator = _scenario_bundle_validator() if is_scenario_bundle(bundle) else _bundle_validator()
+    found = _first_problem(validator, bundle)
     if found:
         return found
+    if is_scenario_bundle(bundle):
+        found = _scenario_problem(bundle["scenario"])
+        if found:
+            return found
     version = bundle_version(bundle)
     if version not in spec.names():
         return (f"spec_version: {one_line(repr(version), 40)} is not a version of spec/versions.toml "
@@ -129,6 +147,26 @@ def bundle_problem(bundle: Any) -> str | None:
                 return f"{where}/environment/PYTHONHASHSEED: must be \"random\" or at most {PYTHONHASHSEED_MAX}"
     except FileRefused as err:
         return str(err)
+    return None
+
+
+def _scenario_problem(scenario: Any) -> str | None:
+    """What the schema cannot say of a bundle's scenario: its steps' versions, sandboxes, and the
+    expected results carried from step to step (11.9.1, 11.9.2)."""
+    from conformance.scenario.carry import next_state
+    from conformance.scenario.schema import input_problems
+    found = input_problems(scenario["input"])
+    if found:
+        return f"scenario/input: {one_line(found[0])}"
+    expected = scenario["expected"]["steps"]
+    if len(expected) != len(scenario["input"]["steps"]):
+        return f"scenario/expected/steps: {len(expected)} results for {len(scenario['input']['steps'])} steps"
+    state = scenario["input"]["pre_state"]
+    try:
+        for want in expected:
+            state = next_state(state, want["result"])
+    except ValueError as err:
+        return f"scenario/expected: {one_line(err)}"
     return None
 
 

@@ -74,6 +74,7 @@ class Outcome:
     correct: bool = False                         # the main pass's result matches the expected one
     seconds: float = 0.0                          # the adapter's time on the vector in the main pass
     signature: str = ""                           # digest of the main pass's response (determinism)
+    scenario: Any = None                          # a failing scenario's scenario_judge.StepDivergence
 
     @property
     def categories(self) -> list[str]:

@@ -88,6 +88,11 @@ def plan_bundle(bundle: Mapping[str, Any], impl: str, repeat: int = 0, seed: int
         notes.append("the bundle records no environment (format 1): replayed in the current environment")
     passes = [main] + [p for p in recorded if p is not main and p.get("differs")]
     passes += _perturbed(repeat, seed)
+    if "scenario" in bundle:        # a scenario's bundle (11.9): the scenarios before it are not sent again
+        if any(p.get("preceded_by") for p in passes):
+            notes.append("the scenarios its process ran before it are not replayed")
+        passes = [dict(p, preceded_by=[], preceded_count=0) for p in passes]
+        return Plan(bundle["scenario"], impl, bundle_version(bundle), passes, notes)
     return Plan(bundle["vector"], impl, bundle_version(bundle), passes, notes)
 
 
@@ -100,6 +105,9 @@ def replay(plan: Plan, corpus: Mapping[str, Mapping[str, Any]], settings: Settin
            keep_logs: Path | None = None) -> tuple[SuiteResult, list[tuple[str, str]]]:
     """Run the plan; the result (one implementation, one vector) and, per pass, the adapter's
     stderr from the process that ran the vector."""
+    from conformance.run.replay_scenario import is_scenario, replay_scenario
+    if is_scenario(plan.vector):
+        return replay_scenario(plan, settings, keep_logs, _tail)
     started = time.perf_counter()
     vector, vid = plan.vector, plan.vector["id"]
     run = ImplementationRun(plan.command, cwd=str(Path.cwd()))

@@ -273,7 +273,7 @@ class Pool:
                 return
             kind, rid = message.get("type"), message.get("id")
             head = proc.in_flight[0] if proc.in_flight else None
-            if kind not in ("result", "error"):
+            if kind not in ("result", "error", "scenario_result"):
                 if head is not None:
                     fail_head(i, "protocol", f"unexpected {str(kind)[:40]!r} message instead of a response")
                 else:

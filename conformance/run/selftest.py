@@ -5,10 +5,11 @@ Checks (every adapter rule of 11.5): handshake, a handful of vectors of every ou
 pipelined requests answered in order, error responses to malformed and unknown requests (and
 staying alive after them), the nesting bound (32 levels read, 33 refused), an execute before
 the hello, execute requests that are not a vector input's (BAD_MESSAGE), an unknown
-trace_format with trace true and false, a limit written with a fraction (its binary64 value), traces when the capability is claimed (on vectors with
-jumps, subroutine calls, nested subroutine calls and nested calls as well as the samples), the
-EIP-3155 form when trace_eip3155 is claimed and UNSUPPORTED_INPUT for it otherwise, shutdown
-and end-of-input exit behaviour, refusing an unknown protocol version and spec version.
+trace_format with trace true and false, a limit written with a fraction (its binary64 value), traces
+when claimed (on vectors with jumps, subroutine calls, nested ones and nested calls too), the
+EIP-3155 form when trace_eip3155 is claimed and UNSUPPORTED_INPUT for it otherwise, scenarios when
+"scenario" is (conformance.run.selftest_scenario), shutdown and end-of-input exit behaviour,
+refusing an unknown protocol version and spec version.
 
 The protocol is checked apart from coverage: a partial VM passes. The protocol checks send a
 program of one STOP (``PROBE_ID``) and take a result or an error ``UNSUPPORTED_INPUT`` with the
@@ -18,22 +19,21 @@ answered, 10 unsupported (not failures)"), while a wrong answer still fails them
 
 Each check runs in its own adapter process (started and handshaken afresh), so a stray line
 or a lost response in one check never shows up as another check's failure; a failing check
-names its own problem and ends with the tail of that process's stderr.
-
-A selftest is for one spec version, named by every hello; its samples are that version's vectors.
+names its own problem and ends with the tail of that process's stderr. A selftest is for one
+spec version, named by every hello; its samples are that version's vectors.
 """
 
 from __future__ import annotations
 
 import secrets
 import shlex
-
 import spec
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from conformance.run import selftest_scenario
 from conformance.run.compare import compare_reply
 from conformance.protocol import (
     EXIT_UNSUPPORTED, MAX_DEPTH, ProtocolError, decode, encode, execute_request, hello_problems,
@@ -91,8 +91,7 @@ class _Session:
         return self.read(waiting_for)
 
     def read(self, waiting_for: str = "") -> dict[str, Any] | None:
-        """The next message; None at end of output or timeout. A line that is not a protocol
-        message raises ProtocolError naming what was expected instead."""
+        """The next message; None at end of output or timeout; ProtocolError for a non-message."""
         line = self.proc.wait_line(time.monotonic() + self.settings.timeout)
         if line is None and self.proc.oversized:
             raise ProtocolError(f"a line longer than {self.proc.line_limit()} bytes on stdout"
@@ -151,7 +150,7 @@ class _Checks:
 
 
 def run_selftest(command: str, vectors: Mapping[str, Mapping[str, Any]], version: str,
-                 timeout: float = 10.0) -> list[Check]:
+                 timeout: float = 10.0, scenarios: Sequence[Mapping[str, Any]] = ()) -> list[Check]:
     """The checks of an adapter in sessions of spec ``version``, with that version's vectors."""
     argv = shlex.split(command)
     settings = Settings(version, timeout=timeout, handshake_timeout=timeout)
@@ -204,6 +203,8 @@ def run_selftest(command: str, vectors: Mapping[str, Mapping[str, Any]], version
     else:
         checks.run("without capability trace_eip3155: answers trace_format eip3155 with an error UNSUPPORTED_INPUT",
                    lambda s: _eip3155_unsupported(s, probe))
+    if "scenario" in capabilities:    # 11.9.4: a scenario answered in form, malformed ones refused
+        selftest_scenario.add(checks, scenarios, probe, version, _schema_problem, _error_then_alive)
     checks.run("shutdown: answers bye and exits with status 0", _shutdown)
     checks.run("end of input: exits with status 0 without output", _eof)
     checks.run("unknown protocol version: error UNSUPPORTED_PROTOCOL, exit status 3",

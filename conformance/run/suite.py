@@ -38,6 +38,7 @@ from conformance.run.outcomes import UNSUPPORTED, Keeper, Outcome, PassRun, eval
 from conformance.run.process import AdapterProcess, Reply, Settings, StartError
 from conformance.run.requests import Prepared, jobs
 from conformance.run.runner import Pool
+from conformance.run.scenarios import ScenarioRuns, run_scenarios
 
 
 def reference_command() -> str:
@@ -73,6 +74,7 @@ class ImplementationRun:
     gave_up: str = ""                             # why the remaining vectors were not run
     stopped: int = 0                              # vectors not run after -x stopped the run
     retried: int = 0                              # attempts that met the safety net and ran again
+    scenarios: ScenarioRuns = field(default_factory=ScenarioRuns)   # the scenario pass (11.9.4)
 
     @property
     def name(self) -> str:
@@ -100,7 +102,8 @@ class ImplementationRun:
 
     @property
     def ok(self) -> bool:
-        return not self.issues and self.count("fail") == 0 and self.count("xpass") == 0
+        return (not self.issues and self.count("fail") == 0 and self.count("xpass") == 0
+                and self.scenarios.ok)
 
 
 @dataclass
@@ -111,6 +114,7 @@ class SuiteResult:
     disagreements: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
     blinding: dict[str, Any] = field(default_factory=lambda: dict(blind.OFF))   # blind.Summary.to_json()
+    scenarios: dict[str, Mapping[str, Any]] = field(default_factory=dict)    # scenario vectors, as sent
 
     @property
     def ok(self) -> bool:
@@ -355,6 +359,22 @@ def _check_traces(run: ImplementationRun, argv, settings: Settings, by_id, optio
             on_trace(replies.get(vid) or Reply(vid, None, "unavailable", "no reply to the retry"), True)
 
 
+def _run_scenarios(run: ImplementationRun, scenarios: Sequence[Mapping[str, Any]], known: Sequence[KnownFailure],
+                   options: Options, progress: Callable[[str, Reply], None] | None) -> None:
+    """The scenario pass of one implementation (conformance.run.scenarios)."""
+    if run.start_error or run.stopped:
+        why = "the adapter could not start" if run.start_error else "-x stopped the run at the first failure"
+        run.scenarios = ScenarioRuns(not_run={s["id"]: why for s in scenarios})
+        return
+    prints = fingerprints(run.command, run.name, run.version)
+    run.scenarios = run_scenarios(
+        run.command, run.hello, scenarios, _pass_settings(options.settings, "scenarios", run.name), options.seed,
+        options.repeat, lambda vid: known_failure(known, run.name, vid, prints),
+        (lambda reply: progress(run.command, reply)) if progress else None)
+    run.restarts += run.scenarios.restarts
+    run.retried += run.scenarios.retried
+
+
 def _labels(runs: Sequence[ImplementationRun]) -> dict[int, str]:
     """How to call each implementation: its name, or its command when names repeat."""
     names = [r.name for r in runs]
@@ -402,11 +422,14 @@ def _cross_check(runs: Sequence[ImplementationRun], result: SuiteResult) -> None
 
 
 def run_suite(commands: Sequence[str], vectors: Sequence[Mapping[str, Any]], known: Sequence[KnownFailure],
-              options: Options, progress: Callable[[str, Reply], None] | None = None) -> SuiteResult:
+              options: Options, progress: Callable[[str, Reply], None] | None = None,
+              scenarios: Sequence[Mapping[str, Any]] = ()) -> SuiteResult:
     """Run every implementation over ``vectors``. With ``options.blind`` (the default) every
     vector, the fresh sample's too, is first blinded for the run's seed (conformance.run.blind):
     what is sent, judged, reported and bundled is the blinded vector, whose expected result
-    the reference computed."""
+    the reference computed. ``scenarios`` (scenario vectors, the fresh ones included) are
+    blinded alike (conformance.run.blind_scenario) and sent to every adapter that announces
+    the capability (conformance.run.scenarios)."""
     started = time.perf_counter()
     blinding = dict(blind.OFF)
     if options.blind:
@@ -416,7 +439,15 @@ def run_suite(commands: Sequence[str], vectors: Sequence[Mapping[str, Any]], kno
     if options.prepared is None:        # encode every input once, for every implementation and pass
         options = replace(options, prepared=Prepared(vectors, options.settings))
     runs = [run_implementation(c, vectors, known, options, progress) for c in commands]
-    result = SuiteResult(runs, {v["id"]: v for v in vectors}, options.settings.spec_version, blinding=blinding)
+    scenarios = list(scenarios)
+    if options.blind and scenarios:
+        from conformance.run import blind_scenario
+        scenarios, scenario_summary = blind_scenario.blind_all(scenarios, options.seed, options.settings.spec_version)
+        blinding["scenarios"] = scenario_summary.to_json()
+    for run in runs:
+        _run_scenarios(run, scenarios, known, options, progress)
+    result = SuiteResult(runs, {v["id"]: v for v in vectors}, options.settings.spec_version, blinding=blinding,
+                         scenarios={s["id"]: s for s in scenarios})
     if len(runs) > 1:
         _cross_check(runs, result)
     result.seconds = time.perf_counter() - started

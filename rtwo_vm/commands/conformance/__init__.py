@@ -154,7 +154,9 @@ def _cmd_selftest(args) -> int:
                 print(f"spec {version}: not checked: {why}")
             for version in versions:
                 _, vectors = corpus_args.load_corpus(corpora[version], version)
-                checks = run_selftest(command, {v["id"]: v for v in vectors}, version, timeout=args.timeout)
+                from rtwo_vm.commands.conformance.run import load_scenarios
+                checks = run_selftest(command, {v["id"]: v for v in vectors}, version, timeout=args.timeout,
+                                      scenarios=load_scenarios(argparse.Namespace(filter=[]), corpora[version], version))
                 status = max(status, _print_checks(command, version, checks))
         finally:
             kill_all()

@@ -23,11 +23,27 @@ EXIT_OK, EXIT_NOT_CONFORMING, EXIT_USAGE, EXIT_COULD_NOT_RUN = 0, 1, 2, 3
 WRONG = "wrong"
 
 
-def select(args, vectors):
+def select(args, vectors, scenarios=()):
+    """The vectors --filter selects; none when it selects scenarios only (an error when it
+    selects neither)."""
     from conformance.corpus.selection import SelectionError, select as chosen
     try:
         return chosen(vectors, args.filter)
     except SelectionError as err:
+        if scenarios:
+            return []
+        raise CliError(str(err)) from None
+
+
+def load_scenarios(args, folder: Path, version: str):
+    """The scenario vectors of the corpus in ``folder`` that --filter selects (11.9.5)."""
+    from conformance.corpus.selection import SelectionError
+    from conformance.run.scenarios import select as chosen
+    from conformance.scenario import store
+    from spec.files import FileRefused
+    try:
+        return chosen(store.load(store.folder(folder), version), args.filter)
+    except (FileRefused, SelectionError) as err:
         raise CliError(str(err)) from None
 
 
@@ -60,14 +76,16 @@ def check_commands(commands) -> None:
 
 def _selection(args, version: str, folder: Path, out: Path):
     """(manifest, vectors to run, the selection the fresh sample varies, fresh ids wanted or
-    None, the previous seed and sample size or None) of one version; None when --last-failed
-    finds nothing of this version to run again."""
+    None, the previous seed and sample size or None, scenarios to run, the scenarios the fresh
+    sample varies) of one version; None when --last-failed finds nothing of this version to run
+    again."""
     from conformance.corpus import fresh
     from rtwo_vm.commands.conformance import files
     manifest, vectors = corpus_args.load_corpus(folder, version)
-    selected = select(args, vectors)
+    scenarios = load_scenarios(args, folder, version)
+    selected = select(args, vectors, scenarios)
     if not args.last_failed:
-        return manifest, selected, selected, None, None
+        return manifest, selected, selected, None, None, scenarios, scenarios
     report = out / version / "report.json"
     if not report.exists() and not report.is_symlink():
         return None
@@ -76,18 +94,20 @@ def _selection(args, version: str, folder: Path, out: Path):
         return None
     failed = _of_kinds(previous, kinds(args), report)
     again = [v for v in selected if v["id"] in failed]
+    scenarios_again = [v for v in scenarios if v["id"] in failed]
     wanted_fresh = {i for i in failed if fresh.is_fresh(i)}
-    if not again and not wanted_fresh:
+    if not again and not wanted_fresh and not scenarios_again:
         return None
     # The same sample as the previous run: its seed and size, from the same selection (run
     # --last-failed with the filters of the run it repeats).
-    return manifest, again, selected, wanted_fresh, (previous.seed, previous.fresh) if wanted_fresh else None
+    return (manifest, again, selected, wanted_fresh, (previous.seed, previous.fresh) if wanted_fresh else None,
+            scenarios_again, scenarios)
 
 
 def run(args) -> int:
     from conformance.adapter import tune_gc
     from conformance.constants import KNOWN_FAILURES_DIR
-    from conformance.corpus import fresh
+    from conformance.corpus import fresh, fresh_scenario
     from conformance.corpus.selection import SelectionError, load_known_failures
     from conformance.report.counts import plural
     from conformance.run.process import DEFAULT_MAX_LINE, Settings
@@ -133,21 +153,25 @@ def run(args) -> int:
                    for c in commands for v, why in found[c].not_checked.items() if v in wanted]
     summaries: dict[str, Any] = {}
     code = EXIT_OK
-    for version, manifest, vectors, selected, wanted_fresh, previous in plans:
+    for version, manifest, vectors, selected, wanted_fresh, previous, scenarios, scenario_base in plans:
         impls = [c for c in commands if found[c].start_error or found[c].checks(version)]
         if not impls:
             continue
         count = previous[1] if previous is not None else args.fresh
-        sample = fresh.sample(seed, count, selected, bool(args.filter), version) if count else []
+        sample = fresh.sample(seed, count, selected, bool(args.filter), version) if count and selected else []
+        fresh_scenarios = fresh_scenario.sample(seed, fresh_scenario.count_for(count, len(scenario_base)),
+                                                scenario_base)
         if wanted_fresh is not None:
             sample = [v for v in sample if v["id"] in wanted_fresh]
+            fresh_scenarios = [v for v in fresh_scenarios if v["id"] in wanted_fresh]
         try:
             known = load_known_failures(sorted(KNOWN_FAILURES_DIR.glob("*.toml"))
                                         + [Path(p) for p in args.known_failures], version)
         except SelectionError as err:
             raise CliError(str(err)) from None
         result, lines, summary = _one_version(args, version, manifest, vectors, sample, known, impls,
-                                              settings, seed, count, out, logs, not_checked)
+                                              settings, seed, count, out, logs, not_checked,
+                                              list(scenarios) + fresh_scenarios)
         summaries[version] = summary
         code = max(code, summary["exit_code"])       # 3 could not run > 1 does not conform > 0
         if not args.json:
@@ -176,7 +200,7 @@ def _label(discovery) -> str:
 
 
 def _one_version(args, version, manifest, vectors, sample, known, commands, settings, seed, count, out, logs,
-                 not_checked=()):
+                 not_checked=(), scenarios=()):
     """Run one version's suite and write its reports into <out>/<version>/ (which name the
     versions the run did not check, and why); (result, the text lines to print, the --json
     summary)."""
@@ -193,17 +217,21 @@ def _one_version(args, version, manifest, vectors, sample, known, commands, sett
     folder = out / version
     options = Options(repeat=args.repeat, seed=seed, max_traces=args.max_traces,
                       settings=replace(settings, spec_version=version), exitfirst=args.exitfirst, blind=args.blind)
-    run_info = {"seed": seed, "fresh": len(sample), "fresh_requested": count, "not_checked": list(not_checked)}
+    fresh_scenarios = sum(1 for s in scenarios if s["id"].startswith("fresh/"))
+    run_info = {"seed": seed, "fresh": len(sample), "fresh_requested": count, "not_checked": list(not_checked),
+                "scenarios": len(scenarios) - fresh_scenarios, "fresh_scenarios": fresh_scenarios}
     everything = list(vectors) + sample
     lines = [f"spec {version}: {plural(len(vectors), 'vector')} of its corpus and a fresh sample of "
-             f"{plural(len(sample), 'vector')}"] if not args.quiet else []
-    progress = Progress(len(everything) * len(commands) * (1 + args.repeat), f"conformance {version}",
+             f"{plural(len(sample), 'vector')}; {plural(len(scenarios) - fresh_scenarios, 'scenario vector')} "
+             f"and {plural(fresh_scenarios, 'fresh scenario')}"] if not args.quiet else []
+    progress = Progress((len(everything) + len(scenarios)) * len(commands) * (1 + args.repeat), f"conformance {version}",
                         enabled=wanted(args.progress, quiet=args.quiet or args.json))
     if lines and not args.json:
         print(lines.pop(), flush=True)
     with progress:
         result = run_suite(commands, everything, known, options,
-                           lambda command, reply: progress.advance(failed=reply.failure is not None))
+                           lambda command, reply: progress.advance(failed=reply.failure is not None),
+                           scenarios=scenarios)
     run_info["blinding"] = result.blinding
     code = (EXIT_COULD_NOT_RUN if any(r.start_error for r in result.runs)
             else EXIT_OK if result.ok else EXIT_NOT_CONFORMING)
