@@ -115,3 +115,17 @@ def _state_mismatches(expected: Mapping[str, Any], actual: Mapping[str, Any]) ->
                 out.append(Mismatch(f"post_state {address} slot {key}", sa.get(key, "0x0"), sb.get(key, "0x0"),
                                     "post_state"))
     return out or [Mismatch("post_state", "the expected state", "another form of it", "post_state")]
+
+
+def run_of_vector(vector: Mapping[str, Any]) -> ScenarioRun:
+    """The expected run a scenario vector records (states carried by 11.9.2), to judge a replay
+    of the vector with compare_scenario."""
+    from conformance.scenario.carry import next_state
+    state = vector["input"]["pre_state"]
+    states, results, stages = [], [], []
+    for want in vector["expected"]["steps"]:
+        states.append(state)
+        results.append(want["result"])
+        stages.append(want["error_stage"])
+        state = next_state(state, want["result"])
+    return ScenarioRun(tuple(states), tuple(results), tuple(stages), vector["expected"]["post_state"])

@@ -82,13 +82,15 @@ class SequenceShrinker:
         best = seq.copy()
         self._seen[_key(best)] = True
         while True:
-            start = _key(best)
+            start, before = _key(best), self.tests
             try:
                 for phase in (self._drop_steps, self._fold, self._programs, self._step_fields):
                     best = phase(best)
             except _Spent as spent:
                 return spent.args[0] if spent.args else best
-            if _key(best) == start:
+            # a round that changed nothing, or ran no new candidate (it only moved between
+            # sequences known to keep the class): a fixpoint
+            if _key(best) == start or self.tests == before:
                 self.minimal = True
                 return best
 
