@@ -151,3 +151,54 @@ def test_same_campaign_with_two_workers_and_resumed_in_its_own_mode(reference_ru
     again = cli("fuzz", "--resume", str(two), "--runs", "96")
     assert again.returncode == 0, again.stderr
     assert json.loads((two / "state.json").read_text())["next_index"] == 96
+
+
+# -- shrinking -------------------------------------------------------------------------------
+def _sequence(rows, calls, storage=None) -> SequenceInput:
+    from conformance.fuzz.program import Code, FuzzInput
+    steps = [FuzzInput({}, call_data=bytes(c), version="1.1") for c in calls]
+    return SequenceInput({0x100: (Code(rows=rows, version="1.1"), dict(storage or {}))}, steps, "1.1")
+
+
+def test_folding_the_first_step_puts_what_it_left_into_the_pre_state():
+    from conformance.fuzz.sequence_shrink import folded
+    # SSTORE pops the value then the key: slot 1 := 5, then STOP (success)
+    writes = [("PUSH1", 1), ("PUSH1", 5), ("SSTORE", 0), ("STOP", 0)]
+    seq = _sequence(writes, [[], [], []], {7: 9})
+    out = folded(seq)
+    assert out is not None and len(out.steps) == 2 and out.contracts[0x100][1] == {1: 5, 7: 9}
+    assert seq.contracts[0x100][1] == {7: 9} and len(seq.steps) == 3       # the original unchanged
+    # the same writes undone by REVERT leave nothing to fold
+    reverts = writes[:3] + [("PUSH1", 0), ("PUSH1", 0), ("REVERT", 0)]
+    assert folded(_sequence(reverts, [[], [], []])) is None
+
+
+def test_the_shrinker_keeps_the_shortest_sequence_that_keeps_the_class():
+    from conformance.fuzz.sequence_shrink import SequenceShrinker
+    # "the class": two steps whose call data is 0x01 (the other steps, and the program, do not matter)
+    seq = _sequence([("PUSH1", 1), ("PUSH1", 5), ("SSTORE", 0), ("STOP", 0)],
+                    [[2], [1], [3, 3], [1], [4], [1]])
+
+    def keeps(s):
+        return sum(step.call_data == b"\x01" for step in s.steps) >= 2
+    first, second = SequenceShrinker(keeps, 300), SequenceShrinker(keeps, 300)
+    small = first.shrink(seq)
+    assert [step.call_data for step in small.steps] == [b"\x01", b"\x01"]
+    assert small.contracts[0x100][0].rows == [("STOP", 0)] and first.minimal
+    assert second.shrink(seq).to_json() == small.to_json() and first.tests == second.tests
+
+
+def test_a_damaged_sequence_finding_in_the_state_is_refused_on_resume(planted, tmp_path):
+    import shutil
+    _, out, _ = planted
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    state = json.loads((copy / "state.json").read_text())
+    finding = next(b["finding"] for b in state["buckets"].values() if b["finding"])
+    finding["input"]["steps"] = finding["input"]["steps"][:1]           # one step: no sequence
+    (copy / "state.json").write_text(json.dumps(state))
+    before = sorted(p.name for p in copy.rglob("*"))
+    done = cli("fuzz", "--resume", str(copy), "--runs", "96", "--impl", buggy("keep-failed-writes"))
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+    assert "damaged state" in done.stderr and "2 to 64 steps" in done.stderr, done.stderr
+    assert sorted(p.name for p in copy.rglob("*")) == before
