@@ -38,7 +38,7 @@ from conformance.fuzz.state import (
     MAX_CELLS, MAX_COMMAND, MAX_NAME, SAFETY_NET_KEEP, STATE_VERSION, StateError, load_state, save_state,
 )
 
-__all__ = ["Options", "StateError", "load_state", "report_json", "report_text", "run_campaign", "crashed_now"]
+__all__ = ["CapabilityMissing", "Options", "StateError", "load_state", "report_json", "report_text", "run_campaign", "crashed_now"]
 
 EPOCH = 256
 TASK = 32
@@ -61,6 +61,11 @@ class Options:
     factory: Callable | None = None     # the workers' factory (default conformance.fuzz.worker.make_worker)
     state: dict[str, Any] | None = None  # the checked state to resume (else read from out)
     spec_version: str = BASE            # the version every request runs under (rtwo-vm fuzz --spec-version)
+    sequences: int = 0                  # sequence mode: scenarios of 2..K steps (rtwo-vm fuzz --sequences K)
+
+
+class CapabilityMissing(Exception):
+    """Sequence mode against an implementation whose hello does not announce "scenario"."""
 
 
 def _new_state(options: Options) -> dict[str, Any]:
@@ -75,7 +80,7 @@ def _new_state(options: Options) -> dict[str, Any]:
             "corpus_cells": len(corpus_cells(vectors)), "cells": sorted(corpus_cells(vectors)), "arcs": [],
             "classes": [], "buckets": {}, "executions": 0, "seconds": 0.0, "outcomes": {}, "workers": {},
             "growth": [], "divergent": 0, "sessions": 0, "safety_net": [], "safety_net_count": 0,
-            "internal_errors": [], "skip": []}
+            "internal_errors": [], "skip": [], **({"sequences": options.sequences} if options.sequences else {})}
 
 
 def _size(value: Any) -> int:
@@ -150,6 +155,9 @@ def run_campaign(options: Options, on_epoch: Callable[[dict[str, Any]], None] | 
         if state["spec_version"] != options.spec_version:
             raise StateError(f"{out}: a campaign of spec {state['spec_version']}, resumed with --spec-version "
                              f"{options.spec_version}: resume it with --spec-version {state['spec_version']}")
+        if state.get("sequences", 0) != options.sequences:
+            raise StateError(f"{out}: {mode_text(state.get('sequences', 0))}, resumed as "
+                             f"{mode_text(options.sequences)} (a campaign is resumed in its own mode)")
     else:
         state = _new_state(options)
     options.state = None
@@ -161,13 +169,17 @@ def run_campaign(options: Options, on_epoch: Callable[[dict[str, Any]], None] | 
               "timeout": options.timeout, "pool": state["pool"], "pool_added": state["pool_added"],
               "cells": state["cells"], "arcs": state["arcs"], "classes": list(state["buckets"]),
               "findings_full": _findings_full(state),
-              "skip": list(state["skip"])}
+              "skip": list(state["skip"]), "sequences": state.get("sequences", 0)}
     from conformance.fuzz.worker import make_worker
+    if state.get("sequences"):
+        from conformance.fuzz.sequence_worker import make_sequence_worker as make_worker
     base = state["seconds"]
     backend = make_backend(options.factory or make_worker, (config,), options.workers, options.ray)
     started = saved = time.perf_counter()      # worker (and cluster) start-up is not counted
     try:
         state["hellos"] = [h if h is None or _size(h) <= HELLO_BYTES else {} for h in backend.call("hellos")[0]]
+        if state.get("sequences"):
+            _check_scenario(state["hellos"], list(options.impls))
         config.clear()
         while True:
             done = state["next_index"]
@@ -229,6 +241,19 @@ def run_campaign(options: Options, on_epoch: Callable[[dict[str, Any]], None] | 
         write_findings(out / SAFETY_NET, _net_vectors(state), state["seed"], state["spec_version"])
     save_state(out, state)
     return state
+
+
+def mode_text(sequences: int) -> str:
+    return f"a campaign of sequences of up to {sequences} steps" if sequences else "a campaign of single calls"
+
+
+def _check_scenario(hellos: list, impls: list[str]) -> None:
+    """Sequence mode needs every implementation to run scenario requests (chapter 11.9.4)."""
+    for hello, command in zip(hellos, impls):
+        if "scenario" not in ((hello or {}).get("capabilities") or []):
+            name = ((hello or {}).get("implementation") or {}).get("name") or command
+            raise CapabilityMissing(f"--sequences needs the adapter capability \"scenario\" (spec 11.9.4), which "
+                                    f"{str(name)[:200]!r} does not announce in its hello")
 
 
 def _findings_full(state: dict[str, Any]) -> bool:
@@ -310,6 +335,7 @@ def report_json(state: dict[str, Any], out: Path) -> dict[str, Any]:
                         "text": bucket_text(b)})
     return {
         "seed": state["seed"], "spec_version": state["spec_version"], "implementations": impls,
+        "sequences": state.get("sequences", 0),
         "executions": state["executions"],
         "seconds": round(state["seconds"], 3), "execs_per_second": round(state["executions"] / seconds, 1),
         "stopped": state.get("stopped"),
@@ -337,7 +363,9 @@ def report_text(report: dict[str, Any]) -> str:
     cov = report["coverage"]
     lines = [f"fuzz campaign seed {report['seed']} (spec {report['spec_version']}): {report['executions']:,} requests "
              f"in {report['seconds']:.1f} s "
-             f"({report['execs_per_second']:,.0f}/s; stopped by {report['stopped']})",
+             f"({report['execs_per_second']:,.0f}/s; stopped by {report['stopped']})"
+             + (f"; each a sequence of 2 to {report['sequences']} calls on a shared state" if report.get("sequences")
+                else ""),
              "implementations: " + ", ".join(f"{i['name'] or '?'} ({i['command']})" for i in report["implementations"]),
              "workers: " + ", ".join(f"#{w['worker']} {w['requests']:,} requests, {w['execs_per_second']:,.0f}/s busy"
                                      for w in report["workers"]),

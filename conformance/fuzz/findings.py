@@ -82,8 +82,13 @@ def bucket_text(bucket: Mapping[str, Any]) -> str:
              + (f"  -> {f['vector_id']}" if f.get("vector_id") else "")]
     if f:
         ended: dict[bool | None, str] = {True: " (minimal: no reduction keeps the class)", False: " (the test budget ran out)"}
-        lines.append(f"  first at request {bucket['first_index']}; shrunk from {f['original_size']} to "
-                     f"{f['size']} instructions in {f['tests']} tests{ended.get(f.get('minimal'), '')}")
+        if "steps" in f:
+            shrunk = (f"{f['original_steps']} steps of {f['original_size']} instructions to {f['steps']} steps "
+                      f"of {f['size']}")
+        else:
+            shrunk = f"{f['original_size']} to {f['size']} instructions"
+        lines.append(f"  first at request {bucket['first_index']}; shrunk from {shrunk} in {f['tests']} tests"
+                     f"{ended.get(f.get('minimal'), '')}")
         if f.get("exposed_as"):
             lines.append(f"  only the trace differed: the vector returns the diverging stack word "
                          f"(class {f['exposed_as']})")
@@ -97,19 +102,26 @@ def bucket_text(bucket: Mapping[str, Any]) -> str:
 # The files a campaign writes into DIR/findings and DIR/safety-net (a corpus directory of the
 # "fuzz" id group), the only ones it ever replaces or removes there.
 OWN_FILES = (f"{store.group_of(vector_id(0, 0))}.jsonl", store.MANIFEST)
+# Sequence mode's findings are scenario vectors: the folder "scenarios" of the findings folder
+# (a corpus folder's scenario folder, chapter 11.9.5), group "fuzz", with its manifest.
+SCENARIOS = "scenarios"
+OWN_SCENARIO_FILES = ("fuzz.jsonl", store.MANIFEST)
 OUTPUT_FILES = ("state.json", "report.json", "report.txt")
 
 
-def _own_folder(directory: Path) -> Path:
+def _own_folder(directory: Path, own: tuple[str, ...] = OWN_FILES, inner: bool = True) -> Path:
     """``directory`` as a folder of the campaign's own: created if missing; refused when it is
-    a link, not a folder, or holds anything but OWN_FILES (and this module's temporary files),
-    or one of those is a link."""
+    a link, not a folder, or holds anything but ``own`` (and this module's temporary files; in
+    a findings folder, its own scenario folder), or one of those is a link."""
     folder = output_dir(directory, "findings folder")
     for entry in sorted(folder.iterdir()):
         name = entry.name
-        if name.startswith(".") and name.endswith(".tmp") and any(name.startswith(f".{own}.") for own in OWN_FILES):
+        if name.startswith(".") and name.endswith(".tmp") and any(name.startswith(f".{mine}.") for mine in own):
             continue                  # a temporary file of atomic_writer left by a kill
-        if name not in OWN_FILES:
+        if inner and name == SCENARIOS:
+            _own_folder(entry, OWN_SCENARIO_FILES, inner=False)
+            continue
+        if name not in own:
             raise FileRefused(f"{folder}: holds {name!r}, which a fuzz campaign does not write; the campaign "
                               "writes only into a folder of its own")
         if entry.is_symlink() or not entry.is_file():
@@ -134,11 +146,30 @@ def write_findings(directory: Path, vectors: Iterable[Mapping[str, Any]], seed: 
     campaign's, with its manifest): each file written atomically (spec.files.atomic_write), a
     group file no longer needed removed, and nothing else touched (see _own_folder)."""
     folder = _own_folder(directory)
+    scenarios = [v for v in vectors if v["id"].startswith("scenario/")]
+    vectors = [v for v in vectors if not v["id"].startswith("scenario/")]
+    if scenarios or (folder / SCENARIOS).is_dir():
+        _write_scenarios(folder / SCENARIOS, scenarios, version)
     files = store.render(sorted(vectors, key=lambda v: v["id"]), version, {"random_seed": seed, "smt_inputs": None})
     if set(files) - set(OWN_FILES):
         raise FileRefused(f"{folder}: a finding outside the fuzz group ({sorted(set(files) - set(OWN_FILES))[0]})")
     for name, text in files.items():        # the group file, then the manifest naming it
         atomic_write(folder / name, text)
     for name in OWN_FILES:                  # only then a group file the manifest no longer names
+        if name not in files and (folder / name).is_file() and not (folder / name).is_symlink():
+            (folder / name).unlink()
+
+
+def _write_scenarios(directory: Path, vectors: list[Mapping[str, Any]], version: str) -> None:
+    """Replace the scenario vectors of DIR/findings/scenarios (sequence mode's findings), as
+    write_findings replaces the single-call ones."""
+    from conformance.scenario import store as scenario_store
+    folder = _own_folder(directory, OWN_SCENARIO_FILES, inner=False)
+    files = scenario_store.render(vectors, version)
+    if set(files) - set(OWN_SCENARIO_FILES):
+        raise FileRefused(f"{folder}: a finding outside the fuzz scenario group")
+    for name, text in files.items():
+        atomic_write(folder / name, text)
+    for name in OWN_SCENARIO_FILES:
         if name not in files and (folder / name).is_file() and not (folder / name).is_symlink():
             (folder / name).unlink()

@@ -64,11 +64,13 @@ def chosen_entries(found: list[dict[str, Any]], ids: Sequence[str], where: Path)
     from conformance.corpus.schema import corpus_problems
     by_id = {v["id"]: v for v in found}
     unknown = [i for i in ids if i not in by_id]
+    scenarios = " (its scenario findings, of rtwo-vm fuzz --sequences, are not promoted: the fuzz source holds " \
+        "single-call vectors only; they replay from its scenarios folder)" if (where / "scenarios").is_dir() else ""
     if unknown:
-        raise PromoteError(f"no finding {unknown[0]!r} in {where}")
+        raise PromoteError(f"no finding {unknown[0]!r} in {where}{scenarios if unknown[0].startswith('scenario/') else ''}")
     chosen = [by_id[i] for i in (ids or sorted(by_id))]
     if not chosen:
-        raise PromoteError(f"{where} holds no findings")
+        raise PromoteError(f"{where} holds no findings{scenarios}")
     problems = corpus_problems(chosen)
     if problems:
         raise PromoteError("invalid finding: " + problems[0])

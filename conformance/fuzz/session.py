@@ -105,7 +105,7 @@ class Session:
         holds request lines already encoded for another session (``untraced_lines``), by id."""
         self._queue = [rid for rid, _, _ in items]
         known = lines or {}
-        self._lines = {rid: (None if trace else known.get(rid)) or encode(execute_request(rid, vi, trace))
+        self._lines = {rid: (None if trace else known.get(rid)) or self.request_line(rid, vi, trace)
                        for rid, vi, trace in items}
         self._traced = {rid: trace for rid, _, trace in items}
         self._sent = 0
@@ -113,6 +113,14 @@ class Session:
         proc = self.proc if self.proc is not None else self.start()
         self._send_up_to(proc, 0)
         proc.flush()
+
+    def request_line(self, rid: str, payload: Mapping[str, Any], trace: bool) -> bytes:
+        """The request line of one item (an execute request; a subclass sends other requests)."""
+        return encode(execute_request(rid, payload, trace))
+
+    def reply_problems(self, message: Mapping[str, Any], rid: str, traced: bool) -> list[str]:
+        """Why a reply does not have the form of an answer to the request (protocol failures)."""
+        return reply_problems(message, rid, traced)
 
     def untraced_lines(self) -> dict[str, bytes]:
         """The request lines of the current batch that ask for no trace, by id."""
@@ -169,7 +177,7 @@ class Session:
                 continue
             if self._limits and proc.in_flight:
                 proc.in_flight.popleft()
-            problems = reply_problems(message, rid, self._traced[rid])
+            problems = self.reply_problems(message, rid, self._traced[rid])
             answers[rid] = Answer(message, "protocol" if problems else None, "; ".join(problems))
             head += 1
         self._limits = {}

@@ -126,16 +126,36 @@ def request_problem(value: Any) -> str | None:
     return f"its vector input is invalid ({problems[0][:120]})" if problems else None
 
 
-def _request(value: Any, where: str, limit: int = POOL_ENTRY_BYTES) -> None:
-    problem = request_problem(value)
+def sequence_problem(value: Any) -> str | None:
+    """Why a stored sequence (a finding's input in sequence mode) is not one the campaign wrote."""
+    from conformance.fuzz.sequence import SequenceInput
+    from conformance.scenario.schema import input_problems
+    if not isinstance(value, dict):
+        return "not an object"
+    try:
+        seq = SequenceInput.from_json(value)
+        scenario = seq.scenario_input()
+        canonical = json.loads(json.dumps(seq.to_json()))
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as err:
+        return f"{type(err).__name__}: {str(err)[:120]}"
+    if canonical != value:
+        return "not in the form the campaign writes"
+    problems = input_problems(scenario)
+    return f"its scenario input is invalid ({problems[0][:120]})" if problems else None
+
+
+def _request(value: Any, where: str, limit: int = POOL_ENTRY_BYTES, sequence: bool = False) -> None:
+    problem = sequence_problem(value) if sequence else request_problem(value)
     if problem is not None:
         raise _Damaged(f"{where}: {problem}")
     _sized(value, where, limit)
 
 
-def _vector(value: Any, where: str) -> None:
+def _vector(value: Any, where: str, sequence: bool = False) -> None:
     from conformance.corpus.schema import vector_problems
-    problems = vector_problems(value) if isinstance(value, dict) else ["not an object"]
+    from conformance.scenario.schema import vector_problems as scenario_problems
+    check = scenario_problems if sequence else vector_problems
+    problems = check(value) if isinstance(value, dict) else ["not an object"]
     if problems:
         raise _Damaged(f"{where}: not a valid vector ({problems[0][:120]})")
 
@@ -144,11 +164,12 @@ def _impl(value: Any, where: str, impls: int) -> int:
     return _int(value, where, 0, impls - 1)
 
 
-def _finding(f: Any, where: str, impls: int) -> None:
-    _dict(f, where, {"index", "impl", "class", "vector_id", "vector", "input", "original_size", "size", "tests",
-                     "shrink_seconds", "program", "diff", "trace", "exposed_as", "minimal"}.__contains__)
+def _finding(f: Any, where: str, impls: int, sequence: bool = False) -> None:
+    members = {"index", "impl", "class", "vector_id", "vector", "input", "original_size", "size", "tests",
+               "shrink_seconds", "program", "diff", "trace", "exposed_as", "minimal"}
+    _dict(f, where, (members | {"steps", "original_steps"} if sequence else members).__contains__)
     _sized(f, where, FINDING_BYTES)
-    for k in ("index", "original_size", "size", "tests"):
+    for k in ("index", "original_size", "size", "tests") + (("steps", "original_steps") if sequence else ()):
         _int(f.get(k), f"{where}.{k}")
     _impl(f.get("impl"), f"{where}.impl", impls)
     for k in ("class", "vector_id"):
@@ -161,11 +182,11 @@ def _finding(f: Any, where: str, impls: int) -> None:
         _str(f["exposed_as"], f"{where}.exposed_as")
     if "minimal" in f and not isinstance(f["minimal"], bool):
         raise _Damaged(f"{where}.minimal is not true or false")
-    _request(f.get("input"), f"{where}.input", FINDING_BYTES)
-    _vector(f.get("vector"), f"{where}.vector")
+    _request(f.get("input"), f"{where}.input", FINDING_BYTES, sequence)
+    _vector(f.get("vector"), f"{where}.vector", sequence)
 
 
-def _bucket(key: str, b: Any, impls: int) -> bool:
+def _bucket(key: str, b: Any, impls: int, sequence: bool = False) -> bool:
     """Checks a bucket; whether it holds a finding."""
     where = f"bucket {key[:80]!r}"
     _dict(b, where, {"impl", "name", "command", "class", "count", "first_index", "first_seconds",
@@ -180,12 +201,12 @@ def _bucket(key: str, b: Any, impls: int) -> bool:
         _int(b.get(k), f"{where}.{k}")
     _number(b.get("first_seconds"), f"{where}.first_seconds")
     if b.get("finding") is not None:
-        _finding(b["finding"], f"{where}.finding", impls)
+        _finding(b["finding"], f"{where}.finding", impls, sequence)
         return True
     return False
 
 
-def _safety(e: Any, where: str, impls: int) -> None:
+def _safety(e: Any, where: str, impls: int, sequence: bool = False) -> None:
     _dict(e, where, {"index", "impl", "run", "seconds", "detail", "vector_id", "size", "vector"}.__contains__)
     _sized(e, where, FINDING_BYTES)
     for k in ("index", "size"):
@@ -195,7 +216,7 @@ def _safety(e: Any, where: str, impls: int) -> None:
         _str(e.get(k), f"{where}.{k}")
     _text(e.get("detail"), f"{where}.detail")
     _list(e.get("seconds"), f"{where}.seconds", _number, longest=2)
-    _vector(e.get("vector"), f"{where}.vector")
+    _vector(e.get("vector"), f"{where}.vector", sequence)
 
 
 def _internal(e: Any, where: str) -> None:
@@ -236,8 +257,9 @@ def _command(c: Any, where: str) -> None:
 
 
 # The state's members and the check of each (a member not listed is refused).
-def _members(impls: int) -> dict[str, Callable[[Any, str], Any]]:
+def _members(impls: int, sequence: bool = False) -> dict[str, Callable[[Any, str], Any]]:
     return {
+        "sequences": lambda v, w: _int(v, w, 2, 64),
         "version": lambda v, w: None,                     # checked first
         "spec_version": _spec_version,
         "seed": lambda v, w: _int(v, w, -(1 << 63), (1 << 63) - 1),
@@ -253,12 +275,12 @@ def _members(impls: int) -> dict[str, Callable[[Any, str], Any]]:
         "cells": lambda v, w: _list(v, w, _str, MAX_CELLS),
         "arcs": lambda v, w: _list(v, w, _str, MAX_CELLS),
         "classes": lambda v, w: _list(v, w, _str, MAX_BUCKETS),
-        "buckets": lambda v, w: _buckets(v, w, impls),
+        "buckets": lambda v, w: _buckets(v, w, impls, sequence),
         "outcomes": _outcomes,
         "workers": _workers,
         "growth": lambda v, w: _list(v, w, _growth, GROWTH_KEEP),
         "hellos": lambda v, w: _list(v, w, _hello, impls),
-        "safety_net": lambda v, w: _list(v, w, lambda e, x: _safety(e, x, impls), SAFETY_NET_KEEP),
+        "safety_net": lambda v, w: _list(v, w, lambda e, x: _safety(e, x, impls, sequence), SAFETY_NET_KEEP),
         "safety_net_count": _int,
         "internal_errors": lambda v, w: _list(v, w, _internal, INTERNAL_KEEP),
         "skip": lambda v, w: _list(v, w, _int, INTERNAL_KEEP),
@@ -288,8 +310,8 @@ def _workers(value: Any, where: str) -> None:
         _worker(k, x, f"{where}.{k[:40]}")
 
 
-def _buckets(value: Any, where: str, impls: int) -> None:
-    kept = sum(_bucket(key, b, impls) for key, b in _dict(value, where, longest=MAX_BUCKETS).items())
+def _buckets(value: Any, where: str, impls: int, sequence: bool = False) -> None:
+    kept = sum(_bucket(key, b, impls, sequence) for key, b in _dict(value, where, longest=MAX_BUCKETS).items())
     if kept > FINDINGS_KEPT:
         raise _Damaged(f"{where}: more than {FINDINGS_KEPT} findings kept")
 
@@ -320,7 +342,7 @@ def check_state(state: Any) -> None:
     impls = _list(state.get("impls"), "impls", _command, MAX_IMPLS)
     if not impls:
         raise _Damaged("impls is empty")
-    members = _members(len(impls))
+    members = _members(len(impls), "sequences" in state)
     for key in state:
         if key not in members:
             raise _Damaged(f"unexpected member {key[:40]!r}")

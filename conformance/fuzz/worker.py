@@ -48,6 +48,8 @@ def _every(index: int, share: int, salt: int) -> bool:
 
 
 class Worker:
+    session_class = Session           # the adapter session of each implementation
+
     def __init__(self, index: int, config: Mapping[str, Any]):
         self.index = index
         self.config = {**DEFAULTS, **config}
@@ -56,7 +58,7 @@ class Worker:
         settings = Settings(self.version, timeout=float(self.config["timeout"]), window=int(self.config["window"]),
                             workers=1)
         self.settings = settings
-        self.sessions = [Session(cmd, settings) for cmd in self.config["impls"]]
+        self.sessions = [self.session_class(cmd, settings) for cmd in self.config["impls"]]
         self.perturbed: dict[tuple[int, int], Session] = {}
         self.pool = Pool.from_json(self.config.get("pool", []), int(self.config.get("pool_added", 0)))
         self.known_cells: set[str] = set(self.config.get("cells", ()))

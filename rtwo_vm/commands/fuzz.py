@@ -34,6 +34,12 @@ def register(sub) -> None:
     p.add_argument("--spec-version", dest="spec_version", type=spec_version, default=None, metavar="VERSION",
                    help=f"the spec version of every request and session (default: the newest, {spec.latest()}; "
                         f"a resumed campaign: its own; versions: {', '.join(spec.names())})")
+    p.add_argument("--sequences", type=_steps, default=None, metavar="K",
+                   help="sequence mode: every request is a scenario of 2 to K calls (K from 2 to 64) on one shared "
+                        "state, sent as one scenario request (spec 11.9.4; every --impl must announce the capability "
+                        "scenario) and compared step by step and on the post-state; findings are scenario vectors "
+                        "in DIR/findings/scenarios, shrunk to the shortest sequence of the smallest programs "
+                        "(a resumed campaign: its own mode)")
     p.add_argument("--out", default="build/fuzz", help="campaign directory (default build/fuzz)")
     p.add_argument("--workers", type=positive_int, default=1, help="worker processes or Ray actors (default 1)")
     p.add_argument("--ray", metavar="local|ADDRESS", default=None,
@@ -50,11 +56,19 @@ def register(sub) -> None:
     p.set_defaults(func=_cmd_fuzz)
 
 
+def _steps(text: str) -> int:
+    value = positive_int(text)
+    if not 2 <= value <= 64:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of steps from 2 to 64")
+    return value
+
+
 def _cmd_fuzz(args) -> int:
     from conformance.fuzz.backend import BackendError
     from conformance.run.process import StartError
     from conformance.fuzz.campaign import (
-        Options, StateError, crashed_now, impls_differ, load_state, report_json, report_text, run_campaign,
+        CapabilityMissing, Options, StateError, crashed_now, impls_differ, load_state, mode_text, report_json,
+        report_text, run_campaign,
     )
     from conformance.fuzz.findings import check_outputs
     from conformance.fuzz.state import MAX_COMMAND, MAX_IMPLS
@@ -84,6 +98,7 @@ def _cmd_fuzz(args) -> int:
         except ValueError as err:
             raise CliError(f"--impl {command[:80]!r}: {err}") from None
     out = Path(args.resume or args.out)
+    existed = out.exists() or out.is_symlink()     # a refused campaign removes a folder it created
     state = None
     try:
         if not args.resume or out.is_dir() or out.is_symlink():    # a missing DIR to resume: load_state says so
@@ -95,13 +110,17 @@ def _cmd_fuzz(args) -> int:
             if args.spec_version is not None and args.spec_version != state["spec_version"]:
                 raise StateError(f"{out}: a campaign of spec {state['spec_version']}, not {args.spec_version} "
                                  "(a campaign is resumed under its own version)")
+            if args.sequences is not None and args.sequences != state.get("sequences", 0):
+                raise StateError(f"{out}: {mode_text(state.get('sequences', 0))}, not of --sequences "
+                                 f"{args.sequences} (a campaign is resumed in its own mode)")
     except (StateError, FileRefused) as err:
         raise CliError(str(err)) from None
     version = state["spec_version"] if state is not None else args.spec_version or spec.latest()
     seconds = args.seconds if args.seconds is not None or args.runs is not None else 60.0
     options = Options(impls=impls, out=out, seed=args.seed, seconds=seconds, runs=args.runs,
                       workers=args.workers, ray=args.ray, timeout=args.timeout, resume=bool(args.resume),
-                      stop_on_finding=args.stop_on_finding, state=state, spec_version=version)
+                      stop_on_finding=args.stop_on_finding, state=state, spec_version=version,
+                      sequences=state.get("sequences", 0) if state is not None else args.sequences or 0)
     del state
     progress = Progress(args.runs, "fuzz", enabled=args.progress)
 
@@ -112,6 +131,10 @@ def _cmd_fuzz(args) -> int:
     try:
         with progress:
             final = run_campaign(options, on_epoch)
+    except CapabilityMissing as err:
+        if not existed and out.is_dir() and not out.is_symlink() and not any(out.iterdir()):
+            out.rmdir()                 # nothing of the refused campaign is left behind
+        raise CliError(str(err)) from None
     except (BackendError, StartError) as err:
         print(f"rtwo-vm fuzz: could not run: {err}", file=sys.stderr)
         return EXIT_COULD_NOT_RUN
