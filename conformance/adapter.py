@@ -27,6 +27,8 @@ from conformance.constants import PROTOCOL
 from conformance.protocol import EXIT_OK, EXIT_UNSUPPORTED, PROTOCOL_MAJOR, encode, loads_bounded
 from conformance.corpus.schema import execute_problems
 from conformance.corpus.vector import error_stage, request_of
+from conformance.scenario.carry import run_steps
+from conformance.scenario.schema import request_problems as scenario_request_problems
 from reference_vm import execute
 from reference_vm.trace import tracer_for
 
@@ -41,7 +43,7 @@ MAX_REQUEST = 16 << 20
 class Adapter:
     name = NAME
     version = VERSION
-    capabilities: tuple[str, ...] = ("trace", "trace_eip3155")
+    capabilities: tuple[str, ...] = ("trace", "trace_eip3155", "scenario")
     spec_versions: tuple[str, ...] = spec.names()   # the versions implemented (every one)
     trace_format = "native"          # of the request being answered (11.5.5), set by handle
     engine = staticmethod(execute)   # the execute function: the reference, or compiled_vm's
@@ -104,6 +106,35 @@ class Adapter:
             return "this adapter has no capability trace_eip3155"
         return None
 
+    def scenario(self, scenario_id: str, scenario_input: Mapping[str, Any]) -> dict[str, Any]:
+        """Run every step of a scenario input on the engine, each under its own version, the state
+        carried from step to step (chapter 11.9.2); the scenario_result response (11.9.4)."""
+        run = run_steps(scenario_input, self.engine)
+        return {"type": "scenario_result", "id": scenario_id,
+                "steps": [{"result": r, "stage": s} for r, s in zip(run.results, run.stages)],
+                "post_state": run.post_state}
+
+    def handle_scenario(self, request: Mapping[str, Any], request_id: Any) -> dict[str, Any]:
+        """The response to a scenario request (11.9.4): BAD_MESSAGE for one that is not well
+        formed, UNSUPPORTED_INPUT for a step of a version this adapter does not implement."""
+        if not self.greeted:
+            return self.error(request_id, "BAD_MESSAGE", "scenario before hello")
+        if "scenario" not in self.capabilities:
+            return self.error(request_id, "UNSUPPORTED_INPUT", "this adapter has no capability scenario")
+        problems = scenario_request_problems(request)
+        if problems:
+            return self.error(request_id, "BAD_MESSAGE", f"not a scenario request: {problems[0][:200]}")
+        missing = sorted({s["spec_version"] for s in request["input"]["steps"]} - set(self.spec_versions))
+        if missing:
+            return self.error(request_id, "UNSUPPORTED_INPUT",
+                              f"a step runs spec {missing[0]}, which this adapter does not implement")
+        try:
+            return self.scenario(request_id, request["input"])
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            return self.error(request_id, "BAD_MESSAGE", f"malformed input: {err!r}")
+        except Exception as err:  # noqa: BLE001 - report, never die on one request
+            return self.error(request_id, "ADAPTER_FAILURE", repr(err)[:500])
+
     def handle(self, line: bytes) -> tuple[dict[str, Any] | None, bool]:
         """The response to one request line (None: no response), and whether to go on."""
         try:
@@ -133,6 +164,8 @@ class Adapter:
                 return self.error(request_id, "BAD_MESSAGE", f"malformed input: {err!r}"), True
             except Exception as err:  # noqa: BLE001 - report, never die on one request
                 return self.error(request_id, "ADAPTER_FAILURE", repr(err)[:500]), True
+        if kind == "scenario":
+            return self.handle_scenario(request, request_id), True
         if kind == "hello":
             reply, go_on = self.hello(request)
             self.greeted = self.greeted or reply.get("type") == "hello"

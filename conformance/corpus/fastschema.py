@@ -251,6 +251,7 @@ COMPILERS: dict[str, Callable[[Compiler, Any, Mapping[str, Any]], Check | None]]
     "pattern": _pattern, "enum": _enum, "const": _const, "oneOf": _one_of, "anyOf": _any_of,
     "$ref": _ref, "uniqueItems": _unique,
     "minimum": _bound(lambda v, s: v >= s, "must be at least", None, _numeric),
+    "minItems": _bound(lambda v, s: v >= s, "must have at least items:", len, TYPES["array"]),
     "maxItems": _bound(lambda v, s: v <= s, "must have at most items:", len, TYPES["array"]),
     "minLength": _bound(lambda v, s: v >= s, "must be at least this long:", len, TYPES["string"]),
     "maxLength": _bound(lambda v, s: v <= s, "must be at most this long:", len, TYPES["string"]),

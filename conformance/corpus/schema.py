@@ -15,7 +15,8 @@ import spec
 from conformance.corpus.vector import content_hash, error_stage, isolation_levels
 
 # The JSON Schemas of chapter 11, in spec/schemas.
-SCHEMAS = ("vector", "vector-manifest", "known-failures", "adapter-message", "runner-message")
+SCHEMAS = ("vector", "vector-manifest", "known-failures", "adapter-message", "runner-message",
+           "scenario-vector")
 
 
 @functools.cache

@@ -134,6 +134,7 @@ def cmd_fill(args) -> int:
     from conformance.corpus import store
     from conformance.corpus.fill import fill
     from conformance.corpus.vector import SOURCES, VERSIONS
+    from conformance.scenario import store as scenario_store
     from spec.files import FileRefused
     folders = _fill_folders(args, VERSIONS)
     try:
@@ -143,11 +144,14 @@ def cmd_fill(args) -> int:
             print(f"note: {note}", file=sys.stderr)
         for line in _explained_lines(filled):
             print(line)
+        scenarios = scenario_store.fill_all(list(filled.corpora))
         if args.check:
             differing = 0
             for version, corpus in filled.corpora.items():
                 diff = store.differences(store.render(corpus.vectors, version, corpus.manifest_extra),
                                          folders[version])
+                diff += scenario_store.differences(scenarios[version], scenario_store.folder(folders[version]),
+                                                   version)
                 for line in diff:
                     print(f"spec {version}: {line}")
                 differing += len(diff)
@@ -156,6 +160,8 @@ def cmd_fill(args) -> int:
                   + f" ({_versions_line(filled)})")
             return 0 if not differing else 1
         manifests = {v: store.write(c.vectors, folders[v], v, c.manifest_extra) for v, c in filled.corpora.items()}
+        scenario_manifests = {v: scenario_store.write(scenarios[v], scenario_store.folder(folders[v]), v)
+                              for v in filled.corpora}
     except (FileRefused, ValueError) as err:
         raise CliError(_one_line(err)) from None
     except OSError as err:
@@ -165,6 +171,9 @@ def cmd_fill(args) -> int:
         print(f"spec {version}: {manifest['vector_count']} vectors into {folders[version]}: "
               + ", ".join(f"{n} {s}" for s, n in manifest["sources"].items()))
         print(f"spec {version}: digest {manifest['digest']}")
+        scenario = scenario_manifests[version]
+        print(f"spec {version}: {scenario['vector_count']} scenario vectors ({scenario['step_count']} steps) "
+              f"into {scenario_store.folder(folders[version])}, digest {scenario['digest'][:12]}")
     return 0
 
 

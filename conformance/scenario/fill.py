@@ -1,0 +1,119 @@
+"""Filling scenario vectors (11.9): the reference interpreter runs every step on the carried
+state, and the vector records each step's result and stage and the state after the last step.
+
+``fill_case`` fills a definition for one version and checks its author's expectations first
+(a definition whose expectations fail does not fill); ``fill_input`` fills a bare scenario
+input (one exported from a runtime database, a counterexample of the invariant checker, a
+fuzzing finding), whose version is that of its last step.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+import spec
+from conformance.corpus.vector import outcome_of, parse_word, stamped, version_order
+from conformance.scenario.carry import ScenarioRun, run_steps
+from conformance.scenario.case import ScenarioCase, scenario_input
+
+SECTION = "11.9"
+SOURCES = ("definition", "runtime", "symbolic", "fuzz")
+
+
+class ExpectationFailed(AssertionError):
+    """A definition's result is not what its author states (the definition does not fill)."""
+
+
+def steps_version(steps: Iterable[Mapping[str, Any]]) -> str:
+    """The version of a scenario: that of its last step. ValueError when the steps' versions
+    decrease or one is not a version of spec/versions.toml (11.9.1)."""
+    previous = None
+    for index, step in enumerate(steps):
+        version = step["spec_version"]
+        if version not in spec.names():
+            raise ValueError(f"step {index}: {str(version)[:40]!r} is not a version of spec/versions.toml")
+        if previous is not None and version_order(version) < version_order(previous):
+            raise ValueError(f"step {index}: version {version} comes after {previous} (versions may not decrease)")
+        previous = version
+    if previous is None:
+        raise ValueError("a scenario has at least one step")
+    return previous
+
+
+def _sections(run: ScenarioRun, opcodes: Iterable[str], extra: Iterable[str], version: str) -> list[str]:
+    table = spec.load(version)
+    found = {SECTION, *extra}
+    found.update(table.by_mnemonic[m].section for m in opcodes)
+    for result in run.results:
+        codes = {result["error"]} | {c["error"] for c in result["calls"]}
+        found.update(table.errors[c].section for c in codes if c is not None and c in table.errors)
+    return sorted(found, key=lambda s: tuple(int(p) for p in s.split(".")))
+
+
+def vector_of(run: ScenarioRun, scenario: Mapping[str, Any], *, id: str, description: str,
+              source: str, opcodes: Iterable[str] = (), categories: Iterable[str] = (),
+              sections: Iterable[str] = (), generator: str | None = None) -> dict[str, Any]:
+    """The scenario vector of a run of ``scenario`` (its input), stamped for its version."""
+    version = steps_version(scenario["steps"])
+    if source not in SOURCES:
+        raise ValueError(f"source {source!r} is not one of {', '.join(SOURCES)}")
+    table = spec.load(version)
+    for index, result in enumerate(run.results):
+        if result["status"] == "internal":
+            raise AssertionError(f"{id}: the reference reported INTERNAL_ERROR at step {index}")
+    vector = {
+        "id": id,
+        "description": description,
+        "tags": {
+            "opcodes": sorted(set(opcodes), key=lambda m: table.by_mnemonic[m].opcode),
+            "outcomes": [outcome_of(r) for r in run.results],
+            "sections": _sections(run, opcodes, sections, version),
+            "categories": sorted(set(categories)),
+            "source": source,
+        },
+        "input": scenario,
+        "expected": {"steps": [{"result": r, "error_stage": s} for r, s in zip(run.results, run.stages)],
+                     "post_state": run.post_state},
+    }
+    return stamped(vector, version, generator)
+
+
+def fill_input(scenario: Mapping[str, Any], *, id: str, description: str, source: str,
+               categories: Iterable[str] = (), opcodes: Iterable[str] = (),
+               generator: str | None = None) -> dict[str, Any]:
+    """The scenario vector of a bare scenario input, each step run under its own version."""
+    scenario = dict(scenario)
+    steps_version(scenario["steps"])
+    return vector_of(run_steps(scenario), scenario, id=id, description=description, source=source,
+                     opcodes=opcodes, categories=categories, generator=generator)
+
+
+def expectation_problems(case: ScenarioCase, run: ScenarioRun) -> list[str]:
+    """Where the run differs from what the definition's author states."""
+    found = []
+    for index, (step, result) in enumerate(zip(case.steps, run.results)):
+        if step.expect is not None and outcome_of(result) != step.expect:
+            found.append(f"step {index}: expected {step.expect}, the reference gives {outcome_of(result)}")
+        if step.output is not None and result["output"] != "0x" + step.output.hex():
+            found.append(f"step {index}: expected output 0x{step.output.hex()}, the reference gives {result['output']}")
+    contracts = run.post_state["contracts"]
+    for address, slots in case.expect_storage.items():
+        body = contracts.get(hex(address), {"storage": {}})
+        for key, value in slots.items():
+            got = parse_word(body["storage"].get(hex(key), "0x0"))
+            if got != value:
+                found.append(f"after the last step: slot {hex(key)} of {hex(address)} is {hex(got)}, "
+                             f"expected {hex(value)}")
+    return found
+
+
+def fill_case(case: ScenarioCase, version: str) -> dict[str, Any]:
+    """The scenario vector of ``case`` for ``version``; ExpectationFailed when the reference's
+    results are not what the author states."""
+    scenario = scenario_input(case, version)
+    run = run_steps(scenario)
+    problems = expectation_problems(case, run)
+    if problems:
+        raise ExpectationFailed(f"{case.id} ({version}): " + "; ".join(problems))
+    return vector_of(run, scenario, id=case.id, description=case.description, source=case.source,
+                     opcodes=case.opcodes, categories=case.categories, sections=case.sections)
