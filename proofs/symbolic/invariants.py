@@ -103,7 +103,8 @@ class StateView:
     def _address(self, address) -> int:
         a = self._entry if address is None else address
         if a not in self._arrays:
-            raise PropertyError(f"no contract at {a!r} (deploy it with --contract)")
+            raise PropertyError(f"no contract at {a:#x} (deploy it with --contract)" if isinstance(a, int)
+                                else f"not an address: {str(a)[:40]!r}")
         return a
 
     @property
@@ -203,7 +204,7 @@ def load(path: str | Path, entry: int, addresses, seconds: float | None = None,
     from spec.files import FileRefused, read_bounded
     file = Path(path)
     try:
-        source = read_bounded(file, MAX_FILE, "invariant file")
+        source = read_bounded(file, MAX_FILE, "file of invariants")
     except FileRefused as err:
         raise PropertyError(f"--invariant: {err}") from None
     module = "rtwo_user_invariants_" + hashlib.sha256(str(file.resolve()).encode()).hexdigest()[:12]

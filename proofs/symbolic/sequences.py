@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 import z3
 
 from proofs.symbolic import seqwitness
+from proofs.symbolic.bounds import DEFAULT_MAX_STATES, MAX_DEPTH
 from proofs.symbolic.budget import TermTooLarge, simplify
 from proofs.symbolic.executor import Explorer
 from proofs.symbolic.invariants import STATES, Invariant
@@ -39,8 +40,6 @@ from proofs.symbolic.world import W, Code, Setup, admit
 
 ORDER = ("error", "disagreement", "violated", "vacuous", "stopped", "unknown", "bounded",
          "holds")
-DEFAULT_MAX_STATES = 256
-MAX_DEPTH = 16
 
 
 @dataclass(frozen=True)
@@ -171,8 +170,9 @@ class Checker:
         self.solver = solver or Solver(setup.rlimit)
         self.solver.configure(setup)
         self.start = root(setup)
-        self.targets = [a for a in sorted(setup.codes)
-                        if isinstance(admit(a, setup.codes[a], setup.policy, setup.version), Code)]
+        self.codes = {a: admit(a, setup.codes[a], setup.policy, setup.version)
+                      for a in sorted(setup.codes)}
+        self.targets = [a for a, code in self.codes.items() if isinstance(code, Code)]
         self.result = Result(setup, depth, [Verdict(i.name, note=i.note) for i in invariants],
                              solver=self.solver)
         self.checked = 0
@@ -312,12 +312,11 @@ class Checker:
             v.detail = "a solver budget ran out: " + "; ".join(v.undecided[:3])
         elif v.bounds:
             v.verdict = "bounded"
-            v.detail = (f"holds on every explored sequence of up to {self.depth} call(s); not "
+            v.detail = (f"holds on every state checked (sequences of up to {self.depth} call(s)); not "
                         "shown beyond: " + "; ".join(v.bounds))
         else:
-            v.detail = (f"holds to depth {self.depth}: after every call of every sequence of "
-                        f"up to {self.depth} call(s) ({sum(self.result.states)} states, "
-                        f"{sum(self.result.paths)} paths)")
+            v.detail = (f"after every call of every sequence of up to {self.depth} call(s): "
+                        f"{sum(self.result.states)} states, {sum(self.result.paths)} paths")
 
 
 def check(setup: Setup, invariants: list[Invariant], depth: int,

@@ -51,6 +51,7 @@ class Sequence:
     calls: list = field(default_factory=list)
     final: dict = field(default_factory=dict)     # address -> non-zero slots after the last call
     claim: str = ""
+    mnemonics: list = field(default_factory=list)  # the instructions the calls ran
 
     def to_json(self) -> dict:
         return {"replay": self.status, "detail": self.detail,
@@ -149,12 +150,14 @@ def replay(checker, node, model, inv, claim, text: str) -> Sequence:
         if result.ok:
             world = world.with_changes(result.state_changes)
     final = {a: dict(world.storage_of(a)) for a in sorted(setup.codes)}
+    ran = sorted({checker.codes[s.target].at[pc][0] for s in node.steps for pc in s.end.pcs
+                  if pc in checker.codes[s.target].at})
     states = {"now": final, "before": {a: dict(before.storage_of(a)) for a in setup.codes},
               "initial": initial}
     counted = {a: [value(model, k) for k in ks] for a, ks in node.counted.items()}
     seq = Sequence("unconfirmed", "", initial, calls,
                    {a: {k: v for k, v in s.items() if v} for a, s in final.items()},
-                   " ".join(text.replace("rtwo_view_", "").split())[:300])
+                   " ".join(text.replace("rtwo_view_", "").split())[:300], ran)
     at_start = concrete_reals({"now": initial, "before": initial, "initial": initial},
                               counted, 0)
     start_ok = _holds(checker, inv, at_start, "assume"), _holds(checker, inv, at_start)
