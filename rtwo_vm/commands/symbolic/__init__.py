@@ -96,7 +96,11 @@ def _bounds(p) -> None:
 
 def register(sub) -> None:
     p = sub.add_parser("symbolic", help="explore every path of a call symbolically; prove "
-                                        "properties (proofs/symbolic)")
+                                        "properties (proofs/symbolic)",
+                       description="Explore every path of one call of CONTRACT symbolically and "
+                                   "prove --properties; or, with --invariant FILE --depth K, check "
+                                   "invariants after every call of every sequence of up to K calls "
+                                   "(docs/guides/symbolic.md: Invariants over call sequences).")
     p.add_argument("file", help="the contract: .rasm assembly, hex text or a binary container")
     for flag, kwargs in RUN_LIKE:
         p.add_argument(flag, **kwargs)
