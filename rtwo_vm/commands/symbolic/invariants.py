@@ -80,8 +80,21 @@ def _files(args) -> dict:
     return out
 
 
+def _run_flags(args) -> str:
+    """The limits and policy options of the command line, as ``rtwo-vm run`` takes them."""
+    out = [f"--{n.replace('_', '-')} {getattr(args, n)}" for n in
+           ("compute", "memory_pages", "storage_units") if getattr(args, n) is not None]
+    out += [f"--{n.replace('_', '-')}" for n in ("allow_time", "allow_randomness", "forbid_calls")
+            if getattr(args, n)]
+    if args.storage_access != "read_write":
+        out.append(f"--storage-access {args.storage_access}")
+    out += [f"--forbid {op}" for op in args.forbid or ()] + [f"--allow {op}" for op in args.allow or ()]
+    return " ".join(out)
+
+
 def commands(args, setup, witness) -> list[str]:
-    """One ``rtwo-vm run`` command per call, on the storage the replay had before it."""
+    """One ``rtwo-vm run`` command per call, on the storage the replay had before it (time
+    and seed as the call had them)."""
     files = _files(args)
     state = {a: dict(s) for a, s in witness.initial.items()}
     lines = []
@@ -92,9 +105,14 @@ def commands(args, setup, witness) -> list[str]:
         data = call.call_data.hex() or '""'
         flags = " ".join(part for part in (
             f"--address {call.target:#x}", f"--caller {call.caller:#x}",
-            f"--calldata {data}", pins, " ".join(others),
+            f"--calldata {data}", pins, " ".join(others), _run_flags(args),
+            f"--time {call.block_time:#x}" if call.block_time else "",
+            f"--seed {call.seed.hex()}" if any(call.seed) else "",
             f"--spec-version {setup.version}") if part)
-        lines.append(f"rtwo-vm run {where or '<code of ' + hex(call.target) + '>'} {flags}")
+        hidden = sorted(a for a, slots in state.items() if a != call.target and any(slots.values()))
+        note = (f"   # storage of {', '.join(hex(a) for a in hidden)} not pinned here: see the "
+                "scenario vector" if hidden else "")
+        lines.append(f"rtwo-vm run {where or '<code of ' + hex(call.target) + '>'} {flags}{note}")
         if call.result["status"] == "success":
             for ch in call.result["state_changes"]:
                 state.setdefault(int(ch["address"], 16), {})[int(ch["key"], 16)] = int(ch["after"], 16)
@@ -162,7 +180,7 @@ def text(args, result, written) -> str:
         lines.append(f"  initial storage assumed (slots listed, zeros included; every other "
                      f"slot 0): {initial or 'none'}")
         for n, call in enumerate(w.calls, 1):
-            changes = ", ".join(f"[{c['key']}] {c['before']} -> {c['after']}"
+            changes = ", ".join(f"{c['address']}[{c['key']}] {c['before']} -> {c['after']}"
                                 for c in call.result["state_changes"]) or "no change"
             lines.append(f"  call {n}: to {call.target:#x} caller {call.caller:#x} call data "
                          f"0x{call.call_data.hex()}: {call.result['error'] or call.result['status']}"
