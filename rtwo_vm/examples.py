@@ -2,11 +2,14 @@
 
 A scenario file (TOML) holds ``[[scenario]]`` tables, each with ``contracts`` (address ->
 {code = file, storage = {key = value}}) and ``[[scenario.call]]`` entries (to, caller,
-calldata as hex, and optionally time, seed, compute, memory_pages, storage_units,
-time_access, randomness, external_call, storage_access). A scenario may name the spec version
-it runs under (``spec_version = "1.1"``; default: the version the command was given), which
-also assembles its ``.rasm`` contracts. Each call runs against the state the previous calls
-left; only successful calls change it.
+calldata as hex or as a list of words, each little-endian, and optionally time, seed,
+compute, memory_pages, storage_units, time_access, randomness, external_call,
+storage_access, allowed_operations, forbidden_operations, spec_version). A scenario may name
+the spec version it runs under (``spec_version = "1.1"``; default: the version the command
+was given), which also assembles its ``.rasm`` contracts; a call may name a later version (an
+upgrade on one state: versions never decrease along the calls). A scenario may also have a
+``description`` and an ``id`` (``rtwo-vm scenario run`` names its vector by them). Each call
+runs against the state the previous calls left; only successful calls change it.
 """
 
 from __future__ import annotations
@@ -25,7 +28,10 @@ from rtwo_vm.arguments.inputs import CliError, parse_count, parse_hex, parse_wor
 
 POLICY_FIELDS = ("time_access", "randomness", "external_call", "storage_access")
 LIMIT_FIELDS = ("compute", "memory_pages", "storage_units")
-CALL_FIELDS = {"to", "caller", "calldata", "time", "seed", *POLICY_FIELDS, *LIMIT_FIELDS}
+OPERATION_FIELDS = ("allowed_operations", "forbidden_operations")
+CALL_FIELDS = {"to", "caller", "calldata", "time", "seed", "spec_version", *POLICY_FIELDS,
+               *LIMIT_FIELDS, *OPERATION_FIELDS}
+MAX_WORDS = 8192            # words of call data written as a list (64 KiB of 64-bit words)
 MAX_SCENARIO_FILE = 16 * 1024 * 1024
 
 
@@ -108,24 +114,59 @@ def _state(scenario: dict, base: Path, version: str) -> WorldState:
     return WorldState(contracts)
 
 
-def _call(spec_: dict, name: str) -> tuple[Message, Context, Policy, Limits]:
+def _call_data(value: Any, what: str, version: str) -> bytes:
+    """Call data written as hex text, or as a list of words (numbers or strings), each encoded
+    little-endian in the word size of ``version`` (chapter 6: CALLDATALOAD reads words so)."""
+    if isinstance(value, list):
+        if len(value) > MAX_WORDS:
+            raise CliError(f"{what} holds more than {MAX_WORDS} words")
+        size = spec.load(version).limits["machine"]["word_bits"] // 8
+        return b"".join(parse_word(_text(w, what), what).to_bytes(size, "little") for w in value)
+    return parse_hex(_text(value, what), what)
+
+
+def _operations(value: Any, what: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value) or len(value) > 256:
+        raise CliError(f"{what} must be a list of at most 256 mnemonics or instruction types")
+    return tuple(value)
+
+
+def _call(spec_: dict, name: str, version: str = spec.latest()) -> tuple[Message, Context, Policy, Limits]:
     unknown = set(spec_) - CALL_FIELDS
     if unknown:
-        raise CliError(f"scenario {name}: unknown call field {sorted(unknown)[0]!r}")
+        raise CliError(f"scenario {name[:40]}: unknown call field {sorted(unknown)[0][:40]!r}")
     what = f"scenario {name[:40]}:"
     message = Message(parse_word(_text(spec_["to"], f"{what} to"), f"{what} to"),
                       parse_word(_text(spec_.get("caller", "0"), f"{what} caller"), f"{what} caller"),
-                      parse_hex(_text(spec_.get("calldata", "0x"), f"{what} calldata"), f"{what} calldata"))
+                      _call_data(spec_.get("calldata", "0x"), f"{what} calldata", version))
     context = Context(parse_word(_text(spec_.get("time", "0"), f"{what} time"), f"{what} time"),
                       parse_hex(_text(spec_["seed"], f"{what} seed"), f"{what} seed")
                       if "seed" in spec_ else bytes(32))
     if len(context.random_seed) != 32:
         raise CliError(f"{what} seed must be 32 bytes of hex")
     chosen: dict[str, Any] = {f: _text(spec_[f], f"{what} {f}") for f in POLICY_FIELDS if f in spec_}
+    if "allowed_operations" in spec_:
+        chosen["allowed_operations"] = _operations(spec_["allowed_operations"], f"{what} allowed_operations")
+    if "forbidden_operations" in spec_:
+        chosen["forbidden_operations"] = _operations(spec_["forbidden_operations"],
+                                                     f"{what} forbidden_operations")
     policy = Policy(**chosen)   # POLICY_FIELDS are Policy's string fields
     limits = Limits(**{f: parse_count(_text(spec_[f], f"{what} {f}"), f"{what} {f}")
                        for f in LIMIT_FIELDS if f in spec_})
     return message, context, policy, limits
+
+
+def call_version(call: dict, name: str, previous: str) -> str:
+    """The version a call runs under: its own ``spec_version``, else the one before it; a
+    version older than the one before it is refused (an upgrade never goes back)."""
+    if "spec_version" not in call:
+        return previous
+    version = _version({"name": name, "spec_version": _text(call["spec_version"], "spec_version")},
+                       previous)
+    if spec.version(version).number < spec.version(previous).number:
+        raise CliError(f"scenario {name[:40]}: a call runs {version} after {previous} "
+                       "(versions never decrease along the calls)")
+    return version
 
 
 @dataclass
@@ -153,7 +194,9 @@ def iter_requests(path: Path, version: str):
         scenario_version = _version(scenario, version)
         state = _state(scenario, path.parent, scenario_version)
         for index, call in enumerate(scenario.get("call", []), start=1):
-            request = CallRequest(name, index, state, *_call(call, name), scenario_version)
+            scenario_version = call_version(call, name, scenario_version)
+            request = CallRequest(name, index, state, *_call(call, name, scenario_version),
+                                  scenario_version)
             result = yield request
             if result is not None and result.ok:
                 state = state.with_changes(result.state_changes)

@@ -91,7 +91,7 @@ def test_trace_writes_one_json_line_per_step(tmp_path):
 def test_examples_command_runs_every_scenario():
     done = cli("examples")
     assert done.returncode == 0, done.stderr
-    assert "counter" in done.stdout and "token" in done.stdout and "8 calls in 5 scenarios" in done.stdout
+    assert "counter" in done.stdout and "token" in done.stdout and "16 calls in 7 scenarios" in done.stdout
 
 
 def test_spec_check_and_show():

@@ -25,7 +25,7 @@ import spec
 from conformance.constants import VECTORS_DIR, corpus_dir, project_packages
 
 CLI = [sys.executable, "-m", "rtwo_vm.cli"]
-SCHEMAS = {"vector", "vector-manifest", "adapter-message", "runner-message", "known-failures"}
+SCHEMAS = {"vector", "vector-manifest", "adapter-message", "runner-message", "known-failures", "scenario-vector"}
 V = "1.0"                                          # the spec version most tests release
 STORED = json.loads((corpus_dir(V) / "manifest.json").read_text())
 RELEASE = spec.load(V).release
@@ -77,6 +77,9 @@ def test_release_is_reproducible_and_usable(tmp_path):
     for entry in manifest["files"]:
         assert hashlib.sha256((top / entry["path"]).read_bytes()).hexdigest() == entry["sha256"]
     assert {p.name.removesuffix(".schema.json") for p in (top / "schemas").iterdir()} == SCHEMAS
+    from conformance.scenario import store as scenarios   # the scenario folder travels with it, whole
+    shipped = scenarios.load(top / "scenarios", V)
+    assert [v["id"] for v in shipped] == [v["id"] for v in scenarios.load(scenarios.folder(corpus_dir(V)), V)]
     assert (top / "protocol.md").read_text() == spec.chapters(V)["11-conformance.md"]
     text = (top / "README.md").read_text()
     assert text.startswith(f"# RTWO VM conformance vectors {RELEASE}\n")

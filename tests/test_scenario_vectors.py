@@ -132,13 +132,13 @@ def test_fill_input_takes_the_version_of_the_last_step_and_refuses_decreasing_on
         fill_input(backwards, id="scenario/x/y", description="d", source="runtime")
 
 
-def _adapter(versions=None) -> Adapter:
+def _adapter(versions: tuple[str, ...] | None = None) -> Adapter:
     adapter = Adapter()
     if versions:
         adapter.spec_versions = versions
     reply, _ = adapter.handle(json.dumps({"type": "hello", "protocol": "rtwo-conformance/1",
                                           "spec_version": (versions or spec.names())[-1]}).encode())
-    assert reply["type"] == "hello" and "scenario" in reply["capabilities"]
+    assert reply is not None and reply["type"] == "hello" and "scenario" in reply["capabilities"]
     return adapter
 
 
@@ -198,3 +198,14 @@ def test_every_engine_runs_the_scenarios_as_the_reference():
         run = run_steps(vector["input"], compiled_vm.execute)
         assert list(run.results) == [s["result"] for s in vector["expected"]["steps"]], vector["id"]
         assert run.post_state == vector["expected"]["post_state"]
+
+
+def test_vectors_check_judges_the_scenario_folder(tmp_path: Path, capsys):
+    from rtwo_vm.commands.vectors import _check_scenarios
+    store.write(_stored("1.0"), store.folder(tmp_path), "1.0")
+    assert _check_scenarios(tmp_path, "1.0") == 0
+    assert "15 scenario vectors, 56 steps: valid" in capsys.readouterr().out
+    group = store.folder(tmp_path) / "calls.jsonl"
+    group.write_text(group.read_text().replace('"0x1"', '"0x01"', 1))
+    assert _check_scenarios(tmp_path, "1.0") == 1
+    assert "scenarios:" in capsys.readouterr().out

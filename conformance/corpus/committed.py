@@ -42,9 +42,16 @@ class NotCommitted(ValueError):
     """The corpus is not the committed one, or that cannot be told (the message says which)."""
 
 
+SCENARIOS = "scenarios/"      # the corpus's scenario folder (chapter 11.9.5), packed with it
+
+
 def corpus_files(names) -> list[str]:
-    """The names of a folder listing that a release packs."""
-    return sorted(n for n in names if n == "manifest.json" or n.endswith(".jsonl"))
+    """The names of a folder listing (paths relative to it) that a release packs: the manifest
+    and group files, and those of the scenario folder."""
+    def packed(name: str) -> bool:
+        name = name.removeprefix(SCENARIOS)
+        return "/" not in name and (name == "manifest.json" or name.endswith(".jsonl"))
+    return sorted(n for n in names if packed(n))
 
 
 def check(directory: Path, files: Mapping[str, bytes], version: str) -> None:
@@ -83,8 +90,10 @@ def _same_folder(a: Path, b: Path) -> bool:
 def _installed_files(directory: Path) -> dict[str, bytes]:
     from conformance.corpus import store
     try:
-        return {name: store.read_group(directory, name)
-                for name in corpus_files(p.name for p in directory.iterdir())}
+        listing = [p.name for p in directory.iterdir()]
+        if (directory / SCENARIOS).is_dir():
+            listing += [SCENARIOS + p.name for p in (directory / SCENARIOS).iterdir()]
+        return {name: store.read_group(directory, name) for name in corpus_files(listing)}
     except (OSError, ValueError) as err:
         raise NotCommitted(f"cannot read the corpus installed with rtwo-vm ({directory}): "
                            f"{str(err).splitlines()[0][:160] if str(err) else type(err).__name__}") from None
@@ -129,7 +138,7 @@ def _check_git(directory: Path, files: Mapping[str, bytes]) -> None:
 def _committed_ids(directory: Path) -> dict[str, str]:
     """Corpus file name -> blob id in HEAD's tree of the folder ({} when none is committed)."""
     try:
-        listing = _git(directory, "ls-tree", "-z", "--full-tree", "HEAD:./")
+        listing = _git(directory, "ls-tree", "-r", "-z", "--full-tree", "HEAD:./")
     except _GitFailed:                 # no commit yet, or the folder is not in HEAD
         return {}
     out = {}

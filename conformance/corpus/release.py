@@ -19,9 +19,10 @@ under one top directory of the same name:
 
 - the corpus exactly as stored: ``manifest.json`` (naming the digest) and the group files
   ``*.jsonl`` (so the unpacked directory is itself a corpus directory:
-  ``rtwo-vm conformance run --dir DIR``);
-- ``schemas/``: the JSON Schemas of chapter 11 (vector, manifest, adapter and runner
-  messages, known-failure lists);
+  ``rtwo-vm conformance run --dir DIR``), and its folder ``scenarios/`` of scenario vectors
+  (chapter 11.9.5) when it has one;
+- ``schemas/``: the JSON Schemas of chapter 11 (vector, scenario vector, manifest, adapter and
+  runner messages, known-failure lists);
 - ``protocol.md``: the version's spec chapter 11 (vectors, corpus, adapter protocol), and
   ``CHANGELOG.md``, the changes of each spec release;
 - ``README.md``: release version, spec release, vector count and corpus digest, and how to use
@@ -151,6 +152,7 @@ def stored_corpus(directory: Path) -> tuple[dict, dict[str, bytes]]:
         out = {store.MANIFEST: store.read_group(directory, store.MANIFEST)}
         for entry in manifest["files"]:
             out[entry["path"]] = store.read_group(directory, entry["path"])
+        out.update(_scenario_files(directory, manifest["spec_version"]))
     except (ValueError, KeyError, OSError) as err:   # FileNotFoundError, FileRefused, a malformed vector
         detail = str(err).splitlines()[0][:200] if str(err) else type(err).__name__
         raise ReleaseError(f"cannot read the corpus in {directory}: {detail}") from None
@@ -158,6 +160,21 @@ def stored_corpus(directory: Path) -> tuple[dict, dict[str, bytes]]:
         raise ReleaseError(f"the corpus in {directory} is not valid ({len(problems)} problems; "
                            f"first: {problems[0]}); run rtwo-vm vectors check")
     return manifest, out
+
+
+def _scenario_files(directory: Path, version: str) -> dict[str, bytes]:
+    """The scenario folder of the corpus (chapter 11.9.5), every vector checked; none when the
+    corpus has no scenario folder."""
+    from conformance.corpus import store
+    from conformance.scenario import store as scenarios
+    folder = scenarios.folder(directory)
+    if not scenarios.load(folder, version):
+        return {}
+    manifest = store.read_group(folder, store.MANIFEST)
+    out = {f"{scenarios.FOLDER}/{store.MANIFEST}": manifest}
+    for name in sorted(p.name for p in folder.glob("*.jsonl")):
+        out[f"{scenarios.FOLDER}/{name}"] = store.read_group(folder, name)
+    return out
 
 
 def members(directory: Path, version: str | None = None) -> dict[str, bytes]:

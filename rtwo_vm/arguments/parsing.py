@@ -15,7 +15,7 @@ from rtwo_vm.arguments.inputs import finite_float
 # The top-level help lists the commands in these groups (a command a module registers that
 # is in none of them is listed under "Other commands").
 COMMAND_GROUPS = (
-    ("Contracts", ("asm", "disasm", "run", "examples", "spec")),
+    ("Contracts", ("asm", "disasm", "run", "examples", "scenario", "spec")),
     ("Verification", ("check", "prove", "symbolic", "equivalence", "vectors", "conformance",
                       "fuzz")),
     ("Runtime services (a SQLite database, --db)",

@@ -10,13 +10,14 @@ import sys
 from pathlib import Path
 
 from spec import files
-from reference_vm import Context, Contract, Limits, Message, WorldState, execute
+from reference_vm import Context, Contract, Limits, Message, WorldState
 from reference_vm.result import canonical
 from reference_vm.trace import FORMATS as TRACE_FORMATS, tracer_for
 from rtwo_vm.arguments.inputs import (
     CliError, add_spec_version, parse_assignment, parse_count, parse_hex, parse_word, policy_of,
     read_code, read_state_file,
 )
+from rtwo_vm.arguments.engines import add_engine, engine_of
 from rtwo_vm.arguments.parsing import RUN_OPTION_GROUPS, group_options
 
 DEFAULT_ADDRESS = "0x100"
@@ -53,9 +54,7 @@ def register(sub) -> None:
     p.add_argument("--canonical", action="store_true", help="print canonical JSON (one line)")
     p.add_argument("--vector-id", dest="vector_id", metavar="ID",
                    help="with a .jsonl file of several vectors: the one to run")
-    p.add_argument("--engine", choices=["reference", "compiled", "native"], default="reference",
-                   help="the reference interpreter (default), the compiled engine (compiled_vm) or "
-                        "the native tier (native_vm; needs the native extra: llvmlite)")
+    add_engine(p)
     add_spec_version(p, "the version the execution runs under (and of the containers of .rasm files)")
     p.set_defaults(func=_cmd_run)
     group_options(p, RUN_OPTION_GROUPS)
@@ -67,10 +66,7 @@ def _cmd_run(args) -> int:
         return run_vector(args)
     if args.vector_id is not None:
         raise CliError("--vector-id needs a vector file (FILE.jsonl)")
-    if args.engine == "native":        # an optional extra: without it, refuse before anything
-        import native_vm
-        if native_vm.missing():
-            raise CliError(native_vm.missing())
+    run = engine_of(args.engine)     # an engine that cannot run is refused before anything
     address = parse_word(args.address, "--address")
     version = args.spec_version
     contracts = read_state_file(args.state, version) if args.state else {}
@@ -91,12 +87,6 @@ def _cmd_run(args) -> int:
     limits = Limits(**{name: parse_count(getattr(args, name), f"--{name.replace('_', '-')}")
                        for name in Limits.DIMENSIONS if getattr(args, name) is not None})
     policy = policy_of(args)
-    run = execute
-    if args.engine == "compiled":
-        from compiled_vm import execute as run
-    elif args.engine == "native":
-        import native_vm
-        run = native_vm.execute
     with contextlib.ExitStack() as stack:
         tracer, trace_file = None, None
         if args.trace == "-":

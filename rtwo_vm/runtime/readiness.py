@@ -224,7 +224,9 @@ class VMReadinessService:
                         policy_id=runtime.policies.create(
                             time_access=request.policy.time_access,
                             randomness=request.policy.randomness,
-                            external_call=request.policy.external_call).policy_id,
+                            external_call=request.policy.external_call,
+                            allowed_operations=request.policy.allowed_operations,
+                            forbidden_operations=request.policy.forbidden_operations).policy_id,
                         storage_access=request.policy.storage_access))
                     calls += 1
                     statuses[direct.status] += 1

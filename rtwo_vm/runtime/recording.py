@@ -37,6 +37,11 @@ def _ref(value: Any) -> str:
     return hex(value) if type(value) is int and value >= 0 else repr(value)
 
 
+def _bytes(value: Any) -> str:
+    """Bytes as 0x-prefixed hex; anything else (a rejected request's field) as its repr."""
+    return "0x" + value.hex() if isinstance(value, (bytes, bytearray)) else repr(value)
+
+
 def _count(value: Any) -> int | None:
     """A limit as asked for, when it is an integer the database can hold."""
     return value if type(value) is int and 0 <= value <= SQLITE_MAX else None
@@ -56,6 +61,9 @@ class ExecutionRecorder:
         recorded = [entry, *self._callees(run, entry, cat)]
         for context in recorded:
             self._insert(tx, context)
+        self.store.insert(tx, "call_requests", {
+            "context_id": run.context_id, "call_data": _bytes(run.message.call_data),
+            "block_time": _ref(run.context.block_time), "random_seed": _bytes(run.context.random_seed)})
         entry.children = recorded[1:]
         return entry
 

@@ -133,8 +133,19 @@ _SCHEMA_6_SPEC_VERSIONS = """
 ALTER TABLE contracts ADD COLUMN spec_version TEXT NOT NULL DEFAULT '1.0';
 """
 
+# The message and context fields of each entry call that no other record holds (the call data,
+# the block time and the seed, as hex; chapter 7.3.1), so that the calls recorded can be run
+# again: ``rtwo-vm scenario export`` writes them as a scenario vector (chapter 11.9). Contexts
+# of older files have no row: they cannot be exported.
+_SCHEMA_7_REQUESTS = """
+CREATE TABLE call_requests (
+    context_id TEXT PRIMARY KEY REFERENCES contexts(context_id), call_data TEXT NOT NULL,
+    block_time TEXT NOT NULL, random_seed TEXT NOT NULL) WITHOUT ROWID;
+"""
+
 MIGRATIONS: tuple[str, ...] = (_SCHEMA_1, _SCHEMA_2, _SCHEMA_3_DELIVERY, _SCHEMA_4_PAGES,
-                               _SCHEMA_5_SINK_CONFIRMATION, _SCHEMA_6_SPEC_VERSIONS)
+                               _SCHEMA_5_SINK_CONFIRMATION, _SCHEMA_6_SPEC_VERSIONS,
+                               _SCHEMA_7_REQUESTS)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from conformance.corpus.definitions.common import returning
 from conformance.scenario.case import ScenarioCase, Step
-from conformance.scenario.definitions.common import COUNTER, ENTRY, OTHER, data, word
+from conformance.scenario.definitions.common import COUNTER, ENTRY, GET, KV, OTHER, SET, data, word
 from reference_vm import assemble
 
 V11 = "1.1"
@@ -22,6 +22,31 @@ TRANSIENT = ("    push 0\n    calldataload\n"
              + "read:\n    push 1\n    tload\n" + returning(1)
              + "put_revert:\n    push 1\n    push 9\n    tstore\n    push 0\n    push 0\n    revert\n"
              "keep:\n    push 1\n    push 1\n    tload\n    sstore\n    stop\n")
+# static forwarder: STATICCALLs the contract at OTHER with its own call data, stores 1 + ok in its
+# slot 0 and returns what the callee returned.
+STATIC_FORWARDER = f"""
+    push 0
+    push 0
+    calldatasize
+    calldatacopy
+    push {OTHER}
+    push 1000000
+    push 0
+    calldatasize
+    staticcall
+    push 1
+    add
+    push 0
+    swap1
+    sstore
+    push 0
+    push 0
+    returndatasize
+    returndatacopy
+    push 0
+    returndatasize
+    return
+"""
 # hashing: writes SHA256 of 64 zero bytes of memory after them and returns the 32 bytes (its
 # cost is repriced by P1).
 HASHING = "    push 64\n    push 0\n    push 64\n    sha256\n    push 64\n    push 32\n    return\n"
@@ -38,6 +63,15 @@ def cases():
          Step(call_data=data(1), output=word(7)), Step(call_data=data(4), expect="success")),
         opcodes=("TLOAD", "TSTORE"), categories=("scenario", "transient"), since=V11,
         expect_storage={ENTRY: {1: 0}})
+    yield ScenarioCase(
+        "scenario/calls/read_only_call_then_write", "A write through a read-only call (STATICCALL) "
+        "fails in the callee (READ_ONLY_WRITE) and changes nothing; the same write made directly in "
+        "the next call stays, and a read through a read-only call in the call after sees it.",
+        {ENTRY: STATIC_FORWARDER, OTHER: KV},
+        (Step(call_data=data(SET, 5, 77), expect="success"), Step(to=OTHER, call_data=data(SET, 5, 77)),
+         Step(call_data=data(GET, 5), output=word(77))),
+        opcodes=("STATICCALL", "SSTORE", "SLOAD"), categories=("scenario", "call", "read_only"), since=V11,
+        expect_storage={ENTRY: {0: 2}, OTHER: {5: 77}})
     steps = [Step(version="1.0", output=word(1)), Step(output=word(2)),
              Step(version=V11, output=word(3)), Step(output=word(4))]
     yield ScenarioCase(

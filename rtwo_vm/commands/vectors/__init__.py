@@ -71,7 +71,28 @@ def _cmd_check(args) -> int:
         print(f"spec {version}: {len(vectors)} vectors, digest {manifest['digest'][:16]}: "
               + ("valid" if not problems else f"{len(problems)} problems"))
         status = status or (1 if problems else 0)
+        status = _check_scenarios(folder, version) or status
     return status
+
+
+def _check_scenarios(folder, version: str) -> int:
+    """The scenario folder of a corpus (chapter 11.9.5): every vector checked by the schema
+    itself and by the carried state; 1 when one is not valid."""
+    from conformance.scenario import store as scenarios
+    from conformance.scenario.schema import authoritative_problems
+    from spec.files import FileRefused
+    try:
+        vectors = scenarios.load(scenarios.folder(folder), version)
+    except FileRefused as err:
+        print(f"spec {version}: scenarios: {str(err).splitlines()[0][:300]}")
+        return 1
+    problems = [f"{v['id']}: {p}" for v in vectors for p in authoritative_problems(v)]
+    for p in problems[:50]:
+        print(p)
+    print(f"spec {version}: {len(vectors)} scenario vectors, "
+          f"{sum(len(v['input']['steps']) for v in vectors)} steps: "
+          + ("valid" if not problems else f"{len(problems)} problems"))
+    return 1 if problems else 0
 
 
 def _cmd_coverage(args) -> int:
