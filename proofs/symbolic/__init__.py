@@ -22,7 +22,10 @@ fields. The modules:
   claims built only in confined children, over placeholders of the call (``views``), and
   read back from their SMT-LIB text over the parent's own symbols (``claimtext``);
   ``verdicts``: proved / bounded / counterexample / unknown / vacuous / stopped;
-  ``equivalence``: two contracts compared on every input.
+  ``equivalence``: two contracts compared on every input;
+- ``invariants``: the invariants file API (built once in a confined child); ``sequences``:
+  every sequence of up to K calls explored, the invariants checked after every call;
+  ``seqwitness``: a violation as a concrete sequence replayed on the reference.
 
 The package's names are imported when first used, so that ``bounds`` is read without z3.
 """

@@ -33,3 +33,9 @@ DEFAULT_MAX_WORK = 100_000_000
 DEFAULT_DEADLINE = 300.0
 DEFAULT_Z3_MEMORY = 2048
 SIMPLIFY_STEPS = 2_000_000
+
+# Invariants over call sequences (sequences.py): the longest sequence explored, and the
+# states (successful ends of a call of some sequence) checked before the run stops, named.
+DEFAULT_DEPTH = 2
+MAX_DEPTH = 16
+DEFAULT_MAX_STATES = 256

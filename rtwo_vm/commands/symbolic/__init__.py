@@ -9,6 +9,11 @@ proved, 1 a counterexample or a vacuous property, 4 only bounded, unknown or sto
 verdicts, 2 a usage error, 3 could not run (a property raised, or the models and the
 reference disagree on a witness).
 
+``symbolic CONTRACT --invariant FILE --depth K`` checks invariants after every call of every
+sequence of up to K calls (``invariants.py``): exit 0 every invariant holds to depth K, 1 one
+is violated (a sequence replayed on the reference) or vacuous, 4 only bounded, unknown or
+stopped, 2 usage error, 3 could not run.
+
 ``equivalence A B`` proves two contracts give the same result on every input within the
 bounds (``--compare`` the fields), or prints a distinguishing input and writes it as vectors.
 Exit status: 0 equivalent, 1 different, 4 bounded, unknown or stopped, 2 usage error, 3
@@ -91,13 +96,28 @@ def _bounds(p) -> None:
 
 def register(sub) -> None:
     p = sub.add_parser("symbolic", help="explore every path of a call symbolically; prove "
-                                        "properties (proofs/symbolic)")
+                                        "properties (proofs/symbolic)",
+                       description="Explore every path of one call of CONTRACT symbolically and "
+                                   "prove --properties; or, with --invariant FILE --depth K, check "
+                                   "invariants after every call of every sequence of up to K calls "
+                                   "(docs/guides/symbolic.md: Invariants over call sequences).")
     p.add_argument("file", help="the contract: .rasm assembly, hex text or a binary container")
     for flag, kwargs in RUN_LIKE:
         p.add_argument(flag, **kwargs)
     p.add_argument("--properties", metavar="FILE",
                    help="Python file of properties (proofs.symbolic.properties API); default: "
                         "no path ends in invalid, fault, exhausted or violation")
+    p.add_argument("--invariant", metavar="FILE",
+                   help="Python file of invariants (proofs.symbolic.invariants API): check them "
+                        "after every call of every sequence of up to --depth calls, any caller, "
+                        "any call data, to any contract given, from the initial state")
+    p.add_argument("--depth", type=depth, default=None, metavar="K",
+                   help=f"with --invariant: the longest sequence of calls (1..{bounds.MAX_DEPTH}, "
+                        f"default {bounds.DEFAULT_DEPTH})")
+    p.add_argument("--max-states", type=positive_int, default=bounds.DEFAULT_MAX_STATES,
+                   dest="max_states", metavar="N",
+                   help="with --invariant: states (successful ends of a call of a sequence) "
+                        f"checked before the run stops, bounded (default {bounds.DEFAULT_MAX_STATES})")
     userfile_options.add_options(p, "--properties",
                                  "default 300 s to load it, 1800 s to build its claims")
     _bounds(p)
@@ -126,7 +146,22 @@ def register(sub) -> None:
     p.set_defaults(func=_cmd_equivalence)
 
 
+def depth(text: str) -> int:
+    """--depth: a sequence length of 1..MAX_DEPTH calls."""
+    import argparse
+    value = positive_int(text)
+    if value > bounds.MAX_DEPTH:
+        raise argparse.ArgumentTypeError(f"must be at most {bounds.MAX_DEPTH}, got {text!r}")
+    return value
+
+
 def _cmd_symbolic(args) -> int:
+    if args.invariant is not None:
+        from rtwo_vm.commands.symbolic import invariants
+        return invariants.check(args)
+    if args.depth is not None:
+        from rtwo_vm.arguments.inputs import CliError
+        raise CliError("--depth needs --invariant FILE")
     from rtwo_vm.commands.symbolic import run
     return run.symbolic(args)
 
