@@ -213,8 +213,8 @@ def test_cli_vectors_commands():
     assert "coverage of 3161 vectors of spec 1.0" in coverage.stdout and "MULHS" in coverage.stdout
     check = cli("vectors", "check")
     lines = check.stdout.strip().splitlines()
-    assert check.returncode == 0 and [line.split(":")[0] for line in lines] == ["spec 1.0", "spec 1.1"]
-    assert all(line.endswith("valid") for line in lines)
+    assert check.returncode == 0 and [line.split(":")[0] for line in lines] == ["spec 1.0"] * 2 + ["spec 1.1"] * 2
+    assert all(line.endswith("valid") for line in lines) and "scenario vectors" in lines[1] + lines[3]
     shown = cli("vectors", "show", "arithmetic/DIVS/min__minus_one")
     assert shown.returncode == 0 and json.loads(shown.stdout)["expected"]["result"]["status"] == "success"
     assert json.loads(shown.stdout)["_meta"]["spec_version"] == "1.1" and "--spec-version" in shown.stderr

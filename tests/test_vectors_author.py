@@ -335,7 +335,7 @@ def test_promote_writes_whole_files_and_a_link_inside_the_corpus_stops_it_before
     assert code == 0, err
     assert all(store.problems(target / v) == [] for v in VERSIONS) and leftovers(tmp_path / "out") == []
     corpus = target / "1.0"
-    before = {p.name: p.read_bytes() for p in corpus.iterdir()}
+    before = {p.name: p.read_bytes() for p in corpus.iterdir() if p.is_file()}
     promoted_before = promoted.read_bytes()
     # the manifest, written last, is a link: refused before any group file changes
     outside = tmp_path / "outside.json"
@@ -346,7 +346,7 @@ def test_promote_writes_whole_files_and_a_link_inside_the_corpus_stops_it_before
     refused(*args, fragment="symbolic link")
     assert outside.read_text() == "precious" and (corpus / "fuzz.jsonl").read_text() == "stale\n"
     assert promoted.read_bytes() == promoted_before
-    assert {p.name for p in corpus.iterdir()} == set(before)
+    assert {p.name for p in corpus.iterdir() if p.is_file()} == set(before)
 
 
 # -- vectors strength: every argument before any work; vectors release ------------------------

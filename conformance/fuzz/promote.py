@@ -100,6 +100,7 @@ def promote(findings_dir: Path, ids: Sequence[str] = (), *, promoted: Path = fuz
     from conformance.corpus.fill import MAX_GENERATED_BYTES, fill, fill_checked
     from conformance.corpus.schema import corpus_problems
     from conformance.corpus.vector import vector_line
+    from conformance.scenario import store as scenario_store
 
     target = corpus_dir or VECTORS_DIR
     try:
@@ -139,6 +140,9 @@ def promote(findings_dir: Path, ids: Sequence[str] = (), *, promoted: Path = fuz
         output_dir(target, "corpus folder")
         manifests = {version: store.write(vectors, version_dir(version, target), version, extra)
                      for version, (vectors, extra) in corpora.items()}
+        # the corpus is refilled whole: its scenario folder with the same filler (11.9.5)
+        for version, vectors in scenario_store.fill_all(list(corpora)).items():
+            scenario_store.write(vectors, scenario_store.folder(version_dir(version, target)), version)
         atomic_write(promoted, "".join(canonical(entries[k]) + "\n" for k in sorted(entries)))
         return manifests
     except FileRefused as err:
