@@ -1,4 +1,4 @@
-"""SMT semantics of RTWO VM (spec 1.0): a z3 model of every opcode, theorems about it, and
+"""SMT semantics of RTWO VM (per spec version): a z3 model of every opcode, theorems about it, and
 its agreement with the reference interpreter.
 
 The model is written from the spec data and prose only; it shares nothing with

@@ -1,4 +1,4 @@
-"""The RTWO VM reference interpreter (spec version 1.0).
+"""The RTWO VM reference interpreter (every version of spec/versions.toml, chosen per request).
 
 Phases, each its own module: container and decode (bytes to instructions), validate (code
 rules), policy (binding a determinism policy), program (preparing segments), execute (running
