@@ -28,6 +28,7 @@ from conformance.fuzz.build import (
 from conformance.fuzz.generate import generate, rng_for
 from conformance.fuzz.program import Code, FuzzInput, default_limits, default_policy, disassemble
 from conformance.corpus.vector import default_isolation
+from conformance.scenario.carry import MAX_STEPS
 
 MIN_STEPS = 2
 STATEFUL = ("SLOAD", "SLOAD", "SSTORE", "SSTORE", "SSTORE", "CALL")
@@ -78,8 +79,8 @@ class SequenceInput:
         extra = {"version": j["version"]} if "version" in j else {}
         base = FuzzInput.from_json({**_EMPTY_STEP, "contracts": j["contracts"], **extra})
         steps = [FuzzInput.from_json({**s, "contracts": [], **extra}) for s in j["steps"]]
-        if not MIN_STEPS <= len(steps) <= 64:
-            raise ValueError(f"a sequence has {MIN_STEPS} to 64 steps, not {len(steps)}")
+        if not MIN_STEPS <= len(steps) <= MAX_STEPS:
+            raise ValueError(f"a sequence has {MIN_STEPS} to {MAX_STEPS} steps, not {len(steps)}")
         return cls(base.contracts, steps, base.version)
 
     def mnemonics(self) -> list[str]:

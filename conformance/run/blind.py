@@ -34,7 +34,7 @@ import hashlib
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 import spec
 from conformance.corpus.vector import bytes_hex, expected_of, parse_bytes, parse_word, run_reference, word_hex
@@ -448,7 +448,13 @@ def blind_vector(vector: Mapping[str, Any], seed: int, version: str,
             "blinding": {"seed": seed, "transformations": applied, "verdict": kept}}
 
 
-def _unblinded(vector: Mapping[str, Any], seed: int, summary: Summary) -> dict[str, Any]:
+class Counts(Protocol):
+    """What counts the vectors sent unblinded: a Summary, or a scenario pass's."""
+    verdicts: dict[str, int]
+    unblinded: list[str]
+
+
+def _unblinded(vector: Mapping[str, Any], seed: int, summary: Counts) -> dict[str, Any]:
     """The vector as published (without its provenance), counted as sent unblinded."""
     summary.verdicts[UNBLINDED] += 1
     summary.unblinded.append(vector["id"])

@@ -30,7 +30,7 @@ from typing import Any, Mapping, Sequence
 
 from conformance.corpus.vector import bytes_hex, error_stage, parse_bytes, parse_word, word_hex
 from conformance.run import blind
-from conformance.run.blind import PRESERVED, UNBLINDED, VALUES, WORD_BYTES, WORD_MASK, _fresh, _is_word, _rng, _valid, _width
+from conformance.run.blind import PRESERVED, UNBLINDED, VALUES, WORD_BYTES, WORD_MASK, _fresh, _is_word, _rng, _unblinded, _valid, _width
 from conformance.scenario.carry import run_steps
 
 ORDER = ("addresses", "block_time", "random_seed", "unread_slot", "decoy_contract")
@@ -244,13 +244,6 @@ def blind_scenario(vector: Mapping[str, Any], seed: int, version: str,
                 "expected": {"steps": steps, "post_state": run.post_state},
                 "blinding": {"seed": seed, "transformations": applied, "verdict": kept}}
     return _unblinded(vector, seed, summary)
-
-
-def _unblinded(vector: Mapping[str, Any], seed: int, summary: ScenarioSummary) -> dict[str, Any]:
-    summary.verdicts[UNBLINDED] += 1
-    summary.unblinded.append(vector["id"])
-    return {k: v for k, v in vector.items() if k != "_meta"} | {
-        "blinding": {"seed": seed, "transformations": [], "verdict": UNBLINDED}}
 
 
 def blind_all(vectors: Sequence[Mapping[str, Any]], seed: int, version: str) -> tuple[list[dict[str, Any]], ScenarioSummary]:

@@ -58,8 +58,10 @@ def register(sub) -> None:
 
 def _steps(text: str) -> int:
     value = positive_int(text)
-    if not 2 <= value <= 64:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of steps from 2 to 64")
+    from conformance.fuzz.sequence import MIN_STEPS
+    from conformance.scenario.carry import MAX_STEPS
+    if not MIN_STEPS <= value <= MAX_STEPS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of steps from {MIN_STEPS} to {MAX_STEPS}")
     return value
 
 

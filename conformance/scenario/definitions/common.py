@@ -7,7 +7,7 @@ import spec
 from conformance.corpus.definitions.common import BASE, CALLER, ENTRY, OTHER, THIRD, returning
 
 __all__ = ["BASE", "CALLER", "ENTRY", "OTHER", "THIRD", "TABLE", "WORD", "data", "word", "COUNTER",
-           "KV", "SET", "GET", "SET_REVERT", "SET_TRAP", "SET_SPIN", "SET_TWO", "FORWARDER"]
+           "KV", "SET", "GET", "SET_REVERT", "SET_TRAP", "SET_SPIN", "SET_TWO", "FORWARDER", "forwarder"]
 
 TABLE = spec.load(BASE)
 WORD = TABLE.limits["machine"]["word_bits"] // 8
@@ -48,23 +48,15 @@ KV = ("    push 0\n    calldataload\n" + _BRANCHES + "    stop\n"
       "set_two:\n" + _STORE + "    push 8\n    calldataload\n    push 1\n    add\n    push 16\n"
       "    calldataload\n    sstore\n    stop\n")
 
-# forwarder: calls the contract at OTHER with its own call data and returns what it returned.
-FORWARDER = f"""
-    push 0
-    push 0
-    calldatasize
-    calldatacopy
-    push {OTHER}
-    push 1000000
-    push 0
-    calldatasize
-    call
-    pop
-    push 0
-    push 0
-    returndatasize
-    returndatacopy
-    push 0
-    returndatasize
-    return
-"""
+
+
+def forwarder(call: str = "call", keep_ok: str = "    pop\n") -> str:
+    """Calls the contract at OTHER with its own call data (``call``: CALL or, from 1.1,
+    STATICCALL), does ``keep_ok`` with the call's ok, and returns what the callee returned."""
+    return (f"    push 0\n    push 0\n    calldatasize\n    calldatacopy\n    push {OTHER}\n    push 1000000\n"
+            f"    push 0\n    calldatasize\n    {call}\n" + keep_ok
+            + "    push 0\n    push 0\n    returndatasize\n    returndatacopy\n    push 0\n    returndatasize\n"
+              "    return\n")
+
+
+FORWARDER = forwarder()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from conformance.corpus.definitions.common import returning
 from conformance.scenario.case import ScenarioCase, Step
-from conformance.scenario.definitions.common import COUNTER, ENTRY, GET, KV, OTHER, SET, data, word
+from conformance.scenario.definitions.common import COUNTER, ENTRY, GET, KV, OTHER, SET, data, forwarder, word
 from reference_vm import assemble
 
 V11 = "1.1"
@@ -24,29 +24,7 @@ TRANSIENT = ("    push 0\n    calldataload\n"
              "keep:\n    push 1\n    push 1\n    tload\n    sstore\n    stop\n")
 # static forwarder: STATICCALLs the contract at OTHER with its own call data, stores 1 + ok in its
 # slot 0 and returns what the callee returned.
-STATIC_FORWARDER = f"""
-    push 0
-    push 0
-    calldatasize
-    calldatacopy
-    push {OTHER}
-    push 1000000
-    push 0
-    calldatasize
-    staticcall
-    push 1
-    add
-    push 0
-    swap1
-    sstore
-    push 0
-    push 0
-    returndatasize
-    returndatacopy
-    push 0
-    returndatasize
-    return
-"""
+STATIC_FORWARDER = forwarder("staticcall", "    push 1\n    add\n    push 0\n    swap1\n    sstore\n")
 # hashing: writes SHA256 of 64 zero bytes of memory after them and returns the 32 bytes (its
 # cost is repriced by P1).
 HASHING = "    push 64\n    push 0\n    push 64\n    sha256\n    push 64\n    push 32\n    return\n"
