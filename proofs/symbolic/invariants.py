@@ -35,7 +35,6 @@ file runs once, before anything is explored; anything wrong with it is one line,
 
 from __future__ import annotations
 
-import builtins
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +43,7 @@ from typing import Callable
 import z3
 
 from proofs.symbolic import claimtext
-from proofs.symbolic.properties import PropertyError, Storage, as_claims
+from proofs.symbolic.properties import PropertyError, Storage, Words, as_claims
 from proofs.symbolic.world import W
 from spec import confined
 
@@ -119,7 +118,7 @@ class StateView:
         return self._made[f"total_{self._state}_{self._address(address):#x}"]
 
 
-class Sequence(StateView):
+class Sequence(StateView, Words):
     """The state after a call (``now``), with the one before it and the initial one."""
 
     def __init__(self, made: dict, entry: int, addresses, now: str = "now"):
@@ -131,17 +130,6 @@ class Sequence(StateView):
         self.successes = made["successes"] if now == "now" else z3.IntVal(0)
         self._fresh = 0
 
-    @staticmethod
-    def int(word) -> z3.ArithRef:
-        return z3.BV2Int(word)
-
-    @staticmethod
-    def word(value: builtins.int) -> z3.BitVecRef:
-        return W.wval(value)
-
-    def any_key(self, name: str = "k") -> z3.BitVecRef:
-        self._fresh += 1
-        return z3.BitVec(f"{name}__{self._fresh}", W.bits)
 
 
 # -- in the child ----------------------------------------------------------------------------

@@ -156,7 +156,27 @@ class State:
                        f"{self._label}.storage_at({address:#x})", self._names)
 
 
-class Call:
+class Words:
+    """The word helpers of the user-file APIs (a property's call, an invariant's sequence)."""
+
+    _fresh = 0
+
+    @staticmethod
+    def int(word) -> z3.ArithRef:
+        """The unsigned value of a word, as an integer (sums do not wrap)."""
+        return z3.BV2Int(word)
+
+    @staticmethod
+    def word(value: builtins.int) -> z3.BitVecRef:
+        return W.wval(value)
+
+    def any_key(self, name: str = "k") -> z3.BitVecRef:
+        """A fresh word: a claim holds for every value of it."""
+        self._fresh += 1
+        return z3.BitVec(f"{name}__{self._fresh}", W.bits)
+
+
+class Call(Words):
     """What a property sees of one call: inputs and pre-state always; the result and the
     post-state on a path's end (a pre-condition that reads them is an error)."""
 
@@ -223,19 +243,6 @@ class Call:
     def fee(self) -> z3.ArithRef:
         return _named(self.names, z3.BV2Int(self._result("the fee").fee), "fee")
 
-    @staticmethod
-    def int(word) -> z3.ArithRef:
-        """The unsigned value of a word, as an integer (sums do not wrap)."""
-        return z3.BV2Int(word)
-
-    @staticmethod
-    def word(value: builtins.int) -> z3.BitVecRef:
-        return W.wval(value)
-
-    def any_key(self, name: str = "k") -> z3.BitVecRef:
-        """A fresh word: a claim holds for every value of it."""
-        self._fresh += 1
-        return z3.BitVec(f"{name}__{self._fresh}", W.bits)
 
     def unchanged_except(self, *keys, address: builtins.int | None = None) -> z3.BoolRef:
         """Every slot of the contract (default: the called one) but ``keys`` keeps its value."""
