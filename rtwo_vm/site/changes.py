@@ -44,7 +44,8 @@ def changelog_items(version: str) -> dict[str, tuple[str, str]]:
 
 def item_filters(item: dict[str, Any], version: str) -> list[str]:
     """``--filter`` expressions selecting the vectors of ``version``'s corpus that exercise an
-    item: its instructions (rows added or changed, and the mnemonics it ``affects``), its
+    item: its instructions (rows added or changed, and the mnemonics it ``affects`` when it adds
+    none), its
     outcome codes, and for a container item the vectors of chapter 3.1."""
     table = spec.load(version)
     mnemonics: list[str] = []
@@ -55,8 +56,11 @@ def item_filters(item: dict[str, Any], version: str) -> list[str]:
         if op["op"] == "add" and op["file"] == "errors":
             codes.append(op["row"]["code"])
     sections: list[str] = []
+    adds = any(op["op"] == "add" and op["file"] == "instructions" for op in versioning.operations(item))
     for affected in item.get("affects", []):
-        if affected in table.by_mnemonic:
+        # An item that adds instructions changes the ones it affects only through them (SSTORE
+        # fails in a frame only STATICCALL makes): its vectors are those of what it adds.
+        if affected in table.by_mnemonic and not adds:
             mnemonics.append(affected)
         elif affected in table.errors:
             codes.append(affected)

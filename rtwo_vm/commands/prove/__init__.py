@@ -89,6 +89,14 @@ def register(subparsers) -> None:
                    "(--timeout is then each mutant's wall-clock safety net, default 1800 s)")
     p.add_argument("--record", action="store_true",
                    help="with --strength: write the score to proofs/strength/score.json")
+    p.add_argument("--diff", nargs=2, metavar=("OLD", "NEW"),
+                   help="prove every instruction of both versions unchanged unless the diff "
+                        "declares it, and each declared change with a witness (proofs/diff/)")
+    p.add_argument("--vectors", dest="diff_vectors", metavar="DIR",
+                   help="with --diff: where the witness vectors go (default "
+                        "build/proofs-diff-vectors: OLD.jsonl and NEW.jsonl)")
+    p.add_argument("--all", dest="table_all", action="store_true",
+                   help="with --diff: list the unchanged instructions too")
     p.set_defaults(func=_cmd_prove)
 
 
@@ -171,6 +179,11 @@ def _options(args):
 
 
 def _cmd_prove(args) -> int:
+    if args.diff:
+        from rtwo_vm.commands.prove import diff as prove_diff
+        return prove_diff.command(args)
+    if args.diff_vectors or args.table_all:
+        raise CliError("--vectors and --all need --diff")
     if args.strength:
         return _cmd_strength(args)
     if args.strength_modules or args.limit is not None or args.record:
