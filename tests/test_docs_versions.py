@@ -82,14 +82,44 @@ def test_every_replaced_section_is_listed_under_each_item_it_names():
             assert (f'??? note "Diff of section {number}"' in blocks[item]) == (item in named)
 
 
-def test_proof_status_and_witness_are_left_for_issue_36_not_faked():
-    page = docgen.pages()["changes/1.1.md"]
-    assert "proof status (issue 36) | witness vector (issue 36)" in page
+def _item_rows(page: str) -> dict[str, str]:
     rows = [line for line in page.splitlines() if re.match(r"\| \[[A-Z][0-9]+\]", line)]
-    assert len(rows) == len(ITEMS)
-    for line in rows:
-        assert line.endswith("| not yet proved | none yet |"), line
-    assert "| proved" not in page
+    return {re.match(r"\| \[([A-Z][0-9]+)\]", line).group(1): line for line in rows}
+
+
+def test_each_item_shows_its_proof_status_and_witness():
+    page = docgen.pages()["changes/1.1.md"]
+    assert "| proof status | witness vector |" in page
+    rows = _item_rows(page)
+    assert set(rows) == set(ITEMS)
+    # CHANGELOG 1.1: P1 reprices SHA256 (a single-frame witness), F1 and T1 change existing
+    # instructions in frames only 1.1 has, N1 and N2 only add, C1 and X1 name no instruction.
+    assert rows["P1"].endswith("| proved as declared | `diff/1.0-1.1/SHA256` |")
+    for item in ("F1", "T1"):
+        assert "| proved as declared | replayed on the interpreter: " in rows[item]
+    assert "| adds 2 (their theorems" in rows["N1"] and "| adds 3 (their theorems" in rows["N2"]
+    for item in ("C1", "X1"):
+        assert "| no instruction (checked by the version's vectors) | — |" in rows[item]
+    block = _item_blocks(page)["P1"]
+    assert "| SHA256 | changed as declared | outcome, compute |" in block
+    assert '??? example "Witness vector diff/1.0-1.1/SHA256 (1.0 and 1.1)"' in block
+
+
+def test_a_failed_proof_is_shown_failed_not_proved(monkeypatch):
+    # P1 planted without its affects list: the SHA256 change is then undeclared.
+    import dataclasses
+
+    from proofs.diff import declared as declared_mod, run
+    real = declared_mod.declared
+    monkeypatch.setattr(run, "declared", lambda old, new: dataclasses.replace(
+        real(old, new), items=tuple(dataclasses.replace(i, changed=()) if i.id == "1.1/P1" else i
+                                    for i in real(old, new).items)))
+    page = docgen.pages()["changes/1.1.md"]
+    rows = _item_rows(page)
+    assert "| no instruction" in rows["P1"]     # P1 then names no instruction at all
+    assert '!!! danger "rtwo-vm prove --diff 1.0 1.1 fails"' in page
+    assert "    - SHA256: undeclared change (differs in outcome, compute): no item" in page
+    assert "**Proof:** 8 added, 7 changed as declared, 87 unchanged, 1 undeclared change" in page
 
 
 def _corpus_1_1() -> list[dict]:

@@ -40,6 +40,7 @@ UNCHANGED, AS_DECLARED = "unchanged", "changed as declared"
 UNDECLARED, NOT_CHANGED = "undeclared change", "declared but unchanged"
 UNKNOWN, ADDED, REMOVED = "unknown", "added", "removed"
 FAILURES = (UNDECLARED, NOT_CHANGED)
+ITEM_PROVED, ITEM_FAILED, ITEM_OPEN = "proved as declared", "FAILED", "not proved"
 PROVER, RECHECKER = "z3", "cvc5"
 
 
@@ -82,6 +83,25 @@ class Report:
     @property
     def undecided(self) -> list[Row]:
         return [r for r in self.rows if r.status == UNKNOWN]
+
+    def rows_of(self, item) -> list[Row]:
+        """The rows of the instructions an item adds, removes or changes."""
+        names = (*item.added, *item.removed, *item.changed)
+        return [r for r in self.rows if r.mnemonic in names]
+
+    def item_status(self, item) -> str:
+        """proved as declared, FAILED, not proved, or what the item is when it changes no
+        instruction of both versions."""
+        rows = self.rows_of(item)
+        if any(r.status in FAILURES for r in rows):
+            return ITEM_FAILED
+        if any(r.status == UNKNOWN for r in rows):
+            return ITEM_OPEN
+        if not rows:
+            return "no instruction (checked by the version's vectors)"
+        if all(r.status == ADDED for r in rows):
+            return f"adds {len(rows)} (their theorems: prove --spec-version {self.new})"
+        return ITEM_PROVED
 
     def to_json(self) -> dict[str, Any]:
         counts: dict[str, int] = {}

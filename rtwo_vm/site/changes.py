@@ -4,9 +4,11 @@ version's declared diff (``spec/versions/<version>/diff.toml``), its changelog s
 
 Every data difference and every replaced or added prose section is listed under the item it
 belongs to, with the vectors of the version's corpus that check the item (as
-``rtwo-vm conformance run --filter`` expressions, counted on the committed corpus). The proof
-status and the witness vector of each item have their own column, left "not yet proved" until
-the proofs of the version record them (issue 36); nothing here claims a proof.
+``rtwo-vm conformance run --filter`` expressions, counted on the committed corpus), and the
+proof of the item: ``rtwo-vm prove --diff <base> <version>`` run when the page is built
+(proofs/diff/, about five seconds), its status per item, and per instruction what differs and
+the witness (the vector filled for both versions, or the replay of a witness no single frame
+of the base version can rebuild).
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from rtwo_vm.site import versions as docversions
 from rtwo_vm.site.versions import changes_path
 from spec import diff as spec_diff, prose, versioning
 
-NOT_PROVED = "not yet proved"
-NO_WITNESS = "none yet"
+NOT_PROVED = "not proved (the proofs package is not installed)"
+NO_WITNESS = "—"
 _ROW = re.compile(r"^\|\s*([A-Za-z0-9]+)\s*\|(.*)\|\s*(.*?)\s*\|\s*$")
 
 
@@ -114,6 +116,7 @@ def changes_page(version: str) -> str:
     comparison = spec_diff.compare(base, version)
     logged = changelog_items(version)
     vectors = _corpus(version)
+    proof = _proof(base, version)
     prefix = "../"
     lines = [f"# What changed in {version}", "",
              f"Spec {version} (release {row.release}) is spec {base} plus the items below. This page "
@@ -127,10 +130,22 @@ def changes_page(version: str) -> str:
                   *(f"    - {p}" for p in comparison.problems), ""]
     lines += [f"Vectors are those of the {version} corpus (`conformance/vectors/{version}/`) that "
               f"`rtwo-vm conformance run --spec-version {version}` selects with the filters shown. "
-              "The proof status and witness vector of each item are recorded by the proofs of "
-              f"the version (issue 36); where none is recorded the page says *{NOT_PROVED}*.", "",
-              "| item | kind | title | data differences | sections | vectors | proof status "
-              "(issue 36) | witness vector (issue 36) |",
+              f"The proof status is that of `rtwo-vm prove --diff {base} {version}`, run when this "
+              "page was built: every instruction of both versions is proved unchanged unless an "
+              "item declares it changed, and each declared change is shown by a witness.", ""]
+    if proof is not None:
+        counts = proof[0].to_json()["counts"]
+        lines += ["**Proof:** " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+                  + f" (models at {64} bits; z3 under its deterministic budget, unsat re-checked "
+                  "by cvc5).", ""]
+        failed = proof[0].failures + proof[0].undecided
+        if failed:
+            lines += [f'!!! danger "rtwo-vm prove --diff {base} {version} fails"', "",
+                      *(f"    - {r.mnemonic}: {r.status}"
+                        + (f" (differs in {', '.join(k for k, v in r.components.items() if v == 'differs')})"
+                           if r.components else "") + f": {r.note}" for r in failed), ""]
+    lines += ["| item | kind | title | data differences | sections | vectors | proof status "
+              "| witness vector |",
               "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for item in comparison.items:
         short = item["id"].split("/")[1]
@@ -138,10 +153,12 @@ def changes_page(version: str) -> str:
         filters = item_filters(item, version)
         lines.append(f"| [{short}](#{short.lower()}) | {item['kind'].replace('_', ' ')} | "
                      f"{item['title']} | {len(data)} | {len(item['sections'])} | "
-                     f"{_count(vectors, filters)} | {NOT_PROVED} | {NO_WITNESS} |")
+                     f"{_count(vectors, filters)} | {_status(proof, item)} | "
+                     f"{_witnesses(proof, item)} |")
     lines.append("")
     for item in comparison.items:
         lines += _item(item, comparison, logged, vectors, version, base, prefix)
+        lines += _proof_section(proof, item)
     extra = [(k, v) for k, v in logged.items() if k not in {i["id"].split("/")[1] for i in comparison.items}]
     if extra:
         lines += ["## Changelog items without data or prose changes {#changelog-only}", "",
@@ -177,8 +194,74 @@ def _item(item: dict, comparison: spec_diff.Comparison, logged: dict[str, tuple[
                     *(f"    {line}" if line else "" for line in d.lines), "    ```", ""]
     filters = item_filters(item, version)
     shown = " ".join(f"--filter '{f}'" for f in filters)
-    out += ["| checked by | vectors | proof status (issue 36) | witness vector (issue 36) |",
-            "| --- | --- | --- | --- |",
+    out += ["| checked by | vectors |", "| --- | --- |",
             f"| `rtwo-vm conformance run --spec-version {version}{' ' + shown if shown else ''}` | "
-            f"{_count(vectors, filters)} | {NOT_PROVED} | {NO_WITNESS} |", ""]
+            f"{_count(vectors, filters)} |", ""]
+    return out
+
+
+def _proof(base: str, version: str):
+    """(report, witness vector ids, vectors by version) of ``prove --diff``, or None without
+    the proofs package."""
+    try:
+        from proofs.diff import run
+    except ImportError:
+        return None
+    from rtwo_vm.commands.prove.diff import witness_vectors
+    report = run.run(base, version)
+    vectors, ids = witness_vectors(report)
+    return report, ids, vectors
+
+
+def _declared(proof, item: dict):
+    return next(i for i in proof[0].declarations.items if i.id == item["id"])
+
+
+def _status(proof, item: dict) -> str:
+    return NOT_PROVED if proof is None else proof[0].item_status(_declared(proof, item))
+
+
+def _witnesses(proof, item: dict) -> str:
+    if proof is None:
+        return NO_WITNESS
+    found = [f"`{proof[1][r.mnemonic]}`" for r in proof[0].rows_of(_declared(proof, item))
+             if proof[1].get(r.mnemonic, "").startswith("diff/")]
+    replayed = [r.mnemonic for r in proof[0].rows_of(_declared(proof, item))
+                if r.replay is not None and not proof[1].get(r.mnemonic, "").startswith("diff/")]
+    if replayed:
+        found.append(f"replayed on the interpreter: {', '.join(replayed)} "
+                     f"([below](#{item['id'].split('/')[1].lower()}))")
+    return ", ".join(found) or NO_WITNESS
+
+
+def _proof_section(proof, item: dict) -> list[str]:
+    if proof is None:
+        return []
+    report, ids, vectors = proof
+    rows = report.rows_of(_declared(proof, item))
+    if not rows:
+        return []
+    out = [f"**Proof** (`rtwo-vm prove --diff {report.old} {report.new}`): "
+           f"{report.item_status(_declared(proof, item))}.", "",
+           "| instruction | status | differs in | proved equal | witness |",
+           "| --- | --- | --- | --- | --- |"]
+    for r in rows:
+        differs = ", ".join(k for k, v in r.components.items() if v == "differs") or "—"
+        equal = sum(1 for v in r.components.values() if v == "equal")
+        witness = ids.get(r.mnemonic, "—")
+        if r.replay is not None:
+            a, b = (r.replay["results"][v] for v in (report.old, report.new))
+            witness = (f"{witness}; replayed: {report.old} {a['status']} "
+                       f"(compute {a['meters']['compute']}), {report.new} {b['status']} "
+                       f"(compute {b['meters']['compute']})")
+        out.append(f"| {r.mnemonic} | {r.status} | {differs} | "
+                   f"{equal or '—'} components | {witness.replace('|', '/')} |")
+    out.append("")
+    for r in rows:
+        pair = [v for version in (report.old, report.new) for v in vectors[version]
+                if v["id"] == ids.get(r.mnemonic)]
+        if pair:
+            out += [f'??? example "Witness vector {pair[0]["id"]} ({report.old} and {report.new})"',
+                    "", "    ```json",
+                    *(f"    {json.dumps(v, sort_keys=True)}" for v in pair), "    ```", ""]
     return out

@@ -27,9 +27,6 @@ from proofs import versions
 from rtwo_vm.arguments.inputs import CliError
 from spec import files
 
-ITEM_PROVED, ITEM_FAILED, ITEM_OPEN = "proved as declared", "FAILED", "not proved"
-
-
 def _versions(pair: list[str]) -> tuple[str, str]:
     old, new = pair
     for v in (old, new):
@@ -83,20 +80,6 @@ def witness_vectors(report) -> tuple[dict[str, list[dict]], dict[str, str]]:
             out[v].append(vector)
         ids[row.mnemonic] = vid
     return out, ids
-
-
-def item_status(report, item) -> str:
-    rows = [r for r in report.rows if r.mnemonic in (*item.added, *item.removed, *item.changed)]
-    from proofs.diff import run
-    if any(r.status in run.FAILURES for r in rows):
-        return ITEM_FAILED
-    if any(r.status == run.UNKNOWN for r in rows):
-        return ITEM_OPEN
-    if not rows:
-        return "no instruction (checked by the version's vectors)"
-    if all(r.status == run.ADDED for r in rows):
-        return f"adds {len(rows)} (their theorems: prove --spec-version {report.new})"
-    return ITEM_PROVED
 
 
 def _write(target: str, text: str, what: str) -> None:
@@ -155,7 +138,7 @@ def command(args) -> int:
     for row in doc["rows"]:
         if row["mnemonic"] in ids:
             row["witness_vector"] = ids[row["mnemonic"]]
-    doc["item_status"] = {i.id: item_status(report, i) for i in report.declarations.items}
+    doc["item_status"] = {i.id: report.item_status(i) for i in report.declarations.items}
     target = args.report or f"build/proofs-diff-{old}-{new}.json"
     folder = args.diff_vectors or "build/proofs-diff-vectors"
     quiet = args.quiet or target == "-"
@@ -163,7 +146,7 @@ def command(args) -> int:
         print("\n".join(_table(report, ids, args.table_all)))
         print()
         for item in report.declarations.items:
-            print(f"{item.id:<8} {doc['item_status'][item.id]:<22} {item.title}")
+            print(f"{item.id:<8} {doc['item_status'][item.id]:<24} {item.title}")
     from conformance.corpus.vector import vector_line
     for version, found in vectors.items():
         _write(str(Path(folder) / f"{version}.jsonl"),
