@@ -1,7 +1,7 @@
 """``rtwo-vm check``: the main job — the whole system shown working, end to end.
 
-Runs, in order and each with its own progress display: the opcode theorems (``prove``), a
-fresh fill of the conformance vectors compared with the committed corpus
+Runs, in order and each with its own progress display: the opcode theorems (``prove``), the
+proved differences of each version from its base (``prove --diff``), a fresh fill of the conformance vectors compared with the committed corpus
 (``vectors fill --check``), validation of the reference interpreter through its own adapter
 (``conformance run``), and the readiness report with its evidence (``readiness``). Every
 step is the very command a user would run; ``check`` only sequences them and summarises.
@@ -23,6 +23,16 @@ STEPS = (
 )
 
 
+def _steps() -> list[tuple[str, list[str]]]:
+    """STEPS, with after the theorems one ``prove --diff`` per version and its base (the
+    versions are read from spec/versions.toml, never listed here)."""
+    import spec
+    pairs = [(v.base, v.version) for v in spec.versions() if v.base is not None]
+    diffs = [(f"prove what {new} changes from {old}", ["prove", "--diff", old, new])
+             for old, new in pairs]
+    return [STEPS[0], *diffs, *STEPS[1:]]
+
+
 def register(sub) -> None:
     p = sub.add_parser("check", help="prove, fill, validate and report readiness: the whole system")
     p.add_argument("--skip", action="append", default=[], choices=["prove", "vectors", "conformance", "readiness"],
@@ -33,7 +43,7 @@ def register(sub) -> None:
 def _cmd_check(args) -> int:
     main = args.cli_main       # rtwo_vm.cli.main: each step is the command a user would run
     results = []
-    steps = [(title, argv) for title, argv in STEPS if argv[0] not in args.skip]
+    steps = [(title, argv) for title, argv in _steps() if argv[0] not in args.skip]
     with tempfile.TemporaryDirectory(prefix="rtwo-check-") as scratch:
         for number, (title, argv) in enumerate(steps, start=1):
             if argv == ["readiness"]:
