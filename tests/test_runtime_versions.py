@@ -141,3 +141,20 @@ def test_the_cli_deploys_under_a_version_and_lists_versions_and_modes(tmp_path):
     assert "runtimeCompatibility" in table and "compiled_engine" in table
     refused = _cli("deploy", str(source), "--spec-version", "2.7", db=db)
     assert refused.returncode == 2 and "2.7" in refused.stderr
+
+
+def test_the_state_root_chains_a_deployments_version(tmp_path):
+    # 10.6 (1.1): root = SHA-256(previous root's hex || canonical JSON of the change), the
+    # change of a deployment under 1.1 holding "spec_version"; one under 1.0 keeps 1.0's form.
+    import hashlib
+
+    code = assemble(SHA256_ONE_BLOCK, "1.0")
+    h = hashlib.sha256(code).hexdigest()
+    roots = {}
+    for version in ("1.0", "1.1"):
+        with runtime(tmp_path / f"{version}.db") as r:
+            roots[version] = r.deploy(code, 0x100, spec_version=version).state_root
+    head = f'{{"code_hash":"{h}","deploy":"0x100",'      # members in sorted order (7.5.2)
+    expected_1_0 = hashlib.sha256(("0" * 64 + head + '"storage":{}}').encode()).hexdigest()
+    expected_1_1 = hashlib.sha256(("0" * 64 + head + '"spec_version":"1.1","storage":{}}').encode()).hexdigest()
+    assert roots == {"1.0": expected_1_0, "1.1": expected_1_1}

@@ -22,6 +22,7 @@ from typing import Any, Callable, Mapping
 
 from reference_vm.errors import VMError
 import spec
+from spec import versioning
 from reference_vm.rules import rules as rules_of
 from reference_vm.validate import validate
 from rtwo_vm.runtime import stored
@@ -175,8 +176,10 @@ class Runtime:
             tx.executemany("INSERT INTO storage VALUES (?, ?, ?)",
                            [(addr, word_text(k), word_text(v)) for k, v in sorted(slots.items())])
             storage_json = {word_text(k): word_text(v) for k, v in sorted(slots.items())}
-            root = self.store.advance_state_root(tx, {"deploy": addr, "code_hash": code_hash,
-                                                      "storage": storage_json})
+            change = {"deploy": addr, "code_hash": code_hash, "storage": storage_json}
+            if version != versioning.base_version():   # 10.6 of 1.1: the version is in the root
+                change["spec_version"] = version
+            root = self.store.advance_state_root(tx, change)
             deployed = DeployedContract(addr, code_hash, len(code), len(slots), at, root, version)
             self.writer.event(tx, f"contract:{addr}", "contract.deployed", deployed.to_json(), at)
         return deployed
