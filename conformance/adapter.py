@@ -25,7 +25,7 @@ from typing import Any, BinaryIO, Mapping
 import spec
 from conformance.constants import PROTOCOL
 from conformance.protocol import EXIT_OK, EXIT_UNSUPPORTED, PROTOCOL_MAJOR, encode, loads_bounded
-from conformance.corpus.schema import execute_problems
+from conformance.corpus.schema import execute_problems, hello_request_problems
 from conformance.corpus.vector import error_stage, request_of
 from conformance.scenario.carry import run_steps
 from conformance.scenario.schema import request_problems as scenario_request_problems
@@ -57,8 +57,13 @@ class Adapter:
     def hello(self, request: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
         """The hello reply, and whether to go on (False: the adapter must exit)."""
         protocol = request.get("protocol")
-        if not isinstance(protocol, str) or protocol.rsplit("/", 1)[-1] != str(PROTOCOL_MAJOR):
+        # 11.5.4: another major version first (its hello may have other members), then the
+        # hello's form, then the spec version; each refusal ends the session.
+        if isinstance(protocol, str) and protocol.rsplit("/", 1)[-1] != str(PROTOCOL_MAJOR):
             return self.error(None, "UNSUPPORTED_PROTOCOL", f"this adapter speaks {PROTOCOL}"), False
+        problems = hello_request_problems(request)
+        if problems:
+            return self.error(None, "BAD_MESSAGE", f"not a hello: {problems[0][:200]}"), False
         version = request.get("spec_version")
         if version not in self.spec_versions:
             shown = version if isinstance(version, str) and len(version) <= 40 else repr(version)[:40]
@@ -145,6 +150,8 @@ class Adapter:
             return self.error(None, "BAD_MESSAGE", "a request must be a JSON object"), True
         kind = request.get("type")
         request_id: Any = request.get("id")     # any JSON value; a string once request_problem passes
+        if not isinstance(kind, str):
+            return self.error(request_id, "BAD_MESSAGE", "a request needs a string type (11.5.4)"), True
         if kind == "execute":
             if not self.greeted:
                 return self.error(request_id, "BAD_MESSAGE", "execute before hello"), True
@@ -171,6 +178,8 @@ class Adapter:
             self.greeted = self.greeted or reply.get("type") == "hello"
             return reply, go_on
         if kind == "shutdown":
+            if set(request) != {"type"}:   # 11.5.4: no member besides type; go on reading
+                return self.error(None, "BAD_MESSAGE", "a shutdown has no member besides type"), True
             return {"type": "bye"}, False
         return self.error(request_id, "UNKNOWN_TYPE", f"unknown message type {kind!r}"), True
 

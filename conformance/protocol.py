@@ -66,14 +66,26 @@ def nesting_depth(line: bytes) -> int:
     return max(itertools.accumulate(map(_STEP.__getitem__, _NOT_BRACKET.sub(b"", outside))), default=0)
 
 
+def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object's members, ValueError when two have the same name (spec 11.5.4: such a line
+    is not a message, and no reader picks one of the values)."""
+    members = dict(pairs)
+    if len(members) != len(pairs):
+        seen: set[str] = set()
+        twice = next(k for k, _ in pairs if k in seen or seen.add(k))   # type: ignore[func-returns-value]
+        raise ValueError(f"two members named {twice[:40]!r} in one object")
+    return members
+
+
 def loads_bounded(line: bytes | str, max_depth: int = MAX_DEPTH) -> Any:
-    """json.loads with a nesting limit: ValueError (never RecursionError) beyond it."""
+    """json.loads with a nesting limit (ValueError, never RecursionError, beyond it) that
+    refuses an object with two members of the same name (ValueError)."""
     raw = line.encode("utf-8", "surrogatepass") if isinstance(line, str) else line
     depth = nesting_depth(raw)
     if depth > max_depth:
         raise ValueError(f"nested {depth} levels deep (at most {max_depth} allowed)")
     try:
-        return json.loads(raw)
+        return json.loads(raw, object_pairs_hook=_unique_members)
     except RecursionError:
         raise ValueError(f"nested too deeply (at most {max_depth} levels allowed)") from None
 

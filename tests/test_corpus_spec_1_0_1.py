@@ -134,6 +134,10 @@ def test_b8_a_number_starts_with_a_digit_or_minus(source):
 def test_b8_underscores_after_the_first_digit_are_separators_and_underscore_names_are_labels():
     assert assemble(".data\n.byte 1_0, 0x_ff\n.code\nstop\n", "1.0") == assemble(".data\n.byte 10, 255\n.code\nstop\n", "1.0")
     assert assemble("jump _1\n_1:\nstop\n", "1.0") == assemble("jump one\none:\nstop\n", "1.0")
+    # E4 (9.6): doubled, final and in-prefix separators are allowed and removed, as the text
+    # now says with these very examples (1000, 31, 1).
+    assert assemble("push 1__000_\npush 0_x_1F\npush 0b_1_\nstop\n", "1.0") == \
+        assemble("push 1000\npush 31\npush 1\nstop\n", "1.0")
 
 
 def test_b1_vectors_exist_for_the_order_of_forcing_and_checking():

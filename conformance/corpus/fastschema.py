@@ -37,8 +37,9 @@ where an array goes, and every problem text is the closures' own.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Callable, Mapping
+
+from spec import ecma
 
 Check = Callable[[Any, str, list], None]  # (value, path, problems) -> appends problems
 ANNOTATIONS = {"$schema", "$id", "$defs", "title", "description"}
@@ -172,7 +173,7 @@ def _items(c: Compiler, spec, schema) -> Check:
 
 
 def _pattern(c: Compiler, spec, schema) -> Check:
-    regex = re.compile(spec)
+    regex = ecma.compile_pattern(spec)      # ECMA-262's meaning (spec 11.2.1), not re's
 
     def check(v, p, out):
         if isinstance(v, str) and regex.search(v) is None:

@@ -30,7 +30,8 @@ def validator(name: str):
     # The protocol schemas refer to the vector schema by its $id.
     registry = Registry().with_resources(
         (s["$id"], Resource.from_contents(s)) for s in map(spec.schema, SCHEMAS))
-    return jsonschema.Draft202012Validator(schema, registry=registry)
+    from spec import ecma   # the schemas' patterns are ECMA-262 ones (11.2.1)
+    return ecma.validator(schema, registry=registry)
 
 
 @functools.cache
@@ -137,6 +138,18 @@ def execute_validator():
     execute = json.loads(json.dumps(spec.schema("runner-message")["$defs"]["execute"])
                          .replace('"vector.schema.json#/$defs/input"', '"#/$defs/input"'))
     return compile_schema({**execute, "$defs": spec.schema("vector")["$defs"]})
+
+
+@functools.cache
+def hello_validator():
+    """The runner-message schema's hello form (11.5.3), compiled by fastschema."""
+    from conformance.corpus.fastschema import compile_schema
+    return compile_schema(spec.schema("runner-message")["$defs"]["hello"])
+
+
+def hello_request_problems(request: Any) -> list[str]:
+    """Problems of a runner's hello against its form (11.5.4: BAD_MESSAGE, then exit 3)."""
+    return hello_validator()(request)
 
 
 def execute_problems(request: Any) -> list[str]:

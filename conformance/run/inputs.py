@@ -68,12 +68,12 @@ def one_line(text: Any, limit: int = SHOWN) -> str:
 
 
 def _validator(schema: dict[str, Any]):
-    import jsonschema  # only the readers of outside files need it
     from referencing import Registry, Resource
 
     registry = Registry().with_resources([(s["$id"], Resource.from_contents(s)) for s in (
         spec.schema(name) for name in ("vector", "scenario-vector", BUNDLE_SCHEMA))])
-    return jsonschema.Draft202012Validator(schema, registry=registry)
+    from spec import ecma   # the schemas' patterns are ECMA-262 ones (11.2.1)
+    return ecma.validator(schema, registry=registry)
 
 
 @functools.cache

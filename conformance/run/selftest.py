@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from conformance.run import selftest_scenario
+from conformance.run import selftest_messages, selftest_scenario
+from conformance.run.selftest_base import DELETE, UNSUPPORTED, answered, answers, changed, expect_error
 from conformance.run.compare import compare_reply
 from conformance.protocol import (
     EXIT_UNSUPPORTED, MAX_DEPTH, ProtocolError, decode, encode, execute_request, hello_problems,
@@ -56,7 +57,6 @@ SAMPLE_IDS = (
 # The protocol checks' probe: a program of one STOP, which even a VM that implements almost
 # nothing runs, so a protocol check never depends on how much of the instruction set a VM has.
 PROBE_ID = "control/STOP/happy"
-UNSUPPORTED = "UNSUPPORTED_INPUT"
 # What a version adds to the samples (ids of its corpus): its new instructions, its read-only
 # frames and its transient storage.
 VERSION_SAMPLE_IDS = {
@@ -191,6 +191,7 @@ def run_selftest(command: str, vectors: Mapping[str, Mapping[str, Any]], version
                "unknown member) with an error BAD_MESSAGE each", lambda s: _not_vector_inputs(s, probe))
     checks.run("answers an unknown trace_format with an error BAD_MESSAGE, with trace true and false",
                lambda s: _unknown_trace_format(s, probe))
+    selftest_messages.register(checks, probe, version)
     checks.run("reads a compute limit written 1000000000000.00000001 as its binary64 value 10^12 (7.3.2)",
                lambda s: _binary64_limit(s, probe, version))
     capabilities = state["hello"].get("capabilities", [])
@@ -305,16 +306,9 @@ def _error_then_alive(session: _Session, message, code: str, samples, echoed: st
         return f"the error must echo id {echoed!r}, got {reply.get('id')!r}"
     probe = "alive-after-error"   # an id of its own: a fault tied to a sample vector stays in its own check
     after = session.ask(execute_request(probe, samples[0]["input"]), f"{probe!r} sent after the error")
-    if not _answered(after, probe):
+    if not answered(after, probe):
         return f"did not answer the next request after the error (got {str(after)[:200]})"
     return None
-
-
-def _answered(reply: Mapping[str, Any] | None, rid: str) -> bool:
-    """A result with the id, or an error UNSUPPORTED_INPUT with it: either shows the adapter
-    read the request and answered it (how much of the VM it has is no protocol question)."""
-    return (reply is not None and reply.get("id") == rid
-            and (reply.get("type") == "result" or (reply.get("type") == "error" and reply.get("code") == UNSUPPORTED)))
 
 
 def _traces(session: _Session, samples, token: str, version: str, trace_format: str = "native") -> str | None:
@@ -350,62 +344,32 @@ def _traces(session: _Session, samples, token: str, version: str, trace_format: 
     return None
 
 
-def _expect_error(session: _Session, message, code: str, what: str, echoed: str | None = None) -> str | None:
-    reply = session.ask(message, what)
-    if reply is None or reply.get("type") != "error" or reply.get("code") != code:
-        return f"{what}: expected an error {code}, got {str(reply)[:200]}"
-    if echoed is not None and reply.get("id") != echoed:
-        return f"{what}: the error must echo id {echoed!r}, got {reply.get('id')!r}"
-    return None
-
-
-def _answers(session: _Session, samples, probe: str) -> str | None:
-    after = session.ask(execute_request(probe, samples[0]["input"]), f"{probe!r}")
-    if not _answered(after, probe):
-        return f"did not answer {probe!r} with a result or an error {UNSUPPORTED} (got {str(after)[:200]})"
-    return None
-
-
 def _nesting_bound(session: _Session, samples) -> str | None:
     # An object holding MAX_DEPTH - 1 (then MAX_DEPTH) nested arrays: MAX_DEPTH levels may be
     # read (an unknown type), one more must be refused unread (11.5.1).
     for depth, code in ((MAX_DEPTH, "UNKNOWN_TYPE"), (MAX_DEPTH + 1, "BAD_MESSAGE")):
         line = b'{"type":"frobnicate","id":"deep","x":' + b"[" * (depth - 1) + b"]" * (depth - 1) + b"}\n"
-        problem = _expect_error(session, line, code, f"the line nested {depth} levels deep")
+        problem = expect_error(session, line, code, f"the line nested {depth} levels deep")
         if problem:
             return problem
-    return _answers(session, samples, "alive-after-nesting")
+    return answers(session, samples, "alive-after-nesting")
 
 
 def _execute_before_hello(session: _Session, samples) -> str | None:
-    problem = _expect_error(session, execute_request("early", samples[0]["input"]), "BAD_MESSAGE",
+    problem = expect_error(session, execute_request("early", samples[0]["input"]), "BAD_MESSAGE",
                             "an execute sent before the hello", "early")
     if problem:
         return problem
     session.proc.handshake()
-    return _answers(session, samples, "after-hello")
+    return answers(session, samples, "after-hello")
 
 
-def _changed(vector_input: Mapping[str, Any], path: tuple[str, ...], value: Any) -> dict[str, Any]:
-    import copy
-    out = copy.deepcopy(dict(vector_input))
-    target = out
-    for key in path[:-1]:
-        target = target[key]
-    if value is _DELETE:
-        del target[path[-1]]
-    else:
-        target[path[-1]] = value
-    return out
-
-
-_DELETE = object()
 # (what, path in the execute request, value): each makes the request leave the execute form of
 # runner-message.schema.json, so it is not a vector input's request (11.5.4).
 NOT_VECTOR_INPUTS = (
     ("a to in upper-case hex", ("input", "message", "to"), "0x1AB"),
     ("trace \"yes\"", ("trace",), "yes"),
-    ("no trace member", ("trace",), _DELETE),
+    ("no trace member", ("trace",), DELETE),
     ("a null compute limit", ("input", "sandbox", "limits", "compute"), None),
     ("a string compute limit", ("input", "sandbox", "limits", "compute"), "1000"),
     ("an unknown isolation level", ("input", "sandbox", "isolation_level"), "sealed"),
@@ -417,21 +381,21 @@ def _not_vector_inputs(session: _Session, samples) -> str | None:
     base = execute_request("x", samples[0]["input"])
     for i, (what, path, value) in enumerate(NOT_VECTOR_INPUTS):
         rid = f"not-a-vector-input-{i}"
-        request = _changed({**base, "id": rid}, path, value)
-        problem = _expect_error(session, request, "BAD_MESSAGE", f"an execute with {what}", rid)
+        request = changed({**base, "id": rid}, path, value)
+        problem = expect_error(session, request, "BAD_MESSAGE", f"an execute with {what}", rid)
         if problem:
             return problem
-    return _answers(session, samples, "alive-after-bad-inputs")
+    return answers(session, samples, "alive-after-bad-inputs")
 
 
 def _unknown_trace_format(session: _Session, samples) -> str | None:
     for trace in (True, False):
         rid = f"trace-format-{str(trace).lower()}"
         request = {**execute_request(rid, samples[0]["input"], trace=trace), "trace_format": "json"}
-        problem = _expect_error(session, request, "BAD_MESSAGE", f"trace_format \"json\" with trace {trace}", rid)
+        problem = expect_error(session, request, "BAD_MESSAGE", f"trace_format \"json\" with trace {trace}", rid)
         if problem:
             return problem
-    return _answers(session, samples, "alive-after-trace-format")
+    return answers(session, samples, "alive-after-trace-format")
 
 
 def _binary64_limit(session: _Session, samples, version: str) -> str | None:
@@ -454,8 +418,8 @@ def _binary64_limit(session: _Session, samples, version: str) -> str | None:
 
 def _eip3155_unsupported(session: _Session, samples) -> str | None:
     request = {**execute_request("eip3155", samples[0]["input"], trace=True), "trace_format": "eip3155"}
-    return (_expect_error(session, request, "UNSUPPORTED_INPUT", "trace_format eip3155", "eip3155")
-            or _answers(session, samples, "alive-after-eip3155"))
+    return (expect_error(session, request, "UNSUPPORTED_INPUT", "trace_format eip3155", "eip3155")
+            or answers(session, samples, "alive-after-eip3155"))
 
 
 def _shutdown(session: _Session) -> str | None:

@@ -52,6 +52,15 @@ with recognise.Recogniser, as an implementation written to pass would):
                     listing spec_versions ["1.0"] (an adapter written for 1.0, chapter 11.5.3)
   only-1.0-silent   the same, but the error lists no spec_versions (the runner tries 1.0 next)
   hello-lists-unknown   the hello lists spec version 9.9 besides 1.0 and 1.1
+  extra-member      runs an execute request with an unknown top-level member (spec 1.0.2's O6)
+  empty-id          runs an execute request whose id is empty
+  null-trace-format runs an execute request with "trace_format": null as a native one
+  python-patterns   reads the schemas' patterns with Python's re: "0x100\n" is a word
+  duplicate-members reads a line with two members of one name (the last one wins)
+  untyped-request   answers a request without a string type UNKNOWN_TYPE
+  loose-shutdown    shuts down on a shutdown with other members
+  loose-hello       takes a hello without its form: no spec_version is UNSUPPORTED_SPEC_VERSION,
+                    an unknown member is ignored
 """
 
 from __future__ import annotations
@@ -81,11 +90,22 @@ FAULTS = ("wrong-result", "miscount-compute", "nondeterministic", "crash", "exit
           "huge-line", "endless-line", "blank-flood", "stderr-flood", "setsid-crash", "lookup", "lose-jumps", "partial", "impostor",
           "hello-pid", "execute-before-hello", "any-spec-version", "no-depth-bound", "traced-format-only",
           "lenient-input", "eip3155-native", "no-eip3155", "exact-decimal", "only-1.0", "only-1.0-silent",
-          "hello-lists-unknown")
+          "hello-lists-unknown", "extra-member", "empty-id", "null-trace-format", "python-patterns",
+          "duplicate-members", "untyped-request", "loose-shutdown", "loose-hello")
+KNOWN_MEMBERS = ("type", "id", "input", "trace", "trace_format")
 PARTIAL = {"PUSH8", "PUSH1", "ADD", "SUB", "MUL", "STOP", "RETURN", "REVERT", "POP", "DUP1", "SWAP1", "MSTORE",
            "MLOAD", "TRAP", "JUMP"}
 NESTED = b"[" * 200_000 + b"\n"
 NESTED_RESULT = b"[" * 5_000 + b"\n"
+
+
+def _without_final_newlines(value):
+    """``value`` with one final newline removed from every string (Python's ``$``)."""
+    if isinstance(value, dict):
+        return {_without_final_newlines(k): _without_final_newlines(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_final_newlines(v) for v in value]
+    return value[:-1] if isinstance(value, str) and value.endswith("\n") else value
 
 
 def _key(vector_input) -> str:
@@ -144,6 +164,17 @@ class FaultyAdapter(Adapter):
         return any(v["id"] in self.targets for v in self.recogniser.candidates(vector_input))
 
     def handle(self, line):
+        if self.fault in ("untyped-request", "loose-shutdown"):
+            try:
+                request = json.loads(line)
+            except (ValueError, RecursionError):
+                request = None
+            if isinstance(request, dict):
+                kind = request.get("type")
+                if self.fault == "untyped-request" and not isinstance(kind, str):
+                    return self.error(request.get("id"), "UNKNOWN_TYPE", f"unknown type {kind!r}"), True
+                if self.fault == "loose-shutdown" and kind == "shutdown":
+                    return {"type": "bye"}, False
         try:
             request = json.loads(line)
             self.current = (request.get("type") == "execute"
@@ -157,6 +188,14 @@ class FaultyAdapter(Adapter):
     def request_problem(self, request):
         if self.fault == "lenient-input":
             return None if request.get("trace_format", "native") in ("native", "eip3155") else "trace_format"
+        if self.fault == "extra-member":
+            request = {k: v for k, v in request.items() if k in KNOWN_MEMBERS}
+        if self.fault == "empty-id" and request.get("id") == "":
+            request = {**request, "id": "x"}
+        if self.fault == "null-trace-format" and request.get("trace_format", "") is None:
+            request = {k: v for k, v in request.items() if k != "trace_format"}
+        if self.fault == "python-patterns":
+            request = _without_final_newlines(request)
         if self.fault == "traced-format-only" and request.get("trace") is not True:
             request = {k: v for k, v in request.items() if k != "trace_format"}
         return super().request_problem(request)
@@ -179,6 +218,8 @@ class FaultyAdapter(Adapter):
         return reply, go_on
 
     def execute(self, vector_id, vector_input, trace):
+        if self.fault == "python-patterns":
+            vector_input = _without_final_newlines(vector_input)
         if self.fault in ("eip3155-native", "no-eip3155"):
             self.trace_format = "native"
         if self.fault == "noisy":
@@ -327,6 +368,21 @@ def main() -> int:
     if args.fault == "no-depth-bound":
         import conformance.adapter
         conformance.adapter.loads_bounded = json.loads  # type: ignore[assignment]  # the fault: no depth bound 
+    if args.fault == "duplicate-members":
+        import conformance.adapter
+        bounded = conformance.adapter.loads_bounded
+
+        def last_wins(line):
+            try:
+                return bounded(line)
+            except ValueError as err:
+                if "two members named" not in str(err):
+                    raise
+                return json.loads(line)       # the fault: the last of two values is taken
+        conformance.adapter.loads_bounded = last_wins  # type: ignore[assignment]
+    if args.fault == "loose-hello":
+        import conformance.adapter
+        conformance.adapter.hello_request_problems = lambda request: []  # type: ignore[assignment]
     if args.fault == "exact-decimal":
         import conformance.adapter
         from decimal import Decimal
