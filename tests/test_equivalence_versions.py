@@ -203,6 +203,7 @@ def explore_11(main_src: str, callee_src: str, max_calldata: int = 8):
     from proofs.symbolic.world import Setup
     codes = {0x100: assemble(main_src, "1.1"), 0x101: assemble(callee_src, "1.1")}
     x = explore(Setup(0x100, codes, version="1.1", max_calldata=max_calldata))
+    assert x.solver is not None
     return x, replay_all(x, x.solver)
 
 
