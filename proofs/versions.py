@@ -6,8 +6,8 @@ the version it is given (``proofs.words.width(bits, version)``), never for a pro
 asked for another version refuses it in one line (``check``), naming these.
 
 ``SYMBOLIC`` lists the versions the symbolic executor (proofs/symbolic/, the ``symbolic`` and
-``equivalence`` commands) runs whole programs of: 1.1's transient storage and read-only frames
-are modelled per instruction (``prove``) but not yet across the frames of an execution there.
+``equivalence`` commands) runs whole programs of: from 1.1 with transient storage carried
+across the frames of an execution and read-only frames (STATICCALL).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import spec
 
 MODELLED = ("1.0", "1.1")
-SYMBOLIC = ("1.0",)
+SYMBOLIC = ("1.0", "1.1")
 
 
 class UnmodelledVersion(ValueError):

@@ -132,7 +132,7 @@ def test_a_model_that_disagrees_with_the_reference_is_reported_loudly(capsys, mo
                        b.state.replace(stack=(b.state.stack[0] + 1,) + b.state.stack[1:]))
                 for b in real(s, imm)]
     monkeypatch.setitem(models(64, V), "ADD", add_plus_one)
-    code, out, err = run(capsys, "symbolic", str(EX / "counter.rasm"))
+    code, out, err = run(capsys, "symbolic", str(EX / "counter.rasm"), "--spec-version", V)
     assert code == 3 and "MODEL DISAGREEMENT" in err and "disagrees" in out
 
 

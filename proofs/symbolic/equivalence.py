@@ -10,6 +10,15 @@ exploration left out is named and makes the verdict ``bounded``: a path a bound 
 data longer than ``max_calldata`` where a path reads past it, a call to an address without
 code given (assumed to have none). A safety net that stopped the run makes it ``stopped``.
 
+``across(setup, version)`` compares one contract with itself under two spec versions: the
+same containers (those of ``setup.version``, as deployed), the same symbolic inputs, bounds
+and budgets, explored under ``setup.version``'s models and validation and under
+``version``'s; the witness is replayed on the reference under each version. A container of
+the first version run under a later one keeps its instruction set and pays the later
+version's costs and follows its frame rules (spec 1.7, 3.2.1): so, from 1.0 to 1.1, a
+contract differs at most where SHA256's repricing shows (usage, fee, call records, and a
+status where a compute limit is reached under one version and not the other).
+
 Fields (``--compare``): status, error, error_pc, output, storage (the post-state of every
 contract, i.e. the state changes), events, calls, usage, fee. By default all of them: the
 whole canonical result.
@@ -17,6 +26,7 @@ whole canonical result.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import z3
@@ -49,6 +59,7 @@ class Equivalence:
     disagreements: list = field(default_factory=list)
     explorations: tuple = ()
     stopped: str | None = None          # the safety net that stopped the run
+    versions: tuple = ()                # the spec versions of A and B
 
 
 def _bytes_differ(a, b, j):
@@ -102,8 +113,9 @@ def compare(setup_a, setup_b, fields=FIELDS, solver: Solver | None = None) -> Eq
     solver = solver or Solver(setup_a.rlimit)
     xa, xb = explore(setup_a, solver), explore(setup_b, solver)
     out = Equivalence("equivalent", tuple(fields), paths=(len(xa.ends), len(xb.ends)),
-                      explorations=(xa, xb))
-    out.bounds = sorted({f"{label}: {b}" for label, x in (("A", xa), ("B", xb))
+                      explorations=(xa, xb), versions=(setup_a.version, setup_b.version))
+    labels = ("A", "B") if setup_a.version == setup_b.version else out.versions
+    out.bounds = sorted({f"{label}: {b}" for label, x in zip(labels, (xa, xb))
                          for b in x.bounds_hit + x.not_explored
                          if not b.startswith("stopped:")})   # a safety net: out.stopped
     counter = [0]
@@ -155,3 +167,10 @@ def compare(setup_a, setup_b, fields=FIELDS, solver: Solver | None = None) -> Eq
     elif out.bounds:
         out.verdict = "bounded"
     return out
+
+
+def across(setup, version: str, fields=FIELDS, solver: Solver | None = None) -> Equivalence:
+    """The contracts of ``setup`` under ``setup.version`` (A) and under ``version`` (B): the
+    same result on every input within the bounds, or a distinguishing input replayed on the
+    reference under both versions."""
+    return compare(setup, dataclasses.replace(setup, version=version), fields, solver)

@@ -43,8 +43,9 @@ STATE_FIELDS = dataclasses.fields(State)
 FLATTEN_AFTER = 48               # memory writes before memory is made one array again
 WRITES_MEMORY = frozenset({"MSTORE", "MSTORE8", "MCOPY", "CALLDATACOPY", "DATACOPY",
                            "RETURNDATACOPY", "SHA256"})
+CALLS = frozenset({"CALL", "STATICCALL"})
 METERS = ("compute", "pages_live", "pages_peak", "storage_units", "reads", "writes",
-          "new_slots", "random_counter")
+          "new_slots", "random_counter", "transient_alive")   # transient_alive: from 1.1
 
 
 class ModelError(Exception):
@@ -70,6 +71,9 @@ class Path:
     pcs: tuple = ()               # offsets of this frame's instructions, in order
     choices: tuple = ()           # (address, pc, branch label) of every fork, in path order
     memory_writes: int = 0        # writes since this frame's memory was last an array
+    # From 1.1: address -> transient slots of the contracts not running (the running
+    # frame's are in state); empty at the start of the execution (every slot zero).
+    transient: dict = field(default_factory=dict)
 
     def with_conds(self, new) -> "Path":
         return replace(self, conds=self.conds + tuple(new))
@@ -253,8 +257,8 @@ class Explorer:
         ins = self.w.spec.by_mnemonic[mnemonic]
         outputs = ins.outputs
         p = replace(p, steps=p.steps + 1, pcs=p.pcs + (pc,))
-        if mnemonic == "CALL":
-            candidates = self.calls.step(code, p)
+        if mnemonic in CALLS:
+            candidates = self.calls.step(code, p, static=mnemonic == "STATICCALL")
             kept = self.feasible(candidates, one_step=False)
             self._absent_callees(p, kept)
         else:

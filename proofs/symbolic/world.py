@@ -29,7 +29,9 @@ from proofs.symbolic.bounds import (
     DEFAULT_DEADLINE, DEFAULT_LOOP_BOUND, DEFAULT_MAX_CALLDATA, DEFAULT_MAX_PATHS,
     DEFAULT_MAX_STEPS, DEFAULT_MAX_WORK, DEFAULT_Z3_MEMORY,
 )
-from proofs.machine import WINDOW, Bytes, Env, State, array_bytes, base_memory
+from proofs.machine import (
+    WINDOW, Bytes, Env, State, array_bytes, base_memory, has_read_only, has_transient,
+)
 from proofs.words import Sorts, Width, width
 from reference_vm.errors import InvalidCode
 from reference_vm.policy import Policy
@@ -229,9 +231,12 @@ def zero_window() -> tuple:
 
 def frame_state(*, w: Width, code: Code, caller, call_data: Bytes, storage, compute, compute_limit,
                 pages_live, pages_peak, memory_limit, storage_units, storage_limit, reads,
-                writes, new_slots, random_counter, block_time, seed, depth, events=()) -> State:
+                writes, new_slots, random_counter, block_time, seed, depth, events=(),
+                transient=None, transient_alive=None, read_only=None) -> State:
     """A fresh frame of ``code`` (pc 0, empty stack, memory and return data) with the
-    execution's shared meters as given."""
+    execution's shared meters as given. From 1.1 (``w`` has them): the executing contract's
+    transient slots, the execution's transient slots alive and whether the frame is
+    read-only (None under 1.0)."""
     cv = functools.partial(counter, W)
     return State(
         w=w, pc=cv(0), stack=zero_window(), height=cv(0), rstack=(cv(0), cv(0)),
@@ -244,8 +249,13 @@ def frame_state(*, w: Width, code: Code, caller, call_data: Bytes, storage, comp
         env=Env(caller=caller, address=word(W, code.address), call_data=call_data,
                 data=concrete_bytes(W, code.data), block_time=block_time, seed=seed,
                 depth=cv(depth) if isinstance(depth, int) else depth,
-                oracle=no_call(W, storage)),
-        events=events)
+                oracle=no_call(W, storage, transient, transient_alive), read_only=read_only),
+        events=events, transient=transient, transient_alive=transient_alive)
+
+
+def empty_transient():
+    """A contract's transient slots at the start of an execution: every slot zero (2.3.3)."""
+    return z3.K(z3.BitVecSort(W.bits), W.wval(0))
 
 
 def entry_state(setup: Setup, inputs: Inputs, code: Code) -> State:
@@ -258,7 +268,18 @@ def entry_state(setup: Setup, inputs: Inputs, code: Code) -> State:
         memory_limit=cv(setup.limits.memory_pages), storage_units=zero,
         storage_limit=cv(setup.limits.storage_units), reads=zero, writes=zero,
         new_slots=zero, random_counter=zero, block_time=inputs.block_time, seed=inputs.seed,
-        depth=1)
+        depth=1, **entry_extras(setup.w))
+
+
+def entry_extras(w: Width) -> dict:
+    """What an entry frame of version ``w`` starts with beyond 1.0's state: from 1.1, no
+    transient slot (they start empty with every execution, 2.3.3) and not read-only (6.11)."""
+    out: dict = {}
+    if has_transient(w):
+        out.update(transient=empty_transient(), transient_alive=counter(W, 0))
+    if has_read_only(w):
+        out["read_only"] = z3.BoolVal(False)
+    return out
 
 
 def limits_problem(limits: Limits, version: str) -> str | None:

@@ -20,7 +20,7 @@ COMMAND_GROUPS = (
                       "fuzz")),
     ("Runtime services (a SQLite database, --db)",
      ("deploy", "call", "contracts", "vm", "contexts", "sandboxes", "accounting", "results",
-      "violations", "events", "policy", "instructions", "readiness")),
+      "violations", "events", "policy", "instructions", "readiness", "upgrade-check")),
 )
 
 

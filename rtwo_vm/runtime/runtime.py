@@ -260,6 +260,12 @@ class Runtime:
             out.append(self.contract(address))
         return out
 
+    def upgrade_check(self, address: int, to_version: str | None = None, **options: Any):
+        """Whether the contract at ``address`` would give the same result under ``to_version``
+        as under the version it is deployed under (read-only; rtwo_vm/runtime/upgrade.py)."""
+        from rtwo_vm.runtime import upgrade
+        return upgrade.check(self, address, to_version, **options)
+
     # -- executions -------------------------------------------------------------------------
 
     def context_record(self, context_id: str) -> dict[str, Any]:

@@ -15,7 +15,9 @@ is violated (a sequence replayed on the reference) or vacuous, 4 only bounded, u
 stopped, 2 usage error, 3 could not run.
 
 ``equivalence A B`` proves two contracts give the same result on every input within the
-bounds (``--compare`` the fields), or prints a distinguishing input and writes it as vectors.
+bounds (``--compare`` the fields), or prints a distinguishing input and writes it as vectors;
+``equivalence --spec-version V --against U A`` compares contract A under two spec versions
+(its container is one of V, run under V and under U), the witness replayed under both.
 Exit status: 0 equivalent, 1 different, 4 bounded, unknown or stopped, 2 usage error, 3
 could not run. The bounds and their defaults: proofs/symbolic/bounds.py. The commands' bodies
 are ``run.py``, their printed report ``report.py``.
@@ -131,9 +133,18 @@ def register(sub) -> None:
     p.set_defaults(func=_cmd_symbolic)
 
     p = sub.add_parser("equivalence", help="prove two contracts give the same result on every "
-                                           "input (proofs/symbolic)")
+                                           "input (proofs/symbolic)",
+                       description="Prove contracts A and B give the same result on every input, "
+                                   "or find an input on which they differ; with --against "
+                                   "VERSION, prove contract A gives the same result under "
+                                   "--spec-version and under VERSION.")
     p.add_argument("file", help="contract A")
-    p.add_argument("other", help="contract B (deployed at the same address)")
+    p.add_argument("other", nargs="?", default=None,
+                   help="contract B (deployed at the same address); not with --against")
+    p.add_argument("--against", metavar="VERSION", default=None,
+                   help="compare contract A with itself under this spec version: its container "
+                        "is one of --spec-version (required), run under both versions' rules "
+                        f"(versions: {', '.join(versions.SYMBOLIC)})")
     for flag, kwargs in RUN_LIKE:
         p.add_argument(flag, **kwargs)
     p.add_argument("--compare", default=None, metavar="FIELDS",
@@ -142,7 +153,8 @@ def register(sub) -> None:
     _bounds(p)
     p.add_argument("--vectors", metavar="DIR", default="build/symbolic-equivalence",
                    help="where a distinguishing input is written as two vectors, one per "
-                        "contract (default build/symbolic-equivalence)")
+                        "contract (default build/symbolic-equivalence); with --against, one "
+                        "corpus per version in DIR/VERSION/")
     p.set_defaults(func=_cmd_equivalence)
 
 

@@ -223,8 +223,23 @@ def symbolic_text(exploration, replays, verdicts, written, file: str, ranges: bo
 
 # -- equivalence ----------------------------------------------------------------------------
 
-def equivalence_json(result, written) -> dict:
-    return {"verdict": result.verdict, "stopped": result.stopped,
+def write_per_version(directory: str, vectors: list[dict]) -> dict:
+    """Vectors of several spec versions: one corpus per version in DIRECTORY/VERSION/ (a
+    corpus is of one version); returns {"dir", "file": [one per version], "ids"}."""
+    by_version: dict = {}
+    for v in vectors:
+        by_version.setdefault(v["_meta"]["spec_version"], []).append(v)
+    out: dict = {"dir": directory, "file": [], "ids": []}
+    for version, group in sorted(by_version.items()):
+        info = write_corpus(str(Path(directory) / version), group, version)
+        out["file"].append(info["file"])
+        out["ids"] += info["ids"]
+    return out
+
+
+def equivalence_json(result, written, versions: bool = False) -> dict:
+    more = {"versions": list(result.versions)} if versions else {}
+    return {**more, "verdict": result.verdict, "stopped": result.stopped,
             "bounds_given": bounds_json(result.explorations[0]) if result.explorations else None,
             "compared": list(result.fields),
             "paths": list(result.paths), "pairs": result.pairs, "queries": result.queries,
@@ -234,10 +249,12 @@ def equivalence_json(result, written) -> dict:
             "disagreements": result.disagreements, "vectors": written}
 
 
-def equivalence_text(result, a: str, b: str, written) -> str:
+def equivalence_text(result, a: str, b: str, written, versions: bool = False) -> str:
+    labels = result.versions if versions else ("A", "B")
     lines = [f"equivalence {a} {b}: {result.verdict}",
              f"  compared: {', '.join(result.fields)}",
-             f"  paths: {result.paths[0]} of A, {result.paths[1]} of B; {result.pairs} "
+             f"  paths: {result.paths[0]} of {labels[0]}, {result.paths[1]} of {labels[1]}; "
+             f"{result.pairs} "
              f"pair{'s' if result.pairs != 1 else ''} compared, "
              f"{result.queries} solver queries"]
     for bound in result.bounds:
@@ -255,10 +272,11 @@ def equivalence_text(result, a: str, b: str, written) -> str:
                          f", storage of {hex(x)} {{" + ", ".join(
                              f"{hex(k)}: {hex(v)}" for k, v in sorted(s.items())) + "}"
                          for x, s in sorted(w.storage.items()) if s))
-        for label, res in zip(("A", "B"), result.results):
+        for label, res in zip(labels, result.results):
             shown = {f: res.get(f) for f in ("status", "error", "output", *result.differing)}
             lines.append(f"  {label} on it: " + json.dumps(shown, sort_keys=True))
         lines.append(f"  they differ in: {', '.join(result.differing)}")
     if written:
-        lines.append(f"  vectors: {written['file']} ({', '.join(written['ids'])})")
+        files = written["file"] if isinstance(written["file"], list) else [written["file"]]
+        lines.append(f"  vectors: {' and '.join(files)} ({', '.join(written['ids'])})")
     return "\n".join(lines)

@@ -176,13 +176,53 @@ def compare_fields(text: str | None) -> tuple:
     return tuple(n for n in COMPARE_FIELDS if n in names)
 
 
+def _against(args, setup_a):
+    """With ``--against U``: contract A's setup under U (its containers those of
+    --spec-version, which must be given and differ); CliError otherwise."""
+    import dataclasses
+    from proofs import versions
+    from proofs.symbolic.world import limits_problem, policy_problem
+    if args.other is not None:
+        raise CliError("--against compares one contract under two versions: give contract A "
+                       "only")
+    if getattr(args, "given_version", None) is None:
+        raise CliError("--against needs --spec-version (the version of the contract's "
+                       "container)")
+    try:
+        against = versions.check(args.against, versions.SYMBOLIC)
+    except versions.UnmodelledVersion as err:
+        raise CliError(f"--against: {err}") from None
+    if against == setup_a.version:
+        raise CliError(f"--against {against}: the same version as --spec-version")
+    for problem, what in ((limits_problem(setup_a.limits, against), "limits"),
+                          (policy_problem(setup_a.policy, against), "policy")):
+        if problem:
+            raise CliError(f"{what} under {against}: {problem}")
+    try:
+        return dataclasses.replace(setup_a, version=against)
+    except ValueError as err:
+        raise CliError(f"--against {against}: {err}") from None
+
+
 def equivalence(args) -> int:
     from proofs.symbolic.equivalence import compare
     from proofs.symbolic.executor import ModelError
     from rtwo_vm.commands.symbolic import report
 
     fields = compare_fields(args.compare)
-    setup_a, setup_b = setup_of(args), setup_of(args, args.other)
+    args.given_version = args.spec_version
+    setup_a = setup_of(args)
+    if args.against is not None:
+        setup_b = _against(args, setup_a)
+        names = (f"{Path(args.file).stem}@{setup_a.version}",
+                 f"{Path(args.file).stem}@{setup_b.version}")
+        shown = (f"{args.file} under {setup_a.version}", f"and under {setup_b.version}")
+    elif args.other is None:
+        raise CliError("equivalence needs contract B, or --against VERSION")
+    else:
+        setup_b = setup_of(args, args.other)
+        names = (Path(args.file).stem, Path(args.other).stem)
+        shown = (args.file, args.other)
     _output_dir(args.vectors, "--vectors")
     try:
         result = compare(setup_a, setup_b, fields, _solver(args))
@@ -191,12 +231,16 @@ def equivalence(args) -> int:
         return EXIT_COULD_NOT_RUN
     written = None
     if result.verdict == "different":
-        written = report.write_corpus(args.vectors, report.distinguishing_vectors(
-            result, Path(args.file).stem, Path(args.other).stem), spec_version(args))
+        vectors = report.distinguishing_vectors(result, *names)
+        if args.against is None:
+            written = report.write_corpus(args.vectors, vectors, spec_version(args))
+        else:
+            written = report.write_per_version(args.vectors, vectors)
     if args.json:
-        print(json.dumps(report.equivalence_json(result, written), indent=1, sort_keys=True))
+        print(json.dumps(report.equivalence_json(result, written, args.against is not None),
+                         indent=1, sort_keys=True))
     else:
-        print(report.equivalence_text(result, args.file, args.other, written))
+        print(report.equivalence_text(result, *shown, written, args.against is not None))
     for d in result.disagreements:
         print(f"rtwo-vm: MODEL DISAGREEMENT: {d}", file=sys.stderr)
     return {"equivalent": 0, "different": 1, "bounded": 4, "unknown": 4, "stopped": 4}.get(

@@ -9,13 +9,14 @@
     events.py     the outbox, sinks, dead events; requeue and deliver
     actions.py    deploy, call, policy create
     readiness.py  the readiness report (computed in the background: ../background.py)
+    upgrade.py    the upgrade check of a deployed contract (rtwo_vm/runtime/upgrade.py)
 """
 
 from __future__ import annotations
 
 from fastapi import APIRouter, FastAPI
 
-from rtwo_vm.server.api import actions, errors, events, readiness, records
+from rtwo_vm.server.api import actions, errors, events, readiness, records, upgrade
 from rtwo_vm.server.api.codes import status_of
 
 router = APIRouter()
@@ -23,6 +24,7 @@ router.include_router(records.router)
 router.include_router(events.router)
 router.include_router(actions.router)
 router.include_router(readiness.router)
+router.include_router(upgrade.router)
 
 
 def install(app: FastAPI, prefix: str) -> None:
