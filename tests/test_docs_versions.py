@@ -84,7 +84,7 @@ def test_every_replaced_section_is_listed_under_each_item_it_names():
 
 def _item_rows(page: str) -> dict[str, str]:
     rows = [line for line in page.splitlines() if re.match(r"\| \[[A-Z][0-9]+\]", line)]
-    return {re.match(r"\| \[([A-Z][0-9]+)\]", line).group(1): line for line in rows}
+    return {line.split("]", 1)[0][3:]: line for line in rows}
 
 
 def test_each_item_shows_its_proof_status_and_witness():

@@ -84,9 +84,8 @@ def _plant_cost(monkeypatch, mnemonic: str, delta: int) -> None:
     row = real.by_mnemonic[mnemonic]
     rows = dict(real.by_mnemonic, **{mnemonic: dataclasses.replace(row, cost=row.cost + delta)})
     edited = dataclasses.replace(real, by_mnemonic=MappingProxyType(rows))
-    original = Width.spec
     monkeypatch.setattr(Width, "spec", property(
-        lambda w: edited if w.version == "1.1" else original.fget(w)))
+        lambda w: edited if w.version == "1.1" else spec.load(w.version)))
 
 
 def test_planted_a_cost_of_add_changed_in_1_1_without_an_item(monkeypatch):

@@ -382,7 +382,7 @@ def main() -> int:
         conformance.adapter.loads_bounded = last_wins  # type: ignore[assignment]
     if args.fault == "loose-hello":
         import conformance.adapter
-        conformance.adapter.hello_request_problems = lambda request: []  # type: ignore[assignment]
+        conformance.adapter.hello_request_problems = lambda request: []
     if args.fault == "exact-decimal":
         import conformance.adapter
         from decimal import Decimal
