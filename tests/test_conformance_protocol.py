@@ -98,50 +98,59 @@ def test_selftest_names_what_a_broken_adapter_gets_wrong(vectors, fault, failing
     assert any(failing_check in c.name and not c.ok for c in checks), [(c.name, c.ok) for c in checks]
 
 
-# Each adapter rule of 11.5 added in spec 1.0.1 and 1.0.2, broken by a real adapter process:
-# exactly the check of that rule fails (the message says what was expected and what came).
-@pytest.mark.parametrize("fault,failing,detail", [
-    ("execute-before-hello", ["answers an execute before the hello"], "expected an error BAD_MESSAGE, got {'type': 'result'"),
-    ("any-spec-version", ["refuses a hello without spec_version", "unknown spec version"],
-     "expected an error UNSUPPORTED_SPEC_VERSION, got {'type': 'hello'"),
-    # (its reader is plain json.loads: two members of one name get through too)
-    ("no-depth-bound", ["answers a line nested 100,000 levels deep", "answers a line nested 32 levels deep",
-                        "answers a request without a string type"],
-     "the line nested 33 levels deep: expected an error BAD_MESSAGE, got {'type': 'error', 'id': 'deep', 'code': 'UNKNOWN_TYPE'"),
-    ("traced-format-only", ["answers an unknown trace_format", "answers 11 execute requests outside the schema's form"],
-     "trace_format \"json\" with trace False: expected an error BAD_MESSAGE, got {'type': 'result'"),
-    ("lenient-input", ["answers 7 execute requests that do not have the schema's form",
-                       "answers 11 execute requests outside the schema's form"],
-     "an execute with an empty id: expected an error BAD_MESSAGE, got {'type': 'result'"),
-    # Spec 1.0.3 (issue 37): the rules an implementation of 1.0.2 from the text alone found
-    # unchecked, each broken by a real adapter process.
-    ("extra-member", ["answers 11 execute requests outside the schema's form"],
-     "an execute with an unknown top-level member: expected an error BAD_MESSAGE, got {'type': 'result'"),
-    ("empty-id", ["answers 11 execute requests outside the schema's form"],
-     "an execute with an empty id: expected an error BAD_MESSAGE, got {'type': 'result'"),
-    ("null-trace-format", ["answers 11 execute requests outside the schema's form"],
-     "an execute with a null trace_format: expected an error BAD_MESSAGE, got {'type': 'result'"),
-    ("python-patterns", ["answers 11 execute requests outside the schema's form"],
-     "an execute with a to followed by a newline: expected an error BAD_MESSAGE, got {'type': 'result'"),
-    ("duplicate-members", ["answers a request without a string type"],
-     "a line with two members named type: expected an error BAD_MESSAGE, got {'type': 'bye'}"),
-    ("untyped-request", ["answers a request without a string type"],
-     "a request without a type: expected an error BAD_MESSAGE, got {'type': 'error', 'id': 'no-type', 'code': 'UNKNOWN_TYPE'"),
-    ("loose-shutdown", ["answers a request without a string type"],
-     "a shutdown with a member besides type: expected an error BAD_MESSAGE, got {'type': 'bye'}"),
-    ("loose-hello", ["refuses a hello without spec_version", "refuses a hello with an unknown member"],
-     "a hello with an unknown member: expected an error BAD_MESSAGE, got {'type': 'hello'"),
-    ("eip3155-native", ["capability trace_eip3155"], "the EIP-3155 trace differs at line 0"),
-    ("no-eip3155", ["without capability trace_eip3155"], "expected an error UNSUPPORTED_INPUT, got {'type': 'result'"),
-    ("exact-decimal", ["reads a compute limit written 1000000000000.00000001"],
-     "expected the result of compute limit 1000000000000 (success), got {'type': 'error'"),
-])
-def test_selftest_fails_an_adapter_that_breaks_a_rule_of_11_5(vectors, fault, failing, detail):
-    command = shlex.join([sys.executable, str(FAULTY), "--fault", fault])
-    checks = run_selftest(command, vectors, "1.0", timeout=5)
-    failed = [c for c in checks if not c.ok]
-    assert [next((p for p in failing if c.name.startswith(p)), c.name) for c in failed] == failing, failed
-    assert any(detail in c.detail for c in failed), [c.detail for c in failed]
+# Each adapter rule of 11.5, broken by a real adapter process (conformance.run.selftest_mutants):
+# exactly the checks of that rule fail, and their messages say what was expected and what came.
+DETAILS = {
+    "execute-before-hello": "expected an error BAD_MESSAGE, got {'type': 'result'",
+    "any-spec-version": "expected an error UNSUPPORTED_SPEC_VERSION, got {'type': 'hello'",
+    "stays-after-refusal": "the adapter did not exit within 5 s after refusing the handshake (expected exit status 3)",
+    "no-depth-bound": "the line nested 33 levels deep: expected an error BAD_MESSAGE, got {'type': 'error', 'id': 'deep', 'code': 'UNKNOWN_TYPE'",
+    "traced-format-only": "trace_format \"json\" with trace False: expected an error BAD_MESSAGE, got {'type': 'result'",
+    "lenient-input": "an execute with a to in upper-case hex: expected an error BAD_MESSAGE",
+    "extra-member": "an execute with an unknown top-level member: expected an error BAD_MESSAGE, got {'type': 'result'",
+    "empty-id": "an execute with an empty id: expected an error BAD_MESSAGE, got {'type': 'result'",
+    "null-trace-format": "an execute with a null trace_format: expected an error BAD_MESSAGE, got {'type': 'result'",
+    "python-patterns": "an execute with a to followed by a newline: expected an error BAD_MESSAGE, got {'type': 'result'",
+    "duplicate-members": "a line with two members named type: expected an error BAD_MESSAGE, got {'type': 'bye'}",
+    "untyped-request": "a request without a type: expected an error BAD_MESSAGE, got {'type': 'error', 'id': 'no-type', 'code': 'UNKNOWN_TYPE'",
+    "loose-shutdown": "a shutdown with a member besides type: expected an error BAD_MESSAGE, got {'type': 'bye'}",
+    "loose-hello": "a hello with an unknown member: expected an error BAD_MESSAGE, got {'type': 'hello'",
+    "eip3155-native": "the EIP-3155 trace differs at line 0",
+    "exact-decimal": "expected the result of compute limit 1000000000000 (success), got {'type': 'error'",
+}
+
+
+def test_every_adapter_mutant_fails_exactly_the_checks_of_its_rule(vectors):
+    from conformance.run.selftest_mutants import MUTANTS
+    from conformance.run.selftest_strength import CAUGHT, run_strength
+    verdicts = run_strength(vectors, "1.0", timeout=5)
+    assert [v.mutant for v in verdicts] == list(MUTANTS) and len(verdicts) >= 23
+    for v in verdicts:
+        rule = MUTANTS[v.mutant]
+        assert v.verdict == CAUGHT, v
+        assert not rule.exact or all(f.startswith((rule.check, *rule.also)) for f in v.failing), v   # no other
+        if v.mutant in DETAILS:
+            assert any(DETAILS[v.mutant] in d for d in v.details), (v.mutant, v.details)
+
+
+def test_a_selftest_without_a_rules_check_lets_its_mutant_through(vectors, monkeypatch):
+    # The checks of the message forms planted away: their mutants are missed, and the
+    # strength says so (the others stay caught).
+    from conformance.run import selftest_messages
+    from conformance.run.selftest_strength import CAUGHT, MISSED, report, run_strength
+    monkeypatch.setattr(selftest_messages, "register", lambda checks, probe, version: None)
+    verdicts = run_strength(vectors, "1.0", timeout=5, names=("empty-id", "untyped-request", "no-bye"))
+    assert [v.verdict for v in verdicts] == [MISSED, MISSED, CAUGHT]
+    assert report(verdicts, "1.0")[-1] == ("selftest strength (spec 1.0): 1/3 adapter mutants caught by the "
+                                           "check of their rule (33%)")
+
+
+def test_cli_selftest_strength_of_chosen_mutants():
+    done = cli("conformance", "selftest", "--strength", "--mutant", "no-bye", "--mutant", "loose-hello")
+    assert done.returncode == 0, done.stderr
+    assert "2/2 adapter mutants caught by the check of their rule (100%)" in done.stdout
+    bad = cli("conformance", "selftest", "--strength", "--mutant", "nonsense")
+    assert bad.returncode == 2 and "no mutant 'nonsense'" in bad.stderr
 
 
 def test_the_reference_adapter_answers_inputs_outside_the_schema_bad_message():

@@ -34,12 +34,14 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from conformance.run import selftest_messages, selftest_scenario
-from conformance.run.selftest_base import DELETE, UNSUPPORTED, answered, answers, changed, expect_error
+from conformance.run.selftest_base import (
+    DELETE, UNSUPPORTED, answered, answers, changed, exit_problem, expect_error,
+)
 from conformance.run.compare import compare_reply
 from conformance.protocol import (
     EXIT_UNSUPPORTED, MAX_DEPTH, ProtocolError, decode, encode, execute_request, hello_problems,
 )
-from conformance.run.process import AdapterProcess, Settings, StartError, describe_exit
+from conformance.run.process import AdapterProcess, Settings, StartError
 from conformance.run.requests import request_id
 from conformance.run.tracediff import eip3155_trace, first_divergence, reference_trace
 
@@ -436,12 +438,10 @@ def _eof(session: _Session) -> str | None:
     line = proc.wait_line(time.monotonic() + session.settings.timeout)
     if line is not None:
         return f"unexpected output after end of input: {line[:120]!r}"
-    code = proc.proc.wait(timeout=session.settings.timeout)
-    return None if code == 0 else describe_exit(code)
+    return exit_problem(session, 0, "the end of its input")
 
 
 def _bad_spec_version(session: _Session) -> str | None:
-    proc = session.proc
     reply = session.ask({"type": "hello", "protocol": "rtwo-conformance/1", "spec_version": "9.9"},
                         "the hello of spec version 9.9")
     if reply is None or reply.get("type") != "error" or reply.get("code") != "UNSUPPORTED_SPEC_VERSION":
@@ -449,15 +449,12 @@ def _bad_spec_version(session: _Session) -> str | None:
     problem = _schema_problem("adapter-message", reply)
     if problem:
         return f"the error UNSUPPORTED_SPEC_VERSION does not pass the protocol schema: {problem}"
-    code = proc.proc.wait(timeout=session.settings.timeout)
-    return None if code == EXIT_UNSUPPORTED else f"{describe_exit(code)}, expected exit status {EXIT_UNSUPPORTED}"
+    return exit_problem(session, EXIT_UNSUPPORTED, "refusing the handshake")
 
 
 def _bad_protocol(session: _Session, version: str) -> str | None:
-    proc = session.proc
     reply = session.ask({"type": "hello", "protocol": "rtwo-conformance/999", "spec_version": version},
                         "the hello of protocol 999")
     if reply is None or reply.get("type") != "error" or reply.get("code") != "UNSUPPORTED_PROTOCOL":
         return f"expected an error UNSUPPORTED_PROTOCOL, got {str(reply)[:200]}"
-    code = proc.proc.wait(timeout=session.settings.timeout)
-    return None if code == EXIT_UNSUPPORTED else f"{describe_exit(code)}, expected exit status {EXIT_UNSUPPORTED}"
+    return exit_problem(session, EXIT_UNSUPPORTED, "refusing the handshake")

@@ -4,6 +4,7 @@ editing a request (conformance.run.selftest and its check modules)."""
 from __future__ import annotations
 
 import copy
+import subprocess
 from typing import Any, Mapping
 
 from conformance.protocol import execute_request
@@ -56,3 +57,15 @@ class Rename:
 
     def __init__(self, to: str):
         self.to = to
+
+
+def exit_problem(session: Any, expected: int, after: str) -> str | None:
+    """Why the adapter did not exit with status ``expected`` within the timeout after ``after``
+    (None when it did): an adapter that stays is a failure of the check, never of the selftest."""
+    from conformance.run.process import describe_exit
+    try:
+        code = session.proc.proc.wait(timeout=session.settings.timeout)
+    except subprocess.TimeoutExpired:
+        return (f"the adapter did not exit within {session.settings.timeout:g} s after {after} "
+                f"(expected exit status {expected})")
+    return None if code == expected else f"{describe_exit(code)}, expected exit status {expected}"

@@ -11,8 +11,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from conformance.protocol import EXIT_UNSUPPORTED, execute_request
-from conformance.run.process import describe_exit
-from conformance.run.selftest_base import Rename, answers, changed, expect_error
+from conformance.run.selftest_base import Rename, answers, changed, exit_problem, expect_error
 
 SLOT = "0x1"     # a storage slot the forms below add to the probe's contract, then break
 # (what, path in the execute request, value): each leaves the execute form of 11.5.4.
@@ -73,8 +72,8 @@ def hello_form(session: Any, hello: Mapping[str, Any], what: str) -> str | None:
     problem = expect_error(session, dict(hello), "BAD_MESSAGE", what)
     if problem:
         return problem
-    code = session.proc.proc.wait(timeout=session.settings.timeout)
-    return None if code == EXIT_UNSUPPORTED else f"{what}: {describe_exit(code)}, expected exit status {EXIT_UNSUPPORTED}"
+    problem = exit_problem(session, EXIT_UNSUPPORTED, f"refusing {what}")
+    return f"{what}: {problem}" if problem else None
 
 
 def hello_forms(version: str) -> list[tuple[str, dict[str, Any]]]:

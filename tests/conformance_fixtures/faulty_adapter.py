@@ -38,29 +38,13 @@ with recognise.Recogniser, as an implementation written to pass would):
                     a wrong output on the vectors of --target
   impostor          calls itself rtwo-reference, with a wrong output on --target
   hello-pid         writes its pid to --pidfile after the hello and hangs on every request
-  execute-before-hello  executes a request that comes before the hello (the 1.0 reference)
-  any-spec-version  accepts a hello of any spec version
-  no-depth-bound    reads lines nested deeper than 32 levels (and answers them)
-  traced-format-only    checks trace_format only when trace is true (spec 1.0.1's text)
-  lenient-input     runs execute requests outside the schema's form: "0x1AB", "trace": "yes",
-                    no trace member, ... (the 1.0.1 reference)
-  eip3155-native    claims trace_eip3155 but answers it with native traces
-  no-eip3155        claims no trace_eip3155 and answers it with native traces
-  exact-decimal     reads JSON numbers by their exact decimal value (1000000000000.00000001 is
-                    no integer), not by their binary64 value
   only-1.0          implements spec 1.0 alone: a hello of 1.1 is refused with UNSUPPORTED_SPEC_VERSION
                     listing spec_versions ["1.0"] (an adapter written for 1.0, chapter 11.5.3)
   only-1.0-silent   the same, but the error lists no spec_versions (the runner tries 1.0 next)
   hello-lists-unknown   the hello lists spec version 9.9 besides 1.0 and 1.1
-  extra-member      runs an execute request with an unknown top-level member (spec 1.0.2's O6)
-  empty-id          runs an execute request whose id is empty
-  null-trace-format runs an execute request with "trace_format": null as a native one
-  python-patterns   reads the schemas' patterns with Python's re: "0x100\n" is a word
-  duplicate-members reads a line with two members of one name (the last one wins)
-  untyped-request   answers a request without a string type UNKNOWN_TYPE
-  loose-shutdown    shuts down on a shutdown with other members
-  loose-hello       takes a hello without its form: no spec_version is UNSUPPORTED_SPEC_VERSION,
-                    an unknown member is ignored
+
+The faults that break one adapter rule of 11.5 each are conformance.run.selftest_mutants (the
+selftest's strength); these are the misbehaviours of whole implementations.
 """
 
 from __future__ import annotations
@@ -85,27 +69,15 @@ from conformance.protocol import EXIT_UNSUPPORTED, encode  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from recognise import Recogniser  # noqa: E402
 
-FAULTS = ("wrong-result", "miscount-compute", "nondeterministic", "crash", "exit-70", "killed", "hang", "garbage",
-          "extra-line", "wrong-id", "exceed-limit", "bad-stage", "bad-hello", "noisy", "nested", "nested-hello",
-          "huge-line", "endless-line", "blank-flood", "stderr-flood", "setsid-crash", "lookup", "lose-jumps", "partial", "impostor",
-          "hello-pid", "execute-before-hello", "any-spec-version", "no-depth-bound", "traced-format-only",
-          "lenient-input", "eip3155-native", "no-eip3155", "exact-decimal", "only-1.0", "only-1.0-silent",
-          "hello-lists-unknown", "extra-member", "empty-id", "null-trace-format", "python-patterns",
-          "duplicate-members", "untyped-request", "loose-shutdown", "loose-hello")
-KNOWN_MEMBERS = ("type", "id", "input", "trace", "trace_format")
+FAULTS = ("wrong-result", "miscount-compute", "nondeterministic", "crash", "exit-70", "killed", "hang",
+          "garbage", "extra-line", "wrong-id", "exceed-limit", "bad-stage", "bad-hello", "noisy", "nested",
+          "nested-hello", "huge-line", "endless-line", "blank-flood", "stderr-flood", "setsid-crash",
+          "lookup", "lose-jumps", "partial", "impostor", "hello-pid", "only-1.0", "only-1.0-silent",
+          "hello-lists-unknown")
 PARTIAL = {"PUSH8", "PUSH1", "ADD", "SUB", "MUL", "STOP", "RETURN", "REVERT", "POP", "DUP1", "SWAP1", "MSTORE",
            "MLOAD", "TRAP", "JUMP"}
 NESTED = b"[" * 200_000 + b"\n"
 NESTED_RESULT = b"[" * 5_000 + b"\n"
-
-
-def _without_final_newlines(value):
-    """``value`` with one final newline removed from every string (Python's ``$``)."""
-    if isinstance(value, dict):
-        return {_without_final_newlines(k): _without_final_newlines(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_without_final_newlines(v) for v in value]
-    return value[:-1] if isinstance(value, str) and value.endswith("\n") else value
 
 
 def _key(vector_input) -> str:
@@ -164,17 +136,6 @@ class FaultyAdapter(Adapter):
         return any(v["id"] in self.targets for v in self.recogniser.candidates(vector_input))
 
     def handle(self, line):
-        if self.fault in ("untyped-request", "loose-shutdown"):
-            try:
-                request = json.loads(line)
-            except (ValueError, RecursionError):
-                request = None
-            if isinstance(request, dict):
-                kind = request.get("type")
-                if self.fault == "untyped-request" and not isinstance(kind, str):
-                    return self.error(request.get("id"), "UNKNOWN_TYPE", f"unknown type {kind!r}"), True
-                if self.fault == "loose-shutdown" and kind == "shutdown":
-                    return {"type": "bye"}, False
         try:
             request = json.loads(line)
             self.current = (request.get("type") == "execute"
@@ -185,27 +146,7 @@ class FaultyAdapter(Adapter):
             self.current = False
         return super().handle(line)
 
-    def request_problem(self, request):
-        if self.fault == "lenient-input":
-            return None if request.get("trace_format", "native") in ("native", "eip3155") else "trace_format"
-        if self.fault == "extra-member":
-            request = {k: v for k, v in request.items() if k in KNOWN_MEMBERS}
-        if self.fault == "empty-id" and request.get("id") == "":
-            request = {**request, "id": "x"}
-        if self.fault == "null-trace-format" and request.get("trace_format", "") is None:
-            request = {k: v for k, v in request.items() if k != "trace_format"}
-        if self.fault == "python-patterns":
-            request = _without_final_newlines(request)
-        if self.fault == "traced-format-only" and request.get("trace") is not True:
-            request = {k: v for k, v in request.items() if k != "trace_format"}
-        return super().request_problem(request)
-
-    def unsupported(self, request):
-        return None if self.fault == "no-eip3155" else super().unsupported(request)
-
     def hello(self, request):
-        if self.fault == "any-spec-version" and request.get("spec_version") not in self.spec_versions:
-            request = {**request, "spec_version": self.spec_versions[-1]}
         reply, go_on = super().hello(request)
         if self.fault == "bad-hello":
             reply["protocol"] = "rtwo-conformance/0"
@@ -218,10 +159,6 @@ class FaultyAdapter(Adapter):
         return reply, go_on
 
     def execute(self, vector_id, vector_input, trace):
-        if self.fault == "python-patterns":
-            vector_input = _without_final_newlines(vector_input)
-        if self.fault in ("eip3155-native", "no-eip3155"):
-            self.trace_format = "native"
         if self.fault == "noisy":
             print(f"executing {vector_id}", file=sys.stderr, flush=True)
         if self.fault == "stderr-flood":
@@ -365,38 +302,6 @@ def main() -> int:
     parser.add_argument("--perturbed-only", action="store_true", help="hang: only outside UTC")
     parser.add_argument("--traced-only", action="store_true", help="hang: only when tracing")
     args = parser.parse_args()
-    if args.fault == "no-depth-bound":
-        import conformance.adapter
-        conformance.adapter.loads_bounded = json.loads  # type: ignore[assignment]  # the fault: no depth bound 
-    if args.fault == "duplicate-members":
-        import conformance.adapter
-        bounded = conformance.adapter.loads_bounded
-
-        def last_wins(line):
-            try:
-                return bounded(line)
-            except ValueError as err:
-                if "two members named" not in str(err):
-                    raise
-                return json.loads(line)       # the fault: the last of two values is taken
-        conformance.adapter.loads_bounded = last_wins  # type: ignore[assignment]
-    if args.fault == "loose-hello":
-        import conformance.adapter
-        conformance.adapter.hello_request_problems = lambda request: []
-    if args.fault == "exact-decimal":
-        import conformance.adapter
-        from decimal import Decimal
-        from fractions import Fraction
-
-        def exact(text):
-            value = Decimal(text)
-            return int(value) if value == value.to_integral_value() else Fraction(value)
-        bounded = conformance.adapter.loads_bounded
-
-        def loads(line):
-            bounded(line)                  # the nesting bound as before
-            return json.loads(line, parse_float=exact)
-        conformance.adapter.loads_bounded = loads  # type: ignore[assignment]  # the fault: floats read exactly
     adapter = FaultyAdapter(args.fault, args.target, args.op, args.pidfile, args.request_id)
     adapter.once, adapter.perturbed_only = args.once, args.perturbed_only
     adapter.traced_only = args.traced_only

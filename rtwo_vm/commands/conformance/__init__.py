@@ -84,6 +84,11 @@ def register(sub) -> None:
     corpus_args.add_options(s, "every version the adapter announces")
     s.add_argument("--impl", metavar="CMD", help="adapter command line (default: the reference's)")
     s.add_argument("--timeout", type=positive_float, default=10.0, help="seconds per request (default 10)")
+    s.add_argument("--strength", action="store_true",
+                   help="run the selftest on every adapter mutant (the reference adapter with one "
+                        "rule of 11.5 broken) and print how many the check of their rule catches")
+    s.add_argument("--mutant", action="append", metavar="NAME",
+                   help="with --strength: only this mutant (repeatable)")
     s.set_defaults(func=_cmd_selftest)
     s = cs.add_parser("replay", help="run one failing vector again from its replay bundle (or by id)")
     corpus_args.add_options(s, "a bundle's own version; for a vector id, the newest")
@@ -131,8 +136,33 @@ def _terminated_as_interrupt():
         signal.signal(signal.SIGTERM, previous)
 
 
+def _cmd_selftest_strength(args) -> int:
+    from conformance.run.process import kill_all
+    from conformance.run.selftest_strength import CAUGHT, report, run_strength
+    from conformance.run.selftest_mutants import MUTANTS
+    if args.impl:
+        raise CliError("--strength runs the reference adapter's mutants: no --impl")
+    for name in args.mutant or ():
+        if name not in MUTANTS:
+            raise CliError(f"--mutant: no mutant {name[:40]!r} (mutants: {', '.join(MUTANTS)})")
+    version, folder = list(corpus_args.corpora(args))[-1]     # the newest asked for
+    _, vectors = corpus_args.load_corpus(folder, version)
+    with _terminated_as_interrupt():
+        try:
+            verdicts = run_strength({v["id"]: v for v in vectors}, version, timeout=min(args.timeout, 5.0),
+                                    names=tuple(args.mutant) if args.mutant else None)
+        finally:
+            kill_all()
+    print("\n".join(report(verdicts, version)))
+    return EXIT_OK if all(v.verdict == CAUGHT for v in verdicts) else EXIT_NOT_CONFORMING
+
+
 def _cmd_selftest(args) -> int:
     import shlex
+    if args.strength:
+        return _cmd_selftest_strength(args)
+    if args.mutant:
+        raise CliError("--mutant needs --strength")
 
     from conformance.run.process import Settings, kill_all
     from conformance.run.selftest import run_selftest
