@@ -144,3 +144,24 @@ def test_every_1_1_instruction_runs_through_compiled_code():
         for name, program, _ in paths.variants(paths.complete(x)):
             segment = paths.segment_of(paths.complete(x), program)
             assert paths.compiled(segment, 64, V) is not None, (mnemonic, name)
+
+
+def test_a_tstore_handler_taking_a_zero_write_for_a_new_slot_disagrees():
+    """5.6.8 step 1: only a non-zero value into a zero slot is a new transient slot (charged
+    new_slot_cost). A handler testing ``value != 1`` instead charges a zero write into an
+    empty slot and not a write of 1: the fixed TSTORE inputs of sampled.py catch it (the
+    1.1 strength run found the branch inputs alone missing it)."""
+    from proofs import sampled
+    from reference_vm.accounting import charge
+    from reference_vm.rules import rules
+    cost = rules(V, 64).transient_new_slot_cost
+
+    def wrong(frame, imm):
+        value, key = frame.stack.pop(), frame.stack.pop()
+        journal = frame.execution.journal
+        if value != 1 and journal.transient_load(frame.address, key) == 0:
+            charge(frame, cost)
+        journal.transient_store(frame.address, key, value)
+    assert sampled.check("TSTORE", 1, V) == []
+    (found,) = sampled.check("TSTORE", 1, V, handler=wrong)
+    assert found["inputs"]["stack"] == [7, 0] and found["inputs"]["transient"] == {}
