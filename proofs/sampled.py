@@ -102,9 +102,25 @@ def examples_for(mnemonic: str, examples: int) -> int:
     return examples * MORE_EXAMPLES.get(mnemonic, 1)
 
 
+# Fixed inputs run before the drawn ones: TSTORE's new-slot rule (5.6.8 step 1) at the values
+# where "value is not 0 and the slot is 0" turns (0, 1, the largest word) into an empty slot
+# and a set one; the branch inputs meet only one value per branch.
+def edges(mnemonic: str, version: str) -> list[dict]:
+    if mnemonic != "TSTORE" or width(BITS, version).num.transient_slots is None:
+        return []
+    return [{"mnemonic": "TSTORE", "width": BITS, "version": version, "stack": [7, value],
+             "transient": {7: held} if held else {}, "transient_alive": 1 if held else 0,
+             "compute_used": 100, "compute_limit": 10_000}
+            for value in (0, 1, MASK) for held in (0, 5)]
+
+
 def check(mnemonic: str, examples: int, version: str, handler=None, model=None) -> list[dict]:
-    """Run ``examples_for(mnemonic, examples)`` derandomized examples; return the (shrunk)
-    disagreement, if any."""
+    """Run the fixed ``edges`` then ``examples_for(mnemonic, examples)`` derandomized
+    examples; return the (shrunk) disagreement, if any."""
+    for x in edges(mnemonic, version):
+        diffs = compare(x, handler, model)
+        if diffs:
+            return [{"inputs": x, "differences": diffs}]
     found: list[dict] = []
     examples = examples_for(mnemonic, examples)
 

@@ -29,7 +29,7 @@ import hashlib
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 ROOT = Path(__file__).resolve().parents[2]      # the tree the mutants are generated from
 HERE = Path(__file__).resolve().parent
@@ -37,10 +37,12 @@ ROOTS = ("proofs/instructions", "reference_vm/instructions")
 # Beyond the handlers: the interpreter's frame and segment machinery (reference_vm/execute.py),
 # mutated in these functions only (run.FRAME_UNITS gives each its unit): nested calls, their
 # undo and records, a frame's end and memory release, the segment fast path and the defining
-# per-instruction path, the random stream.
+# per-instruction path, the random stream; and the models' read-only rule (proofs/accounting.py,
+# from 1.1: SSTORE, TSTORE and LOGn fault in a read-only frame).
 FRAME_FUNCTIONS = {"reference_vm/execute.py": ("Execution.call", "Execution.run_frame",
                                                "Execution.run_segment", "Execution.step",
-                                               "Execution.next_random")}
+                                               "Execution.next_random"),
+                   "proofs/accounting.py": ("unless_read_only",)}
 KINDS = ("compare", "constant", "index", "byteorder", "statement", "stale")
 CMPOPS = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt,
           ast.Eq: ast.NotEq, ast.NotEq: ast.Eq}
@@ -60,13 +62,14 @@ class Mutant:
     before: str
     after: str
     source: str          # the whole mutated module
+    node_line: int = 0   # the line of the mutated node (0: not known, a planted mutant)
 
     def to_json(self) -> dict:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
     @classmethod
     def from_json(cls, doc: dict) -> "Mutant":
-        return cls(**{k: doc[k] for k in cls.__dataclass_fields__})
+        return cls(**{k: doc[k] for k in cls.__dataclass_fields__ if k in doc})
 
 
 def modules() -> list[str]:
@@ -268,7 +271,8 @@ def generated(path: str, source: str | None = None) -> Iterator[Mutant]:
         counts[(function, kind, key)] = seen
         yield Mutant(id=f"{path}:{function}:{kind}:{key}" + (f".{seen}" if seen > 1 else ""),
                      path=path, function=function, kind=kind, description=description,
-                     line=statement.lineno, before=before, after=after, source=ast.unparse(work))
+                     line=statement.lineno, before=before, after=after, source=ast.unparse(work),
+                     node_line=getattr(node, "lineno", statement.lineno))
 
 
 def planted(path: str, function: str, find: str, replace: str, name: str) -> Mutant:
@@ -283,9 +287,10 @@ def planted(path: str, function: str, find: str, replace: str, name: str) -> Mut
 
 
 def select(paths: tuple[str, ...] = (), limit: int | None = None,
-           kinds: tuple[str, ...] = ()) -> list[Mutant]:
+           kinds: tuple[str, ...] = (), keep: Callable[[Mutant], bool] | None = None) -> list[Mutant]:
     """The generated mutants of the given modules (default every model and handler module),
-    of the given kinds; with a limit, a deterministic spread sample (by the hash of the ids)."""
+    of the given kinds, that ``keep`` accepts (run.of_version: those of a spec version); with
+    a limit, a deterministic spread sample (by the hash of the ids)."""
     known = modules()
     names = []
     for p in paths or tuple(known):
@@ -294,7 +299,8 @@ def select(paths: tuple[str, ...] = (), limit: int | None = None,
             raise ValueError(f"no single model or handler module {p!r} (e.g. "
                              "proofs/instructions/control.py or reference_vm/instructions/stack)")
         names.append(match[0])
-    found = [m for name in names for m in generated(name) if not kinds or m.kind in kinds]
+    found = [m for name in names for m in generated(name)
+             if (not kinds or m.kind in kinds) and (keep is None or keep(m))]
     if limit is not None and limit < len(found):
         found = sorted(found, key=lambda m: hashlib.sha256(m.id.encode()).hexdigest())[:limit]
         found.sort(key=lambda m: (m.path, m.line, m.id))

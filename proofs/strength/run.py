@@ -21,6 +21,7 @@ per distinct unit (``baseline``): a unit that does not pass unmutated gives no v
 
 from __future__ import annotations
 
+import functools
 import importlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -38,15 +39,20 @@ def _qualname(fn) -> str:
     return fn.__qualname__.replace("<locals>.", "")
 
 
+@functools.cache
 def _table(path: str, version: str) -> dict:
+    """Mnemonic -> model or handler of the module at ``path`` under spec ``version`` (only
+    the version's instructions); a module of the frame or accounting machinery has none."""
     module = importlib.import_module(path.removesuffix(".py").replace("/", "."))
-    if path.startswith("proofs/"):
+    if path.startswith("proofs/instructions/"):
         from proofs.words import width
         w = width(64, version)
         return {m: f for m, f in module.models(w).items() if m in w.spec.by_mnemonic}
-    from reference_vm.rules import rules
-    rule = rules(version, 64)
-    return {m: f for m, f in module.handlers(rule).items() if m in rule.spec.by_mnemonic}
+    if path.startswith("reference_vm/instructions/"):
+        from reference_vm.rules import rules
+        rule = rules(version, 64)
+        return {m: f for m, f in module.handlers(rule).items() if m in rule.spec.by_mnemonic}
+    return {}
 
 
 def _uses(code, names: set[str]) -> bool:
@@ -72,36 +78,94 @@ def _every_opcode(version: str) -> tuple[str, ...]:
     return tuple(sorted(width(None, version).spec.by_mnemonic))
 
 
+def _present(opcodes: tuple[str, ...], version: str) -> tuple[str, ...]:
+    known = set(_every_opcode(version))
+    return tuple(m for m in opcodes if m in known)
+
+
 # The units of the frame machinery's functions (mutants.FRAME_FUNCTIONS): what runs through
-# them in the proofs' replays. Nested calls and a frame's end: CALL (its callee frames,
-# agreement_frames); the random stream: RANDOM; the segment paths: every instruction (each
-# branch input is replayed through them).
-FRAME_UNITS = {"Execution.call": ("CALL",), "Execution.run_frame": ("CALL",),
-               "Execution.next_random": ("RANDOM",), "Execution.run_segment": None,
-               "Execution.step": None}
+# them in the proofs' replays, kept to the opcodes of the run's version. Nested calls and a
+# frame's end: CALL and (from 1.1) STATICCALL (their callee frames, agreement_frames); the
+# random stream: RANDOM; the segment paths: every instruction (each branch input is replayed
+# through them). The models' read-only rule (accounting.unless_read_only, from 1.1): the
+# writes it guards.
+FRAME_UNITS: dict[str, tuple[str, ...] | None] = {
+    "Execution.call": ("CALL", "STATICCALL"), "Execution.run_frame": ("CALL", "STATICCALL"),
+    "Execution.next_random": ("RANDOM",), "Execution.run_segment": None, "Execution.step": None,
+    "unless_read_only": ("SSTORE", "TSTORE", "LOG0", "LOG1", "LOG2", "LOG3", "LOG4")}
 
 
-def unit(mutant: Mutant, version: str) -> tuple[str, ...]:
-    """The opcodes of the mutant's fair unit under spec ``version`` (sorted)."""
+@functools.cache
+def _entries(path: str) -> tuple[tuple[str, int, int, frozenset[str]], ...]:
+    """(mnemonic, first line, last line, names used) of every table entry (``"MULHU": ...``
+    in a dict literal) of the module at ``path``."""
+    import ast
+
+    from proofs.strength.mutants import ROOT
+    tree = ast.parse((ROOT / path).read_text(encoding="utf-8"))
+    return tuple((k.value, v.lineno, v.end_lineno or v.lineno,
+                  frozenset(n.id for n in ast.walk(v) if isinstance(n, ast.Name)))
+                 for node in ast.walk(tree) if isinstance(node, ast.Dict)
+                 for k, v in zip(node.keys, node.values)
+                 if isinstance(k, ast.Constant) and isinstance(k.value, str) and k.value.isupper())
+
+
+def _entry(mutant: Mutant) -> str | None:
+    """The mnemonic of the table entry (``"MULHU": ...`` in the dict ``models`` or
+    ``handlers`` returns) the mutated node lies in, or None."""
+    if mutant.function not in ("models", "handlers") or not mutant.node_line:
+        return None
+    return next((m for m, first, last, _ in _entries(mutant.path)
+                 if first <= mutant.node_line <= last), None)
+
+
+def _unit(mutant: Mutant, version: str) -> tuple[str, ...]:
+    """The opcodes of the mutant's unit under ``version``; () when nothing of the version
+    runs the mutated code (it may in another version)."""
     from proofs.strength.mutants import FRAME_FUNCTIONS, modules
     if mutant.path in FRAME_FUNCTIONS:
         top = ".".join(mutant.function.split(".")[:2])
-        return FRAME_UNITS[top] or _every_opcode(version)
+        chosen = FRAME_UNITS[top]
+        return _every_opcode(version) if chosen is None else _present(chosen, version)
     table = _table(mutant.path, version)
     f = mutant.function
     if f in ("models", "handlers"):   # the table's own body builds every entry
-        return tuple(sorted(table))
+        entry = _entry(mutant)
+        return _present((entry,), version) if entry else tuple(sorted(table))
     mine = [m for m, fn in table.items()
             if _qualname(fn) == f or _qualname(fn).startswith(f + ".") or f.startswith(_qualname(fn) + ".")]
     if mine:
         return tuple(sorted(mine))
+    if f.split(".", 1)[0] in ("models", "handlers"):   # an entry of another version only
+        return ()
     # A module-level helper: every opcode (of any module of the same root) whose model or
-    # handler calls it, directly or through another helper of its module; else the module.
+    # handler calls it, directly or through another helper of its module.
     names = _helpers(mutant.path, f.split(".", 1)[0])
     root = mutant.path.rsplit("/", 1)[0]
-    users = [m for path in modules() if path.startswith(root + "/")
-             for m, fn in _table(path, version).items() if _uses(fn.__code__, names)]
-    return tuple(sorted(users or table))
+    users = {m for path in modules() if path.startswith(root + "/")
+             for m, fn in _table(path, version).items() if _uses(fn.__code__, names)}
+    # Or named where the table is built (``"MULHS": binary(..., sign_cases)``).
+    users |= {m for m, _, _, used in _entries(mutant.path) if used & names}
+    return _present(tuple(sorted(users)), version)
+
+
+def unit(mutant: Mutant, version: str) -> tuple[str, ...]:
+    """The opcodes of the mutant's fair unit under spec ``version`` (sorted); () when the
+    mutated code belongs to instructions of another version only (the mutant is then not of
+    this version: not run, not counted). A helper no instruction of any modelled version
+    calls falls back to its module's whole table."""
+    found = _unit(mutant, version)
+    if found:
+        return found
+    from proofs.versions import MODELLED
+    if any(_unit(mutant, other) for other in MODELLED if other != version):
+        return ()
+    return tuple(sorted(_table(mutant.path, version)))
+
+
+def of_version(mutants: Sequence[Mutant], version: str) -> list[Mutant]:
+    """The mutants whose mutated code runs under spec ``version`` (a non-empty unit)."""
+    return [m for m in mutants if unit(m, version)]
 
 
 @dataclass
@@ -185,18 +249,30 @@ def run(mutants: Sequence[Mutant], version: str, timeout: float = 600.0, baselin
     return out
 
 
-def record(result: Result, scope: str) -> dict:
+def record(result: Result, scope: str, version: str | None = None) -> dict:
     """The small record of a run (score.json): score, counts per module, survivors, scope."""
     per: dict[str, dict[str, int]] = {}
     for v in result.verdicts:
         counts = per.setdefault(v.mutant.path, {})
         counts[v.status] = counts.get(v.status, 0) + 1
     return {"scope": scope, "score": result.score, "target": TARGET,
+            **({"spec_version": version} if version else {}),
             "counts": "killed / (killed + survived); equivalent and unreachable are not counted",
             "killed": result.count("killed"), "survived": result.count("survived"),
             "equivalent": result.count("equivalent"), "unreachable": result.count("unreachable"),
             "modules": {k: dict(sorted(c.items())) for k, c in sorted(per.items())},
             "survivors": [v.to_json() for v in result.verdicts if v.status == "survived"]}
+
+
+def recorded(path=None) -> dict[str, dict]:
+    """Spec version -> its recorded run, from score.json (``{"versions": {...}}``)."""
+    import json
+    path = path or SCORE_FILE
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    return dict(doc.get("versions", {}))
 
 
 def lines(result: Result) -> list[str]:
@@ -222,7 +298,7 @@ def command(modules: tuple[str, ...], limit: int | None, timeout: float, record_
     from proofs.strength.mutants import select
     from spec.files import atomic_write
 
-    chosen = select(modules, limit)
+    chosen = select(modules, limit, keep=lambda m: bool(unit(m, version)))
     known = {m.id for m in select(modules)}
     stale = [i for i in (*equivalent(), *unreachable()) if i.split(":", 1)[0] in {m.path for m in chosen}
              and i not in known]
@@ -234,7 +310,10 @@ def command(modules: tuple[str, ...], limit: int | None, timeout: float, record_
         emit(line)
     if record_score:
         scope = (f"{len(chosen)} mutants" + (f" (--limit {limit})" if limit is not None else "")
-                 + " of " + (", ".join(modules) if modules else "every model and handler module"))
-        atomic_write(SCORE_FILE, (json.dumps(record(result, scope), indent=1, sort_keys=True) + "\n").encode())
-        emit(f"recorded in {SCORE_FILE}")
+                 + " of " + (", ".join(modules) if modules else "every model and handler module")
+                 + f" under spec {version}")
+        runs = {**recorded(), version: record(result, scope, version)}
+        atomic_write(SCORE_FILE, (json.dumps({"versions": runs}, indent=1, sort_keys=True)
+                                  + "\n").encode())
+        emit(f"recorded in {SCORE_FILE} (spec {version})")
     return 0 if result.score is None or result.score >= TARGET else 1
