@@ -295,8 +295,9 @@ def _counterexample(query, claim, model, budgets, wall: float) -> dict:
     if model is None:
         # From the claim's text in a context of its own (as every proof query): the model,
         # and the time to find it, do not depend on the terms built before in the process.
+        # Never from the verdict cache: its model is what is needed.
         answer = solvers.check(budgets.configs["z3"], smtlib.export(query.assumptions, claim),
-                               wall)
+                               wall, cached=False)
         if answer.status != solvers.SAT or answer.model is None:
             return {"model": "not reproduced by z3 (the deciding solver found one)"}
         model = answer.model
