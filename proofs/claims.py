@@ -17,7 +17,7 @@ from typing import Any
 
 import z3
 
-from proofs import smtlib, solvers, vacuity, verdicts
+from proofs import slices, smtlib, solvers, vacuity, verdicts
 from proofs.registry import Query
 
 
@@ -64,11 +64,11 @@ class _Texts:
     """Each claim's own SMT-LIB text, exported when first asked for (claims solved only by
     scripts never need them), and written to the export directory when one is given."""
 
-    def __init__(self, query, names: list[str]):
+    def __init__(self, query, names: list[str] | None = None):
         self.query = query
         self.cache: dict[int, str] = {}      # claim index -> its SMT-LIB text
         export_dir = verdicts.current.export_dir
-        if export_dir:
+        if export_dir and names is not None:
             for k, name in enumerate(names):
                 with open(os.path.join(export_dir, name), "w") as f:
                     f.write(self[k])
@@ -77,6 +77,41 @@ class _Texts:
         if k not in self.cache:
             self.cache[k] = smtlib.export(self.query.assumptions, self.query.claims[k])
         return self.cache[k]
+
+
+def _sliced_decide(query, provers, recheckers, wall, stop_at_sat) -> "_Decided":
+    """_decide on the claims with the premises sliced to their symbols (slices.py), then,
+    when a premise was dropped, again with every premise for each claim the provers did not
+    prove (a sliced sat may be spurious): the two merged, claim by claim. Only the full
+    premises' answers say whether the premises can hold."""
+    sliced = slices.sliced(query.assumptions, query.claims)
+    d = _decide(Query(query.claims, sliced), _Texts(Query(query.claims, sliced)), provers,
+                recheckers, wall, stop_at_sat)
+    if len(sliced) == len(slices.conjuncts(query.assumptions)):
+        return d                        # nothing dropped: the same premises
+    d.premise_answers = []
+    redo = [k for k in range(len(query.claims))
+            if k not in d.last or d.last[k].status != solvers.UNSAT]
+    if not redo:
+        return d
+    part = Query([query.claims[k] for k in redo], query.assumptions)
+    again = _decide(part, _Texts(part), provers, recheckers, wall, stop_at_sat)
+    for j, k in enumerate(redo):
+        for name in ("last", "prover_of", "verdict", "rechecker_of"):
+            mine, theirs = getattr(d, name), getattr(again, name)
+            mine.pop(k, None)
+            if j in theirs:
+                mine[k] = theirs[j]
+        d.timed.discard(k)
+        if j in again.timed:
+            d.timed.add(k)
+        for config_name, used in again.spent.get(j, {}).items():
+            into = d.spent.setdefault(k, {})
+            into[config_name] = into.get(config_name, 0) + used
+    d.premise_answers = again.premise_answers
+    for config_name, used in again.premise_spent.items():
+        d.premise_spent[config_name] = d.premise_spent.get(config_name, 0) + used
+    return d
 
 
 @dataclass
@@ -165,8 +200,9 @@ def check_rows(items: list, bits: int) -> list[tuple[str, dict, float]]:
         names += [f"{th.name}__{th.opcode}__w{bits}__{k:03d}.smt2".replace("-", "all")
                   for k in range(len(q.claims))]
     combined = Query(claims, q0.assumptions)
-    d = _decide(combined, _Texts(combined, names), provers, recheckers, wall,
-                stop_at_sat=len(items) == 1)
+    if verdicts.current.export_dir:
+        _Texts(combined, names)          # every claim's text with every premise, as written
+    d = _sliced_decide(combined, provers, recheckers, wall, stop_at_sat=len(items) == 1)
     premises, premises_by = _premise_status(q0, budgets, d.premise_answers)
     # Every proved claim Implies(A, B): premises ∧ A must be satisfiable (vacuity.py).
     proved = [k for k in range(len(claims)) if k in d.last and d.last[k].status == solvers.UNSAT]
