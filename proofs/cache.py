@@ -234,21 +234,24 @@ class VerdictCache:
             fcntl.flock(fd, fcntl.LOCK_UN)
 
     def through(self, kind: str, config: solvers.Config, text: str,
-                solve: Callable[[], list[solvers.Answer]]) -> list[solvers.Answer]:
+                solve: Callable[[], list[solvers.Answer]],
+                again: bool = False) -> list[solvers.Answer]:
         """The answers of ``text`` by ``config``: from the cache, else ``solve()``d and
-        stored when every answer is a function of the text (see the module docstring)."""
+        stored when every answer is a function of the text (see the module docstring).
+        With ``again``, a stored sat is solved again (its model is wanted: a counterexample
+        is replayed from it as without a cache)."""
         if config.rlimit is None or config.solver not in ("z3", "cvc5"):
             self.stats["solved"] += 1
             return solve()
         key = self.key(kind, config, text)
         with self._locked(key):
             got = self.lookup(key)
-            if got is not None:
+            if got is not None and not (again and any(a.status == solvers.SAT for a in got)):
                 self.stats["hits"] += 1
                 return got
             answers = solve()
             self.stats["solved"] += 1
-            if answers and all(a.status in STORED and a.model is None for a in answers):
+            if got is None and answers and all(a.status in STORED for a in answers):
                 self.store(key, answers)
             return answers
 

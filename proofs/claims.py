@@ -26,7 +26,8 @@ def _premises(query, budgets) -> str:
     if not query.assumptions:
         return "satisfiable (none)"
     solver = smtlib.fresh_solver(list(query.assumptions))
-    answer = solvers.check(budgets.configs["z3"], solver.to_smt2(), budgets.wall_seconds)
+    answer = solvers.check(budgets.configs["z3"], solver.to_smt2(), budgets.wall_seconds,
+                           model=False)
     return _premise_word(answer.status)
 
 

@@ -161,12 +161,15 @@ class Answer:
 verdict_cache: Any = None
 
 
-def check(config: Config, text: str, wall_seconds: float, cached: bool = True) -> Answer:
+def check(config: Config, text: str, wall_seconds: float, cached: bool = True,
+          model: bool = True) -> Answer:
     """Solve the SMT-LIB 2 ``text`` (its ``:status`` is ignored) with ``config`` (or take its
-    answer from the run's verdict cache, unless ``cached`` is off)."""
+    answer from the run's verdict cache, unless ``cached`` is off). A cached answer carries
+    no model: z3's sat answers are solved again unless ``model`` is off (not wanted)."""
     if verdict_cache is not None and cached:
         return verdict_cache.through("check", config, text,
-                                     lambda: [_check(config, text, wall_seconds)])[0]
+                                     lambda: [_check(config, text, wall_seconds)],
+                                     again=model and config.solver == "z3")[0]
     return _check(config, text, wall_seconds)
 
 
