@@ -80,6 +80,58 @@ class _Texts:
         return self.cache[k]
 
 
+_WORST = {solvers.SAT: 3, solvers.TIMEOUT: 2, solvers.UNKNOWN: 1, solvers.UNSAT: 0}
+
+
+def _parted_decide(query, provers, recheckers, wall, stop_at_sat) -> "_Decided":
+    """The claims cut into the parts about the oldest version's components and those about
+    the components a newer version added (slices.split), each set solved on its own
+    (_sliced_decide; the first then reads as the older version's claims), and the answers
+    folded back into each claim's: sat if a part is (its model refutes the claim), unsat
+    if every part is, otherwise the worst part's."""
+    memo: dict = {}
+    new = slices.added(verdicts.current.version)
+    parts: list[list[tuple[int, Any]]] = [[], []]
+    for k, claim in enumerate(query.claims):
+        for side, part in zip(parts, slices.split(claim, new, memo)):
+            if part is not None:
+                side.append((k, part))
+    if not parts[1]:
+        return _sliced_decide(query, provers, recheckers, wall, stop_at_sat)
+    solved = [(side, _sliced_decide(Query([c for _, c in side], query.assumptions), provers,
+                                    recheckers, wall, stop_at_sat)) for side in parts if side]
+    d = _Decided()
+    of: dict[int, list[tuple[Any, int]]] = {}
+    for side, sub in solved:
+        d.premise_answers += sub.premise_answers
+        for name, used in sub.premise_spent.items():
+            d.premise_spent[name] = d.premise_spent.get(name, 0) + used
+        for j, (k, _) in enumerate(side):
+            of.setdefault(k, []).append((sub, j))
+    for k, subs in of.items():
+        for sub, j in subs:
+            for name, used in sub.spent.get(j, {}).items():
+                d.spent.setdefault(k, {})[name] = d.spent.setdefault(k, {}).get(name, 0) + used
+            if j in sub.timed:
+                d.timed.add(k)
+        answered = [(sub, j) for sub, j in subs if j in sub.last]
+        if not answered:
+            continue
+        sub, j = max(answered, key=lambda a: _WORST.get(a[0].last[a[1]].status, 1))
+        refuted = sub.last[j].status == solvers.SAT
+        if len(answered) < len(subs) and not refuted:
+            continue                    # a part left unchecked (after a refutation)
+        d.last[k] = sub.last[j]
+        if refuted and j in sub.prover_of or all(j2 in s2.prover_of for s2, j2 in subs):
+            d.prover_of[k] = sub.prover_of.get(j) or subs[0][0].prover_of[subs[0][1]]
+            again = [s2.verdict.get(j2, solvers.UNKNOWN) for s2, j2 in subs]
+            d.verdict[k] = max(again, key=lambda a: _WORST.get(a, 1))
+            by = [s2.rechecker_of[j2] for s2, j2 in subs if j2 in s2.rechecker_of]
+            if by and d.verdict[k] in solvers.DECIDED:
+                d.rechecker_of[k] = by[0]
+    return d
+
+
 def _sliced_decide(query, provers, recheckers, wall, stop_at_sat) -> "_Decided":
     """_decide on the claims with the premises sliced to their symbols (slices.py), then,
     when a premise was dropped, again with every premise for each claim the provers did not
@@ -203,7 +255,7 @@ def check_rows(items: list, bits: int) -> list[tuple[str, dict, float]]:
     combined = Query(claims, q0.assumptions)
     if verdicts.current.export_dir:
         _Texts(combined, names)          # every claim's text with every premise, as written
-    d = _sliced_decide(combined, provers, recheckers, wall, stop_at_sat=len(items) == 1)
+    d = _parted_decide(combined, provers, recheckers, wall, stop_at_sat=len(items) == 1)
     premises, premises_by = _premise_status(q0, budgets, d.premise_answers)
     # Every proved claim Implies(A, B): premises ∧ A must be satisfiable (vacuity.py).
     proved = [k for k in range(len(claims)) if k in d.last and d.last[k].status == solvers.UNSAT]

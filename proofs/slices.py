@@ -7,7 +7,15 @@ texts of every query change, although most claims never mention those components
 assumptions are split into their conjuncts, and a query is first solved with only the
 conjuncts whose every symbol occurs in its claims (``sliced``).
 
-Sound for proofs only: dropping a premise weakens the assumptions, so ``sliced ∧ ¬claim``
+A claim can also mention them beside what it says of the older components (1.1's meters
+bound the slots alive too): ``split`` cuts a claim into the part about the components the
+oldest modelled version has and the part about those a newer one added (``added``: the
+symbols of the version's fresh pre-state the oldest one's lacks), so that the first part
+reads as the older version's whole claim. Exact: ``Implies(A, And(X, Y))`` holds iff
+``Implies(A, X)`` and ``Implies(A, Y)`` hold, and a counterexample to a part is one to the
+claim. Under the oldest version nothing is added and no claim is cut.
+
+Slicing is sound for proofs only: dropping a premise weakens the assumptions, so ``sliced ∧ ¬claim``
 unsat implies ``premises ∧ ¬claim`` unsat. Any other answer of a sliced query (sat: perhaps
 spurious; unknown) is not used: the claim is solved again with every premise, as without
 slicing (claims.py). Whether the premises can hold, and the vacuity checks of
@@ -15,6 +23,9 @@ antecedents (satisfiability questions), always use every premise.
 """
 
 from __future__ import annotations
+
+import dataclasses
+import functools
 
 import z3
 
@@ -62,3 +73,63 @@ def sliced(assumptions: list, claims: list) -> list:
     for c in claims:
         wanted |= symbols(c, memo)
     return [p for p in conjuncts(assumptions) if symbols(p, memo) <= wanted]
+
+
+def _walk(obj, out: set, memo: dict, seen: set) -> None:
+    if id(obj) in seen:
+        return
+    seen.add(id(obj))
+    if isinstance(obj, z3.ExprRef):
+        out |= symbols(obj, memo)
+    elif dataclasses.is_dataclass(obj):
+        for f in dataclasses.fields(obj):
+            _walk(getattr(obj, f.name), out, memo, seen)
+    elif isinstance(obj, (list, tuple)):
+        for x in obj:
+            _walk(x, out, memo, seen)
+    elif isinstance(obj, dict):
+        for x in obj.values():
+            _walk(x, out, memo, seen)
+
+
+@functools.cache
+def _state_symbols(version: str) -> frozenset:
+    from proofs.machine import fresh_state
+    from proofs.words import width
+    out: set = set()
+    _walk(fresh_state(width(64, version)), out, {}, set())
+    return frozenset(out)
+
+
+@functools.cache
+def added(version: str) -> frozenset:
+    """The names of the symbols of ``version``'s fresh pre-state (its environment and call
+    oracle included) that the oldest modelled version's lacks (1.1: transient, ...)."""
+    from proofs import versions
+    return _state_symbols(version) - _state_symbols(versions.MODELLED[0])
+
+
+def _is_added(names: frozenset, new: frozenset) -> bool:
+    """Whether a symbol of ``names`` is an added one, or one of another state's copy of it
+    (a twin state's ``other_read_only``)."""
+    return any(n in new or any(n.endswith("_" + a) for a in new) for n in names)
+
+
+def split(claim, new: frozenset, memo: dict) -> tuple:
+    """(the part of ``claim`` about the older components, the part about the ``new`` ones),
+    either None when empty; their conjunction is equivalent to ``claim``."""
+    if not new or not _is_added(symbols(claim, memo), new):
+        return claim, None
+    if z3.is_and(claim):
+        parts = [split(c, new, memo) for c in claim.children()]
+        return _conj([o for o, _ in parts]), _conj([n for _, n in parts])
+    if z3.is_implies(claim) and not _is_added(symbols(claim.arg(0), memo), new):
+        old, added_part = split(claim.arg(1), new, memo)
+        return (None if old is None else z3.Implies(claim.arg(0), old),
+                None if added_part is None else z3.Implies(claim.arg(0), added_part))
+    return None, claim
+
+
+def _conj(parts: list):
+    parts = [p for p in parts if p is not None]
+    return None if not parts else parts[0] if len(parts) == 1 else z3.And(parts)
