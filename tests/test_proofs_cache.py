@@ -183,3 +183,63 @@ def test_a_key_inside_the_cache_folder_or_readable_by_others_is_refused(tmp_path
                  "--cache-key", str(loose), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "readable or writable by others" in err and err.count("\n") == 1
+
+
+# Proved once across versions: 1.1's state adds components (transient storage, the slots
+# alive, read-only frames) and premises about them; a 1.1 claim is cut into its part about
+# 1.0's components, which reads as the 1.0 claim, and its part about the added ones.
+
+def _run(version: str, tmp_path, model=None, names=None):
+    from proofs.runner import Options, run_suite
+    rows = run_suite(Options(version=version, opcodes=("ADD",), names=names, agreement=False,
+                             model_overrides={"ADD": model} if model else {},
+                             cache_dir=str(tmp_path / "c"), cache_key=str(tmp_path / "k")))
+    return {r["theorem"]: r["status"] for r in rows}, rows
+
+
+def test_the_1_1_claims_of_add_are_answered_from_the_1_0_cache(tmp_path, calls):
+    first, _ = _run("1.0", tmp_path)
+    assert set(first.values()) == {PROVED}
+    calls()
+    second, rows = _run("1.1", tmp_path)
+    assert set(second.values()) == {PROVED} and second.keys() == first.keys()
+    hits = sum(r.get("cache", {}).get("hits", 0) for r in rows)
+    solved = sum(r.get("cache", {}).get("solved", 0) for r in rows)
+    assert hits > solved > 0 and calls() == solved
+
+
+def test_the_old_part_of_a_1_1_claim_is_the_1_0_claim(tmp_path):
+    from proofs import slices, smtlib
+    from proofs.theorems import meters
+    from proofs.words import width
+    old = meters("ADD", width(64, "1.0")).claims
+    new = meters("ADD", width(64, "1.1")).claims
+    added = slices.added("1.1")
+    assert added == {"transient", "transient_alive", "callee_transient",
+                     "callee_transient_alive", "read_only"} and slices.added("1.0") == set()
+    text = lambda c: smtlib.fresh_solver([c]).to_smt2()  # noqa: E731
+    for a, b in zip(old, new, strict=True):
+        part, rest = slices.split(b, added, {})
+        assert text(part) == text(a) and text(a) != text(b)
+        assert "transient_alive" in text(rest)
+
+
+def _add_overfilling_transient_slots(s, imm):
+    """1.1's ADD that also sets the transient slots alive past machine.transient_slots (a
+    planted bug in an added component only)."""
+    import dataclasses
+    from proofs.instructions import models
+    return [dataclasses.replace(b, state=b.state.replace(
+        transient_alive=b.state.w.cval(TRANSIENT_SLOTS + 1)))
+        for b in models(64, "1.1")["ADD"](s, imm)]
+
+
+TRANSIENT_SLOTS = __import__("spec").load("1.1").limits["machine"]["transient_slots"]
+
+
+def test_a_bug_in_an_added_component_is_caught_with_the_old_parts_cached(tmp_path):
+    _run("1.0", tmp_path)
+    _run("1.1", tmp_path)
+    got, rows = _run("1.1", tmp_path, model=_add_overfilling_transient_slots)
+    assert got["meters"] == COUNTEREXAMPLE
+    assert sum(r.get("cache", {}).get("hits", 0) for r in rows) > 0   # the 1.0 parts
