@@ -56,7 +56,7 @@ def proved_once(jobs: int, agreement: bool) -> int:
     """Proved once: 1.0 alone, then 1.1 on the cache 1.0 left (see the module docstring)."""
     import tempfile
     from proofs.runner import Options, run_suite
-    timed = {}
+    timed, units = {}, {}
     with tempfile.TemporaryDirectory() as tmp:
         for version in ("1.0", "1.1"):
             start, cpu = time.perf_counter(), cpu_seconds()
@@ -69,10 +69,15 @@ def proved_once(jobs: int, agreement: bool) -> int:
                 for k, v in r.get("cache", {}).items():
                     got[k] += v
             timed[version] = (wall, used)
+            units[version] = (got["units_z3"], got["units_cvc5"])
             failed = sum(r["status"] not in ("proved", "agrees", "informative") for r in rows)
             print(f"{version}: {len(rows)} rows ({failed} not proved) in {wall:.1f} s wall, "
                   f"{used:.1f} s CPU; {got['hits']} answers from the cache, {got['solved']} "
                   f"solved", flush=True)
+    for k, solver in enumerate(("z3", "cvc5")):
+        u0, u1 = units["1.0"][k], units["1.1"][k]
+        print(f"{solver} work units solved: 1.0 {u0:,}, then 1.1 {u1:,}: (1.0 + 1.1) / 1.0 = "
+              f"{(u0 + u1) / max(u0, 1):.2f} (does not depend on load)")
     (w0, c0), (w1, c1) = timed["1.0"], timed["1.1"]
     for what, one, both in (("wall", w0, w0 + w1), ("CPU", c0, c0 + c1)):
         ratio = both / one

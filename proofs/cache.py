@@ -162,7 +162,10 @@ class VerdictCache:
         self.secret = load_key(self.key_file)
         self._locks: dict[str, int] = {}
         self._pid = os.getpid()
-        self.stats = {"hits": 0, "solved": 0, "refused": 0, "stored": 0}
+        # answers taken, solved, refused; entries stored; the work units of the solved
+        # answers per solver (a measure of what was solved that does not depend on load)
+        self.stats = {"hits": 0, "solved": 0, "refused": 0, "stored": 0, "units_z3": 0,
+                      "units_cvc5": 0}
 
     def key(self, kind: str, config: solvers.Config, text: str) -> str:
         head = json.dumps([FORMAT, kind, identity(config.solver), list(config.options),
@@ -251,6 +254,7 @@ class VerdictCache:
                 return got
             answers = solve()
             self.stats["solved"] += 1
+            self.stats[f"units_{config.solver}"] += sum(a.resources or 0 for a in answers)
             if got is None and answers and all(a.status in STORED for a in answers):
                 self.store(key, answers)
             return answers
