@@ -157,8 +157,9 @@ class VerdictCache:
             (self.root / "locks").mkdir(mode=0o700, parents=True, exist_ok=True)
         except OSError as err:
             raise CacheError(f"cache folder {self.folder}: {err.strerror or err}") from None
-        if not self.root.is_dir() or self.root.is_symlink():
-            raise CacheError(f"cache folder {self.folder}: not a folder")
+        if any(not d.is_dir() or d.is_symlink() for d in (self.root, self.root / "locks")):
+            raise CacheError(f"cache folder {self.folder}: v1 or v1/locks is not a folder "
+                             "(or is a link)")
         self.secret = load_key(self.key_file)
         self._locks: dict[str, int] = {}
         self._pid = os.getpid()
@@ -208,6 +209,8 @@ class VerdictCache:
         temp = path.with_name(f".{key}.{os.getpid()}.{secrets.token_hex(4)}")
         try:
             path.parent.mkdir(mode=0o700, exist_ok=True)
+            if path.parent.is_symlink():    # never written through a link out of the folder
+                return
             with open(temp, "x") as f:
                 f.write(json.dumps(doc))
             os.replace(temp, path)
@@ -226,10 +229,15 @@ class VerdictCache:
             self._locks, self._pid = {}, os.getpid()
         name = key[:2]
         if name not in self._locks:
-            self._locks[name] = os.open(self.root / "locks" / f"{name}.lock",
-                                        os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
-                                        0o600)
+            try:
+                self._locks[name] = os.open(self.root / "locks" / f"{name}.lock", os.O_RDWR
+                                            | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            except OSError:             # a link, a read-only folder: solved without the lock
+                self._locks[name] = -1
         fd = self._locks[name]
+        if fd < 0:
+            yield
+            return
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
             yield

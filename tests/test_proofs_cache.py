@@ -244,3 +244,29 @@ def test_a_bug_in_an_added_component_is_caught_with_the_old_parts_cached(tmp_pat
     got, rows = _run("1.1", tmp_path, model=_add_overfilling_transient_slots)
     assert got["meters"] == COUNTEREXAMPLE
     assert sum(r.get("cache", {}).get("hits", 0) for r in rows) > 0   # the 1.0 parts
+
+
+def test_a_hostile_cache_folder_is_refused_entry_by_entry_and_never_written_through(tmp_path):
+    store = cache.VerdictCache(tmp_path / "c", tmp_path / "k")
+    z3 = solvers.load().configs["z3"]
+    unsat = lambda: [solvers.Answer(solvers.UNSAT, 3)]  # noqa: E731
+    # An entry that is a FIFO, one that is a folder: refused (never waited on), solved.
+    fifo, folder = store.key("check", z3, "(fifo)"), store.key("check", z3, "(folder)")
+    for key in (fifo, folder):
+        store._path(key).parent.mkdir(exist_ok=True)
+    os.mkfifo(store._path(fifo))
+    store._path(folder).mkdir()
+    assert store.through("check", z3, "(fifo)", unsat)[0].status == solvers.UNSAT
+    assert store.through("check", z3, "(folder)", unsat)[0].status == solvers.UNSAT
+    assert store.take_stats()["refused"] == 2
+    # A key's folder that is a link out of the cache, and a lock that is a link: the answer
+    # stands, nothing is written through either.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    text = next(t for t in (f"(linked {n})" for n in range(1000))   # a folder of its own
+                if not store._path(store.key("check", z3, t)).parent.exists())
+    key = store.key("check", z3, text)
+    store._path(key).parent.symlink_to(outside)
+    (store.root / "locks" / f"{key[:2]}.lock").symlink_to(outside / "lock")
+    assert store.through("check", z3, text, unsat)[0].status == solvers.UNSAT
+    assert list(outside.iterdir()) == []
