@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 
 import z3
 
@@ -43,27 +44,20 @@ def conjuncts(terms: list) -> list:
     return out
 
 
+_DECLARED = re.compile(r"^\(declare-(?:fun|const) (\|[^|]*\||[^\s()]+)", re.M)
+
+
 def symbols(term, memo: dict) -> frozenset:
-    """The names of the uninterpreted constants and functions ``term`` mentions."""
+    """The names of the uninterpreted constants and functions ``term`` mentions: the
+    declarations z3 prints for it (its printer walks the term in C, far faster than a walk
+    from Python). ``memo`` keeps each term asked for alive, so its id is never reused."""
     key = term.get_id()
-    if key in memo:
-        return memo[key]
-    found: set = set()
-    seen: set = set()
-    todo = [term]
-    while todo:
-        t = todo.pop()
-        if t.get_id() in seen:
-            continue
-        seen.add(t.get_id())
-        if z3.is_app(t):
-            if t.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-                found.add(t.decl().name())
-            todo += t.children()
-        elif z3.is_quantifier(t):
-            todo.append(t.body())
-    memo[key] = frozenset(found)
-    return memo[key]
+    if key not in memo:
+        formula = term if z3.is_bool(term) else term == term
+        text = z3.Z3_benchmark_to_smtlib_string(term.ctx.ref(), "", "", "unknown", "", 0,
+                                                (z3.Ast * 0)(), formula.as_ast())
+        memo[key] = (term, frozenset(_DECLARED.findall(text)))
+    return memo[key][1]
 
 
 def sliced(assumptions: list, claims: list) -> list:
