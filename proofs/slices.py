@@ -15,6 +15,14 @@ reads as the older version's whole claim. Exact: ``Implies(A, And(X, Y))`` holds
 ``Implies(A, X)`` and ``Implies(A, Y)`` hold, and a counterexample to a part is one to the
 claim. Under the oldest version nothing is added and no claim is cut.
 
+The vacuity checks ask whether an antecedent ``A`` can hold with the premises: a
+satisfiability question, where dropping premises is not sound in general. It is exact when
+the dropped premises are those about the added components, ``A`` mentions none of them, and
+every model of the other premises extends to them with every added component zero or false
+(``zeroed``: the premises with that witness substituted, which the caller checks follow from
+the others, one query per premise set): then premises ∧ ``A`` is satisfiable iff the other
+premises ∧ ``A`` is, and the latter reads as under 1.0.
+
 Slicing is sound for proofs only: dropping a premise weakens the assumptions, so ``sliced ∧ ¬claim``
 unsat implies ``premises ∧ ¬claim`` unsat. Any other answer of a sliced query (sat: perhaps
 spurious; unknown) is not used: the claim is solved again with every premise, as without
@@ -127,3 +135,53 @@ def split(claim, new: frozenset, memo: dict) -> tuple:
 def _conj(parts: list):
     parts = [p for p in parts if p is not None]
     return None if not parts else parts[0] if len(parts) == 1 else z3.And(parts)
+
+
+def _zero(sort):
+    if z3.is_bv_sort(sort):
+        return z3.BitVecVal(0, sort.size(), sort.ctx)
+    if sort.kind() == z3.Z3_BOOL_SORT:
+        return z3.BoolVal(False, sort.ctx)
+    if sort.kind() == z3.Z3_ARRAY_SORT:
+        inner = _zero(sort.range())
+        return None if inner is None else z3.K(sort.domain(), inner)
+    return None
+
+
+def _constants(term, names_of: frozenset, out: dict) -> None:
+    seen: set = set()
+    todo = [term]
+    while todo:
+        t = todo.pop()
+        if t.get_id() in seen:
+            continue
+        seen.add(t.get_id())
+        if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            if _is_added(frozenset([t.decl().name()]), names_of):
+                out[t.get_id()] = t
+        elif z3.is_app(t):
+            todo += t.children()
+
+
+def zeroed(assumptions: list, new: frozenset, memo: dict) -> tuple[list, list] | None:
+    """(the premise conjuncts about the older components only, the others with every added
+    component zero or false), or None when a premise is about an added component of a sort
+    without a zero (then no slicing)."""
+    old: list = []
+    added_parts: list = []
+    for p in conjuncts(assumptions):
+        (added_parts if _is_added(symbols(p, memo), new) else old).append(p)
+    found: dict = {}
+    for p in added_parts:
+        _constants(p, new, found)
+    pairs = []
+    for const in found.values():
+        zero = _zero(const.sort())
+        if zero is None:
+            return None
+        pairs.append((const, zero))
+    return old, [z3.substitute(p, *pairs) if pairs else p for p in added_parts]
+
+
+def mentions_added(term, new: frozenset, memo: dict) -> bool:
+    return bool(new) and _is_added(symbols(term, memo), new)

@@ -270,3 +270,26 @@ def test_a_hostile_cache_folder_is_refused_entry_by_entry_and_never_written_thro
     (store.root / "locks" / f"{key[:2]}.lock").symlink_to(outside / "lock")
     assert store.through("check", z3, text, unsat)[0].status == solvers.UNSAT
     assert list(outside.iterdir()) == []
+
+
+# An antecedent checked against the premises about 1.0's components only must not pass when
+# the premises about an added component (here the read-only flag) rule it out: the witness
+# (every added component zero or false) does not follow, so every premise is used.
+VACUOUS_UNDER_READ_ONLY = (
+    "import z3\n"
+    "from proofs.registry import Query, theorem\n"
+    "@theorem('entry_frame_when_read_only', widths=(0,))\n"
+    "def build(bits, model=None):\n"
+    "    depth, read_only = z3.BitVec('depth', 64), z3.Bool('read_only')\n"
+    "    return Query([z3.Implies(depth == 1, depth == 1)],\n"
+    "                 [read_only, z3.Implies(read_only, z3.UGT(depth, 1))])\n")
+
+
+def test_an_antecedent_ruled_out_by_an_added_component_is_vacuous(tmp_path):
+    Path("ro.py").write_text(VACUOUS_UNDER_READ_ONLY)
+    for version in ("1.0", "1.1"):
+        main(["prove", "--theorems", "ro.py", "--spec-version", version, "--cache",
+              str(tmp_path / "c"), "--cache-key", str(tmp_path / "k"), "--report", "r.json",
+              "--quiet"])
+        (row,) = json.loads(Path("r.json").read_text())["results"]
+        assert row["status"] == "vacuous" and row["vacuous_claims"] == [0], (version, row)
