@@ -17,7 +17,7 @@ from typing import Any
 
 import z3
 
-from proofs import smtlib, solvers, vacuity, verdicts
+from proofs import slices, smtlib, solvers, vacuity, verdicts
 from proofs.registry import Query
 
 
@@ -26,7 +26,8 @@ def _premises(query, budgets) -> str:
     if not query.assumptions:
         return "satisfiable (none)"
     solver = smtlib.fresh_solver(list(query.assumptions))
-    answer = solvers.check(budgets.configs["z3"], solver.to_smt2(), budgets.wall_seconds)
+    answer = solvers.check(budgets.configs["z3"], solver.to_smt2(), budgets.wall_seconds,
+                           model=False)
     return _premise_word(answer.status)
 
 
@@ -64,11 +65,11 @@ class _Texts:
     """Each claim's own SMT-LIB text, exported when first asked for (claims solved only by
     scripts never need them), and written to the export directory when one is given."""
 
-    def __init__(self, query, names: list[str]):
+    def __init__(self, query, names: list[str] | None = None):
         self.query = query
         self.cache: dict[int, str] = {}      # claim index -> its SMT-LIB text
         export_dir = verdicts.current.export_dir
-        if export_dir:
+        if export_dir and names is not None:
             for k, name in enumerate(names):
                 with open(os.path.join(export_dir, name), "w") as f:
                     f.write(self[k])
@@ -77,6 +78,93 @@ class _Texts:
         if k not in self.cache:
             self.cache[k] = smtlib.export(self.query.assumptions, self.query.claims[k])
         return self.cache[k]
+
+
+_WORST = {solvers.SAT: 3, solvers.TIMEOUT: 2, solvers.UNKNOWN: 1, solvers.UNSAT: 0}
+
+
+def _parted_decide(query, provers, recheckers, wall, stop_at_sat) -> "_Decided":
+    """The claims cut into the parts about the oldest version's components and those about
+    the components a newer version added (slices.split), each set solved on its own
+    (_sliced_decide; the first then reads as the older version's claims), and the answers
+    folded back into each claim's: sat if a part is (its model refutes the claim), unsat
+    if every part is, otherwise the worst part's."""
+    memo: dict = {}
+    new = slices.added(verdicts.current.version)
+    parts: list[list[tuple[int, Any]]] = [[], []]
+    for k, claim in enumerate(query.claims):
+        for side, part in zip(parts, slices.split(claim, new, memo)):
+            if part is not None:
+                side.append((k, part))
+    if not parts[1]:
+        return _sliced_decide(query, provers, recheckers, wall, stop_at_sat)
+    solved = [(side, _sliced_decide(Query([c for _, c in side], query.assumptions), provers,
+                                    recheckers, wall, stop_at_sat)) for side in parts if side]
+    d = _Decided()
+    of: dict[int, list[tuple[Any, int]]] = {}
+    for side, sub in solved:
+        d.premise_answers += sub.premise_answers
+        for name, used in sub.premise_spent.items():
+            d.premise_spent[name] = d.premise_spent.get(name, 0) + used
+        for j, (k, _) in enumerate(side):
+            of.setdefault(k, []).append((sub, j))
+    for k, subs in of.items():
+        for sub, j in subs:
+            for name, used in sub.spent.get(j, {}).items():
+                d.spent.setdefault(k, {})[name] = d.spent.setdefault(k, {}).get(name, 0) + used
+            if j in sub.timed:
+                d.timed.add(k)
+        answered = [(sub, j) for sub, j in subs if j in sub.last]
+        if not answered:
+            continue
+        sub, j = max(answered, key=lambda a: _WORST.get(a[0].last[a[1]].status, 1))
+        refuted = sub.last[j].status == solvers.SAT
+        if len(answered) < len(subs) and not refuted:
+            continue                    # a part left unchecked (after a refutation)
+        d.last[k] = sub.last[j]
+        if refuted and j in sub.prover_of or all(j2 in s2.prover_of for s2, j2 in subs):
+            d.prover_of[k] = sub.prover_of.get(j) or subs[0][0].prover_of[subs[0][1]]
+            again = [s2.verdict.get(j2, solvers.UNKNOWN) for s2, j2 in subs]
+            d.verdict[k] = max(again, key=lambda a: _WORST.get(a, 1))
+            by = [s2.rechecker_of[j2] for s2, j2 in subs if j2 in s2.rechecker_of]
+            if by and d.verdict[k] in solvers.DECIDED:
+                d.rechecker_of[k] = by[0]
+    return d
+
+
+def _sliced_decide(query, provers, recheckers, wall, stop_at_sat) -> "_Decided":
+    """_decide on the claims with the premises sliced to their symbols (slices.py), then,
+    when a premise was dropped, again with every premise for each claim the provers did not
+    prove (a sliced sat may be spurious): the two merged, claim by claim. Only the full
+    premises' answers say whether the premises can hold."""
+    sliced = slices.sliced(query.assumptions, query.claims)
+    d = _decide(Query(query.claims, sliced), _Texts(Query(query.claims, sliced)), provers,
+                recheckers, wall, stop_at_sat)
+    if len(sliced) == len(slices.conjuncts(query.assumptions)):
+        return d                        # nothing dropped: the same premises
+    d.premise_answers = []
+    redo = [k for k in range(len(query.claims))
+            if k not in d.last or d.last[k].status != solvers.UNSAT]
+    if not redo:
+        return d
+    part = Query([query.claims[k] for k in redo], query.assumptions)
+    again = _decide(part, _Texts(part), provers, recheckers, wall, stop_at_sat)
+    for j, k in enumerate(redo):
+        for name in ("last", "prover_of", "verdict", "rechecker_of"):
+            mine, theirs = getattr(d, name), getattr(again, name)
+            mine.pop(k, None)
+            if j in theirs:
+                mine[k] = theirs[j]
+        d.timed.discard(k)
+        if j in again.timed:
+            d.timed.add(k)
+        for config_name, used in again.spent.get(j, {}).items():
+            into = d.spent.setdefault(k, {})
+            into[config_name] = into.get(config_name, 0) + used
+    d.premise_answers = again.premise_answers
+    for config_name, used in again.premise_spent.items():
+        d.premise_spent[config_name] = d.premise_spent.get(config_name, 0) + used
+    return d
 
 
 @dataclass
@@ -165,13 +253,14 @@ def check_rows(items: list, bits: int) -> list[tuple[str, dict, float]]:
         names += [f"{th.name}__{th.opcode}__w{bits}__{k:03d}.smt2".replace("-", "all")
                   for k in range(len(q.claims))]
     combined = Query(claims, q0.assumptions)
-    d = _decide(combined, _Texts(combined, names), provers, recheckers, wall,
-                stop_at_sat=len(items) == 1)
+    if verdicts.current.export_dir:
+        _Texts(combined, names)          # every claim's text with every premise, as written
+    d = _parted_decide(combined, provers, recheckers, wall, stop_at_sat=len(items) == 1)
     premises, premises_by = _premise_status(q0, budgets, d.premise_answers)
     # Every proved claim Implies(A, B): premises ∧ A must be satisfiable (vacuity.py).
     proved = [k for k in range(len(claims)) if k in d.last and d.last[k].status == solvers.UNSAT]
     antecedents, antecedent_units, antecedents_by = (
-        vacuity.check(q0.assumptions, claims, proved, budgets, wall)
+        _vacuity(q0.assumptions, claims, proved, budgets, wall)
         if premises.startswith("satisfiable") else ({}, 0, "-"))
     units = [sum(sum(d.spent.get(k, {}).values()) for k in span) for span in spans]
     out = []
@@ -257,6 +346,32 @@ def _assemble(th, query, ks, d, budgets, wall, profile, recheckers, premises, pr
     return status, extra
 
 
+def _vacuity(assumptions, claims, proved, budgets, wall):
+    """vacuity.check, with the antecedents that mention no component a newer version added
+    checked against the premises about the older components only, when every model of
+    those extends to the others with the added components zero (one z3 query: the zeroed
+    premises follow from the others; slices.zeroed): exact, and the texts read as under
+    the oldest version."""
+    memo: dict = {}
+    new = slices.added(verdicts.current.version)
+    parts = slices.zeroed(assumptions, new, memo) if new else None
+    if parts is None or not parts[1]:   # the premises' conjuncts, as the sliced texts have them
+        return vacuity.check(slices.conjuncts(assumptions), claims, proved, budgets, wall)
+    old, zeroed = parts
+    full = slices.conjuncts(assumptions)
+    ante = [vacuity.antecedent(claims[k]) for k in proved]
+    if not any(a is not None for a in ante) or any(
+            slices.mentions_added(a, new, memo) for a in ante if a is not None):
+        # Nothing to check, or an antecedent about an added component (its text is the
+        # newer version's anyway): every premise.
+        return vacuity.check(full, claims, proved, budgets, wall)
+    follows = solvers.check(budgets.configs["z3"], smtlib.export(
+        old, zeroed[0] if len(zeroed) == 1 else z3.And(zeroed)), wall, model=False)
+    got, used, by = vacuity.check(old if follows.status == solvers.UNSAT else full, claims,
+                                  proved, budgets, wall)
+    return got, used + (follows.resources or 0), by
+
+
 def _antecedents(status: str, extra: dict, statuses: dict[int, str], by: str) -> str:
     """The row's status once its claims' antecedents are known: vacuous when one cannot
     hold with the premises, unproved when one was left undecided."""
@@ -295,8 +410,9 @@ def _counterexample(query, claim, model, budgets, wall: float) -> dict:
     if model is None:
         # From the claim's text in a context of its own (as every proof query): the model,
         # and the time to find it, do not depend on the terms built before in the process.
+        # Never from the verdict cache: its model is what is needed.
         answer = solvers.check(budgets.configs["z3"], smtlib.export(query.assumptions, claim),
-                               wall)
+                               wall, cached=False)
         if answer.status != solvers.SAT or answer.model is None:
             return {"model": "not reproduced by z3 (the deciding solver found one)"}
         model = answer.model

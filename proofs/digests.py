@@ -15,14 +15,26 @@ import sys
 from proofs import smtlib, vacuity
 
 
-def task_scripts(task: tuple, registered: list) -> list[str]:
-    """A theorem task's texts: the script of all its claims (smtlib.script), and the
-    script of its claims' antecedents (vacuity.py) when it has implications."""
+def task_scripts(task: tuple, registered: list, version: str | None = None) -> list[str]:
+    """A theorem task's texts: the scripts its claims are first solved by (claims.py: the
+    claims' parts about the oldest version's components, then those about the components
+    ``version`` added, each with the premises sliced to its claims: slices.py), and the
+    script of its claims' antecedents (vacuity.py, every premise) when it has implications.
+    (A claim a sliced script does not prove is solved again with every premise: not
+    listed, it depends on the answers.)"""
+    from proofs import slices, versions
     kind, key, bits = task
     queries = [registered[i].build(bits) for i in (key if kind == "group" else (key,))]
     claims = [c for q in queries for c in q.claims]
     assumptions = queries[0].assumptions
-    out = [smtlib.script(assumptions, claims)]
+    memo: dict = {}
+    added = slices.added(version or versions.newest())
+    parts: list[list] = [[], []]
+    for claim in claims:
+        for side, part in zip(parts, slices.split(claim, added, memo)):
+            if part is not None:
+                side.append(part)
+    out = [smtlib.script(slices.sliced(assumptions, side), side) for side in parts if side]
     antecedents, seen = [], set()
     for claim in claims:
         a = vacuity.antecedent(claim)
@@ -47,7 +59,7 @@ def lines(options=None, version: str | None = None) -> list[str]:
         keys = task[1] if task[0] == "group" else (task[1],)
         names = ",".join(f"{registered[i].name}/{registered[i].opcode}" for i in keys)
         digests = [hashlib.sha256(t.encode()).hexdigest()[:16]
-                   for t in task_scripts(task, registered)]
+                   for t in task_scripts(task, registered, options.version)]
         out.append(f"{names} w{task[2]} {' '.join(digests)}")
     return out
 

@@ -60,7 +60,11 @@ def summary(rows: list[dict], elapsed: float) -> dict:
     for r in theorems:
         provers.update(r.get("proved_by", {}))
         recheckers.update(r.get("rechecked_by", {}))
+    cache: Counter[str] = Counter()
+    for r in rows:
+        cache.update(r.get("cache", {}))
     return {
+        **({"cache": dict(sorted(cache.items()))} if any("cache" in r for r in rows) else {}),
         "seconds": round(elapsed, 1),
         "theorems": dict(Counter(r["status"] for r in theorems)),
         "theorems_by_width": {w: dict(c) for w, c in sorted(by_width.items())},
@@ -76,6 +80,17 @@ def summary(rows: list[dict], elapsed: float) -> dict:
         "unknown": sum(r["status"] == UNKNOWN for r in rows),
         "timeout": sum(r["status"] == TIMEOUT for r in rows),
     }
+
+
+def cache_line(rows: list[dict], folder: str | None) -> str:
+    """What the verdict cache (proofs/cache.py) gave: answers taken from it, solved, and
+    entries refused (not sealed by the local key: solved again)."""
+    if folder is None:
+        return "verdict cache: not used (--no-cache): every query solved"
+    got = summary(rows, 0.0).get("cache", {})
+    hits, solved = got.get("hits", 0), got.get("solved", 0)
+    return (f"verdict cache {folder}: {hits} of {hits + solved} solver answers from the "
+            f"cache, {solved} solved, {got.get('refused', 0)} entries refused")
 
 
 def failures(rows: list[dict]) -> list[dict]:
@@ -155,7 +170,7 @@ def document(rows: list[dict], elapsed: float, options: Options) -> dict:
     scope = {"complete": not options.partial, "spec_version": options.version, "opcodes": list(options.opcodes or []) or None,
              "width": options.width, "theorems_file": options.theorems_file,
              "agreement": options.agreement, "solver": options.solver,
-             "budgets": options.budgets}
+             "budgets": options.budgets, "cache": options.cache_dir}
     return {"format": FORMAT, "fingerprint": fingerprint(), "scope": scope,
             "budgets": solvers.load(options.budgets).to_json(),
             "summary": summary(rows, elapsed), "results": rows}

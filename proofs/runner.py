@@ -173,9 +173,25 @@ def _build(th, bits):
 
 def run_task(task: tuple) -> list[dict]:
     """The rows of one task (one row, or a group's rows)."""
+    if task[0] == "batch":
+        return [row for t in task[1] for row in run_task(t)]
+    return counted(_run_task, task)
+
+
+def counted(work, *args) -> list[dict]:
+    """``work(*args)``'s rows, the first one with how many of its solver answers came from
+    the verdict cache, were solved, or were refused (proofs/cache.py), when one is used."""
+    cache = solvers.verdict_cache
+    if cache is not None:
+        cache.take_stats()
+    rows = work(*args)
+    if cache is not None and rows:
+        rows[0]["cache"] = cache.take_stats()
+    return rows
+
+
+def _run_task(task: tuple) -> list[dict]:
     kind, key, bits = task
-    if kind == "batch":
-        return [row for t in key for row in run_task(t)]
     start = time.perf_counter()
     try:
         if kind in ("theorem", "group"):
@@ -364,7 +380,11 @@ def _user_tasks(tasks: list[tuple], options: Options):
         keys = task[1] if task[0] == "group" else (task[1],)
         return [(_THEOREMS[i].name, _THEOREMS[i].opcode, task[2] or "-") for i in keys]
 
-    def decide(index: int, bits: int, assumptions: list, claims_: list, shown: tuple) -> list:
+    def decide(*args) -> list:
+        return counted(decide_rows, *args)
+
+    def decide_rows(index: int, bits: int, assumptions: list, claims_: list,
+                    shown: tuple) -> list:
         th, start = _THEOREMS[index], time.perf_counter()
         calls, named = shown[:2]
         version = verdicts.current.version
@@ -400,6 +420,10 @@ def run_suite(options: Options, progress=None) -> list[dict]:
     verdicts.use(options)
     _THEOREMS = theorems(options)
     solvers.load(options.budgets)   # a bad budgets file fails before any task runs
+    solvers.verdict_cache = None
+    if options.cache_dir:           # opened here, inherited by every forked worker
+        from proofs import cache
+        solvers.verdict_cache = cache.open_cache(options.cache_dir, options.cache_key)
     for th in _THEOREMS:
         solvers.load(options.budgets).profile(th.name, th.profile, th.opcode)
     if options.export_dir:
@@ -424,12 +448,15 @@ def run_suite(options: Options, progress=None) -> list[dict]:
             return sum(rows_of(u) for u in t[1])
         return len(t[1]) if t[0] == "group" else 1
     total = sum(rows_of(t) for t in tasks)
-    for done in (_user_tasks(tasks, options) if options.theorems_file
-                 else _forked(context, tasks, options.jobs)):
-        for row in done:
-            rows.append(row)
-            if progress:
-                progress(len(rows), total, row)
+    try:
+        for done in (_user_tasks(tasks, options) if options.theorems_file
+                     else _forked(context, tasks, options.jobs)):
+            for row in done:
+                rows.append(row)
+                if progress:
+                    progress(len(rows), total, row)
+    finally:
+        solvers.verdict_cache = None
     rows.sort(key=lambda r: (r["theorem"].startswith("agreement"), str(r["opcode"]),
                              r["theorem"], str(r["width"])))
     return rows

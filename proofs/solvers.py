@@ -17,6 +17,7 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from spec.files import FileRefused, read_bounded
 
@@ -155,8 +156,24 @@ class Answer:
     model: object = field(default=None, compare=False)   # z3: a sat model, in z3's main context
 
 
-def check(config: Config, text: str, wall_seconds: float) -> Answer:
-    """Solve the SMT-LIB 2 ``text`` (its ``:status`` is ignored) with ``config``."""
+# The verdict cache of the run in progress (proofs/cache.py: a VerdictCache), set by the
+# runner before its workers fork; None: every query is solved.
+verdict_cache: Any = None
+
+
+def check(config: Config, text: str, wall_seconds: float, cached: bool = True,
+          model: bool = True) -> Answer:
+    """Solve the SMT-LIB 2 ``text`` (its ``:status`` is ignored) with ``config`` (or take its
+    answer from the run's verdict cache, unless ``cached`` is off). A cached answer carries
+    no model: z3's sat answers are solved again unless ``model`` is off (not wanted)."""
+    if verdict_cache is not None and cached:
+        return verdict_cache.through("check", config, text,
+                                     lambda: [_check(config, text, wall_seconds)],
+                                     again=model and config.solver == "z3")[0]
+    return _check(config, text, wall_seconds)
+
+
+def _check(config: Config, text: str, wall_seconds: float) -> Answer:
     text = config.told(text.replace("(set-info :status unsat)", "(set-info :status unknown)", 1))
     if config.solver == "z3":
         return _z3(config, text, wall_seconds)
@@ -217,7 +234,15 @@ def check_script(config: Config, text: str, wall_seconds: float) -> list[Answer]
     ``rlimit-per`` counts per check) and the wall-clock safety net: the answers in order,
     each with the work units that check spent (an incremental solver shares the work on
     the assumptions between a row's claims). z3 and cvc5; z3's ``rlimit`` and cvc5's
-    ``rlimit-per`` both bound each check on its own."""
+    ``rlimit-per`` both bound each check on its own. From the run's verdict cache when it
+    holds the script's answers."""
+    if verdict_cache is not None:
+        return verdict_cache.through("script", config, text,
+                                     lambda: _check_script(config, text, wall_seconds))
+    return _check_script(config, text, wall_seconds)
+
+
+def _check_script(config: Config, text: str, wall_seconds: float) -> list[Answer]:
     text = config.told(text)
     if config.solver == "z3":
         return _z3_script(config, text, wall_seconds)

@@ -51,6 +51,8 @@ class Options:
     samples: int = 8                         # hypothesis examples per opcode
     agreement: bool = True
     crosshair: bool = False                  # the informative CrossHair supplement
+    cache_dir: str | None = None             # verdict cache folder (proofs/cache.py); None: none
+    cache_key: str | None = None             # its secret key file (None: cache.default_key())
     model_overrides: dict = field(default_factory=dict)    # mnemonic -> model (tests)
     handler_overrides: dict = field(default_factory=dict)  # mnemonic -> handler (tests)
 

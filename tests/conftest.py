@@ -35,10 +35,14 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE")
 def isolated_cwd(tmp_path, tmp_path_factory, monkeypatch):
     """Run every test in its own temporary directory, never in the checkout, with its own
     sink key (rtwo_vm/runtime/sinks/approval.py: ``events sink-add`` creates it) outside it,
-    never the user's."""
+    never the user's, and its own empty proofs verdict cache and key (proofs/cache.py:
+    ``rtwo-vm prove`` uses one by default), never the user's."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("RTWO_VM_SINK_KEY_FILE",
                        str(tmp_path_factory.mktemp("sink-key") / "sink.key"))
+    keys = tmp_path_factory.mktemp("proofs-cache")
+    monkeypatch.setenv("RTWO_VM_PROOFS_CACHE", str(keys / "cache"))
+    monkeypatch.setenv("RTWO_VM_PROOFS_CACHE_KEY", str(keys / "key" / "proofs-cache.key"))
     return tmp_path
 
 

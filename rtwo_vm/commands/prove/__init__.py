@@ -75,6 +75,16 @@ def register(subparsers) -> None:
                    help="JSON report path (default build/proofs-report.json for a full run, "
                         "which readiness and the docs read; build/proofs-partial-report.json "
                         "for a partial one; - for stdout)")
+    p.add_argument("--cache", metavar="DIR", dest="cache_dir",
+                   help="verdict cache folder: a query whose exact text, solver and budget "
+                        "were solved before is not solved again (default $RTWO_VM_PROOFS_CACHE, "
+                        "else ~/.cache/rtwo-vm/proofs; entries are sealed with a local key, "
+                        "others are refused; proofs/cache.py)")
+    p.add_argument("--no-cache", dest="cache", action="store_false",
+                   help="no verdict cache: every query is solved")
+    p.add_argument("--cache-key", metavar="FILE", help="the cache's secret key file, outside "
+                   "the cache folder (default $RTWO_VM_PROOFS_CACHE_KEY, else "
+                   "~/.config/rtwo-vm/proofs-cache.key; created 0600 on first use)")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no table")
     progress.add_option(p, "progress bar")
     p.add_argument("--no-table", dest="table", action="store_false",
@@ -156,6 +166,13 @@ def _options(args):
                       agreement=args.agreement, crosshair=args.crosshair,
                       file_seconds=args.file_seconds,
                       file_memory=userfile_options.file_limits(args)[1])
+    if args.cache:
+        from proofs import cache
+        try:    # the folder and key are made (or refused) before any task runs
+            opened = cache.open_cache(args.cache_dir, args.cache_key)
+        except cache.CacheError as err:
+            raise CliError(f"--cache: {err}") from None
+        options.cache_dir, options.cache_key = str(opened.folder), str(opened.key_file)
     if args.names and not args.theorems_file:
         known_names = {th.name for th in registry.builtin(version)} | {
             f"agreement_{k}" for k in ("branches", "hypothesis", "exhaustive", "policy",
@@ -208,6 +225,7 @@ def _cmd_prove(args) -> int:
         if args.table:
             print(report.table(rows))
         print(json.dumps(doc["summary"], sort_keys=True))
+        print(report.cache_line(rows, options.cache_dir))
     for failure in report.failures(rows):
         print(report.describe_failure(failure), file=sys.stderr)
     for row in report.undecided(rows):

@@ -1,0 +1,279 @@
+"""Proved once: a verdict cache for the proof queries (``rtwo-vm prove --cache DIR``).
+
+Every query the suite solves is an SMT-LIB 2 text given to a solver configuration under a
+deterministic budget (solvers.py), so its answer is a function of (text, solver, version,
+options, budget). The cache stores that answer under
+
+    key = sha256(format, kind (one check or a script), solver name and version, the
+                 configuration's options, rlimit, logic, script flag, the exact text)
+
+and returns it instead of solving again: within one run (two rows with the same text are
+solved once, also across the run's worker processes: a per-key lock is held while solving)
+and across runs and versions (the 1.0 and 1.1 suites share the texts that are identical).
+
+Only answers that are a function of the text are stored: sat, unsat, and unknown within the
+resource budget, from a configuration with a resource limit (never bitwuzla: it has a
+wall clock only), never a ``timeout`` (the wall-clock safety net), and never an answer that
+carries a z3 model (the counterexample is then replayed from a fresh solve, as without a
+cache). A cached answer gives the same row as a solved one (status, provers, work units).
+
+A cache is a convenience, never evidence. A cache folder may come from someone else, so every
+entry carries an HMAC-SHA256 of its key and answers under a *local secret key*: 32 random
+bytes in a file readable by its owner only, outside the cache folder (created on first use;
+``$RTWO_VM_PROOFS_CACHE_KEY`` or ``--cache-key`` name another). An entry whose MAC does not
+verify (written with another key, or edited) is *refused*: not believed, solved again,
+overwritten, and counted in the report. Whoever holds the key file can forge entries: it is
+the trust root, like the sink key (rtwo_vm/runtime/sinks/approval.py).
+
+Defaults: the folder ``$RTWO_VM_PROOFS_CACHE``, else ``$XDG_CACHE_HOME/rtwo-vm/proofs``, else
+``~/.cache/rtwo-vm/proofs``; the key ``$XDG_CONFIG_HOME/rtwo-vm/proofs-cache.key`` (else
+``~/.config/...``). The folder is not pruned: delete it to start afresh.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import functools
+import hashlib
+import hmac
+import json
+import os
+import re
+import secrets
+import stat
+from pathlib import Path
+from typing import Callable
+
+from proofs import solvers
+
+DIR_ENV, KEY_ENV = "RTWO_VM_PROOFS_CACHE", "RTWO_VM_PROOFS_CACHE_KEY"
+FORMAT = "rtwo-vm proofs cache v1"
+ENTRY_BYTES = 1 << 16                # an entry is a few hundred bytes; larger ones are refused
+STORED = (solvers.SAT, solvers.UNSAT, solvers.UNKNOWN)
+_HEX = re.compile(r"[0-9a-f]{64}\Z")
+
+
+class CacheError(ValueError):
+    """A cache folder or key that cannot be used (one line, for the CLI)."""
+
+
+def default_dir() -> Path:
+    given = os.environ.get(DIR_ENV)
+    if given:
+        return Path(given)
+    base = os.environ.get("XDG_CACHE_HOME")
+    return (Path(base) if base else Path.home() / ".cache") / "rtwo-vm" / "proofs"
+
+
+def default_key() -> Path:
+    given = os.environ.get(KEY_ENV)
+    if given:
+        return Path(given)
+    base = os.environ.get("XDG_CONFIG_HOME")
+    return (Path(base) if base else Path.home() / ".config") / "rtwo-vm" / "proofs-cache.key"
+
+
+def _read_key(path: Path) -> bytes | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        raise CacheError(f"cache key {path}: {err.strerror} (a regular file, not a link)") \
+            from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise CacheError(f"cache key {path}: not a regular file")
+        if info.st_mode & 0o077:
+            raise CacheError(f"cache key {path}: readable or writable by others "
+                             f"(chmod 600 {path})")
+        text = os.read(fd, 200).decode("ascii", "replace")
+    finally:
+        os.close(fd)
+    if not re.fullmatch(r"[0-9a-f]{64}\n?", text):
+        raise CacheError(f"cache key {path}: not 64 hex digits (remove it to make a new one)")
+    return bytes.fromhex(text[:64])
+
+
+def load_key(path: Path) -> bytes:
+    """The secret key in ``path``, created (0600, atomically) when there is none."""
+    key = _read_key(path)
+    if key is not None:
+        return key
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        temp = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}"
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            os.write(fd, (secrets.token_hex(32) + "\n").encode())
+        finally:
+            os.close(fd)
+        try:
+            os.link(temp, path)       # another process that made it first wins
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(temp)
+    except OSError as err:
+        raise CacheError(f"cannot create the cache key {path}: {err.strerror}") from None
+    key = _read_key(path)
+    assert key is not None
+    return key
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    p, f = os.path.realpath(path), os.path.realpath(folder)
+    return p == f or p.startswith(f.rstrip("/") + "/")
+
+
+@functools.cache
+def identity(solver: str) -> str:
+    """The solver's name and exact version, as a key part (another build may answer
+    otherwise within the same budget)."""
+    if solver == "z3":
+        import z3
+        return f"z3 {z3.get_full_version()}"
+    if solver == "cvc5":
+        import cvc5
+        from importlib.metadata import version
+        return f"cvc5 {version('cvc5')} {cvc5.Solver().getVersion()!r}"
+    raise ValueError(f"{solver}: no deterministic budget, never cached")
+
+
+class VerdictCache:
+    """The verdicts stored in ``folder``, each sealed with the key in ``key_file``."""
+
+    def __init__(self, folder: str | os.PathLike[str], key_file: str | os.PathLike[str]):
+        self.folder, self.key_file = Path(folder), Path(key_file)
+        if self.folder.is_symlink():
+            raise CacheError(f"cache folder {self.folder}: is a symbolic link")
+        if _inside(self.key_file, self.folder):
+            raise CacheError(f"cache key {self.key_file}: inside the cache folder "
+                             f"{self.folder}; it must be kept apart from what it seals")
+        try:
+            self.root = self.folder / "v1"
+            (self.root / "locks").mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as err:
+            raise CacheError(f"cache folder {self.folder}: {err.strerror or err}") from None
+        if any(not d.is_dir() or d.is_symlink() for d in (self.root, self.root / "locks")):
+            raise CacheError(f"cache folder {self.folder}: v1 or v1/locks is not a folder "
+                             "(or is a link)")
+        self.secret = load_key(self.key_file)
+        self._locks: dict[str, int] = {}
+        self._pid = os.getpid()
+        # answers taken, solved, refused; entries stored; the work units of the solved
+        # answers per solver (a measure of what was solved that does not depend on load)
+        self.stats = {"hits": 0, "solved": 0, "refused": 0, "stored": 0, "units_z3": 0,
+                      "units_cvc5": 0}
+
+    def key(self, kind: str, config: solvers.Config, text: str) -> str:
+        head = json.dumps([FORMAT, kind, identity(config.solver), list(config.options),
+                           config.rlimit, config.logic, config.script], separators=(",", ":"))
+        return hashlib.sha256(head.encode() + b"\n" + text.encode()).hexdigest()
+
+    def _path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def _mac(self, key: str, answers: list) -> str:
+        blob = json.dumps([FORMAT, key, answers], separators=(",", ":")).encode()
+        return hmac.new(self.secret, blob, hashlib.sha256).hexdigest()
+
+    def lookup(self, key: str) -> list[solvers.Answer] | None:
+        """The stored answers of ``key``: None when there are none, or when the entry does
+        not verify (then counted as refused)."""
+        path = self._path(key)
+        if not os.path.lexists(path):
+            return None
+        from spec.files import FileRefused, read_bounded
+        try:
+            doc = json.loads(read_bounded(path, ENTRY_BYTES, "cache entry"))
+            answers, mac = doc["answers"], doc["mac"]
+            ok = (isinstance(answers, list) and answers and isinstance(mac, str)
+                  and _HEX.match(mac) and doc.get("key") == key
+                  and all(isinstance(a, list) and len(a) == 2 and a[0] in STORED
+                          and (a[1] is None or type(a[1]) is int) for a in answers)
+                  and hmac.compare_digest(mac, self._mac(key, answers)))
+        except (FileRefused, ValueError, TypeError, KeyError, AttributeError, RecursionError):
+            ok = False
+        if not ok:
+            self.stats["refused"] += 1
+            return None
+        return [solvers.Answer(status, used) for status, used in answers]
+
+    def store(self, key: str, answers: list[solvers.Answer]) -> None:
+        plain = [[a.status, a.resources] for a in answers]
+        doc = {"key": key, "answers": plain, "mac": self._mac(key, plain)}
+        path = self._path(key)
+        temp = path.with_name(f".{key}.{os.getpid()}.{secrets.token_hex(4)}")
+        try:
+            path.parent.mkdir(mode=0o700, exist_ok=True)
+            if path.parent.is_symlink():    # never written through a link out of the folder
+                return
+            with open(temp, "x") as f:
+                f.write(json.dumps(doc))
+            os.replace(temp, path)
+            self.stats["stored"] += 1
+        except OSError:         # a full disk or a read-only folder: the answer stands
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+
+    @contextlib.contextmanager
+    def _locked(self, key: str):
+        """Held while ``key`` is looked up and solved: a second process (of this run or
+        another) asking for the same text waits, then reads the answer. One lock file per
+        first byte of the key; opened per process (a lock is held by an open file, which
+        forked processes would otherwise share)."""
+        if self._pid != os.getpid():
+            self._locks, self._pid = {}, os.getpid()
+        name = key[:2]
+        if name not in self._locks:
+            try:
+                self._locks[name] = os.open(self.root / "locks" / f"{name}.lock", os.O_RDWR
+                                            | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            except OSError:             # a link, a read-only folder: solved without the lock
+                self._locks[name] = -1
+        fd = self._locks[name]
+        if fd < 0:
+            yield
+            return
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+
+    def through(self, kind: str, config: solvers.Config, text: str,
+                solve: Callable[[], list[solvers.Answer]],
+                again: bool = False) -> list[solvers.Answer]:
+        """The answers of ``text`` by ``config``: from the cache, else ``solve()``d and
+        stored when every answer is a function of the text (see the module docstring).
+        With ``again``, a stored sat is solved again (its model is wanted: a counterexample
+        is replayed from it as without a cache)."""
+        if config.rlimit is None or config.solver not in ("z3", "cvc5"):
+            self.stats["solved"] += 1
+            return solve()
+        key = self.key(kind, config, text)
+        with self._locked(key):
+            got = self.lookup(key)
+            if got is not None and not (again and any(a.status == solvers.SAT for a in got)):
+                self.stats["hits"] += 1
+                return got
+            answers = solve()
+            self.stats["solved"] += 1
+            self.stats[f"units_{config.solver}"] += sum(a.resources or 0 for a in answers)
+            if got is None and answers and all(a.status in STORED for a in answers):
+                self.store(key, answers)
+            return answers
+
+    def take_stats(self) -> dict:
+        """The counts since the last call (this process), and zero them."""
+        out, self.stats = self.stats, dict.fromkeys(self.stats, 0)
+        return out
+
+
+def open_cache(folder: str | None, key_file: str | None) -> VerdictCache:
+    """The cache of ``folder`` (default_dir) sealed with ``key_file`` (default_key)."""
+    return VerdictCache(Path(folder) if folder else default_dir(),
+                        Path(key_file) if key_file else default_key())
