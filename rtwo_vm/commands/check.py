@@ -1,7 +1,7 @@
 """``rtwo-vm check``: the main job — the whole system shown working, end to end.
 
-Runs, in order and each with its own progress display: the opcode theorems (``prove``), the
-proved differences of each version from its base (``prove --diff``), a fresh fill of the conformance vectors compared with the committed corpus
+Runs, in order and each with its own progress display: the opcode theorems of every version
+(``prove``), the proved differences of each version from its base (``prove --diff``), a fresh fill of the conformance vectors compared with the committed corpus
 (``vectors fill --check``), validation of the reference interpreter through its own adapter
 (``conformance run``), and the readiness report with its evidence (``readiness``). Every
 step is the very command a user would run; ``check`` only sequences them and summarises.
@@ -16,7 +16,7 @@ import tempfile
 import time
 
 STEPS = (
-    ("prove the opcode theorems", ["prove", "--no-table"]),
+    ("prove the opcode theorems of the newest version", ["prove", "--no-table"]),
     ("fill the vectors and compare with the committed corpus", ["vectors", "fill", "--check"]),
     ("validate the reference through its own adapter", ["conformance", "run"]),
     ("readiness report with evidence", ["readiness"]),
@@ -24,13 +24,19 @@ STEPS = (
 
 
 def _steps() -> list[tuple[str, list[str]]]:
-    """STEPS, with after the theorems one ``prove --diff`` per version and its base (the
-    versions are read from spec/versions.toml, never listed here)."""
+    """STEPS, with the theorems of every version the proofs model (the older ones first, each
+    into a report of its own, so that the newest finds their shared verdicts in the verdict
+    cache and writes the report readiness reads), then one ``prove --diff`` per version and
+    its base (read from spec/versions.toml, never listed here)."""
     import spec
+    from proofs import versions
+    older = [(f"prove the opcode theorems of {v}", ["prove", "--no-table", "--spec-version", v,
+                                                     "--report", f"build/proofs-report-{v}.json"])
+             for v in versions.MODELLED if v != versions.newest()]
     pairs = [(v.base, v.version) for v in spec.versions() if v.base is not None]
     diffs = [(f"prove what {new} changes from {old}", ["prove", "--diff", old, new])
              for old, new in pairs]
-    return [STEPS[0], *diffs, *STEPS[1:]]
+    return [*older, STEPS[0], *diffs, *STEPS[1:]]
 
 
 def register(sub) -> None:
