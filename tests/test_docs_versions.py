@@ -12,6 +12,8 @@ import re
 import tomllib
 from pathlib import Path
 
+import pytest
+
 import spec
 from rtwo_vm.site import changes as docchanges, pages as docgen
 
@@ -105,7 +107,16 @@ def test_each_item_shows_its_proof_status_and_witness():
     assert '??? example "Witness vector diff/1.0-1.1/SHA256 (1.0 and 1.1)"' in block
 
 
-def test_a_failed_proof_is_shown_failed_not_proved(monkeypatch):
+@pytest.fixture
+def fresh_proof():
+    """The page's proof made again (it is cached per process), and no planted one left after."""
+    from rtwo_vm.site import changes
+    changes._proof.cache_clear()
+    yield
+    changes._proof.cache_clear()
+
+
+def test_a_failed_proof_is_shown_failed_not_proved(monkeypatch, fresh_proof):
     # P1 planted without its affects list: the SHA256 change is then undeclared.
     import dataclasses
 

@@ -29,7 +29,8 @@ huge integers, integral floats, NaN, Infinity, duplicates, empty containers), js
 and the closures disagreed only where jsonschema-rs refuses and the closures and jsonschema
 accept: NaN and Infinity (which Python's json reads, and jsonschema-rs turns into null), and
 a hex string ending in a newline ("0xab\n": Python's ``$`` matches before a final newline,
-ECMA-262's does not). A key that is not valid UTF-8 (a lone surrogate) makes it raise; a
+ECMA-262's does not; since spec 11.2.1 names ECMA-262, the closures and jsonschema read the
+patterns through spec/ecma.py and refuse it too). A key that is not valid UTF-8 (a lone surrogate) makes it raise; a
 Python tuple it reads as an array (the closures want a list; the JSON text is the same). So
 the only documents whose verdict the pair changes are Python-built ones holding a tuple
 where an array goes, and every problem text is the closures' own.

@@ -8,6 +8,7 @@ guess. Nothing here is cached, so a tool installed later is seen by the next che
 from __future__ import annotations
 
 import importlib
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +37,18 @@ def _import(name: str) -> tuple[Any, str | None]:
         return None, f"{name} fails to import ({type(err).__name__}: {err})"
 
 
+# z3 is not safe to use from two threads at once, and a server runs the instruction registry's
+# probe (below, in a background thread) and upgrade checks (upgrade.py, in request threads)
+# side by side: every use of z3 in a runtime process holds this lock.
+Z3_LOCK = threading.Lock()
+
+
 def smt_models(version: str, bits: int = 64) -> Probe:
+    with Z3_LOCK:
+        return _smt_models(version, bits)
+
+
+def _smt_models(version: str, bits: int) -> Probe:
     """Mnemonics of spec ``version`` with an SMT transition model: ``proofs.instructions.MODULES``,
     each module's ``models(width)`` (the interface of the proofs package)."""
     instructions, why = _import("proofs.instructions")

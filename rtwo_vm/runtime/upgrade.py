@@ -26,7 +26,6 @@ within its own deadline is refused (RuntimeBusy).
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,10 +36,11 @@ from rtwo_vm.runtime import stored
 from rtwo_vm.runtime.execution import RuntimeBusy
 from rtwo_vm.runtime.records import InvalidInput, UnknownRecord
 from rtwo_vm.runtime.store import DamagedRecord, word_text
+from rtwo_vm.runtime.tools import Z3_LOCK
 
 FIELDS = ("status", "error", "error_pc", "output", "storage", "events", "calls", "usage", "fee")
 MAX_CONTRACTS = 16
-LOCK = threading.Lock()
+LOCK = Z3_LOCK      # shared with the instruction registry's probe of the models (tools.py)
 ANSWERS = {"equivalent": "proved-equal", "different": "differs"}
 
 

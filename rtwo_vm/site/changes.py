@@ -13,6 +13,7 @@ of the base version can rebuild).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from importlib import resources
@@ -23,7 +24,7 @@ from rtwo_vm.site import versions as docversions
 from rtwo_vm.site.versions import changes_path
 from spec import diff as spec_diff, prose, versioning
 
-NOT_PROVED = "not proved (the proofs package is not installed)"
+NOT_PROVED = "not proved (no SMT models of this version here)"
 NO_WITNESS = "—"
 _ROW = re.compile(r"^\|\s*([A-Za-z0-9]+)\s*\|(.*)\|\s*(.*?)\s*\|\s*$")
 
@@ -200,12 +201,17 @@ def _item(item: dict, comparison: spec_diff.Comparison, logged: dict[str, tuple[
     return out
 
 
+@functools.cache
 def _proof(base: str, version: str):
     """(report, witness vector ids, vectors by version) of ``prove --diff``, or None without
-    the proofs package."""
+    the proofs package or models of both versions; once per process (a function of the code
+    alone, as the site is built from it)."""
     try:
+        from proofs import versions
         from proofs.diff import run
     except ImportError:
+        return None
+    if not all(v in versions.MODELLED for v in (base, version)):
         return None
     from rtwo_vm.commands.prove.diff import witness_vectors
     report = run.run(base, version)
