@@ -71,7 +71,8 @@ COMMON: dict[str, Equal] = {
     "return data": lambda a, b, i, j: same_bytes(a.return_data, b.return_data, j),
     "events": _events,
 }
-# The newer version's own state, compared with its pre-state (an old instruction keeps it).
+# The newer version's own state, compared with its pre-state (an old instruction keeps it);
+# between two versions that both have it, compared between the two post-states.
 NEW: dict[str, Callable[[State, State], z3.BoolRef]] = {
     "transient storage": lambda post, pre: z3.And(post.transient == pre.transient,
                                                   post.transient_alive == pre.transient_alive),
@@ -121,7 +122,10 @@ def differences(p: Pair) -> dict[str, z3.BoolRef]:
                 continue
             for name, equal in COMMON.items():
                 out[name].append(z3.And(both, z3.Not(equal(bo.state, bn.state, p.i, p.j))))
-    if p.new.transient is not None:
+            if p.old.transient is not None:      # both versions have it: compared like the rest
+                out["transient storage"].append(z3.And(both, z3.Not(NEW["transient storage"](
+                    bn.state, bo.state))))
+    if p.new.transient is not None and p.old.transient is None:
         for bn in p.new_branches:
             for name, kept in NEW.items():
                 out[name].append(z3.And(bn.cond, z3.Not(kept(bn.state, p.new))))
