@@ -17,25 +17,12 @@ from rtwo_vm.cli import main
 from rtwo_vm.runtime import InvalidInput, Runtime, UnknownRecord
 from rtwo_vm.runtime.runtime import counting_ids
 from server_support import AUTH, serving
+from test_equivalence_versions import HASH_WORD   # the one hashing contract of both files
 
 ROOT = Path(__file__).resolve().parents[1]
 EX = ROOT / "examples"
 API = "/api/v1"
 BEHAVIOUR = ["status", "error", "error_pc", "output", "storage", "events"]
-HASH_WORD = """
-    push 0
-    calldataload
-    push 0
-    swap1
-    mstore
-    push 8
-    push 0
-    push 8
-    sha256
-    push 8
-    push 32
-    return
-"""
 HASH_BLOCK_SAVED = (spec.raw("schedule", "1.0")["hash"]["block_cost"]
                     - spec.raw("schedule", "1.1")["hash"]["block_cost"])
 
