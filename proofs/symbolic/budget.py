@@ -41,14 +41,34 @@ class Stopped(Exception):
     """A safety net stopped the run (the reason is the budget's ``stopped``)."""
 
 
+_PARAMS: dict = {}
+
+
+def _params(ctx, memory: int | None) -> z3.ParamsRef:
+    """The simplifier's parameters, made once per context and memory cap (z3.simplify
+    builds them again at every call: most of its cost on small terms)."""
+    key = (id(ctx), SIMPLIFY_STEPS, memory)
+    params = _PARAMS.get(key)
+    if params is None:
+        params = z3.ParamsRef(ctx)
+        params.set("max_steps", SIMPLIFY_STEPS)
+        if memory is not None:
+            params.set("max_memory", memory)
+        _PARAMS[key] = params
+    return params
+
+
 def simplify(term):
     """``z3.simplify`` within SIMPLIFY_STEPS rewriting steps (TermTooLarge beyond) and,
-    while a run explores, within its memory cap (Stopped beyond)."""
+    while a run explores, within its memory cap (Stopped beyond). A numeral is its own
+    simplification (most terms, when the inputs are values)."""
     run = _Active.run
+    ctx = term.ctx
+    if z3.Z3_get_ast_kind(ctx.ref(), term.as_ast()) == z3.Z3_NUMERAL_AST:
+        return term
     try:
-        if run is None:
-            return z3.simplify(term, max_steps=SIMPLIFY_STEPS)
-        return z3.simplify(term, max_steps=SIMPLIFY_STEPS, max_memory=run.z3_memory)
+        params = _params(ctx, None if run is None else run.z3_memory)
+        return z3.z3._to_expr_ref(z3.Z3_simplify_ex(ctx.ref(), term.as_ast(), params.params), ctx)
     except z3.Z3Exception as err:
         if "max. steps" in str(err):
             raise TermTooLarge(f"a term needs more than {SIMPLIFY_STEPS} rewriting steps "

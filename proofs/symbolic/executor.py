@@ -225,6 +225,8 @@ class Explorer:
             if pc is None or pc not in code.at:
                 raise ModelError(f"pc {p.state.pc} is no instruction of {code.address:#x}")
             self._count_step()
+            if self.setup.observe is not None:
+                self.setup.observe(code, pc, p.state)
             try:
                 ends, successors = self._step(code, p, pc)
             except TermTooLarge:
@@ -454,7 +456,7 @@ def normalise(s, before, fresh: int):
     stack = tuple(simplify(v) for v in s.stack[:fresh]) + tuple(s.stack[fresh:height])
     if len(stack) < height:
         raise ModelError("the stack lost items below the window")
-    rstack = tuple(simplify(v) for v in s.rstack[:rheight]) + (ZERO, ZERO)
+    rstack = _rstack(s.rstack, before.rstack, rheight)
     meters = {n: simplify(getattr(s, n)) for n in METERS
               if getattr(s, n) is not getattr(before, n)}
     pages = s.memory.pages
@@ -463,6 +465,23 @@ def normalise(s, before, fresh: int):
     return s.replace(pc=pc, height=z3.BitVecVal(height, W.counter_bits),
                      stack=stack + zero_window(), rheight=z3.BitVecVal(rheight, W.counter_bits),
                      rstack=rstack, memory=memory, **meters)
+
+
+def _rstack(items: tuple, before: tuple, rheight: int) -> tuple:
+    """The return stack cut to its height, with the window of two zeros below, its new items
+    simplified: ``before`` (the previous state's, normalised) is simplified already, and a
+    step pushes onto it or pops from it, so only the items above its old top are new (a
+    deep return stack is not simplified again at every step)."""
+    if items is before:
+        return items
+    grown = len(items) - len(before)
+    if before and 0 <= grown < len(items) and items[grown] is before[0]:
+        new, rest = tuple(simplify(v) for v in items[:grown]), items[grown:]
+    elif before and grown < 0 and items and items[0] is before[-grown]:
+        new, rest = (), items
+    else:
+        new, rest = tuple(simplify(v) for v in items), ()
+    return (new + rest)[:rheight] + (ZERO, ZERO)
 
 
 def explore(setup: Setup, solver: Solver | None = None) -> Exploration:

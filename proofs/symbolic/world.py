@@ -71,6 +71,7 @@ class Setup:
     z3_memory: int = DEFAULT_Z3_MEMORY      # megabytes z3 may hold: a safety net
     prefix: str = ""                        # variable names (equivalence: shared inputs)
     assume: Callable | None = None          # assume(inputs) -> constraints on the inputs
+    observe: Callable | None = None         # observe(code, pc, state) before each instruction
 
     def __post_init__(self) -> None:
         if self.w.bits != W.bits:

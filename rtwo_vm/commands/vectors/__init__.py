@@ -27,6 +27,12 @@ def register(sub) -> None:
                    help="explore every example again for the symbolic source's witnesses (z3)")
     f.add_argument("--source", action="append", choices=["definition", "smt", "random", "fuzz", "symbolic"],
                    help="fill only these sources (default: all)")
+    f.add_argument("--second-oracle", choices=["all", "cover", "off"], default="all",
+                   help="also run the vectors by the proofs' SMT models and fail on any disagreement: "
+                        "every vector (all, the default), a cover of every instruction, outcome, section "
+                        "and boundary (cover, as rtwo-vm check does), or none (off)")
+    f.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="worker processes of the second oracle (default: one per core)")
     author.add_in_checkout(f)
     f.set_defaults(func=author.cmd_fill)
     c = vs.add_parser("check", help="validate the stored corpus: schema (jsonschema), manifest, digest")

@@ -119,6 +119,8 @@ def _one_line(err: Exception) -> str:
 
 
 def cmd_fill(args) -> int:
+    if args.jobs is not None and not 1 <= args.jobs <= 256:
+        raise CliError("--jobs must be in 1..256")
     project, here = _checkout(args)
     if project is None:
         if not (args.check or args.dir):
@@ -130,6 +132,7 @@ def cmd_fill(args) -> int:
         argv += ["--refresh-symbolic"] if args.refresh_symbolic else []
         argv += [f"--source={s}" for s in args.source or ()] + (["--dir", _absolute(args.dir)] if args.dir else [])
         argv += ["--spec-version", args.spec_version] if args.spec_version else []
+        argv += ["--second-oracle", args.second_oracle] + (["--jobs", str(args.jobs)] if args.jobs else [])
         return _delegate(args, project, argv)
     from conformance.corpus import store
     from conformance.corpus.fill import fill
@@ -145,6 +148,8 @@ def cmd_fill(args) -> int:
         for line in _explained_lines(filled):
             print(line)
         scenarios = scenario_store.fill_all(list(filled.corpora))
+        if not _second_oracle_agrees(args, filled, scenarios):
+            return 1
         if args.check:
             differing = 0
             for version, corpus in filled.corpora.items():
@@ -175,6 +180,22 @@ def cmd_fill(args) -> int:
         print(f"spec {version}: {scenario['vector_count']} scenario vectors ({scenario['step_count']} steps) "
               f"into {scenario_store.folder(folders[version])}, digest {scenario['digest'][:12]}")
     return 0
+
+
+def _second_oracle_agrees(args, filled, scenarios) -> bool:
+    """Every expected result (of the mode's vectors) computed again by the proofs' models
+    (conformance/oracles): False, nothing written, when one disagrees."""
+    from conformance.oracles import corpus as oracles
+    checked = oracles.check({v: (c.vectors, scenarios[v]) for v, c in filled.corpora.items()},
+                            args.second_oracle, args.jobs)
+    for found in checked.disagreements:
+        for line in found.lines():
+            print(line)
+    print(checked.summary(), file=sys.stderr if args.second_oracle == "off" else sys.stdout)
+    if checked.disagreements:
+        print("vectors fill: the expected results above are not confirmed by the second oracle; "
+              "nothing was written", file=sys.stderr)
+    return not checked.disagreements
 
 
 def _explained_lines(filled) -> list[str]:
