@@ -109,8 +109,21 @@ def _checkout(args):
     return project, here
 
 
-def _one_line(err: Exception) -> str:
+# Problems of failed author expectations listed by fill (one line each); the rest are counted.
+MAX_EXPECTATION_LINES = 50
+
+
+def _message(err: Exception) -> str:
+    """The error text of a failed fill: its first line (capped), or for failed author
+    expectations one line per problem."""
+    from conformance.corpus.expect import ExpectationFailed
     from conformance.corpus.fill import UnexplainedDifference
+    if isinstance(err, ExpectationFailed):
+        # one line per problem: each names the definition, the version and what differs
+        shown = [line[:300] for line in err.lines[:MAX_EXPECTATION_LINES]]
+        more = len(err.lines) - len(shown)
+        return (f"{len(err.lines)} author expectations fail, so their definitions do not fill:\n"
+                + "\n".join(shown) + (f"\n(and {more} more)" if more else ""))
     lines = str(err).splitlines()
     # an unexplained difference names the vector, the fields and what its request touches
     cap = 1500 if isinstance(err, UnexplainedDifference) else 300
@@ -163,7 +176,7 @@ def cmd_fill(args) -> int:
         scenario_manifests = {v: scenario_store.write(scenarios[v], scenario_store.folder(folders[v]), v)
                               for v in filled.corpora}
     except (FileRefused, ValueError) as err:
-        raise CliError(_one_line(err)) from None
+        raise CliError(_message(err)) from None
     except OSError as err:
         raise CliError(f"cannot write the corpus: {err.strerror or err}") from None
     print(f"filled {filled.count} vectors in {filled.seconds:.2f} s ({filled.rate:,.0f} vectors/s)")
@@ -231,7 +244,7 @@ def cmd_promote(args) -> int:
     try:
         manifests = promote(Path(args.findings), args.ids, promoted=promoted, corpus_dir=directory)
     except (PromoteError, ValueError) as err:
-        raise CliError(_one_line(err)) from None
+        raise CliError(_message(err)) from None
     except OSError as err:
         raise CliError(f"cannot promote: {err.strerror or err}") from None
     print(f"promoted into {promoted}; corpora in {directory}:")
