@@ -119,7 +119,8 @@ def fill_checked(case: Case, versions: Iterable[str]) -> dict[str, dict[str, Any
         vector_input = input_of(case)
     except AssemblyError as err:
         raise DefinitionError(f"{case.id}: assembly ({case.container_version}): {err}") from None
-    filled, failed = {}, []
+    filled: dict[str, dict[str, Any]] = {}
+    failed: list[str] = []
     for version in versions:
         try:
             filled[version] = fill_case(case, version, vector_input)

@@ -13,8 +13,8 @@ from conformance.corpus.vector import BASE, CALLER, ENTRY, VERSIONS, Boundary, C
 from reference_vm import container
 
 __all__ = ["BASE", "Boundary", "CALLER", "Case", "ENTRY", "EXCEEDED", "Expect", "MASK", "MIN", "OPEN", "OTHER",
-           "SMAX", "TABLE", "THIRD", "VERSIONS", "WORDS", "across_versions", "base_costs", "build", "case", "fill_stack", "home",
-           "limit_side", "name_of", "push_all", "refused", "returning", "words"]
+           "SMAX", "TABLE", "THIRD", "VERSIONS", "WORDS", "across_versions", "base_costs", "build", "case",
+           "fill_stack", "home", "limit_side", "name_of", "push_all", "refused", "returning", "words"]
 
 # The definitions written for the first version (1.0) read its tables; a definition of a later
 # version says so (Case.since) and reads that version's (definitions/v1_1/).
