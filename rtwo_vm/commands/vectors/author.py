@@ -122,7 +122,9 @@ def _message(err: Exception) -> str:
         # one line per problem: each names the definition, the version and what differs
         shown = [line[:300] for line in err.lines[:MAX_EXPECTATION_LINES]]
         more = len(err.lines) - len(shown)
-        return (f"{len(err.lines)} author expectations fail, so their definitions do not fill:\n"
+        definitions = len({line.split(" (")[0] for line in err.lines})
+        return (f"author expectations fail ({len(err.lines)} problems in {definitions} definitions), "
+                "so those definitions do not fill:\n"
                 + "\n".join(shown) + (f"\n(and {more} more)" if more else ""))
     lines = str(err).splitlines()
     # an unexplained difference names the vector, the fields and what its request touches
