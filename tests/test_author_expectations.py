@@ -156,8 +156,8 @@ def test_cli_fill_check_stops_with_one_line_per_problem(monkeypatch, capsys):
     assert cli.main(["vectors", "fill", "--check", "--source", "definition"]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     problems = [line.format(v=v) for _, line in PLANTED[:2] for v in VERSIONS]
-    assert lines == [f"rtwo-vm: error: author expectations fail ({len(problems)} problems in 2 definitions), so "
-                     "those definitions do not fill:", *problems]
+    assert lines == [f"rtwo-vm: error: author expectations fail ({len(problems)} problems in 2 definitions); a "
+                     "definition whose expectations fail does not fill:", *problems]
 
 
 def test_a_scenario_step_states_the_same_expect_with_the_slots_after_that_step():

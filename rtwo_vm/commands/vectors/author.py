@@ -123,8 +123,9 @@ def _message(err: Exception) -> str:
         shown = [line[:300] for line in err.lines[:MAX_EXPECTATION_LINES]]
         more = len(err.lines) - len(shown)
         definitions = len({line.split(" (")[0] for line in err.lines})
-        return (f"author expectations fail ({len(err.lines)} problems in {definitions} definitions), "
-                "so those definitions do not fill:\n"
+        return (f"author expectations fail ({len(err.lines)} problems in {definitions} "
+                f"definition{'s' if definitions != 1 else ''}); a definition whose expectations fail does not "
+                "fill:\n"
                 + "\n".join(shown) + (f"\n(and {more} more)" if more else ""))
     lines = str(err).splitlines()
     # an unexplained difference names the vector, the fields and what its request touches
