@@ -177,6 +177,8 @@ def test_a_scenario_step_states_the_same_expect_with_the_slots_after_that_step()
                   VERSIONS[0])
     with pytest.raises(ExpectationFailed) as caught:
         fill_scenario(scenario(Expect(storage={0x100: {3: 0}}, at_most={"storage_units": new_slot - 1})), VERSIONS[0])
+    with pytest.raises(ValueError, match=r"^scenario/t/kv: step 0: unknown usage name 'gas'"):
+        fill_scenario(scenario(Expect(usage={"gas": 1})), VERSIONS[0])
     assert caught.value.lines == (
         f"scenario/t/kv ({VERSIONS[0]}): step 0: expected storage_units at most {new_slot - 1}, the reference gives "
         f"{new_slot}",

@@ -90,7 +90,8 @@ def _unknown_outcomes(by_version: Mapping[str, Expect]) -> list[str]:
     unknown: dict[tuple[str, str], list[str]] = {}      # (what, name) -> the versions without it
     for version, expect in by_version.items():
         codes = spec.load(version).errors
-        for what, name in [("outcome", expect.outcome), *(("call outcome", c) for c in expect.calls or ())]:
+        calls = () if isinstance(expect.calls, str) else expect.calls or ()
+        for what, name in [("outcome", expect.outcome), *(("call outcome", c) for c in calls)]:
             if name is not None and name not in statuses_without_code() and name not in codes:
                 unknown.setdefault((what, name), []).append(version)
     return [f"unknown {what} {name!r} in the expectation (spec {', '.join(versions)}: not "
@@ -101,7 +102,8 @@ def _unknown_outcomes(by_version: Mapping[str, Expect]) -> list[str]:
 def definition_problems(expectation: Expectation | None, versions: Iterable[str]) -> list[str]:
     """What is wrong with a definition's expectation before anything runs: not an Expect, a
     version named that the definition is not filled for, an unknown outcome or usage name, a
-    negative bound or a slot that is not a word, in any of ``versions`` (those it is filled for)."""
+    negative bound or a slot that is not a word. ``versions``: every version the definition is
+    filled for (each outcome is checked against that version's codes)."""
     if expectation is None:
         return []
     versions = list(versions)

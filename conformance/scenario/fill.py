@@ -13,7 +13,9 @@ from dataclasses import replace
 from typing import Any, Iterable, Mapping
 
 import spec
-from conformance.corpus.expect import Expect, failure, result_problems, state_slots, storage_problems
+from conformance.corpus.expect import (
+    Expect, definition_problems, failure, result_problems, state_slots, storage_problems,
+)
 from conformance.corpus.vector import outcome_of, stamped, version_order
 from conformance.scenario.carry import ScenarioRun, run_steps
 from conformance.scenario.case import ScenarioCase, Step, scenario_input
@@ -109,7 +111,12 @@ def expectation_problems(case: ScenarioCase, run: ScenarioRun) -> list[str]:
 
 def fill_case(case: ScenarioCase, version: str) -> dict[str, Any]:
     """The scenario vector of ``case`` for ``version``; ExpectationFailed
-    (conformance.corpus.expect) when the reference's results are not what the author states."""
+    (conformance.corpus.expect) when the reference's results are not what the author states,
+    ValueError before anything runs when a step's expectation is malformed."""
+    for index, (step, step_version) in enumerate(zip(case.steps, case.step_versions(version))):
+        wrong = definition_problems(step_expect(step), [step_version])
+        if wrong:
+            raise ValueError(f"{case.id}: step {index}: " + "; ".join(wrong))
     scenario = scenario_input(case, version)
     run = run_steps(scenario)
     problems = expectation_problems(case, run)
