@@ -204,10 +204,10 @@ def test_the_guide_example_fails_as_the_guide_shows(monkeypatch, capsys):
 
 
 def test_a_long_list_of_problems_is_cut_and_counted():
-    from rtwo_vm.commands.vectors.author import MAX_EXPECTATION_LINES, _message
+    from rtwo_vm.commands.vectors.author import MAX_EXPECTATION_LINES, _one_line
     lines = [f"arithmetic/ADD/t{i} (1.0): expected success, the reference gives TRAP_EXECUTED"
              for i in range(MAX_EXPECTATION_LINES + 3)]
-    shown = _message(ExpectationFailed(lines)).splitlines()
+    shown = _one_line(ExpectationFailed(lines)).splitlines()
     assert shown[0].startswith(f"author expectations fail ({len(lines)} problems in {len(lines)} definitions)")
     assert shown[1:-1] == lines[:MAX_EXPECTATION_LINES] and shown[-1] == "(and 3 more)"
 

@@ -113,7 +113,7 @@ def _checkout(args):
 MAX_EXPECTATION_LINES = 50
 
 
-def _message(err: Exception) -> str:
+def _one_line(err: Exception) -> str:
     """The error text of a failed fill: its first line (capped), or for failed author
     expectations one line per problem."""
     from conformance.corpus.expect import ExpectationFailed
@@ -179,7 +179,7 @@ def cmd_fill(args) -> int:
         scenario_manifests = {v: scenario_store.write(scenarios[v], scenario_store.folder(folders[v]), v)
                               for v in filled.corpora}
     except (FileRefused, ValueError) as err:
-        raise CliError(_message(err)) from None
+        raise CliError(_one_line(err)) from None
     except OSError as err:
         raise CliError(f"cannot write the corpus: {err.strerror or err}") from None
     print(f"filled {filled.count} vectors in {filled.seconds:.2f} s ({filled.rate:,.0f} vectors/s)")
@@ -247,7 +247,7 @@ def cmd_promote(args) -> int:
     try:
         manifests = promote(Path(args.findings), args.ids, promoted=promoted, corpus_dir=directory)
     except (PromoteError, ValueError) as err:
-        raise CliError(_message(err)) from None
+        raise CliError(_one_line(err)) from None
     except OSError as err:
         raise CliError(f"cannot promote: {err.strerror or err}") from None
     print(f"promoted into {promoted}; corpora in {directory}:")
