@@ -18,7 +18,8 @@ from conformance.corpus.vector import content_hash
 from conformance.scenario import store
 from conformance.scenario.carry import next_state, run_steps
 from conformance.scenario.case import ScenarioCase, Step
-from conformance.scenario.fill import ExpectationFailed, fill_case, fill_input
+from conformance.corpus.expect import ExpectationFailed
+from conformance.scenario.fill import fill_case, fill_input
 from conformance.scenario.schema import authoritative_problems, vector_problems
 from spec.files import FileRefused
 
@@ -65,7 +66,7 @@ def test_a_definition_whose_author_expectations_fail_does_not_fill():
     wrong_slot = ScenarioCase("scenario/t/b", "b", {0x100: KV}, (Step(call_data=_words(1, 1)),),
                               expect_storage={0x100: {1: 2}})
     wrong_output = ScenarioCase("scenario/t/c", "c", {0x100: KV}, (Step(output=b"\x01"),))
-    for case, words in ((wrong_outcome, "expected reverted"), (wrong_slot, "slot 0x1 of 0x100 is 0x1, expected 0x2"),
+    for case, words in ((wrong_outcome, "expected reverted"), (wrong_slot, "expected slot 0x1 of 0x100 = 0x2, the reference gives 0x1"),
                         (wrong_output, "expected output 0x01")):
         with pytest.raises(ExpectationFailed, match=words):
             fill_case(case, "1.0")

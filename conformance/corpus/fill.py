@@ -26,6 +26,7 @@ from conformance.constants import SMT_CACHE
 from conformance.corpus import explain, fuzz_source, random_source, smt_source, symbolic_source
 from conformance.corpus.coverage import boundary_limits
 from conformance.corpus.definitions import all_cases
+from conformance.corpus.expect import ExpectationFailed, definition_problems
 from conformance.corpus.vector import (
     BOUNDARY_POINTS, DEFAULTS, SOURCES, VERSIONS, Boundary, Case, fill_case, input_of, vector_line,
     version_order,
@@ -101,12 +102,15 @@ def case_problems(case: Case, versions: Iterable[str] = ()) -> list[str]:
                            + (f" (spec {', '.join(unknown)})" if unknown != list(versions) else ""))
             if case.boundary.at not in BOUNDARY_POINTS:
                 out.append(_unknown("boundary point", case.boundary.at, BOUNDARY_POINTS))
+    if case.expect is not None and not _version_problems(case):
+        out += definition_problems(case.expect, [v for v in VERSIONS if case.valid_in(v)])
     return out
 
 
 def fill_checked(case: Case, versions: Iterable[str]) -> dict[str, dict[str, Any]]:
     """fill_case for each of ``versions`` the case is valid in (version -> vector), with every
-    problem of the definition reported as ``id: problem``."""
+    problem of the definition reported as ``id: problem``; ExpectationFailed (every version's
+    problems) when the results are not what its author expects."""
     versions = [v for v in versions if case.valid_in(v)] if not _version_problems(case) else []
     problems = case_problems(case, versions)
     if problems:
@@ -115,7 +119,16 @@ def fill_checked(case: Case, versions: Iterable[str]) -> dict[str, dict[str, Any
         vector_input = input_of(case)
     except AssemblyError as err:
         raise DefinitionError(f"{case.id}: assembly ({case.container_version}): {err}") from None
-    return {version: fill_case(case, version, vector_input) for version in versions}
+    filled: dict[str, dict[str, Any]] = {}
+    failed: list[str] = []
+    for version in versions:
+        try:
+            filled[version] = fill_case(case, version, vector_input)
+        except ExpectationFailed as err:
+            failed += err.lines
+    if failed:
+        raise ExpectationFailed(failed)
+    return filled
 
 
 @dataclass
@@ -193,8 +206,9 @@ def fill(sources: Iterable[str] = SOURCES, *, versions: Iterable[str] = VERSIONS
          refresh_smt: bool = False, refresh_symbolic: bool = False) -> Fill:
     """Fill every case for each of ``versions`` it is valid in; raise ValueError on a duplicate
     id within a version, a definition that cannot be filled (DefinitionError, naming the case),
-    an invalid vector, or a difference between two filled consecutive versions that no diff item
-    explains (UnexplainedDifference)."""
+    an invalid vector, a definition whose author expectations fail (ExpectationFailed, after
+    every case ran: one line per problem of every such definition), or a difference between two
+    filled consecutive versions that no diff item explains (UnexplainedDifference)."""
     sources, versions = tuple(sources), _checked_versions(versions)
     smt, notes = smt_inputs(refresh_smt) if "smt" in sources else (None, [])
     symbolic = None
@@ -207,8 +221,13 @@ def fill(sources: Iterable[str] = SOURCES, *, versions: Iterable[str] = VERSIONS
     dropped: dict[str, list[str]] = {v: [] for v in versions}
     unexplained: list[str] = []
     explained: dict[str, list[str]] = {}
+    failed: list[str] = []
     for case in cases(sources, smt, symbolic):
-        filled = fill_checked(case, versions)
+        try:
+            filled = fill_checked(case, versions)
+        except ExpectationFailed as err:
+            failed += err.lines
+            continue
         previous: dict[str, Any] | None = None
         for version, vector in filled.items():
             if case.id in seen[version]:
@@ -227,6 +246,8 @@ def fill(sources: Iterable[str] = SOURCES, *, versions: Iterable[str] = VERSIONS
                 dropped[version].append(f"{case.id} ({size:,} bytes)")
                 continue
             vectors[version].append(vector)
+    if failed:
+        raise ExpectationFailed(failed)
     if unexplained:
         raise UnexplainedDifference(f"{len(unexplained)} vectors differ between versions with no diff "
                                     f"item to explain it; first: {unexplained[0]}")

@@ -22,6 +22,7 @@ from typing import Any, Mapping
 
 import spec
 from conformance.constants import GENERATOR, GENERATOR_VERSION
+from conformance.corpus.expect import Expectation, expect_for, failure, outcome_of, problems
 from reference_vm import (
     Context, Contract, ExecutionResult, Limits, Message, Policy, WorldState, assemble, execute,
 )
@@ -164,6 +165,9 @@ class Case:
     container: str | None = None
     # The tool that made the vector, when not the filler (the symbolic source's witnesses).
     generator: str | None = None
+    # What the author expects of the result (conformance.corpus.expect): an Expect for every
+    # version, or version -> Expect; checked at fill, never written into the vector.
+    expect: Expectation | None = None
 
     @property
     def container_version(self) -> str:
@@ -270,11 +274,6 @@ def expected_of(result: ExecutionResult, version: str) -> dict[str, Any]:
     return {"result": result.to_json(), "error_stage": error_stage(result.error, version)}
 
 
-def outcome_of(result_json: Mapping[str, Any]) -> str:
-    """The outcome label of a result: its status when it has no code, else the code."""
-    return result_json["error"] or result_json["status"]
-
-
 def _sections(case: Case, result_json: Mapping[str, Any], table: spec.Spec) -> list[str]:
     found = set(case.sections)
     found.update(table.by_mnemonic[m].section for m in case.opcodes)
@@ -305,12 +304,17 @@ def content_hash(vector: Mapping[str, Any]) -> str:
 
 def fill_case(case: Case, version: str, vector_input: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Run a case through the reference interpreter under ``version`` and return the complete
-    vector of that version (``vector_input``: the case's input, when already made)."""
+    vector of that version (``vector_input``: the case's input, when already made);
+    ExpectationFailed when the result is not what the case's author expects."""
     vector_input = input_of(case) if vector_input is None else vector_input
     result = run_reference(vector_input, version)
     if result.status == "internal":
         raise AssertionError(f"{case.id}: the reference reported INTERNAL_ERROR under {version}")
     result_json = result.to_json()
+    expect = expect_for(case.expect, version)
+    found = [] if expect is None else problems(expect, vector_input, result_json)
+    if found:
+        raise failure(case.id, version, found)
     vector = {
         "id": case.id,
         "description": case.description,

@@ -3,9 +3,11 @@
 A definition deploys contracts (assembly or container bytes, with storage) and lists its
 steps: for each the call (target, caller, call data), the context, the policy and the limits,
 exactly the fields of a single-call definition (conformance.corpus.vector.Case), and what the
-author expects of it (``expect``: the outcome, a status or a code). ``expect_storage`` states
-slots of the state after the last step. Expectations are checked when the definition is
-filled (conformance.scenario.fill): a definition whose expectations fail does not fill.
+author expects of it (``expect``: the outcome, a status or a code, or a whole
+conformance.corpus.expect.Expect, whose slots are those after the step). ``expect_storage``
+states slots of the state after the last step. Expectations are checked when the definition is
+filled (conformance.scenario.fill), as a single-call definition's are: a definition whose
+expectations fail does not fill.
 
 Like a single-call definition, it is valid from ``since`` to ``until`` and filled once for each
 version in that range, every step under that version. A step may instead name its own version
@@ -19,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from conformance.corpus.expect import Expect
 from conformance.corpus.vector import (
     BASE, CALLER, ENTRY, ZERO_SEED, Case, Code, in_range, input_of, version_order,
 )
@@ -37,7 +40,7 @@ class Step:
     limits: Mapping[str, int] = field(default_factory=dict)
     isolation_level: str | None = None
     version: str | None = None      # this step's version, when the definition is an upgrade
-    expect: str | None = None       # the outcome: success, reverted or a code
+    expect: str | Expect | None = None   # the outcome (success, reverted or a code), or an Expect
     output: bytes | None = None     # the output the author expects
 
 

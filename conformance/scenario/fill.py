@@ -9,20 +9,20 @@ fuzzing finding), whose version is that of its last step.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Iterable, Mapping
 
 import spec
-from conformance.corpus.vector import outcome_of, parse_word, stamped, version_order
+from conformance.corpus.expect import (
+    Expect, definition_problems, failure, result_problems, state_slots, storage_problems,
+)
+from conformance.corpus.vector import outcome_of, stamped, version_order
 from conformance.scenario.carry import ScenarioRun, run_steps
-from conformance.scenario.case import ScenarioCase, scenario_input
+from conformance.scenario.case import ScenarioCase, Step, scenario_input
 
 SECTION = "11.9"
 # The sources a scenario vector may name (the schema's enum, chapter 11.9.1).
 SOURCES: tuple[str, ...] = tuple(spec.schema("scenario-vector")["$defs"]["tags"]["properties"]["source"]["enum"])
-
-
-class ExpectationFailed(AssertionError):
-    """A definition's result is not what its author states (the definition does not fill)."""
 
 
 def steps_version(steps: Iterable[Mapping[str, Any]]) -> str:
@@ -89,32 +89,38 @@ def fill_input(scenario: Mapping[str, Any], *, id: str, description: str, source
                      opcodes=opcodes, categories=categories, generator=generator)
 
 
+def step_expect(step: Step) -> Expect:
+    """What the author states of a step's result: its ``expect`` (an outcome, or an Expect)
+    with its ``output``."""
+    expect = step.expect if isinstance(step.expect, Expect) else Expect(outcome=step.expect)
+    return expect if step.output is None else replace(expect, output=step.output)
+
+
 def expectation_problems(case: ScenarioCase, run: ScenarioRun) -> list[str]:
-    """Where the run differs from what the definition's author states."""
+    """Where the run differs from what the definition's author states (conformance.corpus.expect):
+    each step's result, the slots after a step, the slots after the last step."""
     found = []
+    after = (*run.states[1:], run.post_state)
     for index, (step, result) in enumerate(zip(case.steps, run.results)):
-        if step.expect is not None and outcome_of(result) != step.expect:
-            found.append(f"step {index}: expected {step.expect}, the reference gives {outcome_of(result)}")
-        if step.output is not None and result["output"] != "0x" + step.output.hex():
-            found.append(f"step {index}: expected output 0x{step.output.hex()}, the reference gives {result['output']}")
-    contracts = run.post_state["contracts"]
-    for address, slots in case.expect_storage.items():
-        body = contracts.get(hex(address), {"storage": {}})
-        for key, value in slots.items():
-            got = parse_word(body["storage"].get(hex(key), "0x0"))
-            if got != value:
-                found.append(f"after the last step: slot {hex(key)} of {hex(address)} is {hex(got)}, "
-                             f"expected {hex(value)}")
+        expect = step_expect(step)
+        found += [f"step {index}: {p}" for p in result_problems(expect, result)
+                  + storage_problems(expect.storage, state_slots(after[index]))]
+    found += [f"after the last step: {p}" for p in storage_problems(case.expect_storage, state_slots(run.post_state))]
     return found
 
 
 def fill_case(case: ScenarioCase, version: str) -> dict[str, Any]:
-    """The scenario vector of ``case`` for ``version``; ExpectationFailed when the reference's
-    results are not what the author states."""
+    """The scenario vector of ``case`` for ``version``; ExpectationFailed
+    (conformance.corpus.expect) when the reference's results are not what the author states,
+    ValueError before anything runs when a step's expectation is malformed."""
+    for index, (step, step_version) in enumerate(zip(case.steps, case.step_versions(version))):
+        wrong = definition_problems(step_expect(step), [step_version])
+        if wrong:
+            raise ValueError(f"{case.id}: step {index}: " + "; ".join(wrong))
     scenario = scenario_input(case, version)
     run = run_steps(scenario)
     problems = expectation_problems(case, run)
     if problems:
-        raise ExpectationFailed(f"{case.id} ({version}): " + "; ".join(problems))
+        raise failure(case.id, version, problems)
     return vector_of(run, scenario, id=case.id, description=case.description, source=case.source,
                      opcodes=case.opcodes, categories=case.categories, sections=case.sections)

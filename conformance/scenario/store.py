@@ -125,16 +125,25 @@ def load(directory: Path, version: str | None = None) -> list[dict[str, Any]]:
 
 
 def fill_all(versions: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
-    """Every scenario definition filled for each of ``versions`` it is valid in (ids unique)."""
+    """Every scenario definition filled for each of ``versions`` it is valid in (ids unique);
+    ExpectationFailed, after all ran, with the problems of every definition whose author
+    expectations fail."""
+    from conformance.corpus.expect import ExpectationFailed
     from conformance.scenario.definitions import all_cases
     from conformance.scenario.fill import fill_case
     out: dict[str, list[dict[str, Any]]] = {v: [] for v in versions}
     seen: set[str] = set()
+    failed: list[str] = []
     for case in all_cases():
         if case.id in seen:
             raise ValueError(f"duplicate scenario definition id {case.id!r}")
         seen.add(case.id)
         for version in case.versions(tuple(versions)):
             if version in out:
-                out[version].append(fill_case(case, version))
+                try:
+                    out[version].append(fill_case(case, version))
+                except ExpectationFailed as err:
+                    failed += err.lines
+    if failed:
+        raise ExpectationFailed(failed)
     return out

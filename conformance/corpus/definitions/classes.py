@@ -12,12 +12,18 @@
   an entry frame that fails after a call (7.1): empty, not its return data;
 - container size fields whose high bytes are both set, so that a sum computed modulo 2^32 or
   on signed fields would cancel: the sizes still do not add up.
+
+Where the author's intent is a value, the definition states it (conformance.corpus.expect):
+the slots after the writes, the return data after a refused call, the empty output of a failed
+entry frame, the validation code of the sizes.
 """
 
 from __future__ import annotations
 
 
-from conformance.corpus.definitions.common import MACHINE, MASK, PAGE, TABLE, build, case, push_all
+from conformance.corpus.definitions.common import (
+    ENTRY, EXCEEDED, MACHINE, MASK, PAGE, TABLE, Expect, build, case, push_all, refused, words,
+)
 
 CALL_DEPTH = MACHINE["call_depth"]
 COPIES = tuple(i.mnemonic for i in TABLE.instructions if i.cost_rule == "memory_copy")
@@ -44,12 +50,14 @@ def _orders():
     yield case("storage/SSTORE/changes_sorted_numerically",
                "Six keys written out of order, 0x9 and 0x10 among them: changes are sorted by numeric key.",
                _writes((k, 0x50 + i) for i, k in enumerate(keys)) + "stop\n",
-               opcodes=("SSTORE",), categories=("semantics", "result"), sections=("7.5",))
+               opcodes=("SSTORE",), categories=("semantics", "result"), sections=("7.5",),
+               expect=Expect(outcome="success", storage={ENTRY: {k: 0x50 + i for i, k in enumerate(keys)}}))
     yield case("storage/SSTORE/changes_of_every_kind_sorted",
                "Deletes, rewrites, new slots and a restored slot interleaved: changes sorted by key, the restored one absent.",
                _writes(((0x10, 0), (0x2, 7), (0x9, 3), (0xA, 0x44), (0x1, 8), (0xA, 0))) + "stop\n",
                storage={0x9: 2, 0x10: 1, 0x1: 8, 0x20: 5}, opcodes=("SSTORE",),
-               categories=("semantics", "result"), sections=("7.5",))
+               categories=("semantics", "result"), sections=("7.5",),
+               expect=Expect(outcome="success", storage={ENTRY: {0x10: 0, 0x2: 7, 0x9: 3, 0xA: 0, 0x1: 8, 0x20: 5}}))
     # Address order 0x100 < 0x101 < 0x102, key order the reverse; written callee-first.
     yield case("call/CALL/changes_sorted_by_address_then_key",
                "Three contracts write keys in the reverse of their address order, the last address first: "
@@ -57,14 +65,19 @@ def _orders():
                _calls((0x102, 0x101)) + _writes(((0x30, 1), (0x5, 2))) + "stop\n",
                contracts={0x101: _writes(((0x3, 3), (0x1, 4), (0x20, 5))) + "stop\n",
                           0x102: _writes(((0x2, 6),)) + "stop\n"},
-               opcodes=("CALL", "SSTORE"), categories=("semantics", "call", "result"), sections=("7.5",))
+               opcodes=("CALL", "SSTORE"), categories=("semantics", "call", "result"), sections=("7.5",),
+               expect=Expect(outcome="success", calls=("success", "success"),
+                             storage={0x100: {0x30: 1, 0x5: 2}, 0x101: {0x3: 3, 0x1: 4, 0x20: 5}, 0x102: {0x2: 6}}))
     # Addresses 0x9 < 0x10 < 0x100 < 0x1000 numerically, "0x10" < "0x100" < "0x1000" < "0x9" as strings.
     yield case("call/CALL/changes_sorted_by_numeric_address",
                "Contracts at 0x9, 0x10 and 0x1000 and the entry at 0x100 write keys 0x9 and 0x10: "
                "changes are sorted by numeric address, then numeric key.",
                _calls((0x1000, 0x10, 0x9)) + _writes(((0x10, 1), (0x9, 2))) + "stop\n",
                contracts={a: _writes(((0x10, a + 1), (0x9, a + 2))) + "stop\n" for a in (0x9, 0x10, 0x1000)},
-               opcodes=("CALL", "SSTORE"), categories=("semantics", "call", "result"), sections=("7.5",))
+               opcodes=("CALL", "SSTORE"), categories=("semantics", "call", "result"), sections=("7.5",),
+               expect=Expect(outcome="success", calls=("success",) * 3,
+                             storage={0x100: {0x10: 1, 0x9: 2},
+                                      **{a: {0x10: a + 1, 0x9: a + 2} for a in (0x9, 0x10, 0x1000)}}))
 
 
 def _copy_source(mnemonic: str, dst: int, offset: int, length: int, source: bytes):
@@ -120,24 +133,39 @@ def _after(target: int, first: int = TALKER) -> str:
             + "push 16\nswap1\nmstore\npush 8\nswap1\nmstore\npush 0\nswap1\nmstore\n" + SHOW)
 
 
+# The record of each call refused before its callee runs (6.11 step 3): a 16-byte container
+# one byte short is a size mismatch, code 0x01 (NOP) is not terminated.
+REFUSED = {"contract_not_found": "CONTRACT_NOT_FOUND", "bad_magic": "BAD_MAGIC",
+           "size_mismatch": "CONTAINER_SIZE_MISMATCH", "invalid_code": "CODE_NOT_TERMINATED",
+           "policy_refused": "TIME_ACCESS_FORBIDDEN"}
+# How each entry frame of call/CALL/entry_*_after_a_call_outputs_nothing ends, and its calls.
+# The stack_underflow one never runs: its code ends with ADD, which can continue past the end,
+# so the container is refused (CODE_NOT_TERMINATED, 3.2) and neither the call nor the underflow
+# happens; the vector shows an empty output, not the one of a frame failing after a call.
+ENTRY_FAILS = {"trap": ("TRAP_EXECUTED", ("success",)), "stack_underflow": ("CODE_NOT_TERMINATED", ()),
+               "memory_exhausted": (EXCEEDED["memory_pages"], ("success",))}
+
+
 def _refused():
-    refused = 0x7B0
+    refused_at = 0x7B0
     kinds = {"contract_not_found": None, "bad_magic": b"XXXX" + bytes(12),
              "size_mismatch": build(b"\x00")[:-1] + b"\x00\x00", "invalid_code": build(b"\x01"),
              "policy_refused": "time\nstop\n"}
     for name, callee in kinds.items():
-        contracts = {TALKER: TALKS} if callee is None else {TALKER: TALKS, refused: callee}
+        contracts = {TALKER: TALKS} if callee is None else {TALKER: TALKS, refused_at: callee}
         yield case(f"call/CALL/return_data_after_refused_{name}",
                    f"A call that returns 8 bytes, then a call refused before its callee runs ({name.replace('_', ' ')}): "
                    "RETURNDATASIZE is 0 and RETURNDATACOPY writes zeros.",
-                   _after(refused), contracts=contracts, opcodes=("CALL", "RETURNDATASIZE", "RETURNDATACOPY"),
-                   categories=("call", "semantics"), sections=("6.11",))
+                   _after(refused_at), contracts=contracts, opcodes=("CALL", "RETURNDATASIZE", "RETURNDATACOPY"),
+                   categories=("call", "semantics"), sections=("6.11",),
+                   expect=Expect(outcome="success", calls=("success", REFUSED[name]), output=words(1, 0, 0, 0)))
     yield case("call/CALL/return_data_after_revert_then_refused",
                "A call that reverts with 8 bytes, then a call of a missing contract: RETURNDATASIZE is 0.",
-               _after(refused, first=0x7A2),
+               _after(refused_at, first=0x7A2),
                contracts={0x7A2: "push 0\npush 0x5252\nmstore\npush 0\npush 8\nrevert\n"},
                opcodes=("CALL", "RETURNDATASIZE", "RETURNDATACOPY"), categories=("call", "semantics"),
-               sections=("6.11",))
+               sections=("6.11",),
+               expect=Expect(outcome="success", calls=("reverted", "CONTRACT_NOT_FOUND"), output=words(0, 0, 0, 0)))
     # 7.1: a frame's output after an error is empty, whatever return data it holds.
     for name, tail in (("trap", "trap\n"), ("stack_underflow", "add\n"),
                        ("memory_exhausted", f"push {MASK}\nmload\nstop\n")):
@@ -145,7 +173,8 @@ def _refused():
                    f"The entry frame receives 8 bytes of return data, then ends with {name.replace('_', ' ')}: "
                    "the result's output is empty.",
                    push_all([TALKER, 100000, 0, 0]) + "call\npop\n" + tail, contracts={TALKER: TALKS},
-                   opcodes=("CALL",), categories=("call", "result"), sections=("7.1", "7.5"))
+                   opcodes=("CALL",), categories=("call", "result"), sections=("7.1", "7.5"),
+                   expect=Expect(outcome=ENTRY_FAILS[name][0], calls=ENTRY_FAILS[name][1], output=b""))
     # Every frame above the deepest one calls TALKER (its return data: 8 bytes), then itself with
     # n - 1; the deepest frame's CALL is refused (depth) and it returns what it reads; each
     # frame returns its callee's output.
@@ -178,7 +207,8 @@ def _sizes():
         yield case(f"validation/CONTAINER_SIZE_MISMATCH/high_bytes_{x >> 24:02x}_{y >> 24:02x}",
                    f"Code size {len(code) + x:#x} and data size {len(data) + y:#x} (true sizes {len(code)} and "
                    f"{len(data)}): their sum modulo 2^32 would match, the sizes do not add up.",
-                   _header(len(code) + x, len(data) + y, code, data), categories=("invalid",), sections=("3.1",))
+                   _header(len(code) + x, len(data) + y, code, data), categories=("invalid",), sections=("3.1",),
+                   expect=refused("CONTAINER_SIZE_MISMATCH"))
 
 
 def cases():

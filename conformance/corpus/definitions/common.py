@@ -1,18 +1,20 @@
 """Building blocks shared by the hand-written definitions: addresses, named words, assembly
-snippets that return stack items, and a stack filler for depth boundaries."""
+snippets that return stack items, a stack filler for depth boundaries, and the pieces of
+author expectations (Expect, conformance.corpus.expect) the definitions state."""
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator, TypeVar
 
 import spec
+from conformance.corpus.expect import Expect, usage_names
 from conformance.corpus.vector import BASE, CALLER, ENTRY, VERSIONS, Boundary, Case, version_order
 from reference_vm import container
 
-__all__ = ["BASE", "Boundary", "CALLER", "Case", "ENTRY", "MASK", "MIN", "OPEN", "OTHER", "SMAX",
-           "TABLE", "THIRD", "VERSIONS", "WORDS", "across_versions", "build", "case", "fill_stack", "home",
-           "name_of", "push_all", "returning"]
+__all__ = ["BASE", "Boundary", "CALLER", "Case", "ENTRY", "EXCEEDED", "Expect", "MASK", "MIN", "OPEN", "OTHER",
+           "SMAX", "TABLE", "THIRD", "VERSIONS", "WORDS", "across_versions", "base_costs", "build", "case",
+           "fill_stack", "home", "limit_side", "name_of", "push_all", "refused", "returning", "words"]
 
 # The definitions written for the first version (1.0) read its tables; a definition of a later
 # version says so (Case.since) and reads that version's (definitions/v1_1/).
@@ -36,6 +38,50 @@ WORDS = (("zero", 0), ("one", 1), ("seven", 7), ("smax", SMAX), ("min", MIN),
          ("minus_one", MASK))
 
 _NAMES = {value: name for name, value in WORDS}
+
+
+T = TypeVar("T")
+# Author expectations (conformance.corpus.expect). The code each sandbox dimension halts with
+# when a charge would pass its limit (chapter 5.1).
+EXCEEDED = {"compute": "COMPUTE_LIMIT_EXCEEDED", "memory_pages": "MEMORY_LIMIT_EXCEEDED",
+            "storage_units": "STORAGE_LIMIT_EXCEEDED"}
+
+
+def refused(code: str) -> Expect:
+    """The expectation of a request refused before anything ran (status invalid, rejected or
+    violation): the code, and every usage field and the fee 0 (chapter 5.5)."""
+    return Expect(outcome=code, usage={name: 0 for name in usage_names()})
+
+
+def limit_side(at: str, passing: T, failing: T, fails_at: str = "limit+1") -> T:
+    """The expectation of a boundary vector at ``at``: reaching a limit exactly is allowed, so
+    every point but ``fails_at`` (the demand one above the limit; for a request range's
+    minimum, the value below it) passes."""
+    return failing if at == fails_at else passing
+
+
+def base_costs(source: str, version: str) -> int:
+    """The sum of the base costs (instructions.toml ``cost``) of the instructions of assembly
+    ``source``, each counted once: the compute a straight-line program is charged before its
+    cost rules (5.2.3). ``push N`` is the shortest PUSHn holding N (9.4)."""
+    table = spec.load(version)
+    total = 0
+    for line in source.splitlines():
+        parts = line.split(";")[0].split()
+        if not parts or parts[0].endswith(":") or parts[0].startswith("."):
+            continue
+        mnemonic = parts[0].upper()
+        if mnemonic == "PUSH":
+            value = int(parts[1], 0) % 2 ** BITS
+            mnemonic = next(f"PUSH{n}" for n in (1, 2, 4, 8) if value < 2 ** (8 * n))
+        total += table.by_mnemonic[mnemonic].cost
+    return total
+
+
+def words(*values: int) -> bytes:
+    """The output of ``returning(len(values))`` on these stack items, bottom first: each a
+    little-endian word (chapter 2.7)."""
+    return b"".join((v & MASK).to_bytes(BITS // 8, "little") for v in values)
 
 
 def name_of(value: int) -> str:

@@ -2,15 +2,30 @@
 exhaustion in the middle of a segment, container size fields with a non-zero high byte,
 results with several entries in every list, storage slots written twice in one execution,
 callee writes undone by a fault, return data after a failed call, and MSTORE8 of a value whose
-low byte is zero."""
+low byte is zero.
+
+Each states what its author expects: the fault or code of each mid-segment halt (5.2.3), the
+validation code (3.1), the slots and counters of repeated writes (5.4), the slots a failed
+callee leaves (its writes undone, its counters kept, 6.11), the bytes MSTORE8 leaves (6.6)."""
 
 from __future__ import annotations
 
 
-from conformance.corpus.definitions.common import MACHINE, OTHER, THIRD, build, case, fill_stack, push_all, returning
+from conformance.corpus.definitions.common import (
+    ENTRY, EXCEEDED, MACHINE, OTHER, THIRD, TABLE, Expect, build, case, fill_stack, push_all, refused, returning, words,
+)
 from conformance.corpus.vector import BASE, input_of, run_reference
 
 STACK_DEPTH = MACHINE["stack_depth"]
+UNITS = TABLE.schedule["storage"]
+
+
+def writes(slots: dict[int, int], count: int, new: int, output: bytes | None = None, reads: int = 0) -> Expect:
+    """SSTOREs (and ``reads`` SLOADs) of the entry leaving ``slots``: ``count`` writes, ``new`` of
+    them new slots (5.4)."""
+    return Expect(outcome="success", output=output, storage={ENTRY: slots}, usage={
+        "storage_writes": count, "storage_new_slots": new, "storage_reads": reads,
+        "storage_units": count * UNITS["write_units"] + new * UNITS["new_slot_units"] + reads * UNITS["read_units"]})
 
 
 def _header(code_size: int, data_size: int, code: bytes, data: bytes = b"") -> bytes:
@@ -18,24 +33,35 @@ def _header(code_size: int, data_size: int, code: bytes, data: bytes = b"") -> b
     return blob[:8] + code_size.to_bytes(4, "little") + data_size.to_bytes(4, "little") + blob[16:]
 
 
+# How the callee of call/CALL/callee_*_writes_undone ends, and the writes counted (kept when
+# undone, 6.11 step 5): the caller's and the trapping callee's. The exhausted callee never
+# writes: its compute operand runs out at its first SSTORE's new-slot charge (instructions.toml
+# SSTORE cost plus schedule.toml storage.new_slot_cost), so that vector shows a failed callee,
+# not an undone write.
+ENDS = {"trap": "TRAP_EXECUTED", "exhausted": EXCEEDED["compute"]}
+WRITES_COUNTED = {"trap": {"storage_writes": 2}, "exhausted": {"storage_writes": 1}}
+
+
 def cases():
     # 5.2.3: every instruction is checked, not only a segment's net effect.
     yield case("stack/PUSH1/overflow_inside_segment",
                f"On {STACK_DEPTH - 1} items, PUSH1 PUSH1 POP POP: the second PUSH1 overflows though the segment ends lower.",
                fill_stack(STACK_DEPTH - 1) + "push1 1\npush1 2\npop\npop\nstop\n", opcodes=("PUSH1", "POP"),
-               categories=("fault", "segment"), sections=("5.2.3",))
+               categories=("fault", "segment"), sections=("5.2.3",), expect=Expect(outcome="STACK_OVERFLOW"))
     yield case("stack/DUP1/overflow_inside_segment",
                f"On {STACK_DEPTH - 1} items, DUP1 DUP1 POP POP: the second DUP1 overflows.",
                fill_stack(STACK_DEPTH - 1) + "dup1\ndup1\npop\npop\nstop\n", opcodes=("DUP1", "POP"),
-               categories=("fault", "segment"), sections=("5.2.3",))
+               categories=("fault", "segment"), sections=("5.2.3",), expect=Expect(outcome="STACK_OVERFLOW"))
     yield case("arithmetic/ADD/underflow_inside_segment",
                "PUSH1 ADD in the middle of a segment: ADD underflows after PUSH1 was charged.",
-               "push1 1\nadd\npush1 2\npop\nstop\n", opcodes=("ADD",), categories=("fault", "segment"))
+               "push1 1\nadd\npush1 2\npop\nstop\n", opcodes=("ADD",), categories=("fault", "segment"),
+               expect=Expect(outcome="STACK_UNDERFLOW", usage={"compute": TABLE.by_mnemonic["PUSH1"].cost}))
     for limit in (1, 2, 3):
         yield case(f"arithmetic/ADD/compute_exhausted_inside_segment_{limit}",
                    f"PUSH1 PUSH1 ADD PUSH1 POP STOP under a compute limit of {limit}: exhausted mid-segment.",
                    "push1 1\npush1 2\nadd\npush1 3\npop\nstop\n", limits={"compute": limit}, opcodes=("ADD",),
-                   categories=("limits", "segment"))
+                   categories=("limits", "segment"),
+                   expect=Expect(outcome=EXCEEDED["compute"], at_most={"compute": limit}))
     # 3.1: the size fields are 4-byte little-endian integers; a non-zero high byte counts.
     code = bytes([0x10, 0x01, 0x00])   # push1 1; stop
     for name, blob in (("code_size_high_byte", _header(len(code) + (1 << 24), 0, code)),
@@ -44,7 +70,7 @@ def cases():
                        ("data_size_third_byte", _header(len(code), 1 << 16, code))):
         yield case(f"validation/CONTAINER_SIZE_MISMATCH/{name}",
                    f"A container whose {name.replace('_', ' ')} is set: the sizes do not add up.",
-                   blob, categories=("invalid",), sections=("3.1",))
+                   blob, categories=("invalid",), sections=("3.1",), expect=refused("CONTAINER_SIZE_MISMATCH"))
     # 7.5: several entries in every list of the result.
     writer = "push 21\npush 2100\nsstore\npush 0\npush 0\npush 0x77\nlog1\npush 0\npush 8\nreturn\n"
     reverter = "push 22\npush 2200\nsstore\npush 0\npush 0\nlog0\npush 0\npush 8\nrevert\n"
@@ -68,22 +94,25 @@ def cases():
     yield case("storage/SSTORE/new_slot_after_delete",
                "A slot holding 9 is cleared, then set to 5: the second write makes a new slot again.",
                push_all([1, 0]) + "sstore\n" + push_all([1, 5]) + "sstore\nstop\n", storage={1: 9},
-               opcodes=("SSTORE",), categories=("semantics", "storage"))
+               opcodes=("SSTORE",), categories=("semantics", "storage"), expect=writes({1: 5}, 2, 1))
     yield case("storage/SSTORE/rewrite_of_a_pending_new_slot",
                "An empty slot is set to 5, then to 6: only the first write makes a new slot.",
                push_all([1, 5]) + "sstore\n" + push_all([1, 6]) + "sstore\nstop\n",
-               opcodes=("SSTORE",), categories=("semantics", "storage"))
+               opcodes=("SSTORE",), categories=("semantics", "storage"), expect=writes({1: 6}, 2, 1))
     yield case("storage/SSTORE/three_writes_one_slot",
                "An empty slot is set to 5, cleared, and set to 7: two new slots are charged.",
                push_all([4, 5]) + "sstore\n" + push_all([4, 0]) + "sstore\n" + push_all([4, 7]) + "sstore\n"
-               + "push 4\nsload\n" + returning(1), opcodes=("SSTORE", "SLOAD"), categories=("semantics", "storage"))
+               + "push 4\nsload\n" + returning(1), opcodes=("SSTORE", "SLOAD"), categories=("semantics", "storage"),
+               expect=writes({4: 7}, 3, 2, output=words(7), reads=1))
     # 6.11: a callee that faults or is exhausted loses its writes; the caller goes on.
     for name, tail, limit in (("trap", "trap\n", 100000), ("exhausted", "push 1\npush 2\nsstore\nstop\n", 430)):
         callee = "push 7\npush 70\nsstore\n" + tail
         yield case(f"call/CALL/callee_{name}_writes_undone",
                    f"A callee writes a slot, then ends {name}: its write is undone, the caller's survives.",
                    push_all([8, 80]) + "sstore\n" + push_all([OTHER, limit, 0, 0]) + "call\n" + returning(1),
-                   contracts={OTHER: callee}, opcodes=("CALL", "SSTORE"), categories=("call", "storage"))
+                   contracts={OTHER: callee}, opcodes=("CALL", "SSTORE"), categories=("call", "storage"),
+                   expect=Expect(outcome="success", calls=(ENDS[name],), output=words(0),
+                                 storage={ENTRY: {8: 80}, OTHER: {7: 0}}, usage=WRITES_COUNTED[name]))
     # 6.11: after a failed call the return data is empty, whatever an earlier call returned.
     talker = "push 0\npush 0x5151\nmstore\npush 0\npush 8\nreturn\n"
     for name, failing in (("trap", "trap\n"), ("exhausted", "push 1\npush 1\npush 1\npush 1\nstop\n")):
@@ -108,7 +137,8 @@ def cases():
                  + "inner:\n" + push_all([1, 6]) + "sstore\npush 0\npush 0\nrevert\n")
     yield case("call/CALL/revert_restores_pending_write",
                "A contract sets slot 1 to 5, calls itself to set it to 6 and revert: the slot is 5 again.",
-               self_call, storage={1: 9}, opcodes=("CALL", "SSTORE", "REVERT"), categories=("call", "storage"))
+               self_call, storage={1: 9}, opcodes=("CALL", "SSTORE", "REVERT"), categories=("call", "storage"),
+               expect=Expect(outcome="success", calls=("reverted",), output=words(5), storage={ENTRY: {1: 5}}))
     # 5.2.3: when a segment's compute does not fit, each instruction is checked on its own, near
     # the top of the stack too (the stack checks of the stepping path).
     near_top = fill_stack(STACK_DEPTH - 3) + "push1 1\nadd\npush1 2\nadd\npush1 3\nmul\npush1 9\npop\nstop\n"

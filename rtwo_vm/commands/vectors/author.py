@@ -109,8 +109,24 @@ def _checkout(args):
     return project, here
 
 
+# Problems of failed author expectations listed by fill (one line each); the rest are counted.
+MAX_EXPECTATION_LINES = 50
+
+
 def _one_line(err: Exception) -> str:
+    """The error text of a failed fill: its first line (capped), or for failed author
+    expectations one line per problem."""
+    from conformance.corpus.expect import ExpectationFailed
     from conformance.corpus.fill import UnexplainedDifference
+    if isinstance(err, ExpectationFailed):
+        # one line per problem: each names the definition, the version and what differs
+        shown = [line[:300] for line in err.lines[:MAX_EXPECTATION_LINES]]
+        more = len(err.lines) - len(shown)
+        definitions = len({line.split(" (")[0] for line in err.lines})
+        return (f"author expectations fail ({len(err.lines)} problems in {definitions} "
+                f"definition{'s' if definitions != 1 else ''}); a definition whose expectations fail does not "
+                "fill:\n"
+                + "\n".join(shown) + (f"\n(and {more} more)" if more else ""))
     lines = str(err).splitlines()
     # an unexplained difference names the vector, the fields and what its request touches
     cap = 1500 if isinstance(err, UnexplainedDifference) else 300
