@@ -172,7 +172,18 @@ Store = dict[str, dict[str, tuple[str, tuple[str, ...]]]]    # version -> clause
 def load_store(path: Path | None = None) -> Store:
     """The confirmed links (spec/coverage/confirmed.toml); ValueError for a malformed file."""
     path = path or data_path("confirmed.toml")
-    doc = _toml(path, "store of confirmed links")
+    return _store(_toml(path, "store of confirmed links"), str(path))
+
+
+def load_store_text(text: str) -> Store:
+    """The confirmed links written in ``text`` (render_store's form)."""
+    try:
+        return _store(tomllib.loads(text), "store")
+    except tomllib.TOMLDecodeError as err:
+        raise ValueError(f"store: not TOML ({err})") from None
+
+
+def _store(doc: dict[str, Any], path: str) -> Store:
     out: Store = {}
     for version, entries in doc.items():
         if version not in spec.names() or not isinstance(entries, dict):

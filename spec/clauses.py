@@ -142,7 +142,7 @@ def unit_clauses(chapter: str, number: str, text: str) -> tuple[list[Clause], li
     problems: list[str] = []
     where = f"{chapter} section {number}"
     parts = blocks(body)
-    lead = ""
+    lead, pending, previous = "", "", ""
     for k, block in enumerate(parts):
         following = parts[k + 1] if k + 1 < len(parts) else None
         joined = "\n".join(block.lines)
@@ -151,12 +151,16 @@ def unit_clauses(chapter: str, number: str, text: str) -> tuple[list[Clause], li
                 problems.append(f"{where}: the marker line {block.lines[0].strip()} follows no table or code block")
             continue
         if _is_lead(block, following):
-            lead = joined
+            pending, previous = joined, "lead"
             if MARKER.search(joined):
                 problems.append(f"{where}: a marker inside the lead-in {joined[:60]!r}")
             continue
-        if block.kind == "paragraph":
+        # a lead-in belongs to the block right after it, or to every item of the list after it
+        if previous == "lead":
+            lead = pending
+        elif not (block.kind == "item" and previous == "item"):
             lead = ""
+        previous = block.kind
         if block.kind in ("paragraph", "item"):
             match = _TRAILING.search(block.lines[-1])
             inner = MARKER.findall(joined[:len(joined) - len(match.group(0))] if match else joined)

@@ -111,9 +111,25 @@ def S(clauses: str, id: str = "scenario/*", outcome: str | None = None) -> Scena
 
 
 def _links(kind: str, rules: Iterable[Any], items: Sequence[Mapping[str, Any]]) -> list[Link]:
+    # Candidates first (by opcode, by id group), so that a rule is matched against the vectors
+    # it can select rather than against the whole corpus.
+    by_opcode: dict[str, list[int]] = {}
+    by_group: dict[str, list[int]] = {}
+    for n, v in enumerate(items):
+        for mnemonic in set(v.get("tags", {}).get("opcodes", ())):
+            by_opcode.setdefault(mnemonic, []).append(n)
+        by_group.setdefault(v["id"].split("/", 1)[0], []).append(n)
+    everything = range(len(items))
     out = []
     for rule in rules:
-        chosen = tuple(v["id"] for v in items if rule.matches(v))
+        candidates: Iterable[int] = everything
+        if getattr(rule, "opcode", None):
+            candidates = by_opcode.get(rule.opcode, [])
+        elif getattr(rule, "opcodes", None):
+            candidates = sorted({n for m in rule.opcodes for n in by_opcode.get(m, [])})
+        elif rule.id and not any(ch in rule.id.split("/", 1)[0] for ch in "*?["):
+            candidates = by_group.get(rule.id.split("/", 1)[0], [])
+        chosen = tuple(items[n]["id"] for n in candidates if rule.matches(items[n]))
         if chosen:
             out.append(Link(kind, rule.key, rule.clauses, chosen))
     return out

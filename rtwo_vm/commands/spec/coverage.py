@@ -73,9 +73,12 @@ def _confirm(args, reports, store, store_path: Path) -> int:
             print(p)
         print("not confirmed: fix the problems first")
         return 1
-    if not args.store and project_root(store_path.parent) is None:
-        raise CliError(f"--confirm writes {store_path}, which is in no checkout of the project: "
-                       "run it in a checkout, or name a file with --store")
+    if not args.store:
+        # the checkout's own file, and only from within that checkout (never an installed copy)
+        owner, here = project_root(store_path.parent), project_root()
+        if owner is None or here is None or owner.resolve() != here.resolve():
+            raise CliError(f"--confirm writes {store_path}, which is in no checkout of the project you are "
+                           "in: run it in that checkout, or name a file with --store")
     updated = cc.confirmed_store(reports, store)
     try:
         atomic_write(store_path, cc.render_store(updated))
