@@ -102,13 +102,10 @@ def _stack_pushers(table) -> list[str]:
 
 
 def theorem_links(version: str) -> list[Link]:
-    """The links of the theorems the suite registers for ``version`` (none for a version
-    without models)."""
-    from proofs import registry, versions
-    try:
-        registered = registry.builtin(version)
-    except versions.UnmodelledVersion:
-        return []
+    """The links of the theorems the suite registers for ``version`` (versions.UnmodelledVersion,
+    a ValueError, for a version without models)."""
+    from proofs import registry
+    registered = registry.builtin(version)
     import spec
     table = spec.load(version)
     by_name: dict[str, list[str]] = {}
@@ -149,13 +146,11 @@ def theorem_links(version: str) -> list[Link]:
 
 
 def agreement_links(version: str) -> list[Link]:
-    """The links of the agreement checks ``rtwo-vm prove`` plans for ``version``."""
-    from proofs import runner, versions
+    """The links of the agreement checks ``rtwo-vm prove`` plans for ``version``
+    (versions.UnmodelledVersion for a version without models)."""
+    from proofs import runner
     from proofs.verdicts import Options
-    try:
-        tasks = [t for t in runner.plan(Options(version=version)) if t[0] not in ("theorem", "group")]
-    except versions.UnmodelledVersion:
-        return []
+    tasks = [t for t in runner.plan(Options(version=version)) if t[0] not in ("theorem", "group")]
     by_kind: dict[str, list[str]] = {}
     for kind, key, _ in tasks:
         by_kind.setdefault(kind, []).append(str(key))

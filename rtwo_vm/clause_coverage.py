@@ -232,6 +232,8 @@ def gather(version: str) -> tuple[list[Link], list[str]]:
             links += getattr(importlib.import_module(module), function)(version)
         except ImportError as err:
             missing.append(f"{kind}: {module} cannot be imported ({err})")
+        except (OSError, ValueError) as err:     # a corpus that cannot be read, a version without models
+            missing.append(f"{kind}: {str(err).splitlines()[0][:200]}")
     return links, missing
 
 

@@ -136,12 +136,16 @@ def _links(kind: str, rules: Iterable[Any], items: Sequence[Mapping[str, Any]]) 
 
 
 def vector_links(version: str, vectors: Sequence[Mapping[str, Any]] | None = None) -> list[Link]:
-    """The links of the vectors of ``version``'s corpus (the committed one by default)."""
+    """The links of the vectors of ``version``'s corpus (the committed one by default; ValueError
+    when there is none)."""
     from conformance.links.vectors import rules
     if vectors is None:
         from conformance.constants import corpus_dir
         from conformance.corpus import store
-        vectors = store.load(corpus_dir(version))
+        folder = corpus_dir(version)
+        if not (folder / "manifest.json").is_file():
+            raise ValueError(f"no corpus of spec {version} is committed ({folder})")
+        vectors = store.load(folder)
     return _links("vector", rules(version), vectors)
 
 
@@ -152,7 +156,7 @@ def scenario_links(version: str, scenarios: Sequence[Mapping[str, Any]] | None =
         from conformance.constants import corpus_dir
         from conformance.scenario import store
         folder = store.folder(corpus_dir(version))
-        scenarios = store.load(folder, version) if folder.is_dir() else []
+        scenarios = store.load(folder, version) if (folder / "manifest.json").is_file() else []
     return _links("scenario", RULES, scenarios)
 
 

@@ -153,6 +153,8 @@ def coverage_page(version: str, rep=None) -> str:
              "| --- | " + " | ".join("---:" for _ in range(4 + len(SHORT))) + " |", *_chapter_rows(rep), "",
              '<div class="cov-scroll"><table class="cov clause-matrix"><thead><tr><th>clause</th>'
              f'{head}<th>or why</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>']
+    for why in rep.unavailable:
+        lines += ["", f"Not gathered: {html.escape(why, quote=False)}."]
     for problem in rep.problems:
         lines += ["", f"Problem: {html.escape(problem, quote=False)}"]
     return "\n".join(lines) + "\n"
