@@ -162,3 +162,20 @@ def test_coverage_options_belong_to_coverage_and_confirm_writes_only_the_checkou
     assert main(["spec", "coverage", "--version", "1.0", "--confirm"]) == 2
     assert "in no checkout of the project you are in" in capsys.readouterr().err
     assert store.read_bytes() == before
+
+
+def test_spec_check_reports_a_paragraph_without_its_identifier(monkeypatch, capsys):
+    original = prose.chapter_units
+
+    def units(version):
+        return {name: tuple(prose.Unit(u.number, u.text.replace(" {#6.1-trap}", "")) for u in us)
+                for name, us in original(version).items()}
+    _clear()
+    monkeypatch.setattr(prose, "chapter_units", units)
+    try:
+        assert main(["spec", "check"]) == 1
+        out = capsys.readouterr().out
+        assert "1.0: 06-instructions.md section 6.1: a paragraph without a clause marker: '**TRAP** halts" in out
+    finally:
+        monkeypatch.undo()
+        _clear()

@@ -20,7 +20,8 @@ from rtwo_vm.commands.spec import coverage
 def register(sub) -> None:
     p = sub.add_parser("spec", help="check, list, show or compare the specification's versions")
     p.add_argument("action", choices=["check", "show", "opcodes", "versions", "diff", "coverage"],
-                   help="check every version's data against its schemas and diffs, list the "
+                   help="check every version's data against its schemas and diffs (and its clause "
+                        "identifiers), list the "
                         "opcodes, show one, list the versions, print every difference "
                         "between two versions (diff OLD NEW), or list every clause with the checks "
                         "that check it (coverage)")
@@ -70,6 +71,7 @@ def run(args) -> int:
 
 
 def _check() -> int:
+    from spec.clauses import problems as clause_problems
     from spec.diff import compare
     from spec.loader import validate_against_schemas
     try:
@@ -85,6 +87,7 @@ def _check() -> int:
             continue
         if row.base is not None:
             problems += [f"{row.base} -> {row.version}: {p}" for p in compare(row.base, row.version).problems]
+        problems += [f"{row.version}: {p}" for p in clause_problems(row.version)]   # every block marked (1.3)
     for p in problems:
         print(p)
     for row in rows:
