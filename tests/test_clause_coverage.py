@@ -179,3 +179,12 @@ def test_spec_check_reports_a_paragraph_without_its_identifier(monkeypatch, caps
     finally:
         monkeypatch.undo()
         _clear()
+
+
+def test_a_selftest_check_that_names_no_clause_is_a_problem(monkeypatch):
+    from conformance.links import selftest
+    found = selftest.checks()
+    assert "shutdown: answers bye and exits with status 0" in found and selftest.unlinked() == ()
+    monkeypatch.setattr(selftest, "checks", lambda: found + ("answers a planted new check",))
+    problems = cc.coverage("1.0", [], store={}, reasons={}).problems
+    assert "self-test check names no clause: answers a planted new check" in problems
