@@ -1,6 +1,6 @@
 """The clauses of each version's prose: every normative statement with its stable identifier.
 
-Chapter 1.8 (the rule, as spec text): every paragraph, list item, table and code block of the
+Chapter 1.3 states the rule (as spec text): every paragraph, list item, table and code block of the
 chapters ends with a marker ``{#<section>-<name>}``: its *clause identifier*. A paragraph or list
 item carries it at the end of its last line; a table or a code block on a line of its own right
 after it, unless each row of the table carries its own at the end of its last cell (then each
@@ -12,7 +12,7 @@ text is inserted around it, and a later version keeps the identifier of every cl
 
 The *digest* of a clause is the SHA-256 of its normalised text (its lead-in, a table row's
 header, and its own text, markers removed, every run of whitespace one space), written as 12
-hexadecimal digits: the links of checks to clauses record it (rtwo_vm/clauses.py), so that an
+hexadecimal digits: the links of checks to clauses record it (rtwo_vm/clause_coverage.py), so that an
 edited sentence shows which checks to review.
 """
 
