@@ -27,16 +27,19 @@ def offline_chapter(name: str, text: str, version: str) -> str:
 
 
 def pages() -> dict[str, str]:
-    """Site path -> Markdown for every generated page: the chapters, instruction reference
-    and outcome codes of every version, the other reference pages of the newest, and the
-    "What changed" page of every version with a base."""
-    from rtwo_vm.site import changes as docchanges
+    """Site path -> Markdown for every generated page: the chapters (each clause with its
+    checks, rtwo_vm/site/clauses.py), their checks pages, the spec coverage page, instruction
+    reference and outcome codes of every version, the other reference pages of the newest,
+    and the "What changed" page of every version with a base."""
+    from rtwo_vm.site import changes as docchanges, clauses as docclauses
     newest = spec.latest()
     out: dict[str, str] = {}
     for version in spec.names():
         root = version_root(version)
         for name, text in spec.chapters(version).items():
-            out[f"{root}spec/{name}"] = banner(offline_chapter(name, text, version), version, f"spec/{name}")
+            shown = docclauses.with_badges(offline_chapter(name, text, version), name, version)
+            out[f"{root}spec/{name}"] = banner(shown, version, f"spec/{name}")
+        out.update(docclauses.pages(version))
         for page, render in (("reference/instructions.md", instruction_reference),
                              ("reference/errors.md", error_reference)):
             out[f"{root}{page}"] = banner(render(version), version, page)

@@ -56,7 +56,8 @@ def version_nav() -> list[dict]:
         root = version_root(version)
         out.append({f"Spec {version}": [f"{root}spec/{name}" for name in spec.chapters(version)]
                     + [{"Instructions": f"{root}reference/instructions.md"},
-                       {"Outcome codes": f"{root}reference/errors.md"}]})
+                       {"Outcome codes": f"{root}reference/errors.md"},
+                       {"Spec coverage": f"{root}reference/spec-coverage.md"}]})
     return out
 
 

@@ -1,7 +1,9 @@
-"""``rtwo-vm spec``: check every version, list the versions, show an instruction, compare two.
+"""``rtwo-vm spec``: check every version, list the versions, show an instruction, compare two,
+and list which checks check each clause (``coverage``, in ``coverage.py``).
 
-Each action takes the version it reads from ``--spec-version`` (the newest by default) or from
-its arguments (``diff OLD NEW``); nothing here reads a process-wide version.
+Each action takes the version it reads from ``--spec-version`` (the newest by default; for
+coverage, every version) or from its arguments (``diff OLD NEW``); nothing here reads a
+process-wide version.
 """
 
 from __future__ import annotations
@@ -11,25 +13,39 @@ from typing import Any
 import json
 
 import spec
-from rtwo_vm.arguments.inputs import CliError, add_spec_version, instruction_name
+from rtwo_vm.arguments.inputs import CliError, instruction_name, spec_version
+from rtwo_vm.commands.spec import coverage
 
 
 def register(sub) -> None:
     p = sub.add_parser("spec", help="check, list, show or compare the specification's versions")
-    p.add_argument("action", choices=["check", "show", "opcodes", "versions", "diff"],
-                   help="check every version's data against its schemas and diffs, list the "
-                        "opcodes, show one, list the versions, or print every difference "
-                        "between two versions (diff OLD NEW)")
+    p.add_argument("action", choices=["check", "show", "opcodes", "versions", "diff", "coverage"],
+                   help="check every version's data against its schemas and diffs (and its clause "
+                        "identifiers), list the "
+                        "opcodes, show one, list the versions, print every difference "
+                        "between two versions (diff OLD NEW), or list every clause with the checks "
+                        "that check it (coverage)")
     p.add_argument("name", nargs="*", help="show: a mnemonic or an opcode; diff: OLD NEW")
-    add_spec_version(p, "the version opcodes and show read (--version is the same option)", "--version")
-    p.add_argument("--json", action="store_true", help="versions, diff: JSON on stdout")
+    # No default here: opcodes and show read the newest version, coverage every version.
+    p.add_argument("--spec-version", "--version", dest="spec_version", type=spec_version, default=None,
+                   metavar="VERSION",
+                   help=f"the version opcodes, show and coverage read (default: the newest, {spec.latest()}; "
+                        f"coverage: every version; versions: {', '.join(spec.names())})")
+    p.add_argument("--json", action="store_true", help="versions, diff, coverage: JSON on stdout")
     p.add_argument("--prose", choices=["full", "sections", "none"], default="full",
                    help="diff: the prose as unified diffs (full, default), as section names only, "
                         "or left out")
+    coverage.add_options(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    if args.action != "coverage":
+        coverage.refuse_options(args)
+    if args.action == "coverage":
+        if args.name:
+            raise CliError("spec coverage takes no name (--clause ID shows one clause)")
+        return coverage.run(args)
     if args.action == "check":
         return _check()
     if args.action == "versions":
@@ -40,7 +56,7 @@ def run(args) -> int:
         return _diff(args.name[0], args.name[1], args.json, args.prose)
     if len(args.name) > 1:
         raise CliError(f"spec {args.action} takes at most one name")
-    table = spec.load(args.spec_version)
+    table = spec.load(args.spec_version or spec.latest())
     if args.action == "opcodes":
         if args.name:
             raise CliError("spec opcodes takes no name")
@@ -55,6 +71,7 @@ def run(args) -> int:
 
 
 def _check() -> int:
+    from spec.clauses import problems as clause_problems
     from spec.diff import compare
     from spec.loader import validate_against_schemas
     try:
@@ -70,6 +87,7 @@ def _check() -> int:
             continue
         if row.base is not None:
             problems += [f"{row.base} -> {row.version}: {p}" for p in compare(row.base, row.version).problems]
+        problems += [f"{row.version}: {p}" for p in clause_problems(row.version)]   # every block marked (1.3)
     for p in problems:
         print(p)
     for row in rows:
