@@ -183,3 +183,19 @@ def test_fill_refuses_a_bad_second_oracle_option(capsys):
     assert cli.main(["vectors", "fill", "--check", "--second-oracle", "some"]) == 2
     assert cli.main(["vectors", "fill", "--check", "--jobs", "0", "--source", "definition"]) == 2
     assert "--jobs must be in 1..256" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("callee", [None, "push1 1\n", "time\nstop\n"])
+def test_a_1_1_call_of_a_callee_that_cannot_run_is_one_path(callee):
+    """From 1.1 the CALL model has a branch for a writable and for a read-only callee; a callee
+    that cannot run (no contract, invalid code, refused by the policy) was explored once for
+    each: two identical ends of one concrete call (found by the second oracle)."""
+    code = "push 0x101\npush 1000\npush 0\npush 0\ncall\n" + returning(1)
+    contracts = {} if callee is None else {0x101: callee}
+    vector = fill_case(Case("oracle/refused", "a refused callee", code, contracts=contracts,
+                            since="1.1"), "1.1")
+    run = model_run(vector["input"], "1.1").result
+    assert run["output"] == "0x" + bytes(8).hex()                 # CALL pushes 0 (6.11)
+    assert [c["status"] for c in run["calls"]] == [
+        "rejected" if callee is None else "invalid" if callee == "push1 1\n" else "violation"]
+    assert check_vector(vector, "1.1") is None
