@@ -2,8 +2,8 @@
 
 Runs, in order and each with its own progress display: the opcode theorems of every version
 (``prove``), the proved differences of each version from its base (``prove --diff``), a fresh fill of the conformance vectors compared with the committed corpus
-(``vectors fill --check``, the second oracle on a cover of the corpus: every vector takes
-minutes, which ``vectors fill`` spends), validation of the reference interpreter through its own adapter
+(``vectors fill --check``, the second oracle on its quick cover of the corpus: every vector
+takes minutes, which ``vectors fill`` spends), validation of the reference interpreter through its own adapter
 (``conformance run``), and the readiness report with its evidence (``readiness``). Every
 step is the very command a user would run; ``check`` only sequences them and summarises.
 Exit code 0 only when every step passed.
@@ -18,7 +18,8 @@ import time
 
 STEPS = (
     ("prove the opcode theorems of the newest version", ["prove", "--no-table"]),
-    ("fill the vectors, confirm a cover by the models, compare with the committed corpus", ["vectors", "fill", "--check", "--second-oracle", "cover"]),
+    ("fill the vectors, confirm a quick cover by the models, compare with the committed corpus",
+     ["vectors", "fill", "--check", "--second-oracle", "quick"]),
     ("validate the reference through its own adapter", ["conformance", "run"]),
     ("readiness report with evidence", ["readiness"]),
 )
