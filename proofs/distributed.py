@@ -15,7 +15,8 @@ paths: on one machine, or where they are on a shared file system, the workers sh
 a node that cannot read the key makes its own and its entries are refused elsewhere (never
 believed: the cache is a convenience).
 
-``--resume DIR`` (with or without Ray): every finished task's rows are appended to
+``--resume DIR`` (with or without Ray; locally one forked process per task, unbatched, so
+that a resumed run loses at most the tasks running): every finished task's rows are appended to
 DIR/state.jsonl sealed with the cache's local key (fanout/resume.py); a run started again
 with the same DIR and options takes the verified ones and runs only the rest. A line that
 does not verify is refused and its task runs again; rows with an ERROR are never kept (the
@@ -107,8 +108,6 @@ def rows(tasks: list[tuple], options: Options, ray: str | None, resume: str | No
     """The rows of every task: on Ray or in local forked processes, the finished ones of a
     resumed run taken from its state."""
     state, done = None, {}
-    if ray is None:
-        tasks = runner.batched(tasks)
     if resume:
         state = _state(resume, options, tasks)
         done = state.load({task_id(t) for t in tasks})
