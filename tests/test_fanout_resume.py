@@ -95,3 +95,24 @@ def test_a_state_of_other_options_is_refused_in_one_line(tmp_path):
                 "--resume", str(state), "--report", str(tmp_path / "b.json"))
     assert other.returncode == 2
     assert other.stderr.strip().count("\n") == 0 and "state of another run" in other.stderr
+
+
+NO_RAY = ("import sys; sys.modules['ray'] = None; from rtwo_vm import cli; "   # import ray fails
+          "sys.exit(cli.main(sys.argv[1:]))")
+
+
+def test_without_ray_every_ray_option_is_refused_in_one_line(tmp_path):
+    for args in (("prove", "--opcode", "ADD", "--ray", "local"),
+                 ("prove", "--strength", "--limit", "1", "--ray", "local"),
+                 ("vectors", "strength", "--curated-only", "--ray", "127.0.0.1:6379"),
+                 ("vectors", "strength", "--curated-only", "--backend", "ray")):
+        done = subprocess.run([sys.executable, "-c", NO_RAY, *args], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert done.returncode == 2, (args, done.stdout, done.stderr)
+        assert done.stderr.strip().splitlines() == [
+            "rtwo-vm: error: --ray needs Ray: pip install 'rtwo-vm[distributed]'"], (args, done.stderr)
+    # and without --ray the command runs as before
+    done = subprocess.run([sys.executable, "-c", NO_RAY, *PROVE, "--report", str(tmp_path / "r.json")],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr

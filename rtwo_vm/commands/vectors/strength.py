@@ -43,10 +43,10 @@ def check_arguments(args) -> Checked:
     if args.backend not in backend.BACKENDS:
         raise CliError(f"--backend must be one of {', '.join(backend.BACKENDS)}")
     from rtwo_vm.arguments import cluster
+    if args.backend == "ray" and args.ray is None:
+        args.ray = "local"           # --backend ray: a private local cluster
     if cluster.ray_address(args) is not None:
         args.backend = "ray"         # --ray ADDRESS: the ray backend on that cluster
-    elif args.backend == "ray":
-        args.ray = "local"
     try:
         for expression in args.filter:
             compile_filter(expression)
