@@ -70,7 +70,8 @@ def main() -> int:
     parser.add_argument("--skip-ray", action="store_true")
     args = parser.parse_args()
     opcodes = ["ADD"] if args.smoke else args.opcodes.split(",")
-    prove = ["prove", "--no-table", "--quiet", "--no-cache", "--report", os.devnull,
+    report = os.path.join(tempfile.gettempdir(), f"rtwo-fanout-bench-{os.getpid()}.json")
+    prove = ["prove", "--no-table", "--quiet", "--no-cache", "--report", report,
              *[a for m in opcodes for a in ("--opcode", m)]]
     if args.smoke:
         prove += ["--width", "64", "--no-agreement"]
