@@ -73,7 +73,9 @@ class State:
                                  "code or plan), or not a state file: use another folder")
             for raw in f:
                 try:
-                    line = json.loads(raw) if len(raw) < LINE_BYTES and raw.endswith(b"\n") else None
+                    if len(raw) >= LINE_BYTES or not raw.endswith(b"\n"):
+                        raise ValueError("cut short")
+                    line = json.loads(raw)
                     task, result, mac = line["task"], line["result"], line["mac"]
                     good = (isinstance(task, str) and task in known and isinstance(mac, str)
                             and hmac.compare_digest(mac, self._mac(task, result)))
