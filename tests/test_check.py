@@ -50,3 +50,14 @@ def test_check_fails_when_a_step_fails(capsys):
     assert code == 1
     assert calls == ["vectors", "conformance", "readiness"]  # a failure does not stop the rest
     assert "FAIL" in out and "1 step(s) failed" in out
+    assert "verdict cache: not used (no prove step)" in out
+
+
+def test_check_states_the_verdict_cache_its_prove_steps_used(capsys, monkeypatch, tmp_path):
+    import argparse
+
+    from rtwo_vm.commands import check as check_command
+    monkeypatch.setenv("RTWO_VM_PROOFS_CACHE", str(tmp_path / "the-cache"))
+    skip = ["vectors", "conformance", "readiness"]
+    assert check_command._cmd_check(argparse.Namespace(skip=skip, cli_main=lambda argv: 0)) == 0
+    assert f"verdict cache: used, {tmp_path / 'the-cache'} " in capsys.readouterr().out

@@ -42,6 +42,15 @@ def _steps() -> list[tuple[str, list[str]]]:
     return [*older, STEPS[0], *diffs, *STEPS[1:]]
 
 
+def _cache_line(proved: bool) -> str:
+    """Whether the prove steps used a verdict cache, and which (they use the default one)."""
+    if not proved:
+        return "verdict cache: not used (no prove step)"
+    from proofs import cache
+    return (f"verdict cache: used, {cache.default_dir()} (proofs/cache.py: answers sealed with "
+            "the local key; each prove step above prints what it took from it)")
+
+
 def register(sub) -> None:
     p = sub.add_parser("check", help="prove, fill, validate and report readiness: the whole system")
     p.add_argument("--skip", action="append", default=[], choices=["prove", "vectors", "conformance", "readiness"],
@@ -70,6 +79,7 @@ def _cmd_check(args) -> int:
     print("\nrtwo-vm check")
     for title, code, seconds in results:
         print(f"  {'PASS' if code == 0 else 'FAIL'}  {seconds:7.1f} s  {title}")
+    print(_cache_line("prove" not in args.skip))
     failed = [t for t, c, _ in results if c != 0]
     print("RESULT: " + ("everything passed" if not failed else f"{len(failed)} step(s) failed"))
     return 0 if not failed else 1
