@@ -8,7 +8,8 @@ policy binding with ``--policy``. An input that needs anything else is answered 
 UNSUPPORTED_INPUT naming the first thing it lacks: ``container validation not implemented``,
 ``policy binding not implemented`` (an allowed or forbidden list, or a refused program),
 ``opcode 0x30 at offset 12 not implemented`` (the first instruction of a contract's code
-that it lacks, whether or not it would run: it decodes every code before running it).
+that it lacks, whether or not it would run: it decodes every code before running it), and
+with ``--no-metering`` ``compute metering not implemented`` for a run that exhausts its compute.
 
 What it supports is answered by the reference interpreter (the fixture is about what the
 runner reports of a partial VM, not about writing a VM): it has no bug.
@@ -50,9 +51,9 @@ class ShapedVM(Adapter):
     capabilities = ()
     spec_versions = ("1.0",)
 
-    def __init__(self, implemented: set[int], validate: bool, policy: bool) -> None:
+    def __init__(self, implemented: set[int], validate: bool, policy: bool, meter: bool = True) -> None:
         super().__init__()
-        self.implemented, self.validate, self.policy = implemented, validate, policy
+        self.implemented, self.validate, self.policy, self.meter = implemented, validate, policy, meter
 
     def execute(self, vector_id: str, vector_input: Mapping[str, Any], trace: bool) -> dict[str, Any]:
         reply = super().execute(vector_id, vector_input, trace)
@@ -78,6 +79,8 @@ class ShapedVM(Adapter):
             message = _lacking(code, self.implemented)
             if message:
                 return self.error(vector_id, "UNSUPPORTED_INPUT", message)
+        if not self.meter and reply["result"]["error"] == "COMPUTE_LIMIT_EXCEEDED":
+            return self.error(vector_id, "UNSUPPORTED_INPUT", "compute metering not implemented")
         return reply
 
 
@@ -86,11 +89,12 @@ def shaped(argv: list[str]) -> ShapedVM:
     p.add_argument("--implement", default="")
     p.add_argument("--validate", action="store_true")
     p.add_argument("--policy", action="store_true")
+    p.add_argument("--no-metering", action="store_true")
     args = p.parse_args(argv)
     names = {n for n in args.implement.split(",") if n}
     implemented = {i.opcode for i in TABLE.instructions
                    if i.mnemonic in names or ("PUSH*" in names and i.mnemonic.startswith("PUSH"))}
-    return ShapedVM(implemented, args.validate, args.policy)
+    return ShapedVM(implemented, args.validate, args.policy, not args.no_metering)
 
 
 if __name__ == "__main__":
