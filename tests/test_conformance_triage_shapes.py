@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import spec
-from tests.test_conformance_triage import run_cli
+from test_conformance_triage import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 SHAPED = ROOT / "tests" / "conformance_fixtures" / "shaped_partial_vm.py"
@@ -61,14 +61,30 @@ def _needs(v: dict) -> set[str]:
     return set().union(*(_program(c["code"]) for c in v["input"]["pre_state"]["contracts"].values()))
 
 
+SHAPES = {"none": "--validate --policy",
+          "push_add": "--implement PUSH*,ADD,STOP,RETURN --validate --policy",
+          "unmetered": "--implement PUSH*,ADD,STOP,RETURN,SWAP1,MSTORE,POP,PUSH0 --no-metering"}
+
+
 def _run(command: str, out: Path) -> tuple[str, dict]:
     filters = [arg for f in FILTERS for arg in ("--filter", f)]
     # --no-blind: the hand counts read the published programs (blinding adds a decoy contract
-    # and unreachable code, which a static scan would count).
+    # and unreachable code, which a static scan would count). One implementation per run: two
+    # in one run are also judged against each other.
     code, text, err = run_cli("conformance", "run", "--no-blind", "--impl", command, "--out", str(out), "--fresh", "0",
                               "--repeat", "0", "--workers", "1", "--show", "0", "--spec-version", "1.0", *filters)
     assert code == 1, (text[-3000:], err[-2000:])
     return text, json.loads((out / "1.0" / "report.json").read_text())["implementations"][0]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict[str, tuple[str, dict]]:
+    """shape -> (the text report, its implementation's entry of report.json)."""
+    tmp = tmp_path_factory.mktemp("shapes")
+    commands = {shape: f"{sys.executable} {SHAPED} {options}" for shape, options in SHAPES.items()}
+    if shutil.which("node") is not None:
+        commands["javascript"] = _js_vm(tmp / "vm")
+    return {shape: _run(command, tmp / shape) for shape, command in commands.items()}
 
 
 def _common(text: str, run: dict) -> dict:
@@ -90,12 +106,12 @@ def _common(text: str, run: dict) -> dict:
     return section
 
 
-def test_validating_and_binding_vm_without_instructions_knows_none(tmp_path):
+def test_validating_and_binding_vm_without_instructions_knows_none(runs):
     """The issue's VM, without even PUSH and ADD: it passes the invalid containers and the
     refused programs, whose instructions never ran; every failing vector needs its program's
     instructions (on main: PUSH1, ADD ... were "seen" in the refused programs and 7 unsupported
     vectors were called wrong answers)."""
-    text, run = _run(f"{sys.executable} {SHAPED} --validate --policy", tmp_path)
+    text, run = runs["none"]
     section = _common(text, run)
     vectors = _selected()
     failed = set(run["failed_ids"])
@@ -105,10 +121,10 @@ def test_validating_and_binding_vm_without_instructions_knows_none(tmp_path):
     assert blocked["ADD"] == len(failed)
 
 
-def test_vm_with_push_add_stop_return_knows_only_what_ran(tmp_path):
+def test_vm_with_push_add_stop_return_knows_only_what_ran(runs):
     """PUSH*, ADD, STOP and RETURN with validation and binding (the issue's VM): known
     instructions are among those, and every instruction it lacks is listed."""
-    text, run = _run(f"{sys.executable} {SHAPED} --implement PUSH*,ADD,STOP,RETURN --validate --policy", tmp_path)
+    text, run = runs["push_add"]
     section = _common(text, run)
     implemented = {m for m in NAME.values() if m.startswith("PUSH")} | {"ADD", "STOP", "RETURN"}
     assert {"ADD", "PUSH1"} <= set(section["known_instructions"]) <= implemented
@@ -118,12 +134,11 @@ def test_vm_with_push_add_stop_return_knows_only_what_ran(tmp_path):
     assert {m: rows[m] for m in lacking} == dict(lacking)
 
 
-def test_vm_without_validation_or_binding_and_unmetered_is_told_what_is_unseen(tmp_path):
+def test_vm_without_validation_or_binding_and_unmetered_is_told_what_is_unseen(runs):
     """No validation, no binding, no metering: the invalid containers and policy lists are
     missing features; vectors that need only what ran elsewhere but were unsupported (compute
     metering) get their own row, never the wrong-answer line."""
-    text, run = _run(f"{sys.executable} {SHAPED} --implement PUSH*,ADD,STOP,RETURN,SWAP1,MSTORE,POP,PUSH0 "
-                     "--no-metering", tmp_path)
+    text, run = runs["unmetered"]
     section = _common(text, run)
     features = {r["name"]: r["blocked"] for r in section["features"]}
     assert features["invalid code: BAD_MAGIC"] == 3
@@ -173,12 +188,12 @@ function runVm(input) {{
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js")
-def test_javascript_vm_from_the_skeleton_gets_a_correct_list_on_its_first_run(tmp_path):
+def test_javascript_vm_from_the_skeleton_gets_a_correct_list_on_its_first_run(runs):
     """A JavaScript VM that only binds forbidden lists by name passes the refused programs:
     nothing it passed executed an instruction, so every failing vector's instructions are to
     implement (on main its refused programs' instructions counted as seen, and unsupported
     vectors were called wrong answers)."""
-    text, run = _run(_js_vm(tmp_path / "vm"), tmp_path / "out")
+    text, run = runs["javascript"]
     section = _common(text, run)
     assert run["counts"]["pass"] >= 1 and section["known_instructions"] == []
     vectors = _selected()

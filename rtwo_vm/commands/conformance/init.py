@@ -2,8 +2,8 @@
 (issue 39). DIR gets the adapter (``adapter.py`` or ``adapter.js``, from
 rtwo_vm/commands/conformance/skeleton/), ``schemas/`` (the protocol and vector schemas of
 spec/schemas, which it validates requests with) and ``rtwo-spec.json`` (the spec version it
-implements, the request limits of limits.toml, the isolation levels of sandbox.toml and the
-seed size of schedule.toml). The skeleton passes ``conformance selftest``
+implements, the request limits of limits.toml, the isolation levels of sandbox.toml, the
+seed size of schedule.toml, the word size and the policy fields' values of policy.toml). The skeleton passes ``conformance selftest``
 as written and answers UNSUPPORTED_INPUT for every input but a single STOP; an implementer
 fills in ``run_vm``. Nothing is overwritten: a DIR that holds any of these files is refused."""
 
@@ -41,7 +41,10 @@ def files(lang: str, version: str, name: str) -> dict[str, str]:
            "rtwo-spec.json": json.dumps({"spec_version": version, "name": name,
                                          "minimum": dict(limits["minimum"]), "maximum": dict(limits["maximum"]),
                                          "isolation_levels": sorted(spec.raw("sandbox", version)["isolation"]),
-                                         "seed_size": spec.raw("schedule", version)["randomness"]["seed_size"]},
+                                         "seed_size": spec.raw("schedule", version)["randomness"]["seed_size"],
+                                         "word_bits": limits["machine"]["word_bits"],
+                                         "policy_values": {k: list(f["values"]) for k, f in
+                                                           spec.raw("policy", version)["fields"].items()}},
                                         indent=1, sort_keys=True) + "\n"}
     for schema in SCHEMAS:
         out[f"schemas/{schema}.schema.json"] = json.dumps(spec.schema(schema), indent=1) + "\n"

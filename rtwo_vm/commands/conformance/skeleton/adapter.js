@@ -4,7 +4,7 @@
 //
 // Run it with `node adapter.js` (Node.js 18 or later, no package needed); it reads the files
 // init wrote beside it: schemas/ (the protocol and vector schemas) and rtwo-spec.json (the
-// spec version, its request limits, isolation levels and seed size).
+// spec version, its request limits, isolation levels, seed size, word size and policy values).
 //
 // Your VM goes into runVm: it gets a vector input (chapter 11.2.3) and returns a result
 // (chapter 7.5), or throws new Unsupported("what is missing") for an input it cannot run yet
@@ -36,9 +36,11 @@ function runVm(input) {
   const contracts = input.pre_state.contracts;
   const { message, policy, sandbox } = input;
   const names = Object.keys(contracts);
-  const small = (word) => BigInt(word) < 2n ** 32n;
+  const small = (word) => BigInt(word) < 2n ** BigInt(SPEC.word_bits);
   const plain = input.context.random_seed.length === 2 + 2 * SPEC.seed_size && names.length === 1
     && names[0] === message.to && message.call_data === "0x" && small(message.to) && small(message.caller)
+    && small(input.context.block_time)
+    && ["time_access", "randomness", "external_call"].every((k) => SPEC.policy_values[k].includes(policy[k]))
     && policy.allowed_operations === null && policy.forbidden_operations.length === 0
     && sandbox.isolation_level === "standard" && sandbox.storage_access === "read_write"
     && Object.keys(SPEC.maximum).every((k) => typeof sandbox.limits[k] === "number"

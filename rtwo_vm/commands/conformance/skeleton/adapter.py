@@ -4,7 +4,8 @@ selftest`` as it is and answers UNSUPPORTED_INPUT for every input your VM does n
 
 Run it with ``python adapter.py``; it needs only the Python standard library and the files
 init wrote beside it: ``schemas/`` (the protocol and vector schemas) and ``rtwo-spec.json``
-(the spec version, its request limits, isolation levels and seed size).
+(the spec version, its request limits, isolation levels, seed size, word size and
+policy values).
 
 Your VM goes into ``run_vm``: it gets a vector input (chapter 11.2.3) and returns a result
 (chapter 7.5), or raises ``Unsupported("what is missing")`` for an input it cannot run yet (say
@@ -46,7 +47,9 @@ def run_vm(vector_input: dict[str, Any]) -> dict[str, Any]:
     seed = vector_input["context"]["random_seed"]
     plain = (len(seed) == 2 + 2 * SPEC["seed_size"] and len(contracts) == 1
              and message["to"] in contracts and message["call_data"] == "0x"
-             and int(message["to"], 16) < 2**32 and int(message["caller"], 16) < 2**32
+             and all(int(w, 16) < 2 ** SPEC["word_bits"]
+                     for w in (message["to"], message["caller"], vector_input["context"]["block_time"]))
+             and all(policy[k] in SPEC["policy_values"][k] for k in ("time_access", "randomness", "external_call"))
              and policy["allowed_operations"] is None and not policy["forbidden_operations"]
              and sandbox["isolation_level"] == "standard" and sandbox["storage_access"] == "read_write"
              and all(isinstance(limits[k], (int, float)) and not isinstance(limits[k], bool)
@@ -207,11 +210,12 @@ def main() -> int:
             send({"type": "hello", "protocol": "rtwo-conformance/1", "spec_versions": [version],
                   "implementation": {"name": SPEC["name"], "version": "0.1.0"}, "capabilities": []})
         elif kind == "execute":
-            problem = next(problems(msg, EXECUTE, "runner-message.schema.json"), None)
+            problem = "execute before hello" if not greeted else next(
+                problems(msg, EXECUTE, "runner-message.schema.json"), None)
             if problem is None and msg["input"]["sandbox"]["isolation_level"] not in SPEC["isolation_levels"]:
                 problem = "an unknown isolation level (10.2)"
-            if not greeted or problem is not None:
-                error(rid, "BAD_MESSAGE", "execute before hello" if not greeted else problem[:200])
+            if problem is not None:
+                error(rid, "BAD_MESSAGE", problem[:200])
             elif msg["trace"] and msg.get("trace_format") == "eip3155":
                 error(rid, "UNSUPPORTED_INPUT", "no EIP-3155 traces here")
             else:
