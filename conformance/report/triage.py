@@ -267,7 +267,8 @@ def html_rows(section: Mapping[str, Any], escape, shown: int = 40) -> str:
     if not rows and not features and not messages:
         return ""
     out = ["<h3>What to implement next</h3>",
-           f"<p>From the programs of the {section['failing']} failing vectors: <i>blocked</i> = failing "
+           f"<p>From the programs of the {section['failing']} failing vectors (an instruction is known when "
+           "the reference executed it in a passed vector): <i>blocked</i> = failing "
            "vectors that need it, <i>alone</i> = failing vectors it alone blocks, <i>runnable</i> = failing "
            "vectors runnable once it and the instructions above it are implemented.</p>"]
     if rows:
