@@ -23,6 +23,7 @@ from rtwo_vm.arguments.inputs import (
 )
 import spec
 from rtwo_vm.runtime.catalog import runtime_version
+from rtwo_vm.arguments.words import add_call_data, call_data, output_words
 from rtwo_vm.arguments.runtime import (
     add_options, guard, is_damaged, need_id, open_runtime, print_json, print_listing, print_record,
     print_rows, print_table, refuse_unread_options,
@@ -89,7 +90,7 @@ def _cmd_call(args) -> int:
         raise CliError("--seed must be 32 bytes of hex")
     request = CallRequest(
         to=to, caller=parse_word(args.caller, "--caller"),
-        call_data=parse_hex(args.calldata, "--calldata"), block_time=parse_word(args.time, "--time"),
+        call_data=call_data(args, runtime_version()), block_time=parse_word(args.time, "--time"),
         random_seed=seed, policy_id=args.policy, isolation_level=args.isolation,
         storage_access=args.storage_access, limits=_limits(args),
         transaction_reference=args.tx_ref, vm_id=args.vm, execution_mode=args.mode)
@@ -106,6 +107,9 @@ def _cmd_call(args) -> int:
         reports = rt.events.deliver() if args.deliver else None
     if args.json:
         doc = recorded.to_json()
+        words = _words(recorded.result.output)
+        if words is not None:   # the entry's output (returned or revert data) as words
+            doc["outputWords"] = [hex(w) for w in words]
         if reports is not None:
             doc["delivery"] = {name: r.to_json() for name, r in reports.items()}
         print_json(doc)
@@ -121,6 +125,11 @@ def _cmd_call(args) -> int:
     return 0 if recorded.result.execution_status == "success" else 1
 
 
+def _words(output: str | None) -> list[int] | None:
+    """A recorded output (0x-hex) as words, when it is a whole number of them."""
+    return None if output is None else output_words(bytes.fromhex(output[2:]), runtime_version())
+
+
 def _print_recorded(rec, indent: str = "") -> None:
     c, r, a = rec.context, rec.result, rec.accounting
     print(f"{indent}context {c.context_id} -> {c.contract_id} (depth {c.depth}): "
@@ -134,7 +143,9 @@ def _print_recorded(rec, indent: str = "") -> None:
           f"{'-' if a.storage_units is None else a.storage_units} units, fee "
           f"{'-' if a.fee is None else a.fee}")
     if r.output is not None:
-        print(f"{indent}  output {r.output}; {len(r.state_changes)} state changes; "
+        words = _words(r.output)
+        shown = "" if words is None else f" (words {', '.join(map(str, words))})"
+        print(f"{indent}  output {r.output}{shown}; {len(r.state_changes)} state changes; "
               f"{len(r.emitted_events)} events; digest {r.digest}")
     for v in rec.violations:
         print(f"{indent}  violation {v.violation_id}: {v.violation_type} ({v.severity}), "
@@ -379,7 +390,7 @@ def register(sub) -> None:
                     "recorded; 3 with --deliver, an event could not be delivered (whatever the "
                     "status; the context is recorded and 'events deliver' retries).")
     p.add_argument("address")
-    p.add_argument("--calldata", default="0x", help="call data as hex (default: empty)")
+    add_call_data(p)
     p.add_argument("--caller", default="0", help="caller address (default: 0, chapter 7.3.1)")
     p.add_argument("--time", default="0", help="block time (policy time_access must allow it)")
     p.add_argument("--seed", help="32-byte randomness seed as hex")
