@@ -103,9 +103,32 @@ def _cmd_run(args) -> int:
         print(canonical(doc))
     else:   # output (returned or revert data) that is whole words, shown as words too
         words = hex_words(result.output, version)
-        print(json.dumps(doc if words is None else {**doc, "output_words": words},
-                         indent=2, sort_keys=True))
+        shown = doc if words is None else {**doc, "output_words": words}
+        refused = _refused(result, contracts[address].code, policy, version)
+        if refused is not None:   # binding refused an instruction (the result's error_pc is null)
+            shown["refused_instruction"] = refused
+        print(json.dumps(shown, indent=2, sort_keys=True))
     return 0 if result.ok else 1
+
+
+def _refused(result, code: bytes, policy, version: str) -> dict | None:
+    """The instruction policy binding refused in the entry contract ({"mnemonic", "offset"}),
+    found as binding finds it (the first refused in offset order), when the run ended with
+    that refusal; the result of chapter 7.5 names only the code (nothing ran)."""
+    if result.status != "violation" or result.error_pc is not None:
+        return None
+    from reference_vm.errors import VMError
+    from reference_vm.policy import first_refusal
+    from reference_vm.program import load_program
+    from reference_vm.rules import rules
+    try:
+        table = rules(version)
+        found = first_refusal(load_program(code, table).code, policy, table.spec)
+    except VMError:
+        return None
+    if found is None or found.error != result.error:
+        return None
+    return {"mnemonic": found.mnemonic, "offset": found.offset}
 
 
 class _TraceFile:

@@ -23,7 +23,8 @@ from rtwo_vm.arguments.inputs import (
 )
 import spec
 from rtwo_vm.runtime.catalog import runtime_version
-from rtwo_vm.arguments.words import add_call_data, call_data, output_words
+from rtwo_vm.arguments.words import add_call_data, call_data
+from rtwo_vm.arguments.recorded import output_words_of, print_recorded
 from rtwo_vm.arguments.runtime import (
     add_options, guard, is_damaged, need_id, open_runtime, print_json, print_listing, print_record,
     print_rows, print_table, refuse_unread_options,
@@ -107,14 +108,14 @@ def _cmd_call(args) -> int:
         reports = rt.events.deliver() if args.deliver else None
     if args.json:
         doc = recorded.to_json()
-        words = _words(recorded.result.output)
+        words = output_words_of(recorded.result.output)
         if words is not None:   # the entry's output (returned or revert data) as words
             doc["outputWords"] = [hex(w) for w in words]
         if reports is not None:
             doc["delivery"] = {name: r.to_json() for name, r in reports.items()}
         print_json(doc)
     else:
-        _print_recorded(recorded)
+        print_recorded(recorded)
         if reports is not None:
             for name, report in reports.items():
                 print(f"delivery to {name}: {report.summary()}")
@@ -123,35 +124,6 @@ def _cmd_call(args) -> int:
     if reports and not all(r.complete for r in reports.values()):
         return 3
     return 0 if recorded.result.execution_status == "success" else 1
-
-
-def _words(output: str | None) -> list[int] | None:
-    """A recorded output (0x-hex) as words, when it is a whole number of them."""
-    return None if output is None else output_words(bytes.fromhex(output[2:]), runtime_version())
-
-
-def _print_recorded(rec, indent: str = "") -> None:
-    c, r, a = rec.context, rec.result, rec.accounting
-    print(f"{indent}context {c.context_id} -> {c.contract_id} (depth {c.depth}): "
-          f"{r.execution_status}{' ' + r.error if r.error else ''}"
-          f"{f' at pc {r.error_pc}' if r.error_pc is not None else ''}")
-    print(f"{indent}  stages: {' > '.join(e.stage for e in rec.history)}")
-    print(f"{indent}  sandbox {rec.sandbox.sandbox_id}: {rec.sandbox.isolation_level}, storage "
-          f"{rec.sandbox.storage_access_policy}, {rec.sandbox.status}")
-    print(f"{indent}  accounting {a.status}: compute {a.compute_units}, memory "
-          f"{'-' if a.memory_units is None else a.memory_units} pages, storage "
-          f"{'-' if a.storage_units is None else a.storage_units} units, fee "
-          f"{'-' if a.fee is None else a.fee}")
-    if r.output is not None:
-        words = _words(r.output)
-        shown = "" if words is None else f" (words {', '.join(map(str, words))})"
-        print(f"{indent}  output {r.output}{shown}; {len(r.state_changes)} state changes; "
-              f"{len(r.emitted_events)} events; digest {r.digest}")
-    for v in rec.violations:
-        print(f"{indent}  violation {v.violation_id}: {v.violation_type} ({v.severity}), "
-              f"{v.action_taken}")
-    for child in rec.children:
-        _print_recorded(child, indent + "    ")
 
 
 @guard
@@ -454,7 +426,7 @@ def register(sub) -> None:
         ("results", ["resultId", "contextId", "executionStatus", "error", "errorPc", "output"],
          ["list", "show"], ()),
         ("violations", ["violationId", "contextId", "violationType", "severity", "actionTaken",
-                        "code", "status"], ["list", "show", "ack"], ("violation_type", "context_id")),
+                        "code", "errorPc", "instruction", "status"], ["list", "show", "ack"], ("violation_type", "context_id")),
     ):
         p = sub.add_parser(name, help=f"{name} records (show takes its id or a context id)")
         p.add_argument("action", choices=actions)
