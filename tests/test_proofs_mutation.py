@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from proofs.accounting import running
 from proofs.runner import COUNTEREXAMPLE, DISAGREES, Options, run_suite
 from conftest import BASE_VERSION as V
@@ -56,6 +58,7 @@ def test_broken_handler_is_caught_with_concrete_inputs():
     assert all(r["status"] != COUNTEREXAMPLE for r in rows)  # the model itself is fine
 
 
+@pytest.mark.slow
 def test_broken_model_is_caught_and_replayed_on_the_interpreter():
     rows = _suite(opcodes=("DIVS",), model_overrides={"DIVS": divs_with_smtlib_division})
     law = next(r for r in rows if r["theorem"] == "division_edge_cases" and r["width"] == 64)
