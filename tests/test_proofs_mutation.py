@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from proofs.accounting import running
 from proofs.runner import COUNTEREXAMPLE, DISAGREES, Options, run_suite
 from conftest import BASE_VERSION as V
@@ -58,9 +56,11 @@ def test_broken_handler_is_caught_with_concrete_inputs():
     assert all(r["status"] != COUNTEREXAMPLE for r in rows)  # the model itself is fine
 
 
-@pytest.mark.slow
 def test_broken_model_is_caught_and_replayed_on_the_interpreter():
-    rows = _suite(opcodes=("DIVS",), model_overrides={"DIVS": divs_with_smtlib_division})
+    # The law and the check this test reads (the others also refute the broken model: the
+    # signed division identity at 64 bits alone took a minute under load).
+    rows = _suite(opcodes=("DIVS",), model_overrides={"DIVS": divs_with_smtlib_division},
+                  names=("division_edge_cases", "agreement_exhaustive"))
     law = next(r for r in rows if r["theorem"] == "division_edge_cases" and r["width"] == 64)
     assert law["status"] == COUNTEREXAMPLE
     cex = law["counterexample"]
