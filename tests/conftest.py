@@ -31,6 +31,19 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE")
                       or ("rtwo-ci" if os.environ.get("CI") else "rtwo"))
 
 
+def pytest_collection_modifyitems(items):
+    """The modules that hold a ``@pytest.mark.slow`` test (a minute or more by itself) first.
+
+    pytest-xdist (pyproject.toml: ``-n 2 --dist loadscope --no-loadscope-reorder``) hands each
+    module (each class of a TestCase) to one worker as a whole, in this order: a module's
+    module-scoped fixtures (a site build, a corpus run) are made once, tests that share a
+    resource across modules live in one module (tests/test_ray.py), and the modules with the
+    longest tests start first, so that both workers end together instead of one running a
+    long test alone at the end."""
+    slow = {item.nodeid.split("::", 1)[0] for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.nodeid.split("::", 1)[0] not in slow)   # stable
+
+
 @pytest.fixture(autouse=True)
 def isolated_cwd(tmp_path, tmp_path_factory, monkeypatch):
     """Run every test in its own temporary directory, never in the checkout, with its own

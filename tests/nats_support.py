@@ -6,14 +6,35 @@ Started on 127.0.0.1 with a temporary store directory; ``kill()`` is SIGKILL (a 
 
 from __future__ import annotations
 
+import random
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import threading
 from pathlib import Path
 
 READY = re.compile(rb"Listening for client connections on [0-9.]+:(\d+)")
+
+
+def unused_port() -> int:
+    """A port nothing listens on, for a refused connection or a server started on it later.
+    Picked at random between Ray's worker ports (up to 19999) and the kernel's ephemeral range
+    (/proc/sys/net/ipv4/ip_local_port_range), which every port-0 bind (``-p -1``, another xdist
+    worker's servers) and every outgoing connection draws from: only a bind naming the same
+    port could take it meanwhile. Checked free by binding it."""
+    ephemeral = Path("/proc/sys/net/ipv4/ip_local_port_range")
+    first = int(ephemeral.read_text().split()[0]) if ephemeral.exists() else 32768
+    pick = random.SystemRandom()
+    for _ in range(100):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", pick.randrange(20000, first) if first > 20001 else 0))
+            except OSError:
+                continue
+            return s.getsockname()[1]
+    raise RuntimeError("no free port below the ephemeral range")
 
 
 def available() -> bool:

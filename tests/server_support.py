@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 import os
+import queue
+import re
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -35,12 +38,6 @@ def code_hex(source: str) -> str:
     return assemble(source, VERSION).hex()
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
 class Server:
     def __init__(self, proc: subprocess.Popen, url: str, db: Path):
         self.proc, self.url, self.db = proc, url, db
@@ -54,6 +51,34 @@ class Server:
         self.proc.wait(timeout=30)
 
 
+START = re.compile(rb"^rtwo-vm serve: http://\S+:(\d+)/ over ")
+
+
+def bound_port(proc: subprocess.Popen, deadline: float) -> int:
+    """The port of the start line ``rtwo-vm serve`` prints on stdout once it listens. A thread
+    reads stdout to its end (nothing else is printed there, but a pipe left full would block)."""
+    found: queue.Queue[int | None] = queue.Queue()
+
+    def read(stream) -> None:
+        for line in stream:
+            match = START.match(line)
+            if match:
+                found.put(int(match.group(1)))
+        found.put(None)
+    threading.Thread(target=read, args=(proc.stdout,), daemon=True).start()
+    try:
+        port = found.get(timeout=max(0.0, deadline - time.monotonic()))
+    except queue.Empty:
+        port = None
+    if port is None:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=30)
+        assert proc.stderr is not None
+        raise AssertionError(f"the server did not start: {proc.stderr.read().decode()[-2000:]}")
+    return port
+
+
 def spawn(tmp_path: Path, *, db: Path | None = None, token: str | None = TOKEN,
           extra: tuple[str, ...] = (), host: str = "127.0.0.1") -> Server:
     """Start ``rtwo-vm serve`` (this checkout's code) on ``host`` and wait until it answers."""
@@ -63,13 +88,15 @@ def spawn(tmp_path: Path, *, db: Path | None = None, token: str | None = TOKEN,
         token_file = tmp_path / "token"
         token_file.write_text(token + "\n")
         args += ["--token-file", str(token_file)]
-    port = free_port(host)
-    args += ["--host", host, "--port", str(port), *extra]
+    # Port 0: the server binds a free port itself and names it in its start line. A port
+    # picked here and bound there could be taken in between (by another xdist worker's server).
+    args += ["--host", host, "--port", "0", *extra]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
-    server = Server(proc, f"http://{host}:{port}", db)
     deadline = time.monotonic() + 60
+    port = bound_port(proc, deadline)
+    server = Server(proc, f"http://{host}:{port}", db)
     while True:
         if proc.poll() is not None:
             assert proc.stderr is not None

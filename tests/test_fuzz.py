@@ -184,19 +184,6 @@ def test_usage_errors_exit_2_and_unstartable_adapter_exits_3(tmp_path):
     assert "could not run" in done.stderr
 
 
-# -- Ray -------------------------------------------------------------------------------------
-def test_campaign_on_a_local_ray_cluster(tmp_path):
-    pytest.importorskip("ray")
-    local, on_ray = tmp_path / "local", tmp_path / "ray"
-    assert cli("fuzz", "--runs", "256", "--seed", "8", "--out", str(local)).returncode == 0
-    done = cli("fuzz", "--runs", "256", "--seed", "8", "--out", str(on_ray), "--ray", "local", "--workers", "2")
-    assert done.returncode == 0, done.stdout + done.stderr
-    a, b = state(local), state(on_ray)
-    for key in ("pool", "cells", "arcs", "outcomes", "executions"):
-        assert a[key] == b[key], key
-    assert sorted(int(w) for w in b["workers"]) == [0, 1]
-
-
 # -- promotion -------------------------------------------------------------------------------
 def test_promote_findings_into_a_corpus(sstore_campaign, tmp_path):
     from conformance.fuzz.promote import PromoteError, promote

@@ -1,7 +1,8 @@
 """rtwo-vm fuzz survives its own bugs: a crash planted in a worker (in this process, in a spawned
-worker process, on a Ray actor) or a worker process that dies is saved, reported with the seed,
-the request and the traceback, exits 3 in one line, and ``--resume`` skips the crashed request.
-And bounded campaigns against seeded bugs run to their end (exit 1, findings)."""
+worker process, on a Ray actor: tests/test_ray.py) or a worker process that dies is saved,
+reported with the seed, the request and the traceback, exits 3 in one line, and ``--resume``
+skips the crashed request. And bounded campaigns against seeded bugs run to their end (exit 1,
+findings)."""
 
 from __future__ import annotations
 
@@ -103,19 +104,6 @@ def test_a_lost_worker_process_is_saved_and_reported(tmp_path):
     again = cli("fuzz", "--resume", str(out), "--runs", "512", "--json")
     assert again.returncode == 0, again.stdout + again.stderr
     assert json.loads(again.stdout)["executions"] == 512
-
-
-def test_a_crash_on_a_ray_actor_is_saved_and_reported(tmp_path):
-    pytest.importorskip("ray")
-    out = tmp_path / "ray"
-    done = planted("--crash-at", "40", "fuzz", "--runs", "64", "--seed", "2", "--ray", "local", "--workers", "2",
-                   "--out", str(out))
-    assert done.returncode == 3, done.stdout + done.stderr
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and f"internal error at request 40 of seed 2: {CRASH_LINE}" in lines[0], lines
-    [error] = load(out / "report.json")["internal_errors"]
-    assert error["index"] == 40 and "planted_crash.py" in error["traceback"]
-    assert load(out / "state.json")["skip"] == [40]
 
 
 # -- bounded campaigns against seeded bugs run to their end ---------------------------------------

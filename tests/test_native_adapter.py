@@ -35,6 +35,7 @@ def corpus_size(version: str) -> int:
                for _ in path.open())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [ADAPTER, EAGER], ids=["tiered", "eager"])
 def test_the_whole_corpus_passes_through_the_native_adapter(tmp_path, command):
     out = tmp_path / "report"

@@ -142,6 +142,7 @@ def test_llvm_refusing_a_module_or_the_jit_failing_changes_no_result(monkeypatch
     assert engine.native_failures >= 1 and natives(engine) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", [v.version for v in spec.versions()])
 def test_the_fuzzers_malformed_and_maximal_programs_crash_nothing(version):
     """300 fuzz requests of the version's campaign, every malformation of the fuzzer, stacks

@@ -101,6 +101,7 @@ def test_values_of_random_blocks_are_the_references_at_every_limit_boundary(code
     props.agree_at_every_boundary(code, call_data)
 
 
+@pytest.mark.slow
 @props.CHECKS
 @given(value_loops(), st.binary(max_size=24))
 def test_values_of_random_counted_loops_are_the_references_at_every_limit_boundary(code, call_data):

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -18,7 +17,7 @@ import time
 import pytest
 
 from events_support import SlowAckProxy
-from nats_support import NatsServer, available
+from nats_support import NatsServer, available, unused_port
 from test_runtime_support import ROOT, example, runtime
 
 try:
@@ -74,12 +73,6 @@ def assert_exactly_once_in_order(rt, messages):
     for stream in {e.stream for e in events}:
         in_stream = [i for i, m in zip(ids, messages) if m[2]["stream"] == stream]
         assert in_stream == [e.event_id for e in events if e.stream == stream]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def cli(*args, db):
@@ -138,7 +131,7 @@ def test_configured_stream_and_subject_and_a_stream_that_does_not_fit(rt, server
 
 
 def test_server_down_at_start_then_started(tmp_path):
-    db, port = tmp_path / "vm.db", free_port()
+    db, port = tmp_path / "vm.db", unused_port()
     url = f"nats://127.0.0.1:{port}"
     assert cli("deploy", "examples/counter.rasm", "--address", "0x100", db=db).returncode == 0
     assert cli("events", "sink-add", "nats", url, db=db).returncode == 0
@@ -240,7 +233,7 @@ def test_events_tail_prints_the_stream_as_json_lines(rt, server, tmp_path):
                   "--no-follow", db=db).stdout for _ in range(2)]
     assert [json.loads(x)["eventId"] for f in firsts for x in f.splitlines()] == \
         [e.event_id for e in rt.events.list()[:4]]
-    bad = cli("events", "tail", "--nats", f"nats://127.0.0.1:{free_port()}", "--no-follow", db=db)
+    bad = cli("events", "tail", "--nats", f"nats://127.0.0.1:{unused_port()}", "--no-follow", db=db)
     assert bad.returncode == 2 and bad.stderr.startswith("rtwo-vm: error: cannot connect to")
     assert bad.stderr.count("\n") == 1
 

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from proofs import solvers
 from proofs.runner import PROVED, TIMEOUT, UNKNOWN, Options, run_suite
 from proofs.report import assess
@@ -28,6 +30,7 @@ def verdicts(rows):
              r.get("proved_by"), r.get("rechecked_by"), r.get("resources")) for r in rows]
 
 
+@pytest.mark.slow
 def test_the_same_statuses_and_solver_work_quiet_and_beside_four_busy_processes():
     quiet = verdicts(run_suite(HEAVY))
     assert [v[3] for v in quiet] == [PROVED] * 4 and all(v[4] == "agrees" for v in quiet)

@@ -238,6 +238,7 @@ def _add_overfilling_transient_slots(s, imm):
 TRANSIENT_SLOTS = __import__("spec").load("1.1").limits["machine"]["transient_slots"]
 
 
+@pytest.mark.slow
 def test_a_bug_in_an_added_component_is_caught_with_the_old_parts_cached(tmp_path):
     _run("1.0", tmp_path)
     _run("1.1", tmp_path)

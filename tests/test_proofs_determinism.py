@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 PLANT_SET_ORDER = (
@@ -20,16 +22,27 @@ PLANT_SET_ORDER = (
     "lifecycle.sorted = lambda items: list(items)   # the moves in the set's own order\n")
 
 
-def _digests(seed: int, tmp_path: Path, prelude: str = "") -> list[str]:
+# The planted bug's theorems: the lifecycle graph's (proofs/lifecycle.py), which alone iterate
+# its moves; the planted test prints only their digests (every theorem's took a minute).
+LIFECYCLE = ("lifecycle_terminates_without_revisiting", "lifecycle_commits_only_after_accounting",
+             "lifecycle_error_stages_roll_back")
+
+
+def _digests(seed: int, tmp_path: Path, prelude: str = "", names: tuple[str, ...] | None = None) -> list[str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONHASHSEED"}
     env["PYTHONHASHSEED"] = str(seed)
     code = prelude + "from proofs.digests import main\nmain()\n"
+    if names is not None:     # digests.main() with the run's options narrowed to these theorems
+        code = prelude + ("from proofs import digests, runner, versions\n"
+                          f"options = runner.Options(version=versions.newest(), agreement=False, names={names!r})\n"
+                          "print('\\n'.join(digests.lines(options)))\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
                          text=True, timeout=900, check=True)
     (tmp_path / f"digests-{seed}.txt").write_text(out.stdout)
     return out.stdout.splitlines()
 
 
+@pytest.mark.slow
 def test_every_script_is_the_same_under_two_hash_seeds(tmp_path):
     first, second = _digests(1, tmp_path), _digests(2, tmp_path)
     assert len(first) > 200          # every theorem task (a group is one line)
@@ -38,7 +51,9 @@ def test_every_script_is_the_same_under_two_hash_seeds(tmp_path):
 
 
 def test_a_query_built_in_set_order_is_noticed(tmp_path):
-    first = _digests(1, tmp_path, PLANT_SET_ORDER)
-    second = _digests(2, tmp_path, PLANT_SET_ORDER)
+    first = _digests(1, tmp_path, PLANT_SET_ORDER, LIFECYCLE)
+    second = _digests(2, tmp_path, PLANT_SET_ORDER, LIFECYCLE)
+    assert len(first) == len(second) == len(LIFECYCLE)     # one line per theorem task
     differ = {a.split(" ")[0] for a, b in zip(first, second) if a != b}
     assert "lifecycle_terminates_without_revisiting/-" in differ
+    assert _digests(1, tmp_path, names=LIFECYCLE) == _digests(2, tmp_path, names=LIFECYCLE)   # unplanted: same

@@ -46,6 +46,7 @@ def test_ids_name_the_text_and_units_follow_the_function():
     assert order.function == "handlers.MLOAD"
 
 
+@pytest.mark.slow
 def test_planted_and_generated_mutants_are_killed_in_a_copy():
     watched = ("proofs/instructions/control.py", "reference_vm/instructions/control.py")
     before = _digest(*watched)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from proofs.runner import PROVED, Options, run_suite
 from proofs.theorems import registry
 from rtwo_vm.cli import main
@@ -12,6 +14,7 @@ import spec
 from conftest import BASE_VERSION as V
 
 
+@pytest.mark.slow
 def test_full_suite_proves_everything_and_agrees():
     rows = run_suite(Options(version=V, jobs=2))
     failures = [r for r in rows if r["status"] not in (PROVED, "agrees")]

@@ -16,10 +16,10 @@ The server runs from tmp_path, so nothing is read or written outside it.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -69,10 +69,7 @@ def le_word(n: int) -> str:
     return "0x" + n.to_bytes(8, "little").hex()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+START = re.compile(r"^rtwo-vm serve: http://127\.0\.0\.1:(\d+)/ over ", re.M)
 
 
 def env() -> dict[str, str]:
@@ -88,14 +85,21 @@ class Server:
         self.deployed = False
         token_file = tmp_path / "token"
         token_file.write_text(self.token + "\n")
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
         self.log = open(tmp_path / "server.log", "wb")
+        # Port 0: the server binds a free port and names it in its start line (a port picked
+        # here could be taken before the server binds it, by another xdist worker's server).
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "rtwo_vm.cli", "serve", "--db", str(self.db), "--port",
-             str(self.port), "--token-file", str(token_file)],
+            [sys.executable, "-m", "rtwo_vm.cli", "serve", "--db", str(self.db), "--port", "0",
+             "--token-file", str(token_file)],
             cwd=tmp_path, env=env(), stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 30
+        while (found := START.search(self.output())) is None:
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise AssertionError(f"the server did not start: {self.output()}")
+            time.sleep(0.1)
+        self.port = int(found.group(1))
+        self.base = f"http://127.0.0.1:{self.port}"
         while True:
             try:
                 if httpx.get(self.base + "/", timeout=2).status_code == 200:

@@ -151,20 +151,6 @@ def test_a_task_runs_in_a_fresh_interpreter_as_a_remote_backend_would():
     assert verdict["status"] == "killed" and len(verdict["killers"]) >= 2
 
 
-def test_the_ray_backend_gives_the_verdicts_of_the_local_one(tmp_path):
-    """Strength on Ray (the fuzzer's backend, a real local cluster on 127.0.0.1): the same
-    curated verdicts as the local processes give in the test above."""
-    pytest.importorskip("ray")
-    out = tmp_path / "strength.json"
-    proc = subprocess.run([*CLI, "--curated-only", "--no-confirm", "--backend", "ray", "--workers", "2",
-                           "--filter", "arithmetic/SUB/*", "--json", str(out)],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 1, proc.stderr
-    by_id = {m["id"]: m for m in json.loads(out.read_text())["mutants"]}
-    assert by_id["curated:sub_operands_swapped"]["status"] == "killed"
-    assert by_id["curated:log_topics_reversed"]["status"] == "survived"
-
-
 def test_a_timeout_kills_a_mutant_only_after_a_second_attempt_with_four_times_the_limit(tmp_path):
     # A limit no mutant can meet (1 ms, against about a second for the corpus): each runs again
     # with 4 ms, and only then is killed.
