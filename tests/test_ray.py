@@ -1,5 +1,5 @@
-"""The tests that start a local Ray cluster (the fuzzer's backend, conformance/fuzz/backend.py,
-which ``vectors strength --backend ray`` uses too), in one module: pytest-xdist runs a module
+"""The tests that start a local Ray cluster (fanout/: the fuzzer's backend, ``vectors strength
+--backend ray``, ``prove --strength --ray`` and ``prove --ray`` on a two-node cluster), in one module: pytest-xdist runs a module
 on one worker (``--dist loadscope``), so two clusters never start side by side. Each test
 checks its command's own behaviour; the helpers are those of its command's test module."""
 
@@ -7,8 +7,14 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
+
+from conftest import BASE_VERSION as V
+from proofs.strength import mutants, run
 
 from test_fuzz import cli, state
 from test_fuzz_crash import CRASH_LINE, load, planted
@@ -54,3 +60,113 @@ def test_the_ray_backend_gives_the_verdicts_of_the_local_one(tmp_path):
     by_id = {m["id"]: m for m in json.loads(out.read_text())["mutants"]}
     assert by_id["curated:sub_operands_swapped"]["status"] == "killed"
     assert by_id["curated:log_topics_reversed"]["status"] == "survived"
+
+
+# prove --strength on Ray (was in test_proofs_strength.py)
+def test_on_ray_a_mutant_and_a_listed_one_get_the_local_verdicts():
+    """prove --strength --ray (fanout/tasks.py on a private local cluster): the NOP crash
+    mutant is killed by its unit run on a Ray worker, as locally (test above), and a listed
+    equivalent mutant is not run and keeps its reason."""
+    pytest.importorskip("ray")
+    broken = mutants.planted("proofs/instructions/control.py", "models.NOP",
+                             "def NOP(s, imm):\n        return [running(s)]",
+                             "def NOP(s, imm):\n        return [running(s, undefined_name)]", "nop_crash")
+    listed = mutants.equivalent()
+    wanted = next(iter(listed))
+    (equivalent,) = [m for m in mutants.generated(wanted.split(":", 1)[0]) if m.id == wanted]
+    first, second = run.run([broken, equivalent], V, timeout=900, baseline=False, ray="local",
+                            jobs=1).verdicts
+    assert first.status == "killed" and first.how in ("failing", "crash")
+    assert second.status == "equivalent" and second.detail == listed[wanted]
+
+
+# ------------------------------------------------------------------------------------------
+# From test_fanout_ray.py:
+# ``prove --ray`` on a real two-node Ray cluster on this machine (issue 38): a head and a
+# second node, each started with ``ray start`` on 127.0.0.1 (separate raylets, their own
+# temporary folder, ports and HOME), stopped by killing their own process groups (never
+# ``ray stop``, which would stop every Ray process on the machine).
+#
+# Planted faults are real processes: a worker that ends itself with ``os._exit`` on the run's
+# third task, and the second node killed (its whole process group, raylet included) while a
+# task runs on it. In both the verdicts equal those of a local run and the progress shows the
+# retry and the nodes. Kept to three theorem tasks (ADD at 64 bits) for CI's time.
+
+ROOT = Path(__file__).resolve().parents[1]
+PLANTED = ROOT / "tests" / "fanout_fixtures" / "planted_worker.py"
+PROVE = ("prove", "--opcode", "ADD", "--width", "64", "--no-agreement", "--no-table",
+         "--no-cache")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A head node running (fanout/local_cluster.py); every node it starts is killed at the
+    end (its own process groups only)."""
+    pytest.importorskip("ray")
+    from fanout.local_cluster import LocalCluster
+    if not (Path(sys.executable).parent / "ray").exists():
+        pytest.skip("no ray command beside this Python")
+    with LocalCluster(tmp_path_factory.mktemp("ray"), pythonpath=str(ROOT)) as running:
+        yield running
+
+
+def _verdicts(report: Path) -> list[tuple]:
+    return sorted((r["theorem"], r["opcode"], r["width"], r["status"])
+                  for r in json.loads(report.read_text())["results"])
+
+
+@pytest.fixture(scope="module")
+def local_verdicts(tmp_path_factory):
+    report = tmp_path_factory.mktemp("local") / "local.json"
+    done = subprocess.run([sys.executable, "-m", "rtwo_vm.cli", *PROVE, "--report", str(report)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    verdicts = _verdicts(report)
+    # ADD's seven theorems at 64 bits, every one proved (the local run, the reference here).
+    assert len(verdicts) == 7 and {v[3] for v in verdicts} == {"proved"}
+    return verdicts
+
+
+def _planted(*args, env, timeout=300):
+    return subprocess.Popen([sys.executable, str(PLANTED), *args], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_a_worker_that_dies_on_its_third_task_changes_no_verdict(cluster, local_verdicts, tmp_path):
+    address, env = cluster.address, cluster.env
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    report = tmp_path / "ray.json"
+    proc = _planted("--exit-at", "3", str(marks), *PROVE, "--ray", address, "--report", str(report),
+                    env=env)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, out + err
+    assert _verdicts(report) == local_verdicts
+    # Three tasks, one of them started twice: the third start died, its task ran again.
+    assert sorted(p.name for p in marks.iterdir()) == ["task-1", "task-2", "task-3", "task-4"]
+    assert "ray: 3/3 tasks done, 1 retried" in err, err
+
+
+def test_a_node_killed_mid_run_changes_no_verdict(cluster, local_verdicts, tmp_path):
+    address, env = cluster.address, cluster.env
+    cluster.add_node({"RTWO_TEST_NODE": "second"})
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    report = tmp_path / "ray.json"
+    proc = _planted("--hold-on-node", str(marks), *PROVE, "--ray", address, "--report", str(report),
+                    env=env)
+    try:
+        deadline = time.monotonic() + 120
+        while not (marks / "holding").exists():      # a task is running on the second node
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.2)
+        cluster.kill(1)
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, out + err
+    assert _verdicts(report) == local_verdicts
+    last = [line for line in err.splitlines() if line.startswith("ray: 3/3")][-1]
+    assert "retried" in last and " 0 retried" not in last, err
