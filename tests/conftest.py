@@ -90,3 +90,13 @@ def word_out(result) -> int:
 @pytest.fixture
 def run():
     return run_asm
+
+
+def need_bitwuzla():
+    """The bitwuzla module (the test extra installs it): the test is skipped without it,
+    except in CI (``CI`` set, as ``.ci/run`` does), where a missing one is a failure."""
+    if os.environ.get("CI"):
+        import bitwuzla
+        return bitwuzla
+    return pytest.importorskip("bitwuzla")
+
