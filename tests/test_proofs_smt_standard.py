@@ -113,3 +113,24 @@ def test_the_strict_reading_of_every_script_notices_a_text_left_as_z3_prints_it(
     monkeypatch.setattr(smtlib, "standard", lambda text: text)
     with pytest.raises(SystemExit, match=r"cost/STOP.* w64: not standard SMT-LIB: .*got 1"):
         digests.lines(options, read=digests.strict)
+
+
+def test_the_guides_export_listing_is_what_prove_writes(tmp_path):
+    """docs/guides/proving.md, "A second solver": its `ls` and `head` of an export of SHL."""
+    import re
+    from pathlib import Path
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "guides" / "proving.md").read_text()
+    block = re.search(r"\$ rtwo-vm prove --opcode SHL --export-smt2 smt\n(.*?)```", guide,
+                      re.S).group(1)
+    shown = dict(re.findall(r"\$ (.*)\n((?:[^$].*\n)+)", block))
+    smt = tmp_path / "smt"
+    assert main(["prove", "--opcode", "SHL", "--export-smt2", str(smt), "--quiet", "--theorem",
+                 "cost", "--theorem", "charges_before_effect", "--theorem",
+                 "agreement_branches", "--report", str(tmp_path / "r.json")]) == 0
+    names = sorted(p.name for p in smt.iterdir())
+    assert shown["ls smt | grep '^cost__'"].split() == [n for n in names
+                                                       if n.startswith("cost__")]
+    assert shown["ls smt | grep '^agreement_branches__' | head -3"].split() == [
+        n for n in names if n.startswith("agreement_branches__")][:3]
+    head = (smt / "charges_before_effect__SHL__w64__000.smt2").read_text().splitlines()[:4]
+    assert shown["head -4 smt/charges_before_effect__SHL__w64__000.smt2"].splitlines() == head
