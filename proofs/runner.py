@@ -329,7 +329,7 @@ def _task_child(conn, task: tuple, work) -> None:
     conn.close()
 
 
-def _forked(context, tasks: list[tuple], jobs: int, work=run_task):
+def _forked(context, tasks: list[tuple], jobs: int, work=run_task, tagged: bool = False):
     """The rows of each task (``work(task)``, default run_task), run in a process of its own
     forked from this one, ``jobs`` at a time, as they finish. A process that ends without sending its rows (a crash, a kill, or a
     user's theorem calling ``os._exit``) gives ERROR rows for all of them, never a hang."""
@@ -360,7 +360,7 @@ def _forked(context, tasks: list[tuple], jobs: int, work=run_task):
                                       "before it reported its rows")
                 ready.close()
                 process.join()
-                yield done
+                yield (task, done) if tagged else done
     finally:
         for conn, (process, _, _) in running.items():
             process.kill()
@@ -419,7 +419,10 @@ def _user_tasks(tasks: list[tuple], options: Options):
                          error_rows, expected, bounds, options.jobs, forked)
 
 
-def run_suite(options: Options, progress=None) -> list[dict]:
+def run_suite(options: Options, progress=None, source=None) -> list[dict]:
+    """Every row of the run. ``source(tasks)``, when given, runs the (unbatched) tasks
+    instead of the local pool and yields each one's rows (proofs/distributed.py: on Ray,
+    or resumable)."""
     global _THEOREMS
     verdicts.use(options)
     _THEOREMS = theorems(options)
@@ -440,7 +443,7 @@ def run_suite(options: Options, progress=None) -> list[dict]:
             return sum(heavy(u) for u in t[1])
         return weight.get(t[0], 1) + (3 if t[1] == "CALL" else 0)
     tasks = sorted(plan(options, _THEOREMS), key=lambda t: -heavy(t))
-    if not options.theorems_file:       # a user's tasks run one to a confined child
+    if not options.theorems_file and source is None:   # a user's tasks: one to a confined child
         tasks = batched(tasks)
         tasks.sort(key=lambda t: -heavy(t))
     _warm(options)
@@ -453,7 +456,8 @@ def run_suite(options: Options, progress=None) -> list[dict]:
         return len(t[1]) if t[0] == "group" else 1
     total = sum(rows_of(t) for t in tasks)
     try:
-        for done in (_user_tasks(tasks, options) if options.theorems_file
+        for done in (source(tasks) if source is not None
+                     else _user_tasks(tasks, options) if options.theorems_file
                      else _forked(context, tasks, options.jobs)):
             for row in done:
                 rows.append(row)

@@ -62,9 +62,14 @@ class RequestRejected(VMError):
 
 
 class PolicyViolation(VMError):
-    """The bound policy forbids an instruction the code holds."""
+    """The bound policy forbids an instruction the code holds; ``refused`` is that instruction
+    (reference_vm.policy.Refusal: offset, mnemonic, error) when binding raised it."""
 
     kind = "violation"
+
+    def __init__(self, code: str, detail: str = "", refused: object = None):
+        super().__init__(code, detail)
+        self.refused = refused
 
 
 class Fault(VMError):

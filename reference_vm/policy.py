@@ -87,16 +87,36 @@ def refusals(policy: Policy, table: spec.Spec) -> dict[int, str]:
     return refused
 
 
-def bind(code: ValidCode, policy: Policy, table: spec.Spec) -> None:
-    """Refuse the code if the policy forbids any instruction it holds (the first in offset
-    order decides the error), in version ``table``."""
+@dataclass(frozen=True)
+class Refusal:
+    """The instruction binding refuses: the first in offset order the policy refuses."""
+
+    offset: int
+    mnemonic: str
+    error: str
+
+
+def first_refusal(code: ValidCode, policy: Policy, table: spec.Spec) -> Refusal | None:
+    """The instruction of ``code`` that decides binding's error under ``policy`` in version
+    ``table`` (the first refused in offset order), or None when the policy binds."""
     try:
         refused = refusals(policy, table)
     except TypeError:            # a policy holding a list: not cacheable, computed afresh
         refused = refusals.__wrapped__(policy, table)
     if not refused:
-        return
+        return None
     for d in code.instructions:
         error = refused.get(d.instruction.opcode)
         if error is not None:
-            raise PolicyViolation(error, f"{d.instruction.mnemonic} at offset {d.offset}")
+            return Refusal(d.offset, d.instruction.mnemonic, error)
+    return None
+
+
+def bind(code: ValidCode, policy: Policy, table: spec.Spec) -> None:
+    """Refuse the code if the policy forbids any instruction it holds (the first in offset
+    order decides the error), in version ``table``. The PolicyViolation carries that
+    instruction (``refused``); the result does not (its ``error_pc`` is null: nothing ran)."""
+    found = first_refusal(code, policy, table)
+    if found is not None:
+        raise PolicyViolation(found.error, f"{found.mnemonic} at offset {found.offset}",
+                              refused=found)

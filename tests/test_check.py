@@ -23,12 +23,13 @@ def test_check_runs_every_step_and_passes(tmp_path):
     # checkout, and a report an earlier `rtwo-vm check` left there is never read.
     done = check("--skip", "prove", cwd=tmp_path)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    for title in ("fill the vectors and compare with the committed corpus",
+    for title in ("fill the vectors, confirm a quick cover by the models, compare with the committed corpus",
                   "validate the reference through its own adapter",
                   "readiness report with evidence"):
         assert re.search(rf"PASS .* s  {re.escape(title)}", done.stdout), title
     assert "RESULT: everything passed" in done.stdout
     assert "every implementation conforms" in done.stdout
+    assert re.search(r"second oracle \(quick\): \d+ vectors run by the proofs' models .*: all agree", done.stdout)
     for version in ("1.0", "1.1"):   # one report per version the reference announces
         assert (tmp_path / "build" / "conformance" / version / "report.json").is_file()
 
@@ -49,3 +50,14 @@ def test_check_fails_when_a_step_fails(capsys):
     assert code == 1
     assert calls == ["vectors", "conformance", "readiness"]  # a failure does not stop the rest
     assert "FAIL" in out and "1 step(s) failed" in out
+    assert "verdict cache: not used (no prove step)" in out
+
+
+def test_check_states_the_verdict_cache_its_prove_steps_used(capsys, monkeypatch, tmp_path):
+    import argparse
+
+    from rtwo_vm.commands import check as check_command
+    monkeypatch.setenv("RTWO_VM_PROOFS_CACHE", str(tmp_path / "the-cache"))
+    skip = ["vectors", "conformance", "readiness"]
+    assert check_command._cmd_check(argparse.Namespace(skip=skip, cli_main=lambda argv: 0)) == 0
+    assert f"verdict cache: used, {tmp_path / 'the-cache'} " in capsys.readouterr().out

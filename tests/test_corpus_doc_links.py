@@ -34,7 +34,8 @@ def anchors(text: str) -> set[str]:
     for heading in HEADING.findall(FENCE.sub("", text)):
         explicit = re.search(r"\{\s*#([\w-]+)\s*\}\s*$", heading)  # attr_list: ### STOP {#stop}
         out.add(explicit.group(1) if explicit else slugify(re.sub(r"[`*]", "", heading), "-"))
-    return out
+    # an element's own id in the page's HTML: a clause's badge (<a class="clause" id="6.3-divs">)
+    return out | set(re.findall(r'<[a-z]+ [^>]*\bid="([^"]+)"', FENCE.sub("", text)))
 
 
 def broken_links(pages: dict[str, str]) -> list[str]:

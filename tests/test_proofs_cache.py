@@ -293,3 +293,37 @@ def test_an_antecedent_ruled_out_by_an_added_component_is_vacuous(tmp_path):
               "--quiet"])
         (row,) = json.loads(Path("r.json").read_text())["results"]
         assert row["status"] == "vacuous" and row["vacuous_claims"] == [0], (version, row)
+
+
+def _add_is_sub(s, imm):
+    """ADD's model replaced by SUB's: one instruction's model changed (issue 38)."""
+    from proofs.instructions import models
+    return models(64, "1.0")["SUB"](s, imm)
+
+
+def test_after_one_model_changes_only_its_rows_are_solved_again(tmp_path, calls):
+    from proofs.runner import Options, run_suite
+
+    def run(model=None) -> dict:
+        rows = run_suite(Options(version="1.0", opcodes=("ADD", "SUB"), width=64, agreement=False,
+                                 model_overrides={"ADD": model} if model else {},
+                                 cache_dir=str(tmp_path / "c"), cache_key=str(tmp_path / "k")))
+        per: dict = {}
+        for r in rows:
+            got = per.setdefault(r["opcode"], {"hits": 0, "solved": 0, "statuses": set()})
+            got["statuses"].add(r["status"])
+            for k in ("hits", "solved"):
+                got[k] += r.get("cache", {}).get(k, 0)
+        return per
+    first = run()
+    assert first["ADD"]["statuses"] == first["SUB"]["statuses"] == {PROVED}
+    assert first["SUB"]["solved"] > 0 and first["ADD"]["solved"] > 0
+    calls()
+    second = run(_add_is_sub)
+    # SUB's texts did not change: every answer of its rows from the cache, none solved.
+    answers = first["SUB"]["hits"] + first["SUB"]["solved"]   # hits: texts ADD's rows share
+    assert second["SUB"] == {"hits": answers, "solved": 0, "statuses": {PROVED}}
+    # ADD's did: its rows are solved again (and its result theorems now fail).
+    assert second["ADD"]["solved"] > 0 and COUNTEREXAMPLE in second["ADD"]["statuses"]
+    # The solver was called for ADD's changed texts (and its counterexample's explanation).
+    assert calls() >= second["ADD"]["solved"]

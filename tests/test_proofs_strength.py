@@ -117,3 +117,20 @@ def test_a_reasons_file_is_read_bounded(tmp_path):
     path.write_text("#" * (mutants.MAX_REASONS + 1))
     with pytest.raises(ValueError):
         mutants.reasons(path)
+
+
+def test_on_ray_a_mutant_and_a_listed_one_get_the_local_verdicts():
+    """prove --strength --ray (fanout/tasks.py on a private local cluster): the NOP crash
+    mutant is killed by its unit run on a Ray worker, as locally (test above), and a listed
+    equivalent mutant is not run and keeps its reason."""
+    pytest.importorskip("ray")
+    broken = mutants.planted("proofs/instructions/control.py", "models.NOP",
+                             "def NOP(s, imm):\n        return [running(s)]",
+                             "def NOP(s, imm):\n        return [running(s, undefined_name)]", "nop_crash")
+    listed = mutants.equivalent()
+    wanted = next(iter(listed))
+    (equivalent,) = [m for m in mutants.generated(wanted.split(":", 1)[0]) if m.id == wanted]
+    first, second = run.run([broken, equivalent], V, timeout=900, baseline=False, ray="local",
+                            jobs=1).verdicts
+    assert first.status == "killed" and first.how in ("failing", "crash")
+    assert second.status == "equivalent" and second.detail == listed[wanted]

@@ -63,7 +63,7 @@ def to_json(result: SuiteResult, corpus: Mapping[str, Any], bundles: Mapping[tup
             "failures_left_out": max(0, len(failing) - REPORT_FAILURES),
             "failure_summaries": [failure_summary(o) for o in ranked(run, ("fail", "xfail"))]
             + [failure_summary(o) for o in scenario_report.failing(run.scenarios)],
-            "what_to_implement_next": dict(triage(run.outcomes.values(), result.vectors, result.version),
+            "what_to_implement_next": dict(triage(run.outcomes.values(), result.vectors, result.version, result.executed),
                                            scenarios=scenario_report.triage(run.scenarios)),
             "scenarios": scenario_report.json_section(run.scenarios, bundles, run.command),
             "known_failures": [{**_entry(o, result, run, bundles), "known_failure": o.known}

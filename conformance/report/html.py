@@ -53,7 +53,7 @@ def render(result: SuiteResult, corpus: Mapping[str, Any], bundles: Mapping[tupl
             out.append(f"<tr><th>{label}</th><td>{c['pass']}</td><td>{c['fail'] - c['unsupported']}</td>"
                        f"<td>{c['unsupported']}</td><td>{c['xfail']}</td><td>{c['xpass']}</td></tr>")
         out.append("</table>")
-        out.append(html_rows(triage(run.outcomes.values(), result.vectors, result.version), _e))
+        out.append(html_rows(triage(run.outcomes.values(), result.vectors, result.version, result.executed), _e))
         out.append(scenario_report.html_section(run.scenarios, result.scenarios, bundles, run.command, _e))
         failing = ranked(run, ("fail", "xfail"))
         if not failing:

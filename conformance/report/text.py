@@ -41,11 +41,18 @@ def _counts_line(run: ImplementationRun, fresh: bool = False) -> str:
     return ", ".join(parts) + rate + "; " + plural(run.restarts, "adapter restart") + retried
 
 
+def _cell(c: Counter, column: str) -> int:
+    """A table cell: "fail" counts the wrong answers and adapter failures, "unsup" the failing
+    vectors answered UNSUPPORTED_INPUT (apart from "fail", as in report.html)."""
+    if column == "unsup":
+        return c["unsupported"]
+    return c["fail"] - c["unsupported"] if column == "fail" else c[column]
+
+
 def _table(title: str, rows, columns: list[str], width: int) -> list[str]:
     out = [f"   {title:<{width}} " + " ".join(f"{c:>6}" for c in columns)]
     for name, c in rows:
-        out.append(f"   {name:<{width}} " + " ".join(f"{c['unsupported' if col == 'unsup' else col]:>6}"
-                                                     for col in columns))
+        out.append(f"   {name:<{width}} " + " ".join(f"{_cell(c, col):>6}" for col in columns))
     return out
 
 
@@ -118,13 +125,14 @@ def _run_lines(run: ImplementationRun, result: SuiteResult, bundles, shown: int,
         lines.append(f"   stopped at the first failure (-x): {plural(run.stopped, 'vector')} not run")
     lines += scenario_report.text_lines(run.scenarios, result.scenarios, bundles, run.command, shown)
     by_group, by_opcode_counts = count_tables(run, result.vectors)
-    columns = ["pass", "fail"] + [s for s in ("xfail", "xpass") if run.count(s)]
+    # "unsup": the failing vectors answered UNSUPPORTED_INPUT, apart from "fail" (wrong answers
+    # and adapter failures).
+    columns = ["pass", "fail", "unsup"] + [s for s in ("xfail", "xpass") if run.count(s)]
     if by_group:
         lines += _table("category", sorted(by_group.items()), columns, 12)
     if by_opcode:
-        # "unsup": of the failing vectors, those answered UNSUPPORTED_INPUT (also in "fail").
         lines += _table("opcode", ((i.mnemonic, by_opcode_counts.get(i.mnemonic, Counter()))
-                                   for i in spec.load(result.version).instructions), columns + ["unsup"], 15)
+                                   for i in spec.load(result.version).instructions), columns, 15)
     failing = ranked(run)
     unavailable = [o for o in failing if o.categories == ["unavailable"]]
     failing = [o for o in failing if o.categories != ["unavailable"]]
@@ -141,7 +149,7 @@ def _run_lines(run: ImplementationRun, result: SuiteResult, bundles, shown: int,
             lines.append("   opcodes with failures: " + ", ".join(
                 f"{m} {c['fail'] - c['unsupported']}/{sum(c[s] for s in STATUSES)}" for m, c in worst[:20]) + (
                 f" … and {len(worst) - 20} more" if len(worst) > 20 else ""))
-        lines += triage_lines(triage(run.outcomes.values(), result.vectors, result.version))
+        lines += triage_lines(triage(run.outcomes.values(), result.vectors, result.version, result.executed))
     if kinds:
         failing = [o for o in failing if o.kind in kinds or set(o.categories) & set(kinds)]
     wrong = [o for o in failing if o.kind in WRONG_ANSWERS]

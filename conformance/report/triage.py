@@ -11,9 +11,14 @@ gates: ``policy external_call <value>``, ``policy time_access <value>``, ``polic
 forbidden_operations list`` (when not empty), ``sandbox isolation_level <level>`` and
 ``sandbox storage_access <value>``.
 
-An element is *known* when a vector the implementation passed needs it (it demonstrably
-handles it). A vector that failed, unsupported inputs included, is *blocked* by the
-elements it needs that are not known: its *missing* elements. For each missing element:
+An element is *known* when a vector the implementation passed shows it working (issue 39): an
+instruction when the reference's trace of a passed vector executed it (an instruction in
+a program that was refused, or in code that never ran, is not shown to work), a request
+feature or policy gate when a passed vector needs it. The traces are the reference's, run on
+the vector's input (an adapter's own trace is optional), once per vector and run
+(``executed``, cached in the caller's mapping). A vector that failed, unsupported inputs
+included, is *blocked* by the elements it needs that are not known: its *missing* elements.
+For each missing element:
 
 - ``blocked``: how many failing vectors need it (each of them needs it before it can pass);
 - ``alone``: how many failing vectors miss only it (they become runnable once it is
@@ -22,7 +27,11 @@ elements it needs that are not known: its *missing* elements. For each missing e
 Instructions are ranked by ``blocked``, then ``alone``, then opcode; ``runnable_after`` is
 cumulative: how many failing vectors miss nothing but the instructions ranked up to and
 including this one (implement them in this order and that many vectors can run). Request
-features and policy gates are ranked apart, in the same way. The adapter's own
+features and policy gates are ranked apart, in the same way. A failing vector that misses
+nothing is a wrong answer to look at first only when it was not answered UNSUPPORTED_INPUT;
+unsupported vectors that miss nothing are counted as the element ``UNSUPPORTED_WITH_KNOWN``
+(what they lack is not an instruction or feature of the list: the adapter's messages say
+what), so the list is never empty while vectors are unsupported. The adapter's own
 ``UNSUPPORTED_INPUT`` messages are counted by text, hexadecimal values lower-cased and every
 other number replaced by ``N`` (so ``opcode 0x30 at offset 12`` and ``… offset 40`` count as
 one message).
@@ -41,6 +50,33 @@ SHOWN = 15                 # rows of each ranking in the text report
 MESSAGES_KEPT = 50         # distinct unsupported messages in the reports
 MESSAGE_CHARS = 200        # characters of one message kept
 _POLICY_VALUES = ("external_call", "time_access", "randomness")
+
+
+UNSUPPORTED_WITH_KNOWN = ("unsupported, though every instruction and feature it needs worked in a "
+                          "passed vector (see the adapter's messages)")
+
+
+class _Executed:
+    """A tracer (reference_vm.execute.Tracer) keeping the mnemonics of the executed
+    instructions, nested frames included."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def step(self, frame: Any, decoded: Any) -> None:
+        self.names.add(decoded.instruction.mnemonic)
+
+
+def executed(vector: Mapping[str, Any], version: str) -> frozenset[str]:
+    """The mnemonics of the instructions the reference executes on ``vector``'s input under
+    spec ``version`` (none for a result decided before execution)."""
+    from conformance.corpus.vector import run_reference
+    tracer = _Executed()
+    try:
+        run_reference(vector.get("input") or {}, version, tracer=tracer)
+    except Exception:  # noqa: BLE001 - an input the reference refuses ran nothing more
+        pass
+    return frozenset(tracer.names)
 
 
 def _order(version: str) -> dict[str, int]:
@@ -133,9 +169,11 @@ def _rank(blocked: Counter, alone: Counter, key) -> list[dict[str, Any]]:
             for name in sorted(blocked, key=lambda n: (-blocked[n], -alone[n], key(n)))]
 
 
-def triage(outcomes: Iterable[Outcome], vectors: Mapping[str, Mapping[str, Any]], version: str) -> dict[str, Any]:
+def triage(outcomes: Iterable[Outcome], vectors: Mapping[str, Mapping[str, Any]], version: str,
+           cache: dict[str, frozenset[str]] | None = None) -> dict[str, Any]:
     """The "what to implement next" section of one implementation's run of spec ``version``
-    (module docstring)."""
+    (module docstring); ``cache``: vector id -> executed instructions, kept for the run."""
+    cache = {} if cache is None else cache
     outcomes = list(outcomes)
     if not any(o.status in ("fail", "xfail") for o in outcomes):
         outcomes = []            # nothing to triage: no program decoded
@@ -144,9 +182,15 @@ def triage(outcomes: Iterable[Outcome], vectors: Mapping[str, Mapping[str, Any]]
     known: set[str] = set()
     for o in outcomes:
         if o.status in ("pass", "xpass"):
-            known |= needs[o.vector_id][0] | needs[o.vector_id][1]
+            if o.vector_id not in cache:
+                cache[o.vector_id] = executed(vectors[o.vector_id], version)
+            known |= cache[o.vector_id] | needs[o.vector_id][1]
     failing = [o for o in outcomes if o.status in ("fail", "xfail")]
     missing = {o.vector_id: (needs[o.vector_id][0] - known, needs[o.vector_id][1] - known) for o in failing}
+    unsupported = {o.vector_id for o in failing if o.kind == UNSUPPORTED}
+    for vid in unsupported:
+        if not missing[vid][0] and not missing[vid][1]:
+            missing[vid] = (frozenset(), frozenset({UNSUPPORTED_WITH_KNOWN}))
     blocked_i: Counter = Counter()
     blocked_f: Counter = Counter()
     alone: Counter = Counter()
@@ -163,12 +207,13 @@ def triage(outcomes: Iterable[Outcome], vectors: Mapping[str, Mapping[str, Any]]
         row["runnable_after"] = sum(1 for _, need in waiting if need <= prefix)
     messages = Counter(normalised(m) for m in map(unsupported_message, failing) if m is not None)
     return {
-        "definition": "an element (instruction, request feature, policy gate) is known when a passed "
-                      "vector needs it; blocked = failing vectors that need a missing element, alone = "
+        "definition": "an element is known when a passed vector shows it working: an instruction "
+                      "when the reference executed it in a passed vector, a request feature or policy "
+                      "gate when a passed vector needs it; blocked = failing vectors that need a missing element, alone = "
                       "failing vectors missing only it, runnable_after = failing vectors missing only "
                       "the instructions ranked so far",
         "failing": len(failing),
-        "without_missing": sum(1 for i, f in missing.values() if not i and not f),
+        "without_missing": sum(1 for i, f in missing.values() if not i and not f),     # never unsupported
         "known_instructions": sorted(known & set(order), key=order.__getitem__),
         "instructions": instructions,
         "features": _rank(blocked_f, alone, str),
@@ -183,7 +228,8 @@ def text_lines(section: Mapping[str, Any], shown: int = SHOWN) -> list[str]:
     rows, features = section["instructions"], section["features"]
     if not rows and not features and not section["unsupported_messages"]:
         return []
-    lines = [f"   what to implement next (from the programs of the {section['failing']} failing vectors; "
+    lines = [f"   what to implement next (from the programs of the {section['failing']} failing vectors; known: "
+             "instructions the reference executed in a passed vector; "
              "blocked = failing vectors that need it, alone = vectors it alone blocks, "
              "runnable = failing vectors runnable once it and those above are implemented):"]
     if rows:
@@ -192,13 +238,19 @@ def text_lines(section: Mapping[str, Any], shown: int = SHOWN) -> list[str]:
                   for r in rows[:shown]]
         if len(rows) > shown:
             lines.append(f"     … and {len(rows) - shown} more instructions")
+    opaque = next((r for r in features if r["name"] == UNSUPPORTED_WITH_KNOWN), None)
+    features = [r for r in features if r["name"] != UNSUPPORTED_WITH_KNOWN]
     if features:
         lines.append("     request features and policy gates not seen in a passed vector: " + ", ".join(
             f"{r['name']} {r['blocked']} (alone {r['alone']})" for r in features[:shown])
             + (f" … and {len(features) - shown} more" if len(features) > shown else ""))
+    if opaque:
+        lines.append(f"     {opaque['blocked']} vectors answered UNSUPPORTED_INPUT need only instructions and "
+                     "features shown working in passed vectors: what they lack is in the adapter's messages")
     if section["without_missing"]:
         lines.append(f"     {section['without_missing']} failing vectors need nothing new (only instructions "
-                     "and features seen in passed vectors): their answers are wrong, look at them first")
+                     "and features shown working in passed vectors) and were not answered UNSUPPORTED_INPUT: "
+                     "their answers are wrong, look at them first")
     messages = section["unsupported_messages"]
     if messages:
         lines.append("     the adapter's UNSUPPORTED_INPUT messages (numbers as N):")
@@ -215,7 +267,8 @@ def html_rows(section: Mapping[str, Any], escape, shown: int = 40) -> str:
     if not rows and not features and not messages:
         return ""
     out = ["<h3>What to implement next</h3>",
-           f"<p>From the programs of the {section['failing']} failing vectors: <i>blocked</i> = failing "
+           f"<p>From the programs of the {section['failing']} failing vectors (an instruction is known when "
+           "the reference executed it in a passed vector): <i>blocked</i> = failing "
            "vectors that need it, <i>alone</i> = failing vectors it alone blocks, <i>runnable</i> = failing "
            "vectors runnable once it and the instructions above it are implemented.</p>"]
     if rows:

@@ -115,6 +115,7 @@ class SuiteResult:
     seconds: float = 0.0
     blinding: dict[str, Any] = field(default_factory=lambda: dict(blind.OFF))   # blind.Summary.to_json()
     scenarios: dict[str, Mapping[str, Any]] = field(default_factory=dict)    # scenario vectors, as sent
+    executed: dict[str, frozenset[str]] = field(default_factory=dict)       # triage's cache: id -> instructions run
 
     @property
     def ok(self) -> bool:

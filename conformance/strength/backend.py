@@ -2,9 +2,10 @@
 
 ``local`` forks one child per mutant from the parent, which has loaded the corpus once, so a
 child starts in milliseconds, and the mutant dies with its child. ``ray`` runs each mutant as
-a task of the fuzzer's Ray backend (conformance/fuzz/backend.py, issue 11) in a fresh
-interpreter (``python -m conformance.strength.worker``); it needs Ray (the ``distributed``
-extra).
+a task of the shared fan-out (fanout/tasks.py, which ``prove --ray`` uses too: a task whose
+worker or node dies runs again) in a fresh interpreter (``python -m
+conformance.strength.worker``), on a private local cluster or the one at ``--ray ADDRESS``;
+it needs Ray (the ``distributed`` extra).
 """
 
 from __future__ import annotations
@@ -33,14 +34,18 @@ def local_map(fn: Callable, items: Iterable, workers: int) -> Iterator:
         yield from pool.imap(fn, items)
 
 
-def ray_map(tasks: Iterable[dict], workers: int) -> Iterator:
+def ray_map(tasks: Iterable[dict], workers: int, address: str = "local") -> Iterator:
     """Each task (conformance.strength.worker.task) run by worker.run_subprocess as a task of
-    the fuzzer's Ray backend: ``conformance.fuzz.backend.map_tasks(function, items, workers)``."""
-    from conformance.fuzz.backend import BackendError, map_tasks
+    the shared fan-out (fanout.tasks.ordered), results in input order; progress on stderr."""
+    import sys
+
     from conformance.strength.worker import run_subprocess
+    from fanout.ray_setup import RayUnavailable
+    from fanout.tasks import ordered
     try:
-        yield from map_tasks(run_subprocess, list(tasks), workers)
-    except BackendError as err:
+        yield from ordered(run_subprocess, list(tasks), address, workers,
+                           progress=lambda p: print(p.line("mutants"), file=sys.stderr, flush=True))
+    except RayUnavailable as err:
         raise BackendUnavailable(str(err)) from None
 
 

@@ -215,19 +215,24 @@ class BaselineFailed(RuntimeError):
 
 
 def run(mutants: Sequence[Mutant], version: str, timeout: float = 600.0, baseline: bool = True,
-        progress: Callable[[int, int, Verdict], None] | None = None, jobs: int = 1) -> Result:
+        progress: Callable[[int, int, Verdict], None] | None = None, jobs: int = 1,
+        ray: str | None = None) -> Result:
     """Every mutant's verdict under spec ``version``, in the order given. ``jobs`` units run at
     a time (each in a
     process of its own; a verdict depends on its mutant and unit alone, not on what runs
-    beside it). Each distinct unit first runs unmutated (``baseline``)."""
+    beside it). Each distinct unit first runs unmutated (``baseline``). With ``ray`` (local or
+    a cluster's address) every unit is a task of the shared fan-out (fanout/tasks.py: a unit
+    whose worker or node dies runs again), ``jobs`` CPUs for a local cluster."""
     listed = {**{k: ("equivalent", v) for k, v in equivalent().items()},
               **{k: ("unreachable", v) for k, v in unreachable().items()}}
     units = [unit(m, version) for m in mutants]
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        mapped = pool.map if ray is None else _on_ray(ray, jobs)
         if baseline:
             needed = sorted({u for m, u in zip(mutants, units) if m.id not in listed})
-            for opcodes, result in zip(needed, pool.map(
-                    lambda u: isolate.run_unit(None, u, timeout, version), needed)):
+            for opcodes, result in zip(needed, mapped(
+                    functools.partial(_unit_result, None, timeout=timeout, version=version),
+                    needed)):
                 status, how, detail = judge(result)
                 if status != "survived":
                     raise BaselineFailed(f"the unmutated unit {' '.join(opcodes)} does not pass: "
@@ -241,12 +246,49 @@ def run(mutants: Sequence[Mutant], version: str, timeout: float = 600.0, baselin
             return Verdict(mutant, *judge(isolate.run_unit(mutant, opcodes, timeout, version)),
                            opcodes)
 
+        def verdict_of(index: int, result: dict | None) -> Verdict:
+            mutant, opcodes = mutants[index], units[index]
+            if mutant.id in listed:
+                status, reason = listed[mutant.id]
+                return Verdict(mutant, status, "reason", reason, opcodes)
+            assert result is not None
+            return Verdict(mutant, *judge(result), opcodes)
+
+        if ray is None:
+            found = pool.map(verdict, range(len(mutants)))
+        else:
+            run_now = [i for i in range(len(mutants)) if mutants[i].id not in listed]
+            results = dict(zip(run_now, mapped(_mutant_result, [
+                (mutants[i], units[i], timeout, version) for i in run_now])))
+            found = (verdict_of(i, results.get(i)) for i in range(len(mutants)))
         out = Result()
-        for index, v in enumerate(pool.map(verdict, range(len(mutants)))):
+        for index, v in enumerate(found):
             out.verdicts.append(v)
             if progress:
                 progress(index + 1, len(mutants), v)
     return out
+
+
+def _unit_result(mutant, opcodes, timeout: float, version: str) -> dict:
+    return isolate.run_unit(mutant, opcodes, timeout, version)
+
+
+def _mutant_result(item: tuple) -> dict:
+    """On a Ray worker: one mutant's unit result (isolate.run_unit, in a copy of the tree)."""
+    return isolate.run_unit(*item)
+
+
+def _on_ray(address: str, cpus: int) -> Callable:
+    """A map over the shared fan-out's Ray tasks (results in input order, progress on stderr)."""
+    import sys
+
+    from fanout.tasks import ordered
+
+    def mapped(function, items):
+        items = list(items)
+        return ordered(function, items, address, cpus,
+                       progress=lambda p: print(p.line("units"), file=sys.stderr, flush=True))
+    return mapped
 
 
 def record(result: Result, scope: str, version: str | None = None) -> dict:
@@ -290,7 +332,8 @@ SCORE_FILE = __import__("pathlib").Path(__file__).resolve().parent / "score.json
 
 
 def command(modules: tuple[str, ...], limit: int | None, timeout: float, record_score: bool,
-            version: str, emit: Callable[[str], None] = print, jobs: int = 1) -> int:
+            version: str, emit: Callable[[str], None] = print, jobs: int = 1,
+            ray: str | None = None) -> int:
     """``rtwo-vm prove --strength``: exit 0 when the score reaches the target (or nothing was
     counted), 1 below it; a ValueError (bad module, stale reason) is the caller's bad input."""
     import json
@@ -304,7 +347,7 @@ def command(modules: tuple[str, ...], limit: int | None, timeout: float, record_
              and i not in known]
     if stale:
         raise ValueError(f"stale reason for {stale[0]} (names no mutant of its module)")
-    result = run(chosen, version, timeout, jobs=jobs, progress=lambda done, total, v: emit(
+    result = run(chosen, version, timeout, jobs=jobs, ray=ray, progress=lambda done, total, v: emit(
         f"[{done}/{total}] {v.status} {v.mutant.id} ({' '.join(v.opcodes)})"))
     for line in lines(result):
         emit(line)

@@ -83,6 +83,7 @@ class Calls:
         out = []
         address = s.stack[3]
         depth = self._depth(s) + 1
+        refused: set = set()     # (touch branch, target) whose refusal is a candidate
         for b in execute.step(with_oracle(s, idle), _mnemonic(static)):
             if b.status != RUNNING:
                 out.append((b, p))               # a halt before the callee (range, base cost)
@@ -91,7 +92,7 @@ class Calls:
                 out.append((b, replace(p, records=p.records + (rec,))))
             elif b.label.endswith("callee succeeded"):
                 for cond, target in self.targets(address):
-                    out += self._run(code, p, b, cond, target, depth, address, static)
+                    out += self._run(code, p, b, cond, target, depth, address, static, refused)
         return out
 
     def _depth(self, s) -> int:
@@ -103,10 +104,18 @@ class Calls:
                       zero, zero, zero, zero, zero, zero)
 
     def _run(self, code: Code, p, after_branch, cond, target, depth, address,
-             static: bool) -> list:
+             static: bool, refused: set) -> list:
         s = p.state
         callee = self.x.codes.get(target) if target is not None else None
         if not isinstance(callee, Code):
+            # One candidate per target: from 1.1 the model has a "callee succeeded" branch
+            # for a writable and for a read-only callee, and a callee that cannot run is
+            # neither (without this, each gave the same refused path: found by the second
+            # oracle, proofs/oracle, as two ends of a vector's one path).
+            key = (_prefix(after_branch.label), target)
+            if key in refused:
+                return []
+            refused.add(key)
             refusal = callee if isinstance(callee, Refusal) else not_found(s.w.version)
             real = execute.step(with_oracle(s, no_call(W, s.storage, s.transient,
                                                        s.transient_alive)), _mnemonic(static))

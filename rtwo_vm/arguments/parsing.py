@@ -27,7 +27,7 @@ COMMAND_GROUPS = (
 # The options of `run`, grouped in its --help (an option in none of them stays under
 # "options"); grouped after they are added, so the option block itself stays as it is.
 RUN_OPTION_GROUPS = (
-    ("the call", ("calldata", "caller", "address", "storage", "contract", "state")),
+    ("the call", ("calldata", "calldata_words", "caller", "address", "storage", "contract", "state")),
     ("sandbox limits", ("compute", "memory_pages", "storage_units")),
     ("context and policy", ("time", "seed", "allow_time", "allow_randomness", "forbid_calls",
                             "storage_access", "forbid", "allow")),

@@ -2,8 +2,8 @@
 
 Runs, in order and each with its own progress display: the opcode theorems of every version
 (``prove``), the proved differences of each version from its base (``prove --diff``), a fresh fill of the conformance vectors compared with the committed corpus
-(``vectors fill --check``, the second oracle on a cover of the corpus: every vector takes
-minutes, which ``vectors fill`` spends), validation of the reference interpreter through its own adapter
+(``vectors fill --check``, the second oracle on its quick cover of the corpus: every vector
+takes minutes, which ``vectors fill`` spends), validation of the reference interpreter through its own adapter
 (``conformance run``), and the readiness report with its evidence (``readiness``). Every
 step is the very command a user would run; ``check`` only sequences them and summarises.
 Exit code 0 only when every step passed.
@@ -18,7 +18,8 @@ import time
 
 STEPS = (
     ("prove the opcode theorems of the newest version", ["prove", "--no-table"]),
-    ("fill the vectors, confirm a cover by the models, compare with the committed corpus", ["vectors", "fill", "--check", "--second-oracle", "cover"]),
+    ("fill the vectors, confirm a quick cover by the models, compare with the committed corpus",
+     ["vectors", "fill", "--check", "--second-oracle", "quick"]),
     ("validate the reference through its own adapter", ["conformance", "run"]),
     ("readiness report with evidence", ["readiness"]),
 )
@@ -39,6 +40,15 @@ def _steps() -> list[tuple[str, list[str]]]:
     diffs = [(f"prove what {new} changes from {old}", ["prove", "--diff", old, new])
              for old, new in pairs]
     return [*older, STEPS[0], *diffs, *STEPS[1:]]
+
+
+def _cache_line(proved: bool) -> str:
+    """Whether the prove steps used a verdict cache, and which (they use the default one)."""
+    if not proved:
+        return "verdict cache: not used (no prove step)"
+    from proofs import cache
+    return (f"verdict cache: used, {cache.default_dir()} (proofs/cache.py: answers sealed with "
+            "the local key; each prove step above prints what it took from it)")
 
 
 def register(sub) -> None:
@@ -69,6 +79,7 @@ def _cmd_check(args) -> int:
     print("\nrtwo-vm check")
     for title, code, seconds in results:
         print(f"  {'PASS' if code == 0 else 'FAIL'}  {seconds:7.1f} s  {title}")
+    print(_cache_line("prove" not in args.skip))
     failed = [t for t, c, _ in results if c != 0]
     print("RESULT: " + ("everything passed" if not failed else f"{len(failed)} step(s) failed"))
     return 0 if not failed else 1

@@ -19,6 +19,7 @@ from rtwo_vm.arguments.inputs import (
 )
 from rtwo_vm.arguments.engines import add_engine, engine_of
 from rtwo_vm.arguments.parsing import RUN_OPTION_GROUPS, group_options
+from rtwo_vm.arguments.words import add_call_data, call_data, hex_words
 
 DEFAULT_ADDRESS = "0x100"
 DEFAULT_CALLER = "0"
@@ -28,7 +29,7 @@ def register(sub) -> None:
     p = sub.add_parser("run", help="run a contract and print the result as JSON")
     p.add_argument("file", help=".rasm assembly, hex text or a binary container; or a .jsonl "
                                 "file of vectors, whose request is run as it stands")
-    p.add_argument("--calldata", default="0x", help="call data as hex")
+    add_call_data(p)
     p.add_argument("--caller", default=DEFAULT_CALLER, help="caller address (default: 0)")
     p.add_argument("--address", default=DEFAULT_ADDRESS, help="address to deploy FILE at")
     p.add_argument("--storage", action="append", metavar="KEY=VALUE", help="initial storage of FILE")
@@ -78,8 +79,7 @@ def _cmd_run(args) -> int:
         key, value = parse_assignment(item, "--storage")
         storage[parse_word(key, "--storage key")] = parse_word(value, "--storage value")
     contracts[address] = Contract(read_code(args.file, version), storage)
-    message = Message(address, parse_word(args.caller, "--caller"),
-                      parse_hex(args.calldata, "--calldata"))
+    message = Message(address, parse_word(args.caller, "--caller"), call_data(args, version))
     seed = parse_hex(args.seed, "--seed") if args.seed else bytes(32)
     if len(seed) != 32:
         raise CliError("--seed must be 32 bytes of hex")
@@ -99,8 +99,36 @@ def _cmd_run(args) -> int:
         if trace_file is not None and trace_file.error is not None:
             raise CliError(f"cannot write {args.trace}: {trace_file.error}")
     doc = result.to_json()
-    print(canonical(doc) if args.canonical else json.dumps(doc, indent=2, sort_keys=True))
+    if args.canonical:   # the canonical result of chapter 7.5, as it stands
+        print(canonical(doc))
+    else:   # output (returned or revert data) that is whole words, shown as words too
+        words = hex_words(result.output, version)
+        shown = doc if words is None else {**doc, "output_words": words}
+        refused = _refused(result, contracts[address].code, policy, version)
+        if refused is not None:   # binding refused an instruction (the result's error_pc is null)
+            shown["refused_instruction"] = refused
+        print(json.dumps(shown, indent=2, sort_keys=True))
     return 0 if result.ok else 1
+
+
+def _refused(result, code: bytes, policy, version: str) -> dict | None:
+    """The instruction policy binding refused in the entry contract ({"mnemonic", "offset"}),
+    found as binding finds it (the first refused in offset order), when the run ended with
+    that refusal; the result of chapter 7.5 names only the code (nothing ran)."""
+    if result.status != "violation" or result.error_pc is not None:
+        return None
+    from reference_vm.errors import VMError
+    from reference_vm.policy import first_refusal
+    from reference_vm.program import load_program
+    from reference_vm.rules import rules
+    try:
+        table = rules(version)
+        found = first_refusal(load_program(code, table).code, policy, table.spec)
+    except VMError:
+        return None
+    if found is None or found.error != result.error:
+        return None
+    return {"mnemonic": found.mnemonic, "offset": found.offset}
 
 
 class _TraceFile:

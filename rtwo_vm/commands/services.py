@@ -23,6 +23,8 @@ from rtwo_vm.arguments.inputs import (
 )
 import spec
 from rtwo_vm.runtime.catalog import runtime_version
+from rtwo_vm.arguments.words import add_call_data, call_data
+from rtwo_vm.arguments.recorded import output_words_of, print_recorded
 from rtwo_vm.arguments.runtime import (
     add_options, guard, is_damaged, need_id, open_runtime, print_json, print_listing, print_record,
     print_rows, print_table, refuse_unread_options,
@@ -89,7 +91,7 @@ def _cmd_call(args) -> int:
         raise CliError("--seed must be 32 bytes of hex")
     request = CallRequest(
         to=to, caller=parse_word(args.caller, "--caller"),
-        call_data=parse_hex(args.calldata, "--calldata"), block_time=parse_word(args.time, "--time"),
+        call_data=call_data(args, runtime_version()), block_time=parse_word(args.time, "--time"),
         random_seed=seed, policy_id=args.policy, isolation_level=args.isolation,
         storage_access=args.storage_access, limits=_limits(args),
         transaction_reference=args.tx_ref, vm_id=args.vm, execution_mode=args.mode)
@@ -106,11 +108,14 @@ def _cmd_call(args) -> int:
         reports = rt.events.deliver() if args.deliver else None
     if args.json:
         doc = recorded.to_json()
+        words = output_words_of(recorded.result.output)
+        if words is not None:   # the entry's output (returned or revert data) as words
+            doc["outputWords"] = [hex(w) for w in words]
         if reports is not None:
             doc["delivery"] = {name: r.to_json() for name, r in reports.items()}
         print_json(doc)
     else:
-        _print_recorded(recorded)
+        print_recorded(recorded)
         if reports is not None:
             for name, report in reports.items():
                 print(f"delivery to {name}: {report.summary()}")
@@ -119,28 +124,6 @@ def _cmd_call(args) -> int:
     if reports and not all(r.complete for r in reports.values()):
         return 3
     return 0 if recorded.result.execution_status == "success" else 1
-
-
-def _print_recorded(rec, indent: str = "") -> None:
-    c, r, a = rec.context, rec.result, rec.accounting
-    print(f"{indent}context {c.context_id} -> {c.contract_id} (depth {c.depth}): "
-          f"{r.execution_status}{' ' + r.error if r.error else ''}"
-          f"{f' at pc {r.error_pc}' if r.error_pc is not None else ''}")
-    print(f"{indent}  stages: {' > '.join(e.stage for e in rec.history)}")
-    print(f"{indent}  sandbox {rec.sandbox.sandbox_id}: {rec.sandbox.isolation_level}, storage "
-          f"{rec.sandbox.storage_access_policy}, {rec.sandbox.status}")
-    print(f"{indent}  accounting {a.status}: compute {a.compute_units}, memory "
-          f"{'-' if a.memory_units is None else a.memory_units} pages, storage "
-          f"{'-' if a.storage_units is None else a.storage_units} units, fee "
-          f"{'-' if a.fee is None else a.fee}")
-    if r.output is not None:
-        print(f"{indent}  output {r.output}; {len(r.state_changes)} state changes; "
-              f"{len(r.emitted_events)} events; digest {r.digest}")
-    for v in rec.violations:
-        print(f"{indent}  violation {v.violation_id}: {v.violation_type} ({v.severity}), "
-              f"{v.action_taken}")
-    for child in rec.children:
-        _print_recorded(child, indent + "    ")
 
 
 @guard
@@ -379,7 +362,7 @@ def register(sub) -> None:
                     "recorded; 3 with --deliver, an event could not be delivered (whatever the "
                     "status; the context is recorded and 'events deliver' retries).")
     p.add_argument("address")
-    p.add_argument("--calldata", default="0x", help="call data as hex (default: empty)")
+    add_call_data(p)
     p.add_argument("--caller", default="0", help="caller address (default: 0, chapter 7.3.1)")
     p.add_argument("--time", default="0", help="block time (policy time_access must allow it)")
     p.add_argument("--seed", help="32-byte randomness seed as hex")
@@ -443,7 +426,7 @@ def register(sub) -> None:
         ("results", ["resultId", "contextId", "executionStatus", "error", "errorPc", "output"],
          ["list", "show"], ()),
         ("violations", ["violationId", "contextId", "violationType", "severity", "actionTaken",
-                        "code", "status"], ["list", "show", "ack"], ("violation_type", "context_id")),
+                        "code", "errorPc", "instruction", "status"], ["list", "show", "ack"], ("violation_type", "context_id")),
     ):
         p = sub.add_parser(name, help=f"{name} records (show takes its id or a context id)")
         p.add_argument("action", choices=actions)

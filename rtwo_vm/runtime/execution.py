@@ -132,6 +132,7 @@ class ExecutionRun:
         self.sandbox_id = service.ids("sbx")
         self.lifecycle = Lifecycle(service.clock, self._cat)
         self.sandbox_status = "requested"
+        self.refused = None   # the instruction binding refused (reference_vm.policy.Refusal)
         self.accounting_status: str | None = None
         self.result: ExecutionResult | None = None
         self.state_reference = service.store.state_root()
@@ -305,6 +306,8 @@ class ExecutionRun:
     def _refuse(self, err: VMError) -> None:
         """A check before execution failed: nothing runs, the context rolls back."""
         self.result = _nothing_ran(err.kind, err.code)
+        # binding names the instruction it refused (recorded with the violation, 10.5)
+        self.refused = getattr(err, "refused", None)
         self.lifecycle.advance(self._cat.roles["rollback"])
 
     def _internal(self) -> None:

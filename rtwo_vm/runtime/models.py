@@ -358,7 +358,7 @@ class RTWOSandboxViolation(Model):
 
     ENUMS: ClassVar = {"violation_type": "violation_type", "severity": "severity",
                        "action_taken": "action", "status": "violation_status"}
-    OPTIONAL: ClassVar = frozenset({"error_pc"})
+    OPTIONAL: ClassVar = frozenset({"error_pc", "instruction"})
 
     violation_id: str
     context_id: str
@@ -369,6 +369,9 @@ class RTWOSandboxViolation(Model):
     created_at: str
     code: str
     error_pc: int | None = None
+    # A violation raised at policy binding: the mnemonic of the instruction refused, whose
+    # offset is error_pc (chapter 10.5); None for every other violation.
+    instruction: str | None = None
 
     def check(self) -> None:
         vt = catalog().violation_by_code.get(self.code)

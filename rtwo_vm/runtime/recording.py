@@ -32,6 +32,24 @@ from rtwo_vm.runtime.store import Store
 SQLITE_MAX = (1 << 63) - 1
 
 
+def _callee_refusal(run: ExecutionRun, record: Any) -> Any:
+    """The instruction binding refused in a callee (a call record says only the code): found
+    as binding finds it, in the callee's code of the pre-state under the run's policy."""
+    if record.status != "violation" or record.error_pc is not None or run._world is None:
+        return None
+    from reference_vm import policy as policy_mod
+    from reference_vm.errors import VMError
+    from reference_vm.program import load_program
+    contract = run._world.contracts.get(record.callee)
+    if contract is None:
+        return None
+    try:
+        program = load_program(contract.code, run.rules)
+    except VMError:
+        return None
+    return policy_mod.first_refusal(program.code, run.policy, run.rules.spec)
+
+
 def _ref(value: Any) -> str:
     """A word as canonical hex; anything else (a rejected request's field) as its repr."""
     return hex(value) if type(value) is int and value >= 0 else repr(value)
@@ -99,7 +117,7 @@ class ExecutionRecorder:
             created_at=at_end, error=result.error, error_pc=result.error_pc, compared=compared,
             digest=result.digest())
         violations = self._violations(cat.violation(result.error, callee=False), run.context_id,
-                                      result.error, result.error_pc, at_end)
+                                      result.error, result.error_pc, at_end, run.refused)
         return RecordedExecution(context=context, history=history, sandbox=sandbox,
                                  accounting=accounting, result=outcome, violations=violations)
 
@@ -143,21 +161,25 @@ class ExecutionRecorder:
                 error=record.error, error_pc=record.error_pc, compared=record_json,
                 digest=_digest(record_json))
             violations = self._violations(cat.violation(record.error, callee=True), context_id,
-                                          record.error, record.error_pc, executed_at)
+                                          record.error, record.error_pc, executed_at,
+                                          _callee_refusal(run, record))
             out.append(RecordedExecution(context=context, history=lifecycle.history, sandbox=sandbox,
                                          accounting=accounting, result=outcome, violations=violations))
             chain[record.depth] = (context_id, sandbox_id, survived)
         return out
 
     def _violations(self, found: tuple[str, str, str] | None, context_id: str, code: str | None,
-                    error_pc: int | None, at: str) -> list[RTWOSandboxViolation]:
+                    error_pc: int | None, at: str, refused: Any = None) -> list[RTWOSandboxViolation]:
         if found is None or code is None:   # Catalog.violation finds one only for a code
             return []
         kind, severity, action = found
+        instruction = None
+        if refused is not None and refused.error == code:   # refused at binding (10.5)
+            error_pc, instruction = refused.offset, refused.mnemonic
         return [RTWOSandboxViolation(
             violation_id=self.ids("vio"), context_id=context_id, violation_type=kind,
             severity=severity, action_taken=action, status="recorded", created_at=at,
-            code=code, error_pc=error_pc)]
+            code=code, error_pc=error_pc, instruction=instruction)]
 
     def _insert(self, tx: sqlite3.Connection, recorded: RecordedExecution) -> None:
         """The context's rows, then the events describing them (stage transitions, violations,

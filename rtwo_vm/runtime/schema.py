@@ -143,9 +143,15 @@ CREATE TABLE call_requests (
     block_time TEXT NOT NULL, random_seed TEXT NOT NULL) WITHOUT ROWID;
 """
 
+# A violation raised at policy binding names the instruction refused (chapter 10.5): its
+# mnemonic here, its offset in error_pc. Violations of older files have none.
+_SCHEMA_8_REFUSED_INSTRUCTION = """
+ALTER TABLE violations ADD COLUMN instruction TEXT;
+"""
+
 MIGRATIONS: tuple[str, ...] = (_SCHEMA_1, _SCHEMA_2, _SCHEMA_3_DELIVERY, _SCHEMA_4_PAGES,
                                _SCHEMA_5_SINK_CONFIRMATION, _SCHEMA_6_SPEC_VERSIONS,
-                               _SCHEMA_7_REQUESTS)
+                               _SCHEMA_7_REQUESTS, _SCHEMA_8_REFUSED_INSTRUCTION)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

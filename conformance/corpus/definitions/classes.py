@@ -139,10 +139,7 @@ REFUSED = {"contract_not_found": "CONTRACT_NOT_FOUND", "bad_magic": "BAD_MAGIC",
            "size_mismatch": "CONTAINER_SIZE_MISMATCH", "invalid_code": "CODE_NOT_TERMINATED",
            "policy_refused": "TIME_ACCESS_FORBIDDEN"}
 # How each entry frame of call/CALL/entry_*_after_a_call_outputs_nothing ends, and its calls.
-# The stack_underflow one never runs: its code ends with ADD, which can continue past the end,
-# so the container is refused (CODE_NOT_TERMINATED, 3.2) and neither the call nor the underflow
-# happens; the vector shows an empty output, not the one of a frame failing after a call.
-ENTRY_FAILS = {"trap": ("TRAP_EXECUTED", ("success",)), "stack_underflow": ("CODE_NOT_TERMINATED", ()),
+ENTRY_FAILS = {"trap": ("TRAP_EXECUTED", ("success",)), "stack_underflow": ("STACK_UNDERFLOW", ("success",)),
                "memory_exhausted": (EXCEEDED["memory_pages"], ("success",))}
 
 
@@ -167,7 +164,7 @@ def _refused():
                sections=("6.11",),
                expect=Expect(outcome="success", calls=("reverted", "CONTRACT_NOT_FOUND"), output=words(0, 0, 0, 0)))
     # 7.1: a frame's output after an error is empty, whatever return data it holds.
-    for name, tail in (("trap", "trap\n"), ("stack_underflow", "add\n"),
+    for name, tail in (("trap", "trap\n"), ("stack_underflow", "add\nstop\n"),
                        ("memory_exhausted", f"push {MASK}\nmload\nstop\n")):
         yield case(f"call/CALL/entry_{name}_after_a_call_outputs_nothing",
                    f"The entry frame receives 8 bytes of return data, then ends with {name.replace('_', ' ')}: "

@@ -1,4 +1,4 @@
-"""``rtwo-vm conformance ...`` (run, selftest, replay, adapter): the runner that validates VM
+"""``rtwo-vm conformance ...`` (run, selftest, replay, init, adapter): the runner that validates VM
 implementations against the vectors (spec chapter 11). ``run.py`` drives a run (selection,
 sessions, reports), ``files.py`` its output folders, logs and replay bundles.
 
@@ -103,6 +103,8 @@ def register(sub) -> None:
     s.add_argument("--keep-logs", default=None, metavar="DIR", help="keep the adapter's stderr in DIR")
     s.add_argument("--timeout", type=positive_float, default=10.0, help="seconds per request (default 10)")
     s.set_defaults(func=_cmd_replay)
+    from rtwo_vm.commands.conformance import init
+    init.register(cs)
     s = cs.add_parser("adapter", help="serve the reference interpreter on stdin/stdout (protocol 1)")
     s.set_defaults(func=_cmd_adapter)
 

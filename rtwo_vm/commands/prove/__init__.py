@@ -22,7 +22,7 @@ from pathlib import Path
 
 from proofs import versions
 from rtwo_vm import progress
-from rtwo_vm.arguments import userfiles as userfile_options
+from rtwo_vm.arguments import cluster, userfiles as userfile_options
 from spec import files
 from rtwo_vm.arguments.inputs import CliError
 
@@ -85,6 +85,8 @@ def register(subparsers) -> None:
     p.add_argument("--cache-key", metavar="FILE", help="the cache's secret key file, outside "
                    "the cache folder (default $RTWO_VM_PROOFS_CACHE_KEY, else "
                    "~/.config/rtwo-vm/proofs-cache.key; created 0600 on first use)")
+    cluster.add_ray(p, "theorem tasks (with --strength: the mutants' units)")
+    cluster.add_resume(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar and no table")
     progress.add_option(p, "progress bar")
     p.add_argument("--no-table", dest="table", action="store_false",
@@ -121,9 +123,12 @@ def _cmd_strength(args) -> int:
         raise CliError("--jobs must be 1..64")
     if args.timeout is not None and not (math.isfinite(args.timeout) and 0 < args.timeout < 1e6):
         raise CliError("--timeout must be a finite number of seconds above 0")
+    if args.resume:
+        raise CliError("--resume is for the theorem suite: not with --strength")
+    address = cluster.ray_address(args)
     try:
         return run.command(tuple(args.strength_modules or ()), args.limit, args.timeout or 1800.0,
-                           args.record, spec_version(args), jobs=args.jobs)
+                           args.record, spec_version(args), jobs=args.jobs, ray=address)
     except (ValueError, run.BaselineFailed) as err:
         raise CliError(f"--strength: {err}") from None
 
@@ -196,6 +201,8 @@ def _options(args):
 
 
 def _cmd_prove(args) -> int:
+    if args.diff and (args.ray or args.resume):
+        raise CliError("--ray and --resume are not for --diff")
     if args.diff:
         from rtwo_vm.commands.prove import diff as prove_diff
         return prove_diff.command(args)
@@ -209,6 +216,9 @@ def _cmd_prove(args) -> int:
     from proofs.runner import run_suite
     from rtwo_vm.progress import Progress
 
+    address = cluster.ray_address(args)
+    if (address or args.resume) and args.theorems_file:
+        raise CliError("--ray and --resume run the built-in theorems: not with --theorems")
     options = _options(args)
     target = args.report or (report.PARTIAL_REPORT if options.partial else report.FULL_REPORT)
     start = time.perf_counter()
@@ -218,7 +228,16 @@ def _cmd_prove(args) -> int:
         bar.total = total
         bar.update(done, f"{row['theorem'][:34]} {row['opcode']}")
     with bar:
-        rows = run_suite(options, advance)
+        if address or args.resume:
+            from fanout.ray_setup import RayUnavailable
+            from fanout.resume import StateError
+            from proofs import distributed
+            try:
+                rows = distributed.run_suite(options, advance, address, args.resume)
+            except (RayUnavailable, StateError) as err:
+                raise CliError(str(err)) from None
+        else:
+            rows = run_suite(options, advance)
     elapsed = time.perf_counter() - start
     doc = report.document(rows, elapsed, options)
     if not args.quiet and target != "-":  # with --report -, stdout is the JSON alone

@@ -27,10 +27,11 @@ def register(sub) -> None:
                    help="explore every example again for the symbolic source's witnesses (z3)")
     f.add_argument("--source", action="append", choices=["definition", "smt", "random", "fuzz", "symbolic"],
                    help="fill only these sources (default: all)")
-    f.add_argument("--second-oracle", choices=["all", "cover", "off"], default="all",
+    f.add_argument("--second-oracle", choices=["all", "quick", "off"], default="all",
                    help="also run the vectors by the proofs' SMT models and fail on any disagreement: "
-                        "every vector (all, the default), a cover of every instruction, outcome, section "
-                        "and boundary (cover, as rtwo-vm check does), or none (off)")
+                        "every vector (all, the default), the cheapest vectors covering every instruction, "
+                        "outcome, instruction with an outcome and call outcome (quick, as rtwo-vm check "
+                        "does), or none (off)")
     f.add_argument("--jobs", type=int, default=None, metavar="N",
                    help="worker processes of the second oracle (default: one per core)")
     author.add_in_checkout(f)

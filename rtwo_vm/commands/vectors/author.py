@@ -53,7 +53,10 @@ def register(vs) -> None:
     s.add_argument("--no-curated", action="store_true", help="only generated mutants")
     s.add_argument("--filter", action="append", default=[], metavar="EXPR", help="run only these vectors")
     s.add_argument("--workers", type=positive_int, default=None, help="parallel processes (default: the local cores)")
-    s.add_argument("--backend", default="local", help="parallel map: local (processes) or ray")
+    s.add_argument("--backend", default="local", help="parallel map: local (processes) or ray "
+                   "(a private local cluster; --ray ADDRESS joins another)")
+    from rtwo_vm.arguments import cluster
+    cluster.add_ray(s, "mutants")
     s.add_argument("--timeout", type=positive_float, default=120.0, help="seconds per mutant before it counts as killed (hang)")
     s.add_argument("--no-confirm", action="store_true", help="skip confirming survivors through the adapter protocol")
     s.add_argument("--redundant", action="store_true", help="also say which vectors kill nothing others do not")

@@ -42,6 +42,11 @@ def check_arguments(args) -> Checked:
         _check_record(args)
     if args.backend not in backend.BACKENDS:
         raise CliError(f"--backend must be one of {', '.join(backend.BACKENDS)}")
+    from rtwo_vm.arguments import cluster
+    if args.backend == "ray" and args.ray is None:
+        args.ray = "local"           # --backend ray: a private local cluster
+    if cluster.ray_address(args) is not None:
+        args.backend = "ray"         # --ray ADDRESS: the ray backend on that cluster
     try:
         for expression in args.filter:
             compile_filter(expression)
@@ -133,7 +138,7 @@ def run(args, corpus_dir: Path, version: str, out: TextIO, checked: Checked | No
         runner.set_plan(replace(plan, mutants=mutants, timeout=timeout))
         results = (backend.local_map(runner.prescreen, range(len(mutants)), workers) if args.backend == "local"
                    else backend.ray_map([worker.task(m, corpus_dir, version, args.filter, m.id in exhaustive, timeout)
-                                         for m in mutants], workers))
+                                         for m in mutants], workers, args.ray or "local"))
         for verdict in results:
             verdicts[verdict["mutant"]] = verdict
             if progress is not None:

@@ -164,10 +164,10 @@ def context(rt: Runtime, context_id: str):
     ]))
     if violations:
         parts += [tag("h2", "Violations"), table(
-            ["violation", "type", "severity", "action", "code", "pc", "status"],
-            [(v.id, damaged(v), "", "", "", "", "") if isinstance(v, DamagedEntry) else
+            ["violation", "type", "severity", "action", "code", "pc", "instruction", "status"],
+            [(v.id, damaged(v), "", "", "", "", "", "") if isinstance(v, DamagedEntry) else
              (v.violation_id, v.violation_type, v.severity, v.action_taken, v.code, v.error_pc,
-              v.status) for v in violations])]
+              v.instruction, v.status) for v in violations], id="violations")]
     if children:
         parts += [tag("h2", "Callees"), table(["context"], [(_ctx_link(c),) for c in children])]
     return page(f"Context {context_id}", join(parts))
@@ -195,6 +195,15 @@ def _words(output: str | None) -> str:
         f" (+{rest} bytes)" if rest else "")
 
 
+def _refused(rt: Runtime, context_id: str) -> list[tuple[str, Markup]]:
+    """The instruction policy binding refused, from the context's violation (10.5): the
+    result's error pc is null then, as nothing ran."""
+    found = [v for v in rt.violations.for_context(context_id)
+             if not isinstance(v, DamagedEntry) and v.instruction is not None]
+    return [("refused instruction", tag("code", f"{v.instruction} at offset {v.error_pc}",
+                                         id="refused-instruction")) for v in found[:1]]
+
+
 def result(rt: Runtime, result_id: str):
     try:
         res = rt.results.get_entry(result_id)
@@ -208,7 +217,8 @@ def result(rt: Runtime, result_id: str):
         ctx = missing("contexts", res.context_id, f"the context of result {res.result_id}")
     facts = definition([
         ("context", _ctx_link(res.context_id)), ("status", _state(res.execution_status)),
-        ("error", res.error), ("error pc", res.error_pc), ("created", res.created_at),
+        ("error", res.error), ("error pc", res.error_pc),
+        *_refused(rt, res.context_id), ("created", res.created_at),
         ("digest", tag("code", res.digest)),
         ("output", tag("code", res.output if res.output is not None else "not reported for a callee",
                        id="output")),

@@ -48,11 +48,12 @@ def violations(rt: Runtime, violation_type: str | None):
         table(["type", "severity", "violations", "codes", "entry action", "callee action",
                "meaning"], by_type, id="by-type"),
         tag("h2", title.capitalize()),
-        table(["violation", "context", "type", "severity", "action", "code", "pc", "status",
-               "created"],
-              [(v.id, damaged(v), "", "", "", "", "", "", "") if is_damaged(v) else
+        table(["violation", "context", "type", "severity", "action", "code", "pc",
+               "instruction", "status", "created"],
+              [(v.id, damaged(v), "", "", "", "", "", "", "", "") if is_damaged(v) else
                (v.violation_id, _ctx(v.context_id), v.violation_type, v.severity, v.action_taken,
-                v.code, v.error_pc, v.status, v.created_at) for v in shown], id="violations"),
+                v.code, v.error_pc, v.instruction, v.status, v.created_at) for v in shown],
+              id="violations"),
     ]
     return page("Violations", join(parts))
 

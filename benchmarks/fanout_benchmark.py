@@ -1,0 +1,111 @@
+"""Fanned out and solved once (issue 38): wall-clock ratios of the heavy commands on one
+worker, two local workers, and two Ray nodes of this machine; and a cached re-prove over the
+first prove.
+
+    python benchmarks/fanout_benchmark.py                 # every figure (minutes)
+    python benchmarks/fanout_benchmark.py --smoke         # tiny inputs: that it runs, not figures
+    python benchmarks/fanout_benchmark.py --skip-ray      # without Ray
+
+Printed, each as seconds and as a ratio to the one-worker run:
+- ``prove``: ``--opcode`` OPCODES (default: a handful) with ``--jobs 1``, ``--jobs 2``, and
+  ``--ray ADDRESS`` on a cluster of two nodes (fanout/local_cluster.py: two ``ray start``
+  raylets on 127.0.0.1, one CPU each), every run with ``--no-cache``;
+- ``prove --strength``: ``--limit N`` mutants of one module the same three ways;
+- ``vectors strength --curated-only``: the curated mutants against the corpus, the same
+  three ways (``--workers 1``, ``--workers 2``, ``--ray``);
+- the cached re-prove: ``prove`` twice on an empty verdict cache (a temporary folder and key),
+  the second ÷ the first (target <= 0.10: nothing changed, nothing solved again).
+
+``symbolic`` has no ``--ray`` yet (its paths share z3 terms of one exploration): printed as
+not measured. Verdicts do not depend on any of this (deterministic budgets); the ratios do,
+on the machine's load: run it on a quiet machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+CACHED_TARGET = 0.10
+
+
+def timed(args: list[str], env: dict | None = None) -> float:
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "rtwo_vm.cli", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"rtwo-vm {' '.join(args)}: exit {done.returncode}: "
+                         f"{done.stderr.strip().splitlines()[-1:]}")
+    return seconds
+
+
+def row(name: str, base: float, seconds: float | None) -> str:
+    if seconds is None:
+        return f"  {name:<28} not measured"
+    return f"  {name:<28} {seconds:8.1f} s   {seconds / base:5.2f}x of one worker"
+
+
+def three_ways(title: str, one: list[str], two: list[str], on_ray: list[str] | None) -> None:
+    base = timed(one)
+    print(title)
+    print(row("1 worker", base, base))
+    print(row("2 workers", base, timed(two)))
+    print(row("two Ray nodes", base, timed(on_ray) if on_ray else None))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--opcodes", default="ADD,SUB,MUL,AND,SSTORE,JUMPI")
+    parser.add_argument("--mutants", type=int, default=4, help="prove --strength --limit")
+    parser.add_argument("--strength-module", default="proofs/instructions/arithmetic.py")
+    parser.add_argument("--smoke", action="store_true", help="tiny inputs (ADD at 64 bits, one mutant)")
+    parser.add_argument("--skip-ray", action="store_true")
+    args = parser.parse_args()
+    opcodes = ["ADD"] if args.smoke else args.opcodes.split(",")
+    report = os.path.join(tempfile.gettempdir(), f"rtwo-fanout-bench-{os.getpid()}.json")
+    prove = ["prove", "--no-table", "--quiet", "--no-cache", "--report", report,
+             *[a for m in opcodes for a in ("--opcode", m)]]
+    if args.smoke:
+        prove += ["--width", "64", "--no-agreement"]
+    strength = ["prove", "--strength", "--limit", str(1 if args.smoke else args.mutants),
+                "--strength-module", args.strength_module]
+    vectors = ["vectors", "strength", "--curated-only", "--no-confirm", "--no-progress"]
+    if args.smoke:
+        vectors += ["--filter", "arithmetic/SUB/*"]
+    with tempfile.TemporaryDirectory(prefix="rtwo-fanout-bench-") as tmp:
+        cluster = None
+        if not args.skip_ray:
+            from fanout.local_cluster import LocalCluster
+            cluster = LocalCluster(Path(tmp), pythonpath=str(ROOT)).__enter__()
+            cluster.add_node()
+        try:
+            ray = ["--ray", cluster.address] if cluster else None
+            three_ways("prove " + " ".join(opcodes), [*prove, "--jobs", "1"], [*prove, "--jobs", "2"],
+                       [*prove, *ray] if ray else None)
+            three_ways("prove --strength", [*strength, "--jobs", "1"], [*strength, "--jobs", "2"],
+                       [*strength, *ray] if ray else None)
+            three_ways("vectors strength --curated-only", [*vectors, "--workers", "1"],
+                       [*vectors, "--workers", "2"], [*vectors, *ray] if ray else None)
+            print("symbolic\n  not measured: symbolic has no --ray yet")
+        finally:
+            if cluster:
+                cluster.close()
+        cached = [a for a in prove if a != "--no-cache"] + ["--cache", f"{tmp}/cache",
+                                                            "--cache-key", f"{tmp}/key"]
+        first, second = timed(cached), timed(cached)
+        ratio = second / first
+        print(f"cached re-prove: first {first:.1f} s, again {second:.1f} s: {ratio:.3f} of the "
+              f"first (target <= {CACHED_TARGET:.2f}): {'OK' if ratio <= CACHED_TARGET else 'ABOVE'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The adapter skeletons ``rtwo-vm conformance init`` writes (adapter.py, adapter.js)."""
