@@ -278,11 +278,18 @@ def _likely_unreachable(status: str, ins) -> bool:
             or (status == "STACK_OVERFLOW" and ins.outputs <= ins.inputs))
 
 
+# When a list (proofs/exports.py, for --export-smt2): every search's terms are appended,
+# each case's label before its searches.
+RECORD: list | None = None
+
+
 def unsatisfiable(cond, s, ins) -> bool:
     """Whether ``cond`` has no well-formed ``s`` at all: then no tier has one (each tier only
     adds constraints) and ``solve`` would return None. Only an unsat answer is used, which
     does not depend on the context the check runs in; sat or undecided (within the same
     work units) leaves the search to ``solve``."""
+    if RECORD is not None:
+        RECORD.append((_premises(s, ins)[0], cond))
     solver = z3.Solver()
     solver.set("rlimit", RLIMIT)
     solver.set("timeout", WALL_MS)
@@ -325,6 +332,8 @@ def _fresh(*terms) -> z3.Solver:
     this state and row (made by ``_premises``, holding nothing else but the texts parsed
     before in the row): what it finds depends on the row's queries alone, never on what the
     process built before (tests pin it)."""
+    if RECORD is not None:
+        RECORD.append(terms)
     printed = _PREMISES[5]
     if printed is not None and all(t.get_id() in printed.blocks for t in terms):
         text = printed.text(terms)
@@ -372,14 +381,20 @@ def _branch_inputs(mnemonic: str, bits: int, version: str) -> tuple:
              for name, extra in splits(pre, ins).items()}
     print_row(pre, ins, [c for cases in cases_of for c in cases.values()] + list(split.values()))
     for branch, cases in zip(every, cases_of):
+        if RECORD is not None:
+            RECORD.append(branch.label)
         if _likely_unreachable(branch.status, ins) and unsatisfiable(branch.cond, pre, ins):
             continue
         for label, cond in cases.items():
+            if RECORD is not None:
+                RECORD.append(label)
             model = solve(cond, pre, ins)
             if model is not None:
                 x = inputs_from_model(model, pre, mnemonic, imm)
                 found.append({"branch": label, "outcome": branch.status, **x})
     for name, cond in split.items():
+        if RECORD is not None:
+            RECORD.append(f"[{name}]")
         model = solve(cond, pre, ins)
         if model is not None:
             branch = next(b for b in running if _read(model, b.cond))

@@ -12,8 +12,11 @@ solved once, also across the run's worker processes: a per-key lock is held whil
 and across runs and versions (the 1.0 and 1.1 suites share the texts that are identical).
 
 Only answers that are a function of the text are stored: sat, unsat, and unknown within the
-resource budget, from a configuration with a resource limit (never bitwuzla: it has a
-wall clock only), never a ``timeout`` (the wall-clock safety net), and never an answer that
+resource budget, from a configuration with a resource limit; from Bitwuzla, which has a
+wall clock only, its sat and unsat alone (whether it answers in time depends on the load,
+what it answers does not: a sound solver's sat or unsat is a fact about the text, and a
+wrong one is a disagreement, as when solved; budgets.toml's ``bitwuzla-first``); never a
+``timeout`` (the wall-clock safety net), and never an answer that
 carries a z3 model (the counterexample is then replayed from a fresh solve, as without a
 cache). A cached answer gives the same row as a solved one (status, provers, work units).
 
@@ -51,6 +54,8 @@ DIR_ENV, KEY_ENV = "RTWO_VM_PROOFS_CACHE", "RTWO_VM_PROOFS_CACHE_KEY"
 FORMAT = "rtwo-vm proofs cache v1"
 ENTRY_BYTES = 1 << 16                # an entry is a few hundred bytes; larger ones are refused
 STORED = (solvers.SAT, solvers.UNSAT, solvers.UNKNOWN)
+# What is stored of each solver's answers (see the module docstring).
+STORED_OF = {"z3": STORED, "cvc5": STORED, "bitwuzla": solvers.DECIDED}
 _HEX = re.compile(r"[0-9a-f]{64}\Z")
 
 
@@ -139,7 +144,10 @@ def identity(solver: str) -> str:
         import cvc5
         from importlib.metadata import version
         return f"cvc5 {version('cvc5')} {cvc5.Solver().getVersion()!r}"
-    raise ValueError(f"{solver}: no deterministic budget, never cached")
+    if solver == "bitwuzla":
+        import bitwuzla
+        return f"bitwuzla {bitwuzla.version()} {bitwuzla.git_id()}"
+    raise ValueError(f"{solver}: unknown solver, never cached")
 
 
 class VerdictCache:
@@ -251,7 +259,8 @@ class VerdictCache:
         stored when every answer is a function of the text (see the module docstring).
         With ``again``, a stored sat is solved again (its model is wanted: a counterexample
         is replayed from it as without a cache)."""
-        if config.rlimit is None or config.solver not in ("z3", "cvc5"):
+        stored = STORED_OF.get(config.solver, ())
+        if config.rlimit is None and config.solver != "bitwuzla" or not stored:
             self.stats["solved"] += 1
             return solve()
         key = self.key(kind, config, text)
@@ -262,8 +271,9 @@ class VerdictCache:
                 return got
             answers = solve()
             self.stats["solved"] += 1
-            self.stats[f"units_{config.solver}"] += sum(a.resources or 0 for a in answers)
-            if got is None and answers and all(a.status in STORED for a in answers):
+            if f"units_{config.solver}" in self.stats:     # bitwuzla counts no work units
+                self.stats[f"units_{config.solver}"] += sum(a.resources or 0 for a in answers)
+            if got is None and answers and all(a.status in stored for a in answers):
                 self.store(key, answers)
             return answers
 

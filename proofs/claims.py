@@ -11,13 +11,12 @@ texts, and so its answers, depend on the task alone (runner.py).
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
 import z3
 
-from proofs import slices, smtlib, solvers, vacuity, verdicts
+from proofs import exports, slices, smtlib, solvers, vacuity, verdicts
 from proofs.registry import Query
 
 
@@ -63,16 +62,11 @@ def _solve(config, query, texts, ks: list[int], wall: float, stop_at_sat: bool,
 
 class _Texts:
     """Each claim's own SMT-LIB text, exported when first asked for (claims solved only by
-    scripts never need them), and written to the export directory when one is given."""
+    scripts never need them)."""
 
-    def __init__(self, query, names: list[str] | None = None):
+    def __init__(self, query):
         self.query = query
         self.cache: dict[int, str] = {}      # claim index -> its SMT-LIB text
-        export_dir = verdicts.current.export_dir
-        if export_dir and names is not None:
-            for k, name in enumerate(names):
-                with open(os.path.join(export_dir, name), "w") as f:
-                    f.write(self[k])
 
     def __getitem__(self, k: int) -> str:
         if k not in self.cache:
@@ -212,7 +206,10 @@ def _decide(query, texts, provers, recheckers, wall, stop_at_sat) -> _Decided:
               and d.prover_of[k] != config]
         if not ks:
             continue
-        decided = any(a.status in solvers.DECIDED for _, a in d.premise_answers)
+        # The premises' status is a verdict: never from a configuration without a resource
+        # limit (Bitwuzla's script checks the claims only; _premise_status asks z3 then).
+        decided = config.rlimit is None or any(
+            a.status in solvers.DECIDED for _, a in d.premise_answers)
         got, premise = _solve(config, query, texts, ks, wall, stop_at_sat=False,
                               premises=not decided, scripts=scripts)
         if premise is not None:
@@ -243,18 +240,19 @@ def check_rows(items: list, bits: int) -> list[tuple[str, dict, float]]:
     th0, q0 = items[0]
     profile = budgets.profile(th0.name, th0.profile, th0.opcode)
     provers = [budgets.configs[c] for c in profile.prove]
-    recheckers = [budgets.configs[c] for c in verdicts.rechecking(profile)]
+    # A profile's Bitwuzla (a first attempt at the re-check, budgets.toml) is passed over
+    # when it is not installed: what it would re-check goes to the next configuration.
+    recheckers = [c for c in (budgets.configs[n] for n in verdicts.rechecking(profile))
+                  if c.solver != "bitwuzla" or solvers.available("bitwuzla")]
     claims: list[z3.BoolRef] = []
-    names: list[str] = []
     spans: list[range] = []
-    for th, q in items:
+    for _, q in items:
         spans.append(range(len(claims), len(claims) + len(q.claims)))
         claims += q.claims
-        names += [f"{th.name}__{th.opcode}__w{bits}__{k:03d}.smt2".replace("-", "all")
-                  for k in range(len(q.claims))]
     combined = Query(claims, q0.assumptions)
-    if verdicts.current.export_dir:
-        _Texts(combined, names)          # every claim's text with every premise, as written
+    if verdicts.current.export_dir:      # every query whole, with every premise
+        for name, text in exports.theorem_files(items, bits):
+            exports.write(name, text)
     d = _parted_decide(combined, provers, recheckers, wall, stop_at_sat=len(items) == 1)
     premises, premises_by = _premise_status(q0, budgets, d.premise_answers)
     # Every proved claim Implies(A, B): premises ∧ A must be satisfiable (vacuity.py).

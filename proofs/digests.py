@@ -4,7 +4,8 @@ solving it (``python -m proofs.digests``).
 A verdict must be a function of the code alone, so the text of every query must not depend
 on the process: not on the tasks built before it (smtlib.fresh_solver), and not on
 PYTHONHASHSEED (no set or dict order of hashed keys may reach a term). Tests print these
-digests in processes with different hash seeds and compare them line by line.
+digests in processes with different hash seeds and compare them line by line; one of them
+also reads every script with a strict SMT-LIB 2.6 reader (``--strict``).
 """
 
 from __future__ import annotations
@@ -46,9 +47,10 @@ def task_scripts(task: tuple, registered: list, version: str | None = None) -> l
     return out
 
 
-def lines(options=None, version: str | None = None) -> list[str]:
+def lines(options=None, version: str | None = None, read=None) -> list[str]:
     """One line per theorem task: its rows' names, width and the sha256 of each script
-    (the theorems of spec ``version``, the newest with models by default)."""
+    (the theorems of spec ``version``, the newest with models by default). ``read(text)``,
+    when given, is called on every script (a strict reader: ``main``'s ``--strict``)."""
     from proofs import runner, versions
     options = options or runner.Options(version=version or versions.newest(), agreement=False)
     registered = runner.theorems(options)
@@ -58,14 +60,28 @@ def lines(options=None, version: str | None = None) -> list[str]:
             continue
         keys = task[1] if task[0] == "group" else (task[1],)
         names = ",".join(f"{registered[i].name}/{registered[i].opcode}" for i in keys)
-        digests = [hashlib.sha256(t.encode()).hexdigest()[:16]
-                   for t in task_scripts(task, registered, options.version)]
+        scripts = task_scripts(task, registered, options.version)
+        for text in scripts if read else ():
+            try:
+                read(text)
+            except Exception as err:
+                raise SystemExit(f"{names} w{task[2]}: not standard SMT-LIB: {err}") from None
+        digests = [hashlib.sha256(t.encode()).hexdigest()[:16] for t in scripts]
         out.append(f"{names} w{task[2]} {' '.join(digests)}")
     return out
 
 
-def main() -> None:
-    sys.stdout.write("\n".join(lines()) + "\n")
+def strict(text: str) -> None:
+    """Read ``text`` with Bitwuzla's parser, which refuses what SMT-LIB 2.6 does not allow
+    (a one-argument ``or``, ...): the strict reader of ``--strict`` (smtlib.standard)."""
+    import bitwuzla
+    bitwuzla.Parser(bitwuzla.TermManager(), bitwuzla.Options()).parse(text, True, False)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``--strict``: every script is read by the strict reader too (needs bitwuzla)."""
+    argv = sys.argv[1:] if argv is None else argv
+    sys.stdout.write("\n".join(lines(read=strict if "--strict" in argv else None)) + "\n")
 
 
 if __name__ == "__main__":

@@ -264,6 +264,10 @@ def _agreement(kind, key, bits, start) -> dict:
     if kind == "branches":
         from proofs.agreement import compare
         from proofs.branches import branch_inputs
+        if verdicts.current.export_dir:
+            from proofs import exports
+            for name, text in exports.branch_files(key, bits, version):
+                exports.write(name, text)
         for x in branch_inputs(key, bits, version):
             cases += 1
             diffs = compare(x, handler, model)

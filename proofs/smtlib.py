@@ -7,10 +7,18 @@ SMT-LIB operators (QF_ABV plus uninterpreted functions: no z3-only rotate, no la
 quantifier), so cvc5 (or bitwuzla, when installed) parses the same text. A second solver
 answering sat where z3 proved unsat, or the reverse, is a disagreement and fails the suite.
 The solvers themselves, with their deterministic budgets, are in solvers.py.
+
+Every text is *standard* SMT-LIB 2.6 (``standard``, applied to everything z3 prints here):
+z3 prints a one-argument ``z3.Or([x])`` / ``z3.And([x])`` as ``(or x)`` / ``(and x)`` and an
+empty one as the bare symbol ``or`` / ``and``, which z3 and cvc5 read but the standard
+(``or`` and ``and`` are left-associative: two arguments at least) and Bitwuzla's strict
+reader refuse; each is written as what it means: ``x``, ``false`` or ``true``.
 """
 
 from __future__ import annotations
 
+import bisect
+import re
 
 import z3
 
@@ -46,10 +54,24 @@ def logic(solver: z3.Solver) -> str:
     return "ALL"
 
 
+def printed(solver: z3.Solver) -> str:
+    """``solver``'s assertions as z3 prints them, made standard (``standard``)."""
+    return standard(solver.to_smt2())
+
+
 def export(assumptions: list, claim) -> str:
     solver = fresh_solver([*assumptions, z3.Not(claim)])
-    text = solver.to_smt2()
+    text = printed(solver)
     text = text.replace("(set-info :status unknown)", "(set-info :status unsat)", 1)
+    return f"(set-logic {logic(solver)})\n" + text
+
+
+def query(terms: list, status: str = "unknown") -> str:
+    """One text asking whether ``terms`` can hold together, with the expected ``status``
+    (sat, unsat or unknown: a search whose answer nothing expects)."""
+    solver = fresh_solver(terms)
+    text = printed(solver).replace("(set-info :status unknown)",
+                                   f"(set-info :status {status})", 1)
     return f"(set-logic {logic(solver)})\n" + text
 
 
@@ -84,7 +106,7 @@ def checks_script(assumptions: list, terms: list) -> str:
     (assert term) (check-sat) (pop 1)``: whether each term can hold with the assumptions
     (``script`` asserts the claims' negations; vacuity.py the claims' antecedents)."""
     solver = fresh_solver([*assumptions, *terms])
-    blocks = solvers.toplevel(solver.to_smt2())
+    blocks = solvers.toplevel(printed(solver))
     declarations = [b for b in blocks if b.startswith("(declare-")]
     asserts = [b for b in blocks if b.startswith("(assert")]
     if len(asserts) != len(assumptions) + len(terms):
@@ -98,9 +120,7 @@ def checks_script(assumptions: list, terms: list) -> str:
 
 def satisfiable(assumptions: list, term) -> str:
     """One text asking whether ``term`` can hold with the assumptions (status sat)."""
-    solver = fresh_solver([*assumptions, term])
-    text = solver.to_smt2().replace("(set-info :status unknown)", "(set-info :status sat)", 1)
-    return f"(set-logic {logic(solver)})\n" + text
+    return query([*assumptions, term], "sat")
 
 
 def available(name: str) -> bool:
@@ -117,3 +137,88 @@ def check_second(solver: str, text: str, timeout_ms: int) -> str:
 
 def check_cvc5(text: str, timeout_ms: int) -> str:
     return check_second("cvc5", text, timeout_ms)
+
+
+# ``standard``: a list headed by ``or`` / ``and``, its children, and what a child may hold
+# that is not structure (a quoted symbol, a string literal, a comment).
+_HEAD = re.compile(r"\((or|and)(?=[\s()])")
+_BARE = re.compile(r"\s(or|and)(?=[\s)])")
+_OPAQUE = re.compile(r'\|[^|]*\||"(?:[^"]|"")*"|;[^\n]*')
+_ATOM = re.compile(r'\|[^|]*\||"(?:[^"]|"")*"|[^\s()|";]+')
+_STRUCTURE = re.compile(r'[()|";]')
+_SPACE = re.compile(r"\s*")
+
+
+def standard(text: str) -> str:
+    """``text`` with every ``(or x)`` / ``(and x)`` written ``x``, every ``(or)`` and bare
+    ``or`` term ``false``, every ``(and)`` and bare ``and`` term ``true`` (see the module
+    docstring); nothing inside a quoted symbol, a string or a comment is touched. One pass
+    over the heads of ``or`` and ``and`` lists: each is cut when its first child (skipped
+    whole) is followed by its closing parenthesis."""
+    opaque = [m.span() for m in _OPAQUE.finditer(text)]
+    starts = [a for a, _ in opaque]
+    cuts: list[tuple[int, int, str]] = []
+    for head in _HEAD.finditer(text):
+        if _inside(head.start(), opaque, starts):
+            continue
+        first = _child(text, head.end())
+        if first is None:                       # (or) / (and)
+            close = _after_space(text, head.end()) + 1
+            cuts.append((head.start(), close, _EMPTY[head.group(1)]))
+            continue
+        after = _after_space(text, first[1])
+        if text.startswith(")", after):         # one child: the list is its child
+            cuts += [(head.start(), first[0], ""), (first[1], after + 1, "")]
+    if any(w in text for w in (" or", "\nor", " and", "\nand")):
+        for bare in _BARE.finditer(text):
+            if not _inside(bare.start(1), opaque, starts):
+                cuts.append((*bare.span(1), _EMPTY[bare.group(1)]))
+    if not cuts:
+        return text
+    out, last = [], 0
+    for start, end, put in sorted(cuts):
+        out += [text[last:start], put]
+        last = end
+    return "".join(out) + text[last:]
+
+
+_EMPTY = {"or": "false", "and": "true"}
+
+
+def _after_space(text: str, position: int) -> int:
+    space = _SPACE.match(text, position)
+    assert space is not None        # \s* matches everywhere
+    return space.end()
+
+
+def _inside(position: int, spans: list[tuple[int, int]], starts: list[int]) -> bool:
+    k = bisect.bisect_right(starts, position) - 1
+    return k >= 0 and spans[k][0] <= position < spans[k][1]
+
+
+def _child(text: str, position: int) -> tuple[int, int] | None:
+    """The span of the s-expression at or after ``position``; None at a closing one."""
+    position = _after_space(text, position)
+    if position >= len(text) or text[position] == ")":
+        return None
+    if text[position] != "(":
+        atom = _ATOM.match(text, position)
+        if atom is None:
+            raise ValueError(f"standard: no s-expression at {position}")
+        return atom.span()
+    depth, at = 0, position
+    while (found := _STRUCTURE.search(text, at)) is not None:
+        i, ch = found.start(), found.group()
+        at = i + 1
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return position, at
+        else:                                   # a quoted symbol, a string or a comment
+            skipped = _OPAQUE.match(text, i)
+            if skipped is None:
+                raise ValueError(f"standard: unclosed {ch!r} at {i}")
+            at = skipped.end()
+    raise ValueError("standard: unbalanced parentheses")

@@ -4,7 +4,10 @@ A *configuration* is a solver with its options and a resource limit that does no
 time or load: z3's ``rlimit`` and cvc5's ``rlimit-per`` count the solvers' own work units, so
 the same query gets the same answer on a quiet machine and on a busy one. A wall-clock limit
 remains only as a safety net; hitting it is ``timeout``, never ``unknown``. Bitwuzla has no
-resource limit, only its time limit: it is bounded by the safety net alone (not a default).
+resource limit, only its time limit (a configuration's ``seconds``, else the safety net): it
+may re-check, never prove (``load`` refuses a profile that lets it), so that no status
+depends on time; budgets.toml's ``bitwuzla-first`` is its first attempt at some re-checks,
+whose sat or unsat is kept and whose timeouts go to the next re-checker.
 
 Every query is solved from its SMT-LIB 2 text in a fresh solver (for z3: a fresh context),
 so the answer depends on the text alone, not on what the process solved before.
@@ -35,18 +38,20 @@ class Config:
     options: tuple = ()             # (option, value) pairs, in file order
     script: bool = False            # a row's claims in one incremental script (smtlib.script)
     logic: str | None = None        # the logic the solver is told instead of the text's own
+    seconds: float | None = None    # bitwuzla: its wall-clock limit per check (a first attempt)
 
     @property
     def label(self) -> str:
         """How the report names it: the solver and every non-default setting."""
         opts = ", ".join([f"{k}={v}" for k, v in self.options]
+                         + ([f"at most {self.seconds:g} s"] if self.seconds else [])
                          + (["incremental script"] if self.script else [])
                          + ([f"logic {self.logic}"] if self.logic else []))
         return f"{self.solver} ({opts})" if opts else self.solver
 
     def to_json(self) -> dict:
         return {"solver": self.solver, "options": dict(self.options), "rlimit": self.rlimit,
-                "script": self.script, "logic": self.logic}
+                "script": self.script, "logic": self.logic, "seconds": self.seconds}
 
     def told(self, text: str) -> str:
         """``text`` with its ``(set-logic …)`` replaced by the configuration's logic, if any."""
@@ -121,14 +126,20 @@ def load(path: str | None = None) -> Budgets:
                 c.get("rlimit"), f"{file}: config {name}.rlimit")
             options = tuple((str(k), str(v)) for k, v in c.get("options", {}).items())
             script = c.get("script", False)
-            if not isinstance(script, bool) or (script and solver == "bitwuzla"):
-                raise BudgetError(f"{file}: config {name}.script must be true or false "
-                                  "(z3 and cvc5 only)")
+            if not isinstance(script, bool):
+                raise BudgetError(f"{file}: config {name}.script must be true or false")
+            seconds = c.get("seconds")
+            if seconds is not None and (solver != "bitwuzla" or isinstance(seconds, bool)
+                                        or not isinstance(seconds, (int, float))
+                                        or not 0 < seconds < 1e6):
+                raise BudgetError(f"{file}: config {name}.seconds: a number of seconds in "
+                                  "(0, 1e6), for bitwuzla only (z3 and cvc5 have rlimit)")
             logic = c.get("logic")
             if logic is not None and not (isinstance(logic, str) and logic.replace("_", "")
                                           .isalnum() and len(logic) <= 16):
                 raise BudgetError(f"{file}: config {name}.logic must be an SMT-LIB logic name")
-            configs[name] = Config(name, solver, rlimit, options, script, logic)
+            configs[name] = Config(name, solver, rlimit, options, script, logic,
+                                   None if seconds is None else float(seconds))
         profiles = {}
         for name, p in data["profile"].items():
             prove, recheck = tuple(p["prove"]), tuple(p.get("recheck", ()))
@@ -137,6 +148,10 @@ def load(path: str | None = None) -> Budgets:
                     raise BudgetError(f"{file}: profile {name}: no config {c!r}")
             if not prove:
                 raise BudgetError(f"{file}: profile {name}: empty prove list")
+            for c in prove:
+                if configs[c].rlimit is None:
+                    raise BudgetError(f"{file}: profile {name}: {c} has no resource limit "
+                                      "(a wall clock only): it may re-check, never prove")
             profiles[name] = Profile(name, prove, recheck)
         theorems = {str(k): str(v) for k, v in data.get("theorem", {}).items()}
         for k, v in theorems.items():
@@ -246,8 +261,8 @@ def _check_script(config: Config, text: str, wall_seconds: float) -> list[Answer
     text = config.told(text)
     if config.solver == "z3":
         return _z3_script(config, text, wall_seconds)
-    if config.solver != "cvc5":
-        raise ValueError(f"{config.name}: scripts are solved by z3 or cvc5 only")
+    if config.solver == "bitwuzla":
+        return _bitwuzla_answers(config, text, wall_seconds)
     return _cvc5_answers(config, text, wall_seconds, incremental=True)
 
 
@@ -355,20 +370,59 @@ def _cvc5_answers(config: Config, text: str, wall_seconds: float,
     return answers or [Answer(UNKNOWN)]
 
 
+# The logics Bitwuzla reads (it has no integers or reals): a text of another logic
+# (smtlib.logic's ALL) is declined, a function of the text like any answer.
+BITWUZLA_LOGICS = ("QF_BV", "QF_ABV", "QF_UFBV", "QF_AUFBV")
+
+
 def _bitwuzla(config: Config, text: str, wall_seconds: float) -> Answer:
-    import bitwuzla  # optional: pip install bitwuzla
-    tm = bitwuzla.TermManager()
+    return _bitwuzla_answers(config, text, wall_seconds)[-1]
+
+
+def _bitwuzla_answers(config: Config, text: str, wall_seconds: float) -> list[Answer]:
+    """Every ``(check-sat)`` of ``text`` (one query, or a script: smtlib.script) in one
+    fresh Bitwuzla, each within the configuration's ``seconds`` (or the safety net, if
+    less): its only bound is the wall clock, so an undecided check is a ``timeout`` and
+    its sat or unsat is kept only as claims.py and budgets.toml say (a decided answer of
+    a sound solver is a fact about the text; whether it comes in time is not). A text of
+    a logic it lacks is declined (unknown); one it cannot read is an error, as for cvc5."""
+    import bitwuzla  # optional: pip install 'rtwo-vm[bitwuzla]'
+    blocks = toplevel(text)
+    logic = blocks[0][len("(set-logic "):-1].strip() if blocks and blocks[0].startswith(
+        "(set-logic ") else None
+    if logic not in BITWUZLA_LOGICS:
+        return [Answer(UNKNOWN)] * max(1, sum(b == "(check-sat)" for b in blocks))
     options = bitwuzla.Options()
-    options.set(bitwuzla.Option.TIME_LIMIT_PER, int(wall_seconds * 1000))
+    limit = min(wall_seconds, config.seconds or wall_seconds)
+    options.set(bitwuzla.Option.TIME_LIMIT_PER, max(1, int(limit * 1000)))
     for key, value in config.options:
-        options.set(key, value)
-    parser = bitwuzla.Parser(tm, options)
-    parser.parse(text, True, False)
-    answer = str(parser.bitwuzla().check_sat()).lower()
-    # Bitwuzla's only bound is the wall clock: an undecided answer is a timeout.
-    return Answer(answer if answer in DECIDED else TIMEOUT)
+        options.set(key, int(value) if value.isdigit() else value)
+    parser = bitwuzla.Parser(bitwuzla.TermManager(), options)
+    answers: list[Answer] = []
+    pending: list[str] = []
+    try:
+        for block in blocks:
+            if block not in ("(check-sat)", "(push 1)", "(pop 1)"):
+                if not block.startswith("(set-info"):
+                    pending.append(block)
+                continue
+            if pending:
+                parser.parse("\n".join(pending), True, False)
+                pending = []
+            solver = parser.bitwuzla()
+            if block == "(push 1)":
+                solver.push(1)
+            elif block == "(pop 1)":
+                solver.pop(1)
+            else:
+                answer = str(solver.check_sat()).lower()
+                answers.append(Answer(answer if answer in DECIDED else TIMEOUT))
+    except bitwuzla.BitwuzlaException as err:   # an export problem must not pass silently
+        raise RuntimeError(f"bitwuzla: {err}") from None
+    return answers or [Answer(UNKNOWN)]
 
 
+@functools.cache
 def available(name: str) -> bool:
     try:
         __import__(name)

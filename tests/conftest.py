@@ -105,6 +105,15 @@ def run():
     return run_asm
 
 
+def need_bitwuzla():
+    """The bitwuzla module (the test extra installs it): the test is skipped without it,
+    except in CI (``CI`` set, as ``.ci/run`` does), where a missing one is a failure."""
+    if os.environ.get("CI"):
+        import bitwuzla
+        return bitwuzla
+    return pytest.importorskip("bitwuzla")
+
+
 def pytest_terminal_summary(terminalreporter):
     """What CI (and every run, -q too) says of the proofs' verdict cache, at the end."""
     terminalreporter.write_line("verdict cache: none used or carried between runs (every test gets "

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from proofs import exports
 from proofs.runner import PROVED, Options, run_suite
 from proofs.theorems import registry
 from rtwo_vm.cli import main
@@ -48,7 +49,9 @@ def test_cli_prove_one_opcode_writes_report_and_smt2(tmp_path, capsys):
     doc = json.loads(report.read_text())
     assert doc["summary"]["failures"] == 0
     exported = sorted(smt.iterdir())
-    assert exported and all("(set-info :status unsat)" in p.read_text() for p in exported)
+    claims = [p for p in exported if exports.class_of(p.name) == "claim"]
+    assert claims and all("(set-info :status unsat)" in p.read_text() for p in claims)
+    assert len(claims) == sum(r["claims"] for r in doc["results"] if "claims" in r)
 
 
 def test_cli_rejects_bad_arguments(capsys):

@@ -52,10 +52,12 @@ def register(subparsers) -> None:
     userfile_options.add_options(p, "--theorems",
                                  "default 300 s to load it, 1800 s for each proof task")
     p.add_argument("--export-smt2", dest="export_smt2", metavar="DIR",
-                   help="write every proof query as SMT-LIB 2 into DIR")
+                   help="write every query (claims, premises, antecedents, branch searches) "
+                        "as standard SMT-LIB 2.6 into DIR, one file each (proofs/exports.py)")
     p.add_argument("--solver", default="cvc5", choices=["z3", "cvc5", "bitwuzla"],
-                   help="re-checking: cvc5 (default: the budget profiles' re-checkers), "
-                        "bitwuzla (wall clock only), z3 (no re-check)")
+                   help="re-checking: cvc5 (default: the budget profiles' re-checkers, "
+                        "Bitwuzla first where a profile names it), bitwuzla (Bitwuzla alone, "
+                        "wall clock only), z3 (no re-check)")
     p.add_argument("--budgets", metavar="FILE",
                    help="solver budgets file (default proofs/budgets.toml)")
     p.add_argument("--jobs", type=int, default=2,
@@ -154,7 +156,8 @@ def _options(args):
     if args.width is not None and args.width not in (8, 16, 32, 64):
         raise CliError("--width must be 8, 16, 32 or 64")
     if args.solver not in ("z3", "cvc5") and not smtlib.available(args.solver):
-        raise CliError(f"--solver {args.solver}: the Python package is not installed")
+        raise CliError(f"--solver {args.solver}: the Python package is not installed "
+                       f"(pip install 'rtwo-vm[{args.solver}]')")
     if args.jobs < 1 or args.jobs > 64 or args.samples < 0 or args.samples > 100_000:
         raise CliError("--jobs must be 1..64 and --samples 0..100000")
     if args.timeout is not None and not (math.isfinite(args.timeout) and 0 < args.timeout < 1e6):
