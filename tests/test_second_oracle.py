@@ -202,3 +202,14 @@ def test_a_1_1_call_of_a_callee_that_cannot_run_is_one_path(callee):
     assert [c["status"] for c in run["calls"]] == [
         "rejected" if callee is None else "invalid" if callee == "push1 1\n" else "violation"]
     assert check_vector(vector, "1.1") is None
+
+
+def test_a_model_that_fails_on_an_input_is_a_finding_not_a_crash_of_the_fill(monkeypatch):
+    table = models(64, V)
+
+    def broken(state, imm):
+        raise ZeroDivisionError("planted")
+
+    monkeypatch.setitem(table, "ADD", broken)
+    (found,) = oracles.check({V: ([_vector()], [])}, "all", jobs=1).disagreements
+    assert found.fields == [] and "the models failed: ZeroDivisionError: planted" in found.lines()[0]

@@ -85,6 +85,9 @@ def check_call(doc: Mapping[str, Any], expected: Mapping[str, Any], version: str
     except (Undecided, NotAnInput) as err:
         return Disagreement(vector_id, version, [], f"{type(err).__name__}: {err}", dict(expected),
                             step), None
+    except Exception as err:  # noqa: BLE001 - a model that fails on an input is a finding, never agreement
+        return Disagreement(vector_id, version, [], f"the models failed: {type(err).__name__}: "
+                            f"{str(err)[:200]}", dict(expected), step), None
     fields = differing(model, expected)
     if not fields:
         return None, model
