@@ -32,7 +32,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE")
 
 
 def pytest_collection_modifyitems(items):
-    """The modules that hold a ``@pytest.mark.slow`` test (a minute or more by itself) first.
+    """The modules that hold a ``@pytest.mark.slow`` test (half a minute or more) first.
 
     pytest-xdist (pyproject.toml: ``-n 2 --dist loadscope --no-loadscope-reorder``) hands each
     module (each class of a TestCase) to one worker as a whole, in this order: a module's

@@ -120,6 +120,7 @@ DETAILS = {
 }
 
 
+@pytest.mark.slow
 def test_every_adapter_mutant_fails_exactly_the_checks_of_its_rule(vectors):
     from conformance.run.selftest_mutants import MUTANTS
     from conformance.run.selftest_strength import CAUGHT, run_strength
