@@ -27,7 +27,10 @@ DIGEST_1_0 = "ceb57eadcfc24ef279d8977bdafcf513c905a2f985aa8e97ff5ee76f557e361b"
 COUNT_1_0 = 3157
 ADDED_1_0 = {   # changelog V2: the symbolic witnesses of examples/vault.rasm (issue 35)
     "symbolic/vault/reverted_2eca800b52", "symbolic/vault/reverted_66347c99f6",
-    "symbolic/vault/success_3cf154b20d", "symbolic/vault/success_9381bba992"}
+    "symbolic/vault/success_3cf154b20d", "symbolic/vault/success_9381bba992",
+    # changelog V3: what two definitions meant to test (found by the author expectations)
+    "call/CALL/callee_exhausted_after_a_write_writes_undone",
+    "call/CALL/entry_underflow_after_a_call_outputs_nothing"}
 
 
 @pytest.fixture(scope="module")

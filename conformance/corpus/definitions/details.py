@@ -34,13 +34,15 @@ def _header(code_size: int, data_size: int, code: bytes, data: bytes = b"") -> b
 
 
 # How the callee of call/CALL/callee_*_writes_undone ends, and the writes counted (kept when
-# undone, 6.11 step 5): the caller's and the callee's, which writes a new slot before it
-# traps or runs out of compute.
+# undone, 6.11 step 5): the caller's and the trapping callee's. The exhausted callee never
+# writes: its compute operand runs out at its first SSTORE's new-slot charge (instructions.toml
+# SSTORE cost plus schedule.toml storage.new_slot_cost), so that vector shows a failed callee,
+# not an undone write.
 ENDS = {"trap": "TRAP_EXECUTED", "exhausted": EXCEEDED["compute"]}
-WRITES_COUNTED = {"trap": {"storage_writes": 2}, "exhausted": {"storage_writes": 2}}
-# The exhausted callee's compute: its first SSTORE (a new slot: instructions.toml SSTORE cost
-# plus schedule.toml storage.new_slot_cost) and the four pushes fit, the second SSTORE's base
-# cost does not.
+WRITES_COUNTED = {"trap": {"storage_writes": 2}, "exhausted": {"storage_writes": 1}}
+# call/CALL/callee_exhausted_after_a_write_writes_undone: the callee's compute pays its first
+# SSTORE (a new slot: instructions.toml SSTORE cost plus schedule.toml storage.new_slot_cost)
+# and the four pushes, not the second SSTORE's base cost: its write is made, then undone.
 _PUSH, _SSTORE = TABLE.by_mnemonic["PUSH1"].cost, TABLE.by_mnemonic["SSTORE"].cost
 EXHAUSTED_AT_SECOND_SSTORE = 4 * _PUSH + _SSTORE + UNITS["new_slot_cost"] + _SSTORE - 1
 
@@ -108,7 +110,7 @@ def cases():
                + "push 4\nsload\n" + returning(1), opcodes=("SSTORE", "SLOAD"), categories=("semantics", "storage"),
                expect=writes({4: 7}, 3, 2, output=words(7), reads=1))
     # 6.11: a callee that faults or is exhausted loses its writes; the caller goes on.
-    for name, tail, limit in (("trap", "trap\n", 100000), ("exhausted", "push 1\npush 2\nsstore\nstop\n", EXHAUSTED_AT_SECOND_SSTORE)):
+    for name, tail, limit in (("trap", "trap\n", 100000), ("exhausted", "push 1\npush 2\nsstore\nstop\n", 430)):
         callee = "push 7\npush 70\nsstore\n" + tail
         yield case(f"call/CALL/callee_{name}_writes_undone",
                    f"A callee writes a slot, then ends {name}: its write is undone, the caller's survives.",
@@ -116,6 +118,14 @@ def cases():
                    contracts={OTHER: callee}, opcodes=("CALL", "SSTORE"), categories=("call", "storage"),
                    expect=Expect(outcome="success", calls=(ENDS[name],), output=words(0),
                                  storage={ENTRY: {8: 80}, OTHER: {7: 0}}, usage=WRITES_COUNTED[name]))
+    callee = "push 7\npush 70\nsstore\npush 1\npush 2\nsstore\nstop\n"
+    yield case("call/CALL/callee_exhausted_after_a_write_writes_undone",
+               "A callee writes a slot, then runs out of compute at its second write: its write is undone, "
+               "the caller's survives.",
+               push_all([8, 80]) + "sstore\n" + push_all([OTHER, EXHAUSTED_AT_SECOND_SSTORE, 0, 0]) + "call\n"
+               + returning(1), contracts={OTHER: callee}, opcodes=("CALL", "SSTORE"), categories=("call", "storage"),
+               expect=Expect(outcome="success", calls=(EXCEEDED["compute"],), output=words(0),
+                             storage={ENTRY: {8: 80}, OTHER: {7: 0}}, usage={"storage_writes": 2}))
     # 6.11: after a failed call the return data is empty, whatever an earlier call returned.
     talker = "push 0\npush 0x5151\nmstore\npush 0\npush 8\nreturn\n"
     for name, failing in (("trap", "trap\n"), ("exhausted", "push 1\npush 1\npush 1\npush 1\nstop\n")):

@@ -128,10 +128,7 @@ def _cases(version: str):
                 yield _base(ins, "base_cost_short", f"{m}'s base cost does not fit (its cost rule never runs).",
                             program, limits={"compute": before + ins.cost - 1}, categories=("limits",),
                             expect=Expect(outcome=EXCEEDED["compute"], usage={"compute": before}))
-                short = (f"{m}'s base cost fits and leaves nothing: its callee runs out at its first "
-                         "instruction, the caller goes on." if ins.cost_rule == "call"
-                         else f"{m}'s base cost fits, its {ins.cost_rule} charge does not.")
-                yield _base(ins, "dynamic_cost_short", short,
+                yield _base(ins, "dynamic_cost_short", f"{m}'s base cost fits, its {ins.cost_rule} charge does not.",
                             program, limits={"compute": before + ins.cost}, categories=("limits",),
                             expect=_short(ins, before + ins.cost, exact=True))
         yield _base(ins, "forbidden_by_name", f"{m} named in forbidden_operations.", program,

@@ -22,7 +22,7 @@ def register(cs) -> None:
     import spec
     p = cs.add_parser("init", help="write an adapter skeleton that passes the selftest (python or javascript)",
                       description="Write an adapter skeleton into DIR: it speaks the protocol, passes "
-                                  "`rtwo-vm conformance selftest` and answers UNSUPPORTED_INPUT for what "
+                                  "rtwo-vm conformance selftest and answers UNSUPPORTED_INPUT for what "
                                   "your VM does not run yet (its run_vm function).")
     p.add_argument("directory", metavar="DIR", help="where to write it (created; existing files are not overwritten)")
     p.add_argument("--lang", required=True, choices=tuple(LANGS), help="the skeleton's language")
