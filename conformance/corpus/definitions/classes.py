@@ -175,11 +175,6 @@ def _refused():
                    push_all([TALKER, 100000, 0, 0]) + "call\npop\n" + tail, contracts={TALKER: TALKS},
                    opcodes=("CALL",), categories=("call", "result"), sections=("7.1", "7.5"),
                    expect=Expect(outcome=ENTRY_FAILS[name][0], calls=ENTRY_FAILS[name][1], output=b""))
-    yield case("call/CALL/entry_underflow_after_a_call_outputs_nothing",
-               "The entry frame receives 8 bytes of return data, then ADD underflows: the result's output is empty.",
-               push_all([TALKER, 100000, 0, 0]) + "call\npop\nadd\nstop\n", contracts={TALKER: TALKS},
-               opcodes=("CALL", "ADD"), categories=("call", "result"), sections=("7.1", "7.5"),
-               expect=Expect(outcome="STACK_UNDERFLOW", calls=("success",), output=b""))
     # Every frame above the deepest one calls TALKER (its return data: 8 bytes), then itself with
     # n - 1; the deepest frame's CALL is refused (depth) and it returns what it reads; each
     # frame returns its callee's output.

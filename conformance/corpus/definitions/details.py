@@ -126,6 +126,12 @@ def cases():
                + returning(1), contracts={OTHER: callee}, opcodes=("CALL", "SSTORE"), categories=("call", "storage"),
                expect=Expect(outcome="success", calls=(EXCEEDED["compute"],), output=words(0),
                              storage={ENTRY: {8: 80}, OTHER: {7: 0}}, usage={"storage_writes": 2}))
+    yield case("call/CALL/entry_underflow_after_a_call_outputs_nothing",
+               "The entry frame receives 8 bytes of return data, then ADD underflows: the result's output is empty.",
+               push_all([OTHER, 100000, 0, 0]) + "call\npop\nadd\nstop\n",
+               contracts={OTHER: "push 0\npush 0x5151\nmstore\npush 0\npush 8\nreturn\n"},
+               opcodes=("CALL", "ADD"), categories=("call", "result"), sections=("7.1", "7.5"),
+               expect=Expect(outcome="STACK_UNDERFLOW", calls=("success",), output=b""))
     # 6.11: after a failed call the return data is empty, whatever an earlier call returned.
     talker = "push 0\npush 0x5151\nmstore\npush 0\npush 8\nreturn\n"
     for name, failing in (("trap", "trap\n"), ("exhausted", "push 1\npush 1\npush 1\npush 1\nstop\n")):
