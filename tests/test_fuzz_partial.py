@@ -112,7 +112,9 @@ def test_without_the_split_the_check_fails(tmp_path, monkeypatch):
     out = tmp_path / "fuzz"
     state = run_campaign(Options(impls=[COMMAND], out=out, seed=SEED, runs=RUNS))
     report = report_json(state, out)
-    assert [b["class"] for b in report["buckets"]] == [UNSUPPORTED]
+    # every unsupported answer in one bucket (the fixture's wrong answers, its unmetered compute,
+    # are buckets of their own, found or not depending on the inputs the corpus seeds)
+    assert [b["class"] for b in report["buckets"] if b["class"].startswith(UNSUPPORTED)] == [UNSUPPORTED]
     with pytest.raises(AssertionError):
         check_split(report, _findings(out))
 
