@@ -33,15 +33,16 @@ IMPLEMENTED = {i.opcode for i in TABLE.instructions
 LARGEST_COMPUTE = TABLE.limits["maximum"]["compute"]
 
 
-def _unsupported(code: bytes) -> str | None:
-    """The message for the first opcode of a code section this VM lacks (None: all known)."""
+def first_lacking(code: bytes, implemented: set[int] = IMPLEMENTED) -> str | None:
+    """The message for the first opcode of a code section a VM implementing ``implemented``
+    lacks (None: all known)."""
     pc = 0
     while pc < len(code):
         op = code[pc]
         ins = TABLE.by_opcode.get(op)
         if ins is None:
             return None          # an undefined byte: the container is invalid, which it handles
-        if op not in IMPLEMENTED:
+        if op not in implemented:
             return f"opcode 0x{op:02X} at offset {pc} not implemented"
         pc += ins.size
     return None
@@ -61,7 +62,7 @@ class HalfFinishedVM(Adapter):
                 code = container.parse(bytes.fromhex(body["code"][2:]), rules("1.0")).code
             except InvalidCode:
                 continue         # the container checks come first, and those it has
-            message = _unsupported(code)
+            message = first_lacking(code)
             if message:
                 return self.error(vector_id, "UNSUPPORTED_INPUT", message)
         reply = super().execute(vector_id, vector_input, trace)
