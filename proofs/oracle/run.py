@@ -24,11 +24,14 @@ from proofs.oracle.steps import Recorder
 from proofs.symbolic import outcome
 from proofs.symbolic.executor import explore
 from proofs.symbolic.solve import SAT
-from proofs.symbolic.world import Refusal, Setup, admit
+from proofs.symbolic.world import MAX_DEADLINE, Refusal, Setup, admit
 
 # A vector's run has one path: more than this is a model error, not a fork to follow.
 MAX_PATHS = 1 << 16
 MAX_WORK = 10 ** 13               # z3 work units per run: far above any vector's
+# The wall-clock safety net as far away as a Setup allows: whether a vector's result is
+# confirmed must not depend on the machine's load (the steps and work units bound the run).
+DEADLINE = MAX_DEADLINE
 
 
 class Undecided(Exception):
@@ -76,7 +79,7 @@ def model_run(doc: dict, version: str, steps: bool = False) -> Run:
                   limits=call.limits, caller=call.caller, call_data=call.call_data,
                   time=call.block_time, seed=call.seed, storage=call.storage,
                   concrete_storage=True, max_steps=_max_steps(call, version),
-                  max_paths=MAX_PATHS, max_work=MAX_WORK, loop_bound=MAX_PATHS,
+                  max_paths=MAX_PATHS, max_work=MAX_WORK, loop_bound=MAX_PATHS, deadline=DEADLINE,
                   observe=recorder.observe if recorder is not None else None)
     x = explore(setup)
     # ``x.unexplored`` is not a problem here: the call data is fixed, and a callee the
