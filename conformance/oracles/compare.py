@@ -11,16 +11,13 @@ where they part is named (the reference's native trace against the models' steps
 
 from __future__ import annotations
 
-import io
 import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from conformance.corpus.vector import run_reference
+from conformance.run.tracediff import first_divergence, reference_trace
 from conformance.scenario.carry import next_state, step_input
 from proofs.oracle import NotAnInput, Undecided, model_run
-from proofs.oracle.steps import first_difference
-from reference_vm.trace import JsonLinesTracer
 
 
 @dataclass
@@ -61,20 +58,24 @@ def differing(model: Mapping[str, Any], expected: Mapping[str, Any]) -> list[str
     return [name for name in sorted(expected) if model.get(name) != expected[name]]
 
 
-def reference_steps(doc: Mapping[str, Any], version: str) -> list[dict]:
-    out = io.StringIO()
-    run_reference(doc, version, tracer=JsonLinesTracer(out))
-    lines = [json.loads(line) for line in out.getvalue().splitlines()]
-    return [line for line in lines if "pc" in line]          # the last line is the summary
-
-
 def first_step(doc: Mapping[str, Any], version: str) -> str | None:
-    """Where the models' and the reference's executions of ``doc`` part."""
+    """Where the models' and the reference's executions of ``doc`` part: the reference's
+    native trace against the models' steps, compared as the runner compares an
+    implementation's trace (conformance/run/tracediff); None when every step agrees."""
     try:
         model = model_run(dict(doc), version, steps=True).steps
     except (Undecided, NotAnInput):
         return None
-    return first_difference(model, reference_steps(doc, version))
+    reference = [s for s in reference_trace(doc, version) if "pc" in s]   # without the summary
+    found = first_divergence(reference, model)
+    if found is None:
+        return None
+    if found.field == "step":
+        shorter = "models" if found.actual == "end of trace" else "reference"
+        return (f"step {found.step}: the {shorter} ran no more instructions "
+                f"({len(model)} model steps, {len(reference)} reference)")
+    return (f"step {found.step} (pc {found.pc} {found.op_name}): {found.field}: "
+            f"model {found.actual!r}, reference {found.expected!r}")
 
 
 def check_call(doc: Mapping[str, Any], expected: Mapping[str, Any], version: str, vector_id: str,
