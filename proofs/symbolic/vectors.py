@@ -105,12 +105,10 @@ def request_of(vector_input_doc: dict, version: str):
     contracts = {int(a, 16): Contract(bytes.fromhex(c["code"][2:]),
                                       {int(k, 16): int(v, 16) for k, v in c["storage"].items()})
                  for a, c in i["pre_state"]["contracts"].items()}
+    from proofs.oracle.request import bound_policy
     m, ctx, p, sb = i["message"], i["context"], i["policy"], i["sandbox"]
-    level = spec.raw("sandbox", version)["isolation"].get(sb["isolation_level"], {})
-    external = "forbidden" if level.get("external_call") == "forbidden" else p["external_call"]
     allowed = p["allowed_operations"]
-    policy = Policy(time_access=p["time_access"], randomness=p["randomness"],
-                    external_call=external, storage_access=sb["storage_access"],
+    policy = Policy(**bound_policy(p, sb, version),
                     allowed_operations=None if allowed is None else tuple(allowed),
                     forbidden_operations=tuple(p["forbidden_operations"]))
     return (WorldState(contracts),
