@@ -58,3 +58,18 @@ def test_init_writes_what_it_says_and_never_overwrites(tmp_path):
     (tmp_path / "file").write_text("x")
     refused("conformance", "init", "--lang", "python", str(tmp_path / "file"), fragment="not a directory")
     refused("conformance", "init", "--lang", "cobol", str(tmp_path / "c"), fragment="--lang")
+
+
+@pytest.mark.parametrize("lang", ["python", pytest.param("javascript", marks=NEEDS_NODE)])
+def test_the_skeleton_never_holds_a_request_line_longer_than_its_bound(tmp_path, lang):
+    """A line of 16 MiB + 1 bytes is answered BAD_MESSAGE and skipped; the next line is read."""
+    import shlex
+    import subprocess
+    command = _init(tmp_path / "vm", lang, "1.0")
+    hello = json.dumps({"type": "hello", "protocol": "rtwo-conformance/1", "spec_version": "1.0"})
+    long_line = b'{"type":"' + b"x" * (16 << 20) + b'"}'
+    stdin = hello.encode() + b"\n" + long_line + b"\n" + b'{"type":"shutdown"}\n'
+    done = subprocess.run(shlex.split(command), input=stdin, capture_output=True, timeout=60)
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [a["type"] for a in answers] == ["hello", "error", "bye"], answers
+    assert answers[1]["code"] == "BAD_MESSAGE" and done.returncode == 0

@@ -14,7 +14,6 @@
 "use strict";
 const fs = require("fs");
 const path = require("path");
-const readline = require("readline");
 
 const HERE = __dirname;
 const SPEC = JSON.parse(fs.readFileSync(path.join(HERE, "rtwo-spec.json"), "utf8"));
@@ -259,13 +258,37 @@ function handle(line) {          // false: exit (with process.exitCode set)
   return true;
 }
 
-const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
+// stdin's lines, each held up to MAX_LINE bytes: a longer one is dropped to its end and
+// answered as a malformed message (readline would hold a line of any length).
+const MAX_LINE = 16 << 20;
 let done = false;
-lines.on("line", (line) => {
+let held = [];
+let size = 0;
+let dropping = false;
+function line(text) {
   if (done) return;
-  if (!handle(line)) {
+  if (!handle(text)) {
     done = true;
-    lines.close();
     process.stdin.destroy();
   }
+}
+process.stdin.on("data", (chunk) => {
+  let start = 0;
+  for (let nl = chunk.indexOf(10); nl !== -1 && !done; nl = chunk.indexOf(10, start)) {
+    const part = chunk.subarray(start, nl);
+    start = nl + 1;
+    if (dropping || size + part.length > MAX_LINE) {
+      line("");                      // handle answers "" with BAD_MESSAGE
+    } else {
+      held.push(part);
+      line(Buffer.concat(held).toString("utf8").replace(/\r$/, ""));
+    }
+    held = []; size = 0; dropping = false;
+  }
+  const rest = chunk.subarray(start);
+  if (!dropping && size + rest.length > MAX_LINE) { dropping = true; held = []; size = 0; }
+  if (!dropping && rest.length) { held.push(rest); size += rest.length; }
+});
+process.stdin.on("end", () => {
+  if (!dropping && held.length) line(Buffer.concat(held).toString("utf8"));
 });

@@ -27,6 +27,7 @@ SPEC = json.loads((HERE / "rtwo-spec.json").read_text())
 SCHEMAS = {name: json.loads((HERE / "schemas" / name).read_text())
            for name in ("runner-message.schema.json", "vector.schema.json")}
 MAX_DEPTH = 32                              # 11.5.1: a line nested deeper is BAD_MESSAGE
+MAX_LINE = 16 << 20                         # bytes of one request line read at most
 STOP_ONLY = "0x5254574f01000000010000000000000000"   # magic, version 1, code size 1, data 0, STOP
 
 
@@ -183,11 +184,26 @@ def too_deep(line: str) -> bool:
     return False
 
 
+def request_lines():
+    """stdin's lines, each read with a bound: a longer one is skipped to its end, never held,
+    and given as None."""
+    while True:
+        raw = sys.stdin.buffer.readline(MAX_LINE + 1)
+        if not raw:
+            return
+        if len(raw) > MAX_LINE and not raw.endswith(b"\n"):
+            while raw and not raw.endswith(b"\n"):
+                raw = sys.stdin.buffer.readline(1 << 20)
+            yield None
+            continue
+        yield raw.decode("utf-8", errors="replace")
+
+
 def main() -> int:
     greeted, version = False, SPEC["spec_version"]
-    for line in sys.stdin:
+    for line in request_lines():
         try:
-            msg = None if too_deep(line) else json.loads(line, object_pairs_hook=unique)
+            msg = None if line is None or too_deep(line) else json.loads(line, object_pairs_hook=unique)
         except ValueError:
             msg = None
         if not isinstance(msg, dict) or not isinstance(msg.get("type"), str):
