@@ -81,8 +81,8 @@ def _cmd_fuzz(args) -> int:
 
     if args.workers > 256:
         raise CliError("--workers must be between 1 and 256")
-    if args.ray is not None and not args.ray.strip():
-        raise CliError("--ray needs 'local' or a cluster address")
+    from rtwo_vm.arguments import cluster
+    cluster.ray_address(args)      # 'local' or HOST:PORT, and Ray installed: as every --ray
     try:
         check_int(args.seed, -(1 << 63), (1 << 63) - 1, "--seed")
     except FileRefused as err:
