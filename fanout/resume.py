@@ -29,6 +29,20 @@ LINE_BYTES = 1 << 22           # a task's result is a few kilobytes; longer line
 FILE_BYTES = 1 << 30
 
 
+def code_digest(*packages) -> str:
+    """sha256 over the files of the imported ``packages`` (their .py, .toml and .json, by path
+    under the package's parent, in order): the code and data a run's results are about, as
+    installed. Part of a run's digest, so that a state of other code is refused."""
+    digest = hashlib.sha256()
+    for package in packages:
+        root = Path(package.__file__).parent
+        for path in sorted(root.rglob("*")):
+            if path.suffix in (".py", ".toml", ".json") and "__pycache__" not in path.parts:
+                digest.update(str(path.relative_to(root.parent)).encode() + b"\0")
+                digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
 class StateError(ValueError):
     """A state folder that cannot be used (one line, for the CLI)."""
 

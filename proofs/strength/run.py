@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 import importlib
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -216,79 +216,101 @@ class BaselineFailed(RuntimeError):
 
 def run(mutants: Sequence[Mutant], version: str, timeout: float = 600.0, baseline: bool = True,
         progress: Callable[[int, int, Verdict], None] | None = None, jobs: int = 1,
-        ray: str | None = None) -> Result:
+        ray: str | None = None, state=None) -> Result:
     """Every mutant's verdict under spec ``version``, in the order given. ``jobs`` units run at
-    a time (each in a
-    process of its own; a verdict depends on its mutant and unit alone, not on what runs
-    beside it). Each distinct unit first runs unmutated (``baseline``). With ``ray`` (local or
-    a cluster's address) every unit is a task of the shared fan-out (fanout/tasks.py: a unit
-    whose worker or node dies runs again), ``jobs`` CPUs for a local cluster."""
+    a time (each in a process of its own; a verdict depends on its mutant and unit alone, not
+    on what runs beside it). Each distinct unit first runs unmutated (``baseline``). With
+    ``ray`` (local or a cluster's address) every unit is a task of the shared fan-out
+    (fanout/tasks.py: a unit whose worker or node dies runs again), ``jobs`` CPUs for a local
+    cluster. With ``state`` (fanout.resume.State of this run: ``resume_digest``) every unit's
+    result is kept as it finishes and a unit kept before is not run again; a result of the
+    wall-clock safety net is never kept (it runs again on resume)."""
     listed = {**{k: ("equivalent", v) for k, v in equivalent().items()},
               **{k: ("unreachable", v) for k, v in unreachable().items()}}
     units = [unit(m, version) for m in mutants]
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        mapped = pool.map if ray is None else _on_ray(ray, jobs)
-        if baseline:
-            needed = sorted({u for m, u in zip(mutants, units) if m.id not in listed})
-            for opcodes, result in zip(needed, mapped(
-                    functools.partial(_unit_result, None, timeout=timeout, version=version),
-                    needed)):
-                status, how, detail = judge(result)
-                if status != "survived":
-                    raise BaselineFailed(f"the unmutated unit {' '.join(opcodes)} does not pass: "
-                                         f"{how}: {detail}")
+    needed = sorted({u for m, u in zip(mutants, units) if m.id not in listed}) if baseline else []
+    run_now = [i for i in range(len(mutants)) if mutants[i].id not in listed]
+    ids = [*(_baseline_id(u) for u in needed), *(mutants[i].id for i in run_now)]
+    done = state.load(set(ids)) if state is not None else {}
 
-        def verdict(index: int) -> Verdict:
-            mutant, opcodes = mutants[index], units[index]
-            if mutant.id in listed:
-                status, reason = listed[mutant.id]
-                return Verdict(mutant, status, "reason", reason, opcodes)
-            return Verdict(mutant, *judge(isolate.run_unit(mutant, opcodes, timeout, version)),
-                           opcodes)
+    def finished(items: list[tuple], task_ids: list[str], each=None) -> dict[int, dict]:
+        """The unit result of every item (mutant or None, opcodes), kept ones taken from
+        ``done``, the others run (locally or on Ray) and kept as they finish; ``each(k,
+        result)`` as each one is known."""
+        out = {k: done[t] for k, t in enumerate(task_ids) if t in done}
+        for k in sorted(out):
+            if each:
+                each(k, out[k])
+        todo = [k for k in range(len(items)) if k not in out]
+        args = [(*items[k], timeout, version) for k in todo]
+        for j, result in _finish_order(args, jobs, ray):
+            out[todo[j]] = result
+            if state is not None and "timeout" not in result:
+                state.record(task_ids[todo[j]], result)
+            if each:
+                each(todo[j], result)
+        return out
 
-        def verdict_of(index: int, result: dict | None) -> Verdict:
-            mutant, opcodes = mutants[index], units[index]
-            if mutant.id in listed:
-                status, reason = listed[mutant.id]
-                return Verdict(mutant, status, "reason", reason, opcodes)
-            assert result is not None
-            return Verdict(mutant, *judge(result), opcodes)
+    base = finished([(None, u) for u in needed], [_baseline_id(u) for u in needed])
+    for k, opcodes in enumerate(needed):
+        status, how, detail = judge(base[k])
+        if status != "survived":
+            raise BaselineFailed(f"the unmutated unit {' '.join(opcodes)} does not pass: "
+                                 f"{how}: {detail}")
+    verdicts: dict[int, Verdict] = {}
 
-        if ray is None:
-            found = pool.map(verdict, range(len(mutants)))
-        else:
-            run_now = [i for i in range(len(mutants)) if mutants[i].id not in listed]
-            results = dict(zip(run_now, mapped(_mutant_result, [
-                (mutants[i], units[i], timeout, version) for i in run_now])))
-            found = (verdict_of(i, results.get(i)) for i in range(len(mutants)))
-        out = Result()
-        for index, v in enumerate(found):
-            out.verdicts.append(v)
-            if progress:
-                progress(index + 1, len(mutants), v)
+    def known(index: int, v: Verdict) -> None:
+        verdicts[index] = v
+        if progress:
+            progress(len(verdicts), len(mutants), v)
+    for index, mutant in enumerate(mutants):
+        if mutant.id in listed:
+            status, reason = listed[mutant.id]
+            known(index, Verdict(mutant, status, "reason", reason, units[index]))
+    finished([(mutants[i], units[i]) for i in run_now], [mutants[i].id for i in run_now],
+             lambda k, result: known(run_now[k], Verdict(mutants[run_now[k]], *judge(result),
+                                                         units[run_now[k]])))
+    out = Result()
+    out.verdicts = [verdicts[index] for index in range(len(mutants))]
     return out
 
 
-def _unit_result(mutant, opcodes, timeout: float, version: str) -> dict:
-    return isolate.run_unit(mutant, opcodes, timeout, version)
+def _baseline_id(opcodes: tuple[str, ...]) -> str:
+    return "baseline:" + " ".join(opcodes)
+
+
+def _finish_order(items: list[tuple], jobs: int, ray: str | None):
+    """(k, isolate.run_unit(*items[k])) in the order the units finish: ``jobs`` at a time in
+    threads (each unit is a process of its own), or as tasks of the shared fan-out on Ray."""
+    if ray is not None:
+        import sys
+
+        from fanout.tasks import ray_map
+        yield from ray_map(_mutant_result, items, ray, jobs,
+                           progress=lambda p: print(p.line("units"), file=sys.stderr, flush=True))
+        return
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = {pool.submit(_mutant_result, item): k for k, item in enumerate(items)}
+        for future in as_completed(futures):
+            yield futures[future], future.result()
+
+
+def resume_digest(mutants: Sequence[Mutant], version: str, timeout: float) -> str:
+    """What a strength run's unit results depend on: the mutants (their whole sources), the
+    spec version, the safety net, and the code and data of the unmutated tree
+    (proofs.report.fingerprint: spec, reference_vm, proofs)."""
+    import hashlib
+    import json
+
+    from proofs.report import fingerprint
+    blob = json.dumps(["prove --strength", version, timeout, fingerprint(),
+                       [m.to_json() for m in mutants]], sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()
 
 
 def _mutant_result(item: tuple) -> dict:
     """On a Ray worker: one mutant's unit result (isolate.run_unit, in a copy of the tree)."""
     return isolate.run_unit(*item)
-
-
-def _on_ray(address: str, cpus: int) -> Callable:
-    """A map over the shared fan-out's Ray tasks (results in input order, progress on stderr)."""
-    import sys
-
-    from fanout.tasks import ordered
-
-    def mapped(function, items):
-        items = list(items)
-        return ordered(function, items, address, cpus,
-                       progress=lambda p: print(p.line("units"), file=sys.stderr, flush=True))
-    return mapped
 
 
 def record(result: Result, scope: str, version: str | None = None) -> dict:
@@ -333,9 +355,10 @@ SCORE_FILE = __import__("pathlib").Path(__file__).resolve().parent / "score.json
 
 def command(modules: tuple[str, ...], limit: int | None, timeout: float, record_score: bool,
             version: str, emit: Callable[[str], None] = print, jobs: int = 1,
-            ray: str | None = None) -> int:
+            ray: str | None = None, resume: Callable[[str], object] | None = None) -> int:
     """``rtwo-vm prove --strength``: exit 0 when the score reaches the target (or nothing was
-    counted), 1 below it; a ValueError (bad module, stale reason) is the caller's bad input."""
+    counted), 1 below it; a ValueError (bad module, stale reason) is the caller's bad input.
+    ``resume(digest)``: the run's fanout.resume.State (``--resume DIR``)."""
     import json
 
     from proofs.strength.mutants import select
@@ -347,7 +370,9 @@ def command(modules: tuple[str, ...], limit: int | None, timeout: float, record_
              and i not in known]
     if stale:
         raise ValueError(f"stale reason for {stale[0]} (names no mutant of its module)")
-    result = run(chosen, version, timeout, jobs=jobs, ray=ray, progress=lambda done, total, v: emit(
+    state = resume(resume_digest(chosen, version, timeout)) if resume else None
+    result = run(chosen, version, timeout, jobs=jobs, ray=ray, state=state,
+                 progress=lambda done, total, v: emit(
         f"[{done}/{total}] {v.status} {v.mutant.id} ({' '.join(v.opcodes)})"))
     for line in lines(result):
         emit(line)

@@ -37,3 +37,36 @@ def ray_address(args) -> str | None:
     if not available():
         raise CliError(NEEDS_RAY)
     return address
+
+
+def resume_state(folder: str, key_file: str | None = None, what: str | None = "tasks"):
+    """``--resume DIR``: the run's state maker, ``digest -> fanout.resume.State``, sealed with
+    the local proofs-cache key (``key_file``, default proofs/cache.default_key), whose
+    ``load`` says on stderr how many ``what`` were done before and how many lines it refused
+    (``what`` None: the caller says it, from ``done`` and ``refused``). A folder
+    or key that cannot be used is refused in one line (CliError) when the run starts."""
+    import sys
+    from pathlib import Path
+
+    from fanout.resume import State, StateError
+    from proofs import cache
+
+    class Said(State):
+        def load(self, known):
+            done = super().load(known)
+            if what is None:
+                return done
+            print(f"resume: {len(done)} of {len(known)} {what} done before, run again "
+                  f"{len(known) - len(done)}" + (f"; {self.refused} state lines refused (not "
+                                                 "sealed by this machine's key, or cut short): "
+                                                 "their tasks run again" if self.refused else ""),
+                  file=sys.stderr, flush=True)
+            return done
+
+    def make(digest: str) -> State:
+        try:
+            key = cache.load_key(Path(key_file) if key_file else cache.default_key())
+            return Said(folder, key, digest)
+        except (StateError, cache.CacheError) as err:
+            raise CliError(str(err)) from None
+    return make

@@ -125,12 +125,15 @@ def _cmd_strength(args) -> int:
         raise CliError("--jobs must be 1..64")
     if args.timeout is not None and not (math.isfinite(args.timeout) and 0 < args.timeout < 1e6):
         raise CliError("--timeout must be a finite number of seconds above 0")
-    if args.resume:
-        raise CliError("--resume is for the theorem suite: not with --strength")
     address = cluster.ray_address(args)
+    resume = cluster.resume_state(args.resume, args.cache_key, "units") if args.resume else None
+    from fanout.resume import StateError
     try:
         return run.command(tuple(args.strength_modules or ()), args.limit, args.timeout or 1800.0,
-                           args.record, spec_version(args), jobs=args.jobs, ray=address)
+                           args.record, spec_version(args), jobs=args.jobs, ray=address,
+                           resume=resume)
+    except StateError as err:
+        raise CliError(str(err)) from None
     except (ValueError, run.BaselineFailed) as err:
         raise CliError(f"--strength: {err}") from None
 

@@ -57,6 +57,7 @@ def register(vs) -> None:
                    "(a private local cluster; --ray ADDRESS joins another)")
     from rtwo_vm.arguments import cluster
     cluster.add_ray(s, "mutants")
+    cluster.add_resume(s)
     s.add_argument("--timeout", type=positive_float, default=120.0, help="seconds per mutant before it counts as killed (hang)")
     s.add_argument("--no-confirm", action="store_true", help="skip confirming survivors through the adapter protocol")
     s.add_argument("--redundant", action="store_true", help="also say which vectors kill nothing others do not")

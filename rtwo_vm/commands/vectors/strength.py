@@ -8,6 +8,7 @@ output paths; only then are the corpus read and the mutants generated."""
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence, TextIO
@@ -95,6 +96,28 @@ def _check_record(args) -> None:
                        "checkout, installed with pip install -e . (the installed package is read only)")
 
 
+CONFIRMED = "confirmed:"      # a --resume state's id of a survivor's confirmation run
+
+
+def _state(args, todo, corpus: str, version: str, exhaustive):
+    """``--resume DIR``: the run's state (fanout/resume.py), keyed by everything its verdicts
+    depend on: the mutants (whole sources), the corpus digest and filters, the version, the
+    safety net, which mutants run exhaustively, and the code (spec, reference_vm,
+    conformance)."""
+    import hashlib
+
+    import conformance
+    import reference_vm
+    import spec
+    from fanout.resume import code_digest
+    from rtwo_vm.arguments import cluster
+    digest = hashlib.sha256(json.dumps(
+        ["vectors strength", version, corpus, list(args.filter), args.timeout, sorted(exhaustive),
+         code_digest(spec, reference_vm, conformance), [m.to_json() for m in todo]],
+        sort_keys=True).encode()).hexdigest()
+    return cluster.resume_state(args.resume, None, None)(digest)
+
+
 def run(args, corpus_dir: Path, version: str, out: TextIO, checked: Checked | None = None) -> int:
     from conformance.corpus import store
     from conformance.corpus.selection import SelectionError, select
@@ -133,14 +156,32 @@ def run(args, corpus_dir: Path, version: str, out: TextIO, checked: Checked | No
     plan = runner.Plan(todo, vectors, version, runner.candidates(version), exhaustive, args.timeout,
                        runner.reference_traces(vectors, version))
     workers = args.workers or backend.default_workers()
+    state = _state(args, todo, manifest["digest"], version, exhaustive) if args.resume else None
+    kept = state.load({m.id for m in todo} | {CONFIRMED + m.id for m in todo}) if state else {}
+    if state is not None:
+        before = sum(m.id in kept for m in todo)
+        print(f"resume: {before} of {len(todo)} mutants done before, run again {len(todo) - before}"
+              f"; {sum(CONFIRMED + m.id in kept for m in todo)} survivors' confirmations kept"
+              + (f"; {state.refused} state lines refused (not sealed by this machine's key, or cut "
+                 "short): their tasks run again" if state.refused else ""), file=sys.stderr, flush=True)
 
     def prescreen(mutants, timeout: float, progress=None) -> None:
+        for m in mutants:
+            if m.id in kept:
+                verdicts[m.id] = kept[m.id]
+                if progress is not None:
+                    progress.advance(failed=kept[m.id]["status"] == "survived")
+        mutants = [m for m in mutants if m.id not in kept]
+        if not mutants:
+            return
         runner.set_plan(replace(plan, mutants=mutants, timeout=timeout))
         results = (backend.local_map(runner.prescreen, range(len(mutants)), workers) if args.backend == "local"
                    else backend.ray_map([worker.task(m, corpus_dir, version, args.filter, m.id in exhaustive, timeout)
                                          for m in mutants], workers, args.ray or "local"))
         for verdict in results:
             verdicts[verdict["mutant"]] = verdict
+            if state is not None and verdict.get("how") != "timeout":    # the safety net: run again
+                state.record(verdict["mutant"], verdict)
             if progress is not None:
                 progress.advance(failed=verdict["status"] == "survived")
 
@@ -167,7 +208,13 @@ def run(args, corpus_dir: Path, version: str, out: TextIO, checked: Checked | No
         with Progress(len(survivors), "strength: confirming survivors", enabled=show,
                       failed_label="survived") as confirming:
             for m in survivors:
-                killed = runner.confirm(m, vectors, args.timeout, version)
+                if CONFIRMED + m.id in kept:
+                    killed = (None if kept[CONFIRMED + m.id] is None
+                              else runner.Verdict(**kept[CONFIRMED + m.id]))
+                else:
+                    killed = runner.confirm(m, vectors, args.timeout, version)
+                    if state is not None:
+                        state.record(CONFIRMED + m.id, None if killed is None else killed.to_json())
                 if killed is not None:
                     verdicts[m.id] = {**killed.to_json(), "seconds": verdicts[m.id]["seconds"]}
                 confirming.advance(failed=killed is None)
