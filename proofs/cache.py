@@ -56,7 +56,15 @@ ENTRY_BYTES = 1 << 16                # an entry is a few hundred bytes; larger o
 STORED = (solvers.SAT, solvers.UNSAT, solvers.UNKNOWN)
 # What is stored of each solver's answers (see the module docstring).
 STORED_OF = {"z3": STORED, "cvc5": STORED, "bitwuzla": solvers.DECIDED}
-_HEX = re.compile(r"[0-9a-f]{64}\Z")
+HEX = re.compile(r"[0-9a-f]{64}\Z")
+# answers taken, solved, refused; entries stored; the work units of the solved answers per
+# solver (a measure of what was solved that does not depend on load); agreement checks whose
+# row was taken from the cache, and those run
+STATS = {"hits": 0, "solved": 0, "refused": 0, "stored": 0, "units_z3": 0, "units_cvc5": 0,
+         "checks_cached": 0, "checks_run": 0}
+ROW_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "theorem": str, "opcode": str, "width": (str, int), "status": str, "cases": int}
+KEPT_ROWS = ("agrees",)         # an agreement check's rows that are stored (never a finding)
 
 
 class CacheError(ValueError):
@@ -150,6 +158,28 @@ def identity(solver: str) -> str:
     raise ValueError(f"{solver}: unknown solver, never cached")
 
 
+def entry_key(kind: str, config: solvers.Config, text: str) -> str:
+    """An answer's key (see the module docstring)."""
+    head = json.dumps([FORMAT, kind, identity(config.solver), list(config.options),
+                       config.rlimit, config.logic, config.script], separators=(",", ":"))
+    return hashlib.sha256(head.encode() + b"\n" + text.encode()).hexdigest()
+
+
+def row_key(parts: list) -> str:
+    """The key of a check's row: ``parts`` name everything the row is a function of."""
+    return hashlib.sha256(json.dumps([FORMAT, "row", *parts], separators=(",", ":"),
+                                     sort_keys=True).encode()).hexdigest()
+
+
+def kept_row(row: dict) -> dict | None:
+    """What is stored of an agreement check's row: its fields, when it agrees (a check that
+    finds a difference is run again every time, and shown in full), else None."""
+    if row.get("status") not in KEPT_ROWS or any(
+            not isinstance(row.get(k), t) for k, t in ROW_FIELDS.items()):
+        return None
+    return {k: row[k] for k in ROW_FIELDS}
+
+
 class VerdictCache:
     """The verdicts stored in ``folder``, each sealed with the key in ``key_file``."""
 
@@ -171,21 +201,16 @@ class VerdictCache:
         self.secret = load_key(self.key_file)
         self._locks: dict[str, int] = {}
         self._pid = os.getpid()
-        # answers taken, solved, refused; entries stored; the work units of the solved
-        # answers per solver (a measure of what was solved that does not depend on load)
-        self.stats = {"hits": 0, "solved": 0, "refused": 0, "stored": 0, "units_z3": 0,
-                      "units_cvc5": 0}
+        self.stats = dict(STATS)
 
     def key(self, kind: str, config: solvers.Config, text: str) -> str:
-        head = json.dumps([FORMAT, kind, identity(config.solver), list(config.options),
-                           config.rlimit, config.logic, config.script], separators=(",", ":"))
-        return hashlib.sha256(head.encode() + b"\n" + text.encode()).hexdigest()
+        return entry_key(kind, config, text)
 
     def _path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
 
     def _mac(self, key: str, answers: list) -> str:
-        blob = json.dumps([FORMAT, key, answers], separators=(",", ":")).encode()
+        blob = json.dumps([FORMAT, key, answers], separators=(",", ":"), sort_keys=True).encode()
         return hmac.new(self.secret, blob, hashlib.sha256).hexdigest()
 
     def lookup(self, key: str) -> list[solvers.Answer] | None:
@@ -199,7 +224,7 @@ class VerdictCache:
             doc = json.loads(read_bounded(path, ENTRY_BYTES, "cache entry"))
             answers, mac = doc["answers"], doc["mac"]
             ok = (isinstance(answers, list) and answers and isinstance(mac, str)
-                  and _HEX.match(mac) and doc.get("key") == key
+                  and HEX.match(mac) and doc.get("key") == key
                   and all(isinstance(a, list) and len(a) == 2 and a[0] in STORED
                           and (a[1] is None or type(a[1]) is int) for a in answers)
                   and hmac.compare_digest(mac, self._mac(key, answers)))
@@ -212,7 +237,9 @@ class VerdictCache:
 
     def store(self, key: str, answers: list[solvers.Answer]) -> None:
         plain = [[a.status, a.resources] for a in answers]
-        doc = {"key": key, "answers": plain, "mac": self._mac(key, plain)}
+        self._write(key, {"key": key, "answers": plain, "mac": self._mac(key, plain)})
+
+    def _write(self, key: str, doc: dict) -> None:
         path = self._path(key)
         temp = path.with_name(f".{key}.{os.getpid()}.{secrets.token_hex(4)}")
         try:
@@ -280,6 +307,71 @@ class VerdictCache:
     def take_stats(self) -> dict:
         """The counts since the last call (this process), and zero them."""
         out, self.stats = self.stats, dict.fromkeys(self.stats, 0)
+        return out
+
+    def lookup_row(self, key: str) -> dict | None:
+        """The stored row of ``key``: None when there is none, or when it does not verify
+        (then counted as refused)."""
+        path = self._path(key)
+        if not os.path.lexists(path):
+            return None
+        from spec.files import FileRefused, read_bounded
+        try:
+            doc = json.loads(read_bounded(path, ENTRY_BYTES, "cache entry"))
+            row, mac = doc["row"], doc["mac"]
+            ok = (isinstance(row, dict) and kept_row(row) == row and isinstance(mac, str)
+                  and HEX.match(mac) and doc.get("key") == key
+                  and hmac.compare_digest(mac, self._mac(key, ["row", row])))
+        except (FileRefused, ValueError, TypeError, KeyError, AttributeError, RecursionError):
+            ok = False
+        if not ok:
+            self.stats["refused"] += 1
+            return None
+        return row
+
+    def store_row(self, key: str, row: dict) -> None:
+        kept = kept_row(row)
+        if kept is not None:
+            self._write(key, {"key": key, "row": kept, "mac": self._mac(key, ["row", kept])})
+
+    def through_row(self, parts: list, check: Callable[[], dict]) -> dict:
+        """An agreement check's row: from the cache, else ``check()``ed and stored when it
+        agrees. ``parts`` name everything the row is a function of (runner.row_parts)."""
+        key = row_key(parts)
+        with self._locked(key):
+            got = self.lookup_row(key)
+            if got is not None:
+                self.stats["checks_cached"] += 1
+                return got
+            row = check()
+            self.stats["checks_run"] += 1
+            self.store_row(key, row)
+            return row
+
+    def entries(self) -> dict[str, list | dict]:
+        """Every entry that verifies, key -> answers as stored (``[[status, units], ...]``)
+        or a check's row (a dict): what a driver carries to the workers of a cluster
+        (CarriedCache)."""
+        out: dict[str, list | dict] = {}
+        for folder in sorted(self.root.iterdir()):
+            if len(folder.name) != 2 or folder.is_symlink() or not folder.is_dir():
+                continue
+            for path in sorted(folder.glob("*.json")):
+                key = path.stem
+                if not (HEX.match(key) and key.startswith(folder.name)):
+                    continue
+                try:
+                    is_row = b'"row"' in path.read_bytes()[:ENTRY_BYTES]
+                except OSError:
+                    continue
+                if is_row:
+                    row = self.lookup_row(key)
+                    if row is not None:
+                        out[key] = row
+                else:
+                    got = self.lookup(key)
+                    if got is not None:
+                        out[key] = [[a.status, a.resources] for a in got]
         return out
 
 

@@ -10,10 +10,11 @@ worker or node died: fanout/tasks.py) the rows it would have given the first tim
 whose workers die every time (RETRIES + 1 attempts) becomes ERROR rows, as a local task
 whose process dies.
 
-The verdict cache (proofs/cache.py) is opened by each worker at the run's folder and key
-paths: on one machine, or where they are on a shared file system, the workers share it;
-a node that cannot read the key makes its own and its entries are refused elsewhere (never
-believed: the cache is a convenience).
+The verdict cache (proofs/cache.py) stays on the driver's machine with its key: the driver
+carries its verified entries to the workers (proofs/carried.py, put once in the cluster's
+object store), each task hands back the answers it solved, and the driver seals and stores
+them with its own key. So the cache works on a cluster of several machines without a shared
+file system, and a worker never holds the key (whoever holds it can forge entries).
 
 ``--resume DIR`` (with or without Ray; locally one forked process per task, unbatched, so
 that a resumed run loses at most the tasks running): every finished task's rows are appended to
@@ -48,26 +49,24 @@ def _absolute(options: Options) -> Options:
     return dataclasses.replace(options, **paths)
 
 
-def ray_task(payload: tuple) -> list[dict]:
-    """In a Ray worker: the rows of one task of the run ``payload[0]``."""
+def ray_task(entries: dict | None, payload: tuple) -> tuple[list[dict], dict]:
+    """In a Ray worker: the rows of one task of the run ``payload[0]``, and the answers it
+    solved for the driver's cache (``entries``: the driver's, None without a cache)."""
     global _READY
     options, task = payload
+    from proofs import solvers
     if _READY != options:
-        from proofs import solvers, verdicts
+        from proofs import carried, verdicts
         verdicts.use(options)
         runner._THEOREMS = runner.theorems(options)
         solvers.load(options.budgets)
-        solvers.verdict_cache = None
-        if options.cache_dir:
-            from proofs import cache
-            try:
-                solvers.verdict_cache = cache.open_cache(options.cache_dir, options.cache_key)
-            except cache.CacheError:        # not on this node: solved without it
-                solvers.verdict_cache = None
+        solvers.verdict_cache = None if entries is None else carried.CarriedCache(entries)
         if options.export_dir:
             os.makedirs(options.export_dir, exist_ok=True)
         _READY = options
-    return runner.run_task(task)
+    rows = runner.run_task(task)
+    kept = solvers.verdict_cache
+    return rows, (kept.take_new() if kept is not None else {})
 
 
 def task_id(task: tuple) -> str:
@@ -120,13 +119,7 @@ def rows(tasks: list[tuple], options: Options, ray: str | None, resume: str | No
             yield done[task_id(t)]
     todo = [t for t in tasks if task_id(t) not in done]
     if ray is not None:
-        from fanout.tasks import ray_map
-        shipped = _absolute(options)
-        found = ((todo[i], got) for i, got in ray_map(
-            ray_task, [(shipped, t) for t in todo], ray, options.jobs,
-            progress=_every(len(todo), say),
-            lost=lambda item, why: runner.error_rows(item[1], 0.0, f"the task's worker was lost "
-                                                     f"on every attempt: {why}")))
+        found = _on_ray(todo, options, ray, say)
     else:
         found = runner._forked(multiprocessing.get_context("fork"), todo, options.jobs,
                                tagged=True)
@@ -134,6 +127,26 @@ def rows(tasks: list[tuple], options: Options, ray: str | None, resume: str | No
         if state is not None and not any(r.get("status") == ERROR for r in got):
             state.record(task_id(task), got)
         yield got
+
+
+def _on_ray(todo: list[tuple], options: Options, ray: str, say: Callable[[str], None]):
+    """(task, rows) of every task on the cluster, the driver's cache carried to the workers
+    and what they solved stored in it."""
+    import functools
+
+    from fanout.tasks import ray_map
+    from proofs import cache, carried, solvers
+    driver = solvers.verdict_cache if isinstance(solvers.verdict_cache, cache.VerdictCache) else None
+    entries = driver.entries() if driver is not None else None
+    shipped = dataclasses.replace(_absolute(options), cache_dir=None, cache_key=None)
+    for i, (rows, solved) in ray_map(
+            functools.partial(ray_task, entries), [(shipped, t) for t in todo], ray, options.jobs,
+            progress=_every(len(todo), say),
+            lost=lambda item, why: (runner.error_rows(item[1], 0.0, f"the task's worker was lost "
+                                                      f"on every attempt: {why}"), {})):
+        if driver is not None:
+            carried.store_carried(driver, solved)
+        yield todo[i], rows
 
 
 def run_suite(options: Options, progress=None, ray: str | None = None,

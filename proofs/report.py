@@ -9,10 +9,9 @@ and covers every registered theorem and agreement check, each proved or agreeing
 
 from __future__ import annotations
 
-import hashlib
+import functools
 import json
 from collections import Counter, defaultdict
-from pathlib import Path
 
 from proofs.runner import (
     AGREES, COUNTEREXAMPLE, DISAGREES, FAILING, INFORMATIVE, PROVED, TIMEOUT, UNDECIDED,
@@ -89,8 +88,10 @@ def cache_line(rows: list[dict], folder: str | None) -> str:
         return "verdict cache: not used (--no-cache): every query solved"
     got = summary(rows, 0.0).get("cache", {})
     hits, solved = got.get("hits", 0), got.get("solved", 0)
+    cached, run = got.get("checks_cached", 0), got.get("checks_run", 0)
     return (f"verdict cache {folder}: {hits} of {hits + solved} solver answers from the "
-            f"cache, {solved} solved, {got.get('refused', 0)} entries refused")
+            f"cache, {solved} solved, {got.get('refused', 0)} entries refused; {cached} of "
+            f"{cached + run} agreement checks from the cache")
 
 
 def failures(rows: list[dict]) -> list[dict]:
@@ -152,17 +153,20 @@ def fingerprint() -> str:
     import proofs
     import reference_vm
     import spec
-    digest = hashlib.sha256()
-    roots = []
-    for package in (spec, reference_vm, proofs):
-        assert package.__file__ is not None     # imported from its files
-        roots.append(Path(package.__file__).parent)
-    for root in roots:
-        for path in sorted(root.rglob("*")):
-            if path.suffix in (".py", ".toml", ".json") and "__pycache__" not in path.parts:
-                digest.update(str(path.relative_to(root.parent)).encode() + b"\0")
-                digest.update(path.read_bytes() + b"\0")
-    return digest.hexdigest()
+    from fanout.resume import code_digest
+    return code_digest(spec, reference_vm, proofs)
+
+
+@functools.cache
+def code_fingerprint() -> str:
+    """sha256 over the code and data the agreement checks run (spec, reference_vm,
+    compiled_vm, proofs), once per process: part of an agreement row's cache key."""
+    import compiled_vm
+    import proofs
+    import reference_vm
+    import spec
+    from fanout.resume import code_digest
+    return code_digest(spec, reference_vm, compiled_vm, proofs)
 
 
 def document(rows: list[dict], elapsed: float, options: Options) -> dict:

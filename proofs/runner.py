@@ -208,7 +208,7 @@ def _run_task(task: tuple) -> list[dict]:
             # A group's time is shared by its rows in proportion to their work units.
             return [_row(th.name, th.opcode, bits, status, elapsed * share, **extra)
                     for th, (status, extra, share) in zip(ths, results)]
-        return [_agreement(kind, key, bits, start)]
+        return [_agreement_row(kind, key, bits, start)]
     except Exception as err:  # noqa: BLE001 - a crashing task is a failure row, not a crash
         return error_rows(task, time.perf_counter() - start, f"{type(err).__name__}: {err}")
 
@@ -253,6 +253,40 @@ def error_rows(task: tuple, elapsed: float, error: str) -> list[dict]:
 
 def _same(a: list, b: list) -> bool:
     return len(a) == len(b) and all(x.eq(y) for x, y in zip(a, b))
+
+
+def row_parts(kind: str, key, bits) -> list:
+    """Everything an agreement check's row is a function of (its key in the verdict cache):
+    the check, its opcode and width, the version, the hypothesis examples (of the hypothesis
+    check), the budgets (the
+    branch inputs are models of budgeted queries), z3's and hypothesis's versions (they make
+    the inputs), and the code and data of spec, reference_vm, compiled_vm and proofs."""
+    import hashlib
+    from pathlib import Path
+
+    import hypothesis
+    import z3
+
+    from proofs.report import code_fingerprint
+    options = verdicts.current
+    budgets = Path(options.budgets).read_bytes() if options.budgets else b""
+    samples = options.samples if kind == "hypothesis" else None    # only it draws examples
+    return ["agreement", kind, str(key), str(bits), options.version, samples,
+            hashlib.sha256(budgets).hexdigest(), z3.get_full_version(), hypothesis.__version__,
+            code_fingerprint()]
+
+
+def _agreement_row(kind, key, bits, start) -> dict:
+    """An agreement check's row: taken from the verdict cache when it agreed before on the
+    same code, data, tools and options (runner.row_parts), else checked. Never cached: the
+    CrossHair supplement (wall clock), a run with planted models or handlers, or one that
+    exports the branch queries (the files are wanted)."""
+    cache, options = solvers.verdict_cache, verdicts.current
+    if (cache is None or kind == "crosshair" or options.model_overrides
+            or options.handler_overrides or options.export_dir):
+        return _agreement(kind, key, bits, start)
+    row = cache.through_row(row_parts(kind, key, bits), lambda: _agreement(kind, key, bits, start))
+    return {"findings": [], **row, "seconds": round(time.perf_counter() - start, 2)}
 
 
 def _agreement(kind, key, bits, start) -> dict:
@@ -312,6 +346,9 @@ def _warm(options: Options) -> None:
     from proofs.branches import keep_freed_memory
     from proofs.instructions import models
     keep_freed_memory()     # inherited by every forked task: z3 contexts' memory is reused
+    if options.cache_dir and options.agreement:
+        from proofs.report import code_fingerprint
+        code_fingerprint()  # hashed once, before the tasks fork (agreement rows' cache key)
     for bits in (8, 16, 32, 64):
         models(bits, options.version)
     solvers.load(options.budgets)

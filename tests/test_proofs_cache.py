@@ -81,7 +81,8 @@ def test_a_text_is_solved_once_in_a_run_and_not_again_in_the_next(tmp_path, call
     again = prove("two.py", tmp_path / "c", tmp_path / "k")
     assert calls() == 0
     assert again["summary"]["cache"] == {"hits": 2 * alone, "refused": 0, "solved": 0,
-                                         "stored": 0, "units_cvc5": 0, "units_z3": 0}
+                                         "stored": 0, "units_cvc5": 0, "units_z3": 0,
+                                         "checks_cached": 0, "checks_run": 0}
     strip = lambda d: [{k: v for k, v in r.items() if k not in ("seconds", "cache")}  # noqa: E731
                        for r in d["results"]]
     assert strip(again) == strip(doc)

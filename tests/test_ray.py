@@ -170,3 +170,30 @@ def test_a_node_killed_mid_run_changes_no_verdict(cluster, local_verdicts, tmp_p
     assert _verdicts(report) == local_verdicts
     last = [line for line in err.splitlines() if line.startswith("ray: 3/3")][-1]
     assert "retried" in last and " 0 retried" not in last, err
+
+
+def test_the_verdict_cache_stays_with_the_driver_and_serves_every_node(cluster, local_verdicts,
+                                                                       tmp_path):
+    """prove --ray --cache: the driver carries its verified entries to the workers and seals
+    what they solved with its own key (proofs/cache.CarriedCache). No worker opens the folder
+    (no lock file is ever made: only a process that solves through the folder locks it), the
+    verdicts are the local ones, and a second run takes its answers from the cache."""
+    cluster.add_node({"RTWO_TEST_NODE": "cache"})
+    folder, key = tmp_path / "cache", tmp_path / "key" / "proofs.key"
+    args = [a for a in PROVE if a != "--no-cache"] + ["--cache", str(folder), "--cache-key",
+                                                       str(key), "--ray", cluster.address]
+
+    def prove(report: Path) -> dict:
+        done = subprocess.run([sys.executable, "-m", "rtwo_vm.cli", *args, "--report", str(report)],
+                              cwd=ROOT, env=cluster.env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert _verdicts(report) == local_verdicts
+        return json.loads(report.read_text())["summary"]["cache"]
+
+    first = prove(tmp_path / "first.json")
+    entries = list((folder / "v1").glob("??/*.json"))
+    assert first["solved"] > 0 and len(entries) > 0
+    assert list((folder / "v1" / "locks").iterdir()) == []
+    second = prove(tmp_path / "second.json")
+    assert second["hits"] >= len(entries) and second["solved"] < first["solved"]
+    assert second["refused"] == 0
