@@ -257,6 +257,10 @@ class Readiness(BaseModel):
 
     state: str = Field(description="computing (none yet, or a newer one on the way) or computed")
     computedAt: Optional[str]
+    ageSeconds: Optional[float] = Field(description=(
+        "how long ago the report was computed (presentation only, never part of a verdict)"))
+    computingSince: Optional[str] = Field(description="when the computation running now "
+                                                      "started (null: none runs)")
     seconds: Optional[float] = Field(description="how long computing it took")
     maxAgeSeconds: int
     note: str
