@@ -19,7 +19,7 @@ WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 (cd "$WORK" && npm pack --silent "axe-core@$VERSION" >/dev/null)
 TARBALL="$WORK/axe-core-$VERSION.tgz"
-GOT="sha512-$(openssl dgst -sha512 -binary "$TARBALL" | base64 -w0)"
+GOT="sha512-$(python3 -c 'import base64, hashlib, sys; print(base64.b64encode(hashlib.sha512(open(sys.argv[1], "rb").read()).digest()).decode())' "$TARBALL")"
 if [ "$GOT" != "$INTEGRITY" ]; then
   echo "axe-core $VERSION: checksum $GOT is not the pinned $INTEGRITY" >&2
   exit 1
