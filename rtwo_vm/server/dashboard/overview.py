@@ -29,7 +29,9 @@ from rtwo_vm.runtime import MODELS, Runtime
 from rtwo_vm.runtime.catalog import catalog
 from rtwo_vm.runtime.damaged import DamagedEntry
 from rtwo_vm.runtime.models import camel
-from rtwo_vm.server.background import InstructionsCache, ReadinessCache, ReadinessView
+from rtwo_vm.server.background import (
+    INSTRUCTIONS_MAX_AGE, InstructionsCache, ReadinessCache, ReadinessView,
+)
 from rtwo_vm.server.dashboard import queries
 from rtwo_vm.server.api.codes import bounds
 from rtwo_vm.server.dashboard.html import (
@@ -311,9 +313,9 @@ def render(rt: Runtime, readiness: ReadinessCache, instructions: InstructionsCac
     banner = tag("p", Markup(
         "\u26a0 Truthful Data Policy Enforced \u2014 every figure on these pages is read from "
         f"the runtime's records in {tag('code', rt.store.path)} when the page is asked for, "
-        "except readiness and the instruction statuses: those are computed from evidence in "
-        "the background and say how long ago (Readiness: recompute now); nothing is a "
-        "placeholder"), class_="banner", role="note")
+        "except readiness (computed from evidence in the background) and the instruction "
+        f"statuses (kept up to {INSTRUCTIONS_MAX_AGE:.0f} s): each says how old it is "
+        "(Readiness: recompute now); nothing is a placeholder"), class_="banner", role="note")
     recent = queries.contexts_page(rt, before=None, limit=10, stage=None, execution_status=None,
                                    contract=None)
     from rtwo_vm.server.dashboard.executions import context_table
