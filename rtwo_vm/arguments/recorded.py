@@ -14,6 +14,14 @@ def output_words_of(output: str | None) -> list[int] | None:
     return None if output is None else output_words(bytes.fromhex(output[2:]), runtime_version())
 
 
+def output_words_hex(output: str | None) -> list[str] | None:
+    """A recorded output (returned or revert data, 0x-hex) as its words in 0x-hex, the form
+    of ``outputWords`` in ``rtwo-vm call --json`` and in the API's answers (one function for
+    both); None when it is not a non-empty whole number of words."""
+    words = output_words_of(output)
+    return None if words is None else [hex(w) for w in words]
+
+
 def refusal(violation) -> str:
     """"ADD at offset 5": the instruction a violation raised at binding refused."""
     return f"{violation.instruction} at offset {violation.error_pc}"

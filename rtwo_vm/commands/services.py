@@ -24,7 +24,7 @@ from rtwo_vm.arguments.inputs import (
 import spec
 from rtwo_vm.runtime.catalog import runtime_version
 from rtwo_vm.arguments.words import add_call_data, call_data
-from rtwo_vm.arguments.recorded import output_words_of, print_recorded
+from rtwo_vm.arguments.recorded import output_words_hex, print_recorded
 from rtwo_vm.arguments.runtime import (
     add_options, guard, is_damaged, need_id, open_runtime, print_json, print_listing, print_record,
     print_rows, print_table, refuse_unread_options,
@@ -108,9 +108,9 @@ def _cmd_call(args) -> int:
         reports = rt.events.deliver() if args.deliver else None
     if args.json:
         doc = recorded.to_json()
-        words = output_words_of(recorded.result.output)
+        words = output_words_hex(recorded.result.output)
         if words is not None:   # the entry's output (returned or revert data) as words
-            doc["outputWords"] = [hex(w) for w in words]
+            doc["outputWords"] = words
         if reports is not None:
             doc["delivery"] = {name: r.to_json() for name, r in reports.items()}
         print_json(doc)

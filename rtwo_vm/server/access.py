@@ -19,6 +19,10 @@ In this order, each refusal in the spec's shape with its api.toml code, changing
   one (``null`` included), or, without Origin, a ``Sec-Fetch-Site`` other than
   ``same-origin`` or ``none``, is FORBIDDEN_ORIGIN. A client that sends neither (curl,
   scripts) is not a browser and is judged by its token alone.
+- The dashboard's one form (POST /readiness/recompute, the "recompute now" button) is not
+  an action: it changes no record, takes no body and no token (the dashboard is read by
+  anyone who can reach it), but it is held to the same origin rule, so a page of another
+  site cannot make a visitor's browser send it (FORBIDDEN_ORIGIN).
 - An action needs ``Authorization: Bearer <token>``, compared in constant time
   (``hmac.compare_digest``) with the server's token; a server started without a token file
   is read-only: every action is UNAUTHORIZED. The token is checked before the body is read.
@@ -129,6 +133,11 @@ class AccessLayer:
             if has_body:
                 await refuse_("INVALID_REQUEST", "only an action takes a body (a method other "
                               "than GET and HEAD under /api/)")
+                return
+            if scope["method"] not in READS and not _same_origin(served, headers):
+                await refuse_("FORBIDDEN_ORIGIN", "a dashboard form is accepted from a page of "
+                              "this server only (the Origin or Sec-Fetch-Site header says "
+                              "otherwise)")
                 return
             await self.app(scope, receive, send)
             return

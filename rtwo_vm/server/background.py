@@ -9,8 +9,14 @@ Readiness runs the example scenarios and replays the conformance vectors: about 
 idle machine, several under load, and the database check reads every context. ``rtwo-vm
 serve`` starts the first computation before it serves; after that a reader that finds the
 report missing or older than ``max_age`` (api.toml ``bounds.readiness_max_age_seconds``)
-starts a new one in the background and is answered with the latest report meanwhile. At most
-one computation runs at a time.
+starts a new one in the background and is answered with the latest report meanwhile, and
+:meth:`ReadinessCache.recompute` (the dashboard's "recompute now" button, ``POST
+/api/v1/readiness/recompute``) starts one at once: if one is running, another follows it, so
+that the report after it was computed after the request. At most one computation runs at a
+time, so asking again costs nothing more. Each report is kept with the time it was computed
+(wall clock and age, shown as "computed 3 min ago"): presentation only, never part of a
+verdict. Pages never run the checks themselves, so a page costs the same at any size of the
+database (the database check reads every context).
 
 The instruction registry probes the proofs and conformance packages (0.1-0.2 s): computed on
 the first read and again on a read that finds it older than ``INSTRUCTIONS_MAX_AGE``, by that
@@ -49,6 +55,8 @@ class ReadinessView:
     computing_since: str | None       # when the running computation started (None: none runs)
     max_age: float
     version: int                      # changes when a computation starts or ends
+    computed_at: str | None = None    # UTC when the report was computed (presentation only)
+    age: float | None = None          # seconds since then (presentation only)
 
 
 class ReadinessCache:
@@ -60,6 +68,8 @@ class ReadinessCache:
         self._lock = threading.Lock()
         self._report: ReadinessReport | None = None
         self._done_at = 0.0
+        self._done_wall: str | None = None
+        self._again = False            # a recompute asked for while one was running
         self._seconds: float | None = None
         self._error: str | None = None
         self._started_at: str | None = None
@@ -80,6 +90,16 @@ class ReadinessCache:
         with self._lock:
             self._start()
 
+    def recompute(self) -> ReadinessView:
+        """Compute a report now: start one, or, when one is running (it may have started
+        before what the caller wants counted), start another as soon as it ends."""
+        with self._lock:
+            if self._thread is not None and self._thread.is_alive():
+                self._again = True
+            else:
+                self._start()
+        return self.view()
+
     def _start(self) -> None:   # with the lock held
         if self._thread is not None and self._thread.is_alive():
             return
@@ -89,10 +109,14 @@ class ReadinessCache:
         self._thread.start()
 
     def wait(self, timeout: float) -> bool:
-        """Wait for the running computation; whether a report exists after it."""
-        thread = self._thread
-        if thread is not None:
-            thread.join(timeout)
+        """Wait for the running computation and any asked to follow it (at most ``timeout``
+        seconds); whether a report exists after them."""
+        deadline = time.monotonic() + timeout
+        while (thread := self._thread) is not None and thread.is_alive():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            thread.join(left)
         return self.latest() is not None
 
     def view(self) -> ReadinessView:
@@ -104,9 +128,10 @@ class ReadinessCache:
                                 or time.monotonic() - self._done_at > self.max_age):
                 self._start()
                 running = True
+            age = None if self._report is None else time.monotonic() - self._done_at
             return ReadinessView(self._report, self._seconds, self._error,
                                  self._started_at if running else None, self.max_age,
-                                 self._version)
+                                 self._version, self._done_wall, age)
 
     def _compute(self) -> None:
         started = time.monotonic()
@@ -120,9 +145,14 @@ class ReadinessCache:
         with self._lock:
             if report is not None:
                 self._report, self._done_at = report, time.monotonic()
+                self._done_wall = _now()
                 self._seconds = round(self._done_at - started, 3)
             self._error = error
             self._version += 1
+            if self._again:   # asked for while this one ran: one more, started after it
+                self._again = False
+                self._thread = None
+                self._start()
 
 
 @dataclass(frozen=True)
@@ -148,6 +178,12 @@ class InstructionsCache:
             if view is None or time.monotonic() - view.finished > self.max_age:
                 view = self._view = self._compute()
             return view
+
+    def recompute(self) -> InstructionsView:
+        """Compute the records now (the "recompute now" of the dashboard and the API)."""
+        with self._lock:
+            self._view = self._compute()
+            return self._view
 
     @staticmethod
     def _compute() -> InstructionsView:

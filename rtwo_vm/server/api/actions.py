@@ -17,6 +17,7 @@ from reference_vm.rules import rules as rules_of
 from reference_vm.validate import validate
 import spec
 from rtwo_vm.arguments.inputs import CliError, operation_names, parse_hex
+from rtwo_vm.arguments.recorded import output_words_hex
 from rtwo_vm.runtime import CallRequest, Runtime
 from rtwo_vm.runtime.records import SandboxManager
 from rtwo_vm.server.api import schemas
@@ -72,6 +73,9 @@ def call(rt: RT, body: CallBody):
                              body.executionMode)
     recorded = rt.call(request)
     doc = recorded.to_json()
+    words = output_words_hex(recorded.result.output)
+    if words is not None:   # the entry's output (returned or revert data) as words, as the CLI
+        doc["outputWords"] = words
     if body.deliver:
         doc["delivery"] = {name: r.to_json() for name, r in rt.events.deliver().items()}
     return doc

@@ -7,7 +7,11 @@ never waits for them: the server computes a report when it starts, serves the la
 with the time it was computed (``computedAt``) and how long it took, and computes a new one
 in the background when a request finds it older than api.toml
 ``bounds.readiness_max_age_seconds``. Until the first report exists the answer says
-``computing`` and has no report.
+``computing`` and has no report. ``ageSeconds`` says how old the report is (presentation
+only). ``POST /readiness/recompute`` (an action: it needs the token) starts a computation
+now, or one more after the running one, and answers 202 at once; the report it asked for is
+the one whose ``computedAt`` follows the request (``GET /readiness`` until ``state`` is
+``computed``). The dashboard's "recompute now" button does the same.
 """
 
 from __future__ import annotations
@@ -19,19 +23,22 @@ from fastapi import APIRouter, Path as PathParam, Request
 from rtwo_vm.runtime import UnknownRecord
 from rtwo_vm.server.api import schemas
 from rtwo_vm.server.api.codes import refusals
-from rtwo_vm.server.background import ReadinessCache
+from rtwo_vm.server.background import ReadinessCache, ReadinessView
 
 router = APIRouter(tags=["readiness"])
-NOTE = ("computed in the background when the server starts and again when a request finds "
-        "it older than maxAgeSeconds (the checks take seconds); computedAt says when")
+NOTE = ("computed in the background when the server starts, again when a request finds "
+        "it older than maxAgeSeconds, and at once on POST /api/v1/readiness/recompute (the "
+        "checks take seconds); computedAt says when, ageSeconds how long ago")
 
 
-def answer(cache: ReadinessCache) -> dict[str, Any]:
+def answer(cache: ReadinessCache, view: ReadinessView | None = None) -> dict[str, Any]:
     """The readiness answer of ``cache`` (rtwo_vm/server/background.py)."""
-    view = cache.view()
+    view = view or cache.view()
     report = view.report
     return {"state": "computed" if view.computing_since is None else "computing",
             "computedAt": None if report is None else report.checked_at,
+            "ageSeconds": None if view.age is None else round(view.age, 1),
+            "computingSince": view.computing_since,
             "seconds": view.seconds, "maxAgeSeconds": view.max_age, "note": NOTE,
             "report": None if report is None else report.to_json()}
 
@@ -40,6 +47,16 @@ def answer(cache: ReadinessCache) -> dict[str, Any]:
 def readiness(request: Request):
     """The latest readiness report with the evidence of each check."""
     return answer(request.app.state.readiness)
+
+
+@router.post("/readiness/recompute", status_code=202, response_model=schemas.Readiness,
+             responses=refusals("UNAUTHORIZED"))
+def recompute(request: Request):
+    """Recompute the readiness report now (and the instruction registry's statuses): answered
+    at once with ``state`` ``computing``; ``GET /readiness`` serves the new report when it is
+    computed. One computation runs at a time: asking while one runs adds one more after it."""
+    request.app.state.instructions.recompute()
+    return answer(request.app.state.readiness, request.app.state.readiness.recompute())
 
 
 @router.get("/readiness/{check}", response_model=schemas.Check,

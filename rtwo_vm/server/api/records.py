@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Path, Request
 
 from reference_vm.result import STATUSES
+from rtwo_vm.arguments.recorded import output_words_hex
 from rtwo_vm.runtime import Runtime
 from rtwo_vm.runtime.store import DamagedRecord
 from rtwo_vm.runtime.catalog import catalog, runtime_spec
@@ -201,21 +202,30 @@ def accounting_record(rt: RT, record_id: RecordId):
     return _by_id_or_context(rt.accounting, record_id)
 
 
-@router.get("/results", response_model=schemas.PageOf[schemas.ExecutionResultShown], responses=LIST,
+@router.get("/results", response_model=schemas.PageOf[schemas.ExecutionResultWordsShown], responses=LIST,
             tags=["results"])
 def results(rt: RT, page: Pages,
             executionStatus: str | None = enum_query(STATUSES, "only this execution status"),
             contract: TextQuery = None, createdFrom: TimeQuery = None, createdTo: TimeQuery = None):
     _check("executionStatus", executionStatus, STATUSES)
-    return page.answer(rt.results.page(
-        **page.window(1), execution_status=executionStatus,
-        contract_id=_contract(contract), **_range(createdFrom, createdTo)))
+    found = rt.results.page(**page.window(1), execution_status=executionStatus,
+                            contract_id=_contract(contract), **_range(createdFrom, createdTo))
+    return page.answer(found, [_with_words(r.to_json() if hasattr(r, "to_json") else r)
+                              for r in found.items])
 
 
-@router.get("/results/{record_id}", response_model=schemas.ExecutionResultShown, responses=ONE,
+@router.get("/results/{record_id}", response_model=schemas.ExecutionResultWordsShown, responses=ONE,
             tags=["results"])
 def result(rt: RT, record_id: RecordId):
-    return _by_id_or_context(rt.results, record_id)
+    return _with_words(_by_id_or_context(rt.results, record_id))
+
+
+def _with_words(doc: dict) -> dict:
+    """A result as the API shows it: with ``outputWords``, its output as words, computed as
+    ``rtwo-vm call --json`` computes them (a damaged entry as it is)."""
+    if doc.get("damaged"):
+        return doc
+    return {**doc, "outputWords": output_words_hex(doc.get("output"))}
 
 
 @router.get("/violations", response_model=schemas.PageOf[schemas.SandboxViolationShown],

@@ -66,6 +66,17 @@ class Damaged(BaseModel):
     reason: str = Field(description="why it does not decode, one line")
 
 
+OUTPUT_WORDS = ("the output (returned or revert data) as little-endian words of word_bits "
+                "(chapter 2), each 0x-hex, when it is a non-empty whole number of words; as "
+                "rtwo-vm call --json computes them (rtwo_vm/arguments/recorded.py)")
+
+
+class ExecutionResultWords(ExecutionResult):
+    """An execution result as /results answers it: the record and its output as words."""
+
+    outputWords: Optional[list[str]] = Field(description=OUTPUT_WORDS + "; else null")
+
+
 # Each record as an answer shows it: the record, or its damaged entry.
 VirtualMachineShown = Union[VirtualMachine, Damaged]
 ExecutionContextShown = Union[ExecutionContext, Damaged]
@@ -73,6 +84,7 @@ ExecutionSandboxShown = Union[ExecutionSandbox, Damaged]
 ResourceAccountingShown = Union[ResourceAccounting, Damaged]
 DeterminismPolicyShown = Union[DeterminismPolicy, Damaged]
 ExecutionResultShown = Union[ExecutionResult, Damaged]
+ExecutionResultWordsShown = Union[ExecutionResultWords, Damaged]
 SandboxViolationShown = Union[SandboxViolation, Damaged]
 
 
@@ -128,6 +140,8 @@ class RecordedExecution(BaseModel):
     result: ExecutionResult
     violations: list[SandboxViolation]
     children: list[RecordedExecution]
+    outputWords: Optional[list[str]] = Field(None, description=(
+        "the entry's " + OUTPUT_WORDS.removeprefix("the ") + "; absent otherwise"))
     delivery: Optional[dict[str, DeliveryReport]] = None
 
 
@@ -243,6 +257,10 @@ class Readiness(BaseModel):
 
     state: str = Field(description="computing (none yet, or a newer one on the way) or computed")
     computedAt: Optional[str]
+    ageSeconds: Optional[float] = Field(description=(
+        "how long ago the report was computed (presentation only, never part of a verdict)"))
+    computingSince: Optional[str] = Field(description="when the computation running now "
+                                                      "started (null: none runs)")
     seconds: Optional[float] = Field(description="how long computing it took")
     maxAgeSeconds: int
     note: str

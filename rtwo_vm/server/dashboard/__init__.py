@@ -5,7 +5,8 @@
 Pages are server-rendered HTML, every value escaped (html.py), each read through a Runtime of
 the application's pool for that request only (rtwo_vm/server/runtimes.py):
 
-    overview.py     /                 VM, readiness with evidence, models, services
+    overview.py     /                 VM, readiness with evidence, models, services;
+                    POST /readiness/recompute: its "recompute now" button
     executions.py   /contexts, /contexts/{id}, /results/{id}, /accounting/{context id}
     registries.py   /violations, /instructions, /events
     reports.py      /reports          the latest proofs and conformance reports
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, FastAPI, Request
-from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from rtwo_vm.runtime import Runtime
@@ -54,6 +55,17 @@ Instructions = Annotated[InstructionsCache, Depends(_instructions)]
 @router.get("/")
 def index(rt: RT, readiness: Readiness, instructions: Instructions):
     return overview.render(rt, readiness, instructions)
+
+
+@router.post("/readiness/recompute")
+def recompute(readiness: Readiness, instructions: Instructions):
+    """The overview's "recompute now" button (a form; access.py holds it to the origin rule):
+    readiness and the instruction statuses computed again, then back to the overview, which
+    shows the new report when it is done (/live says so)."""
+    instructions.recompute()
+    readiness.recompute()
+    return RedirectResponse("/#readiness-section", status_code=303,
+                            headers={"Cache-Control": "no-store"})
 
 
 @router.get("/overview/sections", response_class=JSONResponse)

@@ -181,7 +181,9 @@ def _code_section(rt: Runtime, address: str) -> Markup:
         text = disassemble(row[0])
     except VMError as err:
         text = f"the code does not disassemble: {err.code}"
-    return tag("pre", text, class_="code", id="disassembly")
+    # It scrolls (pre.code): focusable and named, so that a keyboard can scroll it too.
+    return tag("pre", text, class_="code", id="disassembly", tabindex="0", role="region",
+               aria_label=f"disassembly of the code at {address}")
 
 
 def _words(output: str | None) -> str:
@@ -251,7 +253,7 @@ def _bar(name: str, used: int | None, limit: int | None, unit: str) -> Markup:
     else:
         share = used / limit * 100 if limit else 100.0
         meter = tag("meter", f"{share:.4g}%", min=0, max=limit, value=min(used, limit),
-                    title=f"{share:.4g}%")
+                    title=f"{share:.4g}%", aria_label=f"{name} used of its limit")
         figures = f"{number(used)} of {number(limit)} {unit} ({share:.4g}%)"
     return tag("tr", join([tag("th", name), tag("td", meter), tag("td", figures)]),
                data_dimension=name)

@@ -65,6 +65,25 @@ def plural(count: int, noun: str, nouns: str | None = None) -> str:
     return f"{count:,} {noun if count == 1 else (nouns or noun + 's')}"
 
 
+def ago(seconds: float) -> str:
+    """An age as the pages say it: "just now", "40 s ago", "3 min ago", "2 h ago" (the
+    dashboard's script keeps it current on an open page: dashboard.js, ``data-age``)."""
+    if seconds < 5:
+        return "just now"
+    if seconds < 60:
+        return f"{int(seconds)} s ago"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min ago"
+    return f"{int(seconds // 3600)} h ago"
+
+
+def age(seconds: float, at: str | None) -> Markup:
+    """"computed 3 min ago" as a ``<time>`` of when (``at``, UTC), with its age in seconds
+    for the script to count on from."""
+    return tag("time", f"computed {ago(seconds)}", datetime=at, data_age=f"{seconds:.0f}",
+               class_="age", title=at)
+
+
 def counted(count: int, exact: bool, noun: str, nouns: str | None = None) -> str:
     """A count that may have stopped at a bound: "3 contexts", "more than 10,000 contexts"."""
     if exact:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import time
 from urllib.parse import urlencode
 
 from rtwo_vm.runtime import InvalidInput, Runtime
@@ -13,7 +14,7 @@ from rtwo_vm.runtime.sinks import redact
 from rtwo_vm.server.background import InstructionsCache
 from rtwo_vm.server.dashboard import queries
 from rtwo_vm.server.dashboard.html import (
-    Markup, damaged, esc, is_damaged, join, link, page, plural, table, tag,
+    Markup, ago, damaged, esc, is_damaged, join, link, page, plural, table, tag,
 )
 
 VIOLATIONS_SHOWN = 100
@@ -95,6 +96,7 @@ def instructions(cache: InstructionsCache):
                    class_="sortable", id="instructions")
     facts = tag("ul", join(tag("li", f"{k}: {v}") for k, v in evidence.items()))
     note = tag("p", f"{len(records)} instructions of the spec table; statuses computed at {when} "
+                    f"({ago(time.monotonic() - view.finished)}, kept {cache.max_age:.0f} s) "
                     "from what exists for each (handlers, SMT models, conformance vectors); "
                     "click a column to sort", class_="muted")
     return page("Runtime instruction registry", join([note, facts, sortable]), script=True)

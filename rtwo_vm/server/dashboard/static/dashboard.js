@@ -170,7 +170,28 @@
     });
   }
 
+  // "computed 3 min ago" (html.py age): counted on from the age the server gave, so the
+  // words stay true on an open page (the browser's clock is never compared with the server's).
+  function ago(seconds) {
+    if (seconds < 5) { return "just now"; }
+    if (seconds < 60) { return Math.floor(seconds) + " s ago"; }
+    if (seconds < 3600) { return Math.floor(seconds / 60) + " min ago"; }
+    return Math.floor(seconds / 3600) + " h ago";
+  }
+
+  function ages() {
+    var now = Date.now();
+    Array.prototype.forEach.call(document.querySelectorAll("time[data-age]"), function (el) {
+      if (!el.hasAttribute("data-seen")) { el.setAttribute("data-seen", String(now)); }
+      var seconds = Number(el.getAttribute("data-age")) +
+        (now - Number(el.getAttribute("data-seen"))) / 1000;
+      el.textContent = "computed " + ago(seconds);
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
+    ages();
+    window.setInterval(ages, 10000);
     live();
     Array.prototype.forEach.call(document.querySelectorAll("table.sortable"), sortable);
   });
