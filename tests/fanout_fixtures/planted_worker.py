@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 
-def planted(payload, mode: str, folder: str, at: int):
+def planted(entries, payload, *, mode: str, folder: str, at: int):
     import proofs.distributed as d
     if mode == "--exit-at":
         n = 1
@@ -38,7 +38,7 @@ def planted(payload, mode: str, folder: str, at: int):
     elif os.environ.get("RTWO_TEST_NODE") == "second":
         Path(folder, "holding").write_text(str(os.getpid()))
         time.sleep(300)
-    return d.ray_task(payload)
+    return d.ray_task(entries, payload)
 
 
 def main(argv: list[str]) -> int:
