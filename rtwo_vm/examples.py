@@ -120,8 +120,11 @@ def _call_data(value: Any, what: str, version: str) -> bytes:
     if isinstance(value, list):
         if len(value) > MAX_WORDS:
             raise CliError(f"{what} holds more than {MAX_WORDS} words")
-        size = spec.load(version).limits["machine"]["word_bits"] // 8
-        return b"".join(parse_word(_text(w, what), what).to_bytes(size, "little") for w in value)
+        from rtwo_vm.arguments.words import encode_words
+        # Numbers as written in TOML, strings by the grammar of --calldata-words (decimal or
+        # 0x-hex: no sign, no 0b, no underscores).
+        return encode_words([str(w) if type(w) is int else _text(w, what) for w in value],
+                            what, version)
     return parse_hex(_text(value, what), what)
 
 

@@ -224,6 +224,11 @@ HOSTILE_TOML = {
     "decreasing versions": COUNTER.replace('caller = "0x2" }', 'caller = "0x2", spec_version = "1.0" }'),
     "huge word": COUNTER.replace('caller = "0x2"', 'caller = "0x1' + "0" * 40 + '"'),
     "huge call data": COUNTER.replace('caller = "0x2"', 'caller = "0x2", calldata = [' + "1, " * 9000 + ']'),
+    # The words of a list follow --calldata-words's grammar: decimal or 0x-hex, nothing else.
+    "binary word": COUNTER.replace('caller = "0x2"', 'caller = "0x2", calldata = ["0b101"]'),
+    "underscored word": COUNTER.replace('caller = "0x2"', 'caller = "0x2", calldata = ["1_000"]'),
+    "two words in one": COUNTER.replace('caller = "0x2"', 'caller = "0x2", calldata = ["1, 2"]'),
+    "negative word": COUNTER.replace('caller = "0x2"', 'caller = "0x2", calldata = [-1]'),
 }
 
 

@@ -37,7 +37,15 @@ def parse_words(text: str, what: str, version: str) -> bytes:
     if len(text) > most * (digits + 4):
         raise CliError(f"{what}: longer than {most} words (call data holds at most "
                        f"{limits['call_data_size']} bytes)")
-    items = [t for t in _SEPARATORS.split(text.strip()) if t]
+    return encode_words([t for t in _SEPARATORS.split(text.strip()) if t], what, version)
+
+
+def encode_words(items: list[str], what: str, version: str) -> bytes:
+    """Words given one by one (``--calldata-words`` split, or a scenario file's list), each
+    decimal or 0x-hex, as call data of ``version`` (the one grammar of both)."""
+    limits = spec.load(version).limits["machine"]
+    size = limits["word_bits"] // 8
+    most = limits["call_data_size"] // size
     if len(items) > most:
         raise CliError(f"{what}: {len(items)} words, more than the {most} call data holds "
                        f"({limits['call_data_size']} bytes)")
