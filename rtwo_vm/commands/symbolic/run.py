@@ -154,10 +154,10 @@ def symbolic(args) -> int:
     code = exit_code(verdicts, len(disagreements))
     if args.json:
         print(json.dumps(report.symbolic_json(exploration, replays, verdicts, written, code,
-                                              args.ranges), indent=1, sort_keys=True))
+                                              args.ranges, args), indent=1, sort_keys=True))
     else:
         print(report.symbolic_text(exploration, replays, verdicts, written, args.file,
-                                   args.ranges))
+                                   args.ranges, args))
     for r in disagreements:
         print("rtwo-vm: MODEL DISAGREEMENT: the reference does not give the path's end on its "
               f"witness: {r.differences[0]}", file=sys.stderr)
