@@ -151,3 +151,36 @@ def test_a_bounded_verdict_names_the_option_that_lifts_each_bound(tmp_path):
         assert f"to lift: {option}" in prop["detail"], (name, prop["detail"])
         done = rtwo("symbolic", f"{name}.rasm", *options, cwd=tmp_path)
         assert done.returncode == 4 and f"to lift: {option}" in done.stdout, done.stdout
+
+
+# The sum and the bitwise or of the first two call data words: they differ when the words
+# share a set bit.
+SUM = """
+    push 0
+    calldataload
+    push 8
+    calldataload
+    {op}
+    push 0
+    swap1
+    mstore
+    push 0
+    push 8
+    return
+"""
+
+
+def test_a_distinguishing_input_prints_a_run_line_per_contract_that_gives_each_result(tmp_path):
+    (tmp_path / "sum.rasm").write_text(SUM.format(op="add"))
+    (tmp_path / "or.rasm").write_text(SUM.format(op="or"))
+    done = rtwo("equivalence", "sum.rasm", "or.rasm", "--json", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    doc = json.loads(done.stdout)
+    runs = doc["reproduce"]["runs"]
+    assert [shlex.split(r)[2] for r in runs] == ["sum.rasm", "or.rasm"]
+    outputs = [replayed(shlex.split(r), tmp_path)["output"] for r in runs]
+    assert outputs == [r["output"] for r in doc["results"]] and outputs[0] != outputs[1]
+    a, b = (int.from_bytes(bytes.fromhex(o[2:]), "little") for o in outputs)
+    data = bytes.fromhex(doc["reproduce"]["inputs"]["call_data"][2:]).ljust(16, b"\0")
+    x, y = int.from_bytes(data[:8], "little"), int.from_bytes(data[8:16], "little")
+    assert (a, b) == ((x + y) % 2**64, x | y)        # by hand: the two contracts' outputs

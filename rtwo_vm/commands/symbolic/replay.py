@@ -69,11 +69,11 @@ def inputs_lines(exploration, w) -> list[str]:
     return lines
 
 
-def run_line(args, exploration, w) -> tuple[list[str], str | None]:
-    """``rtwo-vm run`` arguments that reproduce the counterexample, and why they cannot (None
-    when they do)."""
+def run_line(args, exploration, w, file: str | None = None) -> tuple[list[str], str | None]:
+    """``rtwo-vm run`` arguments that reproduce the counterexample (of ``file``, default the
+    command's contract), and why they cannot (None when they do)."""
     setup = exploration.setup
-    argv = ["rtwo-vm", "run", args.file]
+    argv = ["rtwo-vm", "run", file or args.file]
     for dest, flag in PASSED:
         value = getattr(args, dest, None)
         if value is not None and not (dest == "storage_access" and value == "read_write"):
@@ -124,4 +124,25 @@ def replay_lines(args, exploration, verdict, vector: str | None) -> list[str]:
         lines.append(f"  replay: {doc['run_not_possible']}")
     if vector:
         lines.append(f"  replay the vector: {vector}")
+    return lines
+
+
+def distinguishing_doc(args, result) -> dict:
+    """An equivalence's distinguishing input: every input it assumed and one run line per
+    side (contract B, or contract A under the other version)."""
+    w = result.witness
+    runs, why = [], []
+    for x, file in zip(result.explorations, (args.file, getattr(args, "other", None) or args.file)):
+        argv, reason = run_line(args, x, w, file)
+        runs.append(None if reason else shlex.join(argv))
+        why.append(reason)
+    return {"inputs": inputs(result.explorations[0], w), "runs": runs,
+            "run_not_possible": next((r for r in why if r), None)}
+
+
+def distinguishing_lines(args, result, labels) -> list[str]:
+    doc = distinguishing_doc(args, result)
+    lines = inputs_lines(result.explorations[0], result.witness)
+    for label, run in zip(labels, doc["runs"]):
+        lines.append(f"  replay {label}: {run or doc['run_not_possible']}")
     return lines

@@ -272,8 +272,11 @@ def equivalence_lift(result) -> list[str]:
     return verdict_lift(result.verdict, result.bounds, result.stopped or "")
 
 
-def equivalence_json(result, written, versions: bool = False) -> dict:
-    more = {"versions": list(result.versions)} if versions else {}
+def equivalence_json(result, written, versions: bool = False, args=None) -> dict:
+    more: dict = {"versions": list(result.versions)} if versions else {}
+    if args is not None and result.witness is not None and result.explorations:
+        from rtwo_vm.commands.symbolic.replay import distinguishing_doc
+        more["reproduce"] = distinguishing_doc(args, result)
     return {**more, "verdict": result.verdict, "stopped": result.stopped,
             "bounds_given": bounds_json(result.explorations[0]) if result.explorations else None,
             "compared": list(result.fields),
@@ -284,7 +287,7 @@ def equivalence_json(result, written, versions: bool = False) -> dict:
             "disagreements": result.disagreements, "vectors": written}
 
 
-def equivalence_text(result, a: str, b: str, written, versions: bool = False) -> str:
+def equivalence_text(result, a: str, b: str, written, versions: bool = False, args=None) -> str:
     labels = result.versions if versions else ("A", "B")
     lines = [f"equivalence {a} {b}: {result.verdict}",
              f"  compared: {', '.join(result.fields)}",
@@ -310,6 +313,9 @@ def equivalence_text(result, a: str, b: str, written, versions: bool = False) ->
                          f", storage of {hex(x)} {{" + ", ".join(
                              f"{hex(k)}: {hex(v)}" for k, v in sorted(s.items())) + "}"
                          for x, s in sorted(w.storage.items()) if s))
+        if args is not None and result.explorations:
+            from rtwo_vm.commands.symbolic.replay import distinguishing_lines
+            lines += distinguishing_lines(args, result, labels)
         for label, res in zip(labels, result.results):
             shown = {f: res.get(f) for f in ("status", "error", "output", *result.differing)}
             lines.append(f"  {label} on it: " + json.dumps(shown, sort_keys=True))

@@ -237,10 +237,10 @@ def equivalence(args) -> int:
         else:
             written = report.write_per_version(args.vectors, vectors)
     if args.json:
-        print(json.dumps(report.equivalence_json(result, written, args.against is not None),
+        print(json.dumps(report.equivalence_json(result, written, args.against is not None, args),
                          indent=1, sort_keys=True))
     else:
-        print(report.equivalence_text(result, *shown, written, args.against is not None))
+        print(report.equivalence_text(result, *shown, written, args.against is not None, args))
     for d in result.disagreements:
         print(f"rtwo-vm: MODEL DISAGREEMENT: {d}", file=sys.stderr)
     return {"equivalent": 0, "different": 1, "bounded": 4, "unknown": 4, "stopped": 4}.get(
