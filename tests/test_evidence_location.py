@@ -89,3 +89,13 @@ def test_conformance_reports_go_to_the_data_directory(tmp_path):
     assert f"report: {folder / 'report.json'}" in done.stdout
     assert json.loads((folder / "report.json").read_text())
     assert list(user.iterdir()) == []
+
+
+def test_prove_diff_writes_its_report_and_vectors_to_the_data_directory(tmp_path):
+    user, data = folders(tmp_path)
+    done = rtwo("prove", "--diff", "1.0", "1.1", "--opcode", "SHA256", cwd=user, data=data)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    report = data / "proofs-diff-1.0-1.1.json"
+    assert f"report in {report}" in done.stdout and json.loads(report.read_text())
+    assert f"witness vectors in {data / 'proofs-diff-vectors'}" in done.stdout
+    assert list(user.iterdir()) == []

@@ -44,9 +44,9 @@ def _steps(data: Path | None = None) -> list[tuple[str, list[str]]]:
              for v in versions.MODELLED if v != versions.newest()]
     pairs = [(v.base, v.version) for v in spec.versions()
              if v.base is not None and {v.base, v.version} <= set(versions.MODELLED)]
-    diffs = [(f"prove what {new} changes from {old}", ["prove", "--diff", old, new])
-             for old, new in pairs]
     given = ["--data-dir", str(folder)]
+    diffs = [(f"prove what {new} changes from {old}", ["prove", "--diff", old, new, *given])
+             for old, new in pairs]
     mine = [(title, [*argv, *given] if argv[0] in EVIDENCE_STEPS else argv) for title, argv in STEPS]
     return [*older, mine[0], *diffs, *mine[1:]]
 

@@ -113,7 +113,7 @@ def register(subparsers) -> None:
                         "declares it, and each declared change with a witness (proofs/diff/)")
     p.add_argument("--vectors", dest="diff_vectors", metavar="DIR",
                    help="with --diff: where the witness vectors go (default "
-                        "build/proofs-diff-vectors: OLD.jsonl and NEW.jsonl)")
+                        "proofs-diff-vectors in the data directory: OLD.jsonl and NEW.jsonl)")
     p.add_argument("--all", dest="table_all", action="store_true",
                    help="with --diff: list the unchanged instructions too")
     p.set_defaults(func=_cmd_prove)
