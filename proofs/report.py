@@ -18,8 +18,6 @@ from proofs.runner import (
     UNKNOWN, VERDICT_OK, Options, expected_rows,
 )
 
-FULL_REPORT = "build/proofs-report.json"
-PARTIAL_REPORT = "build/proofs-partial-report.json"
 FORMAT = 3
 
 

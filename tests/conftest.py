@@ -49,8 +49,11 @@ def isolated_cwd(tmp_path, tmp_path_factory, monkeypatch):
     """Run every test in its own temporary directory, never in the checkout, with its own
     sink key (rtwo_vm/runtime/sinks/approval.py: ``events sink-add`` creates it) outside it,
     never the user's, and its own empty proofs verdict cache and key (proofs/cache.py:
-    ``rtwo-vm prove`` uses one by default), never the user's."""
+    ``rtwo-vm prove`` uses one by default), never the user's, and its own data directory
+    (rtwo_vm/arguments/evidence.py: where reports are written and readiness reads them), never
+    the user's."""
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RTWO_VM_DATA", str(tmp_path_factory.mktemp("data")))
     monkeypatch.setenv("RTWO_VM_SINK_KEY_FILE",
                        str(tmp_path_factory.mktemp("sink-key") / "sink.key"))
     keys = tmp_path_factory.mktemp("proofs-cache")

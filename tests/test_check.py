@@ -21,7 +21,8 @@ def check(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 def test_check_runs_every_step_and_passes(tmp_path):
     # In a directory of its own: the reports check writes (build/...) never touch the
     # checkout, and a report an earlier `rtwo-vm check` left there is never read.
-    done = check("--skip", "prove", cwd=tmp_path)
+    data = tmp_path / "data"
+    done = check("--skip", "prove", "--data-dir", str(data), cwd=tmp_path)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     for title in ("fill the vectors, confirm a quick cover by the models, compare with the committed corpus",
                   "validate the reference through its own adapter",
@@ -31,7 +32,8 @@ def test_check_runs_every_step_and_passes(tmp_path):
     assert "every implementation conforms" in done.stdout
     assert re.search(r"second oracle \(quick\): \d+ vectors run by the proofs' models .*: all agree", done.stdout)
     for version in ("1.0", "1.1"):   # one report per version the reference announces
-        assert (tmp_path / "build" / "conformance" / version / "report.json").is_file()
+        assert (data / "conformance" / version / "report.json").is_file()
+    assert not (tmp_path / "build").exists()
 
 
 def test_check_fails_when_a_step_fails(capsys):

@@ -88,13 +88,15 @@ def test_every_error_code_is_listed():
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("site")
-    # Built from a directory of its own: the docs read build/proofs-report.json from the
-    # working directory, and the checkout's (an earlier `rtwo-vm check`) must not matter.
+    # Built from a directory of its own, with a data directory of its own: the docs read the
+    # proofs report from the data directory, and the user's (an earlier `rtwo-vm check`) must
+    # not matter.
     done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f",
                            str(ROOT / "mkdocs.yml"), "-d", str(out)],
                           cwd=tmp_path_factory.mktemp("docs-cwd"), capture_output=True,
                           text=True, timeout=300,
-                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1",
+                               "RTWO_VM_DATA": str(tmp_path_factory.mktemp("data"))})
     assert done.returncode == 0, done.stderr[-3000:]
     return out
 
@@ -215,13 +217,14 @@ def test_every_generated_table_has_a_real_header():
 
 
 def test_a_proofs_report_of_another_version_gives_no_status(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "build").mkdir()
-    (tmp_path / "build" / "proofs-report.json").write_text(json.dumps(
+    monkeypatch.setenv("RTWO_VM_DATA", str(tmp_path / "data"))   # where `rtwo-vm prove` writes it
+    (tmp_path / "data").mkdir()
+    report = tmp_path / "data" / "proofs-report.json"
+    report.write_text(json.dumps(
         {"spec_version": "1.0", "format": 1, "scope": {"complete": True},
          "results": [{"theorem": "cost", "opcode": "MULHU", "width": 64, "status": "proved"}]}))
     page = docgen.instruction_reference(NEWEST)
-    assert f"No proof statuses: build/proofs-report.json is of spec 1.0, not {NEWEST}." in page
+    assert f"No proof statuses: {report} is of spec 1.0, not {NEWEST}." in page
     assert "| proved |" not in page
 
 

@@ -82,14 +82,15 @@ def test_a_spent_budget_is_unknown_a_hit_safety_net_is_timeout_and_both_name_the
     assert code == 1 and row["status"] == TIMEOUT and "hit the wall-clock safety net" in err
 
 
-def test_a_partial_run_never_replaces_the_full_report(tmp_path, capsys):
-    full = tmp_path / "build" / "proofs-report.json"
+def test_a_partial_run_never_replaces_the_full_report(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("RTWO_VM_DATA", str(tmp_path / "data"))   # where prove writes its reports
+    full = tmp_path / "data" / "proofs-report.json"
     full.parent.mkdir()
     full.write_text('{"format": 2, "scope": {"complete": true}, "results": []}')
     before = full.read_bytes()
     assert main(["prove", "--opcode", "NOP", "--no-agreement", "--quiet"]) == 0
     assert full.read_bytes() == before
-    partial = json.loads((tmp_path / "build" / "proofs-partial-report.json").read_text())
+    partial = json.loads((tmp_path / "data" / "proofs-partial-report.json").read_text())
     assert partial["scope"]["complete"] is False and partial["scope"]["opcodes"] == ["NOP"]
     assert partial["budgets"]["configurations"]["z3"]["rlimit"] > 0
     assert {r["status"] for r in partial["results"]} == {PROVED}
@@ -146,10 +147,11 @@ def test_bad_theorem_files_and_budgets_are_one_line_errors(tmp_path, capsys):
         assert err.startswith("rtwo-vm: error: ") and err.count("\n") == 1, (args, err)
 
 
-def test_the_docs_show_statuses_only_from_a_complete_current_report(tmp_path):
+def test_the_docs_show_statuses_only_from_a_complete_current_report(tmp_path, monkeypatch):
     from rtwo_vm.site import pages as docgen
     from test_runtime_readiness import complete_report
-    report = tmp_path / "build" / "proofs-report.json"
+    monkeypatch.setenv("RTWO_VM_DATA", str(tmp_path / "data"))   # where `rtwo-vm prove` writes it
+    report = tmp_path / "data" / "proofs-report.json"
     report.parent.mkdir()
     assert "No `rtwo-vm prove` report was present" in docgen.instruction_reference()
     doc = complete_report()

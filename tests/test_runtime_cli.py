@@ -289,7 +289,7 @@ def test_instructions_list_shows_opcodes_in_hex(cli):
         assert re.search(rf"^0x{ins.opcode:02x}\s+{ins.mnemonic}\s", out, re.M), ins.mnemonic
 
 
-def test_readiness_reads_the_proof_report_named_or_in_the_working_directorys_build(cli, tmp_path, monkeypatch):
+def test_readiness_reads_the_proof_report_named_or_in_the_data_directory(cli, tmp_path, monkeypatch):
     from test_runtime_readiness import complete_report
     doc = complete_report()
     named = tmp_path / "elsewhere.json"
@@ -299,8 +299,14 @@ def test_readiness_reads_the_proof_report_named_or_in_the_working_directorys_bui
     missing = cli.json("readiness", "--only", "proof_results", "--proofs-report", str(tmp_path / "no.json"))
     assert missing["checks"][0]["status"] == "not_available" and "no.json" in missing["checks"][0]["evidence"]
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "build").mkdir()
+    (tmp_path / "build").mkdir()   # the working directory's build/ is no longer read
     (tmp_path / "build" / "proofs-report.json").write_text(json.dumps(doc))
-    check = cli.json("readiness", "--only", "proof_results")["checks"][0]
+    data = tmp_path / "data"
+    check = cli.json("readiness", "--only", "proof_results", "--data-dir", str(data))
+    assert check["checks"][0]["status"] == "not_available"
+    assert check["evidenceFrom"] == {"dataDir": str(data), "proofsReport": str(data / "proofs-report.json")}
+    data.mkdir()
+    (data / "proofs-report.json").write_text(json.dumps(doc))
+    check = cli.json("readiness", "--only", "proof_results", "--data-dir", str(data))["checks"][0]
     assert check["status"] == "passed" and check["evidence"].startswith(
-        f"{len(doc['results'])} results in build/proofs-report.json")
+        f"{len(doc['results'])} results in {data / 'proofs-report.json'}")

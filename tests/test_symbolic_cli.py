@@ -208,6 +208,9 @@ def test_the_same_command_gives_the_same_report_under_any_hash_seed(tmp_path):
         assert done.returncode == 1, done.stderr
         doc = json.loads(done.stdout)
         doc["vectors"] = None       # the folder names differ; their contents are compared
+        for prop in doc["properties"]:
+            if "counterexample" in prop:     # its vector's replay line names the folder too
+                prop["counterexample"]["reproduce"]["vector"] = None
         outputs.append((doc, (tmp_path / seed / "symbolic.jsonl").read_text()))
     assert outputs[0] == outputs[1]
 

@@ -39,3 +39,42 @@ SIMPLIFY_STEPS = 2_000_000
 DEFAULT_DEPTH = 2
 MAX_DEPTH = 16
 DEFAULT_MAX_STATES = 256
+
+
+# What lifts each bound a verdict names (the text of a Cut's bound begins with its key): the
+# option of `rtwo-vm symbolic` / `equivalence` that raises it, or the assumption to change.
+LIFTS = (
+    ("max-steps", "raise --max-steps (instructions executed in all)"),
+    ("max-paths", "raise --max-paths (path ends, callees' included)"),
+    ("max-work", "raise --max-work (z3 work units of the exploration)"),
+    ("loop bound", "raise --loop-bound (forks at one pc in one frame)"),
+    ("max-calldata", "raise --max-calldata (longest symbolic call data), or fix the call data "
+                     "with --calldata"),
+    ("max-states", "raise --max-states (states checked over the call sequences)"),
+    ("simplify steps", f"a fixed bound ({SIMPLIFY_STEPS} rewriting steps of one term, "
+                       "proofs/symbolic/bounds.py): pin inputs (--calldata, --storage, "
+                       "--caller) to shorten the path's terms"),
+    ("callee", "give the callee's code with --contract ADDR=FILE (or --state FILE); the run "
+               "assumed it has none"),
+)
+# The safety nets and the per-query budget: never a bounded verdict, but named the same way.
+DEADLINE_LIFT = "raise --deadline (wall-clock seconds of the run)"
+MEMORY_LIFT = "raise --z3-memory (MB z3 may hold)"
+RLIMIT_LIFT = "raise --rlimit (z3 work units per query) or --max-work"
+
+
+def lift(bound: str) -> str:
+    """The option or assumption that would lift ``bound`` (a Cut's text, an equivalence's
+    ``A: ...`` included)."""
+    text = bound.split(": ", 1)[1] if bound[:3] in ("A: ", "B: ") else bound
+    if text.startswith("stopped:") or "deadline" in text:
+        return MEMORY_LIFT if "memory" in text else DEADLINE_LIFT
+    for key, how in LIFTS:
+        if text.startswith(key):
+            return how
+    return "no option lifts it: " + text
+
+
+def lifts(bounds: list[str]) -> list[str]:
+    """The distinct lifts of ``bounds``, in their order."""
+    return list(dict.fromkeys(lift(b) for b in bounds))

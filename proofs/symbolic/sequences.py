@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 
 import z3
 
-from proofs.symbolic import seqwitness
+from proofs.symbolic import bounds, seqwitness
 from proofs.symbolic.bounds import DEFAULT_MAX_STATES, MAX_DEPTH
 from proofs.symbolic.budget import TermTooLarge, simplify
 from proofs.symbolic.executor import Explorer
@@ -75,8 +75,10 @@ class Verdict:
     premises: list = field(default_factory=list)
 
     def to_json(self) -> dict:
+        from proofs.symbolic.verdicts import verdict_lift
         return {"invariant": self.name, "verdict": self.verdict, "note": self.note,
                 "detail": self.detail, "bounds": self.bounds, "undecided": self.undecided,
+                "lift": verdict_lift(self.verdict, self.bounds, self.detail),
                 "counterexample": None if self.witness is None else self.witness.to_json()}
 
 
@@ -309,11 +311,13 @@ class Checker:
             v.verdict, v.detail = "stopped", stopped
         elif v.undecided:
             v.verdict = "unknown"
-            v.detail = "a solver budget ran out: " + "; ".join(v.undecided[:3])
+            v.detail = ("a solver budget ran out: " + "; ".join(v.undecided[:3])
+                        + f"; to lift: {bounds.RLIMIT_LIFT}")
         elif v.bounds:
             v.verdict = "bounded"
             v.detail = (f"holds on every state checked (sequences of up to {self.depth} call(s)); not "
-                        "shown beyond: " + "; ".join(v.bounds))
+                        "shown beyond: " + "; ".join(v.bounds) + "; to lift: "
+                        + "; ".join(bounds.lifts(v.bounds)))
         else:
             v.detail = (f"after every call of every sequence of up to {self.depth} call(s): "
                         f"{sum(self.result.states)} states, {sum(self.result.paths)} paths")

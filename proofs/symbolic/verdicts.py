@@ -21,7 +21,7 @@ from typing import Any
 
 import z3
 
-from proofs.symbolic import reads
+from proofs.symbolic import bounds, reads
 from proofs.symbolic import witness as witnesses
 from proofs.symbolic.budget import TermTooLarge, simplify
 from proofs.symbolic.executor import Cut
@@ -46,9 +46,15 @@ class Verdict:
     claim: str = ""
     evaluated: list = field(default_factory=list)   # (text, value) of the claim's parts
 
+    @property
+    def lift(self) -> list[str]:
+        """What would lift this verdict's bounds (bounds.lift), or its budget or safety net."""
+        return verdict_lift(self.verdict, self.bounds, self.detail)
+
     def to_json(self) -> dict:
         out: dict[str, Any] = {"property": self.name, "verdict": self.verdict, "note": self.note,
-               "detail": self.detail, "bounds": self.bounds, "undecided": self.undecided}
+               "detail": self.detail, "bounds": self.bounds, "undecided": self.undecided,
+               "lift": self.lift}
         if self.replay is not None:
             out["counterexample"] = {
                 "path": self.path, "claim": self.claim,
@@ -209,13 +215,27 @@ def _finish(exploration, solver: Solver, v: Verdict, premises, past: bool = Fals
     elif v.verdict == "proved":
         if v.undecided:
             v.verdict = "unknown"
-            v.detail = "a solver budget ran out: " + "; ".join(v.undecided[:3])
+            v.detail = ("a solver budget ran out: " + "; ".join(v.undecided[:3])
+                        + f"; to lift: {bounds.RLIMIT_LIFT}")
         elif v.bounds:
             v.verdict = "bounded"
-            v.detail = "holds on every explored path; not shown beyond: " + "; ".join(v.bounds)
+            v.detail = ("holds on every explored path; not shown beyond: " + "; ".join(v.bounds)
+                        + "; to lift: " + "; ".join(bounds.lifts(v.bounds)))
         else:
             v.detail = f"holds on all {len(exploration.ends)} paths"
     return v
+
+
+def verdict_lift(verdict: str, bound_texts: list, detail: str) -> list[str]:
+    """The lifts of a verdict: its bounds' when bounded; the per-query budget when unknown;
+    the safety net's when stopped; none otherwise."""
+    if verdict == "bounded":
+        return bounds.lifts(bound_texts)
+    if verdict == "unknown":
+        return [bounds.RLIMIT_LIFT]
+    if verdict == "stopped":
+        return [bounds.lift("stopped: " + detail)]
+    return []
 
 
 def evaluate(model: z3.ModelRef, claim, names: dict) -> list:

@@ -30,12 +30,17 @@ class Witness:
     block_time: int
     seed: bytes
     storage: dict                  # address -> {key: value} (non-zero slots)
+    # address -> the slots the path reads or writes (or a property names) that the model
+    # leaves zero before the call: assumed zero, as `rtwo-vm run` leaves every slot not set
+    zero_slots: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {"caller": hex(self.caller), "call_data": "0x" + self.call_data.hex(),
                 "block_time": hex(self.block_time), "seed": "0x" + self.seed.hex(),
                 "storage": {hex(a): {hex(k): hex(v) for k, v in sorted(s.items())}
-                            for a, s in sorted(self.storage.items())}}
+                            for a, s in sorted(self.storage.items())},
+                "zero_slots": {hex(a): [hex(k) for k in sorted(keys)]
+                               for a, keys in sorted(self.zero_slots.items()) if keys}}
 
 
 @dataclass
@@ -60,13 +65,14 @@ def witness_of(exploration, model: z3.ModelRef, extra_keys=()) -> Witness:
     keys: dict = {}
     for address, key in extra_keys:
         keys.setdefault(address, set()).add(value(model, key))
-    storage = {}
+    storage, zero = {}, {}
     for address, array in sorted(inputs.storage.items()):
         wanted = keys.get(address, set()) | set(setup.storage.get(address, {}))
         slots = {k: value(model, array[z3.BitVecVal(k, 64)]) for k in sorted(wanted)}
         storage[address] = {k: v for k, v in slots.items() if v}
+        zero[address] = tuple(k for k, v in slots.items() if not v)
     return Witness(value(model, inputs.caller), data, value(model, inputs.block_time), seed,
-                   storage)
+                   storage, zero)
 
 
 def run_reference(exploration, witness: Witness):

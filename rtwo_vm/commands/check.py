@@ -15,6 +15,7 @@ import os
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 STEPS = (
     ("prove the opcode theorems of the newest version", ["prove", "--no-table"]),
@@ -25,21 +26,33 @@ STEPS = (
 )
 
 
-def _steps() -> list[tuple[str, list[str]]]:
+def _steps(data: Path | None = None) -> list[tuple[str, list[str]]]:
     """STEPS, with the theorems of every version the proofs model (the older ones first, each
     into a report of its own, so that the newest finds their shared verdicts in the verdict
     cache and writes the report readiness reads), then one ``prove --diff`` per version and
-    its base (read from spec/versions.toml, never listed here)."""
+    its base (read from spec/versions.toml, never listed here). The reports go to the data
+    directory ``data`` (the default one when None: rtwo_vm/arguments/evidence.py), where
+    readiness reads them; each step that writes or reads evidence is given it."""
     import spec
     from proofs import versions
-    older = [(f"prove the opcode theorems of {v}", ["prove", "--no-table", "--spec-version", v,
-                                                     "--report", f"build/proofs-report-{v}.json"])
+    from rtwo_vm.arguments.evidence import default_data_dir
+    from rtwo_vm.runtime.tools import EvidenceFiles
+    folder = (data or default_data_dir()).absolute()
+    older = [(f"prove the opcode theorems of {v}",
+              ["prove", "--no-table", "--spec-version", v, "--report",
+               str(EvidenceFiles(folder).version_proofs_report(v))])
              for v in versions.MODELLED if v != versions.newest()]
     pairs = [(v.base, v.version) for v in spec.versions()
              if v.base is not None and {v.base, v.version} <= set(versions.MODELLED)]
-    diffs = [(f"prove what {new} changes from {old}", ["prove", "--diff", old, new])
+    given = ["--data-dir", str(folder)]
+    diffs = [(f"prove what {new} changes from {old}", ["prove", "--diff", old, new, *given])
              for old, new in pairs]
-    return [*older, STEPS[0], *diffs, *STEPS[1:]]
+    mine = [(title, [*argv, *given] if argv[0] in EVIDENCE_STEPS else argv) for title, argv in STEPS]
+    return [*older, mine[0], *diffs, *mine[1:]]
+
+
+# The steps that write or read evidence in the data directory (and take --data-dir).
+EVIDENCE_STEPS = ("prove", "readiness", "conformance")
 
 
 def _cache_line(proved: bool) -> str:
@@ -55,16 +68,21 @@ def register(sub) -> None:
     p = sub.add_parser("check", help="prove, fill, validate and report readiness: the whole system")
     p.add_argument("--skip", action="append", default=[], choices=["prove", "vectors", "conformance", "readiness"],
                    help="leave a step out")
+    p.add_argument("--data-dir", dest="data_dir", metavar="DIR",
+                   help="data directory the reports are written to and readiness reads "
+                        "(default $RTWO_VM_DATA, else ~/.local/share/rtwo-vm)")
     p.set_defaults(func=_cmd_check)
 
 
 def _cmd_check(args) -> int:
     main = args.cli_main       # rtwo_vm.cli.main: each step is the command a user would run
     results = []
-    steps = [(title, argv) for title, argv in _steps() if argv[0] not in args.skip]
+    from rtwo_vm.arguments.evidence import data_dir, where_line
+    steps = [(title, argv) for title, argv in _steps(data_dir(args)) if argv[0] not in args.skip]
+    print(where_line(args))
     with tempfile.TemporaryDirectory(prefix="rtwo-check-") as scratch:
         for number, (title, argv) in enumerate(steps, start=1):
-            if argv == ["readiness"]:
+            if argv[0] == "readiness":
                 # A fresh scratch database, so that readiness checks a real runtime file
                 # rather than whatever rtwo-vm.db happens to be in the current directory.
                 from rtwo_vm.runtime import Runtime

@@ -25,6 +25,7 @@ import spec
 from rtwo_vm.runtime.catalog import runtime_version
 from rtwo_vm.arguments.words import add_call_data, call_data
 from rtwo_vm.arguments.recorded import output_words_hex, print_recorded
+from rtwo_vm.arguments.evidence import add_data_option
 from rtwo_vm.arguments.runtime import (
     add_options, guard, is_damaged, need_id, open_runtime, print_json, print_listing, print_record,
     print_rows, print_table, refuse_unread_options,
@@ -305,12 +306,14 @@ def _cmd_instructions(args) -> int:
 @guard
 def _cmd_readiness(args) -> int:
     from rtwo_vm.runtime.readiness import VMReadinessService
+    from rtwo_vm.arguments.evidence import DATA_ENV, data_dir
     from rtwo_vm.runtime.runtime import scratch_runtime, utc_text
     runtime = open_runtime(args) if Path(args.db).exists() else None
     try:
         service = VMReadinessService(
             runtime, utc_text(None), Path(args.examples) if args.examples else None,
-            proofs_report=Path(args.proofs_report) if args.proofs_report else None, scratch=scratch_runtime)
+            proofs_report=Path(args.proofs_report) if args.proofs_report else None, scratch=scratch_runtime,
+            data_dir=data_dir(args))
         try:
             report = service.run(only=args.only, skip=args.skip or ())
         except ValueError as err:
@@ -318,9 +321,12 @@ def _cmd_readiness(args) -> int:
     finally:
         if runtime is not None:
             runtime.close()
+    where = {"dataDir": str(service.data_dir), "proofsReport": str(service.proofs_report_path.absolute())}
     if args.json:
-        print_json(report.to_json())
+        print_json({**report.to_json(), "evidenceFrom": where})
     else:
+        print(f"evidence: data directory {where['dataDir']} (--data-dir, ${DATA_ENV}); "
+              f"proofs report {where['proofsReport']}")
         rows = [c.to_json() for c in report.checks]
         print_table(rows, ["name", "status", "seconds", "evidence"])
         print(f"readiness: {report.readiness} (checked {report.checked_at})")
@@ -463,7 +469,8 @@ def register(sub) -> None:
     p.add_argument("--skip", action="append", metavar="CHECK", help="skip this check (repeatable)")
     p.add_argument("--examples", help="example scenarios directory")
     p.add_argument("--proofs-report", dest="proofs_report", metavar="PATH",
-                   help="the proof report to check (default: build/proofs-report.json in the "
-                        "current directory, as rtwo-vm prove writes it)")
+                   help="the proof report to check (default: proofs-report.json in the data "
+                        "directory, as rtwo-vm prove writes it)")
+    add_data_option(p, "the evidence is read from")
     add_options(p)
     p.set_defaults(func=_cmd_readiness)

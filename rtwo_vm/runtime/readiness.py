@@ -95,18 +95,30 @@ def per_version(check: Callable[[str], tuple[str, str]]) -> tuple[str, str]:
 class VMReadinessService:
     """The checks of chapter 10.7 over ``runtime`` (None: no database opened); ``scratch``
     opens an empty in-memory runtime for each example scenario (None: the examples check is
-    not available). ``proofs_report`` names the proof report to read (default:
-    ./build/proofs-report.json, else the proofs package's latest report)."""
+    not available). ``proofs_report`` names the proof report to read (default: the data
+    directory's, ``data_dir``/proofs-report.json, as ``rtwo-vm prove`` writes it; without a
+    data directory, the legacy build/proofs-report.json of the working directory)."""
 
     def __init__(self, runtime: Services | None, clock: Callable[[], str],
                  examples_dir: Path | None = None, conformance_budget: float | None = 60.0,
-                 proofs_report: Path | None = None, scratch: Callable[[], Services] | None = None):
+                 proofs_report: Path | None = None, scratch: Callable[[], Services] | None = None,
+                 data_dir: Path | None = None):
         self._runtime = runtime
         self._scratch = scratch
         self._clock = clock
         self.examples_dir = examples_dir or default_examples()
         self.conformance_budget = conformance_budget
         self.proofs_report = proofs_report
+        self.data_dir = data_dir
+
+    @property
+    def proofs_report_path(self) -> Path:
+        """The proof report the proof_results check reads."""
+        if self.proofs_report is not None:
+            return Path(self.proofs_report)
+        if self.data_dir is not None:
+            return tools.EvidenceFiles(self.data_dir).proofs_report
+        return tools.PROOFS_REPORT
 
     @property
     def check_names(self) -> tuple[str, ...]:
@@ -259,12 +271,13 @@ class VMReadinessService:
     def _proofs(self) -> tuple[str, str]:
         """The proof report counts only when complete and current (proofs.report.assess):
         a partial run's or a stale report is refused, whatever its statuses say."""
-        probe = tools.proof_report(self.proofs_report)
+        default = None if self.data_dir is None else tools.EvidenceFiles(self.data_dir).proofs_report
+        probe = tools.proof_report(self.proofs_report, default)
         if not probe.available:
             return "not_available", probe.evidence
 
         from proofs.report import assess, undecided, verdict
-        path = Path(self.proofs_report) if self.proofs_report else tools.PROOFS_REPORT
+        path = self.proofs_report_path
         from conformance.protocol import loads_bounded
         try:   # a regular file, its size counted while reading (never st_size)
             doc = loads_bounded(files.read_bounded(path, tools.PROOFS_REPORT_LIMIT, "proofs report"), 64)

@@ -91,7 +91,7 @@ class Runtime:
                  clock: Callable[[], datetime] | None = None,
                  ids: Callable[[str], str] | None = None, create: bool = True,
                  deliver_on_open: bool = False, examples_dir: Path | None = None,
-                 sink_key: Path | None = None):
+                 sink_key: Path | None = None, data_dir: Path | None = None):
         self.store = Store(path, create=create)
         self.clock = utc_text(clock)
         self.ids = ids or random_ids
@@ -113,7 +113,9 @@ class Runtime:
         # ``sink_key`` names its file (default: $RTWO_VM_SINK_KEY_FILE, else the user's config).
         self.events = VMEventPublisher(self.store, self.bus, self.writer, self.clock,
                                        SinkKey(sink_key))
-        self.readiness = VMReadinessService(self, self.clock, examples_dir, scratch=scratch_runtime)
+        # ``data_dir``: where the evidence readiness reads lives (rtwo_vm/arguments/evidence.py)
+        self.readiness = VMReadinessService(self, self.clock, examples_dir, scratch=scratch_runtime,
+                                            data_dir=data_dir)
         if deliver_on_open:
             # A restarted runtime resumes delivering what a previous process left undelivered.
             self.events.deliver()

@@ -145,22 +145,50 @@ def replay_vectors(vectors: list[dict], version: str,
 
 # Theorem statuses that count as proved; any other status fails the proof check (and is shown).
 PROVED = frozenset({"proved", "agrees"})  # proofs.runner.PROVED and AGREES
-# Where `rtwo-vm prove` writes its report: build/ under the working directory, beside the
-# reports of `rtwo-vm conformance run` (build/conformance/).
+# Where `rtwo-vm prove` wrote its report before the data directory: build/ under the working
+# directory. Only a runtime opened without a data directory (the server's) still reads it.
 PROOFS_REPORT = Path("build") / "proofs-report.json"
 # The largest proofs report read (through spec.files: a cap counted while reading).
 PROOFS_REPORT_LIMIT = 256 << 20
 
 
-def proof_report(path: Path | None = None) -> Probe:
+@dataclass(frozen=True)
+class EvidenceFiles:
+    """The evidence files of one data directory (rtwo_vm/arguments/evidence.py chooses it; it
+    never depends on the working directory): what `rtwo-vm prove` and `rtwo-vm conformance
+    run` write and readiness reads."""
+
+    root: Path
+
+    @property
+    def proofs_report(self) -> Path:
+        """The full run's report, the one readiness reads."""
+        return self.root / "proofs-report.json"
+
+    @property
+    def partial_proofs_report(self) -> Path:
+        return self.root / "proofs-partial-report.json"
+
+    def version_proofs_report(self, version: str) -> Path:
+        """`rtwo-vm check`'s report of an older spec version."""
+        return self.root / f"proofs-report-{version}.json"
+
+    @property
+    def conformance(self) -> Path:
+        """`rtwo-vm conformance run`'s reports: one folder per spec version."""
+        return self.root / "conformance"
+
+
+def proof_report(path: Path | None = None, default: Path | None = None) -> Probe:
     """The proof suite's latest report (``proofs.report.document``: rows under "results",
     each with a "status"), as ``rtwo-vm prove`` writes it.
 
-    ``path`` names the report file; when it is not given, ``build/proofs-report.json`` under
-    the current working directory is read. ``value`` maps each status to its count."""
+    ``path`` names the report file given by the user; when it is not given, ``default`` (the
+    data directory's, EvidenceFiles.proofs_report), else the legacy ``build/proofs-report.json``
+    under the working directory, is read. ``value`` maps each status to its count."""
     report: Any = None
     explicit = path is not None
-    path = PROOFS_REPORT if path is None else Path(path)
+    path = Path(path) if path is not None else (default or PROOFS_REPORT)
     source = str(path)
     if path.is_file():
         try:
@@ -169,6 +197,8 @@ def proof_report(path: Path | None = None) -> Probe:
             return Probe(False, f"{path} is unreadable ({err})")
     elif explicit:
         return Probe(False, f"no proof report at {path}")
+    elif default is not None:
+        return Probe(False, f"no proof report at {path} (`rtwo-vm prove` writes it there)")
     else:
         return Probe(False, f"no {path} in {Path.cwd()} (`rtwo-vm prove` writes it)")
     theorems = report.get("results") if isinstance(report, Mapping) else None

@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib
 import inspect
 import re
-from pathlib import Path
 
 import spec
 from rtwo_vm.site.versions import banner, chapter_target, introduced, version_root
@@ -107,7 +106,11 @@ def _proof_evidence(version: str) -> dict[str, list[dict]]:
     """Theorem rows by mnemonic from the latest full `rtwo-vm prove` report of ``version``, if
     one was produced and is complete and current (proofs.report.assess); otherwise none."""
     _REFUSED.clear()
-    report = Path("build") / "proofs-report.json"
+    # The report `rtwo-vm prove` writes: in the data directory ($RTWO_VM_DATA, else the
+    # user's; rtwo_vm/arguments/evidence.py), wherever the site is built from.
+    from rtwo_vm.arguments.evidence import default_data_dir
+    from rtwo_vm.runtime.tools import EvidenceFiles
+    report = EvidenceFiles(default_data_dir()).proofs_report
     if not report.exists():
         return {}
     try:

@@ -13,6 +13,7 @@ import signal
 import sys
 
 from rtwo_vm.arguments import corpus as corpus_args
+from rtwo_vm.arguments.evidence import add_data_option
 from rtwo_vm.commands.conformance.files import fresh_count, repeat_count, seed_value
 from rtwo_vm.arguments.inputs import CliError, nonnegative_int, positive_float, positive_int
 from rtwo_vm.progress import add_option as add_progress_option
@@ -54,9 +55,10 @@ def register(sub) -> None:
     r.add_argument("--known-failures", action="append", default=[], metavar="FILE",
                    help="extra known-failure list (conformance/known_failures/*.toml always apply)")
     r.add_argument("--max-traces", type=nonnegative_int, default=50, help="failing vectors whose traces are diffed")
-    r.add_argument("--out", default="build/conformance",
+    r.add_argument("--out", default=None,
                    help="directory of one folder per spec version, each with report.json, junit.xml, "
-                        "report.html and bundles/ (default build/conformance)")
+                        "report.html and bundles/ (default conformance/ in the data directory)")
+    add_data_option(r, "the reports go to (as <data>/conformance/, when no --out)")
     r.add_argument("--max-bundles", type=nonnegative_int, default=50, metavar="N",
                    help="replay bundles written at most, most telling failures first (default 50)")
     r.add_argument("--max-line", type=positive_int, default=None, metavar="BYTES",

@@ -116,7 +116,8 @@ def run(args) -> int:
     from rtwo_vm.commands.conformance import files
 
     corpora = corpus_args.corpora(args, "all")
-    out = Path(args.out)
+    from rtwo_vm.arguments.evidence import evidence
+    out = Path(args.out) if args.out else evidence(args).conformance
     commands = args.impl or [reference_command()]
     check_commands(commands)
     files.check_outputs(out)     # a link where the reports go: refused before the run

@@ -9,7 +9,10 @@ Exit 0 when every row is proved or agrees — exactly when readiness will pass t
 1 on any counterexample, disagreement, vacuous premise or error, and also on unknown or
 timed-out rows (named on stderr with the command that reruns them); 2 on bad input. A
 partial run (``--opcode``, ``--theorem``, ``--width``, ``--theorems``, ...) writes its own
-report (default ``build/proofs-partial-report.json``) and never replaces the full one.
+report (default ``proofs-partial-report.json`` in the data directory) and never replaces the
+full one. The reports go to the data directory (``--data-dir``, ``$RTWO_VM_DATA``, else the
+user's: rtwo_vm/arguments/evidence.py), where readiness reads them, whatever the working
+directory.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from pathlib import Path
 from proofs import versions
 from rtwo_vm import progress
 from rtwo_vm.arguments import cluster, userfiles as userfile_options
+from rtwo_vm.arguments.evidence import add_data_option, evidence
 from spec import files
 from rtwo_vm.arguments.inputs import CliError
 
@@ -74,9 +78,10 @@ def register(subparsers) -> None:
     p.add_argument("--no-crosshair", dest="crosshair", action="store_false",
                    help="no CrossHair supplement (the default)")
     p.add_argument("--report", metavar="FILE",
-                   help="JSON report path (default build/proofs-report.json for a full run, "
-                        "which readiness and the docs read; build/proofs-partial-report.json "
+                   help="JSON report path (default proofs-report.json in the data directory "
+                        "for a full run, which readiness reads; proofs-partial-report.json there "
                         "for a partial one; - for stdout)")
+    add_data_option(p, "the report is written to (when no --report)")
     p.add_argument("--cache", metavar="DIR", dest="cache_dir",
                    help="verdict cache folder: a query whose exact text, solver and budget "
                         "were solved before is not solved again (default $RTWO_VM_PROOFS_CACHE, "
@@ -108,7 +113,7 @@ def register(subparsers) -> None:
                         "declares it, and each declared change with a witness (proofs/diff/)")
     p.add_argument("--vectors", dest="diff_vectors", metavar="DIR",
                    help="with --diff: where the witness vectors go (default "
-                        "build/proofs-diff-vectors: OLD.jsonl and NEW.jsonl)")
+                        "proofs-diff-vectors in the data directory: OLD.jsonl and NEW.jsonl)")
     p.add_argument("--all", dest="table_all", action="store_true",
                    help="with --diff: list the unchanged instructions too")
     p.set_defaults(func=_cmd_prove)
@@ -226,7 +231,9 @@ def _cmd_prove(args) -> int:
     if (address or args.resume) and args.theorems_file:
         raise CliError("--ray and --resume run the built-in theorems: not with --theorems")
     options = _options(args)
-    target = args.report or (report.PARTIAL_REPORT if options.partial else report.FULL_REPORT)
+    files_of = evidence(args)
+    target = args.report or str(files_of.partial_proofs_report if options.partial
+                                else files_of.proofs_report)
     start = time.perf_counter()
     bar = Progress(None, "prove", enabled=progress.wanted(args.progress, quiet=args.quiet))
 

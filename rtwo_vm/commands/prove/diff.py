@@ -4,8 +4,9 @@ proved unchanged (proofs/diff/).
 Prints one row per instruction (unchanged rows are counted, not listed, unless ``--all``),
 then one line per item of the diff with its proof status, and writes:
 
-- the JSON report (``--report``, default ``build/proofs-diff-OLD-NEW.json``; ``-`` for stdout);
-- the witness vectors (``--vectors DIR``, default ``build/proofs-diff-vectors``): for every
+- the JSON report (``--report``, default ``proofs-diff-OLD-NEW.json`` in the data directory,
+  rtwo_vm/arguments/evidence.py; ``-`` for stdout);
+- the witness vectors (``--vectors DIR``, default ``proofs-diff-vectors`` there): for every
   changed instruction whose witness is a single frame (depth 1, not read-only, no transient
   slot), a program that puts the machine in the witness's state and runs the instruction
   (conformance/corpus/smt_source.py), filled by the reference under both versions, kept only
@@ -139,8 +140,9 @@ def command(args) -> int:
         if row["mnemonic"] in ids:
             row["witness_vector"] = ids[row["mnemonic"]]
     doc["item_status"] = {i.id: report.item_status(i) for i in report.declarations.items}
-    target = args.report or f"build/proofs-diff-{old}-{new}.json"
-    folder = args.diff_vectors or "build/proofs-diff-vectors"
+    from rtwo_vm.arguments.evidence import data_dir
+    target = args.report or str(data_dir(args) / f"proofs-diff-{old}-{new}.json")
+    folder = args.diff_vectors or str(data_dir(args) / "proofs-diff-vectors")
     quiet = args.quiet or target == "-"
     if not quiet:
         print("\n".join(_table(report, ids, args.table_all)))

@@ -24,10 +24,15 @@ def path_vector(exploration, end, replay, name: str) -> dict:
                   path_mnemonics(exploration, end))
 
 
+def counterexample_id(name: str, verdict) -> str:
+    from proofs.symbolic.vectors import slug
+    return f"{GROUP}/{slug(name)}/{slug(verdict.name)}"
+
+
 def counterexample_vector(exploration, verdict, name: str) -> dict:
-    from proofs.symbolic.vectors import path_mnemonics, slug, vector
+    from proofs.symbolic.vectors import path_mnemonics, vector
     end = exploration.ends[verdict.path]
-    return vector(f"{GROUP}/{slug(name)}/{slug(verdict.name)}",
+    return vector(counterexample_id(name, verdict),
                   f"{name}: counterexample to property {verdict.name} (path {verdict.path}, "
                   f"{end.outcome})", exploration.setup, verdict.replay.witness,
                   verdict.replay.actual, path_mnemonics(exploration, end))
@@ -93,7 +98,24 @@ def _path_json(exploration, end, replay, ranges: bool, names: dict) -> dict:
     return doc
 
 
-def symbolic_json(exploration, replays, verdicts, written, code: int, ranges: bool) -> dict:
+def _vector_line(written, name: str, verdict) -> str | None:
+    info = (written or {}).get("counterexamples")
+    if not info:
+        return None
+    return f"rtwo-vm run {info['file']} --vector-id {counterexample_id(name, verdict)}"
+
+
+def _property_json(args, exploration, verdict, written) -> dict:
+    from rtwo_vm.commands.symbolic.replay import replay_doc
+    doc = verdict.to_json()
+    if "counterexample" in doc and verdict.replay.witness is not None and args is not None:
+        doc["counterexample"]["reproduce"] = replay_doc(
+            args, exploration, verdict, _vector_line(written, Path(args.file).stem, verdict))
+    return doc
+
+
+def symbolic_json(exploration, replays, verdicts, written, code: int, ranges: bool,
+                  args=None) -> dict:
     from proofs.symbolic.outcome import input_names
     stats = exploration.solver.stats
     names = input_names(exploration)
@@ -106,7 +128,7 @@ def symbolic_json(exploration, replays, verdicts, written, code: int, ranges: bo
         "bounds": bounds_json(exploration),
         "dropped_after_sha256": exploration.refuted,
         "witnesses": _replay_counts(replays),
-        "properties": [v.to_json() for v in verdicts],
+        "properties": [_property_json(args, exploration, v, written) for v in verdicts],
         "vectors": written,
         "solver": {"queries": stats.queries, "unknown": stats.unknown, "timeout": stats.timeout,
                    "rlimit_per_query": exploration.solver.rlimit,
@@ -156,8 +178,10 @@ def _num(v) -> str:
     return "..".join("?" if x is None else str(x) for x in v)
 
 
-def symbolic_text(exploration, replays, verdicts, written, file: str, ranges: bool) -> str:
+def symbolic_text(exploration, replays, verdicts, written, file: str, ranges: bool,
+                  args=None) -> str:
     from proofs.symbolic.outcome import describe
+    from rtwo_vm.commands.symbolic.replay import replay_lines
     ends, cuts = exploration.ends, exploration.cuts
     statuses: dict = {}
     for e in ends:
@@ -193,6 +217,8 @@ def symbolic_text(exploration, replays, verdicts, written, file: str, ranges: bo
     lines.append(bounds_text(exploration))
     for v in verdicts:
         lines.append(f"property {v.name}: {v.verdict}" + (f" ({v.detail})" if v.detail else ""))
+        if v.verdict == "stopped" and v.lift:
+            lines.append(f"  to lift: {'; '.join(v.lift)}")
         if v.replay is not None and v.replay.witness is not None:
             w = v.replay.witness
             lines.append(f"  input: caller {hex(w.caller)}, call data 0x{w.call_data.hex()}"
@@ -202,6 +228,9 @@ def symbolic_text(exploration, replays, verdicts, written, file: str, ranges: bo
                          + (f", block time {hex(w.block_time)}"
                             if exploration.setup.time_symbolic else "")
                          + (f", seed 0x{w.seed.hex()}" if exploration.setup.seed_symbolic else ""))
+            if args is not None:
+                lines += replay_lines(args, exploration, v,
+                                      _vector_line(written, Path(args.file).stem, v))
             end = exploration.ends[v.path]
             claim = v.claim if v.claim != "false" else f"the path ends in {end.outcome}"
             lines.append(f"  claim: {_short(claim, 160)}  =  false")
@@ -237,19 +266,28 @@ def write_per_version(directory: str, vectors: list[dict]) -> dict:
     return out
 
 
-def equivalence_json(result, written, versions: bool = False) -> dict:
-    more = {"versions": list(result.versions)} if versions else {}
+def equivalence_lift(result) -> list[str]:
+    """What would lift an equivalence's bounds, budget or safety net."""
+    from proofs.symbolic.verdicts import verdict_lift
+    return verdict_lift(result.verdict, result.bounds, result.stopped or "")
+
+
+def equivalence_json(result, written, versions: bool = False, args=None) -> dict:
+    more: dict = {"versions": list(result.versions)} if versions else {}
+    if args is not None and result.witness is not None and result.explorations:
+        from rtwo_vm.commands.symbolic.replay import distinguishing_doc
+        more["reproduce"] = distinguishing_doc(args, result)
     return {**more, "verdict": result.verdict, "stopped": result.stopped,
             "bounds_given": bounds_json(result.explorations[0]) if result.explorations else None,
             "compared": list(result.fields),
             "paths": list(result.paths), "pairs": result.pairs, "queries": result.queries,
-            "bounds": result.bounds, "undecided": result.undecided,
+            "bounds": result.bounds, "lift": equivalence_lift(result), "undecided": result.undecided,
             "distinguishing_input": result.witness.to_json() if result.witness else None,
             "results": list(result.results), "differing": result.differing,
             "disagreements": result.disagreements, "vectors": written}
 
 
-def equivalence_text(result, a: str, b: str, written, versions: bool = False) -> str:
+def equivalence_text(result, a: str, b: str, written, versions: bool = False, args=None) -> str:
     labels = result.versions if versions else ("A", "B")
     lines = [f"equivalence {a} {b}: {result.verdict}",
              f"  compared: {', '.join(result.fields)}",
@@ -257,8 +295,11 @@ def equivalence_text(result, a: str, b: str, written, versions: bool = False) ->
              f"{result.pairs} "
              f"pair{'s' if result.pairs != 1 else ''} compared, "
              f"{result.queries} solver queries"]
+    from proofs.symbolic.bounds import lift
     for bound in result.bounds:
-        lines.append(f"  not shown beyond: {bound}")
+        lines.append(f"  not shown beyond: {bound} (to lift: {lift(bound)})")
+    if result.verdict in ("unknown", "stopped"):
+        lines.append(f"  to lift: {'; '.join(equivalence_lift(result))}")
     if result.stopped:
         lines.append(f"  STOPPED: {result.stopped}")
     if result.explorations:
@@ -272,6 +313,9 @@ def equivalence_text(result, a: str, b: str, written, versions: bool = False) ->
                          f", storage of {hex(x)} {{" + ", ".join(
                              f"{hex(k)}: {hex(v)}" for k, v in sorted(s.items())) + "}"
                          for x, s in sorted(w.storage.items()) if s))
+        if args is not None and result.explorations:
+            from rtwo_vm.commands.symbolic.replay import distinguishing_lines
+            lines += distinguishing_lines(args, result, labels)
         for label, res in zip(labels, result.results):
             shown = {f: res.get(f) for f in ("status", "error", "output", *result.differing)}
             lines.append(f"  {label} on it: " + json.dumps(shown, sort_keys=True))

@@ -154,10 +154,10 @@ def symbolic(args) -> int:
     code = exit_code(verdicts, len(disagreements))
     if args.json:
         print(json.dumps(report.symbolic_json(exploration, replays, verdicts, written, code,
-                                              args.ranges), indent=1, sort_keys=True))
+                                              args.ranges, args), indent=1, sort_keys=True))
     else:
         print(report.symbolic_text(exploration, replays, verdicts, written, args.file,
-                                   args.ranges))
+                                   args.ranges, args))
     for r in disagreements:
         print("rtwo-vm: MODEL DISAGREEMENT: the reference does not give the path's end on its "
               f"witness: {r.differences[0]}", file=sys.stderr)
@@ -237,10 +237,10 @@ def equivalence(args) -> int:
         else:
             written = report.write_per_version(args.vectors, vectors)
     if args.json:
-        print(json.dumps(report.equivalence_json(result, written, args.against is not None),
+        print(json.dumps(report.equivalence_json(result, written, args.against is not None, args),
                          indent=1, sort_keys=True))
     else:
-        print(report.equivalence_text(result, *shown, written, args.against is not None))
+        print(report.equivalence_text(result, *shown, written, args.against is not None, args))
     for d in result.disagreements:
         print(f"rtwo-vm: MODEL DISAGREEMENT: {d}", file=sys.stderr)
     return {"equivalent": 0, "different": 1, "bounded": 4, "unknown": 4, "stopped": 4}.get(
