@@ -46,6 +46,7 @@ class LocalCluster:
         if pythonpath:
             self.env["PYTHONPATH"] = pythonpath
         self.nodes: list[subprocess.Popen] = []
+        self.killed: set[int] = set()        # indexes of the nodes kill() ended
         self.gcs = 0
         self.address = ""
         self._base = 20000 + (os.getpid() % 150) * 200
@@ -91,7 +92,7 @@ class LocalCluster:
         node = self._start([f"--address={self.address}"], {**self.env, **(extra_env or {})},
                            self.folder / f"node{len(self.nodes)}.log")
         deadline = time.monotonic() + wait
-        while self.alive() < len(self.nodes):
+        while self.alive() < len(self.nodes) - len(self.killed):   # killed nodes stay listed
             if node.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError("a node did not join the cluster")
             time.sleep(1)
@@ -109,6 +110,7 @@ class LocalCluster:
 
     def kill(self, index: int) -> None:
         node = self.nodes[index]
+        self.killed.add(index)
         try:
             os.killpg(node.pid, signal.SIGKILL)
         except ProcessLookupError:
