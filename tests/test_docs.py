@@ -28,18 +28,26 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 NEWEST = spec.latest()
 
 
-def _entries(page: str) -> list[str]:
-    return page.split("\n### ")[1:]
+def _pages_of(version: str) -> dict[str, str]:
+    """Mnemonic -> the Markdown of its page, for every instruction of ``version``."""
+    from rtwo_vm.site import instructions as docinstructions
+    root = "" if version == NEWEST else f"v{version}/"
+    pages = docinstructions.pages(version)
+    return {i.mnemonic: pages[f"{root}reference/instructions/{i.mnemonic.lower()}.md"]
+            for i in spec.load(version).instructions}
 
 
-def test_generated_reference_has_an_entry_per_opcode():
-    page = docgen.pages()["reference/instructions.md"]
+def test_generated_reference_has_a_page_per_opcode_linked_from_the_index():
+    pages = docgen.pages()
+    index = pages["reference/instructions.md"]
     table = spec.load(NEWEST)
-    entries = _entries(page)
-    assert len(entries) == len(table.instructions)
-    for ins, entry in zip(table.instructions, entries):
-        assert entry.startswith(f"{ins.mnemonic} {{#{ins.mnemonic.lower()}}}")
-        assert f"`0x{ins.opcode:02x}`" in entry and ins.meaning in entry
+    assert "\n### " not in index                       # no entries on the index any more
+    for ins in table.instructions:
+        row = next(line for line in index.splitlines() if line.startswith(f"| `0x{ins.opcode:02x}` |"))
+        assert f"| [`{ins.mnemonic}`](instructions/{ins.mnemonic.lower()}.md) |" in row
+        page = pages[f"reference/instructions/{ins.mnemonic.lower()}.md"]
+        assert page.startswith(f"# {ins.mnemonic}\n") and ins.meaning in page
+        assert f"| encoding | `0x{ins.opcode:02x}`" in page
 
 
 def _proofs_of(version: str):
@@ -55,10 +63,9 @@ def _proofs_of(version: str):
 @pytest.mark.parametrize("version", spec.names())
 def test_each_entry_shows_its_theorems_and_model(version):
     models = _proofs_of(version)
-    page = docgen.instruction_reference(version)
-    for ins, entry in zip(spec.load(version).instructions, _entries(page)):
+    for mnemonic, entry in _pages_of(version).items():
         assert "| `stack_effect` | 64 |" in entry and "| `halts_exactly` | 64 |" in entry
-        assert ("z3 model" in entry and "```python" in entry) == (ins.mnemonic in models)
+        assert ("z3 model" in entry and "```python" in entry) == (mnemonic in models)
 
 
 def test_a_proofs_package_that_cannot_serve_a_version_is_named_on_the_page():
@@ -66,7 +73,7 @@ def test_a_proofs_package_that_cannot_serve_a_version_is_named_on_the_page():
         from proofs import instructions
         instructions.models(64, version=NEWEST)
     except Exception as err:   # noqa: BLE001
-        page = docgen.instruction_reference(NEWEST)
+        page = _pages_of(NEWEST)["ADD"]
         assert "No z3 models or theorems are shown: proofs." in page, err
         assert '??? note "z3 model' not in page
     else:
@@ -76,7 +83,7 @@ def test_a_proofs_package_that_cannot_serve_a_version_is_named_on_the_page():
 def test_coverage_grid_has_a_row_per_opcode():
     page = docgen.pages()["reference/coverage.md"]
     for ins in spec.load(NEWEST).instructions:
-        assert f'#{ins.mnemonic.lower()}">{ins.mnemonic}</a></th>' in page
+        assert f'href="instructions/{ins.mnemonic.lower()}.html">{ins.mnemonic}</a></th>' in page
 
 
 def test_every_error_code_is_listed():
@@ -132,19 +139,45 @@ def _chromium() -> str:
     return found
 
 
-def test_browser_shows_every_opcode_on_the_instruction_reference(served, tmp_path):
+def test_browser_shows_every_opcode_on_the_index_and_an_instruction_on_its_page(served, tmp_path):
     url = f"{served}/reference/instructions.html"
     dom = subprocess.run([_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}",
                           "--dump-dom", url], capture_output=True, text=True, timeout=120).stdout
-    ids = set(re.findall(r'<h3 id="([a-z0-9]+)"', dom))
-    missing = [i.mnemonic for i in spec.load(NEWEST).instructions if i.mnemonic.lower() not in ids]
-    assert not missing, f"not rendered: {missing}"
+    linked = set(re.findall(r'<a href="instructions/([a-z0-9]+)\.html">', dom))
+    missing = [i.mnemonic for i in spec.load(NEWEST).instructions if i.mnemonic.lower() not in linked]
+    assert not missing, f"not linked: {missing}"
     assert "Instruction reference" in dom
+    page = f"{served}/reference/instructions/add.html"
+    add = subprocess.run([_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile1'}",
+                          "--dump-dom", page], capture_output=True, text=True, timeout=120).stdout
+    assert re.search(r'<h1 id="add">ADD', add) and "pushes (<em>a</em> + <em>b</em>) mod 2^W" in add
     shot = tmp_path / "reference.png"
     subprocess.run([_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile2'}",
-                    f"--screenshot={shot}", "--window-size=1280,900", url],
+                    f"--screenshot={shot}", "--window-size=1280,900", page],
                    capture_output=True, timeout=120)
     assert shot.exists() and shot.stat().st_size > 10_000
+
+
+def test_each_instruction_has_a_page_per_version_found_by_search(site):
+    """Issue 39, item 7: a page per instruction in every version that has it (none for an
+    instruction the version lacks), each in the site search's index."""
+    index = json.loads((site / "search" / "search_index.json").read_text(encoding="utf-8"))
+    located = {doc["location"].split("#")[0] for doc in index["docs"]}
+    for version in spec.names():
+        root = "" if version == NEWEST else f"v{version}/"
+        mine = {i.mnemonic.lower() for i in spec.load(version).instructions}
+        for mnemonic in mine:
+            assert (site / f"{root}reference/instructions/{mnemonic}.html").is_file(), (version, mnemonic)
+        built = {p.stem for p in (site / f"{root}reference/instructions").glob("*.html")}
+        assert built == mine, (version, built ^ mine)
+    assert "mulhu" not in {p.stem for p in (site / "v1.0/reference/instructions").glob("*.html")}
+    # ADD (arithmetic), SSTORE (storage) and MULHU (new in 1.1) each found by its name
+    for mnemonic in ("ADD", "SSTORE", "MULHU"):
+        page = f"reference/instructions/{mnemonic.lower()}.html"
+        assert page in located, page
+        titles = [d["title"] for d in index["docs"] if d["location"] == page]
+        assert titles == [mnemonic], titles
+    assert "v1.0/reference/instructions/add.html" in located
 
 
 # -- rendering offline and from disk (issue 13, item 6) ----------------------------------------
@@ -208,7 +241,7 @@ def _header_rows(markdown: str) -> list[str]:
 def test_every_generated_table_has_a_real_header():
     """No headerless table (an empty grey header row): issue 23, item 8."""
     pages = docgen.pages()
-    assert any("| property | value |" in row for row in _header_rows(pages["reference/instructions.md"]))
+    assert any("| property | value |" in row for row in _header_rows(pages["reference/instructions/add.md"]))
     for name, page in pages.items():
         for row in _header_rows(page):
             cells = [c.strip() for c in row.strip().strip("|").split("|")]
@@ -223,7 +256,7 @@ def test_a_proofs_report_of_another_version_gives_no_status(tmp_path, monkeypatc
     report.write_text(json.dumps(
         {"spec_version": "1.0", "format": 1, "scope": {"complete": True},
          "results": [{"theorem": "cost", "opcode": "MULHU", "width": 64, "status": "proved"}]}))
-    page = docgen.instruction_reference(NEWEST)
+    page = _pages_of(NEWEST)["MULHU"]
     assert f"No proof statuses: {report} is of spec 1.0, not {NEWEST}." in page
     assert "| proved |" not in page
 

@@ -142,7 +142,7 @@ def test_the_docs_gain_the_version_without_an_edit(copy):
     done = python(copy, "import json\nfrom rtwo_vm.site import pages as docgen, versions as docversions\n"
                         "p = docgen.pages()\n"
                         "print(json.dumps({'paths': sorted(p), 'nav': docversions.version_nav(),"
-                        " 'new': p['reference/instructions.md'], 'old': p['v1.1/reference/instructions.md'],"
+                        " 'new': p['reference/instructions/bswap.md'], 'old': p['v1.1/reference/instructions.md'],"
                         " 'changes': p['changes/1.2.md']}))")
     assert done.returncode == 0, done.stderr[-2000:]
     doc = json.loads(done.stdout)
@@ -151,7 +151,8 @@ def test_the_docs_gain_the_version_without_an_edit(copy):
         assert path in doc["paths"], path
     assert [next(iter(entry)) for entry in doc["nav"]] == [
         "What changed in 1.2", "What changed in 1.1", "Spec 1.1", "Spec 1.0"]
-    assert "| since | spec 1.2 ([item N1](../changes/1.2.md#n1)) |" in doc["new"]
-    assert "### BSWAP" not in doc["old"]
+    assert "| since | spec 1.2 ([item N1](../../changes/1.2.md#n1)) |" in doc["new"]
+    assert "BSWAP" not in doc["old"] and "v1.1/reference/instructions/bswap.md" not in doc["paths"]
+    assert "reference/instructions/bswap.md" in doc["paths"]
     assert "| `schedule hash.block_cost` | changed | `3` | `2` |" in doc["changes"]
     assert "**Changelog** (6.5, `instructions.toml`): **BSWAP** (`0x6C`), base cost 2:" in doc["changes"]

@@ -1,8 +1,9 @@
 """MkDocs hook: pages generated from spec/ at build time, so the site never drifts from it.
 
 The normative chapters of every version are served from spec/ (the base's chapters and each
-later version's replaced sections); the instruction reference, outcome code table, container
-picture and "What changed" pages are rendered by rtwo_vm.site.pages from the spec data. The newest
+later version's replaced sections); the instruction reference (an index and a page per
+instruction, rtwo_vm.site.instructions), outcome code table, container picture and "What
+changed" pages are rendered by rtwo_vm.site.pages from the spec data. The newest
 version's pages are the site's own; the navigation entries of the other versions are added here
 (rtwo_vm.site.pages.version_nav), so that a new version needs no edit of mkdocs.yml.
 """

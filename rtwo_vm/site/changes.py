@@ -21,7 +21,6 @@ from typing import Any
 
 import spec
 from rtwo_vm.site import versions as docversions
-from rtwo_vm.site.versions import changes_path
 from spec import diff as spec_diff, prose, versioning
 
 NOT_PROVED = "not proved (no SMT models of this version here)"

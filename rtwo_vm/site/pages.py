@@ -6,12 +6,13 @@ conformance corpus when those exist; nothing is typed in twice.
 
 from __future__ import annotations
 
-import importlib
-import inspect
 import re
 
 import spec
-from rtwo_vm.site.versions import banner, chapter_target, introduced, version_root
+from rtwo_vm.site import instructions as docinstructions
+from rtwo_vm.site.evidence import corpus as _corpus, optional as _optional
+from rtwo_vm.site.instructions import anchor
+from rtwo_vm.site.versions import banner, changes_path, chapter_target, version_root
 
 MERMAID = re.compile(r"```mermaid\n.*?```", re.S)
 
@@ -27,8 +28,9 @@ def offline_chapter(name: str, text: str, version: str) -> str:
 
 def pages() -> dict[str, str]:
     """Site path -> Markdown for every generated page: the chapters (each clause with its
-    checks, rtwo_vm/site/clauses.py), their checks pages, the spec coverage page, instruction
-    reference and outcome codes of every version, the other reference pages of the newest,
+    checks, rtwo_vm/site/clauses.py), their checks pages, the spec coverage page, the
+    instruction index and one page per instruction (rtwo_vm/site/instructions.py) and the
+    outcome codes of every version, the other reference pages of the newest,
     and the "What changed" page of every version with a base."""
     from rtwo_vm.site import changes as docchanges, clauses as docclauses
     newest = spec.latest()
@@ -39,230 +41,18 @@ def pages() -> dict[str, str]:
             shown = docclauses.with_badges(offline_chapter(name, text, version), name, version)
             out[f"{root}spec/{name}"] = banner(shown, version, f"spec/{name}")
         out.update(docclauses.pages(version))
-        for page, render in (("reference/instructions.md", instruction_reference),
-                             ("reference/errors.md", error_reference)):
-            out[f"{root}{page}"] = banner(render(version), version, page)
+        out.update(docinstructions.pages(version))
+        out[f"{root}reference/errors.md"] = banner(error_reference(version), version, "reference/errors.md")
         if spec.version(version).base is not None:
-            out[docchanges.changes_path(version)] = docchanges.changes_page(version)
+            out[changes_path(version)] = docchanges.changes_page(version)
     out["reference/container.md"] = container_page(newest)
     out["reference/lifecycle.md"] = lifecycle_page(newest)
     out["reference/coverage.md"] = coverage_page(newest)
     return out
 
 
-def anchor(mnemonic: str) -> str:
-    return mnemonic.lower()
-
-
 def _chapter_link(section: str, version: str) -> str:
     return f"../{chapter_target(section, version)}"
-
-
-def _optional(module: str):
-    """An optional package's module, or None when it is not installed."""
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        return None
-
-
-_UNAVAILABLE: dict[str, str] = {}   # package -> why it could not be used (for the page's note)
-
-
-def _versioned(module: str, function: str, version: str, *args):
-    """``module.function(*args, version)`` when the function takes a version; a function
-    without one (a package that predates versions: it knows the base version only) is called
-    for the base version alone. None when the package is missing or cannot serve ``version``;
-    the reason is kept in _UNAVAILABLE."""
-    try:
-        found = getattr(importlib.import_module(module), function)
-    except ImportError:
-        return None
-    except Exception as err:      # a package that fails to load: the page says so, one line
-        _UNAVAILABLE[module.split(".")[0]] = f"{module} could not be loaded ({type(err).__name__}: {err})"
-        return None
-    if "version" in inspect.signature(found).parameters:
-        try:
-            return found(*args, version=version)
-        except ValueError as err:   # proofs.versions.UnmodelledVersion: no models of this version yet
-            _UNAVAILABLE[module.split(".")[0]] = f"{module}.{function}: {str(err).splitlines()[0]}"
-            return None
-    if version != spec.names()[0]:
-        _UNAVAILABLE[module.split(".")[0]] = f"{module}.{function} knows spec {spec.names()[0]} only"
-        return None
-    return found(*args)
-
-
-_REFUSED: list[str] = []   # why the last report read was not used (for the page's note)
-
-
-def _report_version(doc: dict) -> str | None:
-    """The spec version a proofs report names, if it names one."""
-    named = doc.get("spec_version") or (doc.get("scope") or {}).get("spec_version")
-    return str(named) if named else None
-
-
-def _proof_evidence(version: str) -> dict[str, list[dict]]:
-    """Theorem rows by mnemonic from the latest full `rtwo-vm prove` report of ``version``, if
-    one was produced and is complete and current (proofs.report.assess); otherwise none."""
-    _REFUSED.clear()
-    # The report `rtwo-vm prove` writes: in the data directory ($RTWO_VM_DATA, else the
-    # user's; rtwo_vm/arguments/evidence.py), wherever the site is built from.
-    from rtwo_vm.arguments.evidence import default_data_dir
-    from rtwo_vm.runtime.tools import EvidenceFiles
-    report = EvidenceFiles(default_data_dir()).proofs_report
-    if not report.exists():
-        return {}
-    try:
-        from conformance.protocol import loads_bounded
-        from spec.files import read_bounded
-        doc = loads_bounded(read_bounded(report, 256 << 20, "proofs report"), 64)
-    except (OSError, ValueError) as err:
-        _REFUSED.append(f"{report} is unreadable ({err})")
-        return {}
-    if not isinstance(doc, dict):
-        _REFUSED.append(f"{report} is not a proofs report")
-        return {}
-    if _report_version(doc) not in (None, version):
-        _REFUSED.append(f"{report} is of spec {_report_version(doc)}, not {version}")
-        return {}
-    # proofs.report.assess decides whether the report is complete and current for the version
-    # it names (checked above to be this page's)
-    report_module = _optional("proofs.report")
-    judged = report_module.assess(doc) if report_module is not None else None
-    usable, why = judged if judged else (False, "the proofs package is not installed")
-    if not usable:
-        _REFUSED.append(f"{report} was refused: {why}")
-        return {}
-    rows = doc.get("results", [])
-    by_opcode: dict[str, list[dict]] = {}
-    for row in rows:
-        by_opcode.setdefault(row.get("opcode") or "", []).append(row)
-    return by_opcode
-
-
-def _model_sources(version: str) -> dict[str, str]:
-    """Mnemonic -> the z3 model's source, with the word-level rules it closes over."""
-    table = _versioned("proofs.instructions", "models", version, 64)
-    if table is None:
-        return {}
-    out = {}
-    for mnemonic, model in table.items():
-        parts = [inspect.getsource(model)]
-        for value in inspect.getclosurevars(model).nonlocals.values():
-            if inspect.isfunction(value) or inspect.ismethod(value):
-                try:
-                    parts.append(inspect.getsource(value))
-                except (OSError, TypeError):
-                    pass
-        out[mnemonic] = "\n\n".join(inspect.cleandoc("\n" + p) if p.startswith(" ") else p
-                                    for p in parts)
-    return out
-
-
-def _registered_theorems(version: str) -> dict[str, list[tuple[str, tuple[int, ...]]]]:
-    """Mnemonic -> (theorem name, widths) for every theorem the proof suite registers."""
-    registered = _versioned("proofs.theorems", "registry", version)
-    out: dict[str, list[tuple[str, tuple[int, ...]]]] = {}
-    for t in registered or ():
-        out.setdefault(t.opcode, []).append((t.name, t.widths))
-    return out
-
-
-def _corpus(version: str):
-    """(corpus store module, the version's corpus folder), or None without the package."""
-    store = _optional("conformance.corpus.store")
-    constants = _optional("conformance.constants")
-    if store is None or constants is None:
-        return None
-    return store, constants.corpus_dir(version)
-
-
-def _vector_counts(version: str) -> dict[str, int]:
-    found = _corpus(version)
-    if found is None:
-        return {}
-    store, folder = found
-    return store.vectors_per_opcode(folder)
-
-
-def instruction_reference(version: str | None = None) -> str:
-    """The instruction reference of ``version`` (the newest by default)."""
-    version = version or spec.latest()
-    table = spec.load(version)
-    _UNAVAILABLE.clear()
-    proofs = _proof_evidence(version)
-    vectors = _vector_counts(version)
-    sources = _model_sources(version)
-    registered = _registered_theorems(version)
-    origin = "`spec/data/instructions.toml`" + "".join(
-        f" with `spec/versions/{v}/diff.toml`" for v in spec.lineage(version)[1:])
-    new = introduced(version)
-    lines = ["# Instruction reference", "",
-             f"Generated from {origin} (spec {table.version}): "
-             f"{len(table.instructions)} instructions. Costs are compute units; dynamic cost "
-             "rules are defined in [chapter 5](../spec/05-resources.md).", ""]
-    if new:
-        lines += [f"New in {version}: " + ", ".join(f"[`{m}`](#{anchor(m)})" for m in new) + ".", ""]
-    for type_name in table.instruction_types:
-        rows = [i for i in table.instructions if i.type == type_name]
-        lines += [f"## {type_name.capitalize()}", "",
-                  "| opcode | mnemonic | immediate | stack | base cost | cost rule |",
-                  "| --- | --- | --- | --- | --- | --- |"]
-        for i in rows:
-            imm = f"{i.immediate_size} B {i.immediate_kind}" if i.immediate_size else "—"
-            sig = i.signature.replace("|", "\\|")
-            lines.append(f"| `0x{i.opcode:02x}` | [`{i.mnemonic}`](#{anchor(i.mnemonic)}) | {imm} "
-                         f"| `{sig}` | {i.cost} | {i.cost_rule or '—'} |")
-        lines.append("")
-    missing = [f"{why}." for why in _UNAVAILABLE.values()]
-    proved_note = ("Proof statuses are those of the `rtwo-vm prove` report this site was built "
-                   "with." if proofs else (f"No proof statuses: {_REFUSED[0]}. " if _REFUSED
-                                           else "No `rtwo-vm prove` report was present when "
-                                           "this site was built: ") + "the theorems are "
-                   "listed with their widths, without a status.")
-    lines += ["## Instructions", "", proved_note, ""]
-    if missing:
-        lines += ["No z3 models or theorems are shown: " + " ".join(missing), ""]
-    for i in table.instructions:
-        lines += _entry(i, version, new.get(i.mnemonic), proofs.get(i.mnemonic, []), vectors.get(i.mnemonic),
-                        registered.get(i.mnemonic, []), sources.get(i.mnemonic))
-    return "\n".join(lines) + "\n"
-
-
-def _entry(i: spec.Instruction, version: str, item: str | None, results: list[dict], vector_count: int | None,
-           registered: list[tuple[str, tuple[int, ...]]], model: str | None) -> list[str]:
-    sig = i.signature.replace("|", "\\|")
-    gate = f" (gate `{i.gate}`)" if i.gate else ""
-    out = [f"### {i.mnemonic} {{#{anchor(i.mnemonic)}}}", "", i.meaning, "",
-           "| property | value |", "| --- | --- |",
-           f"| encoding | `0x{i.opcode:02x}`" + (f" + {i.immediate_size}-byte little-endian {i.immediate_kind.replace('_', ' ')}" if i.immediate_size else "") + " |",
-           f"| stack | `{sig}` — {i.inputs} in, {i.outputs} out |",
-           f"| compute | {i.cost} base" + (f" + rule `{i.cost_rule}`" if i.cost_rule else "") + " |",
-           f"| determinism | {i.determinism}{gate} |",
-           f"| control flow | {i.flow.replace('_', ' ')} |",
-           f"| semantics and edge cases | [§{i.section}]({_chapter_link(i.section, version)}) |"]
-    if item:
-        out.append(f"| since | spec {version} ([item {item}](../changes/{version}.md#{item.lower()})) |")
-    if vector_count is not None:
-        out.append(f"| conformance vectors | {vector_count} |")
-    out.append("")
-    status = {(r.get("theorem"), r.get("width")): str(r.get("status")) + (
-        f" ({', '.join(sorted(r['proved_by']))})" if r.get("proved_by") else "")
-        for r in results}
-    if registered:
-        out += ["| theorem | width | status |", "| --- | --- | --- |"]
-        for name, widths in registered:
-            for width in widths:
-                out.append(f"| `{name}` | {width} | {status.get((name, width), '—')} |")
-        agreement = [r for r in results if str(r.get("theorem", "")).startswith("agreement")]
-        for r in agreement:
-            out.append(f"| `{r['theorem']}` (interpreter) | {r.get('width')} | {r.get('status')} |")
-        out.append("")
-    if model:
-        out += ['??? note "z3 model (proofs/instructions)"', "", "    ```python",
-                *("    " + line if line else "" for line in model.splitlines()), "    ```", ""]
-    return out
 
 
 def error_reference(version: str) -> str:
@@ -405,7 +195,7 @@ def coverage_page(version: str) -> str:
     rows = []
     for ins in table.instructions:
         row = matrix.get(ins.mnemonic, {})
-        rows.append(f'<tr><th><a href="instructions.html#{anchor(ins.mnemonic)}">{ins.mnemonic}</a></th>'
+        rows.append(f'<tr><th><a href="instructions/{anchor(ins.mnemonic)}.html">{ins.mnemonic}</a></th>'
                     + "".join(cell(row.get(c, 0)) for c in columns) + "</tr>")
     # The grid scrolls inside its own frame, its opcode names and outcome headers sticky
     # (docs/stylesheets/extra.css: .cov-scroll); borders stay separate so that the sticky

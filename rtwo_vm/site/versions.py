@@ -68,9 +68,12 @@ def banner(page: str, version: str, path: str) -> str:
     others = []
     for other in spec.names():
         if other != version:
-            missing = path.startswith("spec/") and path[5:] not in spec.chapters(other)
-            target = next(iter(spec.chapters(other))) if missing else path
-            target = f"spec/{target}" if missing else target
+            target = path
+            if path.startswith("spec/") and path[5:] not in spec.chapters(other):
+                target = f"spec/{next(iter(spec.chapters(other)))}"
+            elif path.startswith("reference/instructions/") and path.rsplit("/", 1)[1][:-3] not in {
+                    i.mnemonic.lower() for i in spec.load(other).instructions}:
+                target = "reference/instructions.md"    # an instruction the other version lacks: its index
             others.append(f"[{other}]({up}{version_root(other)}{target})")
     row = spec.version(version)
     state = "the newest version" if version == spec.latest() else "an older version"
