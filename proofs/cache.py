@@ -336,7 +336,7 @@ class VerdictCache:
 
     def through_row(self, parts: list, check: Callable[[], dict]) -> dict:
         """An agreement check's row: from the cache, else ``check()``ed and stored when it
-        agrees. ``parts`` name everything the row is a function of (runner.row_parts)."""
+        agrees. ``parts`` name everything the row is a function of (kept.row_parts)."""
         key = row_key(parts)
         with self._locked(key):
             got = self.lookup_row(key)

@@ -255,38 +255,10 @@ def _same(a: list, b: list) -> bool:
     return len(a) == len(b) and all(x.eq(y) for x, y in zip(a, b))
 
 
-def row_parts(kind: str, key, bits) -> list:
-    """Everything an agreement check's row is a function of (its key in the verdict cache):
-    the check, its opcode and width, the version, the hypothesis examples (of the hypothesis
-    check), the budgets (the
-    branch inputs are models of budgeted queries), z3's and hypothesis's versions (they make
-    the inputs), and the code and data of spec, reference_vm, compiled_vm and proofs."""
-    import hashlib
-    from pathlib import Path
-
-    import hypothesis
-    import z3
-
-    from proofs.report import code_fingerprint
-    options = verdicts.current
-    budgets = Path(options.budgets).read_bytes() if options.budgets else b""
-    samples = options.samples if kind == "hypothesis" else None    # only it draws examples
-    return ["agreement", kind, str(key), str(bits), options.version, samples,
-            hashlib.sha256(budgets).hexdigest(), z3.get_full_version(), hypothesis.__version__,
-            code_fingerprint()]
-
-
 def _agreement_row(kind, key, bits, start) -> dict:
-    """An agreement check's row: taken from the verdict cache when it agreed before on the
-    same code, data, tools and options (runner.row_parts), else checked. Never cached: the
-    CrossHair supplement (wall clock), a run with planted models or handlers, or one that
-    exports the branch queries (the files are wanted)."""
-    cache, options = solvers.verdict_cache, verdicts.current
-    if (cache is None or kind == "crosshair" or options.model_overrides
-            or options.handler_overrides or options.export_dir):
-        return _agreement(kind, key, bits, start)
-    row = cache.through_row(row_parts(kind, key, bits), lambda: _agreement(kind, key, bits, start))
-    return {"findings": [], **row, "seconds": round(time.perf_counter() - start, 2)}
+    """An agreement check's row, from the verdict cache when it agreed before (kept.py)."""
+    from proofs import kept
+    return kept.agreement_row(kind, key, bits, start, _agreement)
 
 
 def _agreement(kind, key, bits, start) -> dict:
