@@ -8,6 +8,7 @@ is a function of the code and data it runs, its options and the tools that make 
 
 from __future__ import annotations
 
+import functools
 import time
 
 from proofs import solvers, verdicts
@@ -25,7 +26,6 @@ def row_parts(kind: str, key, bits) -> list:
     import hypothesis
     import z3
 
-    from proofs.report import code_fingerprint
     options = verdicts.current
     budgets = Path(options.budgets).read_bytes() if options.budgets else b""
     samples = options.samples if kind == "hypothesis" else None    # only it draws examples
@@ -45,3 +45,15 @@ def agreement_row(kind, key, bits, start, check) -> dict:
         return check(kind, key, bits, start)
     row = cache.through_row(row_parts(kind, key, bits), lambda: check(kind, key, bits, start))
     return {"findings": [], **row, "seconds": round(time.perf_counter() - start, 2)}
+
+
+@functools.cache
+def code_fingerprint() -> str:
+    """sha256 over the code and data the agreement checks run (spec, reference_vm,
+    compiled_vm, proofs), once per process: part of an agreement row's cache key."""
+    import compiled_vm
+    import proofs
+    import reference_vm
+    import spec
+    from fanout.resume import code_digest
+    return code_digest(spec, reference_vm, compiled_vm, proofs)

@@ -9,7 +9,6 @@ and covers every registered theorem and agreement check, each proved or agreeing
 
 from __future__ import annotations
 
-import functools
 import json
 from collections import Counter, defaultdict
 
@@ -153,18 +152,6 @@ def fingerprint() -> str:
     import spec
     from fanout.resume import code_digest
     return code_digest(spec, reference_vm, proofs)
-
-
-@functools.cache
-def code_fingerprint() -> str:
-    """sha256 over the code and data the agreement checks run (spec, reference_vm,
-    compiled_vm, proofs), once per process: part of an agreement row's cache key."""
-    import compiled_vm
-    import proofs
-    import reference_vm
-    import spec
-    from fanout.resume import code_digest
-    return code_digest(spec, reference_vm, compiled_vm, proofs)
 
 
 def document(rows: list[dict], elapsed: float, options: Options) -> dict:

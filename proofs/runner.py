@@ -319,7 +319,7 @@ def _warm(options: Options) -> None:
     from proofs.instructions import models
     keep_freed_memory()     # inherited by every forked task: z3 contexts' memory is reused
     if options.cache_dir and options.agreement:
-        from proofs.report import code_fingerprint
+        from proofs.kept import code_fingerprint
         code_fingerprint()  # hashed once, before the tasks fork (agreement rows' cache key)
     for bits in (8, 16, 32, 64):
         models(bits, options.version)
