@@ -39,8 +39,9 @@ def code_hex(source: str) -> str:
 
 
 class Server:
-    def __init__(self, proc: subprocess.Popen, url: str, db: Path):
+    def __init__(self, proc: subprocess.Popen, url: str, db: Path, start_line: str = ""):
         self.proc, self.url, self.db = proc, url, db
+        self.start_line = start_line      # the line the server printed when it started
 
     def client(self, **kwargs) -> httpx.Client:
         return httpx.Client(base_url=self.url, timeout=60, **kwargs)
@@ -54,34 +55,42 @@ class Server:
 START = re.compile(rb"^rtwo-vm serve: http://\S+:(\d+)/ over ")
 
 
-def bound_port(proc: subprocess.Popen, deadline: float) -> int:
-    """The port of the start line ``rtwo-vm serve`` prints on stdout once it listens. A thread
-    reads stdout to its end (nothing else is printed there, but a pipe left full would block)."""
-    found: queue.Queue[int | None] = queue.Queue()
+def bound_port_of(line: str) -> int:
+    """The port a start line names."""
+    match = START.match(line.encode())
+    assert match, line
+    return int(match.group(1))
+
+
+def start_line(proc: subprocess.Popen, deadline: float) -> str:
+    """The start line ``rtwo-vm serve`` prints on stdout once it listens. A thread reads
+    stdout to its end (nothing else is printed there, but a pipe left full would block)."""
+    found: queue.Queue[str | None] = queue.Queue()
 
     def read(stream) -> None:
         for line in stream:
-            match = START.match(line)
-            if match:
-                found.put(int(match.group(1)))
+            if START.match(line):
+                found.put(line.decode().rstrip("\n"))
         found.put(None)
     threading.Thread(target=read, args=(proc.stdout,), daemon=True).start()
     try:
-        port = found.get(timeout=max(0.0, deadline - time.monotonic()))
+        line = found.get(timeout=max(0.0, deadline - time.monotonic()))
     except queue.Empty:
-        port = None
-    if port is None:
+        line = None
+    if line is None:
         if proc.poll() is None:
             proc.kill()
         proc.wait(timeout=30)
         assert proc.stderr is not None
         raise AssertionError(f"the server did not start: {proc.stderr.read().decode()[-2000:]}")
-    return port
+    return line
 
 
 def spawn(tmp_path: Path, *, db: Path | None = None, token: str | None = TOKEN,
-          extra: tuple[str, ...] = (), host: str = "127.0.0.1") -> Server:
-    """Start ``rtwo-vm serve`` (this checkout's code) on ``host`` and wait until it answers."""
+          extra: tuple[str, ...] = (), host: str = "127.0.0.1", cwd: Path | None = None,
+          env: dict[str, str] | None = None) -> Server:
+    """Start ``rtwo-vm serve`` (this checkout's code) on ``host`` and wait until it answers;
+    in ``cwd`` (default ``tmp_path``), with ``env`` added to the environment."""
     db = db or tmp_path / "rtwo-vm.db"
     args = [sys.executable, "-m", "rtwo_vm.cli", "serve", "--db", str(db)]
     if token is not None:
@@ -91,12 +100,13 @@ def spawn(tmp_path: Path, *, db: Path | None = None, token: str | None = TOKEN,
     # Port 0: the server binds a free port itself and names it in its start line. A port
     # picked here and bound there could be taken in between (by another xdist worker's server).
     args += ["--host", host, "--port", "0", *extra]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(args, cwd=cwd or tmp_path,
+                            env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
-    port = bound_port(proc, deadline)
-    server = Server(proc, f"http://{host}:{port}", db)
+    line = start_line(proc, deadline)
+    port = bound_port_of(line)
+    server = Server(proc, f"http://{host}:{port}", db, line)
     while True:
         if proc.poll() is not None:
             assert proc.stderr is not None

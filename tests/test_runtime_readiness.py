@@ -195,18 +195,28 @@ def test_a_partial_stale_or_incomplete_report_is_refused(rt, tmp_path, spoil, wh
     assert check.status == "failed" and "refused" in check.evidence and why in check.evidence
 
 
-def test_the_default_proof_report_is_build_under_the_working_directory(rt, monkeypatch, tmp_path):
+def test_without_a_data_directory_no_proof_report_is_read_not_even_the_working_directorys(
+        rt, monkeypatch, tmp_path):
+    """The legacy build/proofs-report.json under the working directory is never read: a
+    runtime opened without a data directory says so; one opened with one reads its report."""
     monkeypatch.chdir(tmp_path)
-    missing = rt.readiness.run(only=["proof_results"]).checks[0]
-    assert missing.status == "not_available"
-    assert "build/proofs-report.json" in missing.evidence and "rtwo-vm prove" in missing.evidence
     (tmp_path / "build").mkdir()
     doc = complete_report()
     (tmp_path / "build" / "proofs-report.json").write_text(json.dumps(doc))
-    check = rt.readiness.run(only=["proof_results"]).checks[0]
-    assert check.status == "passed"
-    assert check.evidence.startswith(f"{len(doc['results'])} results in build/proofs-report.json: "
-                                     f"agrees ")
+    missing = rt.readiness.run(only=["proof_results"]).checks[0]
+    assert missing.status == "not_available"
+    assert missing.evidence.startswith("no data directory given, so no proof report read")
+    assert rt.readiness.evidence_from() == {"dataDir": None, "proofsReport": None}
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "proofs-report.json").write_text(json.dumps(doc))
+    with runtime(tmp_path / "d.db", data_dir=data) as given:
+        check = given.readiness.run(only=["proof_results"]).checks[0]
+        assert check.status == "passed"
+        assert check.evidence.startswith(f"{len(doc['results'])} results in "
+                                         f"{data / 'proofs-report.json'}: agrees ")
+        assert given.readiness.evidence_from() == {
+            "dataDir": str(data), "proofsReport": str(data / "proofs-report.json")}
 
 
 def test_the_examples_check_finds_the_bundled_examples_from_any_directory(tmp_path):

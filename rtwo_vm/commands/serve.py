@@ -2,15 +2,18 @@
 
     rtwo-vm serve [--db PATH] [--host 127.0.0.1] [--port 8080] [--token-file FILE]
                   [--allow-host NAME[:PORT] ...] [--header-timeout S] [--body-timeout S]
-                  [--max-connections N]
+                  [--max-connections N] [--data-dir DIR]
     rtwo-vm serve --print-openapi      # the OpenAPI document (docs/api/openapi.json), no server
 
 Read-only without ``--token-file``; every action (deploy, call, policy create, events requeue,
 deliver) needs ``Authorization: Bearer <the file's token>``. Binding to an address other than
 the loopback needs a token file. Requests are answered for the loopback names and the bound
 address with the bound port, and for the names given with ``--allow-host`` (a reverse
-proxy's); the deadlines and the connection limit default to spec/data/api.toml's bounds. FastAPI and uvicorn are the extra ``pip install '.[serve]'``;
-without it the command refuses in one line (exit 2).
+proxy's); the deadlines and the connection limit default to spec/data/api.toml's bounds.
+Readiness and the dashboard's /reports read the evidence in the data directory (``--data-dir``,
+else ``$RTWO_VM_DATA``, else the user's: rtwo_vm/arguments/evidence.py), never the working
+directory's; the start line names it. FastAPI and uvicorn are the extra ``pip install
+'.[serve]'``; without it the command refuses in one line (exit 2).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import ipaddress
 import os
 import stat
 
+from rtwo_vm.arguments.evidence import DATA_ENV, add_data_option, data_dir
 from rtwo_vm.arguments.inputs import CliError, parse_count
 from rtwo_vm.arguments.runtime import DB_ENV, DEFAULT_DB
 
@@ -50,6 +54,7 @@ def register(sub) -> None:
     p.add_argument("--max-connections", dest="max_connections", metavar="N",
                    help="connections open at once; more are refused (default: api.toml "
                         "bounds.max_connections)")
+    add_data_option(p, "readiness and /reports read the evidence from")
     p.add_argument("--print-openapi", dest="print_openapi", action="store_true",
                    help="print the API's OpenAPI document (as /openapi.json serves it) and exit")
     p.set_defaults(func=_cmd_serve)
@@ -151,7 +156,7 @@ def _cmd_serve(args) -> int:
     try:
         bound_port = sock.getsockname()[1]
         app = create_app(args.db, token=token, served=Served.of(args.host, bound_port, args.allow_host),
-                         limits=limits)
+                         limits=limits, data_dir=data_dir(args))
     except StoreError as err:
         sock.close()
         raise CliError(str(err)) from None
@@ -160,8 +165,8 @@ def _cmd_serve(args) -> int:
         raise
     host = f"[{args.host}]" if ":" in args.host else args.host
     access = "actions need the token" if token else "read-only: no --token-file"
-    print(f"rtwo-vm serve: http://{host}:{bound_port}/ over {args.db} ({access}); "
-          "Ctrl-C stops", flush=True)
+    print(f"rtwo-vm serve: http://{host}:{bound_port}/ over {args.db} ({access}); evidence "
+          f"from {data_dir(args)} (--data-dir, ${DATA_ENV}); Ctrl-C stops", flush=True)
     app.state.readiness.refresh()  # the first readiness report, computed in the background
     # The connections are rtwo_vm/server/connection.py's: h11 with the connection limit, the
     # header deadline, graceful closing and small reads (on asyncio's loop, whose transports

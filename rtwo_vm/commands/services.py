@@ -321,7 +321,7 @@ def _cmd_readiness(args) -> int:
     finally:
         if runtime is not None:
             runtime.close()
-    where = {"dataDir": str(service.data_dir), "proofsReport": str(service.proofs_report_path.absolute())}
+    where = service.evidence_from()
     if args.json:
         print_json({**report.to_json(), "evidenceFrom": where})
     else:

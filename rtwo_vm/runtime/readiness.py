@@ -92,12 +92,24 @@ def per_version(check: Callable[[str], tuple[str, str]]) -> tuple[str, str]:
     return status, "; ".join(f"{name}: {evidence}" for name, _, evidence in found)
 
 
+def evidence_from(data_dir: Path | None, proofs_report: Path | None = None) -> dict[str, str | None]:
+    """Where readiness reads its evidence, as the CLI's ``readiness --json`` and the API's
+    readiness answer say it (``evidenceFrom``): the data directory and the proofs report
+    (``proofs_report``: one the user named), absolute; None: no data directory given, and no
+    report named, so nothing is read."""
+    report = (Path(proofs_report) if proofs_report is not None
+              else None if data_dir is None else tools.EvidenceFiles(data_dir).proofs_report)
+    return {"dataDir": None if data_dir is None else str(Path(data_dir).absolute()),
+            "proofsReport": None if report is None else str(report.absolute())}
+
+
 class VMReadinessService:
     """The checks of chapter 10.7 over ``runtime`` (None: no database opened); ``scratch``
     opens an empty in-memory runtime for each example scenario (None: the examples check is
     not available). ``proofs_report`` names the proof report to read (default: the data
     directory's, ``data_dir``/proofs-report.json, as ``rtwo-vm prove`` writes it; without a
-    data directory, the legacy build/proofs-report.json of the working directory)."""
+    data directory none is read, and the check says so: never a file of the working
+    directory)."""
 
     def __init__(self, runtime: Services | None, clock: Callable[[], str],
                  examples_dir: Path | None = None, conformance_budget: float | None = 60.0,
@@ -112,13 +124,17 @@ class VMReadinessService:
         self.data_dir = data_dir
 
     @property
-    def proofs_report_path(self) -> Path:
-        """The proof report the proof_results check reads."""
+    def proofs_report_path(self) -> Path | None:
+        """The proof report the proof_results check reads (None: no data directory given)."""
         if self.proofs_report is not None:
             return Path(self.proofs_report)
         if self.data_dir is not None:
             return tools.EvidenceFiles(self.data_dir).proofs_report
-        return tools.PROOFS_REPORT
+        return None
+
+    def evidence_from(self) -> dict[str, str | None]:
+        """Where the checks read their evidence (module function evidence_from)."""
+        return evidence_from(self.data_dir, self.proofs_report)
 
     @property
     def check_names(self) -> tuple[str, ...]:
@@ -273,11 +289,11 @@ class VMReadinessService:
         a partial run's or a stale report is refused, whatever its statuses say."""
         default = None if self.data_dir is None else tools.EvidenceFiles(self.data_dir).proofs_report
         probe = tools.proof_report(self.proofs_report, default)
-        if not probe.available:
+        path = self.proofs_report_path
+        if path is None or not probe.available:
             return "not_available", probe.evidence
 
         from proofs.report import assess, undecided, verdict
-        path = self.proofs_report_path
         from conformance.protocol import loads_bounded
         try:   # a regular file, its size counted while reading (never st_size)
             doc = loads_bounded(files.read_bounded(path, tools.PROOFS_REPORT_LIMIT, "proofs report"), 64)

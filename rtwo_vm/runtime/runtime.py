@@ -113,7 +113,9 @@ class Runtime:
         # ``sink_key`` names its file (default: $RTWO_VM_SINK_KEY_FILE, else the user's config).
         self.events = VMEventPublisher(self.store, self.bus, self.writer, self.clock,
                                        SinkKey(sink_key))
-        # ``data_dir``: where the evidence readiness reads lives (rtwo_vm/arguments/evidence.py)
+        # ``data_dir``: where the evidence readiness reads lives (rtwo_vm/arguments/evidence.py
+        # resolves it for the CLI and the server); None: no evidence file is read, and the
+        # proof check says so (never a file under the working directory).
         self.readiness = VMReadinessService(self, self.clock, examples_dir, scratch=scratch_runtime,
                                             data_dir=data_dir)
         if deliver_on_open:

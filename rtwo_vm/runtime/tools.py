@@ -145,9 +145,6 @@ def replay_vectors(vectors: list[dict], version: str,
 
 # Theorem statuses that count as proved; any other status fails the proof check (and is shown).
 PROVED = frozenset({"proved", "agrees"})  # proofs.runner.PROVED and AGREES
-# Where `rtwo-vm prove` wrote its report before the data directory: build/ under the working
-# directory. Only a runtime opened without a data directory (the server's) still reads it.
-PROOFS_REPORT = Path("build") / "proofs-report.json"
 # The largest proofs report read (through spec.files: a cap counted while reading).
 PROOFS_REPORT_LIMIT = 256 << 20
 
@@ -178,17 +175,26 @@ class EvidenceFiles:
         """`rtwo-vm conformance run`'s reports: one folder per spec version."""
         return self.root / "conformance"
 
+    def conformance_report(self, version: str) -> Path:
+        """`rtwo-vm conformance run`'s report of spec ``version`` (beside its junit.xml,
+        report.html and bundles/)."""
+        return self.conformance / version / "report.json"
+
 
 def proof_report(path: Path | None = None, default: Path | None = None) -> Probe:
     """The proof suite's latest report (``proofs.report.document``: rows under "results",
     each with a "status"), as ``rtwo-vm prove`` writes it.
 
     ``path`` names the report file given by the user; when it is not given, ``default`` (the
-    data directory's, EvidenceFiles.proofs_report), else the legacy ``build/proofs-report.json``
-    under the working directory, is read. ``value`` maps each status to its count."""
+    data directory's, EvidenceFiles.proofs_report) is read. With neither nothing is read (never
+    a file under the working directory). ``value`` maps each status to its count."""
     report: Any = None
     explicit = path is not None
-    path = Path(path) if path is not None else (default or PROOFS_REPORT)
+    chosen = path if path is not None else default
+    if chosen is None:
+        return Probe(False, "no data directory given, so no proof report read (rtwo-vm "
+                            "readiness and rtwo-vm serve take --data-dir, else $RTWO_VM_DATA)")
+    path = Path(chosen)
     source = str(path)
     if path.is_file():
         try:
@@ -197,10 +203,8 @@ def proof_report(path: Path | None = None, default: Path | None = None) -> Probe
             return Probe(False, f"{path} is unreadable ({err})")
     elif explicit:
         return Probe(False, f"no proof report at {path}")
-    elif default is not None:
-        return Probe(False, f"no proof report at {path} (`rtwo-vm prove` writes it there)")
     else:
-        return Probe(False, f"no {path} in {Path.cwd()} (`rtwo-vm prove` writes it)")
+        return Probe(False, f"no proof report at {path} (`rtwo-vm prove` writes it there)")
     theorems = report.get("results") if isinstance(report, Mapping) else None
     if not isinstance(theorems, list) or not theorems:
         return Probe(False, f"{source} lists no results (`rtwo-vm prove` writes them)")

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from rtwo_vm.runtime import Runtime
 from rtwo_vm.runtime.models import RTWORuntimeInstruction
-from rtwo_vm.runtime.readiness import ReadinessReport
+from rtwo_vm.runtime.readiness import ReadinessReport, evidence_from
 
 log = logging.getLogger("rtwo_vm.server")
 
@@ -60,11 +60,15 @@ class ReadinessView:
 
 
 class ReadinessCache:
-    """The latest report of the readiness checks over the server's database."""
+    """The latest report of the readiness checks over the server's database, their evidence
+    read from ``data_dir`` (the server's data directory; None: none given, and the proof check
+    says so). ``evidence_from`` says where, as the CLI's ``readiness --json`` does."""
 
-    def __init__(self, db: str | Path, max_age: float):
+    def __init__(self, db: str | Path, max_age: float, data_dir: Path | None = None):
         self.db = str(db)
         self.max_age = max_age
+        self.data_dir = data_dir
+        self.evidence_from = evidence_from(data_dir)
         self._lock = threading.Lock()
         self._report: ReadinessReport | None = None
         self._done_at = 0.0
@@ -137,7 +141,7 @@ class ReadinessCache:
         started = time.monotonic()
         report, error = None, None
         try:
-            with Runtime(self.db, create=False) as rt:
+            with Runtime(self.db, create=False, data_dir=self.data_dir) as rt:
                 report = rt.readiness.run()
         except Exception as err:  # noqa: BLE001 - shown as it is; the next reader tries again
             error = f"{type(err).__name__}: {err}"

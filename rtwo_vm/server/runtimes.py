@@ -22,10 +22,13 @@ MAX_IDLE = 16   # idle connections kept; more are opened under load and closed w
 
 
 class Runtimes:
-    """Runtimes over ``path``: ``take`` one, ``give`` it back."""
+    """Runtimes over ``path``: ``take`` one, ``give`` it back. ``data_dir``: the data directory
+    each runtime's readiness reads its evidence from (rtwo_vm/arguments/evidence.py; None:
+    none, and readiness says so)."""
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, data_dir: Path | None = None):
         self.path = str(path)
+        self.data_dir = data_dir
         self._lock = threading.Lock()
         self._idle: list[Runtime] = []
         self._closed = False
@@ -36,7 +39,7 @@ class Runtimes:
                 raise RuntimeError("the server is shutting down")
             if self._idle:
                 return self._idle.pop()
-        return Runtime(self.path, create=True)
+        return Runtime(self.path, create=True, data_dir=self.data_dir)
 
     def give(self, rt: Runtime) -> None:
         with self._lock:

@@ -11,7 +11,9 @@ in the background when a request finds it older than api.toml
 only). ``POST /readiness/recompute`` (an action: it needs the token) starts a computation
 now, or one more after the running one, and answers 202 at once; the report it asked for is
 the one whose ``computedAt`` follows the request (``GET /readiness`` until ``state`` is
-``computed``). The dashboard's "recompute now" button does the same.
+``computed``). The dashboard's "recompute now" button does the same. ``evidenceFrom`` says
+where the checks read their evidence (the server's data directory, ``rtwo-vm serve
+--data-dir``, and the proofs report in it), as ``rtwo-vm readiness --json`` does.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ def answer(cache: ReadinessCache, view: ReadinessView | None = None) -> dict[str
             "ageSeconds": None if view.age is None else round(view.age, 1),
             "computingSince": view.computing_since,
             "seconds": view.seconds, "maxAgeSeconds": view.max_age, "note": NOTE,
+            "evidenceFrom": dict(cache.evidence_from),
             "report": None if report is None else report.to_json()}
 
 

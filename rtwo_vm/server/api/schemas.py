@@ -251,6 +251,16 @@ class ReadinessReport(BaseModel):
     checks: list[Check]
 
 
+class EvidenceFrom(BaseModel):
+    """Where readiness reads its evidence (as ``rtwo-vm readiness --json`` says it)."""
+
+    dataDir: Optional[str] = Field(description=(
+        "the server's data directory, absolute (rtwo-vm serve --data-dir, else $RTWO_VM_DATA, "
+        "else the user's data directory; null: none given, no evidence file is read)"))
+    proofsReport: Optional[str] = Field(description=(
+        "the proofs report the proof_results check reads (null: none)"))
+
+
 class Readiness(BaseModel):
     """The latest readiness report, computed in the background (the checks take seconds):
     ``state`` says whether one is being computed, ``computedAt`` when the one served was."""
@@ -264,6 +274,7 @@ class Readiness(BaseModel):
     seconds: Optional[float] = Field(description="how long computing it took")
     maxAgeSeconds: int
     note: str
+    evidenceFrom: EvidenceFrom
     report: Optional[ReadinessReport]
 
 

@@ -9,7 +9,7 @@ the application's pool for that request only (rtwo_vm/server/runtimes.py):
                     POST /readiness/recompute: its "recompute now" button
     executions.py   /contexts, /contexts/{id}, /results/{id}, /accounting/{context id}
     registries.py   /violations, /instructions, /events
-    reports.py      /reports          the latest proofs and conformance reports
+    reports.py      /reports          the latest proofs and conformance reports (data directory)
     live.py         /live             server-sent events fed from the outbox (and readiness)
     queries.py      bounded reads: newest-first pages and aggregates
 
@@ -113,8 +113,8 @@ def events(request: Request, rt: RT, before: str | None = None):
 
 
 @router.get("/reports")
-def reports_page():
-    return reports.render()
+def reports_page(request: Request):
+    return reports.render(request.app.state.evidence)
 
 
 @router.get("/live", response_class=Response)

@@ -232,10 +232,22 @@ def _vm_section(rt: Runtime) -> Markup:
         rows, id="vms")))
 
 
+def evidence_from(where: dict[str, str | None]) -> Markup:
+    """Where readiness reads its evidence (ReadinessCache.evidence_from, the API's
+    ``evidenceFrom``)."""
+    if where.get("dataDir") is None:
+        text = ("evidence: no data directory given to the server (rtwo-vm serve --data-dir), "
+                "so no proofs report is read")
+    else:
+        text = (f"evidence read from the data directory {where['dataDir']} (rtwo-vm serve "
+                f"--data-dir, $RTWO_VM_DATA); proofs report {where['proofsReport']}")
+    return tag("p", text, class_="muted", id="evidence-from")
+
+
 def _readiness_section(readiness: ReadinessCache) -> Markup:
     view = readiness.view()
     since = view.computing_since
-    parts = [tag("h2", "Readiness")]
+    parts = [tag("h2", "Readiness"), evidence_from(readiness.evidence_from)]
     if view.error is not None:
         parts.append(tag("p", f"the last computation failed: {view.error}", class_="error"))
     if view.report is None:
