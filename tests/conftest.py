@@ -1,8 +1,9 @@
 """Shared helpers for the test suite, its isolation and its hypothesis profile.
 
 Every test runs in its own temporary directory (``isolated_cwd``): whatever a command writes
-by default (``build/...``, ``rtwo-vm.db``) lands there, and nothing a previous run left in
-the checkout (``rtwo-vm check`` writes ``build/proofs-report.json``) is read.
+by default (``build/...``, ``rtwo-vm.db``) lands there, its evidence data directory
+(``$RTWO_VM_DATA``: proofs and conformance reports) is its own, and nothing a previous run left
+in the checkout or the user's data directory is read.
 
 hypothesis uses the profile ``rtwo`` (or ``rtwo-ci`` when ``CI`` is set, as in ``.ci/run``):
 derandomized in CI, with its example database outside the checkout (under the system's
