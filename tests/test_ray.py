@@ -54,10 +54,12 @@ def test_the_ray_backend_gives_the_verdicts_of_the_local_one(tmp_path):
     test_curated_prescreen_on_a_filtered_corpus_leaves_the_checkout_alone."""
     out = tmp_path / "strength.json"
     proc = subprocess.run([*STRENGTH, "--curated-only", "--no-confirm", "--backend", "ray", "--workers", "2",
+                           "--mutant", "curated:sub_operands_swapped", "--mutant", "curated:log_topics_reversed",
                            "--filter", "arithmetic/SUB/*", "--json", str(out)],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1, proc.stderr
     by_id = {m["id"]: m for m in json.loads(out.read_text())["mutants"]}
+    assert sorted(by_id) == ["curated:log_topics_reversed", "curated:sub_operands_swapped"]
     assert by_id["curated:sub_operands_swapped"]["status"] == "killed"
     assert by_id["curated:log_topics_reversed"]["status"] == "survived"
 

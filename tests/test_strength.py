@@ -139,7 +139,7 @@ def test_redundant_vectors_are_those_that_are_no_mutant_s_only_killer():
 
 def test_bad_options_are_refused():
     for args in (["--workers", "0"], ["--timeout", "nan"], ["--curated-only", "--no-curated"],
-                 ["--backend", "mars"], ["--filter", "nothing/*"]):
+                 ["--backend", "mars"], ["--filter", "nothing/*"], ["--curated-only", "--mutant", "curated:nope"]):
         proc = subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=120)
         assert proc.returncode == 2 and proc.stderr.count("\n") == 1, (args, proc.stderr)
 

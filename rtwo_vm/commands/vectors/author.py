@@ -51,6 +51,9 @@ def register(vs) -> None:
                         "order, zerofill, stale, signed)")
     s.add_argument("--curated-only", action="store_true", help="only the curated realistic bugs")
     s.add_argument("--no-curated", action="store_true", help="only generated mutants")
+    s.add_argument("--mutant", action="append", default=[], metavar="ID",
+                   help="only these mutants (ids as the report prints them, e.g. "
+                        "curated:sub_operands_swapped), of those the other options select")
     s.add_argument("--filter", action="append", default=[], metavar="EXPR", help="run only these vectors")
     s.add_argument("--workers", type=positive_int, default=None, help="parallel processes (default: the local cores)")
     s.add_argument("--backend", default="local", help="parallel map: local (processes) or ray "

@@ -33,9 +33,9 @@ def check_arguments(args) -> Checked:
     if args.curated_only and args.no_curated:
         raise CliError("--curated-only and --no-curated exclude each other")
     if args.record and (args.module or args.limit is not None or args.filter or args.curated_only
-                        or args.no_curated or args.reasons or args.operator):
+                        or args.no_curated or args.reasons or args.operator or args.mutant):
         raise CliError("--record needs a whole run: no --module, --limit, --operator, --filter, --curated-only,"
-                       " --no-curated or --reasons")
+                       " --no-curated, --mutant or --reasons")
     unknown_kinds = [k for k in args.operator if k not in mut.KINDS]
     if unknown_kinds:
         raise CliError(f"--operator {unknown_kinds[0]!r}: the kinds are {', '.join(mut.KINDS)}")
@@ -149,6 +149,12 @@ def run(args, corpus_dir: Path, version: str, out: TextIO, checked: Checked | No
             raise CliError(f"{len(gone)} stale reasons in equivalent.toml/unreachable.toml name no mutant "
                            f"(the code changed; review them): {', '.join(gone[:3])}{' ...' if len(gone) > 3 else ''}")
     everything = generated + curated
+    if args.mutant:
+        unknown = sorted(set(args.mutant) - {m.id for m in everything})
+        if unknown:
+            raise CliError(f"--mutant {unknown[0][:80]!r}: no such mutant among those selected "
+                           "(see the report's ids)")
+        everything = [m for m in everything if m.id in set(args.mutant)]
     verdicts: dict[str, dict[str, Any]] = {m.id: {"mutant": m.id, "status": "equivalent", "how": "", "killers": [], "detail": reasons[m.id],
                        "seconds": 0.0, "shortest": None} for m in generated if m.id in reasons}
     todo = [m for m in everything if m.id not in verdicts]
