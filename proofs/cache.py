@@ -213,27 +213,39 @@ class VerdictCache:
         blob = json.dumps([FORMAT, key, answers], separators=(",", ":"), sort_keys=True).encode()
         return hmac.new(self.secret, blob, hashlib.sha256).hexdigest()
 
-    def lookup(self, key: str) -> list[solvers.Answer] | None:
-        """The stored answers of ``key``: None when there are none, or when the entry does
-        not verify (then counted as refused)."""
+    def _verified(self, key: str, kind: str | None) -> tuple[str, list | dict] | None:
+        """The entry of ``key`` read bounded, its form and MAC verified: (kind, value) with
+        kind "answers" or "row" (``kind``: only that one, None: either); None when there is
+        none, or when it does not verify (then counted as refused)."""
         path = self._path(key)
         if not os.path.lexists(path):
             return None
         from spec.files import FileRefused, read_bounded
         try:
             doc = json.loads(read_bounded(path, ENTRY_BYTES, "cache entry"))
-            answers, mac = doc["answers"], doc["mac"]
-            ok = (isinstance(answers, list) and answers and isinstance(mac, str)
-                  and HEX.match(mac) and doc.get("key") == key
-                  and all(isinstance(a, list) and len(a) == 2 and a[0] in STORED
-                          and (a[1] is None or type(a[1]) is int) for a in answers)
-                  and hmac.compare_digest(mac, self._mac(key, answers)))
+            found = "row" if "row" in doc else "answers"
+            value, mac = doc[found], doc["mac"]
+            if found == "row":
+                ok, sealed = isinstance(value, dict) and kept_row(value) == value, ["row", value]
+            else:
+                ok = isinstance(value, list) and bool(value) and all(
+                    isinstance(a, list) and len(a) == 2 and a[0] in STORED
+                    and (a[1] is None or type(a[1]) is int) for a in value)
+                sealed = value
+            ok = (ok and kind in (None, found) and isinstance(mac, str) and bool(HEX.match(mac))
+                  and doc.get("key") == key and hmac.compare_digest(mac, self._mac(key, sealed)))
         except (FileRefused, ValueError, TypeError, KeyError, AttributeError, RecursionError):
             ok = False
         if not ok:
             self.stats["refused"] += 1
             return None
-        return [solvers.Answer(status, used) for status, used in answers]
+        return found, value
+
+    def lookup(self, key: str) -> list[solvers.Answer] | None:
+        """The stored answers of ``key``: None when there are none, or when the entry does
+        not verify (then counted as refused)."""
+        got = self._verified(key, "answers")
+        return None if got is None else [solvers.Answer(status, used) for status, used in got[1]]
 
     def store(self, key: str, answers: list[solvers.Answer]) -> None:
         plain = [[a.status, a.resources] for a in answers]
@@ -312,22 +324,8 @@ class VerdictCache:
     def lookup_row(self, key: str) -> dict | None:
         """The stored row of ``key``: None when there is none, or when it does not verify
         (then counted as refused)."""
-        path = self._path(key)
-        if not os.path.lexists(path):
-            return None
-        from spec.files import FileRefused, read_bounded
-        try:
-            doc = json.loads(read_bounded(path, ENTRY_BYTES, "cache entry"))
-            row, mac = doc["row"], doc["mac"]
-            ok = (isinstance(row, dict) and kept_row(row) == row and isinstance(mac, str)
-                  and HEX.match(mac) and doc.get("key") == key
-                  and hmac.compare_digest(mac, self._mac(key, ["row", row])))
-        except (FileRefused, ValueError, TypeError, KeyError, AttributeError, RecursionError):
-            ok = False
-        if not ok:
-            self.stats["refused"] += 1
-            return None
-        return row
+        got = self._verified(key, "row")
+        return None if got is None else dict(got[1])
 
     def store_row(self, key: str, row: dict) -> None:
         kept = kept_row(row)
@@ -360,18 +358,9 @@ class VerdictCache:
                 key = path.stem
                 if not (HEX.match(key) and key.startswith(folder.name)):
                     continue
-                try:
-                    is_row = b'"row"' in path.read_bytes()[:ENTRY_BYTES]
-                except OSError:
-                    continue
-                if is_row:
-                    row = self.lookup_row(key)
-                    if row is not None:
-                        out[key] = row
-                else:
-                    got = self.lookup(key)
-                    if got is not None:
-                        out[key] = [[a.status, a.resources] for a in got]
+                got = self._verified(key, None)      # each entry read once, either kind
+                if got is not None:
+                    out[key] = got[1]
         return out
 
 
