@@ -71,3 +71,24 @@ def test_a_difference_is_never_kept_and_a_forged_agreement_is_refused(tmp_path):
     path.write_text(json.dumps(entry))
     assert store.lookup_row(cache.row_key(["b check"])) is None
     assert store.take_stats()["refused"] == 1
+
+
+def test_a_carried_cache_answers_rows_from_the_drivers_entries_and_hands_back_new_ones(tmp_path):
+    """prove --ray: a worker's cache (proofs/carried.py) is the driver's verified entries;
+    what it checks is handed back and sealed by the driver, never written by the worker."""
+    from proofs.carried import CarriedCache, store_carried
+    driver = cache.open_cache(str(tmp_path / "c"), str(tmp_path / "k"))
+    agrees = {"theorem": "agreement_branches", "opcode": "ADD", "width": 64, "status": AGREES,
+              "cases": 5, "findings": []}
+    driver.through_row(["known"], lambda: agrees)
+    worker = CarriedCache(driver.entries())
+    ran: list[str] = []
+    assert worker.through_row(["known"], lambda: ran.append("known") or agrees)["cases"] == 5
+    other = {**agrees, "opcode": "SUB", "cases": 7}
+    assert worker.through_row(["new"], lambda: ran.append("new") or other) == other
+    assert ran == ["new"] and worker.take_stats()["checks_cached"] == 1
+    handed = worker.take_new()
+    assert list(handed) == [cache.row_key(["new"])]
+    assert driver.lookup_row(cache.row_key(["new"])) is None      # the worker wrote nothing
+    store_carried(driver, handed)
+    assert driver.lookup_row(cache.row_key(["new"]))["cases"] == 7
