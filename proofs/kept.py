@@ -20,17 +20,13 @@ def row_parts(kind: str, key, bits) -> list:
     check), the budgets (the branch inputs are models of budgeted queries), z3's and
     hypothesis's versions (they make the inputs), and the code and data of spec, reference_vm,
     compiled_vm and proofs."""
-    import hashlib
-    from pathlib import Path
-
     import hypothesis
     import z3
 
     options = verdicts.current
-    budgets = Path(options.budgets).read_bytes() if options.budgets else b""
     samples = options.samples if kind == "hypothesis" else None    # only it draws examples
     return ["agreement", kind, str(key), str(bits), options.version, samples,
-            hashlib.sha256(budgets).hexdigest(), z3.get_full_version(), hypothesis.__version__,
+            _budgets_digest(options.budgets), z3.get_full_version(), hypothesis.__version__,
             code_fingerprint()]
 
 
@@ -57,3 +53,13 @@ def code_fingerprint() -> str:
     import spec
     from fanout.resume import code_digest
     return code_digest(spec, reference_vm, compiled_vm, proofs)
+
+
+@functools.cache
+def _budgets_digest(path: str | None) -> str:
+    """sha256 of the budgets file (solvers.load read it first, bounded: a larger one never
+    gets here), once per process."""
+    import hashlib
+
+    from spec.files import read_bounded
+    return hashlib.sha256(read_bounded(path, 1 << 20, "budgets file") if path else b"").hexdigest()
