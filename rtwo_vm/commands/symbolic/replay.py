@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import shlex
 
-from rtwo_vm.arguments.words import word_size
+from rtwo_vm.arguments.words import output_words, word_size
 
 # Options of `rtwo-vm symbolic` that `rtwo-vm run` takes as they are (their destinations).
 PASSED = (("address", "--address"), ("state", "--state"), ("compute", "--compute"),
@@ -30,10 +30,8 @@ REPEATED = (("contract", "--contract"), ("forbid", "--forbid"), ("allow", "--all
 
 def words_of(data: bytes, version: str) -> tuple[list[int], bytes]:
     """The whole words of ``data`` and the bytes after the last one."""
-    size = word_size(version)
-    whole = len(data) - len(data) % size
-    return ([int.from_bytes(data[i:i + size], "little") for i in range(0, whole, size)],
-            data[whole:])
+    whole = len(data) - len(data) % word_size(version)
+    return output_words(data[:whole], version) or [], data[whole:]
 
 
 def inputs(exploration, w) -> dict:
