@@ -106,7 +106,8 @@ def test_without_ray_every_ray_option_is_refused_in_one_line(tmp_path):
                  ("prove", "--strength", "--limit", "1", "--ray", "local"),
                  ("vectors", "strength", "--curated-only", "--ray", "127.0.0.1:6379"),
                  ("vectors", "strength", "--curated-only", "--backend", "ray"),
-                 ("fuzz", "--runs", "1", "--out", str(tmp_path / "fuzz"), "--ray", "local")):
+                 ("fuzz", "--runs", "1", "--out", str(tmp_path / "fuzz"), "--ray", "local"),
+                 ("symbolic", str(ROOT / "examples" / "counter.rasm"), "--ray", "local")):
         done = subprocess.run([sys.executable, "-c", NO_RAY, *args], cwd=tmp_path, capture_output=True,
                               text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
         assert done.returncode == 2, (args, done.stdout, done.stderr)

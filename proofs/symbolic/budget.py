@@ -103,6 +103,8 @@ class RunBudget:
         self.phase = "exploration"
         self.deadline_at: float | None = None
         self.stopped: str | None = None    # the safety net that stopped the run
+        self.charged = 0                   # units of queries solved apart, this phase
+        self.charged_total = 0             # and over the run
 
     def configure(self, max_work: int, deadline: float, z3_memory: int) -> None:
         self.max_work, self.z3_memory = max_work, z3_memory
@@ -121,10 +123,20 @@ class RunBudget:
         return self.sample()[0]
 
     def begin(self, phase: str) -> None:
-        self.phase, self.phase_start = phase, self.counter()
+        self.phase, self.phase_start, self.charged = phase, self.counter(), 0
+
+    def charge(self, units: int) -> None:
+        """Work of a query solved apart (in a fresh context, ``apart.py``): counted by the
+        driver, in path order, as the context's own count counts a query solved in it."""
+        self.charged += units
+        self.charged_total += units
+
+    def spent(self) -> int:
+        """Work units of the whole run so far."""
+        return self.counter() - self.start + self.charged_total
 
     def left(self) -> int:
-        return self.max_work - (self.counter() - self.phase_start)
+        return self.max_work - (self.counter() - self.phase_start) - self.charged
 
     @property
     def bound(self) -> str:
@@ -166,4 +178,4 @@ class RunBudget:
             self.stop(self.memory_reason())
         if self.stopped is not None:
             raise Stopped(self.stopped)
-        return count - self.phase_start < self.max_work
+        return count - self.phase_start + self.charged < self.max_work

@@ -27,6 +27,7 @@ import z3
 
 from proofs import solvers
 from proofs.evaluate import constant
+from proofs.symbolic import apart
 from proofs.instructions.context import random_value
 from proofs.symbolic.budget import RunBudget
 from proofs.symbolic.integers import as_bitvectors
@@ -57,14 +58,23 @@ class Stats:
 
 class Solver:
     """Fresh z3 solver per query: an answer depends on the query alone, not on the order in
-    which paths were explored."""
+    which paths were explored.
+
+    With ``spread`` (a ``spread.Spread``), every query after an exploration (witnesses,
+    verdicts) is solved apart: printed and solved in a fresh context (``apart.py``), its
+    work charged to the phase by the driver in path order, and batches of them may be
+    solved ahead elsewhere (``prefetch``): local worker processes or Ray. The report is the
+    same wherever they were solved. Without it, every query is solved in the process's
+    context (the library's default)."""
 
     def __init__(self, rlimit: int | None = None, budgets: str | None = None,
-                 run: RunBudget | None = None):
+                 run: RunBudget | None = None, spread=None):
         self.rlimit, self.wall = budget(rlimit, budgets)
         self.stats = Stats()
         self.run = run or RunBudget()
         self.w: Width | None = None      # the machine of the setup (its random stream)
+        self.spread = spread
+        self.known: dict = {}            # query digest -> apart.Answer solved ahead
 
     def configure(self, setup) -> None:
         """The run's budget and safety nets from a Setup (the first one starts the clock)."""
@@ -121,7 +131,7 @@ class Solver:
             self.run.stop(self.run.memory_reason())
             answer = MEMORY
         self.stats.queries += 1
-        self.stats.rlimit_spent = self.run.counter() - self.run.start
+        self.stats.rlimit_spent = self.run.spent()
         if answer in (SAT, UNSAT):
             return answer
         if not record and answer != MEMORY:
@@ -156,6 +166,8 @@ class Solver:
         as small as possible, in order (a witness's call data length: short vectors); when
         that optimisation is undecided the plain query answers."""
         conds = (as_bitvectors(conds) or conds) if integers else list(conds)
+        if self._apart():
+            return self._check_apart(conds, name, prefer)
         if prefer and not quantified(conds):
             limits = self._limits(name)
             if isinstance(limits, str):
@@ -178,6 +190,84 @@ class Solver:
         if answer == SAT:
             return SAT, s.model()
         return answer, None
+
+    # -- queries solved apart (apart.py, spread.py) ------------------------------------------
+    def _apart(self) -> bool:
+        return self.spread is not None and not self.run.phase.startswith("exploration")
+
+    def _query(self, conds, prefer) -> apart.Query:
+        return apart.prepare(conds, prefer if prefer and not quantified(conds) else ())
+
+    def prefetch(self, batch) -> None:
+        """Solve ahead, elsewhere, the queries of ``batch`` — ``(conds, integers, prefer)``
+        as ``check`` takes them — that the walk after it will ask (the first query of every
+        path's witness or claims). Each is printed here in both cases, so the main context
+        sees the very same terms built whether or not they are solved ahead."""
+        if not self._apart():
+            return
+        queries = []
+        for conds, integers, prefer in batch:
+            conds = (as_bitvectors(conds) or conds) if integers else list(conds)
+            queries.append(self._query(conds, prefer))
+        if not self.spread.ahead:
+            return
+        limits = self._limits("")
+        if isinstance(limits, str):
+            return
+        todo = {q.digest: q for q in queries if q.digest not in self.known}
+        lim = apart.Limits(self.rlimit, limits[1], self.run.z3_memory)
+        items = [(q, lim) for q in todo.values()]
+        for (q, _), answer in zip(items, self.spread.solve_all(items)):
+            self.known[q.digest] = answer
+
+    def _check_apart(self, conds, name: str, prefer) -> tuple[str, object]:
+        """``check`` of one query solved apart (or taken from the batch solved ahead), its
+        work charged in path order: a decided answer that needed more than the phase had left
+        is ``unknown`` (the phase's budget spent), as it is when solved with what is left."""
+        limits = self._limits(name)
+        if isinstance(limits, str):
+            return self._unsolved(name, limits)
+        left = self.run.left()
+        query = self._query(conds, prefer)
+        lim = apart.Limits(self.rlimit, limits[1], self.run.z3_memory)
+        answer = self.known.get(query.digest) or apart.solve(query, lim)
+        self.stats.queries += 1
+        self.run.charge(min(answer.spent, left))
+        status = answer.status
+        if status in (SAT, UNSAT) and answer.spent <= left:
+            model = None
+            if status == SAT:
+                status, used, model = apart.pinned(query, answer, lim)
+                self.run.charge(used)
+            self._spent_now()
+            if status in (SAT, UNSAT):
+                return status, model
+            return self._undecided(name, status, "the witness's model: " + status), None
+        self._spent_now()
+        if status == apart.MEMORY:
+            self.run.stop(self.run.memory_reason())
+            return self._undecided(name, MEMORY, self.run.memory_reason()), None
+        if status == TIMEOUT:
+            if self.run.seconds_left() <= 0:
+                self.run.stop(self.run.deadline_reason())
+            return self._undecided(name, TIMEOUT, TIMEOUT), None
+        if answer.spent > left and left < self.rlimit:
+            self.stats.work_spent += 1
+            why = f"{self.run.bound} spent"
+            return self._undecided(name, f"{UNKNOWN} ({why})", why), None
+        return self._undecided(name, UNKNOWN, UNKNOWN), None
+
+    def _spent_now(self) -> None:
+        self.stats.rlimit_spent = self.run.spent()
+
+    def _undecided(self, name: str, status: str, why: str) -> str:
+        if status.startswith(UNKNOWN):
+            self.stats.unknown += 1
+        else:
+            self.stats.timeout += 1
+        if name:
+            self.stats.undecided.append(f"{name}: {why}")
+        return status
 
     def consistent_model(self, conds, apps, name: str = "", integers: bool = False,
                          prefer=()) -> tuple[str, object]:

@@ -92,21 +92,19 @@ def check(exploration, prop: Property, solver: Solver | None = None) -> Verdict:
     if status != SAT:
         v.undecided.append(f"{prop.name}: pre-conditions: {status}")
     past = reads_past(exploration, solver, premises, f"{prop.name}: pre-conditions")
-    for end in exploration.ends:
-        try:
-            call = Call(exploration, end)
-            claims = as_claims(_user(lambda c=call: prop.claims(c), "its claims", prop.name),
-                               f"property {prop.name}")
-        except PropertyError as err:
-            return Verdict(prop.name, "error", prop.note, str(err))
+    every = _claims(exploration, prop)
+    prefer = witnesses.preferred(exploration)
+    solver.prefetch([(tuple(end.conds) + tuple(premises) + (z3.Not(claim),), True, prefer)
+                     for end, call, claims in every if call is not None for claim in claims])
+    for end, call, claims in every:
+        if call is None:
+            return Verdict(prop.name, "error", prop.note, claims)
         for claim in claims:
-            if _trivial(claim):
-                continue
             name = f"{prop.name} on path {end.index}"
             past = past or reads_past(exploration, solver, [claim], name)
             status, model = solver.consistent_model(
                 tuple(end.conds) + tuple(premises) + (z3.Not(claim),), end.apps, name,
-                integers=True, prefer=witnesses.preferred(exploration))
+                integers=True, prefer=prefer)
             if status == UNSAT:
                 continue
             if status != SAT:
@@ -124,6 +122,23 @@ def check(exploration, prop: Property, solver: Solver | None = None) -> Verdict:
                 v.detail = f"path {end.index} ({end.outcome}) violates the claim"
             return _finish(exploration, solver, v, premises, past)
     return _finish(exploration, solver, v, premises, past)
+
+
+def _claims(exploration, prop: Property) -> list:
+    """(end, Call, the claims not trivially true) of every path, in path order, built before
+    any is solved (so a batch of them can be solved ahead); up to the first path whose
+    claims raise: (end, None, the error), which the walk reports when it reaches it."""
+    out: list = []
+    for end in exploration.ends:
+        try:
+            call = Call(exploration, end)
+            claims = as_claims(_user(lambda c=call: prop.claims(c), "its claims", prop.name),
+                               f"property {prop.name}")
+        except PropertyError as err:
+            out.append((end, None, str(err)))
+            return out
+        out.append((end, call, [c for c in claims if not _trivial(c)]))
+    return out
 
 
 def _trivial(claim) -> bool:

@@ -118,5 +118,8 @@ def replay(exploration, end: outcome.End, solver: Solver, extra_conds=(), extra_
 
 
 def replay_all(exploration, solver: Solver) -> list:
-    """Every path's witness replayed on the reference, in the order of the paths."""
+    """Every path's witness replayed on the reference, in the order of the paths (the first
+    query of each solved ahead when the solver spreads its queries: ``Solver.prefetch``)."""
+    prefer = preferred(exploration)
+    solver.prefetch([(tuple(end.conds), False, prefer) for end in exploration.ends])
     return [replay(exploration, end, solver) for end in exploration.ends]

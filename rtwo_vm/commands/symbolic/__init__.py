@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from proofs import versions
 from proofs.symbolic import bounds
+from rtwo_vm.arguments import cluster
 from rtwo_vm.arguments import userfiles as userfile_options
 from rtwo_vm.arguments.inputs import positive_float, positive_int
 
@@ -130,6 +131,11 @@ def register(sub) -> None:
                         "build/symbolic-counterexamples)")
     p.add_argument("--no-ranges", dest="ranges", action="store_false",
                    help="print symbolic usage and fee as 'symbolic' instead of solving ranges")
+    cluster.add_ray(p, "witness and claim queries of every path")
+    p.add_argument("--jobs", type=jobs, default=1, metavar="N",
+                   help="worker processes solving the witness and claim queries of every path "
+                        "ahead (default 1: the driver solves each in turn); with --ray local: "
+                        "the private cluster's CPUs. The report is the same for every N")
     p.set_defaults(func=_cmd_symbolic)
 
     p = sub.add_parser("equivalence", help="prove two contracts give the same result on every "
@@ -167,7 +173,20 @@ def depth(text: str) -> int:
     return value
 
 
+def jobs(text: str) -> int:
+    """--jobs: 1..64 worker processes."""
+    import argparse
+    value = positive_int(text)
+    if value > 64:
+        raise argparse.ArgumentTypeError(f"must be at most 64, got {text!r}")
+    return value
+
+
 def _cmd_symbolic(args) -> int:
+    if args.invariant is not None and (args.ray is not None or args.jobs > 1):
+        from rtwo_vm.arguments.inputs import CliError
+        raise CliError("--ray and --jobs spread the queries of one call's paths; not with "
+                       "--invariant")
     if args.invariant is not None:
         from rtwo_vm.commands.symbolic import invariants
         return invariants.check(args)

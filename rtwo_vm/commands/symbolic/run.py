@@ -9,6 +9,7 @@ its own (the same parsers: hostile input gets one line and exit 2).
 from __future__ import annotations
 
 import ctypes
+import gc
 import json
 import sys
 from pathlib import Path
@@ -100,9 +101,22 @@ def _reason(err: Exception) -> str:
     return str(err).splitlines()[0][:200]
 
 
-def _solver(args):
+def _solver(args, spread=None):
     from proofs.symbolic.solve import Solver
-    return Solver(args.rlimit, args.budgets)
+    return Solver(args.rlimit, args.budgets, spread=spread)
+
+
+def _spread(args):
+    """The symbolic command's queries after the exploration are solved apart (a fresh
+    context each, proofs/symbolic/apart.py): in the driver, in --jobs worker processes or on
+    --ray, with the same report."""
+    from rtwo_vm.arguments.cluster import ray_address
+    from proofs.symbolic.spread import Spread
+    address = ray_address(args)
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+    return Spread(args.jobs, address, say=say)
 
 
 def _output_dir(path: str, what: str) -> None:
@@ -132,14 +146,27 @@ def symbolic(args) -> int:
         props = load_file(args.properties, *file_limits(args)) if args.properties else [NO_FAILURE]
     except PropertyError as err:
         raise CliError(str(err)) from None
-    solver = _solver(args)
+    spread = _spread(args)
+    solver = _solver(args, spread)
+    from fanout.ray_setup import RayUnavailable
+    from proofs.symbolic.apart import Unfaithful
+    from proofs.symbolic.spread import LostQueries
     try:
-        exploration = explore(setup, solver)
-        replays = replay_all(exploration, solver)
-        verdicts = [check(exploration, p, solver) for p in props]
-    except (ModelError, RecursionError, ctypes.ArgumentError) as err:
+        with _cluster(spread):
+            exploration = explore(setup, solver)
+            replays = replay_all(exploration, solver)
+            verdicts = [check(exploration, p, solver) for p in props]
+    except (ModelError, RecursionError, ctypes.ArgumentError, Unfaithful) as err:
         print(f"rtwo-vm: symbolic: could not run: {_reason(err)}", file=sys.stderr)
         return EXIT_COULD_NOT_RUN
+    except (RayUnavailable, LostQueries) as err:
+        raise CliError(str(err)) from None
+    if spread.ahead:
+        where = f"Ray ({args.ray})" if spread.ray else f"{spread.jobs} worker processes"
+        print(f"spread: {spread.solved} queries solved ahead on {where}, "
+              f"{spread.retried} retried" + (f"; per node " + ", ".join(
+                  f"{n}: {c}" for n, c in sorted(spread.per_node.items()))
+                  if spread.per_node else ""), file=sys.stderr)
     disagreements = [r for r in replays if r.status == "disagrees"]
     name = Path(args.file).stem
     written = {}
@@ -162,6 +189,45 @@ def symbolic(args) -> int:
         print("rtwo-vm: MODEL DISAGREEMENT: the reference does not give the path's end on its "
               f"witness: {r.differences[0]}", file=sys.stderr)
     return code
+
+
+class _cluster:
+    """The Ray cluster of a run with --ray, joined (or started) once for all its batches; and,
+    whatever the run's spreading, Python's cycle collector paused while it runs: a z3 term
+    held in a reference cycle is released when the collector runs, which depends on every
+    allocation of the process (Ray's and the pool's threads allocate too), and z3 gives a
+    released term's id to the next new one, which orders the operands of simplified terms.
+    Paused, every term is released at the same point of the run in every mode."""
+
+    def __init__(self, spread):
+        self.spread, self.started, self.collecting = spread, False, gc.isenabled()
+        self.joined, self.quiet = False, None
+
+    def __enter__(self):
+        gc.disable()
+        if self.spread.ray is not None:
+            import contextlib
+            from fanout.ray_setup import connect
+            # Ray's driver threads print the cluster's own messages (a worker or node lost)
+            # to stdout: while it runs they go to stderr, so stdout is the report alone.
+            self.quiet = contextlib.redirect_stdout(sys.stderr)
+            self.quiet.__enter__()
+            import ray
+            self.joined = not ray.is_initialized()
+            self.started = connect(self.spread.ray, max(1, self.spread.jobs))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self.spread.close()
+            if self.spread.ray is not None and self.joined:
+                import ray
+                ray.shutdown()               # leaves a joined cluster running; stops a private one
+        finally:
+            if self.spread.ray is not None:
+                self.quiet.__exit__(None, None, None)
+            if self.collecting:
+                gc.enable()
 
 
 def compare_fields(text: str | None) -> tuple:
