@@ -49,6 +49,30 @@ class Answer:
     reason: str = ""               # z3's reason for an undecided answer
 
 
+def answer_json(answer: Answer) -> dict:
+    return {"status": answer.status, "spent": answer.spent,
+            "pins": [list(p) for p in answer.pins], "reason": answer.reason}
+
+
+def answer_of(doc) -> Answer | None:
+    """An Answer read back from a state file (None when it is not one): only the answers
+    that depend on the text alone (sat, unsat, unknown) are ever kept."""
+    try:
+        pins = tuple((c, v) for c, v in doc["pins"])
+        ok = (doc["status"] in (SAT, UNSAT, UNKNOWN) and type(doc["spent"]) is int
+              and doc["spent"] >= 0 and isinstance(doc["reason"], str)
+              and all(isinstance(c, str) and isinstance(v, str) for c, v in pins))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return Answer(doc["status"], doc["spent"], pins, doc["reason"]) if ok else None
+
+
+def kept(answer: Answer) -> bool:
+    """Whether an answer is a function of its query's text and rlimit alone (never one a
+    safety net gave)."""
+    return answer.status in (SAT, UNSAT, UNKNOWN)
+
+
 @dataclass(frozen=True)
 class Limits:
     rlimit: int                    # per query (each of the optimisation and the plain check)

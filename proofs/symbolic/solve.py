@@ -75,6 +75,8 @@ class Solver:
         self.w: Width | None = None      # the machine of the setup (its random stream)
         self.spread = spread
         self.known: dict = {}            # query digest -> apart.Answer solved ahead
+        self.keep = None                 # (digest, Answer) -> None: a --resume state
+        self.taken = 0                   # answers taken from known, over the run
 
     def configure(self, setup) -> None:
         """The run's budget and safety nets from a Setup (the first one starts the clock)."""
@@ -219,6 +221,11 @@ class Solver:
         items = [(q, lim) for q in todo.values()]
         for (q, _), answer in zip(items, self.spread.solve_all(items)):
             self.known[q.digest] = answer
+            self._kept(q.digest, answer)
+
+    def _kept(self, digest: str, answer) -> None:
+        if self.keep is not None and apart.kept(answer):
+            self.keep(digest, answer)
 
     def _check_apart(self, conds, name: str, prefer) -> tuple[str, object]:
         """``check`` of one query solved apart (or taken from the batch solved ahead), its
@@ -230,7 +237,12 @@ class Solver:
         left = self.run.left()
         query = self._query(conds, prefer)
         lim = apart.Limits(self.rlimit, limits[1], self.run.z3_memory)
-        answer = self.known.get(query.digest) or apart.solve(query, lim)
+        answer = self.known.get(query.digest)
+        if answer is None:
+            answer = apart.solve(query, lim)
+            self._kept(query.digest, answer)
+        else:
+            self.taken += 1
         self.stats.queries += 1
         self.run.charge(min(answer.spent, left))
         status = answer.status

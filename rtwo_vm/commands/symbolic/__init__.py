@@ -136,6 +136,10 @@ def register(sub) -> None:
                    help="worker processes solving the witness and claim queries of every path "
                         "ahead (default 1: the driver solves each in turn); with --ray local: "
                         "the private cluster's CPUs. The report is the same for every N")
+    p.add_argument("--resume", metavar="DIR", default=None,
+                   help="keep every answered query after the exploration in DIR (sealed with the "
+                        "local cache key); run again with the same DIR to take those answers "
+                        "instead of solving them again (the report is the same)")
     p.set_defaults(func=_cmd_symbolic)
 
     p = sub.add_parser("equivalence", help="prove two contracts give the same result on every "
@@ -183,10 +187,10 @@ def jobs(text: str) -> int:
 
 
 def _cmd_symbolic(args) -> int:
-    if args.invariant is not None and (args.ray is not None or args.jobs > 1):
+    if args.invariant is not None and (args.ray is not None or args.jobs > 1 or args.resume):
         from rtwo_vm.arguments.inputs import CliError
-        raise CliError("--ray and --jobs spread the queries of one call's paths; not with "
-                       "--invariant")
+        raise CliError("--ray, --jobs and --resume apply to the queries of one call's paths; "
+                       "not with --invariant")
     if args.invariant is not None:
         from rtwo_vm.commands.symbolic import invariants
         return invariants.check(args)

@@ -106,6 +106,45 @@ def _solver(args, spread=None):
     return Solver(args.rlimit, args.budgets, spread=spread)
 
 
+class _Digests:
+    """Every task id a symbolic state may hold: a query's digest (64 hex digits)."""
+
+    def __contains__(self, task) -> bool:
+        return isinstance(task, str) and len(task) == 64 and all(c in "0123456789abcdef" for c in task)
+
+
+def _resume(args, solver) -> None:
+    """``--resume DIR``: the answers kept before are taken as solved (each line sealed with
+    the local key, or refused and solved again), and every new answer is kept as it comes.
+    The state is one of the same z3, per-query rlimit and solving code (an answer is a
+    function of its text and these), refused as a whole otherwise."""
+    import hashlib
+
+    import z3
+    from proofs.symbolic import apart
+    from rtwo_vm.arguments import cluster
+    run = hashlib.sha256(json.dumps(
+        ["rtwo-vm symbolic answers", z3.get_version_string(), solver.rlimit,
+         hashlib.sha256(Path(apart.__file__).read_bytes()).hexdigest()]).encode()).hexdigest()
+    state = cluster.resume_state(args.resume, None, None)(run)
+    from fanout.resume import StateError
+    try:
+        loaded = state.load(_Digests())
+    except StateError as err:
+        raise CliError(str(err)) from None
+    answers = {d: apart.answer_of(doc) for d, doc in loaded.items()}
+    good = {d: a for d, a in answers.items() if a is not None}
+    solver.known.update(good)
+    refused = state.refused + len(answers) - len(good)
+    print(f"resume: {len(good)} answers kept before" + (
+        f"; {refused} state lines refused (not sealed by this machine's key, or cut short): "
+        "their queries are solved again" if refused else ""), file=sys.stderr, flush=True)
+    def keep(digest: str, answer) -> None:
+        state.record(digest, apart.answer_json(answer))
+        solver.kept_now = getattr(solver, "kept_now", 0) + 1
+    solver.keep = keep
+
+
 def _spread(args):
     """The symbolic command's queries after the exploration are solved apart (a fresh
     context each, proofs/symbolic/apart.py): in the driver, in --jobs worker processes or on
@@ -148,6 +187,8 @@ def symbolic(args) -> int:
         raise CliError(str(err)) from None
     spread = _spread(args)
     solver = _solver(args, spread)
+    if args.resume:
+        _resume(args, solver)
     from fanout.ray_setup import RayUnavailable
     from proofs.symbolic.apart import Unfaithful
     from proofs.symbolic.spread import LostQueries
@@ -161,6 +202,9 @@ def symbolic(args) -> int:
         return EXIT_COULD_NOT_RUN
     except (RayUnavailable, LostQueries) as err:
         raise CliError(str(err)) from None
+    if args.resume:
+        print(f"resume: {getattr(solver, 'kept_now', 0)} answers solved and kept in "
+              f"{args.resume}", file=sys.stderr)
     if spread.ahead:
         where = f"Ray ({args.ray})" if spread.ray else f"{spread.jobs} worker processes"
         print(f"spread: {spread.solved} queries solved ahead on {where}, "
