@@ -211,29 +211,56 @@ class Checker:
             v.undecided.append(f"{inv.name}: on the initial state: {status}")
 
     def _level(self, level: list, d: int) -> list | None:
+        """Every successful end of every call from every state of ``level``: the states of
+        depth ``d``, each checked. The states one exploration reaches are made first, their
+        checks' first queries solved ahead as one batch (``Solver.prefetch``), then checked
+        in order."""
         nxt: list = []
         paths = 0
         for node in level:
             for target in self.targets:
                 x = self._explore(node, target, d)
                 paths += len(x.ends)
+                children, over = [], False
                 for end in x.ends:
                     if end.status != "success":
                         continue
                     self.checked += 1
                     if self.checked > self.max_states:
-                        self._bound(f"max-states {self.max_states}")
-                        self.result.paths.append(paths)
-                        return None
-                    child = self._child(node, x, end, target)
-                    self._check(child, d)
+                        over = True
+                        break
+                    children.append((self.checked, self._child(node, x, end, target)))
+                self.solver.prefetch([q for _, child in children for q in self._queries(child)])
+                for number, child in children:
+                    self._check(child, d, number)
                     nxt.append(child)
+                    if not self._open():
+                        break
+                if over:
+                    self._bound(f"max-states {self.max_states}")
+                    self.result.paths.append(paths)
+                    return None
                 if not self._open() or self.solver.stopped:
                     self.result.paths.append(paths)
                     return None
         self.result.paths.append(paths)
         self.result.states.append(len(nxt))
         return nxt
+
+    def _queries(self, node: Node) -> list:
+        """The first query of every claim ``_check`` will solve on ``node``, as it asks them
+        (for the invariants that hold so far)."""
+        r = reals(node, self.start)
+        lengths = _lengths(node)
+        out = []
+        for inv, v in zip(self.invariants, self.result.verdicts):
+            if v.verdict != "holds":
+                continue
+            claims, _ = inv.build(r)
+            lemmas = node.proved.get(inv.name, ())
+            out += [(tuple(node.conds) + tuple(v.premises) + lemmas + (z3.Not(claim),), True,
+                     lengths) for claim in claims if not _trivial(claim)]
+        return out
 
     def _explore(self, node: Node, target: int, d: int):
         setup = replace(self.setup, entry=target, prefix=f"step{d}_", storage={},
@@ -255,10 +282,9 @@ class Checker:
         return Node(node.steps + (step,), dict(end.post), dict(node.storage), tuple(end.conds),
                     node.apps + tuple(end.apps), counted, dict(node.proved))
 
-    def _check(self, node: Node, d: int) -> None:
+    def _check(self, node: Node, d: int, number: int) -> None:
         r = reals(node, self.start)
-        lengths = tuple(s.inputs.call_data_length for s in node.steps
-                        if not z3.is_bv_value(s.inputs.call_data_length))
+        lengths = _lengths(node)
         for inv, v in zip(self.invariants, self.result.verdicts):
             if v.verdict != "holds":
                 continue
@@ -269,12 +295,9 @@ class Checker:
             lemmas = node.proved.get(inv.name, ())
             shown = True
             for text, claim in zip(inv.claims, claims):
-                try:
-                    if z3.is_true(simplify(claim)):
-                        continue
-                except TermTooLarge:
-                    pass
-                name = f"{inv.name} after call {d} (state {self.checked})"
+                if _trivial(claim):
+                    continue
+                name = f"{inv.name} after call {d} (state {number})"
                 status, model = self.solver.consistent_model(
                     tuple(node.conds) + tuple(v.premises) + lemmas + (z3.Not(claim),),
                     node.apps, name,
@@ -321,6 +344,19 @@ class Checker:
         else:
             v.detail = (f"after every call of every sequence of up to {self.depth} call(s): "
                         f"{sum(self.result.states)} states, {sum(self.result.paths)} paths")
+
+
+def _trivial(claim) -> bool:
+    try:
+        return z3.is_true(simplify(claim))
+    except TermTooLarge:
+        return False
+
+
+def _lengths(node: Node) -> tuple:
+    """The call data lengths of the node's calls that a witness keeps small."""
+    return tuple(s.inputs.call_data_length for s in node.steps
+                 if not z3.is_bv_value(s.inputs.call_data_length))
 
 
 def check(setup: Setup, invariants: list[Invariant], depth: int,

@@ -211,9 +211,9 @@ class Solver:
         for conds, integers, prefer in batch:
             conds = (as_bitvectors(conds) or conds) if integers else list(conds)
             queries.append(self._query(conds, prefer))
+        limits = self._limits("")
         if not self.spread.ahead:
             return
-        limits = self._limits("")
         if isinstance(limits, str):
             return
         todo = {q.digest: q for q in queries if q.digest not in self.known}

@@ -11,9 +11,10 @@ worker by exclusive marker files DIR/task-1, DIR/task-2, ...) ends its process w
 a node whose raylet was started with RTWO_TEST_NODE=second writes DIR/holding and sleeps,
 so that the test can kill that node while the query runs there. ``--lie-sat``: the worker
 answers ``sat`` (with no values) to every query it finds unsatisfiable. Otherwise the query
-is solved as shipped. The planted task replaces the run's ``Spread.task`` in this process
-(the driver) and travels to the workers (by value to Ray, by this script's name to local
-worker processes); the CLI, the spreading and the solving are the real ones.
+is solved as shipped. The planted task replaces the run's ``Spread.task``
+(rtwo_vm/commands/symbolic/spreading.py) in this process (the driver) and travels to the
+workers (by value to Ray, by this script's name to local worker processes); the CLI, the
+spreading and the solving are the real ones.
 """
 
 from __future__ import annotations
@@ -51,17 +52,17 @@ def main(argv: list[str]) -> int:
     import functools
 
     from rtwo_vm import cli
-    from rtwo_vm.commands.symbolic import run
+    from rtwo_vm.commands.symbolic import spreading
     mode = argv[0]
     at = int(argv[1]) if mode == "--exit-at" else 0
     folder, rest = (argv[2], argv[3:]) if mode == "--exit-at" else (argv[1], argv[2:])
-    shipped = run._spread
+    shipped = spreading._spread
 
     def spread(args):
         s = shipped(args)
         s.task = functools.partial(planted, mode=mode, folder=folder, at=at)
         return s
-    run._spread = spread
+    spreading._spread = spread
     return cli.main(rest)
 
 

@@ -187,10 +187,6 @@ def jobs(text: str) -> int:
 
 
 def _cmd_symbolic(args) -> int:
-    if args.invariant is not None and (args.ray is not None or args.jobs > 1 or args.resume):
-        from rtwo_vm.arguments.inputs import CliError
-        raise CliError("--ray, --jobs and --resume apply to the queries of one call's paths; "
-                       "not with --invariant")
     if args.invariant is not None:
         from rtwo_vm.commands.symbolic import invariants
         return invariants.check(args)

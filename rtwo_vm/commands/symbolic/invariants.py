@@ -7,7 +7,6 @@ call on the storage before it) and written as a scenario vector (chapter 11.9) i
 
 from __future__ import annotations
 
-import ctypes
 import json
 import sys
 from pathlib import Path
@@ -24,8 +23,8 @@ CONFLICTS = (("properties", "--properties"), ("calldata", "--calldata"),
 def check(args) -> int:
     from proofs.symbolic import invariants, sequences
     from proofs.symbolic.bounds import DEFAULT_DEPTH
-    from proofs.symbolic.executor import ModelError
     from proofs.symbolic.properties import PropertyError
+    from rtwo_vm.commands.symbolic import spreading
 
     for name, flag in CONFLICTS:
         if getattr(args, name, None) is not None:
@@ -40,8 +39,9 @@ def check(args) -> int:
     except PropertyError as err:
         raise CliError(str(err)) from None
     try:
-        result = sequences.check(setup, invs, depth, args.max_states, bodies._solver(args))
-    except (ModelError, RecursionError, ctypes.ArgumentError) as err:
+        with spreading.solving(args) as solver:
+            result = sequences.check(setup, invs, depth, args.max_states, solver)
+    except spreading.could_not_run() as err:
         print(f"rtwo-vm: symbolic: could not run: {bodies._reason(err)}", file=sys.stderr)
         return bodies.EXIT_COULD_NOT_RUN
     violated = [v for v in result.verdicts if v.verdict == "violated"]
