@@ -76,7 +76,6 @@ class Solver:
         self.spread = spread
         self.known: dict = {}            # query digest -> apart.Answer solved ahead
         self.keep = None                 # (digest, Answer) -> None: a --resume state
-        self.taken = 0                   # answers taken from known, over the run
 
     def configure(self, setup) -> None:
         """The run's budget and safety nets from a Setup (the first one starts the clock)."""
@@ -229,8 +228,10 @@ class Solver:
 
     def _check_apart(self, conds, name: str, prefer) -> tuple[str, object]:
         """``check`` of one query solved apart (or taken from the batch solved ahead), its
-        work charged in path order: a decided answer that needed more than the phase had left
-        is ``unknown`` (the phase's budget spent), as it is when solved with what is left."""
+        work charged in path order: an answer that needed more than the phase had left is
+        ``unknown (max-work N spent)``, decided or not (its per-query ``rlimit`` applies to
+        each of its checks, the optimisation and the plain one); one undecided within what
+        was left is ``unknown`` (the per-query budget)."""
         limits = self._limits(name)
         if isinstance(limits, str):
             return self._unsolved(name, limits)
@@ -241,8 +242,6 @@ class Solver:
         if answer is None:
             answer = apart.solve(query, lim)
             self._kept(query.digest, answer)
-        else:
-            self.taken += 1
         self.stats.queries += 1
         self.run.charge(min(answer.spent, left))
         status = answer.status
@@ -263,7 +262,7 @@ class Solver:
             if self.run.seconds_left() <= 0:
                 self.run.stop(self.run.deadline_reason())
             return self._undecided(name, TIMEOUT, TIMEOUT), None
-        if answer.spent > left and left < self.rlimit:
+        if answer.spent > left:              # what the phase had left did not suffice
             self.stats.work_spent += 1
             why = f"{self.run.bound} spent"
             return self._undecided(name, f"{UNKNOWN} ({why})", why), None

@@ -38,16 +38,14 @@ def solving(args):
     from proofs.symbolic.spread import LostQueries
     spread = _spread(args)
     solver = solver_of(args, spread)
-    if args.resume:
-        _resume(args, solver)
+    kept = _resume(args, solver) if args.resume else None
     try:
         with _cluster(spread):
             yield solver
     except (RayUnavailable, LostQueries) as err:
         raise CliError(str(err)) from None
-    if args.resume:
-        print(f"resume: {getattr(solver, 'kept_now', 0)} answers solved and kept in "
-              f"{args.resume}", file=sys.stderr)
+    if kept is not None:
+        print(f"resume: {kept[0]} answers solved and kept in {args.resume}", file=sys.stderr)
     if spread.ahead:
         where = f"Ray ({args.ray})" if spread.ray else f"{spread.jobs} worker processes"
         print(f"spread: {spread.solved} queries solved ahead on {where}, "
@@ -63,11 +61,12 @@ class _Digests:
         return isinstance(task, str) and len(task) == 64 and all(c in "0123456789abcdef" for c in task)
 
 
-def _resume(args, solver) -> None:
+def _resume(args, solver) -> list:
     """``--resume DIR``: the answers kept before are taken as solved (each line sealed with
     the local key, or refused and solved again), and every new answer is kept as it comes.
     The state is one of the same z3, per-query rlimit and solving code (an answer is a
-    function of its text and these), refused as a whole otherwise."""
+    function of its text and these), refused as a whole otherwise. Returns the count of
+    answers kept by this run (one item, updated as they come)."""
     import hashlib
 
     import z3
@@ -89,10 +88,13 @@ def _resume(args, solver) -> None:
     print(f"resume: {len(good)} answers kept before" + (
         f"; {refused} state lines refused (not sealed by this machine's key, or cut short): "
         "their queries are solved again" if refused else ""), file=sys.stderr, flush=True)
+    kept = [0]
+
     def keep(digest: str, answer) -> None:
         state.record(digest, apart.answer_json(answer))
-        solver.kept_now = getattr(solver, "kept_now", 0) + 1
+        kept[0] += 1
     solver.keep = keep
+    return kept
 
 
 def _spread(args):
@@ -109,39 +111,45 @@ def _spread(args):
 
 
 class _cluster:
-    """The Ray cluster of a run with --ray, joined (or started) once for all its batches; and,
-    whatever the run's spreading, Python's cycle collector paused while it runs: a z3 term
-    held in a reference cycle is released when the collector runs, which depends on every
-    allocation of the process (Ray's and the pool's threads allocate too), and z3 gives a
-    released term's id to the next new one, which orders the operands of simplified terms.
-    Paused, every term is released at the same point of the run in every mode."""
+    """The Ray cluster of a run with --ray, joined (or started) once for all its batches and
+    left at the end (a joined cluster keeps running; a private one stops); and, whatever the
+    run's spreading, Python's cycle collector paused while it runs: a z3 term held in a
+    reference cycle is released when the collector runs, which depends on every allocation
+    of the process (Ray's and the pool's threads allocate too), and z3 gives a released
+    term's id to the next new one, which orders the operands of simplified terms. Paused,
+    every term is released at the same point of the run in every mode."""
 
     def __init__(self, spread):
-        self.spread, self.started, self.collecting = spread, False, gc.isenabled()
+        self.spread, self.collecting = spread, gc.isenabled()
         self.joined, self.quiet = False, None
 
     def __enter__(self):
         gc.disable()
-        if self.spread.ray is not None:
-            import contextlib
-            from fanout.ray_setup import connect
-            # Ray's driver threads print the cluster's own messages (a worker or node lost)
-            # to stdout: while it runs they go to stderr, so stdout is the report alone.
-            self.quiet = contextlib.redirect_stdout(sys.stderr)
-            self.quiet.__enter__()
-            import ray
-            self.joined = not ray.is_initialized()
-            self.started = connect(self.spread.ray, max(1, self.spread.jobs))
+        try:
+            if self.spread.ray is not None:
+                import contextlib
+
+                import ray
+                from fanout.ray_setup import connect
+                # Ray's driver threads print the cluster's own messages (a worker or node
+                # lost) to stdout: while it runs they go to stderr, so stdout is the report.
+                self.quiet = contextlib.redirect_stdout(sys.stderr)
+                self.quiet.__enter__()
+                self.joined = not ray.is_initialized()
+                connect(self.spread.ray, max(1, self.spread.jobs))
+        except BaseException:
+            self.__exit__()
+            raise
         return self
 
     def __exit__(self, *exc) -> None:
         try:
             self.spread.close()
-            if self.spread.ray is not None and self.joined:
+            if self.joined:
                 import ray
-                ray.shutdown()               # leaves a joined cluster running; stops a private one
+                ray.shutdown()
         finally:
-            if self.spread.ray is not None:
+            if self.quiet is not None:
                 self.quiet.__exit__(None, None, None)
             if self.collecting:
                 gc.enable()
