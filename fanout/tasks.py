@@ -24,10 +24,12 @@ and done per node (the first 8 hex digits of the node id).
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
-from fanout.ray_setup import RayUnavailable, connect, disconnect
+from fanout.ray_setup import NEEDS_RAY, RayUnavailable, connect, disconnect
 
 RETRIES = 3
 
@@ -63,10 +65,23 @@ def ray_map(function: Callable, items: Sequence[Any], address: str = "local", cp
             progress: Callable[[Progress], None] | None = None,
             lost: Callable[[Any, str], Any] | None = None,
             retries: int = RETRIES) -> Iterator[tuple[int, Any]]:
-    """(index, function(items[index])) for every item, in the order they finish."""
+    """(index, function(items[index])) for every item, in the order they finish. While it
+    runs, stdout is stderr: Ray's driver threads print the cluster's own messages (a worker
+    or node lost) there, and a command's stdout is its report. A cluster this call joined
+    is left when it ends (a private one stopped), so that no message comes later."""
     items = list(items)
-    started = connect(address, cpus)
-    import ray
+    try:
+        import ray
+    except ImportError:
+        raise RayUnavailable(NEEDS_RAY) from None
+    joined = not ray.is_initialized()
+    quiet = contextlib.redirect_stdout(sys.stderr)
+    quiet.__enter__()
+    try:
+        started = connect(address, cpus)
+    except BaseException:
+        quiet.__exit__(None, None, None)
+        raise
     try:
         faults = _faults()
         remote = ray.remote(num_cpus=1, max_retries=0)(_run)
@@ -104,7 +119,12 @@ def ray_map(function: Callable, items: Sequence[Any], address: str = "local", cp
                 progress(state)
             yield index, result
     finally:
-        disconnect(started)
+        try:
+            if joined and not started:
+                ray.shutdown()
+            disconnect(started)
+        finally:
+            quiet.__exit__(None, None, None)
 
 
 def ordered(function: Callable, items: Sequence[Any], address: str = "local", cpus: int = 2,

@@ -105,6 +105,7 @@ def _runs(tmp_path: Path, name: str, args: tuple, *extra: str, planted: tuple = 
     return folder, symbolic(folder, *args, *extra, planted=planted)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["token", "counter", "dispatch", "proxy"])
 def test_worker_processes_give_the_drivers_report_byte_for_byte(tmp_path, name):
     args = shapes(tmp_path)[name]
