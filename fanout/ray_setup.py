@@ -24,14 +24,33 @@ def available() -> bool:
     return True
 
 
+PROBE_SECONDS = 10
+
+
+def _answers(address: str) -> str | None:
+    """Why the cluster at ``address`` cannot be joined, when its port does not accept a
+    connection within PROBE_SECONDS (Ray itself would retry for ever); None when it does."""
+    import socket
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_SECONDS):
+            return None
+    except (OSError, ValueError) as err:
+        return f"no answer on {host}:{port} ({getattr(err, 'strerror', None) or err})"
+
+
 def connect(address: str, cpus: int) -> bool:
-    """Join (or start) the cluster; True when this call started a private one."""
+    """Join (or start) the cluster; True when this call started a private one. A cluster
+    whose address does not answer is refused in one line (RayUnavailable)."""
     try:
         import ray
     except ImportError:
         raise RayUnavailable(NEEDS_RAY) from None
     if ray.is_initialized():
         return False
+    why = None if address == "local" else _answers(address)
+    if why is not None:
+        raise RayUnavailable(f"Ray: cannot join {address}: {why}")
     try:
         if address == "local":
             ray.init(num_cpus=max(1, cpus), include_dashboard=False, _node_ip_address="127.0.0.1",

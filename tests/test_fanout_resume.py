@@ -14,6 +14,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 PROVE = ("prove", "--opcode", "ADD", "--width", "64", "--no-agreement", "--no-table",
          "--no-cache", "--jobs", "1")
@@ -118,3 +120,19 @@ def test_without_ray_every_ray_option_is_refused_in_one_line(tmp_path):
                           cwd=tmp_path, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr
+
+
+def test_a_cluster_address_that_does_not_answer_is_refused_in_one_line(tmp_path):
+    """Ray itself retries a dead address for ever (its GCS client): every --ray command
+    probes the port first and refuses it in one line, exit 2, within seconds."""
+    pytest.importorskip("ray")
+    for args in (("prove", "--opcode", "ADD", "--ray", "127.0.0.1:1"),
+                 ("vectors", "strength", "--curated-only", "--ray", "127.0.0.1:1"),
+                 ("symbolic", str(ROOT / "examples" / "counter.rasm"), "--ray", "127.0.0.1:1")):
+        done = subprocess.run([sys.executable, "-m", "rtwo_vm.cli", *args], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert done.returncode == 2, (args, done.stdout, done.stderr)
+        assert done.stderr.strip().splitlines() == [
+            "rtwo-vm: error: Ray: cannot join 127.0.0.1:1: no answer on 127.0.0.1:1 "
+            "(Connection refused)"], (args, done.stderr)
