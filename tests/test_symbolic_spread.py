@@ -208,6 +208,17 @@ def test_a_worker_that_answers_sat_to_an_unsatisfiable_query_is_caught(tmp_path)
     assert "the worker that solved it did not answer it" in liar.stderr
 
 
+def test_a_worker_whose_values_would_splice_smt_commands_is_caught(tmp_path):
+    """A worker's values are spliced into the driver's pinning script only when they are a
+    symbol and a numeral: one that would close the assertion and add its own is refused."""
+    args = shapes(tmp_path)["dispatch"]
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    _, bad = _runs(tmp_path, "dispatch", args, "--jobs", "2", planted=("--inject", str(marks)))
+    assert bad.returncode == 3, bad.stdout + bad.stderr
+    assert "not constants and values" in bad.stderr
+
+
 def test_spreading_options_are_checked_in_one_line(tmp_path):
     for extra, message in ((("--jobs", "0"), "--jobs"), (("--jobs", "65"), "--jobs"),
                            (("--ray", "not an address"), "--ray"),

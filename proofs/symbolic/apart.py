@@ -18,9 +18,14 @@ of them stops is ``timeout`` or ``memory``, never a verdict.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 
 SAT, UNSAT, UNKNOWN, TIMEOUT, MEMORY = "sat", "unsat", "unknown", "timeout", "memory"
+# A pin as ``_pins`` prints it: a symbol (plain or |quoted|) and a bit-vector or Boolean
+# value. Anything else (from a worker or a state line) is not spliced into a script.
+_SYMBOL = re.compile(r"[A-Za-z_~!@$%^&*+=<>.?/\-][A-Za-z0-9_~!@$%^&*+=<>.?/\-]{0,200}\Z|\|[^|\\]{1,200}\|\Z")
+_VALUE = re.compile(r"#x[0-9a-f]{1,2048}\Z|#b[01]{1,8192}\Z|true\Z|false\Z")
 
 
 class Unfaithful(Exception):
@@ -174,6 +179,8 @@ def pinned(query: Query, answer: Answer, limits: Limits):
     satisfiable ``answer`` pinned: a fresh context again, so the model is the same whichever
     process gave the answer."""
     import z3
+    if not all(_SYMBOL.match(c) and _VALUE.match(v) for c, v in answer.pins):
+        raise Unfaithful("a satisfiable answer's values are not constants and values")
     s = _fresh(limits, optimize=False)
     s.from_string(query.text + "".join(f"(assert (= {c} {v}))" for c, v in answer.pins))
     status = str(s.check())

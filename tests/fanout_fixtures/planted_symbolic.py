@@ -4,13 +4,16 @@
     python tests/fanout_fixtures/planted_symbolic.py --exit-at N DIR symbolic ARGS...
     python tests/fanout_fixtures/planted_symbolic.py --hold-on-node DIR symbolic ARGS...
     python tests/fanout_fixtures/planted_symbolic.py --lie-sat DIR symbolic ARGS...
+    python tests/fanout_fixtures/planted_symbolic.py --inject DIR symbolic ARGS...
 
 ``--exit-at N``: the worker that starts the N-th query of the run (counted across every
 worker by exclusive marker files DIR/task-1, DIR/task-2, ...) ends its process with
 ``os._exit(9)`` before solving it: a real worker death, once. ``--hold-on-node``: a query on
 a node whose raylet was started with RTWO_TEST_NODE=second writes DIR/holding and sleeps,
 so that the test can kill that node while the query runs there. ``--lie-sat``: the worker
-answers ``sat`` (with no values) to every query it finds unsatisfiable. Otherwise the query
+answers ``sat`` (with no values) to every query it finds unsatisfiable. ``--inject``: every
+satisfiable answer carries a "value" that would close the pinning assertion and add
+``(assert false)``. Otherwise the query
 is solved as shipped. The planted task replaces the run's ``Spread.task``
 (rtwo_vm/commands/symbolic/spreading.py) in this process (the driver) and travels to the
 workers (by value to Ray, by this script's name to local worker processes); the CLI, the
@@ -45,6 +48,9 @@ def planted(item, *, mode: str, folder: str, at: int):
     answer = apart.solve_item(item)
     if mode == "--lie-sat" and answer.status == apart.UNSAT:
         return apart.Answer(apart.SAT, answer.spent, ())
+    if mode == "--inject" and answer.status == apart.SAT:
+        c, v = answer.pins[0]
+        return apart.Answer(apart.SAT, answer.spent, ((c, v + ")) (assert false) (assert (= true true"),))
     return answer
 
 
