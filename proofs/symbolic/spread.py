@@ -83,6 +83,9 @@ class Spread:
             self.retried += len(broken)
             todo = broken
         self.solved += len(out)
+        if self.say is not None:
+            self.say(f"workers: {len(out)}/{len(out)} queries done, {self.retried} retried "
+                     f"({self.solved} this run)")
         return out
 
     def _local_pool(self):
