@@ -4,9 +4,8 @@ with other processes while the server holds several connections (the pool's)."""
 
 from __future__ import annotations
 
-import re
-
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path

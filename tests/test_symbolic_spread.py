@@ -197,26 +197,21 @@ def test_a_worker_process_that_dies_on_its_third_query_changes_nothing(tmp_path)
     assert (marks / "task-3").exists() and len(list(marks.iterdir())) > 8
 
 
-def test_a_worker_that_answers_sat_to_an_unsatisfiable_query_is_caught(tmp_path):
-    """A lying worker would turn the token's proved property into a counterexample: its
-    answer's own values leave the query unsatisfiable on the driver, and the run says so."""
-    args = shapes(tmp_path)["token"]
+@pytest.mark.parametrize("name,mode,message", [
+    # A lying worker would turn the token's proved property into a counterexample: its
+    # answer's own values leave the query unsatisfiable on the driver.
+    ("token", "--lie-sat", "the worker that solved it did not answer it"),
+    # A worker's values are spliced into the driver's pinning script only when they are a
+    # symbol and a numeral: one that would close the assertion and add its own is refused.
+    ("dispatch", "--inject", "not constants and values"),
+])
+def test_a_worker_whose_answer_is_not_one_is_caught(tmp_path, name, mode, message):
     marks = tmp_path / "marks"
     marks.mkdir()
-    _, liar = _runs(tmp_path, "token", args, "--jobs", "2", planted=("--lie-sat", str(marks)))
-    assert liar.returncode == 3, liar.stdout + liar.stderr
-    assert "the worker that solved it did not answer it" in liar.stderr
-
-
-def test_a_worker_whose_values_would_splice_smt_commands_is_caught(tmp_path):
-    """A worker's values are spliced into the driver's pinning script only when they are a
-    symbol and a numeral: one that would close the assertion and add its own is refused."""
-    args = shapes(tmp_path)["dispatch"]
-    marks = tmp_path / "marks"
-    marks.mkdir()
-    _, bad = _runs(tmp_path, "dispatch", args, "--jobs", "2", planted=("--inject", str(marks)))
+    _, bad = _runs(tmp_path, name, shapes(tmp_path)[name], "--jobs", "2",
+                   planted=(mode, str(marks)))
     assert bad.returncode == 3, bad.stdout + bad.stderr
-    assert "not constants and values" in bad.stderr
+    assert message in bad.stderr
 
 
 def test_spreading_options_are_checked_in_one_line(tmp_path):

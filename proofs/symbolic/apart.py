@@ -139,33 +139,25 @@ def _pins(model) -> tuple:
 
 def solve(query: Query, limits: Limits) -> Answer:
     """The answer to ``query`` from a fresh context: with terms to minimise, z3's optimiser
-    first (within ``limits.rlimit``), and the plain check when it leaves the query undecided;
-    ``spent`` is the work of both."""
+    first (within ``limits.rlimit``), and the plain check when it leaves the query undecided
+    (not when a safety net stopped it); ``spent`` is the work of both."""
     spent = 0
-    if query.minimize:
-        opt = _fresh(limits, optimize=True)
-        opt.from_string(query.text + "".join(f"(minimize {t})" for t in query.minimize))
-        answer = str(opt.check())
-        used = _spent(opt)
+    stages = [True, False] if query.minimize else [False]
+    for optimize in stages:
+        s = _fresh(limits, optimize)
+        s.from_string(query.text + "".join(f"(minimize {t})" for t in query.minimize
+                                            if optimize))
+        answer = str(s.check())
+        used = _spent(s)
         spent += used
         if answer == SAT:
-            return Answer(SAT, spent, _pins(opt.model()))
+            return Answer(SAT, spent, _pins(s.model()))
         if answer == UNSAT:
             return Answer(UNSAT, spent)
-        status, reason = _undecided(opt, used, limits.rlimit)
-        if status in (TIMEOUT, MEMORY):
+        status, reason = _undecided(s, used, limits.rlimit)
+        if status in (TIMEOUT, MEMORY) or not optimize:
             return Answer(status, spent, reason=reason)
-    s = _fresh(limits, optimize=False)
-    s.from_string(query.text)
-    answer = str(s.check())
-    used = _spent(s)
-    spent += used
-    if answer == SAT:
-        return Answer(SAT, spent, _pins(s.model()))
-    if answer == UNSAT:
-        return Answer(UNSAT, spent)
-    status, reason = _undecided(s, used, limits.rlimit)
-    return Answer(status, spent, reason=reason)
+    raise AssertionError("the plain check answers")
 
 
 def solve_item(item: tuple) -> Answer:

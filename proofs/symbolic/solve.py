@@ -152,13 +152,7 @@ class Solver:
             self.stats.work_spent += 1
         else:
             status, why = UNKNOWN, UNKNOWN
-        if status.startswith(UNKNOWN):
-            self.stats.unknown += 1
-        else:
-            self.stats.timeout += 1
-        if name:
-            self.stats.undecided.append(f"{name}: {why}")
-        return status
+        return self._undecided(name, status, why)
 
     def check(self, conds, name: str = "", integers: bool = False,
               prefer=()) -> tuple[str, z3.ModelRef | None]:

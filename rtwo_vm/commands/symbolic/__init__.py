@@ -132,10 +132,11 @@ def register(sub) -> None:
     p.add_argument("--no-ranges", dest="ranges", action="store_false",
                    help="print symbolic usage and fee as 'symbolic' instead of solving ranges")
     cluster.add_ray(p, "witness and claim queries of every path")
-    p.add_argument("--jobs", type=jobs, default=1, metavar="N",
+    p.add_argument("--jobs", type=jobs, default=None, metavar="N",
                    help="worker processes solving the witness and claim queries of every path "
                         "ahead (default 1: the driver solves each in turn); with --ray local: "
-                        "the private cluster's CPUs. The report is the same for every N")
+                        "the private cluster's CPUs (default: this machine's). The report is "
+                        "the same for every N")
     p.add_argument("--resume", metavar="DIR", default=None,
                    help="keep every answered query after the exploration in DIR (sealed with the "
                         "local cache key); run again with the same DIR to take those answers "

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import gc
 import json
+import os
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -107,7 +108,8 @@ def _spread(args):
 
     def say(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
-    return Spread(args.jobs, address, say=say)
+    jobs = args.jobs or ((os.cpu_count() or 1) if address == "local" else 1)
+    return Spread(jobs, address, say=say)
 
 
 class _cluster:
